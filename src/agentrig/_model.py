@@ -1,0 +1,198 @@
+"""Base classes for agentrig's immutable data: frozen models and O(1)-validated collections."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, ClassVar, Generic, Self, TypeVar, overload
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import core_schema
+
+from agentrig.errors import InvalidInputError
+
+SCHEMA_VERSION = 1
+"""Version of the serialized form written by ``to_dict()``; bumped on incompatible changes."""
+
+T = TypeVar("T")
+
+
+def format_location(loc: Sequence[int | str]) -> str:
+    """Render a pydantic error location as a field path: ``execution.step_executions[0].id``."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part.startswith(("function-", "is-instance[", "json-or-python")) or part in (
+            "tagged-union",
+        ):
+            continue
+        else:
+            path += f".{part}" if path else part
+    return path
+
+
+def problems_of(error: ValidationError) -> list[tuple[str, str]]:
+    """``(field path, reason)`` for every problem in a pydantic ``ValidationError``."""
+    return [(format_location(e["loc"]), e["msg"]) for e in error.errors(include_url=False)]
+
+
+class FrozenModel(BaseModel):
+    """An immutable, strictly validated value: unknown fields are rejected.
+
+    Invalid input raises ``InvalidInputError`` naming every bad field, never a pydantic error.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=False)
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as error:
+            raise InvalidInputError(type(self).__name__, problems_of(error)) from None
+
+    def evolve(self, **changes: Any) -> Self:
+        """A validated copy with ``changes`` applied."""
+        data = self.__dict__.copy()
+        data.update(changes)
+        try:
+            return self.__pydantic_validator__.validate_python(data)  # type: ignore[no-any-return]
+        except ValidationError as error:
+            raise InvalidInputError(type(self).__name__, problems_of(error)) from None
+
+
+class Serializable(FrozenModel):
+    """A frozen model with a lossless, versioned dict and JSON form (DESIGN D5)."""
+
+    serial_kind: ClassVar[str] = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-compatible dict carrying ``schema_version``; ``from_dict`` restores it exactly."""
+        data: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
+        data.update(self.model_dump(mode="json"))
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Self:
+        """Restore an object written by ``to_dict``; invalid data raises ``InvalidInputError``."""
+        if not isinstance(data, dict):
+            raise InvalidInputError(
+                cls.__name__, [("", f"expected a dict, got {type(data).__name__}")]
+            )
+        body = dict(data)
+        version = body.pop("schema_version", None)
+        if version != SCHEMA_VERSION:
+            reason = (
+                "missing (was this written by to_dict()?)"
+                if version is None
+                else f"unsupported version {version!r}; this agentrig reads version {SCHEMA_VERSION}"
+            )
+            raise InvalidInputError(cls.__name__, [("schema_version", reason)])
+        try:
+            return cls.model_validate(body)
+        except ValidationError as error:
+            raise InvalidInputError(cls.__name__, problems_of(error)) from None
+
+    def to_json(self, *, indent: int | None = None) -> str:
+        """``to_dict()`` as JSON text."""
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Self:
+        """Restore an object from ``to_json()`` output."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise InvalidInputError(cls.__name__, [("", f"not valid JSON: {error}")]) from None
+        return cls.from_dict(data)
+
+
+class FrozenList(Generic[T]):
+    """An immutable sequence that validates in O(1) when it is already of its own type.
+
+    Subclasses set ``item_type``. Appending returns a new instance; nothing is ever mutated.
+    """
+
+    __slots__ = ("_items",)
+    item_type: ClassVar[type[Any]]
+
+    def __init__(self, items: Iterable[T] = ()) -> None:
+        self._items: tuple[T, ...] = tuple(items)
+
+    @classmethod
+    def _wrap(cls, items: tuple[T, ...]) -> Self:
+        new = cls.__new__(cls)
+        new._init_from(items)
+        return new
+
+    def _init_from(self, items: tuple[T, ...]) -> None:
+        self._items = items
+
+    def appended(self, *items: T) -> Self:
+        """A new collection with ``items`` added at the end."""
+        return self._wrap(self._items + items) if items else self
+
+    def extended(self, items: Iterable[T]) -> Self:
+        """A new collection with every item of ``items`` added at the end."""
+        return self.appended(*items)
+
+    def filtered(self, predicate: Callable[[T], bool]) -> Self:
+        """A new collection with the items for which ``predicate`` is true."""
+        return self._wrap(tuple(item for item in self._items if predicate(item)))
+
+    def first(self) -> T | None:
+        """The first item, or None."""
+        return self._items[0] if self._items else None
+
+    def last(self) -> T | None:
+        """The last item, or None."""
+        return self._items[-1] if self._items else None
+
+    def to_tuple(self) -> tuple[T, ...]:
+        """The items as a tuple."""
+        return self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self._items)
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> Self: ...
+    def __getitem__(self, index: int | slice) -> T | Self:
+        if isinstance(index, slice):
+            return self._wrap(self._items[index])
+        return self._items[index]
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is type(self):
+            return self._items == other._items
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._items)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({list(self._items)!r})"
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: Any, handler: Callable[[Any], core_schema.CoreSchema]
+    ) -> core_schema.CoreSchema:
+        items_schema = handler(tuple[cls.item_type, ...])  # type: ignore[name-defined]
+        from_items = core_schema.no_info_after_validator_function(cls._wrap, items_schema)
+        return core_schema.json_or_python_schema(
+            json_schema=from_items,
+            python_schema=core_schema.union_schema(
+                [core_schema.is_instance_schema(cls), from_items], mode="left_to_right"
+            ),
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                lambda value: value.to_tuple(), return_schema=items_schema
+            ),
+        )

@@ -1,0 +1,172 @@
+"""``AgentBuilder``: composes capabilities, tools, hooks, a driver and a compiler into an
+``AgentLoop`` (seed 003). New behaviour comes as a capability, not as a builder keyword."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol, Self, runtime_checkable
+
+from agentrig.clock import Clock, IdFactory, SystemClock, UuidIds
+from agentrig.compilers import ContextCompiler, ConversationWithCurrentToolTrace
+from agentrig.drivers.base import Driver
+from agentrig.errors import ConfigurationError
+from agentrig.events import EventBus
+from agentrig.hooks import Hook, HookStack, HookTrigger
+from agentrig.loop import AgentLoop
+from agentrig.state import TraceMode
+from agentrig.tools import Tool, Tools
+
+
+@runtime_checkable
+class AgentCapability(Protocol):
+    """A packaged feature: it installs tools, hooks, a compiler wrapper or a driver."""
+
+    def install(self, builder: AgentBuilder) -> None:
+        """Add this capability to ``builder``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class BuildContext:
+    """What a deferred tool factory receives at ``build()`` time."""
+
+    tools: Tools
+    driver: Driver
+    events: EventBus
+    trace_mode: TraceMode
+    clock: Clock
+    ids: IdFactory
+
+
+ToolFactory = Callable[[BuildContext], Tool]
+
+
+class AgentBuilder:
+    """A fluent, mutable builder; ``build()`` snapshots it into an immutable ``AgentLoop``."""
+
+    def __init__(self) -> None:
+        self._tools = Tools()
+        self._factories: list[ToolFactory] = []
+        self._hooks = HookStack()
+        self._driver: Driver | None = None
+        self._compiler: ContextCompiler | None = None
+        self._events = EventBus()
+        self._trace_mode = TraceMode.SEPARATED
+        self._clock: Clock = SystemClock()
+        self._ids: IdFactory = UuidIds()
+        self._capabilities: list[AgentCapability] = []
+
+    @classmethod
+    def base(cls) -> Self:
+        """An empty builder."""
+        return cls()
+
+    def with_capability(self, capability: AgentCapability) -> Self:
+        """Install ``capability`` now (capabilities are installed in the order given)."""
+        capability.install(self)
+        self._capabilities.append(capability)
+        return self
+
+    def with_tools(self, tools: Tools | Iterable[Tool | Callable[..., Any]]) -> Self:
+        """Add tools (typed functions or ``Tool`` objects); a later tool with the same name wins."""
+        self._tools = self._tools.merged(tools if isinstance(tools, Tools) else Tools(tools))
+        return self
+
+    def add_tool_factory(self, factory: ToolFactory) -> Self:
+        """Add a tool created at ``build()``, seeing the tools collected so far and the driver."""
+        self._factories.append(factory)
+        return self
+
+    def add_hook(
+        self,
+        hook: Hook,
+        triggers: HookTrigger | str | Iterable[HookTrigger | str],
+        priority: int = 0,
+        name: str | None = None,
+    ) -> Self:
+        """Register ``hook`` on ``triggers``; higher priority runs first."""
+        self._hooks = self._hooks.with_hook(hook, triggers, priority, name)
+        return self
+
+    def with_driver(self, driver: Driver) -> Self:
+        """Use ``driver`` for steps."""
+        self._driver = driver
+        return self
+
+    def driver(self) -> Driver | None:
+        """The driver set so far."""
+        return self._driver
+
+    def with_context_compiler(self, compiler: ContextCompiler) -> Self:
+        """Use ``compiler`` to prepare messages before each inference."""
+        self._compiler = compiler
+        return self
+
+    def context_compiler(self) -> ContextCompiler | None:
+        """The compiler set so far (capabilities read it, wrap it and set it back)."""
+        return self._compiler
+
+    def with_events(self, events: EventBus) -> Self:
+        """Deliver events to ``events``."""
+        self._events = events
+        return self
+
+    def event_bus(self) -> EventBus:
+        """The event bus."""
+        return self._events
+
+    def hook_stack(self) -> HookStack:
+        """The hooks registered so far."""
+        return self._hooks
+
+    def tools(self) -> Tools:
+        """The tools registered so far (factories excluded)."""
+        return self._tools
+
+    def with_separated_tool_trace(self, enabled: bool = True) -> Self:
+        """Keep tool traces in the execution buffer (default) or, with False, inline in messages."""
+        self._trace_mode = TraceMode.SEPARATED if enabled else TraceMode.INLINE
+        return self
+
+    def with_clock(self, clock: Clock) -> Self:
+        """Read time from ``clock`` (a ``FakeClock`` in tests)."""
+        self._clock = clock
+        return self
+
+    def with_ids(self, ids: IdFactory) -> Self:
+        """Create ids with ``ids`` (``SeededIds`` in tests)."""
+        self._ids = ids
+        return self
+
+    def capabilities(self) -> tuple[AgentCapability, ...]:
+        """Capabilities installed so far."""
+        return tuple(self._capabilities)
+
+    def build(self) -> AgentLoop:
+        """Resolve the compiler, driver and tool factories into an ``AgentLoop``."""
+        if self._driver is None:
+            raise ConfigurationError(
+                "no driver: call with_driver(ToolCallingDriver(provider)) or install "
+                "UseLlmConfig(provider=...) before build()"
+            )
+        compiler = self._compiler or ConversationWithCurrentToolTrace()
+        driver = self._driver
+        with_compiler = getattr(driver, "with_message_compiler", None)
+        if callable(with_compiler):
+            driver = with_compiler(compiler)
+        tools = self._tools
+        for factory in self._factories:
+            context = BuildContext(
+                tools, driver, self._events, self._trace_mode, self._clock, self._ids
+            )
+            tools = tools.with_tools(factory(context))
+        return AgentLoop(
+            driver=driver,
+            tools=tools,
+            hooks=self._hooks,
+            events=self._events,
+            trace_mode=self._trace_mode,
+            clock=self._clock,
+            ids=self._ids,
+        )

@@ -1,0 +1,149 @@
+"""``UseGuards``: enforce every limit of an ``ExecutionBudget`` and optional finish reasons (D4)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from agentrig import clock
+from agentrig.budget import ExecutionBudget
+from agentrig.continuation import StopReason, StopSignal
+from agentrig.hooks import HookContext, HookTrigger
+from agentrig.state import AgentState, FinishReason
+
+if TYPE_CHECKING:
+    from agentrig.builder import AgentBuilder
+
+GUARD_PRIORITY = 200
+FINISH_REASON_PRIORITY = -200
+
+
+class UseGuards:
+    """Stop before a step when a budget limit is reached.
+
+    Checked at the checkpoint before every step: exactly ``max_steps`` steps run; the step that
+    crosses a token, cost or time limit completes and the next one does not start. Time and
+    deadline read the injected clock. ``finish_reasons`` stops (as a natural ending) when the
+    model's finish reason is one of them.
+    """
+
+    def __init__(
+        self,
+        budget: ExecutionBudget | None = None,
+        *,
+        max_steps: int | None = None,
+        max_tokens: int | None = None,
+        max_seconds: float | None = None,
+        max_cost: float | None = None,
+        deadline: datetime | None = None,
+        finish_reasons: Iterable[FinishReason | str] = (),
+    ) -> None:
+        limits: dict[str, Any] = {
+            "max_steps": max_steps,
+            "max_tokens": max_tokens,
+            "max_seconds": max_seconds,
+            "max_cost": max_cost,
+            "deadline": deadline,
+        }
+        given = {key: value for key, value in limits.items() if value is not None}
+        self.budget = (
+            (budget or ExecutionBudget()).evolve(**given)
+            if given
+            else (budget or ExecutionBudget())
+        )
+        self.finish_reasons = frozenset(FinishReason(reason) for reason in finish_reasons)
+
+    def install(self, builder: AgentBuilder) -> None:
+        """Register the guard hooks."""
+        if not self.budget.is_empty():
+            builder.add_hook(
+                self._check_budget,
+                (HookTrigger.BEFORE_EXECUTION, HookTrigger.BEFORE_STEP),
+                priority=GUARD_PRIORITY,
+                name="guard:budget",
+            )
+        if self.finish_reasons:
+            builder.add_hook(
+                self._check_finish_reason,
+                HookTrigger.AFTER_STEP,
+                priority=FINISH_REASON_PRIORITY,
+                name="guard:finish_reason",
+            )
+
+    def exceeded(self, state: AgentState) -> StopSignal | None:
+        """The signal for the first limit ``state`` has reached, or None."""
+        budget = self.budget
+        steps = state.step_count()
+        if budget.max_steps is not None and steps >= budget.max_steps:
+            return _signal(
+                StopReason.STEPS_LIMIT,
+                f"Step limit reached: {steps}/{budget.max_steps}",
+                current_steps=steps,
+                max_steps=budget.max_steps,
+            )
+        usage = state.usage()
+        if budget.max_tokens is not None and usage.total() >= budget.max_tokens:
+            return _signal(
+                StopReason.TOKEN_LIMIT,
+                f"Token limit reached: {usage.total()}/{budget.max_tokens}",
+                total_tokens=usage.total(),
+                max_tokens=budget.max_tokens,
+            )
+        if budget.max_cost is not None and usage.cost >= budget.max_cost:
+            return _signal(
+                StopReason.TOKEN_LIMIT,
+                f"Cost limit reached: {usage.cost}/{budget.max_cost}",
+                cost=usage.cost,
+                max_cost=budget.max_cost,
+            )
+        return self._time_exceeded(state)
+
+    def _time_exceeded(self, state: AgentState) -> StopSignal | None:
+        now = clock.now()
+        budget = self.budget
+        if budget.max_seconds is not None and state.execution is not None:
+            elapsed = (now - state.execution.started_at).total_seconds()
+            if elapsed >= budget.max_seconds:
+                return _signal(
+                    StopReason.TIME_LIMIT,
+                    f"Execution time limit reached: {elapsed:.2f}s/{budget.max_seconds:.2f}s",
+                    elapsed_seconds=elapsed,
+                    max_seconds=budget.max_seconds,
+                )
+        if budget.deadline is not None and now >= budget.deadline:
+            return _signal(
+                StopReason.TIME_LIMIT,
+                f"Deadline reached: {budget.deadline.isoformat()}",
+                deadline=budget.deadline.isoformat(),
+            )
+        return None
+
+    def _check_budget(self, context: HookContext) -> HookContext | None:
+        signal = self.exceeded(context.state)
+        if signal is None or _already_signalled(context.state, signal.reason):
+            return None
+        return context.with_state(context.state.with_stop_signal(signal))
+
+    def _check_finish_reason(self, context: HookContext) -> HookContext | None:
+        step = context.state.current_step()
+        reason = step.finish_reason() if step is not None else None
+        if reason is None or reason not in self.finish_reasons:
+            return None
+        signal = _signal(
+            StopReason.FINISH_REASON,
+            f'Finish reason "{reason.value}" matched stop condition',
+            finish_reason=reason.value,
+        )
+        return context.with_state(context.state.with_stop_signal(signal))
+
+    def __repr__(self) -> str:
+        return f"UseGuards({self.budget!r})"
+
+
+def _signal(reason: StopReason, message: str, **context: Any) -> StopSignal:
+    return StopSignal(reason=reason, message=message, context=context, source="UseGuards")
+
+
+def _already_signalled(state: AgentState, reason: StopReason) -> bool:
+    return any(signal.reason is reason for signal in state.continuation().stop_signals)

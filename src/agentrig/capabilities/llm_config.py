@@ -1,0 +1,51 @@
+"""``UseLlmConfig``: the inference provider, default LLM config and retries."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agentrig.drivers.provider import InferenceProvider
+from agentrig.drivers.tool_calling import ToolCallingDriver
+from agentrig.errors import ConfigurationError
+from agentrig.state import LlmConfig
+
+if TYPE_CHECKING:
+    from agentrig.builder import AgentBuilder
+
+
+class UseLlmConfig:
+    """Use ``provider`` (or keep the builder's driver) with ``llm_config`` and up to
+    ``max_retries`` inference attempts per step. Exhausted retries stop with ``retry_limit``."""
+
+    def __init__(
+        self,
+        provider: InferenceProvider | None = None,
+        *,
+        llm_config: LlmConfig | None = None,
+        max_retries: int = 1,
+    ) -> None:
+        if max_retries < 1:
+            raise ConfigurationError(f"UseLlmConfig max_retries must be >= 1, got {max_retries}")
+        self.provider = provider
+        self.llm_config = llm_config
+        self.max_retries = max_retries
+
+    def install(self, builder: AgentBuilder) -> None:
+        """Set or reconfigure the builder's ``ToolCallingDriver``."""
+        driver = builder.driver()
+        if self.provider is not None:
+            driver = (
+                driver.with_provider(self.provider)
+                if isinstance(driver, ToolCallingDriver)
+                else ToolCallingDriver(self.provider)
+            )
+        if not isinstance(driver, ToolCallingDriver):
+            raise ConfigurationError(
+                "UseLlmConfig needs a provider, or a ToolCallingDriver set earlier with with_driver()"
+            )
+        if self.llm_config is not None:
+            driver = driver.with_llm_config(self.llm_config)
+        builder.with_driver(driver.with_max_attempts(self.max_retries))
+
+    def __repr__(self) -> str:
+        return f"UseLlmConfig(max_retries={self.max_retries})"

@@ -1,0 +1,149 @@
+"""Context compilers: what messages the model sees before each call (seed 003).
+
+Compilers are small classes with one method, ``compile(state) -> Messages``, plus a name
+registry. Capabilities wrap the builder's compiler: read ``builder.context_compiler()``, wrap it,
+set it back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Protocol, runtime_checkable
+
+from agentrig.errors import ConfigurationError
+from agentrig.messages import Message, Messages, Role
+from agentrig.state import AgentState
+from agentrig.store import INFERENCE_ORDER, MESSAGES
+
+
+@runtime_checkable
+class ContextCompiler(Protocol):
+    """Turns a state into the messages sent to the model."""
+
+    def compile(self, state: AgentState) -> Messages:
+        """The messages for the next inference."""
+        ...
+
+
+class ConversationWithCurrentToolTrace:
+    """The default: ``summary``, ``buffer``, ``messages``, ``execution_buffer``, minus traces of
+    other executions.
+
+    Traces left in ``messages`` by inline mode are hidden once their execution is over, at read
+    time; nothing is deleted. When every trace belongs to the current execution (always so in
+    separated mode) the sections are returned without a per-message scan.
+    """
+
+    def __init__(self, sections: Iterable[str] = INFERENCE_ORDER) -> None:
+        self.sections = tuple(sections)
+
+    def compile(self, state: AgentState) -> Messages:
+        """The conversation plus the current execution's tool trace."""
+        messages = state.context.store.select(self.sections)
+        current = state.execution_id() if state.status() is not None else None
+        traces = messages.trace_executions
+        if not traces or traces == {current}:
+            return messages
+        return messages.filtered(lambda m: not m.is_trace or m.execution_id == current)
+
+    def __repr__(self) -> str:
+        return f"ConversationWithCurrentToolTrace(sections={self.sections!r})"
+
+
+class SelectedSections:
+    """The named sections in the given order (missing ones skipped); no names = ``messages``."""
+
+    def __init__(self, sections: Iterable[str] = ()) -> None:
+        self.sections = tuple(sections)
+
+    def compile(self, state: AgentState) -> Messages:
+        """The selected sections, unfiltered."""
+        return state.context.store.select(self.sections or (MESSAGES,))
+
+    def __repr__(self) -> str:
+        return f"SelectedSections({self.sections!r})"
+
+
+class AllSections:
+    """Every section in store order, unfiltered."""
+
+    def compile(self, state: AgentState) -> Messages:
+        """All messages of the store."""
+        return state.context.store.to_messages()
+
+    def __repr__(self) -> str:
+        return "AllSections()"
+
+
+def estimate_tokens(message: Message) -> int:
+    """A rough token count: four characters per token, plus a little per message and call."""
+    size = len(message.content) + sum(len(str(call)) for call in message.tool_calls)
+    return 4 + size // 4
+
+
+class TokenBudgetCompiler:
+    """Wraps another compiler and keeps only the most recent messages that fit ``max_tokens``.
+
+    The first user message is always kept, and a tool result is never kept without the assistant
+    message that called it.
+    """
+
+    def __init__(
+        self,
+        inner: ContextCompiler,
+        max_tokens: int,
+        estimator: Callable[[Message], int] = estimate_tokens,
+    ) -> None:
+        if max_tokens < 1:
+            raise ConfigurationError(
+                f"TokenBudgetCompiler max_tokens must be >= 1, got {max_tokens}"
+            )
+        self.inner = inner
+        self.max_tokens = max_tokens
+        self.estimator = estimator
+
+    def compile(self, state: AgentState) -> Messages:
+        """The inner compiler's messages, trimmed from the front to fit the budget."""
+        messages = self.inner.compile(state).to_tuple()
+        first_user = next((m for m in messages if m.role is Role.USER), None)
+        budget = self.max_tokens - (self.estimator(first_user) if first_user else 0)
+        start = len(messages)
+        while start > 0 and budget - self.estimator(messages[start - 1]) >= 0:
+            start -= 1
+            budget -= self.estimator(messages[start])
+        while start < len(messages) and messages[start].role is Role.TOOL:
+            start += 1
+        kept = messages[start:]
+        if first_user is not None and first_user not in kept:
+            kept = (first_user, *kept)
+        return Messages(kept)
+
+    def __repr__(self) -> str:
+        return f"TokenBudgetCompiler({self.inner!r}, max_tokens={self.max_tokens})"
+
+
+_REGISTRY: dict[str, Callable[[], ContextCompiler]] = {
+    "conversation_with_current_tool_trace": ConversationWithCurrentToolTrace,
+    "selected_sections": SelectedSections,
+    "all_sections": AllSections,
+}
+
+
+def register_compiler(name: str, factory: Callable[[], ContextCompiler]) -> None:
+    """Make a compiler available by name."""
+    _REGISTRY[name] = factory
+
+
+def compiler_names() -> tuple[str, ...]:
+    """Names of the registered compilers."""
+    return tuple(sorted(_REGISTRY))
+
+
+def get_compiler(name: str) -> ContextCompiler:
+    """A new compiler by name; an unknown name lists the valid ones."""
+    factory = _REGISTRY.get(name)
+    if factory is None:
+        raise ConfigurationError(
+            f"unknown context compiler {name!r}; valid: {', '.join(compiler_names())}"
+        )
+    return factory()

@@ -1,0 +1,32 @@
+"""The driver seam: a driver runs one step of the agent (inference plus tool use)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from agentrig.events import EventBus
+from agentrig.hooks import HookStack
+from agentrig.state import AgentState, TraceMode
+from agentrig.tools import ToolExecutor, Tools
+
+
+@dataclass(frozen=True, slots=True)
+class StepRuntime:
+    """What the loop lends a driver for one step."""
+
+    tools: Tools
+    executor: ToolExecutor
+    hooks: HookStack
+    events: EventBus
+    trace_mode: TraceMode
+    step_number: int
+
+
+@runtime_checkable
+class Driver(Protocol):
+    """Runs one step: returns the state with the step set via ``state.with_current_step``."""
+
+    def use_tools(self, state: AgentState, runtime: StepRuntime) -> AgentState:
+        """Perform one step."""
+        ...

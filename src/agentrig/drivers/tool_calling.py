@@ -1,0 +1,173 @@
+"""``ToolCallingDriver``: one inference request, then the requested tool calls, as one step."""
+
+from __future__ import annotations
+
+from typing import Self
+
+from agentrig.compilers import ContextCompiler, ConversationWithCurrentToolTrace
+from agentrig.drivers.base import StepRuntime
+from agentrig.drivers.provider import InferenceProvider
+from agentrig.errors import ConfigurationError, ProviderError, RetryLimitExceededError
+from agentrig.events import InferenceRequestStarted, InferenceResponseReceived
+from agentrig.hooks import HookContext, HookTrigger
+from agentrig.messages import Message, Messages, Role, ToolResult
+from agentrig.state import (
+    AgentState,
+    AgentStep,
+    InferenceRequest,
+    InferenceResponse,
+    LlmConfig,
+    ToolExecutions,
+)
+
+
+class ToolCallingDriver:
+    """Compiles the context, asks the provider, runs the tool calls, and records the step.
+
+    ``max_attempts`` retries retryable ``ProviderError``s; when every attempt fails the step
+    fails with ``RetryLimitExceededError`` (stop reason ``retry_limit``).
+    """
+
+    def __init__(
+        self,
+        provider: InferenceProvider,
+        *,
+        compiler: ContextCompiler | None = None,
+        llm_config: LlmConfig | None = None,
+        max_attempts: int = 1,
+    ) -> None:
+        if max_attempts < 1:
+            raise ConfigurationError(f"max_attempts must be >= 1, got {max_attempts}")
+        self.provider = provider
+        self.compiler: ContextCompiler = compiler or ConversationWithCurrentToolTrace()
+        self.llm_config = llm_config
+        self.max_attempts = max_attempts
+
+    def _copy(self, **changes: object) -> Self:
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(changes)
+        return new
+
+    def with_message_compiler(self, compiler: ContextCompiler) -> Self:
+        """A driver using ``compiler``."""
+        return self._copy(compiler=compiler)
+
+    def with_provider(self, provider: InferenceProvider) -> Self:
+        """A driver asking ``provider``."""
+        return self._copy(provider=provider)
+
+    def with_llm_config(self, config: LlmConfig | None) -> Self:
+        """A driver whose default LLM config is ``config``."""
+        return self._copy(llm_config=config)
+
+    def with_max_attempts(self, attempts: int) -> Self:
+        """A driver making up to ``attempts`` inference attempts per step."""
+        if attempts < 1:
+            raise ConfigurationError(f"max_attempts must be >= 1, got {attempts}")
+        return self._copy(max_attempts=attempts)
+
+    def use_tools(self, state: AgentState, runtime: StepRuntime) -> AgentState:
+        """Perform one step."""
+        if state.llm_config is None and self.llm_config is not None:
+            state = state.with_llm_config(self.llm_config)
+        request = self._request(state, runtime)
+        if runtime.hooks.hooks_for(HookTrigger.BEFORE_INFERENCE_REQUEST):
+            context = runtime.hooks.intercept(
+                HookContext(HookTrigger.BEFORE_INFERENCE_REQUEST, state, inference_request=request)
+            )
+            state, request = context.state, context.inference_request or request
+        response = self._infer(state, request, runtime)
+        if runtime.hooks.hooks_for(HookTrigger.AFTER_INFERENCE_RESPONSE):
+            context = runtime.hooks.intercept(
+                HookContext(
+                    HookTrigger.AFTER_INFERENCE_RESPONSE, state, inference_response=response
+                )
+            )
+            state, response = context.state, context.inference_response or response
+        if runtime.events.wants(InferenceResponseReceived):
+            runtime.events.dispatch(
+                InferenceResponseReceived.of(
+                    state,
+                    step_number=runtime.step_number,
+                    usage=response.usage,
+                    finish_reason=response.finish_reason,
+                )
+            )
+        executions, state = runtime.executor.execute(
+            response.tool_calls, state, runtime.step_number
+        )
+        step = AgentStep(
+            input_messages=request.messages,
+            output_messages=_output_messages(response, executions),
+            inference_response=response,
+            tool_executions=executions,
+        )
+        return state.with_current_step(step, trace_mode=runtime.trace_mode)
+
+    def _request(self, state: AgentState, runtime: StepRuntime) -> InferenceRequest:
+        messages = self.compiler.compile(state)
+        prompt = state.context.system_prompt
+        if prompt:
+            messages = Messages.concat(
+                Messages.of(Message(role=Role.SYSTEM, content=prompt)), messages
+            )
+        return InferenceRequest(
+            messages=messages,
+            tools=runtime.tools.schemas() if len(runtime.tools) else (),
+            response_format=state.context.response_format,
+            llm_config=state.llm_config or self.llm_config,
+        )
+
+    def _infer(
+        self, state: AgentState, request: InferenceRequest, runtime: StepRuntime
+    ) -> InferenceResponse:
+        if runtime.events.wants(InferenceRequestStarted):
+            model = request.llm_config.model if request.llm_config else ""
+            runtime.events.dispatch(
+                InferenceRequestStarted.of(
+                    state,
+                    step_number=runtime.step_number,
+                    message_count=len(request.messages),
+                    model=model,
+                )
+            )
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                return self.provider.infer(request)
+            except ProviderError as error:
+                if not error.retryable or self.max_attempts == 1:
+                    raise
+                if attempt == self.max_attempts:
+                    raise RetryLimitExceededError(attempt, error) from error
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def __repr__(self) -> str:
+        return f"ToolCallingDriver(provider={self.provider!r}, compiler={self.compiler!r})"
+
+
+def _output_messages(response: InferenceResponse, executions: ToolExecutions) -> Messages:
+    """The assistant message (text and calls, as the model sent them), then one tool message per call."""
+    if not response.tool_calls:
+        if not response.content:
+            return Messages()
+        return Messages.of(Message(role=Role.ASSISTANT, content=response.content))
+    messages = [
+        Message(role=Role.ASSISTANT, content=response.content, tool_calls=response.tool_calls)
+    ]
+    for execution in executions:
+        result = ToolResult(
+            content=execution.content,
+            call_id=execution.tool_call.id,
+            tool_name=execution.name,
+            is_error=execution.has_error(),
+        )
+        messages.append(
+            Message(
+                role=Role.TOOL,
+                content=result.content,
+                tool_result=result,
+                metadata={"tool_execution_id": execution.id},
+            )
+        )
+    return Messages(messages)

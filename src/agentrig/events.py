@@ -1,0 +1,267 @@
+"""Typed events and the ``EventBus`` that delivers them (subscribe by type, or ``wiretap`` all).
+
+Events are built only when someone listens (``EventBus.wants``), so an unobserved loop pays
+nothing for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Self, TypeVar
+
+from agentrig import clock
+from agentrig.state import AgentState, Usage
+
+E = TypeVar("E", bound="AgentEvent")
+Listener = Callable[[Any], None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentEvent:
+    """Base of every event: which agent and execution it concerns, and when."""
+
+    agent_id: str
+    parent_agent_id: str | None
+    execution_id: str | None
+    at: datetime
+
+    @classmethod
+    def of(cls, state: AgentState, **fields: Any) -> Self:
+        """An event about ``state``, stamped with the current time."""
+        return cls(
+            agent_id=state.agent_id,
+            parent_agent_id=state.parent_agent_id,
+            execution_id=state.execution_id(),
+            at=clock.now(),
+            **fields,
+        )
+
+    @property
+    def name(self) -> str:
+        """The event's class name."""
+        return type(self).__name__
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentExecutionStarted(AgentEvent):
+    """An execution began."""
+
+    message_count: int
+    available_tools: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentStepStarted(AgentEvent):
+    """A step is about to run (also emitted when the checkpoint then cancels it)."""
+
+    step_number: int
+    message_count: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentStepCompleted(AgentEvent):
+    """A step ran."""
+
+    step_number: int
+    step_type: str | None
+    has_tool_calls: bool
+    error_count: int
+    error_messages: tuple[str, ...]
+    usage: Usage
+    finish_reason: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TokenUsageReported(AgentEvent):
+    """Usage of one step (emitted when non-zero)."""
+
+    step_number: int
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContinuationEvaluated(AgentEvent):
+    """The loop decided whether to go on."""
+
+    step_number: int
+    should_stop: bool
+    stop_reason: str | None
+    explanation: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StopSignalReceived(AgentEvent):
+    """An ``AgentStop`` was caught."""
+
+    reason: str
+    message: str
+    source: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentExecutionStopped(AgentEvent):
+    """The loop is stopping; carries the winning stop signal."""
+
+    stop_reason: str
+    stop_message: str
+    source: str | None
+    total_steps: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentExecutionCompleted(AgentEvent):
+    """An execution ended (whatever its status)."""
+
+    status: str
+    total_steps: int
+    usage: Usage
+    errors: tuple[str, ...]
+    final_response: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentExecutionFailed(AgentEvent):
+    """An exception was caught during an execution."""
+
+    error: str
+    error_type: str
+    steps_completed: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InferenceRequestStarted(AgentEvent):
+    """A request is being sent to the provider."""
+
+    step_number: int
+    message_count: int
+    model: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InferenceResponseReceived(AgentEvent):
+    """The provider answered."""
+
+    step_number: int
+    usage: Usage
+    finish_reason: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallStarted(AgentEvent):
+    """A tool call is about to run."""
+
+    step_number: int
+    tool: str
+    args: dict[str, Any]
+    tool_call_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallCompleted(AgentEvent):
+    """A tool call finished."""
+
+    step_number: int
+    tool: str
+    tool_call_id: str
+    success: bool
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallBlocked(AgentEvent):
+    """A hook blocked a tool call."""
+
+    step_number: int
+    tool: str
+    args: dict[str, Any]
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HookExecuted(AgentEvent):
+    """A hook ran."""
+
+    trigger: str
+    hook_name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubagentSpawning(AgentEvent):
+    """A subagent is about to run."""
+
+    subagent_name: str
+    prompt: str
+    depth: int
+    max_depth: int
+    tool_call_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubagentCompleted(AgentEvent):
+    """A subagent finished; ``usage`` is what it consumed."""
+
+    subagent_name: str
+    subagent_id: str
+    status: str | None
+    steps: int
+    usage: Usage
+
+
+@dataclass
+class EventBus:
+    """Delivers events to listeners: by type (subclasses included) or to every ``wiretap``.
+
+    A child bus forwards everything it receives to its parent too.
+    """
+
+    parent: EventBus | None = None
+    _wiretaps: list[Listener] = field(default_factory=list)
+    _by_type: dict[type[AgentEvent], list[Listener]] = field(default_factory=dict)
+    _routes: dict[type[AgentEvent], tuple[Listener, ...]] = field(default_factory=dict)
+
+    def wiretap(self, listener: Callable[[AgentEvent], None]) -> Callable[[], None]:
+        """Receive every event; returns a function that unsubscribes."""
+        self._wiretaps.append(listener)
+        self._routes.clear()
+        return lambda: self._remove(self._wiretaps, listener)
+
+    def subscribe(self, event_type: type[E], listener: Callable[[E], None]) -> Callable[[], None]:
+        """Receive events of ``event_type`` and its subclasses; returns an unsubscribe function."""
+        listeners = self._by_type.setdefault(event_type, [])
+        listeners.append(listener)
+        self._routes.clear()
+        return lambda: self._remove(listeners, listener)
+
+    def child(self) -> EventBus:
+        """A bus whose events also reach this one."""
+        return EventBus(parent=self)
+
+    def wants(self, event_type: type[AgentEvent]) -> bool:
+        """True when some listener (here or in a parent) would receive ``event_type``."""
+        if self._route(event_type):
+            return True
+        return self.parent is not None and self.parent.wants(event_type)
+
+    def dispatch(self, event: AgentEvent) -> None:
+        """Deliver ``event`` to its listeners, then to the parent bus."""
+        for listener in self._route(type(event)):
+            listener(event)
+        if self.parent is not None:
+            self.parent.dispatch(event)
+
+    def _route(self, event_type: type[AgentEvent]) -> tuple[Listener, ...]:
+        route = self._routes.get(event_type)
+        if route is None:
+            typed = [
+                listener for base in event_type.__mro__ for listener in self._by_type.get(base, ())
+            ]
+            route = (*self._wiretaps, *typed)
+            self._routes[event_type] = route
+        return route
+
+    def _remove(self, listeners: list[Listener], listener: Listener) -> None:
+        if listener in listeners:
+            listeners.remove(listener)
+        self._routes.clear()

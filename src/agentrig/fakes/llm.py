@@ -1,0 +1,213 @@
+"""Fake inference providers: ``ScriptedLLM`` plays a script, ``FunctionLLM`` calls a function."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import JsonValue
+
+from agentrig.errors import ProviderError
+from agentrig.fakes.clock import FakeClock
+from agentrig.fakes.errors import InvalidScriptError, ScriptExhaustedError, UnusedTurnsError
+from agentrig.messages import ToolCall
+from agentrig.state import FinishReason, InferenceRequest, InferenceResponse, Usage
+
+
+@dataclass(frozen=True)
+class CallSpec:
+    """A tool call to script; the id is created when the call is played (or fixed here)."""
+
+    name: str
+    arguments: Mapping[str, JsonValue] = field(default_factory=dict)
+    id: str | None = None
+
+    def to_tool_call(self) -> ToolCall:
+        """The ``ToolCall`` (created in the current runtime context, so its id is deterministic)."""
+        if self.id is not None:
+            return ToolCall(id=self.id, name=self.name, arguments=dict(self.arguments))
+        return ToolCall(name=self.name, arguments=dict(self.arguments))
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One scripted model answer: text, tool calls, usage, finish reason and latency; or an error."""
+
+    text: str = ""
+    calls: tuple[CallSpec, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: FinishReason | None = None
+    latency: float = 0.0
+    error: str | None = None
+    retryable: bool = False
+
+    def problem(self) -> str | None:
+        """Why this turn is invalid, or None."""
+        if self.latency < 0:
+            return f"latency must be >= 0, got {self.latency}"
+        if self.error is not None and (self.text or self.calls):
+            return "an error turn cannot also have text or tool calls"
+        if self.error is None and not self.text and not self.calls:
+            return "a turn needs text, tool calls or an error"
+        return None
+
+    def to_response(self) -> InferenceResponse:
+        """The response this turn plays (raises ``ProviderError`` for an error turn)."""
+        if self.error is not None:
+            raise ProviderError(self.error, retryable=self.retryable)
+        calls = tuple(spec.to_tool_call() for spec in self.calls)
+        reason = self.finish_reason or (FinishReason.TOOL_CALLS if calls else FinishReason.STOP)
+        return InferenceResponse(
+            content=self.text, tool_calls=calls, usage=self.usage, finish_reason=reason
+        )
+
+
+def reply(text: str, **options: Any) -> Turn:
+    """A turn answering with ``text``."""
+    return Turn(text=text, **options)
+
+
+def call(name: str, /, **arguments: JsonValue) -> Turn:
+    """A turn requesting one tool call."""
+    return Turn(calls=(CallSpec(name, arguments),))
+
+
+def calls(
+    *specs: CallSpec | tuple[str, Mapping[str, JsonValue]], text: str = "", **options: Any
+) -> Turn:
+    """A turn requesting several tool calls."""
+    resolved = tuple(s if isinstance(s, CallSpec) else CallSpec(s[0], s[1]) for s in specs)
+    return Turn(text=text, calls=resolved, **options)
+
+
+def fail(message: str, *, retryable: bool = False) -> Turn:
+    """A turn where the provider raises ``ProviderError``."""
+    return Turn(error=message, retryable=retryable)
+
+
+@dataclass(frozen=True)
+class LlmCall:
+    """A record of one call to a fake: its 1-based number, the request and the outcome."""
+
+    number: int
+    request: InferenceRequest
+    response: InferenceResponse | None
+    error: str | None = None
+
+
+class _Recorder:
+    name = "fake LLM"
+
+    def __init__(self, clock: FakeClock | None) -> None:
+        self.clock = clock
+        self._calls: list[LlmCall] = []
+
+    @property
+    def calls(self) -> tuple[LlmCall, ...]:
+        """Every call made so far."""
+        return tuple(self._calls)
+
+    @property
+    def requests(self) -> tuple[InferenceRequest, ...]:
+        """Every request received so far."""
+        return tuple(record.request for record in self._calls)
+
+    def _record(
+        self, request: InferenceRequest, produce: Callable[[], InferenceResponse]
+    ) -> InferenceResponse:
+        number = len(self._calls) + 1
+        try:
+            response = produce()
+        except ProviderError as error:
+            self._calls.append(LlmCall(number, request, None, str(error)))
+            raise
+        self._calls.append(LlmCall(number, request, response))
+        return response
+
+
+class ScriptedLLM(_Recorder):
+    """Plays scripted turns in order, one per inference call; never cycles or invents answers.
+
+    Strings are shorthand for text turns. Latency advances ``clock``. An extra call raises
+    ``ScriptExhaustedError``; ``assert_complete()`` raises ``UnusedTurnsError`` for unused turns.
+    """
+
+    def __init__(
+        self,
+        turns: Iterable[Turn | str],
+        *,
+        clock: FakeClock | None = None,
+        name: str = "ScriptedLLM",
+    ) -> None:
+        super().__init__(clock)
+        self.name = name
+        self.turns = tuple(Turn(text=t) if isinstance(t, str) else t for t in turns)
+        for number, turn in enumerate(self.turns, start=1):
+            problem = turn.problem()
+            if problem is not None:
+                raise InvalidScriptError(number, problem)
+            if turn.latency and clock is None:
+                raise InvalidScriptError(
+                    number, "latency needs a FakeClock: ScriptedLLM(..., clock=...)"
+                )
+        self._next = 0
+
+    @property
+    def remaining(self) -> int:
+        """Turns not played yet."""
+        return len(self.turns) - self._next
+
+    @property
+    def exhausted(self) -> bool:
+        """True when every turn was played."""
+        return self.remaining == 0
+
+    def infer(self, request: InferenceRequest) -> InferenceResponse:
+        """Play the next turn."""
+        if self._next >= len(self.turns):
+            raise ScriptExhaustedError(self.name, self._next + 1, len(self.turns))
+        turn = self.turns[self._next]
+        self._next += 1
+        if turn.latency and self.clock is not None:
+            self.clock.advance(turn.latency)
+        return self._record(request, turn.to_response)
+
+    def assert_complete(self) -> None:
+        """Raise ``UnusedTurnsError`` when some turns were never played."""
+        if self.remaining:
+            raise UnusedTurnsError(self.name, list(range(self._next + 1, len(self.turns) + 1)))
+
+    def __repr__(self) -> str:
+        return f"ScriptedLLM(turns={len(self.turns)}, remaining={self.remaining})"
+
+
+class FunctionLLM(_Recorder):
+    """Answers each request by calling ``function(request)``, which returns a response, a
+    ``Turn`` or a string."""
+
+    def __init__(
+        self,
+        function: Callable[[InferenceRequest], InferenceResponse | Turn | str],
+        *,
+        clock: FakeClock | None = None,
+    ) -> None:
+        super().__init__(clock)
+        self.function = function
+        self.name = getattr(function, "__name__", "FunctionLLM")
+
+    def infer(self, request: InferenceRequest) -> InferenceResponse:
+        """Call the function."""
+        return self._record(request, lambda: self._answer(request))
+
+    def _answer(self, request: InferenceRequest) -> InferenceResponse:
+        answer = self.function(request)
+        if isinstance(answer, InferenceResponse):
+            return answer
+        turn = Turn(text=answer) if isinstance(answer, str) else answer
+        if turn.latency and self.clock is not None:
+            self.clock.advance(turn.latency)
+        return turn.to_response()
+
+    def __repr__(self) -> str:
+        return f"FunctionLLM({self.name})"

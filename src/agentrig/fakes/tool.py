@@ -1,0 +1,178 @@
+"""``ScriptedTool``: a tool that answers from a script, by argument match or in sequence."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from pydantic import JsonValue
+
+from agentrig.errors import AgentStop, InvalidToolArgumentsError
+from agentrig.fakes.clock import FakeClock
+from agentrig.fakes.errors import (
+    InvalidScriptError,
+    ScriptExhaustedError,
+    UnexpectedToolCallError,
+    UnusedTurnsError,
+)
+from agentrig.tools import Tool, ToolContext
+
+JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+}
+
+
+class ScriptedToolError(RuntimeError):
+    """What a scripted tool raises for a ``raises`` reply."""
+
+
+class ReplyMode(StrEnum):
+    """How a scripted tool picks its reply."""
+
+    MATCH = "match"
+    """The first reply whose ``when`` matches the arguments; replies are reusable."""
+    SEQUENCE = "sequence"
+    """Replies are consumed in order, one per call."""
+
+
+@dataclass(frozen=True)
+class ToolReply:
+    """One scripted reply: return a value, raise an error, or stop the agent."""
+
+    returns: JsonValue = None
+    raises: str | None = None
+    stop: str | None = None
+    when: Mapping[str, JsonValue] | None = None
+    latency: float = 0.0
+
+    def matches(self, arguments: Mapping[str, Any]) -> bool:
+        """True when every ``when`` key has the same value in ``arguments``."""
+        if self.when is None:
+            return True
+        return all(key in arguments and arguments[key] == value for key, value in self.when.items())
+
+
+@dataclass
+class ToolCallRecord:
+    """One call received by a scripted tool (1-based number) and the reply used."""
+
+    number: int
+    arguments: dict[str, Any]
+    reply: int | None = field(default=None)
+
+
+class ScriptedTool(Tool):
+    """A tool whose answers are scripted. ``params`` maps names to JSON types (``"string?"`` = optional)."""
+
+    def __init__(
+        self,
+        name: str,
+        replies: Iterable[ToolReply],
+        *,
+        params: Mapping[str, str] | None = None,
+        description: str = "",
+        mode: ReplyMode | str = ReplyMode.MATCH,
+        clock: FakeClock | None = None,
+    ) -> None:
+        self.name = name
+        self.description = description or f"Scripted tool {name}."
+        self.replies = tuple(replies)
+        self.params = dict(params or {})
+        self.mode = ReplyMode(mode)
+        self.clock = clock
+        self.calls: list[ToolCallRecord] = []
+        self._next = 0
+        self._validate_script()
+
+    def _validate_script(self) -> None:
+        for number, reply in enumerate(self.replies, start=1):
+            outcomes = [reply.raises is not None, reply.stop is not None]
+            if sum(outcomes) > 1:
+                raise InvalidScriptError(
+                    number, f"tool '{self.name}': a reply has one of returns/raises/stop"
+                )
+            if reply.latency and self.clock is None:
+                raise InvalidScriptError(number, f"tool '{self.name}': latency needs a FakeClock")
+        for param, kind in self.params.items():
+            if kind.rstrip("?") not in JSON_TYPES:
+                valid = ", ".join(JSON_TYPES)
+                raise InvalidScriptError(
+                    0, f"tool '{self.name}' param '{param}': type {kind!r} is not one of {valid}"
+                )
+
+    def parameters(self) -> dict[str, Any]:
+        """JSON Schema from ``params``."""
+        properties = {name: {"type": kind.rstrip("?")} for name, kind in self.params.items()}
+        required = [name for name, kind in self.params.items() if not kind.endswith("?")]
+        return {
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": False,
+        }
+
+    def invoke(self, arguments: Mapping[str, Any], context: ToolContext) -> Any:
+        """Answer from the script."""
+        record = ToolCallRecord(len(self.calls) + 1, dict(arguments))
+        self.calls.append(record)
+        self._check_arguments(arguments)
+        index = self._pick(record)
+        record.reply = index + 1
+        reply = self.replies[index]
+        if reply.latency and self.clock is not None:
+            self.clock.advance(reply.latency)
+        if reply.stop is not None:
+            raise AgentStop(reply.stop, source=f"tool:{self.name}")
+        if reply.raises is not None:
+            raise ScriptedToolError(reply.raises)
+        return reply.returns
+
+    def _check_arguments(self, arguments: Mapping[str, Any]) -> None:
+        if not self.params:
+            return
+        problems: list[tuple[str, str]] = []
+        for name, kind in self.params.items():
+            if name not in arguments:
+                if not kind.endswith("?"):
+                    problems.append((name, "Field required"))
+                continue
+            types = JSON_TYPES[kind.rstrip("?")]
+            value = arguments[name]
+            if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+                problems.append((name, f"expected {kind.rstrip('?')}, got {type(value).__name__}"))
+        problems.extend(
+            (name, "unexpected argument") for name in arguments if name not in self.params
+        )
+        if problems:
+            raise InvalidToolArgumentsError(self.name, problems)
+
+    def _pick(self, record: ToolCallRecord) -> int:
+        if self.mode is ReplyMode.SEQUENCE:
+            if self._next >= len(self.replies):
+                raise ScriptExhaustedError(
+                    f"scripted tool '{self.name}'", record.number, len(self.replies)
+                )
+            self._next += 1
+            return self._next - 1
+        for index, reply in enumerate(self.replies):
+            if reply.matches(record.arguments):
+                return index
+        raise UnexpectedToolCallError(self.name, record.number, record.arguments)
+
+    def unused_replies(self) -> list[int]:
+        """1-based numbers of replies never used."""
+        used = {record.reply for record in self.calls}
+        return [number for number in range(1, len(self.replies) + 1) if number not in used]
+
+    def assert_complete(self) -> None:
+        """Raise ``UnusedTurnsError`` when some replies were never used."""
+        unused = self.unused_replies()
+        if unused:
+            raise UnusedTurnsError(f"scripted tool '{self.name}'", unused)

@@ -1,0 +1,236 @@
+"""Hooks: ten lifecycle triggers, a context per call, and a priority-ordered ``HookStack`` (D6)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Self
+
+from agentrig import clock
+from agentrig.errors import HookContractViolationError
+from agentrig.messages import ToolCall
+from agentrig.state import AgentState, InferenceRequest, InferenceResponse, StepError, ToolExecution
+
+if TYPE_CHECKING:
+    from agentrig.events import EventBus
+
+
+class HookTrigger(StrEnum):
+    """When a hook runs."""
+
+    BEFORE_EXECUTION = "before_execution"
+    BEFORE_STEP = "before_step"
+    BEFORE_INFERENCE_REQUEST = "before_inference_request"
+    AFTER_INFERENCE_RESPONSE = "after_inference_response"
+    BEFORE_TOOL_USE = "before_tool_use"
+    AFTER_TOOL_USE = "after_tool_use"
+    AFTER_STEP = "after_step"
+    ON_STOP = "on_stop"
+    AFTER_EXECUTION = "after_execution"
+    ON_ERROR = "on_error"
+
+
+_ALWAYS = ("state", "metadata")
+MUTABLE_FIELDS: dict[HookTrigger, tuple[str, ...]] = {
+    HookTrigger.BEFORE_EXECUTION: _ALWAYS,
+    HookTrigger.BEFORE_STEP: _ALWAYS,
+    HookTrigger.BEFORE_INFERENCE_REQUEST: (*_ALWAYS, "inference_request"),
+    HookTrigger.AFTER_INFERENCE_RESPONSE: (*_ALWAYS, "inference_response"),
+    HookTrigger.BEFORE_TOOL_USE: (
+        *_ALWAYS,
+        "tool_call",
+        "is_tool_execution_blocked",
+        "tool_execution",
+        "errors",
+    ),
+    HookTrigger.AFTER_TOOL_USE: (*_ALWAYS, "tool_execution"),
+    HookTrigger.AFTER_STEP: _ALWAYS,
+    HookTrigger.ON_STOP: _ALWAYS,
+    HookTrigger.AFTER_EXECUTION: _ALWAYS,
+    HookTrigger.ON_ERROR: (*_ALWAYS, "errors"),
+}
+"""The fields a hook may change on each trigger."""
+
+_CONTEXT_FIELDS = (
+    "trigger",
+    "state",
+    "metadata",
+    "tool_call",
+    "is_tool_execution_blocked",
+    "tool_execution",
+    "errors",
+    "inference_request",
+    "inference_response",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class HookContext:
+    """What a hook sees and may change. Each trigger allows changing only some fields."""
+
+    trigger: HookTrigger
+    state: AgentState
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tool_call: ToolCall | None = None
+    is_tool_execution_blocked: bool = False
+    tool_execution: ToolExecution | None = None
+    errors: tuple[StepError, ...] = ()
+    inference_request: InferenceRequest | None = None
+    inference_response: InferenceResponse | None = None
+
+    def with_state(self, state: AgentState) -> Self:
+        """A context with ``state`` replaced."""
+        return dataclasses.replace(self, state=state)
+
+    def with_metadata_entry(self, key: str, value: Any) -> Self:
+        """A context with a metadata entry set."""
+        return dataclasses.replace(self, metadata={**self.metadata, key: value})
+
+    def with_tool_call(self, tool_call: ToolCall) -> Self:
+        """A context with the tool call replaced (before_tool_use)."""
+        return dataclasses.replace(self, tool_call=tool_call)
+
+    def with_tool_execution(self, execution: ToolExecution) -> Self:
+        """A context with the tool execution replaced (before/after_tool_use)."""
+        return dataclasses.replace(self, tool_execution=execution)
+
+    def with_error(self, error: StepError) -> Self:
+        """A context with an error added (before_tool_use, on_error)."""
+        return dataclasses.replace(self, errors=(*self.errors, error))
+
+    def with_inference_request(self, request: InferenceRequest) -> Self:
+        """A context with the inference request replaced."""
+        return dataclasses.replace(self, inference_request=request)
+
+    def with_inference_response(self, response: InferenceResponse) -> Self:
+        """A context with the inference response replaced."""
+        return dataclasses.replace(self, inference_response=response)
+
+    def block_tool_execution(self, message: str = "") -> Self:
+        """Block the tool call (before_tool_use): the model sees ``message`` as a failed result."""
+        call = self.tool_call
+        reason = message or f"Tool execution blocked by before_tool_use hook: {call}"
+        blocked = None
+        if call is not None:
+            at = clock.now()
+            blocked = ToolExecution(
+                tool_call=call,
+                content=f"Error in tool call: {reason}",
+                error=reason,
+                error_type="ToolBlockedError",
+                blocked=True,
+                started_at=at,
+                completed_at=at,
+            )
+        return dataclasses.replace(
+            self,
+            is_tool_execution_blocked=True,
+            tool_execution=blocked,
+            errors=(*self.errors, StepError(message=reason, type="ToolBlockedError")),
+        )
+
+
+Hook = Callable[[HookContext], "HookContext | None"]
+"""A hook takes the context and returns a changed one, or None to leave it unchanged."""
+
+
+@dataclass(frozen=True, slots=True)
+class RegisteredHook:
+    """A hook with its triggers, priority and name."""
+
+    hook: Hook
+    triggers: frozenset[HookTrigger]
+    priority: int
+    name: str
+
+
+class HookStack:
+    """An immutable, priority-ordered set of hooks. Higher priority runs first; ties keep order."""
+
+    __slots__ = ("_by_trigger", "_events", "_hooks")
+
+    def __init__(
+        self, hooks: Iterable[RegisteredHook] = (), events: EventBus | None = None
+    ) -> None:
+        ordered = sorted(hooks, key=lambda registered: -registered.priority)
+        self._hooks: tuple[RegisteredHook, ...] = tuple(ordered)
+        self._events = events
+        self._by_trigger: dict[HookTrigger, tuple[RegisteredHook, ...]] = {
+            trigger: tuple(h for h in self._hooks if trigger in h.triggers)
+            for trigger in HookTrigger
+        }
+
+    def with_hook(
+        self,
+        hook: Hook,
+        triggers: HookTrigger | str | Iterable[HookTrigger | str],
+        priority: int = 0,
+        name: str | None = None,
+    ) -> HookStack:
+        """A stack with ``hook`` added for ``triggers``."""
+        registered = RegisteredHook(
+            hook=hook,
+            triggers=_triggers(triggers),
+            priority=priority,
+            name=name or str(getattr(hook, "__name__", type(hook).__name__)),
+        )
+        return HookStack((*self._hooks, registered), self._events)
+
+    def with_events(self, events: EventBus | None) -> HookStack:
+        """A stack that reports each hook run to ``events``."""
+        return HookStack(self._hooks, events)
+
+    @property
+    def hooks(self) -> tuple[RegisteredHook, ...]:
+        """All hooks, in run order."""
+        return self._hooks
+
+    def hooks_for(self, trigger: HookTrigger) -> tuple[RegisteredHook, ...]:
+        """Hooks that run on ``trigger``, in run order."""
+        return self._by_trigger[trigger]
+
+    def __len__(self) -> int:
+        return len(self._hooks)
+
+    def intercept(self, context: HookContext) -> HookContext:
+        """Run every hook registered for the context's trigger; each sees the previous output."""
+        for registered in self._by_trigger[context.trigger]:
+            result = registered.hook(context)
+            if result is not None and result is not context:
+                _check_contract(registered.name, context, result)
+                context = result
+            if self._events is not None:
+                self._report(registered.name, context)
+        return context
+
+    def _report(self, name: str, context: HookContext) -> None:
+        from agentrig.events import HookExecuted
+
+        assert self._events is not None
+        if self._events.wants(HookExecuted):
+            self._events.dispatch(
+                HookExecuted.of(context.state, trigger=context.trigger.value, hook_name=name)
+            )
+
+
+def _triggers(triggers: HookTrigger | str | Iterable[HookTrigger | str]) -> frozenset[HookTrigger]:
+    if isinstance(triggers, str):
+        return frozenset({HookTrigger(triggers)})
+    return frozenset(HookTrigger(trigger) for trigger in triggers)
+
+
+def _check_contract(name: str, before: HookContext, after: HookContext) -> None:
+    if not isinstance(after, HookContext):
+        raise TypeError(
+            f"Hook '{name}' returned {type(after).__name__}, expected HookContext or None"
+        )
+    allowed = MUTABLE_FIELDS[before.trigger]
+    for field_name in _CONTEXT_FIELDS:
+        if field_name in allowed:
+            continue
+        if getattr(before, field_name) is not getattr(after, field_name):
+            if getattr(before, field_name) == getattr(after, field_name):
+                continue
+            raise HookContractViolationError(name, field_name, before.trigger.value, allowed)

@@ -1,0 +1,268 @@
+"""``AgentLoop``: the stateless step loop. It yields one state per step and a final state."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+
+from agentrig.clock import Clock, IdFactory, SystemClock, UuidIds, runtime_context
+from agentrig.continuation import StopReason, StopSignal
+from agentrig.drivers.base import Driver, StepRuntime
+from agentrig.errors import AgentStop
+from agentrig.events import (
+    AgentExecutionCompleted,
+    AgentExecutionFailed,
+    AgentExecutionStarted,
+    AgentExecutionStopped,
+    AgentStepCompleted,
+    AgentStepStarted,
+    ContinuationEvaluated,
+    EventBus,
+    StopSignalReceived,
+    TokenUsageReported,
+)
+from agentrig.hooks import HookContext, HookStack, HookTrigger
+from agentrig.state import AgentState, ExecutionStatus, TraceMode
+from agentrig.tools import ToolExecutor, Tools
+
+LOOP_SOURCE = "AgentLoop"
+
+
+class AgentLoop:
+    """Runs an agent: before-execution, then steps until the state says stop, then the end.
+
+    The loop holds no per-run data: everything lives in the ``AgentState`` it is given and yields.
+    ``iterate()`` yields the state after every step that did not end the loop, then the final
+    state. Entering with a finished state starts a new execution; entering with an in-progress
+    one resumes it (D3).
+    """
+
+    def __init__(
+        self,
+        *,
+        driver: Driver,
+        tools: Tools | None = None,
+        hooks: HookStack | None = None,
+        events: EventBus | None = None,
+        tool_executor: ToolExecutor | None = None,
+        trace_mode: TraceMode = TraceMode.SEPARATED,
+        clock: Clock | None = None,
+        ids: IdFactory | None = None,
+    ) -> None:
+        self.driver = driver
+        self.tools = tools or Tools()
+        self.events = events or EventBus()
+        self.hooks = (hooks or HookStack()).with_events(self.events)
+        self.executor = tool_executor or ToolExecutor(self.tools, self.hooks, self.events)
+        self.trace_mode = trace_mode
+        self.clock = clock or SystemClock()
+        self.ids = ids or UuidIds()
+
+    def _scope(self) -> AbstractContextManager[None]:
+        return runtime_context(clock=self.clock, ids=self.ids)
+
+    def execute(self, state: AgentState) -> AgentState:
+        """Run to the end and return the final state."""
+        final = state
+        for yielded in self.iterate(state):
+            final = yielded
+        return final
+
+    def iterate(self, state: AgentState) -> Iterator[AgentState]:
+        """Yield the state after each step, then the final state."""
+        with self._scope():
+            state = self._before_execution(state)
+            stop_now = state.continuation().should_stop()
+            if stop_now:
+                state = self._evaluated(state, should_stop=True)
+                state = self._on_stop(state)
+        while not stop_now:
+            with self._scope():
+                state, stop_now = self._step(state)
+            if not stop_now:
+                yield state
+        with self._scope():
+            final = self._finish(state)
+        yield final
+
+    # --- phases ---------------------------------------------------------------------------
+
+    def _before_execution(self, state: AgentState) -> AgentState:
+        status = state.status()
+        if status is not None and status.is_terminal():
+            state = state.for_next_execution()
+        state = state.with_execution_count(state.execution_count + 1)
+        state = state.with_execution_status(ExecutionStatus.IN_PROGRESS)
+        if self.events.wants(AgentExecutionStarted):
+            self.events.dispatch(
+                AgentExecutionStarted.of(
+                    state,
+                    message_count=len(state.messages()),
+                    available_tools=self.tools.names(),
+                )
+            )
+        return self._guarded(HookTrigger.BEFORE_EXECUTION, state)
+
+    def _step(self, state: AgentState) -> tuple[AgentState, bool]:
+        """Run one step; returns the state and whether the loop stops."""
+        step_number = state.step_count() + 1
+        started = False
+        try:
+            if self.events.wants(AgentStepStarted):
+                self.events.dispatch(
+                    AgentStepStarted.of(
+                        state, step_number=step_number, message_count=len(state.messages())
+                    )
+                )
+            state = self._intercept(HookTrigger.BEFORE_STEP, state)
+            if state.continuation().should_stop():
+                state = self._evaluated(state, should_stop=True)
+                return self._on_stop(state), True
+            state = state.with_step_started()
+            started = True
+            state = self.driver.use_tools(state, self._runtime(step_number))
+        except AgentStop as stop:
+            state = self._stop_requested(state, stop)
+        except Exception as error:
+            state = self._on_error(state, error)
+        if started:
+            state = self._after_step(state)
+        if state.should_stop():
+            if not state.continuation().stop_signals:
+                state = state.with_stop_signal(
+                    StopSignal(reason=StopReason.COMPLETED, source=LOOP_SOURCE)
+                )
+            state = self._evaluated(state, should_stop=True)
+            state = self._on_stop(state)
+            return state.with_current_step_completed(), True
+        state = self._evaluated(state, should_stop=False)
+        return state.with_current_step_completed(), False
+
+    def _runtime(self, step_number: int) -> StepRuntime:
+        return StepRuntime(
+            tools=self.tools,
+            executor=self.executor,
+            hooks=self.hooks,
+            events=self.events,
+            trace_mode=self.trace_mode,
+            step_number=step_number,
+        )
+
+    def _after_step(self, state: AgentState) -> AgentState:
+        state = self._guarded(HookTrigger.AFTER_STEP, state)
+        step = state.current_step()
+        if step is None:
+            return state
+        if self.events.wants(AgentStepCompleted):
+            errors = step.all_errors()
+            self.events.dispatch(
+                AgentStepCompleted.of(
+                    state,
+                    step_number=state.step_count(),
+                    step_type=step.step_type().value,
+                    has_tool_calls=step.has_tool_calls(),
+                    error_count=len(errors),
+                    error_messages=tuple(error.message for error in errors),
+                    usage=step.usage(),
+                    finish_reason=step.finish_reason(),
+                )
+            )
+        usage = step.usage()
+        if self.events.wants(TokenUsageReported) and not usage.is_zero():
+            self.events.dispatch(
+                TokenUsageReported.of(state, step_number=state.step_count(), usage=usage)
+            )
+        return state
+
+    def _finish(self, state: AgentState) -> AgentState:
+        state = state.with_current_step_completed().with_execution_buffer_cleared()
+        state = self._guarded(HookTrigger.AFTER_EXECUTION, state)
+        state = state.with_execution_completed()
+        if self.events.wants(AgentExecutionCompleted):
+            self.events.dispatch(
+                AgentExecutionCompleted.of(
+                    state,
+                    status=str(state.status()),
+                    total_steps=state.step_count(),
+                    usage=state.usage(),
+                    errors=tuple(error.message for error in state.errors()),
+                    final_response=state.final_response().to_text(),
+                )
+            )
+        return state
+
+    def _on_stop(self, state: AgentState) -> AgentState:
+        state = self._guarded(HookTrigger.ON_STOP, state)
+        if self.events.wants(AgentExecutionStopped):
+            signal = state.stop_signal() or StopSignal(reason=StopReason.COMPLETED)
+            self.events.dispatch(
+                AgentExecutionStopped.of(
+                    state,
+                    stop_reason=signal.reason.value,
+                    stop_message=signal.message,
+                    source=signal.source,
+                    total_steps=state.step_count(),
+                )
+            )
+        return state
+
+    def _on_error(self, state: AgentState, error: Exception) -> AgentState:
+        state = state.with_failure(error)
+        if self.hooks.hooks_for(HookTrigger.ON_ERROR):
+            try:
+                context = HookContext(HookTrigger.ON_ERROR, state, errors=state.errors())
+                state = self.hooks.intercept(context).state
+            except Exception as hook_error:
+                state = state.with_failure(hook_error)
+        if self.events.wants(AgentExecutionFailed):
+            self.events.dispatch(
+                AgentExecutionFailed.of(
+                    state,
+                    error=str(error),
+                    error_type=type(error).__name__,
+                    steps_completed=state.step_count(),
+                )
+            )
+        return state
+
+    def _stop_requested(self, state: AgentState, stop: AgentStop) -> AgentState:
+        if self.events.wants(StopSignalReceived):
+            self.events.dispatch(
+                StopSignalReceived.of(
+                    state,
+                    reason=StopReason.STOP_REQUESTED.value,
+                    message=stop.stop_message,
+                    source=stop.source,
+                )
+            )
+        return state.with_stop_signal(stop.to_signal())
+
+    def _evaluated(self, state: AgentState, *, should_stop: bool) -> AgentState:
+        if self.events.wants(ContinuationEvaluated):
+            reason = state.last_stop_reason() if should_stop else None
+            self.events.dispatch(
+                ContinuationEvaluated.of(
+                    state,
+                    step_number=state.step_count(),
+                    should_stop=should_stop,
+                    stop_reason=reason.value if reason else None,
+                    explanation=state.continuation().explain(),
+                )
+            )
+        return state
+
+    # --- hooks ----------------------------------------------------------------------------
+
+    def _intercept(self, trigger: HookTrigger, state: AgentState) -> AgentState:
+        if not self.hooks.hooks_for(trigger):
+            return state
+        return self.hooks.intercept(HookContext(trigger, state)).state
+
+    def _guarded(self, trigger: HookTrigger, state: AgentState) -> AgentState:
+        """Run hooks for ``trigger``, turning AgentStop and errors into state."""
+        try:
+            return self._intercept(trigger, state)
+        except AgentStop as stop:
+            return self._stop_requested(state, stop)
+        except Exception as error:
+            return self._on_error(state, error)

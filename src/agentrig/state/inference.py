@@ -1,0 +1,57 @@
+"""What the model answered, and per-agent LLM configuration."""
+
+from __future__ import annotations
+
+from pydantic import Field, JsonValue
+
+from agentrig._model import FrozenModel
+from agentrig.messages import Messages, ToolCall
+from agentrig.state.status import FinishReason
+from agentrig.state.usage import Usage
+
+
+class InferenceResponse(FrozenModel):
+    """One model answer: text, requested tool calls, usage and finish reason."""
+
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Field(default_factory=Usage)
+    finish_reason: FinishReason | None = None
+    reasoning_content: str = ""
+    model: str = ""
+    response_id: str = ""
+    provider_data: dict[str, JsonValue] = Field(default_factory=dict)
+
+    def has_tool_calls(self) -> bool:
+        """True when the model requested at least one tool call."""
+        return bool(self.tool_calls)
+
+
+class LlmConfig(FrozenModel):
+    """Per-agent model settings; a state's config overrides the driver's default."""
+
+    model: str = ""
+    provider: str = ""
+    temperature: float | None = Field(default=None, ge=0)
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    options: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class ToolSchema(FrozenModel):
+    """A tool as the model sees it: name, description and JSON Schema of its parameters."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class InferenceRequest(FrozenModel):
+    """One request to an inference provider: the compiled messages (system prompt first), tools,
+    response format and LLM config."""
+
+    messages: Messages = Field(default_factory=Messages)
+    tools: tuple[ToolSchema, ...] = ()
+    tool_choice: str = "auto"
+    response_format: dict[str, JsonValue] | None = None
+    llm_config: LlmConfig | None = None
+    options: dict[str, JsonValue] = Field(default_factory=dict)

@@ -1,0 +1,75 @@
+"""``ToolExecution``: one tool call and its outcome."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import Field, JsonValue
+
+from agentrig import clock
+from agentrig._model import FrozenList, Serializable
+from agentrig.messages import ToolCall
+from agentrig.state.usage import Usage
+
+
+class ToolExecution(Serializable):
+    """A tool call, its JSON value or its error, the text the model saw, and timing.
+
+    ``usage`` is what the tool itself consumed (a subagent's tokens and cost), counted in the
+    step's usage.
+    """
+
+    id: str = Field(default_factory=lambda: clock.new_id("tool_execution"))
+    tool_call: ToolCall
+    value: JsonValue = None
+    content: str = ""
+    error: str | None = None
+    error_type: str | None = None
+    blocked: bool = False
+    usage: Usage = Field(default_factory=Usage)
+    started_at: datetime
+    completed_at: datetime
+
+    @property
+    def name(self) -> str:
+        """The tool name."""
+        return self.tool_call.name
+
+    @property
+    def arguments(self) -> dict[str, JsonValue]:
+        """The call's arguments."""
+        return self.tool_call.arguments
+
+    def has_error(self) -> bool:
+        """True when the call failed (raised, unknown tool, bad arguments or blocked)."""
+        return self.error is not None
+
+    def was_blocked(self) -> bool:
+        """True when a hook blocked the call."""
+        return self.blocked
+
+    def error_message(self) -> str:
+        """The error text, or ``""`` on success."""
+        return self.error or ""
+
+    def duration(self) -> float:
+        """Seconds the call took."""
+        return (self.completed_at - self.started_at).total_seconds()
+
+
+class ToolExecutions(FrozenList[ToolExecution]):
+    """The tool executions of one step, in call order."""
+
+    __slots__ = ()
+    item_type = ToolExecution
+
+    def has_errors(self) -> bool:
+        """True when any execution failed."""
+        return any(execution.has_error() for execution in self)
+
+    def usage(self) -> Usage:
+        """Sum of the executions' own usage."""
+        total = Usage()
+        for execution in self:
+            total = total + execution.usage
+        return total

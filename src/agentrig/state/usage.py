@@ -1,0 +1,49 @@
+"""Token and cost accounting."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from agentrig._model import FrozenModel
+
+
+class Usage(FrozenModel):
+    """Tokens and cost of one or more inference calls. ``total()`` is input plus output tokens."""
+
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    cache_read_tokens: int = Field(default=0, ge=0)
+    cache_write_tokens: int = Field(default=0, ge=0)
+    reasoning_tokens: int = Field(default=0, ge=0)
+    cost: float = Field(default=0.0, ge=0)
+
+    def total(self) -> int:
+        """Input plus output tokens (what ``max_tokens`` budgets count)."""
+        return self.input_tokens + self.output_tokens
+
+    def is_zero(self) -> bool:
+        """True when nothing was used."""
+        return self == _ZERO
+
+    def __add__(self, other: Usage) -> Usage:
+        if other.is_zero():
+            return self
+        if self.is_zero():
+            return other
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            cost=self.cost + other.cost,
+        )
+
+    def summary(self) -> dict[str, int | float]:
+        """The counters as a flat dict, with ``total``."""
+        data: dict[str, int | float] = dict(self.model_dump())
+        data["total"] = self.total()
+        return data
+
+
+_ZERO = Usage()

@@ -1,0 +1,144 @@
+"""``MessageStore``: named, ordered sections of messages with an immutable section API."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Self
+
+from pydantic import Field, JsonValue, field_validator
+
+from agentrig._model import FrozenModel, Serializable
+from agentrig.messages import Message, Messages
+
+MESSAGES = "messages"
+EXECUTION_BUFFER = "execution_buffer"
+SUMMARY = "summary"
+BUFFER = "buffer"
+INFERENCE_ORDER: tuple[str, ...] = (SUMMARY, BUFFER, MESSAGES, EXECUTION_BUFFER)
+"""The order in which ``AgentState.messages_for_inference()`` joins sections (DESIGN D1)."""
+
+
+class Section(FrozenModel):
+    """A named list of messages."""
+
+    name: str = Field(min_length=1)
+    messages: Messages = Field(default_factory=Messages)
+
+
+class MessageStore(Serializable):
+    """Ordered, uniquely named sections plus free-form parameters. Every change returns a new store."""
+
+    sections: tuple[Section, ...] = ()
+    parameters: dict[str, JsonValue] = Field(default_factory=dict)
+
+    @field_validator("sections")
+    @classmethod
+    def _unique_names(cls, sections: tuple[Section, ...]) -> tuple[Section, ...]:
+        names = [section.name for section in sections]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate section names: {', '.join(duplicates)}")
+        return sections
+
+    def section(self, name: str) -> SectionRef:
+        """Operations on the section called ``name`` (which need not exist yet)."""
+        return SectionRef(self, name)
+
+    def section_names(self) -> tuple[str, ...]:
+        """Names of the sections, in store order."""
+        return tuple(section.name for section in self.sections)
+
+    def messages_of(self, name: str) -> Messages:
+        """Messages of section ``name``; empty when it does not exist."""
+        for section in self.sections:
+            if section.name == name:
+                return section.messages
+        return _EMPTY
+
+    def select(self, names: Iterable[str]) -> Messages:
+        """Messages of the named sections joined in the given order; missing sections are skipped."""
+        return Messages.concat(*(self.messages_of(name) for name in names))
+
+    def to_messages(self) -> Messages:
+        """Messages of every section, in store order."""
+        return Messages.concat(*(section.messages for section in self.sections))
+
+    def with_parameter(self, key: str, value: JsonValue) -> Self:
+        """A copy with parameter ``key`` set to ``value``."""
+        return self.evolve(parameters={**self.parameters, key: value})
+
+    def _with_section(self, name: str, messages: Messages) -> Self:
+        sections = list(self.sections)
+        for index, section in enumerate(sections):
+            if section.name == name:
+                sections[index] = Section(name=name, messages=messages)
+                return self.evolve(sections=tuple(sections))
+        return self.evolve(sections=(*sections, Section(name=name, messages=messages)))
+
+    def _without_section(self, name: str) -> Self:
+        kept = tuple(section for section in self.sections if section.name != name)
+        return self if len(kept) == len(self.sections) else self.evolve(sections=kept)
+
+
+_EMPTY = Messages()
+
+
+class SectionRef:
+    """The immutable section API: every operation returns a new ``MessageStore``."""
+
+    __slots__ = ("_name", "_store")
+
+    def __init__(self, store: MessageStore, name: str) -> None:
+        self._store = store
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        """The section name."""
+        return self._name
+
+    def get(self) -> Section:
+        """The section, or an empty one when it does not exist."""
+        return Section(name=self._name, messages=self.messages())
+
+    def messages(self) -> Messages:
+        """The section's messages."""
+        return self._store.messages_of(self._name)
+
+    def exists(self) -> bool:
+        """True when the store has this section."""
+        return self._name in self._store.section_names()
+
+    def is_empty(self) -> bool:
+        """True when the section is missing or holds no messages."""
+        return not self.messages()
+
+    def append(self, messages: Messages | Message | Iterable[Message]) -> MessageStore:
+        """A store with ``messages`` appended (the section is created at the end if missing)."""
+        added = _as_tuple(messages)
+        if not added:
+            return self._store
+        return self._store._with_section(self._name, self.messages().appended(*added))
+
+    def set(self, messages: Messages | Iterable[Message]) -> MessageStore:
+        """A store with the section's messages replaced."""
+        new = messages if isinstance(messages, Messages) else Messages(messages)
+        return self._store._with_section(self._name, new)
+
+    def clear(self) -> MessageStore:
+        """A store with the section emptied (kept, if it existed)."""
+        if not self.exists() or self.is_empty():
+            return self._store
+        return self._store._with_section(self._name, _EMPTY)
+
+    def remove(self) -> MessageStore:
+        """A store without this section."""
+        return self._store._without_section(self._name)
+
+
+def _as_tuple(messages: Messages | Message | Iterable[Message]) -> tuple[Message, ...]:
+    if isinstance(messages, Message):
+        return (messages,)
+    if isinstance(messages, Messages):
+        return messages.to_tuple()
+    return tuple(messages)

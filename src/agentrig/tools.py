@@ -1,0 +1,340 @@
+"""Tools: typed Python functions with validated arguments, and the ``ToolExecutor`` (D7).
+
+A tool function declares typed parameters; its JSON Schema is derived from the signature and
+arguments are validated by pydantic before the call. A parameter annotated ``ToolContext`` receives
+the agent state and the tool call instead of a model argument.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, overload
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+from agentrig import clock
+from agentrig._model import problems_of
+from agentrig.errors import (
+    AgentStop,
+    InvalidToolArgumentsError,
+    ToolNotFoundError,
+)
+from agentrig.events import EventBus, ToolCallBlocked, ToolCallCompleted, ToolCallStarted
+from agentrig.hooks import HookContext, HookStack, HookTrigger
+from agentrig.messages import ToolCall
+from agentrig.state import AgentState, ToolExecution, ToolExecutions, ToolSchema, Usage
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a tool may know about the call: the agent state and the tool call itself."""
+
+    state: AgentState
+    tool_call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """A tool result with extras: the text the model sees and usage the tool consumed."""
+
+    value: Any
+    content: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+
+class Tool(ABC):
+    """Something the model can call. Subclasses define ``parameters()`` and ``invoke()``."""
+
+    name: str
+    description: str
+
+    @abstractmethod
+    def parameters(self) -> dict[str, Any]:
+        """JSON Schema of the arguments."""
+
+    @abstractmethod
+    def invoke(self, arguments: Mapping[str, Any], context: ToolContext) -> Any:
+        """Run the tool. Raise ``InvalidToolArgumentsError`` for bad arguments."""
+
+    def schema(self) -> ToolSchema:
+        """The tool as the model sees it."""
+        return ToolSchema(
+            name=self.name, description=self.description, parameters=self.parameters()
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+class FunctionTool(Tool):
+    """A tool made from a typed Python function."""
+
+    def __init__(
+        self,
+        function: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+    ) -> None:
+        self.function = function
+        self.name = name or function.__name__
+        self.description = description or inspect.cleandoc(function.__doc__ or "")
+        self._context_param, self._model = _arguments_model(function, self.name)
+        self._parameters = _clean_schema(self._model.model_json_schema())
+
+    def parameters(self) -> dict[str, Any]:
+        """JSON Schema derived from the function signature."""
+        return self._parameters
+
+    def invoke(self, arguments: Mapping[str, Any], context: ToolContext) -> Any:
+        """Validate ``arguments`` and call the function."""
+        try:
+            parsed = self._model.model_validate(dict(arguments))
+        except ValidationError as error:
+            raise InvalidToolArgumentsError(self.name, problems_of(error)) from None
+        kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
+        if self._context_param is not None:
+            kwargs[self._context_param] = context
+        return self.function(**kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.function(*args, **kwargs)
+
+
+@overload
+def tool(function: Callable[..., Any], /) -> FunctionTool: ...
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+def tool(
+    function: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+    """Turn a typed function into a tool: ``@tool`` or ``@tool(name=..., description=...)``."""
+    if function is not None:
+        return FunctionTool(function)
+    return lambda fn: FunctionTool(fn, name=name, description=description)
+
+
+def _arguments_model(function: Callable[..., Any], name: str) -> tuple[str | None, type[BaseModel]]:
+    signature = inspect.signature(function, eval_str=True)
+    context_param: str | None = None
+    fields: dict[str, Any] = {}
+    for param in signature.parameters.values():
+        if param.annotation is ToolContext:
+            context_param = param.name
+            continue
+        annotation = Any if param.annotation is inspect.Parameter.empty else param.annotation
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[param.name] = (annotation, default)
+    model = create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+    return context_param, model
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        if isinstance(prop, dict):
+            prop.pop("title", None)
+    return schema
+
+
+class Tools:
+    """An immutable set of tools keyed by name; a later tool with the same name wins."""
+
+    __slots__ = ("_tools",)
+
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for item in tools:
+            resolved = item if isinstance(item, Tool) else FunctionTool(item)
+            self._tools[resolved.name] = resolved
+
+    def with_tools(self, *tools: Tool | Callable[..., Any]) -> Tools:
+        """A set with ``tools`` added."""
+        return Tools((*self._tools.values(), *tools))
+
+    def merged(self, other: Tools) -> Tools:
+        """A set with every tool of ``other`` added."""
+        return self.with_tools(*other)
+
+    def without(self, *names: str) -> Tools:
+        """A set without the named tools."""
+        return Tools(t for n, t in self._tools.items() if n not in names)
+
+    def only(self, names: Iterable[str]) -> Tools:
+        """A set with only the named tools."""
+        wanted = set(names)
+        return Tools(t for n, t in self._tools.items() if n in wanted)
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called ``name``."""
+        return self._tools.get(name)
+
+    def names(self) -> tuple[str, ...]:
+        """Tool names, in registration order."""
+        return tuple(self._tools)
+
+    def schemas(self) -> tuple[ToolSchema, ...]:
+        """Every tool as the model sees it."""
+        return tuple(t.schema() for t in self._tools.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __repr__(self) -> str:
+        return f"Tools({list(self._tools)!r})"
+
+
+def format_tool_value(value: Any) -> str:
+    """The text the model sees for a tool's return value."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    return json.dumps(to_jsonable_python(value), ensure_ascii=False)
+
+
+class ToolExecutor:
+    """Runs tool calls in order. Failures become failed executions the model sees; the loop goes on.
+
+    ``AgentStop`` raised by a tool is re-raised: it stops the execution.
+    """
+
+    def __init__(
+        self, tools: Tools, hooks: HookStack | None = None, events: EventBus | None = None
+    ):
+        self.tools = tools
+        self.hooks = hooks or HookStack()
+        self.events = events or EventBus()
+
+    def execute(
+        self, calls: Iterable[ToolCall], state: AgentState, step_number: int
+    ) -> tuple[ToolExecutions, AgentState]:
+        """Execute ``calls``; returns the executions and the state as hooks left it."""
+        executions: list[ToolExecution] = []
+        for call in calls:
+            execution, state = self._execute_one(call, state, step_number)
+            executions.append(execution)
+        return ToolExecutions(executions), state
+
+    def _execute_one(
+        self, call: ToolCall, state: AgentState, step_number: int
+    ) -> tuple[ToolExecution, AgentState]:
+        if self.hooks.hooks_for(HookTrigger.BEFORE_TOOL_USE):
+            context = self.hooks.intercept(
+                HookContext(HookTrigger.BEFORE_TOOL_USE, state, tool_call=call)
+            )
+            state, call = context.state, context.tool_call or call
+            if context.is_tool_execution_blocked:
+                return self._blocked(context, call, step_number), state
+        if self.events.wants(ToolCallStarted):
+            self.events.dispatch(
+                ToolCallStarted.of(
+                    state,
+                    step_number=step_number,
+                    tool=call.name,
+                    args=call.arguments,
+                    tool_call_id=call.id,
+                )
+            )
+        execution = self._run(call, state)
+        if self.events.wants(ToolCallCompleted):
+            self.events.dispatch(
+                ToolCallCompleted.of(
+                    state,
+                    step_number=step_number,
+                    tool=call.name,
+                    tool_call_id=call.id,
+                    success=not execution.has_error(),
+                    error=execution.error,
+                )
+            )
+        if self.hooks.hooks_for(HookTrigger.AFTER_TOOL_USE):
+            context = self.hooks.intercept(
+                HookContext(HookTrigger.AFTER_TOOL_USE, state, tool_execution=execution)
+            )
+            state, execution = context.state, context.tool_execution or execution
+        return execution, state
+
+    def _blocked(self, context: HookContext, call: ToolCall, step_number: int) -> ToolExecution:
+        execution = context.tool_execution
+        if execution is None or not execution.has_error():
+            execution = context.with_tool_call(call).block_tool_execution().tool_execution
+        assert execution is not None
+        if self.events.wants(ToolCallBlocked):
+            self.events.dispatch(
+                ToolCallBlocked.of(
+                    context.state,
+                    step_number=step_number,
+                    tool=call.name,
+                    args=call.arguments,
+                    reason=execution.error_message(),
+                )
+            )
+        return execution
+
+    def _run(self, call: ToolCall, state: AgentState) -> ToolExecution:
+        started = clock.now()
+        try:
+            tool = self.tools.get(call.name)
+            if tool is None:
+                raise ToolNotFoundError(call.name, list(self.tools.names()))
+            result = tool.invoke(call.arguments, ToolContext(state, call))
+        except AgentStop:
+            raise
+        except Exception as error:
+            return _failure(call, error, started)
+        return _success(call, result, started)
+
+
+def _success(call: ToolCall, result: Any, started: Any) -> ToolExecution:
+    output = result if isinstance(result, ToolOutput) else ToolOutput(value=result)
+    try:
+        value = to_jsonable_python(output.value)
+    except PydanticSerializationError:
+        value = str(output.value)
+    content = output.content if output.content is not None else format_tool_value(output.value)
+    return ToolExecution(
+        tool_call=call,
+        value=value,
+        content=content,
+        usage=output.usage,
+        started_at=started,
+        completed_at=clock.now(),
+    )
+
+
+def _failure(call: ToolCall, error: Exception, started: Any) -> ToolExecution:
+    message = str(error) or type(error).__name__
+    usage = getattr(error, "usage", None)
+    return ToolExecution(
+        tool_call=call,
+        content=f"Error in tool call: {message}",
+        error=message,
+        error_type=type(error).__name__,
+        usage=usage if isinstance(usage, Usage) else Usage(),
+        started_at=started,
+        completed_at=clock.now(),
+    )
