@@ -51,6 +51,10 @@ class FrozenModel(BaseModel):
         except ValidationError as error:
             raise InvalidInputError(type(self).__name__, problems_of(error)) from None
 
+    # Tell pydantic this __init__ only translates errors, so nested validation (model_validate,
+    # from_dict) bypasses it and keeps full field paths.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
     def evolve(self, **changes: Any) -> Self:
         """A validated copy with ``changes`` applied."""
         data = self.__dict__.copy()
@@ -186,12 +190,13 @@ class FrozenList(Generic[T]):
         cls, source: Any, handler: Callable[[Any], core_schema.CoreSchema]
     ) -> core_schema.CoreSchema:
         items_schema = handler(tuple[cls.item_type, ...])  # type: ignore[name-defined]
-        from_items = core_schema.no_info_after_validator_function(cls._wrap, items_schema)
-        return core_schema.json_or_python_schema(
-            json_schema=from_items,
-            python_schema=core_schema.union_schema(
-                [core_schema.is_instance_schema(cls), from_items], mode="left_to_right"
-            ),
+
+        def validate(value: Any, inner: core_schema.ValidatorFunctionWrapHandler) -> Any:
+            return value if type(value) is cls else cls._wrap(inner(value))
+
+        return core_schema.no_info_wrap_validator_function(
+            validate,
+            items_schema,
             serialization=core_schema.plain_serializer_function_ser_schema(
                 lambda value: value.to_tuple(), return_schema=items_schema
             ),
