@@ -1,0 +1,1 @@
+"""The deterministic testing harness: fakes, scenarios, invariants, runner and reports."""
