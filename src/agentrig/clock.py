@@ -8,7 +8,7 @@ inside ``runtime_context(clock=..., ids=...)``.
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -49,11 +49,18 @@ class UuidIds:
     """Random UUID4 ids."""
 
     def new_id(self, kind: str) -> str:
-        """A random UUID string."""
-        return str(uuid.uuid4())
+        """A random UUID4 string."""
+        return format_uuid4(int.from_bytes(os.urandom(16)))
 
     def __repr__(self) -> str:
         return "UuidIds()"
+
+
+def format_uuid4(bits: int) -> str:
+    """128 random bits as a version-4 UUID string (version and variant bits set)."""
+    bits = (bits & ~(0xF000 << 64) & ~(0xC000 << 48)) | (0x4000 << 64) | (0x8000 << 48)
+    text = f"{bits:032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 _SYSTEM_CLOCK = SystemClock()

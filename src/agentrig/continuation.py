@@ -5,9 +5,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Self
 
-from pydantic import Field, JsonValue
+from pydantic import Field
 
-from agentrig._model import FrozenList, FrozenModel, Serializable
+from agentrig._model import FrozenList, FrozenModel, JsonObject, Serializable
 
 
 class StopReason(StrEnum):
@@ -42,7 +42,7 @@ class StopSignal(FrozenModel):
 
     reason: StopReason
     message: str = ""
-    context: dict[str, JsonValue] = Field(default_factory=dict)
+    context: JsonObject = Field(default_factory=dict)
     source: str | None = None
 
     @classmethod
@@ -100,13 +100,13 @@ class ExecutionContinuation(Serializable):
 
     def with_signal(self, signal: StopSignal) -> Self:
         """A copy with ``signal`` added."""
-        return self.evolve(stop_signals=self.stop_signals.appended(signal))
+        return self._replace(stop_signals=self.stop_signals.appended(signal))
 
     def with_continuation_requested(self, requested: bool = True) -> Self:
         """A copy with the continuation flag set to ``requested``."""
         if requested == self.is_continuation_requested:
             return self
-        return self.evolve(is_continuation_requested=requested)
+        return self._replace(is_continuation_requested=requested)
 
     def explain(self) -> str:
         """A one-line human summary."""

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 from enum import StrEnum
+from itertools import chain
 from typing import Any, Literal, Self
 
 from pydantic import Field, JsonValue
 
 from agentrig import clock
-from agentrig._model import FrozenList, FrozenModel
+from agentrig._model import FrozenList, FrozenModel, JsonObject
+from agentrig.errors import InvalidInputError
 
 TRACE_KEY = "is_trace"
 EXECUTION_ID_KEY = "execution_id"
@@ -33,7 +35,7 @@ class ToolCall(FrozenModel):
 
     id: str = Field(default_factory=lambda: clock.new_id("tool_call"))
     name: str = Field(min_length=1)
-    arguments: dict[str, JsonValue] = Field(default_factory=dict)
+    arguments: JsonObject = Field(default_factory=dict)
 
     def __str__(self) -> str:
         args = ", ".join(f"{key}={value!r}" for key, value in self.arguments.items())
@@ -57,7 +59,7 @@ class Message(FrozenModel):
     name: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     tool_result: ToolResult | None = None
-    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    metadata: JsonObject = Field(default_factory=dict)
     id: str = Field(default_factory=lambda: clock.new_id("message"))
     created_at: datetime = Field(default_factory=clock.now)
 
@@ -128,6 +130,16 @@ class Messages(FrozenList[Message]):
         self._trace_executions = _trace_executions_of(items)
 
     @classmethod
+    def _tagged(
+        cls, items: tuple[Message, ...], trace_executions: frozenset[str | None]
+    ) -> Messages:
+        """Messages whose trace executions are already known (internal fast path)."""
+        new = cls.__new__(cls)
+        new._items = items
+        new._trace_executions = trace_executions
+        return new
+
+    @classmethod
     def of(cls, *messages: Message) -> Messages:
         """Messages from the given messages."""
         return cls(messages)
@@ -135,7 +147,7 @@ class Messages(FrozenList[Message]):
     @classmethod
     def from_text(cls, text: str, role: Role | str = Role.USER) -> Messages:
         """One message with ``text`` and ``role``."""
-        return cls((Message(role=Role(role), content=text),))
+        return cls((Message(role=role, content=text),))
 
     @classmethod
     def concat(cls, *parts: Messages) -> Messages:
@@ -144,7 +156,7 @@ class Messages(FrozenList[Message]):
         if len(parts) == 1:
             return parts[0]
         new = cls.__new__(cls)
-        new._items = tuple(message for part in parts for message in part._items)
+        new._items = tuple(chain.from_iterable(part._items for part in parts))
         new._trace_executions = frozenset().union(*(part._trace_executions for part in parts))
         return new
 
@@ -169,7 +181,7 @@ class Messages(FrozenList[Message]):
 
     def for_roles(self, *roles: Role | str) -> Messages:
         """Only the messages with one of ``roles``."""
-        wanted = {Role(role) for role in roles}
+        wanted = {_as_role(role) for role in roles}
         return self.filtered(lambda message: message.role in wanted)
 
     def roles(self) -> tuple[Role, ...]:
@@ -190,6 +202,16 @@ class Messages(FrozenList[Message]):
     def to_list(self) -> list[dict[str, Any]]:
         """The messages as JSON-compatible dicts."""
         return [message.model_dump(mode="json") for message in self._items]
+
+
+def _as_role(value: Role | str) -> Role:
+    try:
+        return Role(value)
+    except ValueError:
+        valid = ", ".join(role.value for role in Role)
+        raise InvalidInputError(
+            "role", [("role", f"{value!r} is not a role; valid: {valid}")]
+        ) from None
 
 
 def _trace_executions_of(items: tuple[Message, ...]) -> frozenset[str | None]:

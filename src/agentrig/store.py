@@ -7,7 +7,7 @@ from typing import Self
 
 from pydantic import Field, JsonValue, field_validator
 
-from agentrig._model import FrozenModel, Serializable
+from agentrig._model import FrozenModel, JsonObject, Serializable
 from agentrig.messages import Message, Messages
 
 MESSAGES = "messages"
@@ -29,7 +29,7 @@ class MessageStore(Serializable):
     """Ordered, uniquely named sections plus free-form parameters. Every change returns a new store."""
 
     sections: tuple[Section, ...] = ()
-    parameters: dict[str, JsonValue] = Field(default_factory=dict)
+    parameters: JsonObject = Field(default_factory=dict)
 
     @field_validator("sections")
     @classmethod
@@ -72,12 +72,12 @@ class MessageStore(Serializable):
         for index, section in enumerate(sections):
             if section.name == name:
                 sections[index] = Section(name=name, messages=messages)
-                return self.evolve(sections=tuple(sections))
-        return self.evolve(sections=(*sections, Section(name=name, messages=messages)))
+                return self._replace(sections=tuple(sections))
+        return self._replace(sections=(*sections, Section(name=name, messages=messages)))
 
     def _without_section(self, name: str) -> Self:
         kept = tuple(section for section in self.sections if section.name != name)
-        return self if len(kept) == len(self.sections) else self.evolve(sections=kept)
+        return self if len(kept) == len(self.sections) else self._replace(sections=kept)
 
 
 _EMPTY = Messages()

@@ -11,14 +11,15 @@ import inspect
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, overload
+from dataclasses import dataclass
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from agentrig import clock
-from agentrig._model import problems_of
+from agentrig._model import is_json_data, problems_of
 from agentrig.errors import (
     AgentStop,
     InvalidToolArgumentsError,
@@ -28,6 +29,7 @@ from agentrig.events import EventBus, ToolCallBlocked, ToolCallCompleted, ToolCa
 from agentrig.hooks import HookContext, HookStack, HookTrigger
 from agentrig.messages import ToolCall
 from agentrig.state import AgentState, ToolExecution, ToolExecutions, ToolSchema, Usage
+from agentrig.state.usage import ZERO_USAGE
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +46,7 @@ class ToolOutput:
 
     value: Any
     content: str | None = None
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = ZERO_USAGE
 
 
 class Tool(ABC):
@@ -130,7 +132,7 @@ def _arguments_model(function: Callable[..., Any], name: str) -> tuple[str | Non
     context_param: str | None = None
     fields: dict[str, Any] = {}
     for param in signature.parameters.values():
-        if param.annotation is ToolContext:
+        if _is_context(param.annotation):
             context_param = param.name
             continue
         annotation = Any if param.annotation is inspect.Parameter.empty else param.annotation
@@ -138,6 +140,19 @@ def _arguments_model(function: Callable[..., Any], name: str) -> tuple[str | Non
         fields[param.name] = (annotation, default)
     model = create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
     return context_param, model
+
+
+def _is_context(annotation: Any) -> bool:
+    """True for ``ToolContext``, ``ToolContext | None`` and ``Annotated[ToolContext, ...]``."""
+    if annotation is ToolContext:
+        return True
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _is_context(get_args(annotation)[0])
+    if origin in (Union, UnionType):
+        args = [arg for arg in get_args(annotation) if arg is not type(None)]
+        return len(args) == 1 and _is_context(args[0])
+    return False
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -151,9 +166,10 @@ def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
 class Tools:
     """An immutable set of tools keyed by name; a later tool with the same name wins."""
 
-    __slots__ = ("_tools",)
+    __slots__ = ("_schemas", "_tools")
 
     def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
+        self._schemas: tuple[ToolSchema, ...] | None = None
         self._tools: dict[str, Tool] = {}
         for item in tools:
             resolved = item if isinstance(item, Tool) else FunctionTool(item)
@@ -185,8 +201,10 @@ class Tools:
         return tuple(self._tools)
 
     def schemas(self) -> tuple[ToolSchema, ...]:
-        """Every tool as the model sees it."""
-        return tuple(t.schema() for t in self._tools.values())
+        """Every tool as the model sees it (computed once: tool sets are immutable)."""
+        if self._schemas is None:
+            self._schemas = tuple(t.schema() for t in self._tools.values())
+        return self._schemas
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
@@ -311,10 +329,7 @@ class ToolExecutor:
 
 def _success(call: ToolCall, result: Any, started: Any) -> ToolExecution:
     output = result if isinstance(result, ToolOutput) else ToolOutput(value=result)
-    try:
-        value = to_jsonable_python(output.value)
-    except PydanticSerializationError:
-        value = str(output.value)
+    value = _json_value(output.value)
     content = output.content if output.content is not None else format_tool_value(output.value)
     return ToolExecution(
         tool_call=call,
@@ -326,6 +341,15 @@ def _success(call: ToolCall, result: Any, started: Any) -> ToolExecution:
     )
 
 
+def _json_value(value: Any) -> Any:
+    """The value as JSON data for the state; what JSON cannot hold (NaN, objects) is kept as text."""
+    try:
+        data = to_jsonable_python(value)
+    except PydanticSerializationError:
+        return str(value)
+    return data if is_json_data(data) else str(value)
+
+
 def _failure(call: ToolCall, error: Exception, started: Any) -> ToolExecution:
     message = str(error) or type(error).__name__
     usage = getattr(error, "usage", None)
@@ -334,7 +358,7 @@ def _failure(call: ToolCall, error: Exception, started: Any) -> ToolExecution:
         content=f"Error in tool call: {message}",
         error=message,
         error_type=type(error).__name__,
-        usage=usage if isinstance(usage, Usage) else Usage(),
+        usage=usage if isinstance(usage, Usage) else ZERO_USAGE,
         started_at=started,
         completed_at=clock.now(),
     )

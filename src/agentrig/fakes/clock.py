@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import random
-import uuid
 from datetime import UTC, datetime, timedelta
+
+from agentrig.clock import format_uuid4
 
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -47,7 +48,7 @@ class SeededIds:
 
     def new_id(self, kind: str) -> str:
         """The next id."""
-        return str(uuid.UUID(int=self._random.getrandbits(128), version=4))
+        return format_uuid4(self._random.getrandbits(128))
 
     def __repr__(self) -> str:
         return f"SeededIds(seed={self.seed})"

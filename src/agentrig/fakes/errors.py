@@ -10,12 +10,14 @@ class ScriptError(AgentrigError):
 
 
 class InvalidScriptError(ScriptError):
-    """A script is malformed; ``turn`` is the 1-based position of the bad entry."""
+    """A script is malformed; ``turn`` is the 1-based position of the bad entry, or None when the
+    problem is not in one entry (a scripted tool's parameter declaration)."""
 
-    def __init__(self, turn: int, reason: str) -> None:
+    def __init__(self, turn: int | None, reason: str) -> None:
         self.turn = turn
         self.reason = reason
-        super().__init__(f"scripted turn {turn}: {reason}")
+        where = f"scripted turn {turn}" if turn is not None else "invalid script"
+        super().__init__(f"{where}: {reason}")
 
 
 class ScriptExhaustedError(ScriptError):

@@ -30,6 +30,9 @@ class CallSpec:
         return ToolCall(name=self.name, arguments=dict(self.arguments))
 
 
+_FINISH_REASONS = frozenset(reason.value for reason in FinishReason)
+
+
 @dataclass(frozen=True)
 class Turn:
     """One scripted model answer: text, tool calls, usage, finish reason and latency; or an error."""
@@ -44,12 +47,28 @@ class Turn:
 
     def problem(self) -> str | None:
         """Why this turn is invalid, or None."""
+        type_problem = self._type_problem()
+        if type_problem is not None:
+            return type_problem
         if self.latency < 0:
             return f"latency must be >= 0, got {self.latency}"
         if self.error is not None and (self.text or self.calls):
             return "an error turn cannot also have text or tool calls"
         if self.error is None and not self.text and not self.calls:
             return "a turn needs text, tool calls or an error"
+        return None
+
+    def _type_problem(self) -> str | None:
+        if not isinstance(self.text, str):
+            return f"text must be a string, got {type(self.text).__name__}"
+        if not isinstance(self.usage, Usage):
+            return f"usage must be a Usage, got {type(self.usage).__name__}"
+        if self.finish_reason is not None and self.finish_reason not in _FINISH_REASONS:
+            valid = ", ".join(reason.value for reason in FinishReason)
+            return f"finish_reason {self.finish_reason!r} is not one of: {valid}"
+        for spec in self.calls:
+            if not isinstance(spec, CallSpec) or not spec.name:
+                return f"a tool call must be a CallSpec with a name, got {spec!r}"
         return None
 
     def to_response(self) -> InferenceResponse:
@@ -144,6 +163,10 @@ class ScriptedLLM(_Recorder):
         self.name = name
         self.turns = tuple(Turn(text=t) if isinstance(t, str) else t for t in turns)
         for number, turn in enumerate(self.turns, start=1):
+            if not isinstance(turn, Turn):
+                raise InvalidScriptError(
+                    number, f"expected a Turn or a string, got {type(turn).__name__}"
+                )
             problem = turn.problem()
             if problem is not None:
                 raise InvalidScriptError(number, problem)
@@ -152,6 +175,8 @@ class ScriptedLLM(_Recorder):
                     number, "latency needs a FakeClock: ScriptedLLM(..., clock=...)"
                 )
         self._next = 0
+        self.overruns: list[int] = []
+        """1-based numbers of calls made after the script ran out."""
 
     @property
     def remaining(self) -> int:
@@ -166,7 +191,9 @@ class ScriptedLLM(_Recorder):
     def infer(self, request: InferenceRequest) -> InferenceResponse:
         """Play the next turn."""
         if self._next >= len(self.turns):
-            raise ScriptExhaustedError(self.name, self._next + 1, len(self.turns))
+            number = len(self.turns) + len(self.overruns) + 1
+            self.overruns.append(number)
+            raise ScriptExhaustedError(self.name, number, len(self.turns))
         turn = self.turns[self._next]
         self._next += 1
         if turn.latency and self.clock is not None:

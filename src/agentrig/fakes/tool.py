@@ -93,7 +93,15 @@ class ScriptedTool(Tool):
 
     def _validate_script(self) -> None:
         for number, reply in enumerate(self.replies, start=1):
-            outcomes = [reply.raises is not None, reply.stop is not None]
+            if not isinstance(reply, ToolReply):
+                raise InvalidScriptError(
+                    number, f"tool '{self.name}': expected a ToolReply, got {type(reply).__name__}"
+                )
+            outcomes = [
+                reply.returns is not None,
+                reply.raises is not None,
+                reply.stop is not None,
+            ]
             if sum(outcomes) > 1:
                 raise InvalidScriptError(
                     number, f"tool '{self.name}': a reply has one of returns/raises/stop"
@@ -104,7 +112,7 @@ class ScriptedTool(Tool):
             if kind.rstrip("?") not in JSON_TYPES:
                 valid = ", ".join(JSON_TYPES)
                 raise InvalidScriptError(
-                    0, f"tool '{self.name}' param '{param}': type {kind!r} is not one of {valid}"
+                    None, f"tool '{self.name}' param '{param}': type {kind!r} is not one of {valid}"
                 )
 
     def parameters(self) -> dict[str, Any]:

@@ -1,10 +1,114 @@
-"""The ``agentrig`` command line."""
+"""The ``agentrig`` command line: ``run``, ``validate`` and ``schema``."""
 
 from __future__ import annotations
 
-import typer
+import json
+from pathlib import Path
+from typing import Annotated
 
-app = typer.Typer(help="agentrig: run and check agent scenario suites.", no_args_is_help=True)
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from agentrig.errors import AgentrigError
+from agentrig.harness.results import ScenarioResult, SuiteResult
+
+app = typer.Typer(
+    help="agentrig: run and check agent scenario suites.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console(stderr=False, highlight=False)
+errors = Console(stderr=True, highlight=False)
+
+PathsArgument = Annotated[
+    list[Path] | None,
+    typer.Argument(help="Scenario files or folders (default: scenarios/).", show_default=False),
+]
+
+
+def _load(paths: list[Path] | None) -> list:  # type: ignore[type-arg]
+    from agentrig.harness.scenario_loader import load_scenarios
+
+    return load_scenarios(paths or [Path("scenarios")])
+
+
+@app.command()
+def run(
+    paths: PathsArgument = None,
+    keyword: Annotated[
+        str | None,
+        typer.Option("-k", help="Select by name substring or tag: 'budget and not inline'."),
+    ] = None,
+    workers: Annotated[int, typer.Option("--workers", "-n", min=1, help="Worker processes.")] = 1,
+    shard: Annotated[
+        str | None, typer.Option(help="Run part i of n, e.g. 2/4 (for CI matrices).")
+    ] = None,
+    report_dir: Annotated[Path, typer.Option(help="Where reports are written.")] = Path("reports"),
+    report: Annotated[
+        list[str] | None,
+        typer.Option(help="Report formats (default: all): junit, json, markdown, html."),
+    ] = None,
+    plugin: Annotated[
+        list[str] | None, typer.Option(help="Module to import first (custom invariants, writers).")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary line.")] = False,
+) -> None:
+    """Run scenario files; exit 0 only when every selected scenario passes."""
+    from agentrig.harness.reporting import write_reports
+    from agentrig.harness.runner import load_plugins, run_suite
+    from agentrig.harness.selection import parse_shard, select
+
+    try:
+        load_plugins(plugin or ())
+        scenarios = select(
+            _load(paths), keyword=keyword, shard=parse_shard(shard) if shard else None
+        )
+    except AgentrigError as error:
+        _fail_usage(error)
+    if not scenarios:
+        errors.print("[yellow]no scenario selected[/]")
+        raise typer.Exit(4)
+    with _progress(quiet) as bar:
+        task = bar.add_task("scenarios", total=len(scenarios))
+        result = run_suite(
+            scenarios, workers=workers, plugins=plugin or (), progress=lambda _: bar.advance(task)
+        )
+    written = write_reports(result, report_dir, report or None)
+    if not quiet:
+        _summary_table(result)
+        _failure_details(result)
+    _summary_line(result, written)
+    raise typer.Exit(0 if result.passed else 1)
+
+
+@app.command()
+def validate(paths: PathsArgument = None) -> None:
+    """Check scenario files without running them."""
+    try:
+        scenarios = _load(paths)
+    except AgentrigError as error:
+        _fail_usage(error)
+    console.print(f"[green]{len(scenarios)} scenario file(s) valid[/]")
+
+
+@app.command()
+def schema(
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")
+    ] = None,
+) -> None:
+    """Print (or write) the JSON Schema of scenario files, for editors."""
+    from agentrig.harness.scenario_loader import scenario_json_schema
+
+    text = json.dumps(scenario_json_schema(), indent=2, sort_keys=True) + "\n"
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+        console.print(f"wrote {output}")
 
 
 @app.command()
@@ -13,6 +117,63 @@ def version() -> None:
     from agentrig import __version__
 
     typer.echo(__version__)
+
+
+def _fail_usage(error: AgentrigError) -> None:
+    errors.print(f"[red]error:[/] {error}", markup=True, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def _progress(quiet: bool) -> Progress:
+    return Progress(
+        TextColumn("[bold]running[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=quiet or not console.is_terminal,
+        transient=True,
+    )
+
+
+def _summary_table(result: SuiteResult) -> None:
+    table = Table(title="agentrig scenarios", show_lines=False)
+    for column in ("scenario", "tags", "turns", "steps", "last outcome", "result"):
+        table.add_column(column)
+    for scenario in result.scenarios:
+        table.add_row(
+            scenario.name,
+            ", ".join(scenario.tags),
+            str(len(scenario.turns)),
+            str(sum(turn.steps for turn in scenario.turns)),
+            _outcome(scenario),
+            "[green]pass[/]" if scenario.passed else "[red]FAIL[/]",
+        )
+    console.print(table)
+
+
+def _outcome(scenario: ScenarioResult) -> str:
+    if not scenario.turns:
+        return "-"
+    last = scenario.turns[-1]
+    return f"{last.status} / {last.stop_reason}"
+
+
+def _failure_details(result: SuiteResult) -> None:
+    from agentrig.harness.formatting import format_scenario_failures
+
+    for scenario in result.scenarios:
+        if not scenario.passed:
+            console.print("")
+            console.print(format_scenario_failures(scenario), markup=False, highlight=False)
+
+
+def _summary_line(result: SuiteResult, written: list[Path]) -> None:
+    colour = "green" if result.passed else "red"
+    console.print(
+        f"[{colour}]{result.passed_count} passed, {result.failed_count} failed[/] "
+        f"in {result.wall_time_s:.2f}s; reports: {', '.join(str(p) for p in written)}"
+    )
 
 
 def main() -> None:

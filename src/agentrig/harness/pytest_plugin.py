@@ -1,16 +1,223 @@
-"""agentrig's pytest plugin (registered through the ``pytest11`` entry point); inert until asked."""
+"""agentrig's pytest plugin (the ``pytest11`` entry point ``agentrig``).
+
+Inert until asked: scenario files are collected only with ``--agentrig-scenarios`` (or the ini
+option ``agentrig_scenarios = true``), and folders named ``failing`` only when given explicitly.
+Fixtures give the fakes and a harness that runs an agent built in Python against a scenario.
+Heavy imports happen inside the hooks and fixtures that need them.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
 import pytest
+
+if TYPE_CHECKING:
+    from agentrig import AgentBuilder
+    from agentrig.fakes import FakeClock, ScriptedLLM, SeededIds, Turn
+    from agentrig.harness.results import ScenarioResult
+    from agentrig.harness.scenario_model import Scenario
+
+SUFFIX = ".scenario.yaml"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Options live under the ``--agentrig-`` prefix."""
     group = parser.getgroup("agentrig", "agentrig scenario harness")
     group.addoption(
+        "--agentrig-scenarios",
+        action="store_true",
+        default=None,
+        help="collect *.scenario.yaml files as test items",
+    )
+    group.addoption(
         "--agentrig-deep",
         action="store_true",
         default=False,
-        help="run property tests with many more examples",
+        help="run agentrig property tests with many more examples",
     )
+    group.addoption(
+        "--agentrig-report-dir",
+        default=None,
+        metavar="DIR",
+        help="also write agentrig reports (JUnit, JSON, Markdown, HTML) of collected scenarios to DIR",
+    )
+    parser.addini(
+        "agentrig_scenarios", type="bool", default=False, help="collect *.scenario.yaml files"
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the marker and the report collector."""
+    config.addinivalue_line(
+        "markers", "agentrig_scenario: an item collected from an agentrig *.scenario.yaml file"
+    )
+    config.stash[_RESULTS] = []
+
+
+def _collecting(config: pytest.Config) -> bool:
+    option = config.getoption("--agentrig-scenarios")
+    return bool(option) if option is not None else bool(config.getini("agentrig_scenarios"))
+
+
+def _explicit(config: pytest.Config, path: Path) -> bool:
+    given = [Path(arg.split("::")[0]).resolve() for arg in config.args]
+    return any(path == arg or (arg.name == "failing" and arg in path.parents) for arg in given)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """Collect scenario files when asked to."""
+    if not file_path.name.endswith(SUFFIX) or not _collecting(parent.config):
+        return None
+    if "failing" in file_path.parent.parts and not _explicit(parent.config, file_path.resolve()):
+        return None
+    return ScenarioFile.from_parent(parent, path=file_path)
+
+
+class ScenarioFile(pytest.File):
+    """A ``*.scenario.yaml`` file: one scenario, one test item."""
+
+    def collect(self) -> Iterable[pytest.Item]:
+        """Load the file; errors name the file, line and field."""
+        from agentrig.harness.scenario_loader import load_scenario
+
+        scenario = load_scenario(self.path)
+        yield ScenarioItem.from_parent(self, name=scenario.name, scenario=scenario)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        """A file error as its message, not a traceback."""
+        from agentrig.errors import AgentrigError
+
+        if isinstance(excinfo.value, AgentrigError):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+
+class ScenarioFailed(Exception):
+    """Raised by a scenario item whose run failed."""
+
+    def __init__(self, result: ScenarioResult) -> None:
+        self.result = result
+        super().__init__(f"scenario {result.name} failed")
+
+
+class ScenarioItem(pytest.Item):
+    """One scenario run through the real loop with a scripted model."""
+
+    def __init__(self, *, scenario: Scenario, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.scenario = scenario
+        self.add_marker(pytest.mark.agentrig_scenario)
+        self.extra_keyword_matches.update(scenario.tags)
+
+    def runtest(self) -> None:
+        """Run the scenario; raise ``ScenarioFailed`` on any failure."""
+        from agentrig.harness.runner import run_scenario
+
+        result = run_scenario(self.scenario)
+        self.config.stash[_RESULTS].append(result)
+        if not result.passed:
+            raise ScenarioFailed(result)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        """The domain diff: expected vs observed turn, failing invariant, file and line."""
+        if isinstance(excinfo.value, ScenarioFailed):
+            from agentrig.harness.formatting import format_scenario_failures
+
+            return format_scenario_failures(excinfo.value.result)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        """File and line of the scenario's ``name:``."""
+        source = self.scenario.source
+        line = source.line - 1 if source is not None else None
+        return self.path, line, f"scenario: {self.name}"
+
+
+_RESULTS = pytest.StashKey[list["ScenarioResult"]]()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Write agentrig reports of the collected scenarios when ``--agentrig-report-dir`` is set."""
+    directory = session.config.getoption("--agentrig-report-dir")
+    results = session.config.stash.get(_RESULTS, [])
+    if directory and results:
+        from agentrig.harness.reporting import write_reports
+        from agentrig.harness.results import SuiteResult
+
+        ordered = tuple(sorted(results, key=lambda r: (r.file, r.name)))
+        write_reports(SuiteResult(scenarios=ordered, wall_time_s=0.0), Path(directory))
+
+
+# --- fixtures ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_clock() -> FakeClock:
+    """A ``FakeClock`` at 2026-01-01T00:00:00Z."""
+    from agentrig.fakes import FakeClock
+
+    return FakeClock()
+
+
+@pytest.fixture
+def seeded_ids() -> SeededIds:
+    """``SeededIds(0)``."""
+    from agentrig.fakes import SeededIds
+
+    return SeededIds(0)
+
+
+@pytest.fixture
+def scripted_llm(fake_clock: FakeClock) -> Iterator[Callable[..., ScriptedLLM]]:
+    """A factory of ``ScriptedLLM``s on the fake clock; each must be used up by the test's end."""
+    from agentrig.fakes import ScriptedLLM
+
+    made: list[ScriptedLLM] = []
+
+    def make(turns: Iterable[Turn | str], *, name: str = "ScriptedLLM") -> ScriptedLLM:
+        llm = ScriptedLLM(turns, clock=fake_clock, name=name)
+        made.append(llm)
+        return llm
+
+    yield make
+    for llm in made:
+        llm.assert_complete()
+
+
+class Harness:
+    """Runs scenarios (files or models), optionally against an agent built in Python."""
+
+    def load(self, path: str | Path) -> Scenario:
+        """Load a scenario file."""
+        from agentrig.harness.scenario_loader import load_scenario
+
+        return load_scenario(path)
+
+    def run(
+        self, scenario: Scenario | str | Path, *, builder: AgentBuilder | None = None
+    ) -> ScenarioResult:
+        """Run ``scenario``; with ``builder``, its tools and hooks are the agent under test."""
+        from agentrig.harness.runner import run_scenario
+
+        model = scenario if not isinstance(scenario, str | Path) else self.load(scenario)
+        return run_scenario(model, builder=builder)
+
+    def assert_passes(
+        self, scenario: Scenario | str | Path, *, builder: AgentBuilder | None = None
+    ) -> ScenarioResult:
+        """Run ``scenario`` and fail the test with the domain diff unless it passes."""
+        from agentrig.harness.formatting import format_scenario_failures
+
+        result = self.run(scenario, builder=builder)
+        if not result.passed:
+            pytest.fail(format_scenario_failures(result), pytrace=False)
+        return result
+
+
+@pytest.fixture
+def agentrig_harness() -> Harness:
+    """A ``Harness`` to run scenarios from tests."""
+    return Harness()

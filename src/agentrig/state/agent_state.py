@@ -63,6 +63,12 @@ class AgentState(Serializable):
     # --- mutators -------------------------------------------------------------------------
 
     def _with(self, **changes: Any) -> Self:
+        """A copy with internal, already-typed ``changes`` and a new ``updated_at``."""
+        changes.setdefault("updated_at", clock.now())
+        return self._replace(**changes)
+
+    def _with_checked(self, **changes: Any) -> Self:
+        """Like ``_with`` for values that come from callers: validated."""
         changes.setdefault("updated_at", clock.now())
         return self.evolve(**changes)
 
@@ -81,7 +87,7 @@ class AgentState(Serializable):
 
     def with_message_store(self, store: MessageStore) -> Self:
         """A state with the whole store replaced."""
-        return self._with(context=self.context.evolve(store=store))
+        return self._with(context=self.context._replace(store=store))
 
     def with_system_prompt(self, prompt: str) -> Self:
         """A state with the system prompt set."""
@@ -98,19 +104,21 @@ class AgentState(Serializable):
 
     def with_llm_config(self, config: LlmConfig | None) -> Self:
         """A state with the LLM config set."""
-        return self._with(llm_config=config)
+        return self._with_checked(llm_config=config)
 
     def with_execution(self, execution: ExecutionState | None) -> Self:
         """A state with the execution replaced."""
-        return self._with(execution=execution)
+        return self._with_checked(execution=execution)
 
     def with_execution_status(self, status: ExecutionStatus) -> Self:
         """A state whose execution has ``status`` (an execution is created if missing)."""
-        return self._with(execution=self._ensure_execution().evolve(status=status))
+        return self._with(
+            execution=self._ensure_execution()._replace(status=ExecutionStatus(status))
+        )
 
     def with_execution_count(self, count: int) -> Self:
         """A state with the execution counter set."""
-        return self._with(execution_count=count)
+        return self._with_checked(execution_count=count)
 
     def with_step_started(self) -> Self:
         """A state whose execution records the start time of the next step."""
@@ -129,16 +137,17 @@ class AgentState(Serializable):
         if not step.output_messages:
             return self._with(execution=execution.with_current_step(step))
         is_trace = step.step_type() is not AgentStepType.FINAL_RESPONSE
-        tagged = Messages(
-            self._tag(message, step.id, execution.execution_id, is_trace)
-            for message in step.output_messages
+        execution_id = execution.execution_id
+        tagged = Messages._tagged(
+            tuple(self._tag(m, step.id, execution_id, is_trace) for m in step.output_messages),
+            frozenset((execution_id,)) if is_trace else frozenset(),
         )
-        step = step.evolve(output_messages=tagged)
+        step = step._replace(output_messages=tagged)
         section = EXECUTION_BUFFER if is_trace and trace_mode is TraceMode.SEPARATED else MESSAGES
         store = self.context.store.section(section).append(tagged)
         return self._with(
             execution=execution.with_current_step(step),
-            context=self.context.evolve(store=store),
+            context=self.context._replace(store=store),
         )
 
     def _tag(self, message: Message, step_id: str, execution_id: str, is_trace: bool) -> Message:
@@ -149,7 +158,7 @@ class AgentState(Serializable):
         }
         if is_trace:
             tags[TRACE_KEY] = True
-        return message.with_metadata(**tags)
+        return message._replace(metadata={**message.metadata, **tags})
 
     def with_current_step_completed(self) -> Self:
         """Archive the step in progress into ``step_executions`` (no-op without one)."""
@@ -178,12 +187,12 @@ class AgentState(Serializable):
         store = self.context.store.section(EXECUTION_BUFFER).clear()
         if store is self.context.store:
             return self
-        return self._with(context=self.context.evolve(store=store))
+        return self._with(context=self.context._replace(store=store))
 
     def for_next_execution(self) -> Self:
         """Session data kept, execution dropped, execution buffer cleared."""
         store = self.context.store.section(EXECUTION_BUFFER).clear()
-        return self._with(execution=None, context=self.context.evolve(store=store))
+        return self._with(execution=None, context=self.context._replace(store=store))
 
     # --- accessors ------------------------------------------------------------------------
 

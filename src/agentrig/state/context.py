@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Self
 
-from pydantic import Field, JsonValue
+from pydantic import Field
 
-from agentrig._model import Serializable
+from agentrig._model import JsonObject, Serializable
 from agentrig.messages import Message, Messages
 from agentrig.store import MESSAGES, MessageStore
 
@@ -15,9 +15,9 @@ class AgentContext(Serializable):
     """Session data the agent carries across executions. The system prompt is not a message."""
 
     store: MessageStore = Field(default_factory=MessageStore)
-    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    metadata: JsonObject = Field(default_factory=dict)
     system_prompt: str = ""
-    response_format: dict[str, JsonValue] | None = None
+    response_format: JsonObject | None = None
 
     def messages(self) -> Messages:
         """The ``messages`` section."""
@@ -25,8 +25,8 @@ class AgentContext(Serializable):
 
     def with_messages(self, messages: Messages) -> Self:
         """A copy whose ``messages`` section is replaced."""
-        return self.evolve(store=self.store.section(MESSAGES).set(messages))
+        return self._replace(store=self.store.section(MESSAGES).set(messages))
 
     def with_appended(self, *messages: Message) -> Self:
         """A copy with ``messages`` appended to the ``messages`` section."""
-        return self.evolve(store=self.store.section(MESSAGES).append(messages))
+        return self._replace(store=self.store.section(MESSAGES).append(messages))

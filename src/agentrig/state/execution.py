@@ -13,7 +13,7 @@ from agentrig.continuation import ExecutionContinuation, StopReason, StopSignal
 from agentrig.errors import RetryLimitExceededError
 from agentrig.state.status import ExecutionStatus
 from agentrig.state.step import AgentStep, StepError, StepExecution, StepExecutions
-from agentrig.state.usage import Usage
+from agentrig.state.usage import ZERO_USAGE, Usage
 
 
 class ExecutionState(Serializable):
@@ -31,7 +31,7 @@ class ExecutionState(Serializable):
     continuation: ExecutionContinuation = Field(default_factory=ExecutionContinuation)
     current_step_started_at: datetime | None = None
     current_step: AgentStep | None = None
-    completed_usage: Usage = Field(default_factory=Usage)
+    completed_usage: Usage = ZERO_USAGE
     errors: tuple[StepError, ...] = ()
 
     @classmethod
@@ -78,19 +78,19 @@ class ExecutionState(Serializable):
 
     def with_step_started(self) -> Self:
         """Mark the start time of the next step."""
-        return self.evolve(current_step_started_at=clock.now())
+        return self._replace(current_step_started_at=clock.now())
 
     def with_current_step(self, step: AgentStep) -> Self:
         """Set the step in progress."""
-        return self.evolve(current_step=step)
+        return self._replace(current_step=step)
 
     def with_signal(self, signal: StopSignal) -> Self:
         """Add a stop signal."""
-        return self.evolve(continuation=self.continuation.with_signal(signal))
+        return self._replace(continuation=self.continuation.with_signal(signal))
 
     def with_continuation_requested(self) -> Self:
         """Ask the loop to continue once despite signals."""
-        return self.evolve(continuation=self.continuation.with_continuation_requested(True))
+        return self._replace(continuation=self.continuation.with_continuation_requested(True))
 
     def with_current_step_completed(self) -> Self:
         """Archive the step in progress (a no-op without one); reset the continuation request."""
@@ -105,7 +105,7 @@ class ExecutionState(Serializable):
             started_at=self.current_step_started_at or now,
             completed_at=now,
         )
-        return self.evolve(
+        return self._replace(
             step_executions=self.step_executions.appended(record),
             current_step=None,
             current_step_started_at=None,
@@ -121,9 +121,9 @@ class ExecutionState(Serializable):
         record = StepError.of(error)
         state = self
         if self.current_step is not None:
-            state = self.evolve(current_step=self.current_step.with_error(record))
+            state = self._replace(current_step=self.current_step.with_error(record))
         else:
-            state = self.evolve(errors=(*self.errors, record))
+            state = self._replace(errors=(*self.errors, record))
         reason = (
             StopReason.RETRY_LIMIT
             if isinstance(error, RetryLimitExceededError)
@@ -131,12 +131,12 @@ class ExecutionState(Serializable):
         )
         signal = StopSignal(reason=reason, message=record.message, source=record.type)
         state = state.with_signal(signal).with_current_step_completed()
-        return state.evolve(status=ExecutionStatus.FAILED, completed_at=clock.now())
+        return state._replace(status=ExecutionStatus.FAILED, completed_at=clock.now())
 
     def completed(self) -> Self:
         """Archive the step in progress and set the terminal status (D3)."""
         state = self.with_current_step_completed()
-        return state.evolve(status=state._terminal_status(), completed_at=clock.now())
+        return state._replace(status=state._terminal_status(), completed_at=clock.now())
 
     def _terminal_status(self) -> ExecutionStatus:
         if self.status is ExecutionStatus.FAILED or self.has_errors():

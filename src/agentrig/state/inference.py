@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import Field, JsonValue
+from pydantic import Field
 
-from agentrig._model import FrozenModel
+from agentrig._model import FrozenModel, JsonObject
 from agentrig.messages import Messages, ToolCall
 from agentrig.state.status import FinishReason
-from agentrig.state.usage import Usage
+from agentrig.state.usage import ZERO_USAGE, Usage
 
 
 class InferenceResponse(FrozenModel):
@@ -15,12 +15,12 @@ class InferenceResponse(FrozenModel):
 
     content: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
-    usage: Usage = Field(default_factory=Usage)
+    usage: Usage = ZERO_USAGE
     finish_reason: FinishReason | None = None
     reasoning_content: str = ""
     model: str = ""
     response_id: str = ""
-    provider_data: dict[str, JsonValue] = Field(default_factory=dict)
+    provider_data: JsonObject = Field(default_factory=dict)
 
     def has_tool_calls(self) -> bool:
         """True when the model requested at least one tool call."""
@@ -34,7 +34,7 @@ class LlmConfig(FrozenModel):
     provider: str = ""
     temperature: float | None = Field(default=None, ge=0)
     max_output_tokens: int | None = Field(default=None, ge=1)
-    options: dict[str, JsonValue] = Field(default_factory=dict)
+    options: JsonObject = Field(default_factory=dict)
 
 
 class ToolSchema(FrozenModel):
@@ -42,7 +42,7 @@ class ToolSchema(FrozenModel):
 
     name: str
     description: str = ""
-    parameters: dict[str, JsonValue] = Field(default_factory=dict)
+    parameters: JsonObject = Field(default_factory=dict)
 
 
 class InferenceRequest(FrozenModel):
@@ -52,6 +52,6 @@ class InferenceRequest(FrozenModel):
     messages: Messages = Field(default_factory=Messages)
     tools: tuple[ToolSchema, ...] = ()
     tool_choice: str = "auto"
-    response_format: dict[str, JsonValue] | None = None
+    response_format: JsonObject | None = None
     llm_config: LlmConfig | None = None
-    options: dict[str, JsonValue] = Field(default_factory=dict)
+    options: JsonObject = Field(default_factory=dict)

@@ -7,9 +7,9 @@ from datetime import datetime
 from pydantic import Field, JsonValue
 
 from agentrig import clock
-from agentrig._model import FrozenList, Serializable
+from agentrig._model import FrozenList, JsonData, Serializable
 from agentrig.messages import ToolCall
-from agentrig.state.usage import Usage
+from agentrig.state.usage import ZERO_USAGE, Usage
 
 
 class ToolExecution(Serializable):
@@ -21,12 +21,12 @@ class ToolExecution(Serializable):
 
     id: str = Field(default_factory=lambda: clock.new_id("tool_execution"))
     tool_call: ToolCall
-    value: JsonValue = None
+    value: JsonData = None
     content: str = ""
     error: str | None = None
     error_type: str | None = None
     blocked: bool = False
-    usage: Usage = Field(default_factory=Usage)
+    usage: Usage = ZERO_USAGE
     started_at: datetime
     completed_at: datetime
 
@@ -69,7 +69,7 @@ class ToolExecutions(FrozenList[ToolExecution]):
 
     def usage(self) -> Usage:
         """Sum of the executions' own usage."""
-        total = Usage()
+        total = ZERO_USAGE
         for execution in self:
             total = total + execution.usage
         return total

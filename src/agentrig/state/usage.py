@@ -47,3 +47,5 @@ class Usage(FrozenModel):
 
 
 _ZERO = Usage()
+ZERO_USAGE = _ZERO
+"""The shared empty usage (usage values are immutable)."""

@@ -1,0 +1,223 @@
+"""Build a real agent (``AgentLoop``) from a scenario's ``agent:`` section, with fakes at the seams."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from agentrig import (
+    AgentBuilder,
+    AgentLoop,
+    CancellationToken,
+    ExecutionBudget,
+    HookContext,
+    InferenceRequest,
+    InferenceResponse,
+    StopReason,
+    StopSignal,
+    SubagentDefinition,
+    SubagentPolicy,
+    UseContextConfig,
+    UseCooperativeCancellation,
+    UseGuards,
+    UseLlmConfig,
+    UseSubagents,
+)
+from agentrig.events import AgentStepCompleted
+from agentrig.fakes import (
+    CallSpec,
+    FakeClock,
+    ScriptedLLM,
+    ScriptedTool,
+    SeededIds,
+    ToolReply,
+    Turn,
+)
+from agentrig.harness.scenario_model import AgentSpec, BudgetSpec, HookSpec, ModelReply, Scenario
+from agentrig.state import FinishReason, Usage
+
+HOOK_SOURCE = "scenario-hook"
+
+
+def to_turn(reply: ModelReply) -> Turn:
+    """A scenario model reply as a fake LLM turn."""
+    usage = reply.usage
+    return Turn(
+        text=reply.say or "",
+        calls=tuple(CallSpec(c.name, dict(c.args), c.id) for c in reply.tool_calls),
+        usage=Usage(
+            input_tokens=usage.input if usage else 0,
+            output_tokens=usage.output if usage else 0,
+            cache_read_tokens=usage.cache_read if usage else 0,
+            cache_write_tokens=usage.cache_write if usage else 0,
+            reasoning_tokens=usage.reasoning if usage else 0,
+            cost=reply.cost or 0.0,
+        ),
+        finish_reason=FinishReason(reply.finish_reason) if reply.finish_reason else None,
+        latency=reply.latency,
+        error=reply.error,
+        retryable=reply.retryable,
+    )
+
+
+def to_budget(spec: BudgetSpec | None) -> ExecutionBudget:
+    """A scenario budget as an ``ExecutionBudget``."""
+    if spec is None:
+        return ExecutionBudget()
+    return ExecutionBudget(
+        max_steps=spec.max_steps,
+        max_tokens=spec.max_tokens,
+        max_seconds=spec.max_seconds,
+        max_cost=spec.max_cost,
+        deadline=spec.deadline,
+    )
+
+
+class TurnScript:
+    """The main model: plays the current turn's replies; the runner swaps scripts per turn."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.current = ScriptedLLM([], clock=clock, name="model")
+
+    def start_turn(self, number: int, replies: tuple[ModelReply, ...]) -> None:
+        """Load the replies of turn ``number`` (1-based)."""
+        self.current = ScriptedLLM(
+            [to_turn(r) for r in replies], clock=self.clock, name=f"turn {number}"
+        )
+
+    def infer(self, request: InferenceRequest) -> InferenceResponse:
+        """Answer with the current turn's next reply."""
+        return self.current.infer(request)
+
+
+@dataclass
+class ScenarioAgent:
+    """A built agent and the fakes the runner inspects."""
+
+    loop: AgentLoop
+    clock: FakeClock
+    ids: SeededIds
+    script: TurnScript
+    tools: dict[str, ScriptedTool]
+    subagent_scripts: dict[str, ScriptedLLM]
+    cancellation: CancellationToken
+    budget: ExecutionBudget
+    cancel_after: list[int | None] = field(default_factory=lambda: [None])
+
+
+def build_agent(
+    scenario: Scenario, *, seed: int = 0, base: AgentBuilder | None = None
+) -> ScenarioAgent:
+    """The agent a scenario describes, on a fake clock with seeded ids.
+
+    ``base`` is an agent built in Python (its tools, hooks and capabilities); the scenario adds
+    its scripted model, scripted tools, budget and hooks to it. Its driver is replaced.
+    """
+    spec = scenario.agent
+    clock, ids = FakeClock(), SeededIds(seed)
+    script = TurnScript(clock)
+    tools = {name: _tool(name, tool_spec, clock) for name, tool_spec in spec.tools.items()}
+    subagent_scripts = {
+        name: ScriptedLLM([to_turn(r) for r in sub.model], clock=clock, name=f"subagent {name}")
+        for name, sub in spec.subagents.items()
+    }
+    token = CancellationToken()
+    budget = to_budget(spec.budget)
+    builder = (
+        (base or AgentBuilder.base())
+        .with_clock(clock)
+        .with_ids(ids)
+        .with_separated_tool_trace(spec.trace_mode == "separated")
+        .with_tools(list(tools.values()))
+        .with_capability(UseLlmConfig(script, max_retries=spec.max_retries or 1))
+        .with_capability(UseContextConfig(spec.system_prompt))
+        .with_capability(UseGuards(budget, finish_reasons=spec.finish_reasons))
+        .with_capability(UseCooperativeCancellation(token))
+    )
+    if spec.subagents:
+        builder.with_capability(_subagents(spec, subagent_scripts))
+    for hook in spec.hooks:
+        builder.add_hook(_hook(hook), hook.on, hook.priority, f"scenario:{hook.action}")
+    agent = ScenarioAgent(
+        builder.build(), clock, ids, script, tools, subagent_scripts, token, budget
+    )
+    agent.loop.events.subscribe(AgentStepCompleted, _canceller(agent))
+    return agent
+
+
+def _canceller(agent: ScenarioAgent) -> Callable[[AgentStepCompleted], None]:
+    def cancel_when_due(event: AgentStepCompleted) -> None:
+        due = agent.cancel_after[0]
+        if event.parent_agent_id is None and due is not None and event.step_number >= due:
+            agent.cancellation.cancel(f"cancelled after step {event.step_number}")
+
+    return cancel_when_due
+
+
+def _tool(name: str, spec: object, clock: FakeClock) -> ScriptedTool:
+    from agentrig.harness.scenario_model import ToolSpec
+
+    assert isinstance(spec, ToolSpec)
+    replies = [
+        ToolReply(returns=r.return_, raises=r.raise_, stop=r.stop, when=r.when, latency=r.latency)
+        for r in spec.replies
+    ]
+    return ScriptedTool(
+        name, replies, params=spec.params, description=spec.description, mode=spec.mode, clock=clock
+    )
+
+
+def _subagents(spec: AgentSpec, scripts: dict[str, ScriptedLLM]) -> UseSubagents:
+    definitions = [
+        SubagentDefinition(
+            name=name,
+            description=sub.description,
+            system_prompt=sub.system_prompt,
+            tools=sub.tools,
+            deny=sub.deny,
+            budget=to_budget(sub.budget),
+            provider=scripts[name],
+        )
+        for name, sub in spec.subagents.items()
+    ]
+    policy = (
+        SubagentPolicy(max_depth=spec.subagent_policy.max_depth) if spec.subagent_policy else None
+    )
+    return UseSubagents(definitions, policy)
+
+
+def _hook(spec: HookSpec) -> Callable[[HookContext], HookContext | None]:
+    def hook(context: HookContext) -> HookContext | None:
+        if not _applies(spec, context):
+            return None
+        return _act(spec, context)
+
+    return hook
+
+
+def _applies(spec: HookSpec, context: HookContext) -> bool:
+    if spec.at_step is not None and context.state.step_count() != spec.at_step:
+        return False
+    if spec.tool is None:
+        return True
+    call = context.tool_call or (
+        context.tool_execution.tool_call if context.tool_execution else None
+    )
+    return call is not None and call.name == spec.tool
+
+
+def _act(spec: HookSpec, context: HookContext) -> HookContext | None:
+    message = spec.message or ""
+    if spec.action == "block_tool":
+        return context.block_tool_execution(message)
+    if spec.action == "stop":
+        reason = StopReason(spec.reason or "stop_requested")
+        signal = StopSignal(reason=reason, message=message, source=HOOK_SOURCE)
+        return context.with_state(context.state.with_stop_signal(signal))
+    if spec.action == "request_continuation":
+        return context.with_state(context.state.with_execution_continued())
+    if spec.action == "raise":
+        raise RuntimeError(message or f"scenario hook on {spec.on} raised")
+    assert spec.key is not None
+    return context.with_state(context.state.with_metadata(spec.key, spec.value))

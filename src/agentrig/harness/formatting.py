@@ -1,0 +1,31 @@
+"""Human-readable failure reports, shared by the CLI and the pytest plugin."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agentrig.harness.results import Failure, ScenarioResult
+
+
+def format_failure(failure: Failure) -> str:
+    """One failure: kind, message, where, and expected vs observed when known."""
+    lines = [f"[{failure.kind}] {failure.message}"]
+    if failure.invariant:
+        lines[0] = f"[{failure.kind}: {failure.invariant}] {failure.message}"
+    if failure.location:
+        lines.append(f"    at {failure.location}")
+    if failure.expected is not None or failure.observed is not None:
+        lines.append(f"    expected: {_show(failure.expected)}")
+        lines.append(f"    observed: {_show(failure.observed)}")
+    return "\n".join(lines)
+
+
+def format_scenario_failures(result: ScenarioResult) -> str:
+    """Every failure of a scenario, headed by its name and location."""
+    head = f"scenario {result.name} ({result.file}:{result.line}) failed:"
+    return "\n".join([head, *(format_failure(f) for f in result.failures)])
+
+
+def _show(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)

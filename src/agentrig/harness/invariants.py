@@ -1,0 +1,662 @@
+"""Invariants: named checks run after every state the loop yields and at the end of each execution.
+
+An invariant is a small subclass of ``Invariant`` with a ``name`` and a ``check`` that yields
+problem descriptions. Built-ins are registered by name; users add their own with
+``@register_invariant``. ``InvariantChecker`` feeds them one execution at a time.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, TypeVar
+
+from agentrig import (
+    AgentState,
+    AgentStep,
+    AgentStepType,
+    ExecutionBudget,
+    ExecutionStatus,
+    InvalidInputError,
+    Message,
+    Role,
+    StopReason,
+    TraceMode,
+)
+from agentrig.errors import AgentrigError
+from agentrig.events import (
+    AgentEvent,
+    AgentExecutionCompleted,
+    AgentExecutionStarted,
+    AgentExecutionStopped,
+    AgentStepCompleted,
+    AgentStepStarted,
+    ToolCallCompleted,
+    ToolCallStarted,
+)
+from agentrig.store import EXECUTION_BUFFER, INFERENCE_ORDER, MESSAGES
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One invariant failure: which check, in which turn and step, and what broke."""
+
+    invariant: str
+    turn: int
+    step: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"[{self.invariant}] turn {self.turn}, step {self.step}: {self.message}"
+
+
+@dataclass
+class Observation:
+    """What an invariant sees: the state just yielded and the execution so far."""
+
+    turn: int
+    state: AgentState
+    initial: AgentState
+    states: Sequence[AgentState]
+    snapshots: Sequence[str]
+    events: Sequence[AgentEvent]
+    is_final: bool
+    trace_mode: TraceMode = TraceMode.SEPARATED
+    budget: ExecutionBudget | None = None
+
+    @property
+    def step(self) -> int:
+        """The state's step count."""
+        return self.state.step_count()
+
+    @property
+    def previous(self) -> AgentState | None:
+        """The state yielded before this one in the same execution."""
+        return self.states[-2] if len(self.states) > 1 else None
+
+    def all_steps(self) -> tuple[AgentStep, ...]:
+        """Completed steps plus the one in progress."""
+        current = self.state.current_step()
+        return self.state.steps() + ((current,) if current is not None else ())
+
+    def own_events(self) -> list[AgentEvent]:
+        """Events of this agent (not of its subagents)."""
+        return [event for event in self.events if event.agent_id == self.state.agent_id]
+
+
+class Invariant(ABC):
+    """A named check. ``check`` yields one string per problem; nothing means it holds."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    final_only: ClassVar[bool] = False
+    """Run only at the end of an execution (checks over the whole execution)."""
+
+    @abstractmethod
+    def check(self, observation: Observation) -> Iterable[str]:
+        """Problems found in ``observation``."""
+
+
+_REGISTRY: dict[str, type[Invariant]] = {}
+InvariantT = TypeVar("InvariantT", bound=type[Invariant])
+
+
+def register_invariant(cls: InvariantT) -> InvariantT:
+    """Class decorator: make an invariant available by its ``name``."""
+    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
+        raise AgentrigError(f"an invariant named {cls.name!r} is already registered")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def unregister_invariant(name: str) -> None:
+    """Remove a registered invariant (for tests and plugins)."""
+    _REGISTRY.pop(name, None)
+
+
+def invariant_names() -> tuple[str, ...]:
+    """Names of every registered invariant, in registration order."""
+    return tuple(_REGISTRY)
+
+
+def select_invariants(
+    only: Iterable[str] | None = None, exclude: Iterable[str] = ()
+) -> list[Invariant]:
+    """Instances of the selected invariants; unknown names raise an error listing the valid ones."""
+    names = list(only) if only is not None else list(_REGISTRY)
+    excluded = list(exclude)
+    unknown = [name for name in (*names, *excluded) if name not in _REGISTRY]
+    if unknown:
+        raise AgentrigError(
+            f"unknown invariant(s): {', '.join(unknown)}; valid: {', '.join(_REGISTRY)}"
+        )
+    return [_REGISTRY[name]() for name in names if name not in excluded]
+
+
+class InvariantChecker:
+    """Runs invariants over one execution at a time and collects violations."""
+
+    def __init__(
+        self,
+        invariants: Sequence[Invariant] | None = None,
+        *,
+        trace_mode: TraceMode = TraceMode.SEPARATED,
+        budget: ExecutionBudget | None = None,
+    ) -> None:
+        self.invariants = list(invariants) if invariants is not None else select_invariants()
+        self.trace_mode = trace_mode
+        self.budget = budget
+        self.violations: list[Violation] = []
+        self.checks: dict[str, int] = {inv.name: 0 for inv in self.invariants}
+        self.failures: dict[str, int] = {inv.name: 0 for inv in self.invariants}
+        self._turn = 0
+        self._initial: AgentState | None = None
+        self._states: list[AgentState] = []
+        self._snapshots: list[str] = []
+        self.events: list[AgentEvent] = []
+
+    def begin(self, turn: int, initial: AgentState) -> None:
+        """Start observing execution ``turn`` (1-based) that begins from ``initial``."""
+        self._turn = turn
+        self._initial = initial
+        self._states = []
+        self._snapshots = []
+        self.events = []
+
+    def record_event(self, event: AgentEvent) -> None:
+        """Give the checker an event of the current execution (use as a wiretap)."""
+        self.events.append(event)
+
+    def observe(self, state: AgentState, *, is_final: bool) -> list[Violation]:
+        """Check ``state`` just yielded; returns the new violations."""
+        if self._initial is None:
+            raise AgentrigError("InvariantChecker.observe() called before begin()")
+        self._states.append(state)
+        self._snapshots.append(_snapshot(state))
+        observation = Observation(
+            turn=self._turn,
+            state=state,
+            initial=self._initial,
+            states=self._states,
+            snapshots=self._snapshots,
+            events=self.events,
+            is_final=is_final,
+            trace_mode=self.trace_mode,
+            budget=self.budget,
+        )
+        found: list[Violation] = []
+        for invariant in self.invariants:
+            if invariant.final_only and not is_final:
+                continue
+            self.checks[invariant.name] += 1
+            for message in _run(invariant, observation):
+                self.failures[invariant.name] += 1
+                found.append(Violation(invariant.name, self._turn, observation.step, message))
+        self.violations.extend(found)
+        return found
+
+
+def _run(invariant: Invariant, observation: Observation) -> Iterator[str]:
+    try:
+        yield from invariant.check(observation)
+    except Exception as error:
+        yield f"the check itself raised {type(error).__name__}: {error}"
+
+
+def _snapshot(state: AgentState) -> str:
+    try:
+        return state.to_json()
+    except Exception as error:
+        return f"<unserializable: {error}>"
+
+
+def _describe(message: Message) -> str:
+    kind = message.type()
+    text = message.content if len(message.content) <= 40 else message.content[:37] + "..."
+    return f"{message.role.value}/{kind} {text!r}"
+
+
+# --- built-in invariants -----------------------------------------------------------------
+
+
+@register_invariant
+class CleanMessages(Invariant):
+    name = "clean_messages"
+    description = "In separated mode, `messages` holds no tool traces: no tool messages, no tool calls, no trace tags."
+
+    def check(self, observation: Observation) -> Iterable[str]:
+        if observation.trace_mode is not TraceMode.SEPARATED:
+            return
+        for index, message in enumerate(observation.state.messages(), start=1):
+            if message.is_trace or message.role is Role.TOOL or message.tool_calls:
+                yield f"`messages` item {index} is a tool trace: {_describe(message)}"
+
+
+@register_invariant
+class BufferCleared(Invariant):
+    name = "buffer_cleared"
+    description = "When an execution ends, however it ends, the execution buffer is empty."
+    final_only = True
+
+    def check(self, observation: Observation) -> Iterable[str]:
+        left = observation.state.store().messages_of(EXECUTION_BUFFER)
+        if left:
+            status = observation.state.status()
+            yield f"execution ended ({status}) with {len(left)} message(s) left in the execution buffer"
+
+
+@register_invariant
+class BufferHoldsCurrentTrace(Invariant):
+    name = "buffer_holds_current_trace"
+    description = (
+        "During an execution the buffer holds exactly the trace messages of its steps, in order."
+    )
+
+    def check(self, observation: Observation) -> Iterable[str]:
+        if observation.is_final:
+            return
+        buffer = observation.state.store().messages_of(EXECUTION_BUFFER)
+        if observation.trace_mode is TraceMode.INLINE:
+            if buffer:
+                yield f"inline mode, yet the execution buffer holds {len(buffer)} message(s)"
+            return
+        expected = [
+            message.id
+            for step in observation.all_steps()
+            if step.step_type() is not AgentStepType.FINAL_RESPONSE
+            for message in step.output_messages
+        ]
+        actual = [message.id for message in buffer]
+        if actual != expected:
+            yield (
+                f"execution buffer holds {len(actual)} message(s), expected the {len(expected)} "
+                "trace message(s) of this execution's steps"
+            )
+
+
+@register_invariant
+class InferenceView(Invariant):
+    name = "inference_view"
+    description = "The model sees summary, buffer, messages, execution_buffer in order, and no trace of another execution."
+
+    def check(self, observation: Observation) -> Iterable[str]:
+        state = observation.state
+        expected = [m.id for name in INFERENCE_ORDER for m in state.store().messages_of(name)]
+        if [m.id for m in state.messages_for_inference()] != expected:
+            yield "messages_for_inference() is not summary + buffer + messages + execution_buffer"
+        current = state.execution_id()
+        for number, step in enumerate(observation.all_steps(), start=1):
+            foreign = [m for m in step.input_messages if m.is_trace and m.execution_id != current]
+            if foreign:
+                yield f"step {number} sent the model {len(foreign)} trace message(s) of another execution"
+
+
+@register_invariant
+class ToolCallsPaired(Invariant):
+    name = "tool_calls_paired"
+    description = "Every requested tool call has exactly one execution and one tool result, with matching ids."
+
+    def check(self, observation: Observation) -> Iterable[str]:
+        for number, step in enumerate(observation.all_steps(), start=1):
+            requested = [call.id for call in step.requested_tool_calls()]
+            executed = [execution.tool_call.id for execution in step.tool_executions]
+            if sorted(requested) != sorted(executed):
+                yield f"step {number}: requested calls {requested} but executions for {executed}"
+            results = [
+                m.tool_result.call_id for m in step.output_messages if m.tool_result is not None
+            ]
+            if sorted(results) != sorted(requested):
+                yield f"step {number}: tool results for {results}, expected one for each of {requested}"
+        yield from self._sections(observation.state)
+
+    def _sections(self, state: AgentState) -> Iterator[str]:
+        for name in (MESSAGES, EXECUTION_BUFFER):
+            called: set[str] = set()
+            for message in state.store().messages_of(name):
+                called.update(call.id for call in message.tool_calls)
+                result = message.tool_result
+                if result is not None and result.call_id not in called:
+                    yield f"section {name!r}: tool result for {result.call_id!r} has no preceding call"
+
+
+@register_invariant
+class BudgetRespected(Invariant):
+    name = "budget_respected"
+    description = "No step starts after a limit was reached, and a budget stop names the limit that was reached."
+
+    def check(self, observation: Observation) -> Iterable[str]:
+        budget = observation.budget
+        if budget is None or budget.is_empty():
+            return
+        state = observation.state
+        if budget.max_steps is not None and state.step_count() > budget.max_steps:
+            yield f"{state.step_count()} steps ran, max_steps is {budget.max_steps}"
+        yield from self._no_step_after_crossing(observation, budget)
+        if observation.is_final:
+            yield from self._reason_matches(state, budget)
+
+    def _no_step_after_crossing(
+        self, observation: Observation, budget: ExecutionBudget
+    ) -> Iterator[str]:
+        state = observation.state
+        if state.execution is None:
+            return
+        tokens, cost = 0, 0.0
+        for number, record in enumerate(state.step_executions(), start=1):
+            if budget.max_tokens is not None and tokens >= budget.max_tokens:
+                yield f"step {number} started after the token limit was reached ({tokens}/{budget.max_tokens})"
+            if budget.max_cost is not None and cost >= budget.max_cost:
+                yield f"step {number} started after the cost limit was reached ({cost}/{budget.max_cost})"
+            elapsed = (record.started_at - state.execution.started_at).total_seconds()
+            if budget.max_seconds is not None and elapsed >= budget.max_seconds:
+                yield f"step {number} started {elapsed}s into the execution, max_seconds is {budget.max_seconds}"
+            if budget.deadline is not None and record.started_at >= budget.deadline:
+                yield f"step {number} started after the deadline {budget.deadline.isoformat()}"
+            usage = record.usage()
+            tokens += usage.total()
+            cost += usage.cost
+
+    def _reason_matches(self, state: AgentState, budget: ExecutionBudget) -> Iterator[str]:
+        reason = state.last_stop_reason()
+        steps_limit = reason is StopReason.STEPS_LIMIT and budget.max_steps is not None
+        if steps_limit and state.step_count() != budget.max_steps:
+            yield f"stopped for steps_limit after {state.step_count()} steps, max_steps is {budget.max_steps}"
+        if reason is StopReason.TOKEN_LIMIT:
+            usage = state.usage()
+            over_tokens = budget.max_tokens is not None and usage.total() >= budget.max_tokens
+            over_cost = budget.max_cost is not None and usage.cost >= budget.max_cost
+            if not (over_tokens or over_cost):
+                yield f"stopped for token_limit with {usage.total()} tokens and cost {usage.cost}"
+        if (
+            reason is not None
+            and reason.was_force_stopped()
+            and state.status() is ExecutionStatus.COMPLETED
+        ):
+            yield f"stop reason {reason.value} is a forced stop, yet the status is completed"
+
+
+@register_invariant
+class StopIsTerminal(Invariant):
+    name = "stop_is_terminal"
+    description = "Only the last state of an execution is terminal, and it has a stop reason."
+
+    def check(self, observation: Observation) -> Iterable[str]:
+        status = observation.state.status()
+        terminal = status is not None and status.is_terminal()
+        if observation.is_final and not terminal:
+            yield f"the final state has non-terminal status {status}"
+        if observation.is_final and observation.state.last_stop_reason() is None:
+            yield "the final state has no stop reason"
+        if not observation.is_final and terminal:
+            yield f"an intermediate state already has terminal status {status}"
+
+
+@register_invariant
+class StatusTransitions(Invariant):
+    name = "status_transitions"
+    description = "in_progress during the execution; failed iff errors, stopped iff a forced stop won, else completed."
+
+    def check(self, observation: Observation) -> Iterable[str]:
+        state = observation.state
+        status = state.status()
+        if not observation.is_final:
+            if status is not ExecutionStatus.IN_PROGRESS:
+                yield f"status is {status} during the execution, expected in_progress"
+            return
+        expected = _expected_status(state)
+        if status is not expected:
+            yield f"final status is {status}, expected {expected} from the errors and stop signals"
+
+
+def _expected_status(state: AgentState) -> ExecutionStatus:
+    if state.has_errors():
+        return ExecutionStatus.FAILED
+    signal = state.continuation().stop_signal()
+    if signal is not None and signal.reason.was_force_stopped():
+        return ExecutionStatus.STOPPED
+    return ExecutionStatus.COMPLETED
+
+
+@register_invariant
+class SerializationRoundTrip(Invariant):
+    name = "serialization_round_trip"
+    description = "from_dict(to_dict(s)) == s and from_json(to_json(s)) == s for every state."
+
+    def check(self, observation: Observation) -> Iterable[str]:
+        state = observation.state
+        try:
+            via_dict = AgentState.from_dict(state.to_dict())
+            via_json = AgentState.from_json(observation.snapshots[-1])
+        except InvalidInputError as error:
+            yield f"the state does not read back: {error}"
+            return
+        if via_dict != state:
+            yield "from_dict(to_dict(state)) differs from the state: " + _first_difference(
+                state, via_dict
+            )
+        if via_json != state:
+            yield "from_json(to_json(state)) differs from the state: " + _first_difference(
+                state, via_json
+            )
+
+
+def _first_difference(expected: AgentState, actual: AgentState) -> str:
+    left, right = expected.model_dump(), actual.model_dump()
+    path = _diff_path(left, right, "")
+    return f"first difference at {path or '<type or identity>'}"
+
+
+def _diff_path(left: object, right: object, path: str) -> str | None:
+    if isinstance(left, dict) and isinstance(right, dict):
+        for key in sorted(set(left) | set(right), key=str):
+            found = _diff_path(left.get(key), right.get(key), f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+        return None
+    if isinstance(left, list | tuple) and isinstance(right, list | tuple):
+        if len(left) != len(right):
+            return f"{path} (length {len(left)} vs {len(right)})"
+        for index, (a, b) in enumerate(zip(left, right, strict=True)):
+            found = _diff_path(a, b, f"{path}[{index}]")
+            if found is not None:
+                return found
+        return None
+    if left != right or type(left) is not type(right):
+        return f"{path} ({left!r} vs {right!r})"
+    return None
+
+
+@register_invariant
+class EarlierStatesUnchanged(Invariant):
+    name = "earlier_states_unchanged"
+    description = "States yielded earlier are never mutated by later steps (immutability)."
+    final_only = True
+
+    def check(self, observation: Observation) -> Iterable[str]:
+        pairs = zip(observation.states[:-1], observation.snapshots[:-1], strict=True)
+        for index, (state, snapshot) in enumerate(pairs, start=1):
+            if _snapshot(state) != snapshot:
+                yield f"yielded state {index} of this execution changed after it was yielded"
+
+
+@register_invariant
+class MetadataTagging(Invariant):
+    name = "metadata_tagging"
+    description = "Step output messages carry step_id, execution_id, agent_id, and is_trace exactly on non-final steps."
+
+    def check(self, observation: Observation) -> Iterable[str]:
+        state = observation.state
+        execution_id = state.execution_id()
+        for number, step in enumerate(observation.all_steps(), start=1):
+            trace = step.step_type() is not AgentStepType.FINAL_RESPONSE
+            for message in step.output_messages:
+                meta = message.metadata
+                if meta.get("step_id") != step.id:
+                    yield f"step {number}: output message lacks step_id {step.id!r}"
+                if meta.get("execution_id") != execution_id:
+                    yield f"step {number}: output message has execution_id {meta.get('execution_id')!r}"
+                if meta.get("agent_id") != state.agent_id:
+                    yield f"step {number}: output message has agent_id {meta.get('agent_id')!r}"
+                if trace and meta.get("is_trace") is not True:
+                    yield f"step {number} ({step.step_type().value}): output message not tagged is_trace"
+                if not trace and "is_trace" in meta:
+                    yield f"step {number} (final_response): output message carries is_trace"
+
+
+@register_invariant
+class StepTypeDerivation(Invariant):
+    name = "step_type_derivation"
+    description = "Each step's type follows from its contents: error, else tool_execution, else final_response."
+
+    def check(self, observation: Observation) -> Iterable[str]:
+        for number, step in enumerate(observation.all_steps(), start=1):
+            failed = bool(step.errors) or any(e.error is not None for e in step.tool_executions)
+            if failed:
+                expected = AgentStepType.ERROR
+            elif step.inference_response.tool_calls:
+                expected = AgentStepType.TOOL_EXECUTION
+            else:
+                expected = AgentStepType.FINAL_RESPONSE
+            if step.step_type() is not expected:
+                yield f"step {number} has type {step.step_type().value}, expected {expected.value}"
+
+
+@register_invariant
+class MonotonicCounters(Invariant):
+    name = "monotonic_counters"
+    description = "Step count grows by one per yielded step; usage, execution count and updated_at never go back."
+
+    def check(self, observation: Observation) -> Iterable[str]:
+        state, previous = observation.state, observation.previous
+        if state.execution_count != observation.initial.execution_count + 1:
+            yield (
+                f"execution_count is {state.execution_count}, expected "
+                f"{observation.initial.execution_count + 1}"
+            )
+        if state.created_at != observation.initial.created_at:
+            yield "created_at changed"
+        if previous is None:
+            return
+        grown = state.step_count() - previous.step_count()
+        allowed = (0, 1) if observation.is_final else (1,)
+        if grown not in allowed:
+            yield f"step count went from {previous.step_count()} to {state.step_count()}"
+        before, after = previous.usage(), state.usage()
+        if after.total() < before.total() or after.cost < before.cost:
+            yield f"usage went down: {before.total()} -> {after.total()} tokens"
+        if previous.updated_at and state.updated_at and state.updated_at < previous.updated_at:
+            yield "updated_at went back in time"
+
+
+@register_invariant
+class StableExecutionId(Invariant):
+    name = "stable_execution_id"
+    description = "The execution id is the same in every state and event of one execution."
+
+    def check(self, observation: Observation) -> Iterable[str]:
+        first = observation.states[0].execution_id()
+        if observation.state.execution_id() != first:
+            yield f"execution id changed from {first!r} to {observation.state.execution_id()!r}"
+        if not observation.is_final:
+            # Events arrive ahead of the states the runner observes (it holds a state back until
+            # the next one shows whether it was the last): check them once, when all are in.
+            return
+        for event in observation.own_events():
+            if event.execution_id not in (first, None):
+                yield f"{event.name} carries execution id {event.execution_id!r}, expected {first!r}"
+                break
+
+
+@register_invariant
+class NoUserMessageLost(Invariant):
+    name = "no_user_message_lost"
+    description = (
+        "Every user message present when the execution began is still in `messages`, in order."
+    )
+
+    def check(self, observation: Observation) -> Iterable[str]:
+        before = [m for m in observation.initial.messages() if m.role is Role.USER]
+        now_ids = [m.id for m in observation.state.messages() if m.role is Role.USER]
+        missing = [m for m in before if m.id not in now_ids]
+        for message in missing:
+            yield f"user message {message.content[:40]!r} is no longer in `messages`"
+        kept = [m.id for m in before if m.id in now_ids]
+        if kept != [i for i in now_ids if i in set(kept)]:
+            yield "user messages changed order"
+
+
+@register_invariant
+class SubagentIsolation(Invariant):
+    name = "subagent_isolation"
+    description = "A parent's store holds no subagent message; it sees only the child's final text as the tool result."
+
+    def check(self, observation: Observation) -> Iterable[str]:
+        state = observation.state
+        for message in state.store().to_messages():
+            owner = message.metadata.get("agent_id")
+            if owner is not None and owner != state.agent_id:
+                yield f"the store holds a message of agent {owner!r}: {_describe(message)}"
+        for number, step in enumerate(observation.all_steps(), start=1):
+            for execution in step.tool_executions:
+                value = execution.value
+                if execution.name != "spawn_subagent" or execution.has_error():
+                    continue
+                if not isinstance(value, dict) or value.get("response") != execution.content:
+                    yield f"step {number}: the parent saw something other than the child's final text"
+
+
+@register_invariant
+class EventSequence(Invariant):
+    name = "event_sequence"
+    description = "Events of an execution are well formed: started first, completed last, steps and tool calls paired."
+    final_only = True
+
+    def check(self, observation: Observation) -> Iterable[str]:
+        events = observation.own_events()
+        if not events:
+            return
+        if not isinstance(events[0], AgentExecutionStarted):
+            yield f"the first event is {events[0].name}, expected AgentExecutionStarted"
+        if not isinstance(events[-1], AgentExecutionCompleted):
+            yield f"the last event is {events[-1].name}, expected AgentExecutionCompleted"
+        stopped = sum(isinstance(event, AgentExecutionStopped) for event in events)
+        if stopped != 1:
+            yield f"{stopped} AgentExecutionStopped events, expected 1"
+        yield from self._steps(events, observation.state.step_count())
+        yield from self._tool_calls(events)
+
+    def _steps(self, events: list[AgentEvent], steps: int) -> Iterator[str]:
+        started = [e.step_number for e in events if isinstance(e, AgentStepStarted)]
+        completed = [e.step_number for e in events if isinstance(e, AgentStepCompleted)]
+        if completed != sorted(set(completed)):
+            yield f"step completions out of order: {completed}"
+        if len(completed) > len(started):
+            yield f"{len(completed)} steps completed but only {len(started)} started"
+        if completed and completed[-1] > steps:
+            yield f"a StepCompleted event names step {completed[-1]}, the state has {steps}"
+
+    def _tool_calls(self, events: list[AgentEvent]) -> Iterator[str]:
+        open_calls: list[str] = []
+        for event in events:
+            if isinstance(event, ToolCallStarted):
+                open_calls.append(event.tool_call_id)
+            elif isinstance(event, ToolCallCompleted):
+                if event.tool_call_id not in open_calls:
+                    yield f"ToolCallCompleted for {event.tool_call_id!r} without a start"
+                else:
+                    open_calls.remove(event.tool_call_id)
+        for call_id in open_calls:
+            yield f"ToolCallStarted for {call_id!r} never completed"
+
+
+__all__ = [
+    "Invariant",
+    "InvariantChecker",
+    "Observation",
+    "Violation",
+    "invariant_names",
+    "register_invariant",
+    "select_invariants",
+    "unregister_invariant",
+]

@@ -1,0 +1,344 @@
+"""Run scenarios: build the agent, play each turn, check expectations and invariants, report."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+
+from agentrig import AgentBuilder, AgentState, runtime_context
+from agentrig.errors import AgentrigError
+from agentrig.harness.agent_factory import ScenarioAgent, build_agent
+from agentrig.harness.expectations import check_expectation
+from agentrig.harness.invariants import InvariantChecker, select_invariants
+from agentrig.harness.results import (
+    Failure,
+    InvariantOutcome,
+    ScenarioResult,
+    SuiteResult,
+    TranscriptEntry,
+    TurnResult,
+)
+from agentrig.harness.scenario_model import CancelAfterStep, Scenario, Turn
+from agentrig.harness.transcript import turn_transcript
+
+FieldPath = tuple[str | int, ...]
+
+
+@dataclass
+class _Run:
+    """Everything gathered while one scenario runs."""
+
+    scenario: Scenario
+    agent: ScenarioAgent
+    checker: InvariantChecker
+    failures: list[Failure] = field(default_factory=list)
+    turns: list[TurnResult] = field(default_factory=list)
+    transcript: list[TranscriptEntry] = field(default_factory=list)
+
+    def where(self, path: FieldPath) -> str | None:
+        location = self.scenario.locate(path)
+        return str(location) if location is not None else _file_of(self.scenario)
+
+    def fail(self, kind: str, message: str, path: FieldPath = (), **extra: object) -> None:
+        self.failures.append(
+            Failure(kind=kind, message=message, location=self.where(path), **extra)
+        )
+
+
+def run_scenario(scenario: Scenario, *, builder: AgentBuilder | None = None) -> ScenarioResult:
+    """Run every turn of ``scenario`` against one agent state and return the outcome.
+
+    With ``builder``, the agent is the one built in Python (its tools and hooks), driven by the
+    scenario's scripted model and checked against its expectations.
+    """
+    started = time.perf_counter()
+    try:
+        run = _start(scenario, builder)
+    except AgentrigError as error:
+        failure = Failure(
+            kind="error",
+            message=f"the agent could not be built: {error}",
+            location=_file_of(scenario),
+        )
+        return _result(scenario, [failure], [], [], [], time.perf_counter() - started)
+    with runtime_context(clock=run.agent.clock, ids=run.agent.ids):
+        state = AgentState()
+    for number, turn in enumerate(scenario.turns, start=1):
+        state = _run_turn(run, number, turn, state)
+    _check_scripts_used(run)
+    outcomes = [
+        InvariantOutcome(
+            name=name, checks=run.checker.checks[name], failures=run.checker.failures[name]
+        )
+        for name in run.checker.checks
+    ]
+    return _result(
+        scenario, run.failures, run.turns, outcomes, run.transcript, time.perf_counter() - started
+    )
+
+
+def _start(scenario: Scenario, builder: AgentBuilder | None) -> _Run:
+    agent = build_agent(scenario, base=builder)
+    selection = scenario.invariants
+    invariants = select_invariants(selection.only, selection.exclude or ())
+    from agentrig import TraceMode
+
+    checker = InvariantChecker(
+        invariants, trace_mode=TraceMode(scenario.agent.trace_mode), budget=agent.budget
+    )
+    agent.loop.events.wiretap(checker.record_event)
+    return _Run(scenario, agent, checker)
+
+
+def _run_turn(run: _Run, number: int, turn: Turn, state: AgentState) -> AgentState:
+    agent = run.agent
+    agent.script.start_turn(number, turn.model)
+    agent.cancellation.reset()
+    agent.cancel_after[0] = (
+        turn.cancel.after_step if isinstance(turn.cancel, CancelAfterStep) else None
+    )
+    if turn.cancel == "before":
+        agent.cancellation.cancel("cancelled before the turn")
+    with runtime_context(clock=agent.clock, ids=agent.ids):
+        state = state.with_user_message(turn.user)
+    final = _iterate(run, number, state)
+    _check_turn(run, number, turn, final)
+    return final
+
+
+def _iterate(run: _Run, number: int, state: AgentState) -> AgentState:
+    run.checker.begin(number, state)
+    previous: AgentState | None = None
+    try:
+        for yielded in run.agent.loop.iterate(state):
+            if previous is not None:
+                _record_violations(run, run.checker.observe(previous, is_final=False))
+            previous = yielded
+    except Exception as error:
+        run.fail(
+            "error",
+            f"turn {number}: the agent loop raised {type(error).__name__}: {error}",
+            ("turns", number - 1),
+            turn=number,
+        )
+        return previous or state
+    assert previous is not None
+    _record_violations(run, run.checker.observe(previous, is_final=True))
+    return previous
+
+
+def _record_violations(run: _Run, violations: Iterable[object]) -> None:
+    from agentrig.harness.invariants import Violation
+
+    for violation in violations:
+        assert isinstance(violation, Violation)
+        run.fail(
+            "invariant",
+            f"turn {violation.turn}, step {violation.step}: {violation.message}",
+            ("turns", violation.turn - 1),
+            turn=violation.turn,
+            step=violation.step or None,
+            invariant=violation.invariant,
+        )
+
+
+def _check_turn(run: _Run, number: int, turn: Turn, final: AgentState) -> None:
+    base: FieldPath = ("turns", number - 1)
+    script = run.agent.script.current
+    for call in script.overruns:
+        run.fail(
+            "script",
+            f"turn {number}: model call {call} was not scripted (the turn scripts "
+            f"{len(script.turns)} reply(ies)); add a reply or check why the agent did not stop",
+            (*base, "model"),
+            turn=number,
+        )
+    for unused in range(len(script.turns) - script.remaining + 1, len(script.turns) + 1):
+        run.fail(
+            "script",
+            f"turn {number}: scripted model reply {unused} was never used",
+            (*base, "model", unused - 1),
+            turn=number,
+        )
+    _check_unknown_tools(run, number, turn, final)
+    for mismatch in check_expectation(turn.expect, final):
+        top = mismatch.field.split(".")[0].split("[")[0]
+        run.fail(
+            "expectation",
+            f"turn {number}: expect.{mismatch.field}: {mismatch.message}",
+            (*base, "expect", top),
+            turn=number,
+            field=f"expect.{mismatch.field}",
+            expected=mismatch.expected,
+            observed=mismatch.observed,
+        )
+    run.turns.append(_turn_result(number, turn, final))
+    run.transcript.extend(turn_transcript(number, turn.user, final))
+
+
+def _check_unknown_tools(run: _Run, number: int, turn: Turn, final: AgentState) -> None:
+    expected_errors = turn.expect.errors or ()
+    available = ", ".join(run.agent.loop.tools.names()) or "none"
+    for step_number, step in enumerate(final.steps(), start=1):
+        for execution in step.tool_executions:
+            if execution.error_type != "ToolNotFoundError":
+                continue
+            if any(wanted in (execution.error or "") for wanted in expected_errors):
+                continue
+            run.fail(
+                "script",
+                f"turn {number}, step {step_number}: the script calls tool "
+                f"'{execution.name}', which the agent does not have (it has: {available}); "
+                "list the error under expect.errors if this is intended",
+                ("turns", number - 1, "model"),
+                turn=number,
+                step=step_number,
+            )
+
+
+def _check_scripts_used(run: _Run) -> None:
+    for name, script in run.agent.subagent_scripts.items():
+        path: FieldPath = ("agent", "subagents", name, "model")
+        for call in script.overruns:
+            run.fail(
+                "script",
+                f"subagent {name}: model call {call} was not scripted "
+                f"({len(script.turns)} reply(ies) scripted)",
+                path,
+            )
+        for unused in range(len(script.turns) - script.remaining + 1, len(script.turns) + 1):
+            run.fail(
+                "script",
+                f"subagent {name}: scripted model reply {unused} was never used",
+                (*path, unused - 1),
+            )
+    for name, tool in run.agent.tools.items():
+        if tool.mode.value != "sequence":
+            continue
+        for unused in tool.unused_replies():
+            run.fail(
+                "script",
+                f"tool {name}: scripted reply {unused} was never used",
+                ("agent", "tools", name, "replies", unused - 1),
+            )
+
+
+def _turn_result(number: int, turn: Turn, final: AgentState) -> TurnResult:
+    status, reason, usage = final.status(), final.last_stop_reason(), final.usage()
+    return TurnResult(
+        index=number,
+        user=turn.user,
+        status=status.value if status else None,
+        stop_reason=reason.value if reason else None,
+        steps=final.step_count(),
+        final_response=final.final_response().to_text(),
+        usage={key: int(value) for key, value in usage.summary().items() if key != "cost"},
+        cost=usage.cost,
+    )
+
+
+def _file_of(scenario: Scenario) -> str | None:
+    return str(scenario.source) if scenario.source is not None else None
+
+
+def _result(
+    scenario: Scenario,
+    failures: Sequence[Failure],
+    turns: Sequence[TurnResult],
+    invariants: Sequence[InvariantOutcome],
+    transcript: Sequence[TranscriptEntry],
+    wall_time: float,
+) -> ScenarioResult:
+    source = scenario.source
+    return ScenarioResult(
+        name=scenario.name,
+        file=source.path if source is not None else "",
+        line=source.line if source is not None else None,
+        tags=scenario.tags,
+        description=scenario.description,
+        passed=not failures,
+        turns=tuple(turns),
+        failures=tuple(failures),
+        invariants=tuple(invariants),
+        transcript=tuple(transcript),
+        wall_time_s=wall_time,
+    )
+
+
+# --- suites -------------------------------------------------------------------------------
+
+Progress = Callable[[ScenarioResult], None]
+
+
+def run_suite(
+    scenarios: Sequence[Scenario],
+    *,
+    workers: int = 1,
+    plugins: Sequence[str] = (),
+    progress: Progress | None = None,
+) -> SuiteResult:
+    """Run ``scenarios`` (in worker processes when ``workers > 1``), keeping their order."""
+    started = time.perf_counter()
+    if workers <= 1 or len(scenarios) < 2:
+        results = []
+        for scenario in scenarios:
+            result = run_scenario(scenario)
+            if progress is not None:
+                progress(result)
+            results.append(result)
+    else:
+        results = _run_parallel(scenarios, workers, plugins, progress)
+    return SuiteResult(scenarios=tuple(results), wall_time_s=time.perf_counter() - started)
+
+
+def _run_parallel(
+    scenarios: Sequence[Scenario], workers: int, plugins: Sequence[str], progress: Progress | None
+) -> list[ScenarioResult]:
+    tasks = [(str(s.source.path) if s.source else "", s.name) for s in scenarios]
+    if any(not path for path, _ in tasks):
+        raise AgentrigError("parallel runs need scenarios loaded from files")
+    chunk = max(1, len(tasks) // (workers * 8))
+    with ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=get_context("spawn"),
+        initializer=_init_worker,
+        initargs=(tuple(plugins),),
+    ) as pool:
+        results = []
+        for result in pool.map(_run_task, tasks, chunksize=chunk):
+            if progress is not None:
+                progress(result)
+            results.append(result)
+    return results
+
+
+_LOADED: dict[str, dict[str, Scenario]] = {}
+
+
+def _init_worker(plugins: tuple[str, ...]) -> None:
+    load_plugins(plugins)
+
+
+def _run_task(task: tuple[str, str]) -> ScenarioResult:
+    from agentrig.harness.scenario_loader import load_scenario
+
+    path, name = task
+    if path not in _LOADED:
+        scenario = load_scenario(Path(path))
+        _LOADED[path] = {scenario.name: scenario}
+    return run_scenario(_LOADED[path][name])
+
+
+def load_plugins(modules: Iterable[str]) -> None:
+    """Import modules that register invariants or report writers."""
+    import importlib
+
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            raise AgentrigError(f"cannot import plugin module {module!r}: {error}") from error

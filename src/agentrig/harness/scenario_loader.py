@@ -1,0 +1,391 @@
+"""Load scenario files into :class:`~agentrig.harness.scenario_model.Scenario` objects.
+
+Every problem in a file raises one :class:`~agentrig.harness.errors.ScenarioFileError` that
+lists all of them, each with file, line, column and field path::
+
+    scenarios/weather.scenario.yaml:14:15: turns[0].expect.status: 'complete' is not one of:
+    completed, stopped, failed (did you mean 'completed'?)
+
+Directory rule of :func:`load_scenarios`: a directory is searched recursively for
+``*.scenario.yaml`` files, in sorted order, skipping every directory named ``failing`` below it
+(that is where scenarios that are *meant* to fail live). Name a ``failing`` directory, or a file
+in one, explicitly to load it. Symbolic links to directories are not followed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from agentrig.harness.errors import ScenarioFileError
+from agentrig.harness.scenario_model import (
+    IDENTIFIER_PATTERN,
+    INVARIANT_NAME_PATTERN,
+    SCENARIO_NAME_PATTERN,
+    Scenario,
+    ScenarioModel,
+    SourceLocation,
+    ToolCallSpec,
+    parse_call_shorthand,
+)
+from agentrig.harness.yaml_source import FieldPath, Location, YamlSource, load_yaml_file
+
+__all__ = [
+    "JSON_SCHEMA_DIALECT",
+    "SCENARIO_SUFFIX",
+    "SKIPPED_DIRECTORY",
+    "ToolCallSpec",
+    "load_scenario",
+    "load_scenarios",
+    "parse_call_shorthand",
+    "scenario_json_schema",
+]
+
+SCENARIO_SUFFIX = ".scenario.yaml"
+SKIPPED_DIRECTORY = "failing"
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+StrPath = str | os.PathLike[str]
+
+
+def load_scenario(path: StrPath) -> Scenario:
+    """Load one scenario file; raises :class:`ScenarioFileError` listing every problem."""
+    source = load_yaml_file(path)
+    data = _top_level(source)
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise _file_error(exc, source) from None
+    _bind_locations(scenario, source)
+    return scenario
+
+
+def load_scenarios(paths: StrPath | Iterable[StrPath]) -> list[Scenario]:
+    """Load files and directories (see the module docstring for the directory rule).
+
+    Scenario names must be unique across everything loaded. Problems in all files are
+    gathered into one :class:`ScenarioFileError`.
+    """
+    scenarios: list[Scenario] = []
+    problems: list[ScenarioFileError] = []
+    for file in _scenario_files(paths):
+        try:
+            scenarios.append(load_scenario(file))
+        except ScenarioFileError as exc:
+            problems.extend(exc.errors)
+    problems.extend(_duplicate_names(scenarios))
+    if problems:
+        raise ScenarioFileError.combine(problems)
+    return scenarios
+
+
+def scenario_json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a scenario file, for editors and validators."""
+    schema = Scenario.model_json_schema()
+    return {"$schema": JSON_SCHEMA_DIALECT, **schema, "title": _TITLE, "description": _ABOUT}
+
+
+_TITLE = "agentrig scenario file"
+_ABOUT = (
+    "A scenario: the agent under test, the user's turns with the model's scripted replies, "
+    "and what to expect after each turn. See docs/scenario-format.md."
+)
+
+
+# --- finding files ----------------------------------------------------------------------------
+
+
+def _scenario_files(paths: StrPath | Iterable[StrPath]) -> list[Path]:
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    files: list[Path] = []
+    seen: set[Path] = set()
+    for path in paths:
+        for file in _expand(Path(path)):
+            if file.resolve() not in seen:
+                seen.add(file.resolve())
+                files.append(file)
+    return files
+
+
+def _expand(path: Path) -> list[Path]:
+    if not path.is_dir():
+        return [path]
+    found: list[Path] = []
+    for root, directories, names in os.walk(path):
+        directories[:] = sorted(name for name in directories if name != SKIPPED_DIRECTORY)
+        found.extend(Path(root, name) for name in names if name.endswith(SCENARIO_SUFFIX))
+    return sorted(found)
+
+
+def _duplicate_names(scenarios: list[Scenario]) -> list[ScenarioFileError]:
+    first: dict[str, Scenario] = {}
+    problems = []
+    for scenario in scenarios:
+        other = first.setdefault(scenario.name, scenario)
+        if other is not scenario and scenario.source is not None:
+            where = scenario.source
+            reason = f"duplicate scenario name {scenario.name!r}, also used at {other.source}"
+            problems.append(
+                ScenarioFileError(
+                    where.path, reason, line=where.line, column=where.column, field="name"
+                )
+            )
+    return problems
+
+
+# --- locations --------------------------------------------------------------------------------
+
+
+def _top_level(source: YamlSource) -> dict[str, Any]:
+    if isinstance(source.data, dict):
+        return source.data
+    if source.data is None:
+        reason = "the file is empty; a scenario needs at least name: and turns:"
+        raise ScenarioFileError(source.path, reason)
+    where = source.location(())
+    kind = "a list" if isinstance(source.data, list) else f"the value {source.data!r}"
+    reason = f"the top level must be a mapping with name:, turns: and so on, not {kind}"
+    raise _at(source, where, reason)
+
+
+def _at(source: YamlSource, where: Location | None, reason: str, **extra: Any) -> ScenarioFileError:
+    line, column = where if where is not None else (None, None)
+    return ScenarioFileError(source.path, reason, line=line, column=column, **extra)
+
+
+def _bind_locations(scenario: Scenario, source: YamlSource) -> None:
+    _bind(scenario, source, ())
+    name = source.key_locations.get(("name",))
+    if name is not None:
+        scenario._bind_source(SourceLocation(source.path, *name))
+    scenario._bind_yaml(source)
+
+
+def _bind(value: Any, source: YamlSource, path: FieldPath) -> None:
+    if isinstance(value, ScenarioModel):
+        where = source.location(path)
+        if where is not None:
+            value._bind_source(SourceLocation(source.path, *where))
+        for name, field in type(value).model_fields.items():
+            _bind(getattr(value, name), source, (*path, field.alias or name))
+    elif isinstance(value, tuple | list):
+        for index, item in enumerate(value):
+            _bind(item, source, (*path, index))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _bind(item, source, (*path, key))
+
+
+# --- validation errors ------------------------------------------------------------------------
+
+
+def _file_error(exc: ValidationError, source: YamlSource) -> ScenarioFileError:
+    everything = exc.errors(include_url=False)
+    errors = [error for error in everything if not _is_noise(error)] or everything
+    problems = [_problem(error, source) for error in errors]
+    problems.sort(key=lambda problem: (problem.line or 0, problem.column or 0))
+    return ScenarioFileError.combine(problems)
+
+
+def _is_noise(error: ErrorDetails) -> bool:
+    """A length error pydantic adds when items of a long enough list were invalid."""
+    value, minimum = error["input"], error.get("ctx", {}).get("min_length", 0)
+    return error["type"] == "too_short" and isinstance(value, list) and len(value) >= minimum
+
+
+def _problem(error: ErrorDetails, source: YamlSource) -> ScenarioFileError:
+    loc, kind = error["loc"], error["type"]
+    path, found = _match_loc(source.data, loc)
+    missing = kind == "missing" and not found and bool(loc)
+    shown = (*path, loc[-1]) if missing else path
+    on_key = kind == "extra_forbidden" or (bool(loc) and loc[-1] == "[key]")
+    where = source.key_locations.get(path) if on_key else None
+    reason, valid = _reason(error, shown)
+    field = _dotted(shown)
+    return _at(source, where or source.location(path), reason, field=field, valid=valid)
+
+
+def _match_loc(data: Any, loc: tuple[int | str, ...]) -> tuple[FieldPath, bool]:
+    """The data path a pydantic ``loc`` points at, and whether its last item is in the data.
+
+    ``loc`` may hold items that are not in the data (union tags, ``[key]``, a missing key);
+    the best reading consumes the last item and as many others as possible.
+    """
+    best: tuple[bool, FieldPath] = (False, ())
+    for path, last in _readings(data, loc):
+        if (last, len(path)) > (best[0], len(best[1])):
+            best = (last, path)
+    return best[1], best[0]
+
+
+def _readings(node: Any, loc: tuple[int | str, ...]) -> Iterable[tuple[FieldPath, bool]]:
+    if not loc:
+        yield (), False
+        return
+    head, rest = loc[0], loc[1:]
+    child = _child(node, head)
+    if child is not _ABSENT:
+        for path, last in _readings(child, rest):
+            yield (head, *path), last or not rest
+    yield from _readings(node, rest)
+
+
+_ABSENT = object()
+
+
+def _child(node: Any, part: int | str) -> Any:
+    if isinstance(node, dict) and isinstance(part, str) and part in node:
+        return node[part]
+    if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        return node[part]
+    return _ABSENT
+
+
+def _dotted(path: FieldPath) -> str:
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z0-9_-]+", part):
+            text += f".{part}" if text else part
+        else:
+            text += f"[{part!r}]"
+    return text
+
+
+# --- reasons ----------------------------------------------------------------------------------
+
+_MESSAGES = {
+    "string_type": "expected a string, got {got}",
+    "int_type": "expected an integer, got {got}",
+    "int_from_float": "expected an integer, got {got}",
+    "float_type": "expected a number, got {got}",
+    "bool_type": "expected true or false, got {got}",
+    "dict_type": "expected a mapping, got {got}",
+    "model_type": "expected a mapping, got {got}",
+    "model_attributes_type": "expected a mapping, got {got}",
+    "list_type": "expected a list, got {got}",
+    "tuple_type": "expected a list, got {got}",
+    "greater_than_equal": "must be at least {ge}, got {got}",
+    "too_short": "needs at least {min_length} item(s), got {actual_length}",
+    "string_too_long": "must be at most {max_length} characters long",
+    "timezone_aware": "needs a timezone, such as 2026-01-01T00:05:00Z",
+    "datetime_type": "expected an ISO-8601 date-time with a timezone, got {got}",
+    "datetime_parsing": "expected an ISO-8601 date-time with a timezone, got {got}",
+    "datetime_from_date_parsing": "expected an ISO-8601 date-time with a timezone, got {got}",
+}
+_PATTERN_HINTS = {
+    SCENARIO_NAME_PATTERN: "use lowercase letters, digits, '.', '_' and '-', "
+    "starting with a letter or digit",
+    IDENTIFIER_PATTERN: "use letters, digits, '_' and '-' (at most 64), "
+    "starting with a letter or '_'",
+    INVARIANT_NAME_PATTERN: "use lowercase snake_case",
+}
+
+
+def _reason(error: ErrorDetails, shown: FieldPath) -> tuple[str, tuple[str, ...]]:
+    kind, value, ctx = error["type"], error["input"], error.get("ctx", {})
+    if kind in ("literal_error", "enum"):
+        valid = tuple(re.findall(r"'([^']*)'", str(ctx.get("expected", ""))))
+        return f"{_show(value)} is not one of: {', '.join(valid)}{_suggest(value, valid)}", valid
+    if kind == "extra_forbidden":
+        return _unknown_key(shown)
+    if kind == "missing":
+        return f"missing required key {shown[-1]!r}" if shown else "missing required key", ()
+    if kind == "string_pattern_mismatch":
+        hint = _PATTERN_HINTS.get(str(ctx.get("pattern")), f"it must match {ctx.get('pattern')}")
+        return f"{_show(value)} is not a valid name: {hint}", ()
+    if kind in _MESSAGES:
+        return _MESSAGES[kind].format(got=_describe(value), **ctx) + _hint(kind, value), ()
+    return error["msg"].removeprefix("Value error, "), ()
+
+
+def _unknown_key(shown: FieldPath) -> tuple[str, tuple[str, ...]]:
+    key = str(shown[-1]) if shown else ""
+    valid = _allowed_keys(shown[:-1])
+    allowed = f"; allowed keys: {', '.join(valid)}" if valid else ""
+    return f"unknown key {key!r}{_suggest(key, valid)}{allowed}", valid
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        return repr(value)
+    if value is None or isinstance(value, bool | int | float):
+        return json.dumps(value)
+    return _describe(value)
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else f"the boolean {json.dumps(value)}"
+    if isinstance(value, int | float):
+        return f"the number {value!r}"
+    if isinstance(value, dict | list):
+        return "a mapping" if isinstance(value, dict) else "a list"
+    return f"the {type(value).__name__} {value}"
+
+
+def _hint(kind: str, value: Any) -> str:
+    if kind != "string_type" or not isinstance(value, bool | int | float):
+        return ""
+    if isinstance(value, bool):
+        return " (YAML reads yes, no, on, off, true and false as booleans: quote the text)"
+    return " (quote it to make it text)"
+
+
+def _suggest(value: Any, valid: tuple[str, ...]) -> str:
+    if not isinstance(value, str):
+        return ""
+    close = difflib.get_close_matches(value, valid, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _allowed_keys(path: FieldPath) -> tuple[str, ...]:
+    annotation: Any = Scenario
+    for part in path:
+        annotation = _step(annotation, part)
+    model = next((option for option in _options(annotation) if _is_model(option)), None)
+    if model is None:
+        return ()
+    return tuple(field.alias or name for name, field in model.model_fields.items())
+
+
+def _step(annotation: Any, part: int | str) -> Any:
+    """The type found at ``part`` inside a value of type ``annotation`` (None if none)."""
+    for option in _options(annotation):
+        origin = get_origin(option)
+        if _is_model(option) and isinstance(part, str):
+            fields = {field.alias or name: field for name, field in option.model_fields.items()}
+            if part in fields:
+                return fields[part].annotation
+        elif origin is dict and isinstance(part, str):
+            return get_args(option)[1]
+        elif origin in (tuple, list) and isinstance(part, int):
+            return get_args(option)[0]
+    return None
+
+
+def _options(annotation: Any) -> list[Any]:
+    """The plain types an annotation allows, through ``Annotated`` and unions."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _options(get_args(annotation)[0])
+    if origin in (Union, UnionType):
+        return [option for arg in get_args(annotation) for option in _options(arg)]
+    return [annotation]
+
+
+def _is_model(option: Any) -> bool:
+    return isinstance(option, type) and issubclass(option, BaseModel)

@@ -1,0 +1,168 @@
+"""The ``agentrig`` CLI: run, validate, schema; exit codes, selection, workers, reports."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+from typer.testing import CliRunner
+
+from agentrig.harness.cli import app
+
+runner = CliRunner()
+
+PASSING = """\
+name: {name}
+tags: [{tag}]
+agent:
+  tools:
+    echo:
+      params: {{text: string}}
+      replies:
+        - return: pong
+turns:
+  - user: ping
+    model:
+      - call: echo(text=ping)
+      - say: pong
+    expect:
+      status: completed
+      final_response: pong
+"""
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / f"{name}.scenario.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dedent(text), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def suite(tmp_path: Path) -> Path:
+    folder = tmp_path / "scenarios"
+    for index, tag in enumerate(["alpha", "beta", "alpha", "gamma"]):
+        write(folder, f"case-{index}", PASSING.format(name=f"case-{index}", tag=tag))
+    failing = PASSING.format(name="wrong", tag="failing").replace(
+        "final_response: pong", "final_response: nope"
+    )
+    write(folder / "failing", "wrong", failing)
+    return folder
+
+
+def invoke(*args: str | Path) -> tuple[int, str]:
+    result = runner.invoke(app, [str(arg) for arg in args])
+    return result.exit_code, result.output
+
+
+def test_run_passes_writes_every_report_and_skips_failing_folder(
+    suite: Path, tmp_path: Path
+) -> None:
+    code, output = invoke("run", suite, "--report-dir", tmp_path / "out")
+    assert code == 0, output
+    assert "4 passed, 0 failed" in output
+    names = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert names == ["junit.xml", "report.html", "report.json", "report.md"]
+
+
+def test_run_failing_folder_exits_1_with_domain_diff(suite: Path, tmp_path: Path) -> None:
+    code, output = invoke("run", suite / "failing", "--report-dir", tmp_path / "out")
+    assert code == 1
+    assert "0 passed, 1 failed" in output
+    assert "expect.final_response" in output
+    assert 'expected: {"equals": "nope"}' in output
+    assert 'observed: "pong"' in output
+
+
+def test_keyword_and_shard_select_scenarios(suite: Path, tmp_path: Path) -> None:
+    code, output = invoke(
+        "run", suite, "-k", "alpha and not case-2", "--report-dir", tmp_path / "o"
+    )
+    assert code == 0 and "1 passed, 0 failed" in output
+    seen = []
+    for shard in ("1/2", "2/2"):
+        code, _ = invoke("run", suite, "--shard", shard, "--report-dir", tmp_path / shard[0])
+        assert code == 0
+        report = json.loads((tmp_path / shard[0] / "report.json").read_text())
+        seen += [s["name"] for s in report["scenarios"]]
+    assert sorted(seen) == [f"case-{i}" for i in range(4)]
+
+
+def test_nothing_selected_and_bad_options_have_distinct_exit_codes(suite: Path) -> None:
+    assert invoke("run", suite, "-k", "zzz")[0] == 4
+    code, output = invoke("run", suite, "--shard", "3/2")
+    assert code == 2 and "--shard" in output
+
+
+def test_a_bad_file_exits_2_naming_file_line_and_field(tmp_path: Path) -> None:
+    bad = write(
+        tmp_path, "bad", "name: bad\nturns:\n  - user: hi\n    expect: {status: complete}\n"
+    )
+    for command in ("run", "validate"):
+        code, output = invoke(command, bad)
+        assert code == 2
+        flat = " ".join(output.split())
+        assert f"{bad}:4" in flat.replace("\n", "")
+        assert "turns[0].expect.status" in flat
+        assert "completed" in flat
+
+
+def test_validate_counts_files(suite: Path) -> None:
+    code, output = invoke("validate", suite)
+    assert code == 0 and "4 scenario file(s) valid" in output
+
+
+def test_schema_writes_the_json_schema(tmp_path: Path) -> None:
+    target = tmp_path / "schema.json"
+    code, _ = invoke("schema", "-o", target)
+    assert code == 0
+    schema = json.loads(target.read_text())
+    assert schema["title"] == "agentrig scenario file"
+    assert "turns" in schema["properties"]
+
+
+def test_the_committed_schema_is_up_to_date() -> None:
+    committed = Path(__file__).parents[2] / "scenarios" / "scenario.schema.json"
+    code, output = invoke("schema")
+    assert code == 0
+    assert json.loads(output) == json.loads(committed.read_text()), (
+        "scenarios/scenario.schema.json is stale: run `agentrig schema -o scenarios/scenario.schema.json`"
+    )
+
+
+_WALL_TIME = [
+    (re.compile(r'"wall_time_s": [0-9.e-]+'), '"wall_time_s": 0'),
+    (re.compile(r'time="[^"]*"'), 'time=""'),
+    (re.compile(r"Wall time: [0-9.]+ s"), "Wall time: - s"),
+    (re.compile(r"\| [0-9.]+ \|$", re.MULTILINE), "| - |"),
+]
+
+
+def without_wall_time(text: str) -> str:
+    for pattern, replacement in _WALL_TIME:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def test_reports_are_byte_identical_across_runs_apart_from_wall_time(
+    suite: Path, tmp_path: Path
+) -> None:
+    for run in ("a", "b"):
+        assert (
+            invoke(
+                "run",
+                suite,
+                "--report-dir",
+                tmp_path / run,
+                "--workers",
+                "2" if run == "b" else "1",
+            )[0]
+            == 0
+        )
+    for name in ("junit.xml", "report.json", "report.html", "report.md"):
+        first = (tmp_path / "a" / name).read_text()
+        second = (tmp_path / "b" / name).read_text()
+        assert without_wall_time(first) == without_wall_time(second), name

@@ -1,0 +1,165 @@
+"""The pytest plugin: scenario collection, domain diffs, options and fixtures (via pytester)."""
+
+from __future__ import annotations
+
+from textwrap import dedent
+
+import pytest
+
+PASSING = """\
+name: {name}
+tags: [smoke]
+turns:
+  - user: hi
+    model:
+      - say: hello
+    expect:
+      status: completed
+      final_response: {answer}
+"""
+
+
+def add_scenario(pytester: pytest.Pytester, path: str, name: str, answer: str = "hello") -> None:
+    target = pytester.path / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(PASSING.format(name=name, answer=answer), encoding="utf-8")
+
+
+def test_scenarios_are_not_collected_unless_asked(pytester: pytest.Pytester) -> None:
+    add_scenario(pytester, "scenarios/a.scenario.yaml", "a")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_scenarios_are_collected_and_pass_with_the_option(pytester: pytest.Pytester) -> None:
+    add_scenario(pytester, "scenarios/a.scenario.yaml", "a")
+    add_scenario(pytester, "scenarios/deep/b.scenario.yaml", "b")
+    result = pytester.runpytest("--agentrig-scenarios", "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*a.scenario.yaml::a PASSED*", "*b.scenario.yaml::b PASSED*"])
+
+
+def test_the_ini_option_enables_collection_and_tags_are_keywords(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nagentrig_scenarios = true\n")
+    add_scenario(pytester, "s/a.scenario.yaml", "a")
+    pytester.path.joinpath("s/b.scenario.yaml").write_text(
+        PASSING.format(name="b", answer="hello").replace("[smoke]", "[slow]")
+    )
+    result = pytester.runpytest("-k", "smoke")
+    result.assert_outcomes(passed=1, deselected=1)
+
+
+def test_a_failure_shows_the_domain_diff_with_file_and_line(pytester: pytest.Pytester) -> None:
+    add_scenario(pytester, "scenarios/wrong.scenario.yaml", "wrong", answer="goodbye")
+    result = pytester.runpytest("--agentrig-scenarios")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*scenario wrong (*wrong.scenario.yaml:1) failed:*",
+            "*[[]expectation[]] turn 1: expect.final_response: final response does not match*",
+            "*at *wrong.scenario.yaml:9*",
+            '*expected: {"equals": "goodbye"}*',
+            '*observed: "hello"*',
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_failing_folders_are_collected_only_when_named(pytester: pytest.Pytester) -> None:
+    add_scenario(pytester, "scenarios/ok.scenario.yaml", "ok")
+    add_scenario(pytester, "scenarios/failing/bad.scenario.yaml", "bad", answer="nope")
+    pytester.runpytest("--agentrig-scenarios", "scenarios").assert_outcomes(passed=1)
+    named = pytester.runpytest("--agentrig-scenarios", "scenarios/failing")
+    named.assert_outcomes(failed=1)
+
+
+def test_a_malformed_file_is_a_collection_error_naming_line_and_field(
+    pytester: pytest.Pytester,
+) -> None:
+    target = pytester.path / "bad.scenario.yaml"
+    target.write_text("name: bad\nturns:\n  - user: hi\n    expect: {status: nope}\n")
+    result = pytester.runpytest("--agentrig-scenarios")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*bad.scenario.yaml:4:*turns[[]0[]].expect.status*"])
+
+
+def test_report_dir_option_writes_agentrig_reports(pytester: pytest.Pytester) -> None:
+    add_scenario(pytester, "a.scenario.yaml", "a")
+    pytester.runpytest("--agentrig-scenarios", "--agentrig-report-dir", "out").assert_outcomes(
+        passed=1
+    )
+    written = sorted(p.name for p in (pytester.path / "out").iterdir())
+    assert written == ["junit.xml", "report.html", "report.json", "report.md"]
+
+
+def test_fixtures_script_an_agent_and_check_their_script(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        dedent(
+            """
+            import agentrig as ar
+            from agentrig.fakes import call, reply
+
+            @ar.tool
+            def add(a: int, b: int) -> int:
+                return a + b
+
+            def build(llm, clock, ids):
+                return (ar.AgentBuilder.base().with_tools([add]).with_clock(clock).with_ids(ids)
+                        .with_driver(ar.ToolCallingDriver(llm)).build())
+
+            def test_agent(scripted_llm, fake_clock, seeded_ids):
+                llm = scripted_llm([call("add", a=1, b=2), reply("3")])
+                final = build(llm, fake_clock, seeded_ids).execute(ar.AgentState().with_user_message("1+2?"))
+                assert final.final_response().to_text() == "3"
+
+            def test_unused_turn_fails_at_teardown(scripted_llm, fake_clock, seeded_ids):
+                llm = scripted_llm([reply("a"), reply("never")])
+                build(llm, fake_clock, seeded_ids).execute(ar.AgentState().with_user_message("x"))
+            """
+        )
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(["*scripted turn(s) 2 were never used*"])
+
+
+def test_harness_fixture_runs_a_python_agent_against_a_scenario(pytester: pytest.Pytester) -> None:
+    pytester.path.joinpath("case.scenario.yaml").write_text(
+        dedent(
+            """\
+            name: py
+            turns:
+              - user: shout hi
+                model:
+                  - call: shout(text=hi)
+                  - say: HI
+                expect: {status: completed, final_response: HI}
+            """
+        )
+    )
+    pytester.makepyfile(
+        dedent(
+            """
+            import agentrig as ar
+
+            @ar.tool
+            def shout(text: str) -> str:
+                return text.upper()
+
+            def test_it(agentrig_harness):
+                result = agentrig_harness.assert_passes(
+                    "case.scenario.yaml", builder=ar.AgentBuilder.base().with_tools([shout])
+                )
+                assert result.turns[0].final_response == "HI"
+            """
+        )
+    )
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_scenarios_run_under_xdist(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist", reason="pytest-xdist is part of the dev extra")
+    for index in range(4):
+        add_scenario(pytester, f"scenarios/s{index}.scenario.yaml", f"s{index}")
+    result = pytester.runpytest_subprocess("--agentrig-scenarios", "-n", "2")
+    result.assert_outcomes(passed=4)

@@ -1,0 +1,234 @@
+"""The scenario runner: scripts, expectations, invariants and Python-built agents."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from textwrap import dedent
+
+from agentrig import AgentBuilder, tool
+from agentrig.harness.results import ScenarioResult
+from agentrig.harness.runner import run_scenario, run_suite
+from agentrig.harness.scenario_loader import load_scenario
+
+
+def scenario_file(tmp_path: Path, text: str, name: str = "case.scenario.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(dedent(text), encoding="utf-8")
+    return path
+
+
+def run(tmp_path: Path, text: str) -> ScenarioResult:
+    return run_scenario(load_scenario(scenario_file(tmp_path, text)))
+
+
+def line_of(path: Path, needle: str, occurrence: int = 1) -> int:
+    lines = path.read_text().splitlines()
+    hits = [number for number, line in enumerate(lines, start=1) if needle in line]
+    return hits[occurrence - 1]
+
+
+TOOL_AGENT = """\
+    name: adder
+    agent:
+      budget: {max_steps: 5}
+      tools:
+        add:
+          params: {a: integer, b: integer}
+          replies:
+            - return: 3
+    turns:
+      - user: add 1 and 2
+        model:
+          - call: add(a=1, b=2)
+          - say: it is 3
+        expect:
+          status: completed
+          final_response: it is 3
+          steps: 2
+          messages: [user, assistant]
+"""
+
+
+def test_passing_scenario_records_turns_transcript_and_invariants(tmp_path: Path) -> None:
+    result = run(tmp_path, TOOL_AGENT)
+    assert result.passed, result.failures
+    assert [t.status for t in result.turns] == ["completed"]
+    kinds = [entry.kind for entry in result.transcript]
+    assert kinds == ["user", "tool_call", "tool_result", "assistant", "stop"]
+    assert all(outcome.checks > 0 for outcome in result.invariants)
+    assert len(result.invariants) == 17
+
+
+def test_a_script_that_runs_out_fails_naming_the_turn(tmp_path: Path) -> None:
+    path = scenario_file(
+        tmp_path,
+        """\
+        name: runs-out
+        agent:
+          tools:
+            add: {replies: [{return: 3}]}
+        turns:
+          - user: hi
+            model:
+              - say: hello
+          - user: again
+            model:
+              - call: add()
+        """,
+    )
+    result = run_scenario(load_scenario(path))
+    script = [f for f in result.failures if f.kind == "script"]
+    assert len(script) == 1
+    assert script[0].turn == 2
+    assert "model call 2 was not scripted" in script[0].message
+    assert script[0].location == f"{path}:{line_of(path, 'model:', 2)}"
+
+
+def test_an_unused_scripted_reply_fails_pointing_at_its_line(tmp_path: Path) -> None:
+    path = scenario_file(
+        tmp_path,
+        """\
+        name: unused
+        turns:
+          - user: hi
+            model:
+              - say: hello
+              - say: never played
+        """,
+    )
+    result = run_scenario(load_scenario(path))
+    [failure] = result.failures
+    assert failure.kind == "script"
+    assert "turn 1: scripted model reply 2 was never used" in failure.message
+    assert failure.location == f"{path}:{line_of(path, 'never played')}"
+
+
+def test_calling_a_tool_the_agent_lacks_is_a_script_failure(tmp_path: Path) -> None:
+    text = """\
+        name: missing-tool
+        turns:
+          - user: hi
+            model:
+              - call: nope(x=1)
+              - say: done
+            expect: {status: failed}
+        """
+    result = run(tmp_path, text)
+    [failure] = result.failures
+    assert failure.kind == "script"
+    assert "calls tool 'nope', which the agent does not have" in failure.message
+    listed = text.replace("expect: {status: failed}", "expect: {status: failed, errors: [nope]}")
+    assert run(tmp_path, listed).passed
+
+
+def test_a_wrong_expectation_reports_expected_observed_and_line(tmp_path: Path) -> None:
+    path = scenario_file(tmp_path, TOOL_AGENT.replace("status: completed", "status: stopped"))
+    result = run_scenario(load_scenario(path))
+    [failure] = result.failures
+    assert failure.kind == "expectation"
+    assert failure.field == "expect.status"
+    assert (failure.expected, failure.observed) == ("stopped", "completed")
+    assert failure.location == f"{path}:{line_of(path, 'status: stopped')}"
+
+
+def test_unused_sequence_tool_replies_and_subagent_turns_are_reported(tmp_path: Path) -> None:
+    result = run(
+        tmp_path,
+        """\
+        name: leftovers
+        agent:
+          tools:
+            lookup:
+              mode: sequence
+              replies: [{return: a}, {return: b}]
+          subagents:
+            helper:
+              model: [{say: child done}, {say: spare}]
+        turns:
+          - user: go
+            model:
+              - call: lookup()
+              - call: spawn_subagent(subagent=helper, prompt=help)
+              - say: ok
+        """,
+    )
+    messages = sorted(f.message for f in result.failures)
+    assert messages == [
+        "subagent helper: scripted model reply 2 was never used",
+        "tool lookup: scripted reply 2 was never used",
+    ]
+
+
+def test_an_agent_built_in_python_runs_against_a_scenario(tmp_path: Path) -> None:
+    calls: list[tuple[int, int]] = []
+
+    @tool
+    def multiply(a: int, b: int) -> int:
+        """Multiply two integers."""
+        calls.append((a, b))
+        return a * b
+
+    path = scenario_file(
+        tmp_path,
+        """\
+        name: python-agent
+        turns:
+          - user: 6 times 7?
+            model:
+              - call: multiply(a=6, b=7)
+              - say: "42"
+            expect:
+              status: completed
+              final_response: "42"
+              tool_calls:
+                calls:
+                  - multiply(a=6, b=7)
+        """,
+    )
+    builder = AgentBuilder.base().with_tools([multiply])
+    result = run_scenario(load_scenario(path), builder=builder)
+    assert result.passed, result.failures
+    assert calls == [(6, 7)]
+    assert "42" in [e.text for e in result.transcript if e.kind == "tool_result"]
+
+
+def test_invariant_violations_become_failures(tmp_path: Path) -> None:
+    from agentrig import HookContext, HookTrigger, Message, ToolResult
+
+    def put_trace_in_messages(context: HookContext) -> HookContext:
+        result = ToolResult(content="x", call_id="c1", tool_name="add")
+        message = Message.tool(result).with_metadata(is_trace=True)
+        state = context.state
+        return context.with_state(state.with_messages(state.messages().appended(message)))
+
+    path = scenario_file(tmp_path, TOOL_AGENT)
+    builder = AgentBuilder.base().add_hook(put_trace_in_messages, HookTrigger.AFTER_STEP)
+    result = run_scenario(load_scenario(path), builder=builder)
+    invariants = {f.invariant for f in result.failures if f.kind == "invariant"}
+    assert {"clean_messages", "tool_calls_paired"} <= invariants
+    first = next(f for f in result.failures if f.invariant == "clean_messages")
+    assert (first.turn, first.step) == (1, 1)
+    assert "is a tool trace" in first.message
+
+
+def test_run_suite_in_two_workers_matches_one_worker(tmp_path: Path) -> None:
+    paths = [
+        scenario_file(
+            tmp_path, TOOL_AGENT.replace("name: adder", f"name: adder-{i}"), f"s{i}.scenario.yaml"
+        )
+        for i in range(4)
+    ]
+    scenarios = [load_scenario(p) for p in paths]
+    from agentrig.harness.results import normalized
+
+    one = normalized(run_suite(scenarios, workers=1))
+    two = normalized(run_suite(scenarios, workers=2))
+    assert one == two
+    assert [s.name for s in two.scenarios] == [f"adder-{i}" for i in range(4)]
+
+
+def test_the_same_scenario_gives_identical_results(tmp_path: Path) -> None:
+    scenario = load_scenario(scenario_file(tmp_path, TOOL_AGENT))
+    first = run_scenario(scenario).model_copy(update={"wall_time_s": 0.0})
+    second = run_scenario(scenario).model_copy(update={"wall_time_s": 0.0})
+    assert first == second

@@ -1,0 +1,862 @@
+"""Loading scenario files: the full format, locations, errors, directories, the JSON Schema."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import re
+import textwrap
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from agentrig.harness.errors import ScenarioFileError
+from agentrig.harness.scenario_loader import (
+    load_scenario,
+    load_scenarios,
+    scenario_json_schema,
+)
+from agentrig.harness.scenario_model import (
+    CALL_SHORTHAND_PATTERN,
+    CancelAfterStep,
+    CostExpect,
+    MessageExpect,
+    Scenario,
+    SourceLocation,
+    TextMatch,
+    ToolCallSpec,
+)
+from agentrig.harness.yaml_source import load_yaml_file, load_yaml_text
+
+ROOT = Path(__file__).resolve().parents[2]
+FULL = Path(__file__).parent / "data" / "full-example.yaml"
+DOCS = ROOT / "docs" / "scenario-format.md"
+
+
+def _write(directory: Path, text: str, name: str = "bad.scenario.yaml") -> Path:
+    path = directory / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def _error(tmp_path: Path, text: str) -> ScenarioFileError:
+    with pytest.raises(ScenarioFileError) as caught:
+        load_scenario(_write(tmp_path, text))
+    error = caught.value
+    assert error.__cause__ is None
+    assert error.__context__ is None or error.__suppress_context__, "a raw traceback leaks"
+    return error
+
+
+def _line(path: Path, needle: str) -> int:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return next(number for number, line in enumerate(lines, 1) if line.startswith(needle))
+
+
+def _docs_example() -> str:
+    text = DOCS.read_text(encoding="utf-8")
+    return text.split("## A full example", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+
+
+# --- the full example -------------------------------------------------------------------------
+
+
+def test_full_example_loads_every_part() -> None:
+    scenario = load_scenario(FULL)
+    assert scenario.name == "weather-two-cities"
+    assert scenario.tags == ("tools", "buffer")
+    agent = scenario.agent
+    assert agent.budget is not None
+    assert agent.budget.max_seconds == 30.0
+    assert agent.budget.deadline == datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
+    weather = agent.tools["get_weather"]
+    assert weather.params == {"city": "string", "days": "integer?"}
+    assert [reply.outcome for reply in weather.replies] == ["return", "raise", "stop"]
+    assert weather.replies[0].return_ == "sunny, 21C"
+    assert agent.tools["list_cities"].replies[1].outcome == "return"
+    assert agent.subagents["researcher"].model[0].call == ToolCallSpec(
+        name="get_weather", args={"city": "Rome"}
+    )
+    assert [hook.action for hook in agent.hooks] == ["block_tool", "stop", "set_metadata"]
+    assert agent.hooks[2].value == {"name": "weather"}
+    first, second = scenario.turns
+    assert first.cancel == CancelAfterStep(after_step=3)
+    assert second.cancel == "before"
+    assert first.model[1].tool_calls == (
+        ToolCallSpec(name="get_weather", args={"city": "Oslo"}),
+        ToolCallSpec(name="get_weather", args={"city": "Rome"}, id="call_7"),
+    )
+    assert first.model[3].error == "rate limited"
+    assert first.model[3].retryable
+    expect = first.expect
+    assert expect.final_response == TextMatch(contains="Paris is sunny")
+    assert expect.messages == (
+        MessageExpect(role="user"),
+        MessageExpect(role="assistant", contains="Paris"),
+    )
+    assert expect.sections == {"execution_buffer": (), "summary": ()}
+    assert expect.cost == CostExpect(max=0.01)
+    assert expect.tool_calls is not None
+    assert expect.tool_calls.calls[1] == ToolCallSpec(name="get_weather", args={"city": "Oslo"})
+    assert second.expect.final_response == TextMatch(equals="")
+    assert scenario.invariants.exclude == ("serialization_round_trip",)
+
+
+def test_full_example_remembers_where_things_are() -> None:
+    scenario = load_scenario(FULL)
+    path = str(FULL)
+    assert scenario.source == SourceLocation(path, _line(FULL, "name:"), 1)
+    first = scenario.turns[0]
+    assert first.source == SourceLocation(path, _line(FULL, "  - user: Weather"), 5)
+    assert first.model[0].source == SourceLocation(
+        path, _line(FULL, "      - call: get_weather"), 9
+    )
+    assert first.model[2].source is not None
+    assert first.model[2].source.line == _line(FULL, "      - say: Paris is sunny")
+    assert str(first.model[2].source) == f"{path}:{_line(FULL, '      - say: Paris is sunny')}"
+    assert scenario.turns[1].source is not None
+    assert scenario.turns[1].source.line == _line(FULL, "  - user: And tomorrow")
+    oslo = scenario.agent.tools["get_weather"].replies[1]
+    assert oslo.source is not None
+    assert oslo.source.line == _line(FULL, "        - when: {city: Oslo}")
+    subagent_reply = scenario.agent.subagents["researcher"].model[1]
+    assert subagent_reply.source is not None
+    assert subagent_reply.source.line == _line(FULL, "        - say: Rome is cloudy")
+    status = scenario.locate(("turns", 0, "expect", "status"))
+    assert status == SourceLocation(path, _line(FULL, "      status: failed"), 15)
+    assert scenario.locate(("turns", 9)) is None
+
+
+def test_full_example_round_trips_through_yaml(tmp_path: Path) -> None:
+    scenario = load_scenario(FULL)
+    data = scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    assert Scenario.model_validate(data) == scenario
+    copy = tmp_path / "copy.scenario.yaml"
+    copy.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    reloaded = load_scenario(copy)
+    assert reloaded == scenario
+    assert reloaded.source is not None
+    assert reloaded.source.path == str(copy)
+
+
+def test_the_documented_example_loads(tmp_path: Path) -> None:
+    scenario = load_scenario(_write(tmp_path, _docs_example(), "docs.scenario.yaml"))
+    assert scenario.name == "weather-two-cities"
+    assert len(scenario.turns) == 2
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+BAD_STATUS = """
+name: weather
+turns:
+  - user: hi
+    expect:
+      status: complete
+"""
+
+
+def test_error_message_names_file_line_column_field_and_valid_values(tmp_path: Path) -> None:
+    error = _error(tmp_path, BAD_STATUS)
+    path = str(tmp_path / "bad.scenario.yaml")
+    assert (error.path, error.line, error.column) == (path, 5, 15)
+    assert error.field == "turns[0].expect.status"
+    assert error.valid == ("completed", "stopped", "failed")
+    assert str(error) == (
+        f"{path}:5:15: turns[0].expect.status: 'complete' is not one of: "
+        "completed, stopped, failed (did you mean 'completed'?)"
+    )
+    assert error.errors == (error,)
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "line", "column", "reason"),
+    [
+        pytest.param(
+            """
+            name: weather
+            turns:
+              - user: hi
+                expect:
+                  stauts: completed
+            """,
+            "turns[0].expect.stauts",
+            5,
+            7,
+            "unknown key 'stauts' (did you mean 'status'?); allowed keys: status, stop_reason, "
+            "final_response, steps, tool_calls, messages, sections, usage, cost, errors",
+            id="unknown-key",
+        ),
+        pytest.param(
+            """
+            name: weather
+            turns:
+              - user: hi
+                expect: {steps: three}
+            """,
+            "turns[0].expect.steps",
+            4,
+            21,
+            "expected an integer, got the string 'three'",
+            id="wrong-type",
+        ),
+        pytest.param(
+            """
+            name: weather
+            turns:
+              - user: yes
+            """,
+            "turns[0].user",
+            3,
+            11,
+            "expected a string, got the boolean true (YAML reads yes, no, on, off, true and "
+            "false as booleans: quote the text)",
+            id="yaml-boolean",
+        ),
+        pytest.param(
+            """
+            name: weather
+            turns:
+              - model: []
+            """,
+            "turns[0].user",
+            3,
+            5,
+            "missing required key 'user'",
+            id="missing-in-list-item",
+        ),
+        pytest.param(
+            """
+            name: weather
+            turns:
+              - user: hi
+                expect:
+                  tool_calls:
+                    mode: strict
+            """,
+            "turns[0].expect.tool_calls.calls",
+            5,
+            7,
+            "missing required key 'calls'",
+            id="missing-in-nested-mapping",
+        ),
+        pytest.param(
+            """
+            description: no name
+            turns: [{user: hi}]
+            """,
+            "name",
+            1,
+            1,
+            "missing required key 'name'",
+            id="missing-at-top",
+        ),
+        pytest.param(
+            """
+            name: weather
+            turns:
+              - user: hi
+                model:
+                  - call: get_weather(city=Paris
+            """,
+            "turns[0].model[0].call",
+            5,
+            15,
+            "malformed call 'get_weather(city=Paris': it must end with ')'",
+            id="bad-shorthand",
+        ),
+        pytest.param(
+            """
+            name: weather
+            turns:
+              - user: hi
+                model:
+                  - calls: ["f(a=1)", "g(Paris)"]
+            """,
+            "turns[0].model[0].calls[1]",
+            5,
+            27,
+            "malformed call 'g(Paris)': argument 'Paris' has no name: write name=value",
+            id="bad-shorthand-in-list",
+        ),
+        pytest.param(
+            """
+            name: weather
+            turns:
+              - user: hi
+                expect:
+                  tool_calls: {calls: [f(, g()]}
+            """,
+            "turns[0].expect.tool_calls.calls[0]",
+            5,
+            28,
+            "malformed call 'f(': it must end with ')'",
+            id="bad-shorthand-in-expectation",
+        ),
+        pytest.param(
+            """
+            name: weather
+            agent:
+              hooks:
+                - on: after_steps
+                  action: stop
+            turns: [{user: hi}]
+            """,
+            "agent.hooks[0].on",
+            4,
+            11,
+            "'after_steps' is not one of: before_execution, before_step, "
+            "before_inference_request, after_inference_response, before_tool_use, "
+            "after_tool_use, after_step, on_stop, after_execution, on_error "
+            "(did you mean 'after_step'?)",
+            id="bad-enum-in-list",
+        ),
+        pytest.param(
+            """
+            name: weather
+            agent:
+              tools:
+                bad name: {replies: [{return: 1}]}
+            turns: [{user: hi}]
+            """,
+            "agent.tools['bad name']",
+            4,
+            5,
+            "'bad name' is not a valid name: use letters, digits, '_' and '-' (at most 64), "
+            "starting with a letter or '_'",
+            id="bad-mapping-key",
+        ),
+        pytest.param(
+            """
+            name: weather
+            agent:
+              tools:
+                t:
+                  replies:
+                    - return: 1
+                      raise: boom
+            turns: [{user: hi}]
+            """,
+            "agent.tools.t.replies[0].raise",
+            7,
+            18,
+            "a tool reply has only one of return, raise or stop (return is set)",
+            id="rule-on-a-key",
+        ),
+        pytest.param(
+            """
+            name: weather
+            agent:
+              tools: {t: {replies: [{return: 1}]}}
+              subagents:
+                r: {tools: [t, nope]}
+            turns: [{user: hi}]
+            """,
+            "agent.subagents.r.tools[1]",
+            5,
+            20,
+            "unknown tool 'nope'; the agent has: t, spawn_subagent",
+            id="rule-on-a-list-item",
+        ),
+        pytest.param(
+            """
+            name: weather
+            turns:
+              - user: hi
+                cancel: later
+            """,
+            "turns[0].cancel",
+            4,
+            13,
+            "expected 'before' or a mapping {after_step: N}",
+            id="bad-cancel",
+        ),
+        pytest.param(
+            """
+            name: weather
+            turns:
+              - user: hi
+                model:
+                  - {}
+            """,
+            "turns[0].model[0]",
+            5,
+            9,
+            "a reply needs at least one of: say, call, calls, error",
+            id="empty-reply",
+        ),
+        pytest.param(
+            """
+            name: Weather Two
+            turns: [{user: hi}]
+            """,
+            "name",
+            1,
+            7,
+            "'Weather Two' is not a valid name: use lowercase letters, digits, '.', '_' and "
+            "'-', starting with a letter or digit",
+            id="bad-name",
+        ),
+        pytest.param(
+            """
+            name: weather
+            turns: []
+            """,
+            "turns",
+            2,
+            1,
+            "needs at least 1 item(s), got 0",
+            id="no-turns",
+        ),
+        pytest.param(
+            """
+            name: weather
+            agent:
+              budget: {deadline: "2026-01-01T00:05:00"}
+            turns: [{user: hi}]
+            """,
+            "agent.budget.deadline",
+            3,
+            22,
+            "needs a timezone, such as 2026-01-01T00:05:00Z",
+            id="naive-deadline",
+        ),
+    ],
+)
+def test_each_kind_of_problem(
+    tmp_path: Path, text: str, field: str, line: int, column: int, reason: str
+) -> None:
+    error = _error(tmp_path, textwrap.dedent(text))
+    assert [(problem.field, problem.reason) for problem in error.errors] == [(field, reason)]
+    assert (error.path, error.line, error.column) == (
+        str(tmp_path / "bad.scenario.yaml"),
+        line,
+        column,
+    )
+
+
+def test_unknown_keys_list_the_allowed_keys(tmp_path: Path) -> None:
+    error = _error(tmp_path, "name: x\nturns: [{user: hi, model: [{say: a, sya: b}]}]\n")
+    assert error.field == "turns[0].model[0].sya"
+    assert error.valid == (
+        "say",
+        "call",
+        "calls",
+        "error",
+        "retryable",
+        "usage",
+        "cost",
+        "finish_reason",
+        "latency",
+    )
+
+
+def test_union_tags_do_not_confuse_locations(tmp_path: Path) -> None:
+    error = _error(
+        tmp_path,
+        """
+        name: x
+        turns:
+          - user: hi
+            cancel: {after_step: 0, x: 1}
+        """,
+    )
+    assert [(p.field, p.line, p.column) for p in error.errors] == [
+        ("turns[0].cancel.after_step", 4, 26),
+        ("turns[0].cancel.x", 4, 29),
+    ]
+    assert error.errors[1].valid == ("after_step",)
+
+
+def test_all_problems_are_reported_at_once_in_file_order(tmp_path: Path) -> None:
+    error = _error(
+        tmp_path,
+        """
+        name: x
+        tags: [1]
+        turns:
+          - user: hi
+            expect: {status: done, steps: -1}
+          - {}
+        """,
+    )
+    path = str(tmp_path / "bad.scenario.yaml")
+    assert [(p.line, p.field) for p in error.errors] == [
+        (2, "tags[0]"),
+        (5, "turns[0].expect.status"),
+        (5, "turns[0].expect.steps"),
+        (6, "turns[1].user"),
+    ]
+    lines = str(error).splitlines()
+    assert len(lines) == 4
+    assert all(line.startswith(f"{path}:") for line in lines)
+    assert lines[2] == f"{path}:5:35: turns[0].expect.steps: must be at least 0, got the number -1"
+    assert (error.line, error.field) == (2, "tags[0]")
+
+
+def test_yaml_syntax_errors_become_scenario_file_errors(tmp_path: Path) -> None:
+    error = _error(tmp_path, "name: x\nturns:\n  - user: [unclosed\n")
+    assert (error.line, error.field) == (4, "")
+    assert error.reason.startswith("invalid YAML:")
+    assert str(error).startswith(f"{tmp_path / 'bad.scenario.yaml'}:4:")
+
+
+def test_duplicate_keys_are_errors(tmp_path: Path) -> None:
+    error = _error(tmp_path, "name: x\nturns: [{user: hi}]\nname: y\n")
+    assert (error.line, error.column) == (3, 1)
+    assert "first defined on line 1" in error.reason
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "reason"),
+    [
+        (b"", None, "the file is empty; a scenario needs at least name: and turns:"),
+        (b"# just a comment\n", None, "the file is empty"),
+        (
+            b"- name: x\n",
+            1,
+            "the top level must be a mapping with name:, turns: and so on, not a list",
+        ),
+        (b"just text\n", 1, "not the value 'just text'"),
+        (b"name: caf\xe9\n", 1, "the file is not valid UTF-8 (byte 0xe9); save it as UTF-8"),
+    ],
+)
+def test_files_that_are_not_scenarios(
+    tmp_path: Path, content: bytes, line: int | None, reason: str
+) -> None:
+    path = tmp_path / "odd.scenario.yaml"
+    path.write_bytes(content)
+    with pytest.raises(ScenarioFileError) as caught:
+        load_scenario(path)
+    assert caught.value.path == str(path)
+    assert caught.value.line == line
+    assert reason in caught.value.reason
+
+
+def test_scenario_file_error_pickles(tmp_path: Path) -> None:
+    error = _error(tmp_path, "name: x\ntags: [1, 2]\nturns: [{user: hi}]\n")
+    copy = pickle.loads(pickle.dumps(error))
+    assert str(copy) == str(error)
+    assert [(p.field, p.line, p.column) for p in copy.errors] == [
+        (p.field, p.line, p.column) for p in error.errors
+    ]
+    assert len(copy.errors) == 2
+
+
+# --- directories ------------------------------------------------------------------------------
+
+
+def _scenario_file(directory: Path, relative: str, name: str) -> Path:
+    return _write(directory, f"name: {name}\nturns: [{{user: hi}}]\n", relative)
+
+
+@pytest.fixture
+def suite(tmp_path: Path) -> Path:
+    root = tmp_path / "suite"
+    _scenario_file(root, "b.scenario.yaml", "b")
+    _scenario_file(root, "a.scenario.yaml", "a")
+    _scenario_file(root, "nested/c.scenario.yaml", "c")
+    _scenario_file(root, "failing/x.scenario.yaml", "x")
+    _scenario_file(root, "nested/failing/y.scenario.yaml", "y")
+    _write(root, "not: a scenario\n", "notes.yaml")
+    return root
+
+
+def _names(scenarios: list[Scenario]) -> list[str]:
+    return [scenario.name for scenario in scenarios]
+
+
+def test_directories_are_searched_in_sorted_order_without_failing(suite: Path) -> None:
+    assert _names(load_scenarios([suite])) == ["a", "b", "c"]
+    assert _names(load_scenarios(str(suite))) == ["a", "b", "c"]
+
+
+def test_failing_directories_load_when_named(suite: Path) -> None:
+    assert _names(load_scenarios([suite / "failing"])) == ["x"]
+    assert _names(load_scenarios(suite / "nested" / "failing" / "y.scenario.yaml")) == ["y"]
+    assert _names(load_scenarios([suite / "nested", suite / "failing"])) == ["c", "x"]
+
+
+def test_a_file_named_twice_loads_once(suite: Path) -> None:
+    assert _names(load_scenarios([suite / "b.scenario.yaml", suite])) == ["b", "a", "c"]
+
+
+def test_explicit_files_need_not_follow_the_suffix(suite: Path) -> None:
+    assert _names(load_scenarios([FULL])) == ["weather-two-cities"]
+
+
+def test_duplicate_names_across_files_name_both(suite: Path) -> None:
+    _scenario_file(suite, "nested/again.scenario.yaml", "a")
+    with pytest.raises(ScenarioFileError) as caught:
+        load_scenarios([suite])
+    error = caught.value
+    first, second = suite / "a.scenario.yaml", suite / "nested" / "again.scenario.yaml"
+    assert (error.path, error.line, error.field) == (str(second), 1, "name")
+    assert error.reason == f"duplicate scenario name 'a', also used at {first}:1"
+
+
+def test_problems_in_several_files_are_gathered(suite: Path) -> None:
+    _write(suite, "name: p\nturns: [{user: 1}]\n", "p.scenario.yaml")
+    _write(suite, "name: q\nturns: []\n", "nested/q.scenario.yaml")
+    with pytest.raises(ScenarioFileError) as caught:
+        load_scenarios([suite])
+    assert [(Path(p.path).name, p.field) for p in caught.value.errors] == [
+        ("q.scenario.yaml", "turns"),
+        ("p.scenario.yaml", "turns[0].user"),
+    ]
+
+
+def test_a_missing_path_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ScenarioFileError, match="cannot read the file"):
+        load_scenarios([tmp_path / "nowhere"])
+
+
+# --- JSON Schema ------------------------------------------------------------------------------
+
+_ANNOTATIONS = {"title", "description", "default", "format", "$schema", "$defs", "examples"}
+
+
+class _Checker:
+    """Just enough of a JSON Schema 2020-12 validator for the keywords our schema uses.
+
+    Any other keyword fails the test, so the schema stays within what this checks.
+    """
+
+    def __init__(self, root: dict[str, Any]) -> None:
+        self.root = root
+
+    def errors(self, schema: Any, value: Any, at: str = "$") -> list[str]:
+        if isinstance(schema, bool):
+            return [] if schema else [f"{at}: not allowed"]
+        found: list[str] = []
+        for keyword, argument in schema.items():
+            check: Callable[..., list[str]] | None = getattr(self, "k_" + keyword.lstrip("$"), None)
+            if check is None:
+                assert keyword in _ANNOTATIONS, f"unexpected keyword {keyword!r} at {at}"
+                continue
+            found += check(argument, value, at, schema)
+        return found
+
+    def k_ref(self, ref: str, value: Any, at: str, _: Any) -> list[str]:
+        assert ref.startswith("#/$defs/"), ref
+        return self.errors(self.root["$defs"][ref.removeprefix("#/$defs/")], value, at)
+
+    def k_type(self, kind: str, value: Any, at: str, _: Any) -> list[str]:
+        ok = {
+            "object": isinstance(value, dict),
+            "array": isinstance(value, list),
+            "string": isinstance(value, str),
+            "boolean": isinstance(value, bool),
+            "null": value is None,
+            "integer": isinstance(value, int) and not isinstance(value, bool),
+            "number": isinstance(value, int | float) and not isinstance(value, bool),
+        }[kind]
+        return [] if ok else [f"{at}: not {kind}"]
+
+    def k_enum(self, options: list[Any], value: Any, at: str, _: Any) -> list[str]:
+        return [] if any(_same(option, value) for option in options) else [f"{at}: not in enum"]
+
+    def k_const(self, option: Any, value: Any, at: str, _: Any) -> list[str]:
+        return [] if _same(option, value) else [f"{at}: not {option!r}"]
+
+    def k_pattern(self, pattern: str, value: Any, at: str, _: Any) -> list[str]:
+        bad = isinstance(value, str) and not re.search(pattern, value)
+        return [f"{at}: does not match {pattern}"] if bad else []
+
+    def k_minimum(self, low: float, value: Any, at: str, _: Any) -> list[str]:
+        bad = isinstance(value, int | float) and not isinstance(value, bool) and value < low
+        return [f"{at}: below {low}"] if bad else []
+
+    def k_minItems(self, low: int, value: Any, at: str, _: Any) -> list[str]:
+        return [f"{at}: too few items"] if isinstance(value, list) and len(value) < low else []
+
+    def k_minProperties(self, low: int, value: Any, at: str, _: Any) -> list[str]:
+        return [f"{at}: too few keys"] if isinstance(value, dict) and len(value) < low else []
+
+    def k_maxProperties(self, high: int, value: Any, at: str, _: Any) -> list[str]:
+        return [f"{at}: too many keys"] if isinstance(value, dict) and len(value) > high else []
+
+    def k_required(self, keys: list[str], value: Any, at: str, _: Any) -> list[str]:
+        missing = [key for key in keys if isinstance(value, dict) and key not in value]
+        return [f"{at}: missing {key}" for key in missing]
+
+    def k_properties(self, properties: dict[str, Any], value: Any, at: str, _: Any) -> list[str]:
+        if not isinstance(value, dict):
+            return []
+        return [
+            error
+            for key, schema in properties.items()
+            if key in value
+            for error in self.errors(schema, value[key], f"{at}.{key}")
+        ]
+
+    def k_patternProperties(
+        self, patterns: dict[str, Any], value: Any, at: str, _: Any
+    ) -> list[str]:
+        if not isinstance(value, dict):
+            return []
+        return [
+            error
+            for pattern, schema in patterns.items()
+            for key in value
+            if re.search(pattern, key)
+            for error in self.errors(schema, value[key], f"{at}.{key}")
+        ]
+
+    def k_additionalProperties(
+        self, extra: Any, value: Any, at: str, schema: dict[str, Any]
+    ) -> list[str]:
+        if not isinstance(value, dict):
+            return []
+        known = schema.get("properties", {})
+        patterns = schema.get("patternProperties", {})
+        others = [
+            key
+            for key in value
+            if key not in known and not any(re.search(p, key) for p in patterns)
+        ]
+        return [error for key in others for error in self.errors(extra, value[key], f"{at}.{key}")]
+
+    def k_items(self, schema: Any, value: Any, at: str, _: Any) -> list[str]:
+        if not isinstance(value, list):
+            return []
+        return [e for i, item in enumerate(value) for e in self.errors(schema, item, f"{at}[{i}]")]
+
+    def k_anyOf(self, options: list[Any], value: Any, at: str, _: Any) -> list[str]:
+        passing = [option for option in options if not self.errors(option, value, at)]
+        return [] if passing else [f"{at}: matches none of anyOf"]
+
+    def k_oneOf(self, options: list[Any], value: Any, at: str, _: Any) -> list[str]:
+        passing = [option for option in options if not self.errors(option, value, at)]
+        return [] if len(passing) == 1 else [f"{at}: matches {len(passing)} of oneOf"]
+
+    def k_allOf(self, options: list[Any], value: Any, at: str, _: Any) -> list[str]:
+        return [error for option in options for error in self.errors(option, value, at)]
+
+    def k_not(self, schema: Any, value: Any, at: str, _: Any) -> list[str]:
+        return [] if self.errors(schema, value, at) else [f"{at}: matches a forbidden form"]
+
+
+def _same(expected: Any, value: Any) -> bool:
+    return type(expected) is type(value) and expected == value
+
+
+def _json_data(data: Any) -> Any:
+    return json.loads(json.dumps(data, default=lambda value: value.isoformat()))
+
+
+def _examples() -> list[Any]:
+    bundled = sorted((ROOT / "scenarios").glob("**/*.scenario.yaml"))
+    return [
+        pytest.param(lambda: load_yaml_file(FULL).data, id="full-example"),
+        pytest.param(lambda: load_yaml_text(_docs_example()).data, id="docs-example"),
+        *(
+            pytest.param(
+                lambda path=path: load_yaml_file(path).data, id=str(path.relative_to(ROOT))
+            )
+            for path in bundled
+        ),
+    ]
+
+
+@pytest.fixture(scope="module")
+def checker() -> _Checker:
+    return _Checker(scenario_json_schema())
+
+
+def test_schema_is_well_formed() -> None:
+    schema = scenario_json_schema()
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["title"] == "agentrig scenario file"
+    assert schema["type"] == "object"
+    assert schema["required"] == ["name", "turns"]
+    assert schema["additionalProperties"] is False
+    assert json.loads(json.dumps(schema)) == schema
+    refs = re.findall(r'"\$ref": "#/\$defs/([^"]+)"', json.dumps(schema))
+    assert refs
+    assert set(refs) <= set(schema["$defs"])
+    for pattern in re.findall(r'"pattern": "((?:[^"\\]|\\.)*)"', json.dumps(schema)):
+        re.compile(json.loads(f'"{pattern}"'))
+
+
+def test_every_field_has_a_description() -> None:
+    schema = scenario_json_schema()
+    for name, definition in schema["$defs"].items():
+        for key, prop in definition.get("properties", {}).items():
+            assert prop.get("description"), f"{name}.{key} has no description"
+
+
+def test_schema_describes_call_shorthand_as_a_pattern_string() -> None:
+    defs = scenario_json_schema()["$defs"]
+    shorthand = {
+        "type": "string",
+        "pattern": CALL_SHORTHAND_PATTERN,
+        "description": "A call in shorthand: name(arg=value, ...) or name().",
+    }
+    assert shorthand in defs["ModelReply"]["properties"]["call"]["anyOf"]
+    assert shorthand in defs["ToolCallsExpect"]["properties"]["calls"]["items"]["anyOf"]
+    assert re.search(CALL_SHORTHAND_PATTERN, "get_weather(city=Paris)")
+    assert not re.search(CALL_SHORTHAND_PATTERN, "get_weather")
+
+
+@pytest.mark.parametrize("read", _examples())
+def test_examples_are_valid_for_the_models_and_the_schema(
+    checker: _Checker, read: Callable[[], Any]
+) -> None:
+    data = read()
+    Scenario.model_validate(data)
+    assert checker.errors(checker.root, _json_data(data)) == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda d: d.update(colour="red"), id="unknown-key"),
+        pytest.param(lambda d: d["turns"][0]["expect"].update(status="complete"), id="bad-enum"),
+        pytest.param(
+            lambda d: d["turns"][0]["model"][0].update(call="get_weather"), id="no-parens"
+        ),
+        pytest.param(
+            lambda d: d["turns"][0]["model"][0].update(calls=["f()"]), id="call-and-calls"
+        ),
+        pytest.param(lambda d: d["turns"][0]["model"][2].update(error="x"), id="say-and-error"),
+        pytest.param(lambda d: d["turns"][0]["model"].append({"latency": 1}), id="empty-reply"),
+        pytest.param(
+            lambda d: d["agent"]["tools"]["get_weather"]["replies"][0].update({"raise": "x"}),
+            id="two-outcomes",
+        ),
+        pytest.param(
+            lambda d: d["turns"][0]["expect"].update(
+                final_response={"contains": "a", "regex": "b"}
+            ),
+            id="two-text-checks",
+        ),
+        pytest.param(lambda d: d["agent"]["tools"].update({"bad name": {}}), id="bad-tool-name"),
+        pytest.param(lambda d: d["turns"][0].update(cancel="later"), id="bad-cancel"),
+        pytest.param(lambda d: d.update(turns=[]), id="no-turns"),
+    ],
+)
+def test_schema_rejects_what_the_models_reject(
+    checker: _Checker, change: Callable[[dict[str, Any]], None]
+) -> None:
+    data = _json_data(load_yaml_file(FULL).data)
+    change(data)
+    assert checker.errors(checker.root, data)
+    with pytest.raises(ValueError, match="validation error"):
+        Scenario.model_validate(data)
+
+
+def test_bundled_schema_file_is_current() -> None:
+    bundled = ROOT / "scenarios" / "scenario.schema.json"
+    if not bundled.exists():
+        pytest.skip("scenarios/scenario.schema.json is not generated yet")
+    current = json.loads(bundled.read_text(encoding="utf-8"))
+    assert current == scenario_json_schema(), (
+        "scenarios/scenario.schema.json is stale: regenerate it from "
+        "agentrig.harness.scenario_loader.scenario_json_schema()"
+    )

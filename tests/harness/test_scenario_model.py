@@ -1,0 +1,336 @@
+"""The scenario models used from Python: rules, helpers, the call shorthand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from agentrig.errors import InvalidInputError
+from agentrig.harness.scenario_model import (
+    AgentSpec,
+    CostExpect,
+    Expectation,
+    HookSpec,
+    InvariantSelection,
+    MessageExpect,
+    ModelReply,
+    Scenario,
+    SourceLocation,
+    TextMatch,
+    ToolCallSpec,
+    ToolReply,
+    ToolSpec,
+    Turn,
+    parse_call_shorthand,
+)
+
+
+def _locs(error: ValidationError) -> list[tuple[Any, ...]]:
+    return [tuple(item["loc"]) for item in error.errors()]
+
+
+def _rule_locs(model: type[Any], data: dict[str, Any]) -> list[tuple[Any, ...]]:
+    with pytest.raises(ValidationError) as caught:
+        model.model_validate(data)
+    return _locs(caught.value)
+
+
+# --- the call shorthand -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "args"),
+    [
+        ("get_weather(city=Paris)", "get_weather", {"city": "Paris"}),
+        ("now()", "now", {}),
+        ("  spaced ( a = 1 ,  b = two words )  ", "spaced", {"a": 1, "b": "two words"}),
+        ("f(n=3, x=2.5, ok=true, no=null)", "f", {"n": 3, "x": 2.5, "ok": True, "no": None}),
+        ('f(q="a, b")', "f", {"q": "a, b"}),
+        ("f(q='it''s (here), ok')", "f", {"q": "it's (here), ok"}),
+        ('f(q="say \\"hi\\"")', "f", {"q": 'say "hi"'}),
+        ("f(q=it's)", "f", {"q": "it's"}),
+        ("f(tags=[a, b], n=1)", "f", {"tags": ["a", "b"], "n": 1}),
+        (
+            "f(m=[[1, 2], [3]], o={k: [x, y], j: 'a,b'})",
+            "f",
+            {"m": [[1, 2], [3]], "o": {"k": ["x", "y"], "j": "a,b"}},
+        ),
+        ("f(expr=g(x))", "f", {"expr": "g(x)"}),
+        ("f(url=http://x.org/a?b=c)", "f", {"url": "http://x.org/a?b=c"}),
+        ("f(eq=a=b)", "f", {"eq": "a=b"}),
+        ("my-tool(x='')", "my-tool", {"x": ""}),
+    ],
+)
+def test_shorthand_parses(text: str, name: str, args: dict[str, Any]) -> None:
+    assert parse_call_shorthand(text) == ToolCallSpec(name=name, args=args)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("get_weather", "write name(arg=value, ...) or name()"),
+        ("get_weather(city=Paris", "it must end with ')'"),
+        ("1tool()", "write name(arg=value, ...)"),
+        ("f(Paris)", "argument 'Paris' has no name"),
+        ("f(a=1,,b=2)", "empty argument"),
+        ("f(a=1,)", "empty argument"),
+        ("f(a=1, a=2)", "argument 'a' is given twice"),
+        ("f(a=)", "argument 'a' has no value"),
+        ("f(my arg=1)", "'my arg' is not a valid argument name"),
+        ("f(a=[1, 2)", "a bracket is not closed"),
+        ("f(a=1])", "unbalanced ']'"),
+        ('f(a="open)', "cannot read the value"),
+        ("f(a=x: y: z)", "cannot read the value"),
+        ("f(a={k: 1, k: 2})", "duplicate key 'k'"),
+        ("f(q=issue #42)", "cannot read the value"),
+    ],
+)
+def test_malformed_shorthand_says_what_is_wrong(text: str, problem: str) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        parse_call_shorthand(text)
+    reason = caught.value.problems[0][1]
+    assert reason.startswith(f"malformed call {text!r}: ")
+    assert problem in reason
+    assert isinstance(caught.value, ValueError)
+
+
+def test_shorthand_renders_calls() -> None:
+    call = ToolCallSpec(name="f", args={"city": "Paris", "q": "a, b", "n": 3, "on": "yes"})
+    assert call.shorthand() == 'f(city=Paris, q="a, b", n=3, on="yes")'
+    assert ToolCallSpec(name="now").shorthand() == "now()"
+
+
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text(st.characters(categories=["L", "N", "P", "S", "Zs"]), max_size=12)
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.text(st.characters(codec="ascii", categories=["L", "N", "P"]), max_size=5),
+            inner,
+            max_size=3,
+        )
+    ),
+    max_leaves=8,
+)
+_names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True)
+
+
+@settings(database=None, max_examples=300)
+@given(name=_names, args=st.dictionaries(_names, _values, max_size=4))
+def test_rendered_shorthand_parses_back(name: str, args: dict[str, Any]) -> None:
+    call = ToolCallSpec(name=name, args=args)
+    assert parse_call_shorthand(call.shorthand()) == call
+
+
+def test_a_call_field_takes_shorthand_or_mapping() -> None:
+    reply = ModelReply.model_validate({"calls": ["f(a=1)", {"name": "g", "id": "c1"}]})
+    assert reply.tool_calls == (
+        ToolCallSpec(name="f", args={"a": 1}),
+        ToolCallSpec(name="g", id="c1"),
+    )
+    assert ModelReply.model_validate({"call": "h()"}).tool_calls == (ToolCallSpec(name="h"),)
+    assert ModelReply(say="hi").tool_calls == ()
+
+
+# --- rules ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "locs"),
+    [
+        ({}, [()]),
+        ({"call": "f()", "calls": ["g()"]}, [("calls",)]),
+        ({"error": "boom", "say": "hi", "cost": 0.1}, [("say",), ("cost",)]),
+        ({"say": "hi", "retryable": True}, [("retryable",)]),
+        ({"calls": []}, [("calls",)]),
+    ],
+)
+def test_model_reply_rules(data: dict[str, Any], locs: list[tuple[Any, ...]]) -> None:
+    assert _rule_locs(ModelReply, data) == locs
+
+
+def test_an_error_reply_may_be_retryable() -> None:
+    reply = ModelReply(error="rate limited", retryable=True, latency=2)
+    assert reply.retryable
+    assert reply.latency == 2.0
+
+
+def test_tool_reply_has_exactly_one_outcome() -> None:
+    assert _rule_locs(ToolReply, {"when": {"a": 1}}) == [()]
+    assert _rule_locs(ToolReply, {"return": 1, "raise": "x", "stop": "y"}) == [
+        ("raise",),
+        ("stop",),
+    ]
+    assert ToolReply.model_validate({"return": None}).outcome == "return"
+    assert ToolReply(raise_="boom").outcome == "raise"
+    assert ToolReply(stop="enough").outcome == "stop"
+
+
+def test_tool_reply_matches_partially() -> None:
+    reply = ToolReply(when={"city": "Paris"}, return_="sunny")
+    assert reply.matches({"city": "Paris", "days": 2})
+    assert not reply.matches({"city": "Oslo"})
+    assert not reply.matches({})
+    assert ToolReply(return_=1).matches({"anything": True})
+
+
+def test_tool_rules() -> None:
+    sequence = {"mode": "sequence", "replies": [{"when": {"a": 1}, "return": 1}]}
+    assert _rule_locs(ToolSpec, sequence) == [("replies", 0, "when")]
+    unreachable = {"replies": [{"return": 1}, {"when": {"a": 1}, "return": 2}]}
+    assert _rule_locs(ToolSpec, unreachable) == [("replies", 1)]
+    typo = {"params": {"city": "string"}, "replies": [{"when": {"ctiy": "x"}, "return": 1}]}
+    assert _rule_locs(ToolSpec, typo) == [("replies", 0, "when", "ctiy")]
+
+
+def test_tool_parameters_schema() -> None:
+    tool = ToolSpec.model_validate(
+        {"params": {"city": "string", "days": "integer?"}, "replies": [{"return": 1}]}
+    )
+    assert tool.parameters_schema() == {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        "required": ["city"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("data", "locs"),
+    [
+        ({"on": "after_step", "action": "block_tool"}, [("on",)]),
+        ({"on": "before_step", "action": "stop", "tool": "t"}, [("tool",)]),
+        ({"on": "before_step", "action": "raise", "reason": "error"}, [("reason",)]),
+        ({"on": "before_step", "action": "set_metadata"}, [()]),
+        ({"on": "before_step", "action": "stop", "key": "k"}, [("key",)]),
+    ],
+)
+def test_hook_rules(data: dict[str, Any], locs: list[tuple[Any, ...]]) -> None:
+    assert _rule_locs(HookSpec, data) == locs
+
+
+def test_agent_rules_point_at_the_offending_item() -> None:
+    data = {
+        "tools": {
+            "t": {"replies": [{"return": 1}]},
+            "spawn_subagent": {"replies": [{"return": 1}]},
+        },
+        "subagents": {"r": {"tools": ["t", "nope"], "deny": ["spawn_subagent", "gone"]}},
+    }
+    assert _rule_locs(AgentSpec, data) == [
+        ("tools", "spawn_subagent"),
+        ("subagents", "r", "tools", 1),
+        ("subagents", "r", "deny", 1),
+    ]
+    assert _rule_locs(AgentSpec, {"subagent_policy": {"max_depth": 2}}) == [("subagent_policy",)]
+
+
+def test_text_match_rules_and_semantics() -> None:
+    assert _rule_locs(TextMatch, {}) == [()]
+    assert _rule_locs(TextMatch, {"equals": "a", "contains": "b"}) == [()]
+    assert _rule_locs(TextMatch, {"regex": "("}) == [("regex",)]
+    assert TextMatch(equals="a").matches("a")
+    assert not TextMatch(equals="a").matches("ab")
+    assert TextMatch(contains="b").matches("abc")
+    assert TextMatch(regex=r"\d+").matches("x42")
+    assert TextMatch(empty=True).matches("")
+    assert TextMatch(empty=False).matches("x")
+    assert not TextMatch(empty=False).matches("")
+
+
+def test_final_response_text_means_equals() -> None:
+    expectation = Expectation.model_validate({"final_response": "done", "cost": 0.5})
+    assert expectation.final_response == TextMatch(equals="done")
+    assert expectation.cost == CostExpect(equals=0.5)
+
+
+def test_cost_expectation() -> None:
+    assert _rule_locs(CostExpect, {}) == [()]
+    assert _rule_locs(CostExpect, {"equals": 1, "max": 2}) == [()]
+    assert CostExpect(equals=0.001).matches(0.001 + 1e-10)
+    assert not CostExpect(equals=0.001).matches(0.0011)
+    assert CostExpect(max=0.01).matches(0.01)
+    assert not CostExpect(max=0.01).matches(0.02)
+
+
+def test_message_expectations() -> None:
+    expectation = Expectation.model_validate(
+        {"messages": ["user", {"role": "assistant", "contains": "hi"}]}
+    )
+    assert expectation.messages == (
+        MessageExpect(role="user"),
+        MessageExpect(role="assistant", contains="hi"),
+    )
+    assert _rule_locs(MessageExpect, {"role": "user", "content": "a", "contains": "b"}) == [
+        ("contains",)
+    ]
+
+
+def test_turn_and_invariant_rules() -> None:
+    turn = {"user": "hi", "cancel": "before", "model": [{"say": "never"}]}
+    assert _rule_locs(Turn, turn) == [("model",)]
+    assert Turn.model_validate({"user": "hi", "cancel": {"after_step": 2}}).cancel is not None
+    assert _rule_locs(InvariantSelection, {"only": ["a"], "exclude": ["b"]}) == [("exclude",)]
+
+
+def test_strict_scalars_reject_yaml_surprises() -> None:
+    assert _rule_locs(Turn, {"user": True}) == [("user",)]
+    assert _rule_locs(ModelReply, {"say": "x", "latency": "1"}) == [("latency",)]
+    assert _rule_locs(Expectation, {"steps": True}) == [("steps",)]
+
+
+def test_deadline_needs_a_timezone() -> None:
+    scenario = {"name": "x", "turns": [{"user": "u"}]}
+    for deadline in ("2026-01-01T00:05:00", 1_700_000_000):
+        agent = {"budget": {"deadline": deadline}}
+        assert _rule_locs(Scenario, {**scenario, "agent": agent}) == [
+            ("agent", "budget", "deadline")
+        ]
+
+
+# --- models as values -------------------------------------------------------------------------
+
+
+def _scenario() -> Scenario:
+    return Scenario.model_validate(
+        {"name": "s", "turns": [{"user": "hi", "model": [{"say": "hello"}]}]}
+    )
+
+
+def test_models_are_frozen() -> None:
+    scenario = _scenario()
+    with pytest.raises(ValidationError):
+        scenario.name = "other"  # type: ignore[misc]
+
+
+def test_where_a_model_was_written_takes_no_part_in_equality() -> None:
+    located, plain = _scenario(), _scenario()
+    located._bind_source(SourceLocation("a.yaml", 1, 1))
+    assert located == plain
+    assert located.source == SourceLocation("a.yaml", 1, 1)
+    assert plain.source is None
+    assert located.model_copy(update={"description": "d"}).source == located.source
+    assert located != plain.model_copy(update={"name": "t"})
+
+
+def test_source_location_reads_as_path_and_line() -> None:
+    assert str(SourceLocation("foo.scenario.yaml", 41, 9)) == "foo.scenario.yaml:41"
+
+
+def test_defaults_are_not_shared() -> None:
+    assert _scenario().turns[0].expect is not _scenario().turns[0].expect
+    assert _scenario().agent is not _scenario().agent
+
+
+def test_scenario_needs_a_turn_and_a_good_name() -> None:
+    assert _rule_locs(Scenario, {"name": "Bad Name", "turns": []}) == [("name",), ("turns",)]
