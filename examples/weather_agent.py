@@ -52,7 +52,9 @@ def main() -> ar.AgentState:
         clock=clock,
     )
     agent = build_agent(llm, clock, SeededIds(0))
-    agent.events.subscribe(ar.events.ToolCallCompleted, lambda e: print(f"  tool {e.tool}: ok={e.success}"))
+    agent.events.subscribe(
+        ar.events.ToolCallCompleted, lambda e: print(f"  tool {e.tool}: ok={e.success}")
+    )
 
     state = ar.AgentState().with_user_message("Weather in Paris and Atlantis?")
     state = agent.execute(state)

@@ -22,7 +22,7 @@ def test_the_first_lines_give_the_run_and_test_commands() -> None:
 
 def test_the_agent_example_runs_as_documented() -> None:
     namespace: dict[str, object] = {}
-    exec(python_blocks()[0], namespace)  # noqa: S102 - executing our own documentation
+    exec(python_blocks()[0], namespace)
     state = namespace["state"]
     assert isinstance(state, ar.AgentState)
     assert state.status() is ar.ExecutionStatus.COMPLETED

@@ -19,6 +19,7 @@ from agentrig.capabilities import (
     UseGuards,
     UseLlmConfig,
     UseSubagents,
+    UseTokenBudgetContext,
 )
 from agentrig.clock import Clock, IdFactory, SystemClock, UuidIds, runtime_context
 from agentrig.compilers import (
@@ -205,6 +206,7 @@ __all__ = [
     "UseGuards",
     "UseLlmConfig",
     "UseSubagents",
+    "UseTokenBudgetContext",
     "UuidIds",
     "__version__",
     "compiler_names",

@@ -81,7 +81,8 @@ def test_keyword_and_shard_select_scenarios(suite: Path, tmp_path: Path) -> None
     code, output = invoke(
         "run", suite, "-k", "alpha and not case-2", "--report-dir", tmp_path / "o"
     )
-    assert code == 0 and "1 passed, 0 failed" in output
+    assert code == 0
+    assert "1 passed, 0 failed" in output
     seen = []
     for shard in ("1/2", "2/2"):
         code, _ = invoke("run", suite, "--shard", shard, "--report-dir", tmp_path / shard[0])
@@ -94,7 +95,8 @@ def test_keyword_and_shard_select_scenarios(suite: Path, tmp_path: Path) -> None
 def test_nothing_selected_and_bad_options_have_distinct_exit_codes(suite: Path) -> None:
     assert invoke("run", suite, "-k", "zzz")[0] == 4
     code, output = invoke("run", suite, "--shard", "3/2")
-    assert code == 2 and "--shard" in output
+    assert code == 2
+    assert "--shard" in output
 
 
 def test_a_bad_file_exits_2_naming_file_line_and_field(tmp_path: Path) -> None:
@@ -112,7 +114,8 @@ def test_a_bad_file_exits_2_naming_file_line_and_field(tmp_path: Path) -> None:
 
 def test_validate_counts_files(suite: Path) -> None:
     code, output = invoke("validate", suite)
-    assert code == 0 and "4 scenario file(s) valid" in output
+    assert code == 0
+    assert "4 scenario file(s) valid" in output
 
 
 def test_schema_writes_the_json_schema(tmp_path: Path) -> None:

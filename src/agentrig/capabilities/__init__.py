@@ -16,6 +16,7 @@ from agentrig.capabilities.subagents import (
     Subagents,
     UseSubagents,
 )
+from agentrig.capabilities.token_budget import UseTokenBudgetContext
 
 __all__ = [
     "CancellationSource",
@@ -30,4 +31,5 @@ __all__ = [
     "UseGuards",
     "UseLlmConfig",
     "UseSubagents",
+    "UseTokenBudgetContext",
 ]
