@@ -71,15 +71,72 @@ class FrozenModel(BaseModel):
         new = _new_object(type(self))
         data = self.__dict__.copy()
         data.update(changes)
-        _set_attr(new, "__dict__", data)
-        _set_attr(new, "__pydantic_fields_set__", self.__pydantic_fields_set__)
-        _set_attr(new, "__pydantic_extra__", None)
-        _set_attr(new, "__pydantic_private__", None)
+        _set_dict(new, data)
+        _set_fields_set(new, self.__pydantic_fields_set__)
+        _set_extra(new, None)
+        _set_private(new, None)
+        return new
+
+    @classmethod
+    def _trusted(cls, **values: Any) -> Self:
+        """An unvalidated instance: for internal code whose values are already of the field types
+        (objects built from validated parts). Defaults and default factories apply as in
+        ``__init__``; public callers use the validating constructor."""
+        plan = _PLANS.get(cls) or _plan(cls)
+        data = plan.template.copy()
+        data.update(values)
+        for name, factory in plan.factories:
+            if name not in values:
+                data[name] = factory()
+        for name in plan.required:
+            if name not in values:
+                raise TypeError(f"{cls.__name__}._trusted() needs {name!r}")
+        new = _new_object(cls)
+        _set_dict(new, data)
+        _set_fields_set(new, set(values))
+        _set_extra(new, None)
+        _set_private(new, None)
         return new
 
 
 _new_object = object.__new__
-_set_attr = object.__setattr__
+# BaseModel keeps these four in slots; frozen models refuse ``setattr``, so internal copies write
+# them through the slot descriptors (as ``object.__setattr__`` would, minus its lookup).
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+
+
+class _Plan:
+    """How ``_trusted`` fills a model's fields: defaults in field order, factories, required."""
+
+    __slots__ = ("factories", "required", "template")
+
+    def __init__(self, model: type[BaseModel]) -> None:
+        self.template: dict[str, Any] = {}
+        factories: list[tuple[str, Callable[[], Any]]] = []
+        required: list[str] = []
+        for name, info in model.model_fields.items():
+            self.template[name] = None
+            if info.default_factory is not None:
+                if getattr(info, "default_factory_takes_validated_data", False):
+                    raise TypeError(f"{model.__name__}.{name}: factories taking data unsupported")
+                factories.append((name, info.default_factory))  # type: ignore[arg-type]
+            elif info.is_required():
+                required.append(name)
+            else:
+                self.template[name] = info.default
+        self.factories = tuple(factories)
+        self.required = tuple(required)
+
+
+_PLANS: dict[type[BaseModel], _Plan] = {}
+
+
+def _plan(model: type[BaseModel]) -> _Plan:
+    plan = _PLANS[model] = _Plan(model)
+    return plan
 
 
 def is_json_data(value: Any) -> bool:
@@ -227,8 +284,7 @@ class FrozenList(Generic[T]):
             return self._items == other._items
         return NotImplemented
 
-    def __hash__(self) -> int:
-        return hash(self._items)
+    __hash__ = None  # type: ignore[assignment]  # items may hold dicts: a value, not a key
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({list(self._items)!r})"

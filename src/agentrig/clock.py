@@ -46,21 +46,63 @@ class SystemClock:
 
 
 class UuidIds:
-    """Random UUID4 ids."""
+    """Random UUID4 ids (from ``os.urandom``, read in batches: one system call per 64 ids)."""
 
     def new_id(self, kind: str) -> str:
         """A random UUID4 string."""
-        return format_uuid4(int.from_bytes(os.urandom(16)))
+        try:
+            return next(_pool)
+        except StopIteration:
+            return _refill()
 
     def __repr__(self) -> str:
         return "UuidIds()"
 
 
+_VERSION_CLEAR = ~(0xF000 << 64) & ~(0xC000 << 48)
+_VERSION_SET = (0x4000 << 64) | (0x8000 << 48)
+
+
 def format_uuid4(bits: int) -> str:
     """128 random bits as a version-4 UUID string (version and variant bits set)."""
-    bits = (bits & ~(0xF000 << 64) & ~(0xC000 << 48)) | (0x4000 << 64) | (0x8000 << 48)
-    text = f"{bits:032x}"
+    text = f"{(bits & _VERSION_CLEAR) | _VERSION_SET:032x}"
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
+_BATCH = 64
+_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
+_pool: Iterator[str] = iter(())
+
+
+def _uuid4_batch(count: int) -> list[str]:
+    """``count`` random UUID4 strings from one ``os.urandom`` call (same format as
+    ``format_uuid4``: digit 12 is the version, 4; the top bits of digit 16 the variant, 10)."""
+    text = os.urandom(16 * count).hex()
+    return [
+        f"{text[i : i + 8]}-{text[i + 8 : i + 12]}-4{text[i + 13 : i + 16]}-"
+        f"{_VARIANT[text[i + 16]]}{text[i + 17 : i + 20]}-{text[i + 20 : i + 32]}"
+        for i in range(0, 32 * count, 32)
+    ]
+
+
+def _refill() -> str:
+    # ``next`` on a list iterator is atomic, so threads never share an id; a thread that loses a
+    # refill race only discards unused random ids.
+    global _pool
+    batch = iter(_uuid4_batch(_BATCH))
+    first = next(batch)
+    _pool = batch
+    return first
+
+
+def _forget_pool() -> None:
+    # A forked child must not replay the ids its parent has yet to hand out.
+    global _pool
+    _pool = iter(())
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
 
 
 _SYSTEM_CLOCK = SystemClock()

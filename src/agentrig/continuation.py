@@ -33,8 +33,22 @@ class StopReason(StrEnum):
         """False only for natural endings: ``completed`` and ``finish_reason``."""
         return self not in (StopReason.COMPLETED, StopReason.FINISH_REASON)
 
+    def is_binding(self) -> bool:
+        """True when no continuation request can override it: errors, budget limits and the
+        user's cancellation (DESIGN D4: budgets are enforced)."""
+        return self in _BINDING
+
 
 _PRIORITY = {reason: index for index, reason in enumerate(StopReason)}
+_BINDING = frozenset(
+    {
+        StopReason.ERROR,
+        StopReason.STEPS_LIMIT,
+        StopReason.TOKEN_LIMIT,
+        StopReason.TIME_LIMIT,
+        StopReason.USER_REQUESTED,
+    }
+)
 
 
 class StopSignal(FrozenModel):
@@ -84,15 +98,20 @@ class ExecutionContinuation(Serializable):
     """Stop signals gathered during an execution, and whether a hook asked to continue anyway.
 
     A continuation request overrides the signals for one evaluation: it is reset when the step is
-    archived, while the signals stay for the whole execution (D2).
+    archived, while the signals stay for the whole execution (D2). It cannot override a binding
+    signal (an error, a budget limit, the user's cancellation): budgets are enforced (D4).
     """
 
     stop_signals: StopSignals = Field(default_factory=StopSignals)
     is_continuation_requested: bool = False
 
     def should_stop(self) -> bool:
-        """True when there is a signal and no continuation request."""
-        return bool(self.stop_signals) and not self.is_continuation_requested
+        """True when there is a binding signal, or a signal and no continuation request."""
+        if not self.stop_signals:
+            return False
+        if not self.is_continuation_requested:
+            return True
+        return any(signal.reason.is_binding() for signal in self.stop_signals)
 
     def stop_signal(self) -> StopSignal | None:
         """The winning signal."""

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from agentrig import clock
 from agentrig.errors import HookContractViolationError
+from agentrig.events import HookExecuted
 from agentrig.messages import ToolCall
 from agentrig.state import AgentState, InferenceRequest, InferenceResponse, StepError, ToolExecution
 
@@ -206,8 +207,6 @@ class HookStack:
         return context
 
     def _report(self, name: str, context: HookContext) -> None:
-        from agentrig.events import HookExecuted
-
         assert self._events is not None
         if self._events.wants(HookExecuted):
             self._events.dispatch(

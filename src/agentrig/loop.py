@@ -126,7 +126,7 @@ class AgentLoop:
         except Exception as error:
             state = self._on_error(state, error)
         if started:
-            state = self._after_step(state)
+            state = self._after_step(state, step_number)
         if state.should_stop():
             if not state.continuation().stop_signals:
                 state = state.with_stop_signal(
@@ -148,9 +148,11 @@ class AgentLoop:
             step_number=step_number,
         )
 
-    def _after_step(self, state: AgentState) -> AgentState:
+    def _after_step(self, state: AgentState, step_number: int) -> AgentState:
         state = self._guarded(HookTrigger.AFTER_STEP, state)
         step = state.current_step()
+        if step is None and state.step_count() == step_number:
+            step = state.last_step()  # the step failed and was archived with its error
         if step is None:
             return state
         if self.events.wants(AgentStepCompleted):
@@ -158,7 +160,7 @@ class AgentLoop:
             self.events.dispatch(
                 AgentStepCompleted.of(
                     state,
-                    step_number=state.step_count(),
+                    step_number=step_number,
                     step_type=step.step_type().value,
                     has_tool_calls=step.has_tool_calls(),
                     error_count=len(errors),
@@ -169,9 +171,7 @@ class AgentLoop:
             )
         usage = step.usage()
         if self.events.wants(TokenUsageReported) and not usage.is_zero():
-            self.events.dispatch(
-                TokenUsageReported.of(state, step_number=state.step_count(), usage=usage)
-            )
+            self.events.dispatch(TokenUsageReported.of(state, step_number=step_number, usage=usage))
         return state
 
     def _finish(self, state: AgentState) -> AgentState:

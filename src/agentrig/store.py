@@ -71,9 +71,9 @@ class MessageStore(Serializable):
         sections = list(self.sections)
         for index, section in enumerate(sections):
             if section.name == name:
-                sections[index] = Section(name=name, messages=messages)
+                sections[index] = Section._trusted(name=name, messages=messages)
                 return self._replace(sections=tuple(sections))
-        return self._replace(sections=(*sections, Section(name=name, messages=messages)))
+        return self._replace(sections=(*sections, Section._trusted(name=name, messages=messages)))
 
     def _without_section(self, name: str) -> Self:
         kept = tuple(section for section in self.sections if section.name != name)

@@ -99,7 +99,7 @@ class FunctionTool(Tool):
             parsed = self._model.model_validate(dict(arguments))
         except ValidationError as error:
             raise InvalidToolArgumentsError(self.name, problems_of(error)) from None
-        kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
+        kwargs = parsed.__dict__.copy()
         if self._context_param is not None:
             kwargs[self._context_param] = context
         return self.function(**kwargs)
@@ -231,7 +231,10 @@ def format_tool_value(value: Any) -> str:
         return str(value)
     if isinstance(value, BaseModel):
         return value.model_dump_json()
-    return json.dumps(to_jsonable_python(value), ensure_ascii=False)
+    try:
+        return json.dumps(to_jsonable_python(value), ensure_ascii=False)
+    except PydanticSerializationError:
+        return str(value)
 
 
 class ToolExecutor:
@@ -277,7 +280,22 @@ class ToolExecutor:
                     tool_call_id=call.id,
                 )
             )
-        execution = self._run(call, state)
+        try:
+            execution = self._run(call, state)
+        except AgentStop as stop:
+            self._completed(state, step_number, call, f"stopped: {stop}")
+            raise
+        self._completed(state, step_number, call, execution.error)
+        if self.hooks.hooks_for(HookTrigger.AFTER_TOOL_USE):
+            context = self.hooks.intercept(
+                HookContext(HookTrigger.AFTER_TOOL_USE, state, tool_execution=execution)
+            )
+            state, execution = context.state, context.tool_execution or execution
+        return execution, state
+
+    def _completed(
+        self, state: AgentState, step_number: int, call: ToolCall, error: str | None
+    ) -> None:
         if self.events.wants(ToolCallCompleted):
             self.events.dispatch(
                 ToolCallCompleted.of(
@@ -285,16 +303,10 @@ class ToolExecutor:
                     step_number=step_number,
                     tool=call.name,
                     tool_call_id=call.id,
-                    success=not execution.has_error(),
-                    error=execution.error,
+                    success=error is None,
+                    error=error,
                 )
             )
-        if self.hooks.hooks_for(HookTrigger.AFTER_TOOL_USE):
-            context = self.hooks.intercept(
-                HookContext(HookTrigger.AFTER_TOOL_USE, state, tool_execution=execution)
-            )
-            state, execution = context.state, context.tool_execution or execution
-        return execution, state
 
     def _blocked(self, context: HookContext, call: ToolCall, step_number: int) -> ToolExecution:
         execution = context.tool_execution
@@ -331,7 +343,9 @@ def _success(call: ToolCall, result: Any, started: Any) -> ToolExecution:
     output = result if isinstance(result, ToolOutput) else ToolOutput(value=result)
     value = _json_value(output.value)
     content = output.content if output.content is not None else format_tool_value(output.value)
-    return ToolExecution(
+    # The value is checked JSON data already; validate only what a tool handed over unchecked.
+    trusted = type(content) is str and type(output.usage) is Usage and type(call) is ToolCall
+    return (ToolExecution._trusted if trusted else ToolExecution)(
         tool_call=call,
         value=value,
         content=content,

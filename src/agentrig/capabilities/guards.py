@@ -100,8 +100,10 @@ class UseGuards:
         return self._time_exceeded(state)
 
     def _time_exceeded(self, state: AgentState) -> StopSignal | None:
-        now = clock.now()
         budget = self.budget
+        if budget.max_seconds is None and budget.deadline is None:
+            return None
+        now = clock.now()
         if budget.max_seconds is not None and state.execution is not None:
             elapsed = (now - state.execution.started_at).total_seconds()
             if elapsed >= budget.max_seconds:

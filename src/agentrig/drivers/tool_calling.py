@@ -97,7 +97,8 @@ class ToolCallingDriver:
         executions, state = runtime.executor.execute(
             response.tool_calls, state, runtime.step_number
         )
-        step = AgentStep(
+        make = AgentStep._trusted if type(response) is InferenceResponse else AgentStep
+        step = make(
             input_messages=request.messages,
             output_messages=_output_messages(response, executions),
             inference_response=response,
@@ -112,11 +113,19 @@ class ToolCallingDriver:
             messages = Messages.concat(
                 Messages.of(Message(role=Role.SYSTEM, content=prompt)), messages
             )
-        return InferenceRequest(
+        llm_config = state.llm_config or self.llm_config
+        # Built without revalidation when the parts are already of their types (the usual case);
+        # a custom compiler returning a plain sequence still goes through validation.
+        make = (
+            InferenceRequest._trusted
+            if type(messages) is Messages and (llm_config is None or type(llm_config) is LlmConfig)
+            else InferenceRequest
+        )
+        return make(
             messages=messages,
             tools=runtime.tools.schemas() if len(runtime.tools) else (),
             response_format=state.context.response_format,
-            llm_config=state.llm_config or self.llm_config,
+            llm_config=llm_config,
         )
 
     def _infer(
@@ -147,27 +156,38 @@ class ToolCallingDriver:
 
 
 def _output_messages(response: InferenceResponse, executions: ToolExecutions) -> Messages:
-    """The assistant message (text and calls, as the model sent them), then one tool message per call."""
+    """The assistant message (text and calls, as the model sent them), then one tool message per call.
+
+    Every part comes from validated objects (the response, the executions), so the messages are
+    built without validating them again; none of them is a trace yet.
+    """
     if not response.tool_calls:
         if not response.content:
             return Messages()
-        return Messages.of(Message(role=Role.ASSISTANT, content=response.content))
+        return Messages._tagged(
+            (Message._trusted(role=Role.ASSISTANT, content=response.content),), _NO_TRACES
+        )
     messages = [
-        Message(role=Role.ASSISTANT, content=response.content, tool_calls=response.tool_calls)
+        Message._trusted(
+            role=Role.ASSISTANT, content=response.content, tool_calls=response.tool_calls
+        )
     ]
     for execution in executions:
-        result = ToolResult(
+        result = ToolResult._trusted(
             content=execution.content,
             call_id=execution.tool_call.id,
-            tool_name=execution.name,
-            is_error=execution.has_error(),
+            tool_name=execution.tool_call.name,
+            is_error=execution.error is not None,
         )
         messages.append(
-            Message(
+            Message._trusted(
                 role=Role.TOOL,
                 content=result.content,
                 tool_result=result,
                 metadata={"tool_execution_id": execution.id},
             )
         )
-    return Messages(messages)
+    return Messages._tagged(tuple(messages), _NO_TRACES)
+
+
+_NO_TRACES: frozenset[str | None] = frozenset()

@@ -168,12 +168,19 @@ class InvariantChecker:
         """Give the checker an event of the current execution (use as a wiretap)."""
         self.events.append(event)
 
-    def observe(self, state: AgentState, *, is_final: bool) -> list[Violation]:
-        """Check ``state`` just yielded; returns the new violations."""
+    def observe(
+        self, state: AgentState, *, is_final: bool, snapshot: str | None = None
+    ) -> list[Violation]:
+        """Check ``state``; returns the new violations.
+
+        ``snapshot`` is ``snapshot_of(state)`` taken when the state was yielded; pass it when
+        checking a state later (after the loop went on), so that ``earlier_states_unchanged``
+        also catches a mutation made by the very next step.
+        """
         if self._initial is None:
             raise AgentrigError("InvariantChecker.observe() called before begin()")
         self._states.append(state)
-        self._snapshots.append(_snapshot(state))
+        self._snapshots.append(snapshot if snapshot is not None else snapshot_of(state))
         observation = Observation(
             turn=self._turn,
             state=state,
@@ -204,7 +211,8 @@ def _run(invariant: Invariant, observation: Observation) -> Iterator[str]:
         yield f"the check itself raised {type(error).__name__}: {error}"
 
 
-def _snapshot(state: AgentState) -> str:
+def snapshot_of(state: AgentState) -> str:
+    """The serialized form the immutability check compares against."""
     try:
         return state.to_json()
     except Exception as error:
@@ -450,11 +458,16 @@ def _first_difference(expected: AgentState, actual: AgentState) -> str:
 def _diff_path(left: object, right: object, path: str) -> str | None:
     if isinstance(left, dict) and isinstance(right, dict):
         for key in sorted(set(left) | set(right), key=str):
-            found = _diff_path(left.get(key), right.get(key), f"{path}.{key}" if path else str(key))
+            where = f"{path}.{key}" if path else str(key)
+            if (key in left) != (key in right):
+                return f"{where} ({'lost in' if key in left else 'added by'} the round trip)"
+            found = _diff_path(left[key], right[key], where)
             if found is not None:
                 return found
         return None
     if isinstance(left, list | tuple) and isinstance(right, list | tuple):
+        if type(left) is not type(right):
+            return f"{path} ({type(left).__name__} vs {type(right).__name__})"
         if len(left) != len(right):
             return f"{path} (length {len(left)} vs {len(right)})"
         for index, (a, b) in enumerate(zip(left, right, strict=True)):
@@ -476,7 +489,7 @@ class EarlierStatesUnchanged(Invariant):
     def check(self, observation: Observation) -> Iterable[str]:
         pairs = zip(observation.states[:-1], observation.snapshots[:-1], strict=True)
         for index, (state, snapshot) in enumerate(pairs, start=1):
-            if _snapshot(state) != snapshot:
+            if snapshot_of(state) != snapshot:
                 yield f"yielded state {index} of this execution changed after it was yielded"
 
 

@@ -13,7 +13,7 @@ from agentrig import AgentBuilder, AgentState, runtime_context
 from agentrig.errors import AgentrigError
 from agentrig.harness.agent_factory import ScenarioAgent, build_agent
 from agentrig.harness.expectations import check_expectation
-from agentrig.harness.invariants import InvariantChecker, select_invariants
+from agentrig.harness.invariants import InvariantChecker, select_invariants, snapshot_of
 from agentrig.harness.results import (
     Failure,
     InvariantOutcome,
@@ -113,11 +113,13 @@ def _run_turn(run: _Run, number: int, turn: Turn, state: AgentState) -> AgentSta
 def _iterate(run: _Run, number: int, state: AgentState) -> AgentState:
     run.checker.begin(number, state)
     previous: AgentState | None = None
+    snapshot = ""
     try:
         for yielded in run.agent.loop.iterate(state):
             if previous is not None:
-                _record_violations(run, run.checker.observe(previous, is_final=False))
-            previous = yielded
+                checked = run.checker.observe(previous, is_final=False, snapshot=snapshot)
+                _record_violations(run, checked)
+            previous, snapshot = yielded, snapshot_of(yielded)
     except Exception as error:
         run.fail(
             "error",
@@ -127,7 +129,7 @@ def _iterate(run: _Run, number: int, state: AgentState) -> AgentState:
         )
         return previous or state
     assert previous is not None
-    _record_violations(run, run.checker.observe(previous, is_final=True))
+    _record_violations(run, run.checker.observe(previous, is_final=True, snapshot=snapshot))
     return previous
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import NoReturn
 
 from agentrig.errors import AgentrigError
 from agentrig.harness.scenario_model import Scenario
@@ -21,18 +22,73 @@ def matches(expression: str, scenario: Scenario) -> bool:
 
     Words combine with ``and``, ``or``, ``not`` and parentheses; a word matches when it is a
     substring of the name or equals a tag (case-insensitive): ``-k "budget and not inline"``.
+    An empty expression matches everything.
     """
     tokens = _TOKEN.findall(expression)
-    parts: list[str] = []
-    for token in tokens:
-        if token in ("(", ")") or token.lower() in _KEYWORDS:
-            parts.append(token.lower())
-        else:
-            parts.append(str(_word_matches(token, scenario)))
-    try:
-        return bool(eval(" ".join(parts) or "True", {"__builtins__": {}}, {}))
-    except SyntaxError:
-        raise SelectionError(f"invalid -k expression: {expression!r}") from None
+    if not tokens:
+        return True
+    parser = _Parser(expression, tokens, scenario)
+    result = parser.expression()
+    if parser.position < len(tokens):
+        parser.fail(f"unexpected {tokens[parser.position]!r}")
+    return result
+
+
+class _Parser:
+    """Recursive descent: ``or`` binds loosest, then ``and``, then ``not``, then parentheses."""
+
+    def __init__(self, expression: str, tokens: list[str], scenario: Scenario) -> None:
+        self.source = expression
+        self.tokens = tokens
+        self.scenario = scenario
+        self.position = 0
+
+    def fail(self, problem: str) -> NoReturn:
+        raise SelectionError(f"invalid -k expression {self.source!r}: {problem}")
+
+    def peek(self) -> str | None:
+        return self.tokens[self.position] if self.position < len(self.tokens) else None
+
+    def take(self, keyword: str) -> bool:
+        token = self.peek()
+        if token is not None and token.lower() == keyword:
+            self.position += 1
+            return True
+        return False
+
+    def expression(self) -> bool:
+        result = self.conjunction()
+        while self.take("or"):
+            right = self.conjunction()
+            result = result or right
+        return result
+
+    def conjunction(self) -> bool:
+        result = self.negation()
+        while self.take("and"):
+            right = self.negation()
+            result = result and right
+        return result
+
+    def negation(self) -> bool:
+        if self.take("not"):
+            return not self.negation()
+        return self.primary()
+
+    def primary(self) -> bool:
+        token = self.peek()
+        if token is None:
+            self.fail("it ends where a word or '(' is expected")
+        if token == "(":
+            self.position += 1
+            result = self.expression()
+            if not self.take(")"):
+                self.fail("a '(' is not closed")
+            return result
+        if token == ")" or token.lower() in _KEYWORDS:
+            self.fail(f"unexpected {token!r} where a word or '(' is expected")
+        self.position += 1
+        return _word_matches(token, self.scenario)
 
 
 def _word_matches(word: str, scenario: Scenario) -> bool:

@@ -58,7 +58,8 @@ def _unmatched(wanted: Sequence[Call], pool: Sequence[Call], args: ArgsMatcher) 
     partner: dict[int, int] = {}  # index in wanted -> pool index
     for root in range(len(wanted)):
         reached_from: dict[int, int] = {}  # pool index -> the wanted index that reached it
-        queue, free = [root], None
+        queue: list[int] = [root]
+        free: int | None = None
         for current in queue:  # breadth-first search for an augmenting path (no recursion)
             for p in candidates[current]:
                 if p in reached_from:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Self
+from typing import Any, NoReturn, Self
 
 from pydantic import Field, JsonValue, model_validator
 
 from agentrig import clock
 from agentrig._model import Serializable
 from agentrig.continuation import ExecutionContinuation, StopReason, StopSignal
+from agentrig.errors import InvalidInputError
 from agentrig.messages import (
     AGENT_ID_KEY,
     EXECUTION_ID_KEY,
@@ -79,14 +80,17 @@ class AgentState(Serializable):
         """A state with a user message appended to ``messages``."""
         if isinstance(message, str):
             message = Message(role=Role.USER, content=message)
+        _require(message, Message, "message")
         return self._with(context=self.context.with_appended(message))
 
     def with_messages(self, messages: Messages) -> Self:
         """A state whose ``messages`` section is replaced."""
+        _require(messages, Messages, "messages")
         return self._with(context=self.context.with_messages(messages))
 
     def with_message_store(self, store: MessageStore) -> Self:
         """A state with the whole store replaced."""
+        _require(store, MessageStore, "store")
         return self._with(context=self.context._replace(store=store))
 
     def with_system_prompt(self, prompt: str) -> Self:
@@ -112,6 +116,8 @@ class AgentState(Serializable):
 
     def with_execution_status(self, status: ExecutionStatus) -> Self:
         """A state whose execution has ``status`` (an execution is created if missing)."""
+        if status not in _STATUSES:
+            _reject("status", f"{status!r} is not one of: {', '.join(_STATUSES)}")
         return self._with(
             execution=self._ensure_execution()._replace(status=ExecutionStatus(status))
         )
@@ -133,6 +139,7 @@ class AgentState(Serializable):
         ``is_trace=True`` unless the step is a final response. Traces go to the execution buffer
         in separated mode and to ``messages`` in inline mode; the rest goes to ``messages``.
         """
+        _require(step, AgentStep, "step")
         execution = self._ensure_execution()
         if not step.output_messages:
             return self._with(execution=execution.with_current_step(step))
@@ -168,6 +175,7 @@ class AgentState(Serializable):
 
     def with_stop_signal(self, signal: StopSignal) -> Self:
         """Add a stop signal to the execution (an execution is created if missing)."""
+        _require(signal, StopSignal, "signal")
         return self._with(execution=self._ensure_execution().with_signal(signal))
 
     def with_execution_continued(self) -> Self:
@@ -343,3 +351,16 @@ class AgentState(Serializable):
             "errors": [str(error) for error in self.errors()],
             "usage": self.usage().summary(),
         }
+
+
+_STATUSES = tuple(status.value for status in ExecutionStatus)
+
+
+def _require(value: object, kind: type, field: str) -> None:
+    """Reject a caller's value of the wrong type, naming the parameter."""
+    if not isinstance(value, kind):
+        _reject(field, f"expected {kind.__name__}, got {type(value).__name__}")
+
+
+def _reject(field: str, reason: str) -> NoReturn:
+    raise InvalidInputError("AgentState", [(field, reason)])

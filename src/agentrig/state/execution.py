@@ -98,10 +98,11 @@ class ExecutionState(Serializable):
             return self
         step = self.current_step
         now = clock.now()
-        record = StepExecution(
+        continuation = self.continuation.with_continuation_requested(False)
+        record = StepExecution._trusted(
             id=step.id,
             step=step,
-            continuation=self.continuation.with_continuation_requested(False),
+            continuation=continuation,
             started_at=self.current_step_started_at or now,
             completed_at=now,
         )
@@ -109,7 +110,7 @@ class ExecutionState(Serializable):
             step_executions=self.step_executions.appended(record),
             current_step=None,
             current_step_started_at=None,
-            continuation=self.continuation.with_continuation_requested(False),
+            continuation=continuation,
             completed_usage=self.completed_usage + step.usage(),
         )
 

@@ -23,14 +23,14 @@ class Usage(FrozenModel):
 
     def is_zero(self) -> bool:
         """True when nothing was used."""
-        return self == _ZERO
+        return self is _ZERO or self.__dict__ == _ZERO_FIELDS
 
     def __add__(self, other: Usage) -> Usage:
         if other.is_zero():
             return self
         if self.is_zero():
             return other
-        return Usage(
+        return Usage._trusted(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
@@ -47,5 +47,6 @@ class Usage(FrozenModel):
 
 
 _ZERO = Usage()
+_ZERO_FIELDS = dict(_ZERO.__dict__)
 ZERO_USAGE = _ZERO
 """The shared empty usage (usage values are immutable)."""

@@ -1,0 +1,147 @@
+"""``UseGuards`` enforces every budget limit at the checkpoint before each step (DESIGN D4)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from agentrig import (
+    AgentState,
+    ExecutionBudget,
+    ExecutionStatus,
+    InvalidInputError,
+    StopReason,
+    Usage,
+    UseGuards,
+)
+from agentrig.fakes import FakeClock, ScriptedLLM, ScriptedTool, ToolReply, Turn, calls
+
+
+def lookup(q: str) -> str:
+    """Look something up."""
+    return f"found {q}"
+
+
+def tool_turns(count: int, **options: object) -> list[Turn]:
+    return [calls(("lookup", {"q": str(n)}), **options) for n in range(count)]
+
+
+def run(make_agent, start, llm: ScriptedLLM, guards: UseGuards) -> AgentState:
+    return make_agent(llm, [lookup], guards).execute(start())
+
+
+def assert_stopped(final: AgentState, reason: StopReason, steps: int) -> None:
+    assert final.status() is ExecutionStatus.STOPPED
+    assert final.last_stop_reason() is reason
+    assert final.step_count() == steps
+    signal = final.stop_signal()
+    assert signal is not None
+    assert signal.source == "UseGuards"
+
+
+class TestMaxSteps:
+    @pytest.mark.parametrize("limit", [1, 2, 3])
+    def test_exactly_n_steps_run(self, make_agent, start, limit: int) -> None:
+        llm = ScriptedLLM(tool_turns(5))
+        final = run(make_agent, start, llm, UseGuards(max_steps=limit))
+        assert_stopped(final, StopReason.STEPS_LIMIT, limit)
+        assert len(llm.calls) == limit
+        signal = final.stop_signal()
+        assert signal is not None
+        assert signal.message == f"Step limit reached: {limit}/{limit}"
+        assert signal.context == {"current_steps": limit, "max_steps": limit}
+
+    def test_zero_steps(self, make_agent, start) -> None:
+        llm = ScriptedLLM([])
+        assert_stopped(
+            run(make_agent, start, llm, UseGuards(max_steps=0)), StopReason.STEPS_LIMIT, 0
+        )
+
+    def test_an_answer_within_the_limit_completes(self, make_agent, start) -> None:
+        final = run(make_agent, start, ScriptedLLM(["hi"]), UseGuards(max_steps=1))
+        assert final.status() is ExecutionStatus.COMPLETED
+        assert final.last_stop_reason() is StopReason.COMPLETED
+
+
+class TestMaxTokens:
+    def test_the_crossing_step_completes_and_the_next_does_not_start(
+        self, make_agent, start
+    ) -> None:
+        llm = ScriptedLLM(tool_turns(4, usage=Usage(input_tokens=50, output_tokens=10)))
+        final = run(make_agent, start, llm, UseGuards(max_tokens=100))
+        assert_stopped(final, StopReason.TOKEN_LIMIT, 2)
+        assert final.usage().total() == 120
+        assert llm.remaining == 2
+        assert final.stop_signal().message == "Token limit reached: 120/100"  # type: ignore[union-attr]
+
+    def test_reaching_the_limit_exactly_stops(self, make_agent, start) -> None:
+        llm = ScriptedLLM(tool_turns(3, usage=Usage(input_tokens=50)))
+        assert_stopped(
+            run(make_agent, start, llm, UseGuards(max_tokens=100)), StopReason.TOKEN_LIMIT, 2
+        )
+
+
+class TestMaxCost:
+    def test_cost_limit_stops_with_token_limit(self, make_agent, start) -> None:
+        llm = ScriptedLLM(tool_turns(4, usage=Usage(input_tokens=1, cost=0.3)))
+        final = run(make_agent, start, llm, UseGuards(max_cost=0.5))
+        assert_stopped(final, StopReason.TOKEN_LIMIT, 2)
+        signal = final.stop_signal()
+        assert signal is not None
+        assert "cost" in signal.message.lower()
+        assert signal.context["max_cost"] == 0.5
+
+
+class TestTime:
+    def test_max_seconds_reads_the_fake_clock(self, make_agent, start, clock: FakeClock) -> None:
+        llm = ScriptedLLM(tool_turns(4, latency=6.0), clock=clock)
+        final = run(make_agent, start, llm, UseGuards(max_seconds=10))
+        assert_stopped(final, StopReason.TIME_LIMIT, 2)
+        assert final.stop_signal().context["elapsed_seconds"] == 12.0  # type: ignore[union-attr]
+        assert "12.00s/10.00s" in final.stop_signal().message  # type: ignore[union-attr]
+
+    def test_tool_latency_counts_too(self, make_agent, start, clock: FakeClock) -> None:
+        slow = ScriptedTool("slow", [ToolReply(returns="ok", latency=11)], clock=clock)
+        llm = ScriptedLLM([calls(("slow", {})), calls(("slow", {}))])
+        final = make_agent(llm, [slow], UseGuards(max_seconds=10)).execute(start())
+        assert_stopped(final, StopReason.TIME_LIMIT, 1)
+
+    def test_deadline(self, make_agent, start, clock: FakeClock) -> None:
+        deadline = clock.now() + timedelta(seconds=10)
+        llm = ScriptedLLM(tool_turns(4, latency=6.0), clock=clock)
+        final = run(make_agent, start, llm, UseGuards(deadline=deadline))
+        assert_stopped(final, StopReason.TIME_LIMIT, 2)
+        assert "Deadline reached" in final.stop_signal().message  # type: ignore[union-attr]
+
+    def test_a_past_deadline_runs_no_step(self, make_agent, start, clock: FakeClock) -> None:
+        llm = ScriptedLLM([])
+        final = run(make_agent, start, llm, UseGuards(deadline=clock.now()))
+        assert_stopped(final, StopReason.TIME_LIMIT, 0)
+
+
+class TestConfiguration:
+    def test_keywords_override_the_budget(self) -> None:
+        guards = UseGuards(ExecutionBudget(max_steps=5, max_tokens=10), max_steps=2)
+        assert guards.budget == ExecutionBudget(max_steps=2, max_tokens=10)
+
+    @pytest.mark.parametrize("field", ["max_steps", "max_tokens", "max_seconds", "max_cost"])
+    def test_negative_limits_are_rejected(self, field: str) -> None:
+        with pytest.raises(InvalidInputError) as raised:
+            UseGuards(**{field: -1})  # type: ignore[arg-type]
+        assert raised.value.field == field
+
+    def test_exceeded_reports_the_first_limit_reached(self) -> None:
+        guards = UseGuards(max_steps=0, max_tokens=0)
+        signal = guards.exceeded(AgentState())
+        assert signal is not None
+        assert signal.reason is StopReason.STEPS_LIMIT
+
+    def test_an_empty_budget_installs_no_hook(self, make_agent) -> None:
+        agent = make_agent(ScriptedLLM([]), (), UseGuards())
+        assert len(agent.hooks) == 0
+
+    def test_the_limit_is_signalled_once(self, make_agent, start) -> None:
+        final = run(make_agent, start, ScriptedLLM([]), UseGuards(max_steps=0))
+        reasons = [s.reason for s in final.continuation().stop_signals]
+        assert reasons == [StopReason.STEPS_LIMIT]

@@ -1,0 +1,77 @@
+"""``UseLlmConfig`` and ``UseContextConfig``: provider, model settings, retries, prompt."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentrig import (
+    AgentBuilder,
+    ConfigurationError,
+    ExecutionStatus,
+    InvalidInputError,
+    LlmConfig,
+    StopReason,
+    ToolCallingDriver,
+    UseContextConfig,
+    UseLlmConfig,
+)
+from agentrig.fakes import ScriptedLLM, fail
+
+
+def test_installs_a_tool_calling_driver_on_the_provider() -> None:
+    llm = ScriptedLLM([])
+    driver = AgentBuilder.base().with_capability(UseLlmConfig(llm)).driver()
+    assert isinstance(driver, ToolCallingDriver)
+    assert driver.provider is llm
+    assert driver.max_attempts == 1
+
+
+def test_a_later_provider_replaces_the_earlier_one() -> None:
+    first, second = ScriptedLLM([]), ScriptedLLM([])
+    builder = (
+        AgentBuilder.base()
+        .with_capability(UseLlmConfig(first, max_retries=2))
+        .with_capability(UseLlmConfig(second))
+    )
+    driver = builder.driver()
+    assert isinstance(driver, ToolCallingDriver)
+    assert driver.provider is second
+
+
+def test_llm_config_reaches_the_request(make_agent, start) -> None:
+    llm = ScriptedLLM(["hi"])
+    config = LlmConfig(model="tiny", temperature=0.0, max_output_tokens=16, options={"seed": 1})
+    make_agent(llm, (), UseLlmConfig(llm_config=config)).execute(start())
+    assert llm.requests[0].llm_config == config
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [({"temperature": -1}, "temperature"), ({"max_output_tokens": 0}, "max_output_tokens")],
+)
+def test_invalid_llm_config(fields: dict[str, int], field: str) -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        LlmConfig(**fields)
+    assert raised.value.field == field
+
+
+def test_retries_then_retry_limit(make_agent, start) -> None:
+    llm = ScriptedLLM([fail("overloaded", retryable=True)] * 3)
+    final = make_agent(llm, max_retries=3).execute(start())
+    assert (final.status(), final.last_stop_reason()) == (
+        ExecutionStatus.FAILED,
+        StopReason.RETRY_LIMIT,
+    )
+    assert len(llm.calls) == 3
+
+
+def test_max_retries_below_one_is_rejected() -> None:
+    with pytest.raises(ConfigurationError, match="max_retries must be >= 1, got 0"):
+        UseLlmConfig(ScriptedLLM([]), max_retries=0)
+
+
+def test_context_config_sets_the_prompt_before_each_step(make_agent, start) -> None:
+    llm = ScriptedLLM(["hi"])
+    final = make_agent(llm, (), UseContextConfig(system_prompt="Be kind.")).execute(start())
+    assert final.system_prompt() == "Be kind."
+    assert llm.requests[0].messages[0].content == "Be kind."

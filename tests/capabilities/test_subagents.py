@@ -1,0 +1,254 @@
+"""``UseSubagents``: isolated children, depth limits, failures, usage and events (DESIGN D8)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentrig import (
+    AgentEvent,
+    AgentState,
+    ConfigurationError,
+    EventBus,
+    ExecutionBudget,
+    ExecutionStatus,
+    InvalidToolArgumentsError,
+    Role,
+    StopReason,
+    SubagentCompleted,
+    SubagentDefinition,
+    SubagentNotFoundError,
+    SubagentPolicy,
+    Subagents,
+    SubagentSpawning,
+    ToolExecution,
+    Usage,
+    UseSubagents,
+)
+from agentrig.fakes import ScriptedLLM, Turn, calls, reply
+
+CHILD_PROMPT = "You are the researcher. CHILD-SECRET."
+
+
+def spawn(subagent: str = "researcher", prompt: str = "find it", **options: Any) -> Turn:
+    return calls(("spawn_subagent", {"subagent": subagent, "prompt": prompt}), **options)
+
+
+def lookup(q: str) -> str:
+    """Look something up."""
+    return f"found {q}"
+
+
+def delete(path: str) -> str:
+    """Delete a file."""
+    return f"deleted {path}"
+
+
+def researcher(child: ScriptedLLM, **fields: Any) -> SubagentDefinition:
+    return SubagentDefinition(
+        name="researcher",
+        description="Finds things.",
+        system_prompt=CHILD_PROMPT,
+        provider=child,
+        **fields,
+    )
+
+
+def parent_run(
+    make_agent, start, parent_script: list, *definitions: SubagentDefinition, **options: Any
+) -> AgentState:
+    policy = options.pop("policy", None)
+    agent = make_agent(
+        ScriptedLLM(parent_script), [lookup, delete], UseSubagents(definitions, policy), **options
+    )
+    return agent.execute(start("parent question"))
+
+
+def spawn_execution(final: AgentState) -> ToolExecution:
+    return final.steps()[0].tool_executions[0]
+
+
+class TestSuccess:
+    def test_parent_sees_only_the_child_final_text(self, make_agent, start) -> None:
+        child = ScriptedLLM([calls(("lookup", {"q": "x"})), reply("child found x")])
+        final = parent_run(make_agent, start, [spawn(), reply("parent done")], researcher(child))
+        assert final.status() is ExecutionStatus.COMPLETED
+        execution = spawn_execution(final)
+        assert execution.content == "child found x"
+        assert execution.value["response"] == "child found x"  # type: ignore[index]
+        assert execution.value["status"] == "completed"  # type: ignore[index]
+        assert [m.role for m in final.messages()] == [Role.USER, Role.ASSISTANT]
+        assert final.messages()[-1].content == "parent done"
+
+    def test_the_child_gets_its_own_prompt_and_never_leaks_into_the_parent(
+        self, make_agent, start
+    ) -> None:
+        child = ScriptedLLM(["child answer"])
+        final = parent_run(make_agent, start, [spawn(prompt="dig"), reply("ok")], researcher(child))
+        child_request = child.requests[0]
+        assert [(m.role, m.content) for m in child_request.messages] == [
+            (Role.SYSTEM, CHILD_PROMPT),
+            (Role.USER, "dig"),
+        ]
+        assert "CHILD-SECRET" not in final.to_json()
+        assert "parent question" not in child_request.messages.to_text()
+
+    def test_child_usage_counts_in_the_parent(self, make_agent, start) -> None:
+        child = ScriptedLLM([reply("child", usage=Usage(input_tokens=7, cost=0.5))])
+        parent_script = [
+            spawn(usage=Usage(input_tokens=3)),
+            reply("ok", usage=Usage(output_tokens=2)),
+        ]
+        final = parent_run(make_agent, start, parent_script, researcher(child))
+        assert final.usage() == Usage(input_tokens=10, output_tokens=2, cost=0.5)
+        assert spawn_execution(final).usage == Usage(input_tokens=7, cost=0.5)
+
+    def test_child_events_carry_the_parent_agent_id(self, make_agent, start) -> None:
+        events = EventBus()
+        seen: list[AgentEvent] = []
+        events.wiretap(seen.append)
+        child = ScriptedLLM(["child answer"])
+        final = parent_run(
+            make_agent, start, [spawn(), reply("ok")], researcher(child), events=events
+        )
+        child_events = [e for e in seen if e.agent_id != final.agent_id]
+        assert child_events
+        assert {e.parent_agent_id for e in child_events} == {final.agent_id}
+        assert {e.parent_agent_id for e in seen if e.agent_id == final.agent_id} == {None}
+        spawning = next(e for e in seen if isinstance(e, SubagentSpawning))
+        assert (spawning.subagent_name, spawning.depth, spawning.max_depth) == ("researcher", 1, 3)
+        completed = next(e for e in seen if isinstance(e, SubagentCompleted))
+        assert completed.status == ExecutionStatus.COMPLETED
+        assert completed.subagent_id in {e.agent_id for e in child_events}
+
+    def test_the_child_shares_the_parent_provider_by_default(self, make_agent, start) -> None:
+        shared = [spawn(), reply("child via shared provider"), reply("parent done")]
+        plain = SubagentDefinition(name="researcher")
+        final = parent_run(make_agent, start, shared, plain)
+        assert spawn_execution(final).content == "child via shared provider"
+        assert final.final_response().to_text() == "parent done"
+
+
+class TestTools:
+    def child_tool_names(self, make_agent, start, **fields: Any) -> list[str]:
+        child = ScriptedLLM(["done"])
+        parent_run(make_agent, start, [spawn(), reply("ok")], researcher(child, **fields))
+        return [schema.name for schema in child.requests[0].tools]
+
+    def test_all_parent_tools_by_default(self, make_agent, start) -> None:
+        names = self.child_tool_names(make_agent, start)
+        assert names == ["lookup", "delete", "spawn_subagent"]
+
+    def test_allow_list(self, make_agent, start) -> None:
+        assert self.child_tool_names(make_agent, start, tools=("lookup",)) == ["lookup"]
+
+    def test_deny_list(self, make_agent, start) -> None:
+        names = self.child_tool_names(make_agent, start, deny=("delete", "spawn_subagent"))
+        assert names == ["lookup"]
+
+    def test_tool_schema_lists_the_subagents(self, make_agent) -> None:
+        agent = make_agent(ScriptedLLM([]), (), UseSubagents([researcher(ScriptedLLM([]))]))
+        tool = agent.tools.get("spawn_subagent")
+        assert tool is not None
+        assert tool.parameters()["properties"]["subagent"]["enum"] == ["researcher"]
+        assert "- researcher: Finds things. (tools: all parent tools)" in tool.description
+
+
+class TestDepth:
+    def test_nesting_works_up_to_the_limit(self, make_agent, start) -> None:
+        nested = ScriptedLLM(
+            [spawn(prompt="deeper"), reply("grandchild answer"), reply("child: ok")]
+        )
+        final = parent_run(
+            make_agent,
+            start,
+            [spawn(), reply("parent done")],
+            researcher(nested),
+            policy=SubagentPolicy(max_depth=2),
+        )
+        assert final.status() is ExecutionStatus.COMPLETED
+        assert spawn_execution(final).content == "child: ok"
+        nested.assert_complete()
+
+    def test_spawning_past_the_limit_is_a_clean_tool_error(self, make_agent, start) -> None:
+        nested = ScriptedLLM([spawn(prompt="deeper"), reply("child gave up")])
+        final = parent_run(
+            make_agent,
+            start,
+            [spawn(), reply("parent done")],
+            researcher(nested),
+            policy=SubagentPolicy(max_depth=1),
+        )
+        execution = spawn_execution(final)
+        assert execution.error_type == "SubagentFailedError"
+        assert "Maximum nesting depth (1) reached for subagent 'researcher'" in execution.content
+        assert final.final_response().to_text() == "parent done"
+        assert final.status() is ExecutionStatus.FAILED
+
+    def test_max_depth_zero_forbids_spawning(self, make_agent, start) -> None:
+        child = ScriptedLLM([])
+        final = parent_run(
+            make_agent,
+            start,
+            [spawn(), reply("ok")],
+            researcher(child),
+            policy=SubagentPolicy(max_depth=0),
+        )
+        assert spawn_execution(final).error_type == "SubagentDepthExceededError"
+        assert child.calls == ()
+
+    def test_negative_depth_is_a_configuration_error(self) -> None:
+        with pytest.raises(ConfigurationError, match="max_depth"):
+            SubagentPolicy(max_depth=-1)
+
+
+class TestFailures:
+    def test_unknown_subagent_lists_the_available_ones(self, make_agent, start) -> None:
+        final = parent_run(
+            make_agent, start, [spawn("ghost"), reply("ok")], researcher(ScriptedLLM([]))
+        )
+        execution = spawn_execution(final)
+        assert execution.error_type == "SubagentNotFoundError"
+        assert execution.content == (
+            "Error in tool call: Subagent 'ghost' not found. Available subagents: researcher"
+        )
+
+    def test_child_failure_is_a_tool_error(self, make_agent, start) -> None:
+        child = ScriptedLLM([])
+        final = parent_run(make_agent, start, [spawn(), reply("ok")], researcher(child))
+        execution = spawn_execution(final)
+        assert execution.error_type == "SubagentFailedError"
+        assert "Subagent 'researcher' failed:" in execution.content
+        assert "call 1 was not scripted" in execution.content
+        assert final.status() is ExecutionStatus.FAILED
+        assert final.final_response().to_text() == "ok"
+
+    def test_child_budget_stop_reports_no_final_response(self, make_agent, start) -> None:
+        child = ScriptedLLM([calls(("lookup", {"q": "1"})), calls(("lookup", {"q": "2"}))])
+        definition = researcher(child, budget=ExecutionBudget(max_steps=1))
+        final = parent_run(make_agent, start, [spawn(), reply("ok")], definition)
+        execution = spawn_execution(final)
+        assert not execution.has_error()
+        assert execution.content.startswith(
+            "[subagent 'researcher' stopped without a final response: steps_limit"
+        )
+        assert execution.value["stop_reason"] == StopReason.STEPS_LIMIT  # type: ignore[index]
+        assert child.remaining == 1
+        assert final.status() is ExecutionStatus.COMPLETED
+
+    def test_bad_spawn_arguments(self, make_agent, start) -> None:
+        bad = calls(("spawn_subagent", {"subagent": "researcher", "prompt": 3, "x": 1}))
+        final = parent_run(make_agent, start, [bad, reply("ok")], researcher(ScriptedLLM([])))
+        execution = spawn_execution(final)
+        assert execution.error_type == InvalidToolArgumentsError.__name__
+        assert "prompt: required string" in execution.content
+        assert "x: unexpected argument" in execution.content
+
+
+def test_subagents_lookup() -> None:
+    provider = Subagents([SubagentDefinition(name="a"), SubagentDefinition(name="b")])
+    assert provider.names() == ("a", "b")
+    with pytest.raises(SubagentNotFoundError) as raised:
+        provider.get("c")
+    assert raised.value.available == ["a", "b"]

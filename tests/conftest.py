@@ -1,0 +1,96 @@
+"""Shared fixtures for the runtime tests: a fake clock, seeded ids and an agent factory."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+import pytest
+
+from agentrig import (
+    AgentBuilder,
+    AgentCapability,
+    AgentLoop,
+    AgentState,
+    EventBus,
+    HookTrigger,
+    InferenceProvider,
+    Tool,
+    UseLlmConfig,
+    runtime_context,
+)
+from agentrig.fakes import FakeClock, SeededIds
+
+HookSpec = tuple[Callable[..., Any], HookTrigger | str | Iterable[HookTrigger | str], int]
+
+
+class MakeAgent(Protocol):
+    def __call__(
+        self,
+        llm: InferenceProvider,
+        tools: Iterable[Tool | Callable[..., Any]] = (),
+        *capabilities: AgentCapability,
+        hooks: Iterable[HookSpec] = (),
+        events: EventBus | None = None,
+        inline: bool = False,
+        max_retries: int = 1,
+    ) -> AgentLoop: ...
+
+
+class Start(Protocol):
+    def __call__(self, text: str = ..., **fields: Any) -> AgentState: ...
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """Time that moves only when a turn, a tool or the test advances it."""
+    return FakeClock()
+
+
+@pytest.fixture
+def ids() -> SeededIds:
+    """Reproducible ids."""
+    return SeededIds(7)
+
+
+@pytest.fixture
+def make_agent(clock: FakeClock, ids: SeededIds) -> MakeAgent:
+    """Build an ``AgentLoop`` on the real driver, executor and hooks around a fake provider."""
+
+    def make(
+        llm: InferenceProvider,
+        tools: Iterable[Tool | Callable[..., Any]] = (),
+        *capabilities: AgentCapability,
+        hooks: Iterable[HookSpec] = (),
+        events: EventBus | None = None,
+        inline: bool = False,
+        max_retries: int = 1,
+    ) -> AgentLoop:
+        builder = (
+            AgentBuilder.base()
+            .with_clock(clock)
+            .with_ids(ids)
+            .with_capability(UseLlmConfig(llm, max_retries=max_retries))
+            .with_tools(list(tools))
+            .with_separated_tool_trace(not inline)
+        )
+        if events is not None:
+            builder.with_events(events)
+        for capability in capabilities:
+            builder.with_capability(capability)
+        for hook, triggers, priority in hooks:
+            builder.add_hook(hook, triggers, priority)
+        return builder.build()
+
+    return make
+
+
+@pytest.fixture
+def start(clock: FakeClock, ids: SeededIds) -> Start:
+    """A fresh state holding one user message, created on the test's clock and ids."""
+
+    def make(text: str = "Hello", **fields: Any) -> AgentState:
+        with runtime_context(clock=clock, ids=ids):
+            return AgentState(**fields).with_user_message(text)
+
+    return make

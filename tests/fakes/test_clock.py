@@ -1,0 +1,77 @@
+"""``FakeClock`` and ``SeededIds``: deterministic time and identity (DESIGN D10)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from agentrig import AgentState, Clock, IdFactory, runtime_context
+from agentrig.fakes import FakeClock, SeededIds
+
+
+class TestFakeClock:
+    def test_starts_at_a_fixed_time(self) -> None:
+        assert FakeClock().now() == datetime(2026, 1, 1, tzinfo=UTC)
+
+    def test_time_moves_only_when_told(self) -> None:
+        clock = FakeClock()
+        before = clock.now()
+        assert clock.now() == before
+        assert clock.advance(1.5) == before + timedelta(seconds=1.5)
+        clock.set(before + timedelta(days=1))
+        assert clock.now() == before + timedelta(days=1)
+
+    def test_never_goes_backwards(self) -> None:
+        clock = FakeClock()
+        with pytest.raises(ValueError, match="backwards"):
+            clock.advance(-1)
+        with pytest.raises(ValueError, match="backwards"):
+            clock.set(clock.now() - timedelta(seconds=1))
+
+    def test_needs_an_aware_start(self) -> None:
+        with pytest.raises(ValueError, match="timezone-aware"):
+            FakeClock(datetime(2026, 1, 1))
+
+    def test_is_a_clock(self) -> None:
+        assert isinstance(FakeClock(), Clock)
+
+    def test_state_times_come_from_it(self) -> None:
+        clock = FakeClock()
+        with runtime_context(clock=clock):
+            state = AgentState()
+            clock.advance(3)
+            later = state.with_metadata("k", 1)
+        assert state.created_at == datetime(2026, 1, 1, tzinfo=UTC)
+        assert later.updated_at == datetime(2026, 1, 1, 0, 0, 3, tzinfo=UTC)
+
+
+class TestSeededIds:
+    def test_same_seed_same_ids(self) -> None:
+        first, second = SeededIds(5), SeededIds(5)
+        assert [first.new_id("x") for _ in range(3)] == [second.new_id("y") for _ in range(3)]
+
+    def test_different_seeds_differ(self) -> None:
+        assert SeededIds(1).new_id("x") != SeededIds(2).new_id("x")
+
+    def test_ids_are_uuid4_shaped_and_unique(self) -> None:
+        ids = SeededIds()
+        made = [ids.new_id("x") for _ in range(100)]
+        assert len(set(made)) == 100
+        assert all(uuid.UUID(value).version == 4 for value in made)
+
+    def test_is_an_id_factory(self) -> None:
+        assert isinstance(SeededIds(), IdFactory)
+
+    def test_state_ids_come_from_it(self) -> None:
+        with runtime_context(ids=SeededIds(9)):
+            first = AgentState().agent_id
+        with runtime_context(ids=SeededIds(9)):
+            second = AgentState().agent_id
+        assert first == second
+
+    def test_runtime_context_restores_the_defaults(self) -> None:
+        with runtime_context(ids=SeededIds(9)):
+            pass
+        assert AgentState().agent_id != AgentState().agent_id

@@ -1,0 +1,189 @@
+"""``ScriptedLLM`` and ``FunctionLLM``: fakes that check their own use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentrig import (
+    ExecutionStatus,
+    FinishReason,
+    InferenceRequest,
+    InferenceResponse,
+    Message,
+    Messages,
+    ProviderError,
+    StopReason,
+    Usage,
+)
+from agentrig.fakes import (
+    CallSpec,
+    FakeClock,
+    FunctionLLM,
+    InvalidScriptError,
+    ScriptedLLM,
+    ScriptError,
+    ScriptExhaustedError,
+    Turn,
+    UnusedTurnsError,
+    call,
+    calls,
+    fail,
+    reply,
+)
+
+
+def request(text: str = "hi") -> InferenceRequest:
+    return InferenceRequest(messages=Messages.of(Message.user(text)))
+
+
+class TestTurns:
+    def test_reply(self) -> None:
+        response = reply("hello", usage=Usage(input_tokens=2)).to_response()
+        assert response == InferenceResponse(
+            content="hello", usage=Usage(input_tokens=2), finish_reason=FinishReason.STOP
+        )
+
+    def test_call_and_calls(self) -> None:
+        one = call("add", a=1, b=2).to_response()
+        assert [(c.name, c.arguments) for c in one.tool_calls] == [("add", {"a": 1, "b": 2})]
+        assert one.finish_reason is FinishReason.TOOL_CALLS
+        many = calls(("a", {}), CallSpec("b", {"x": 1}, id="fixed"), text="thinking").to_response()
+        assert [c.name for c in many.tool_calls] == ["a", "b"]
+        assert many.tool_calls[1].id == "fixed"
+        assert many.content == "thinking"
+
+    def test_explicit_finish_reason(self) -> None:
+        assert reply("x", finish_reason=FinishReason.LENGTH).to_response().finish_reason is (
+            FinishReason.LENGTH
+        )
+
+    def test_fail_raises_a_provider_error(self) -> None:
+        with pytest.raises(ProviderError, match="down") as raised:
+            fail("down", retryable=True).to_response()
+        assert raised.value.retryable
+
+
+class TestScriptedLLM:
+    def test_plays_turns_in_order_and_records_calls(self) -> None:
+        llm = ScriptedLLM(["one", reply("two")])
+        first, second = request("a"), request("b")
+        assert llm.infer(first).content == "one"
+        assert llm.infer(second).content == "two"
+        assert [c.number for c in llm.calls] == [1, 2]
+        assert llm.requests == (first, second)
+        assert llm.calls[1].response is not None
+        assert llm.calls[1].response.content == "two"
+        assert llm.exhausted
+
+    def test_remaining(self) -> None:
+        llm = ScriptedLLM(["a", "b", "c"])
+        assert llm.remaining == 3
+        llm.infer(request())
+        assert llm.remaining == 2
+        assert not llm.exhausted
+
+    def test_error_turns_are_recorded(self) -> None:
+        llm = ScriptedLLM([fail("boom")])
+        with pytest.raises(ProviderError):
+            llm.infer(request())
+        assert (llm.calls[0].response, llm.calls[0].error) == (None, "boom")
+
+    def test_assert_complete_names_unused_turns_from_one(self) -> None:
+        llm = ScriptedLLM(["a", "b", "c"])
+        llm.infer(request())
+        with pytest.raises(UnusedTurnsError) as raised:
+            llm.assert_complete()
+        assert raised.value.unused == [2, 3]
+        assert "turn(s) 2, 3 were never used" in str(raised.value)
+        llm.infer(request())
+        llm.infer(request())
+        llm.assert_complete()
+
+    def test_an_extra_call_raises_with_its_number(self) -> None:
+        llm = ScriptedLLM(["a"])
+        llm.infer(request())
+        with pytest.raises(ScriptExhaustedError) as raised:
+            llm.infer(request())
+        assert (raised.value.call_number, raised.value.scripted) == (2, 1)
+        assert "call 2 was not scripted" in str(raised.value)
+
+    def test_never_cycles(self) -> None:
+        llm = ScriptedLLM([])
+        with pytest.raises(ScriptExhaustedError):
+            llm.infer(request())
+
+    def test_exhaustion_in_the_loop_fails_the_execution(self, make_agent, start) -> None:
+        final = make_agent(ScriptedLLM([call("ghost")])).execute(start())
+        assert final.status() is ExecutionStatus.FAILED
+        assert final.last_stop_reason() is StopReason.ERROR
+        (exhausted,) = [e for e in final.errors() if e.type == "ScriptExhaustedError"]
+        assert "call 2 was not scripted" in exhausted.message
+
+    def test_latency_advances_the_clock(self) -> None:
+        clock = FakeClock()
+        start = clock.now()
+        llm = ScriptedLLM([reply("slow", latency=2.5)], clock=clock)
+        llm.infer(request())
+        assert (clock.now() - start).total_seconds() == 2.5
+
+    @pytest.mark.parametrize(
+        ("script", "turn", "reason"),
+        [
+            (["ok", Turn()], 2, "needs text, tool calls or an error"),
+            ([Turn(text="x", error="y")], 1, "cannot also have text"),
+            ([Turn(text="x", latency=-1)], 1, "latency must be >= 0"),
+            (["ok", "ok", reply("slow", latency=1)], 3, "needs a FakeClock"),
+            (["ok", Turn(text="x", finish_reason="done")], 2, "finish_reason 'done'"),  # type: ignore[arg-type]
+            ([Turn(text="x", usage={"input_tokens": 1})], 1, "usage must be a Usage"),  # type: ignore[arg-type]
+            ([Turn(calls=(CallSpec(""),))], 1, "a tool call must be a CallSpec"),
+            (["ok", 42], 2, "expected a Turn or a string"),
+        ],
+    )
+    def test_invalid_scripts_are_rejected_at_construction(
+        self, script: list[Any], turn: int, reason: str
+    ) -> None:
+        with pytest.raises(InvalidScriptError) as raised:
+            ScriptedLLM(script)
+        assert raised.value.turn == turn
+        assert reason in str(raised.value)
+        assert str(raised.value).startswith(f"scripted turn {turn}: ")
+
+    def test_script_errors_share_a_root(self) -> None:
+        assert issubclass(InvalidScriptError, ScriptError)
+        assert issubclass(ScriptExhaustedError, ScriptError)
+        assert issubclass(UnusedTurnsError, ScriptError)
+
+
+class TestFunctionLLM:
+    def test_answers_with_strings_turns_or_responses(self) -> None:
+        answers: list[Any] = ["text", call("f", x=1), InferenceResponse(content="raw")]
+        llm = FunctionLLM(lambda request: answers.pop(0))
+        assert llm.infer(request()).content == "text"
+        assert llm.infer(request()).tool_calls[0].name == "f"
+        assert llm.infer(request()).content == "raw"
+        assert [c.number for c in llm.calls] == [1, 2, 3]
+
+    def test_sees_the_request(self) -> None:
+        llm = FunctionLLM(lambda request: request.messages.to_text().upper())
+        assert llm.infer(request("shout")).content == "SHOUT"
+        assert llm.requests[0].messages.to_text() == "shout"
+
+    def test_errors_are_recorded(self) -> None:
+        llm = FunctionLLM(lambda request: fail("nope"))
+        with pytest.raises(ProviderError):
+            llm.infer(request())
+        assert llm.calls[0].error == "nope"
+
+    def test_latency_with_a_clock(self) -> None:
+        clock = FakeClock()
+        before = clock.now()
+        FunctionLLM(lambda r: reply("x", latency=3), clock=clock).infer(request())
+        assert (clock.now() - before).total_seconds() == 3
+
+    def test_name(self) -> None:
+        def oracle(request: InferenceRequest) -> str:
+            return "x"
+
+        assert FunctionLLM(oracle).name == "oracle"

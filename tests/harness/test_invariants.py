@@ -1,0 +1,1595 @@
+"""The harness invariants: silent on correct runs, loud and precise on broken ones.
+
+Every run here is a real agent (``AgentBuilder`` + ``ToolCallingDriver`` + ``ScriptedLLM`` +
+tools, on a ``FakeClock`` and ``SeededIds``) driven under an ``InvariantChecker`` exactly like
+``agentrig.harness.runner._iterate`` drives it. Broken runs are made with small custom drivers,
+hooks, loop subclasses or event filters; monkeypatching is used only where nothing else reaches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import timedelta
+from typing import Any, ClassVar
+
+import pytest
+
+from agentrig import (
+    AgentBuilder,
+    AgentCapability,
+    AgentLoop,
+    AgentState,
+    AgentStep,
+    AgentStepType,
+    AllSections,
+    Driver,
+    ExecutionBudget,
+    ExecutionStatus,
+    HookContext,
+    HookTrigger,
+    Message,
+    Messages,
+    StepRuntime,
+    StopReason,
+    StopSignal,
+    SubagentDefinition,
+    ToolCallingDriver,
+    ToolExecution,
+    ToolExecutions,
+    TraceMode,
+    Usage,
+    UseGuards,
+    UseSubagents,
+    runtime_context,
+)
+from agentrig.errors import AgentrigError
+from agentrig.events import (
+    AgentEvent,
+    AgentExecutionCompleted,
+    AgentExecutionStarted,
+    AgentExecutionStopped,
+    ToolCallCompleted,
+    ToolCallStarted,
+)
+from agentrig.fakes import (
+    FakeClock,
+    ScriptedLLM,
+    ScriptedTool,
+    SeededIds,
+    ToolReply,
+    Turn,
+    call,
+    calls,
+    reply,
+)
+from agentrig.harness.invariants import (
+    Invariant,
+    InvariantChecker,
+    Observation,
+    Violation,
+    invariant_names,
+    register_invariant,
+    select_invariants,
+    unregister_invariant,
+)
+from agentrig.store import EXECUTION_BUFFER, INFERENCE_ORDER
+
+BUILT_INS = (
+    "clean_messages",
+    "buffer_cleared",
+    "buffer_holds_current_trace",
+    "inference_view",
+    "tool_calls_paired",
+    "budget_respected",
+    "stop_is_terminal",
+    "status_transitions",
+    "serialization_round_trip",
+    "earlier_states_unchanged",
+    "metadata_tagging",
+    "step_type_derivation",
+    "monotonic_counters",
+    "stable_execution_id",
+    "no_user_message_lost",
+    "subagent_isolation",
+    "event_sequence",
+)
+
+
+# --- a tiny harness: build an agent, run turns under a checker -------------------------------
+
+
+def lookup(q: str) -> str:
+    """Look something up."""
+    return f"found {q}"
+
+
+def weather_tool() -> ScriptedTool:
+    return ScriptedTool(
+        "weather",
+        [
+            ToolReply(when={"city": "Paris"}, returns="sunny"),
+            ToolReply(when={"city": "Oslo"}, raises="service unavailable"),
+        ],
+        params={"city": "string"},
+    )
+
+
+Hook = Callable[[HookContext], HookContext | None]
+
+
+class Agent:
+    """A loop under an ``InvariantChecker``; ``say()`` plays one user turn like the runner."""
+
+    def __init__(
+        self,
+        script: Iterable[Turn | str],
+        *,
+        tools: Sequence[Any] = (lookup,),
+        capabilities: Sequence[AgentCapability] = (),
+        hooks: Sequence[tuple[Hook, HookTrigger]] = (),
+        inline: bool = False,
+        budget: ExecutionBudget | None = None,
+        invariants: Sequence[Invariant] | None = None,
+        wrap_driver: Callable[[ToolCallingDriver], Driver] | None = None,
+        loop_class: type[AgentLoop] = AgentLoop,
+        compiler: AllSections | None = None,
+        drop_event: Callable[[AgentEvent], bool] | None = None,
+        initial: Callable[[AgentState], AgentState] | None = None,
+    ) -> None:
+        self.clock = FakeClock()
+        self.ids = SeededIds(3)
+        self.llm = ScriptedLLM(script, clock=self.clock)
+        driver: Driver = ToolCallingDriver(self.llm)
+        if wrap_driver is not None:
+            driver = wrap_driver(ToolCallingDriver(self.llm))
+        builder = (
+            AgentBuilder.base()
+            .with_clock(self.clock)
+            .with_ids(self.ids)
+            .with_driver(driver)
+            .with_tools(list(tools))
+            .with_separated_tool_trace(not inline)
+        )
+        if compiler is not None:
+            builder.with_context_compiler(compiler)
+        for capability in capabilities:
+            builder.with_capability(capability)
+        for hook, trigger in hooks:
+            builder.add_hook(hook, trigger)
+        built = builder.build()
+        self.loop = loop_class(
+            driver=built.driver,
+            tools=built.tools,
+            hooks=built.hooks,
+            events=built.events,
+            trace_mode=built.trace_mode,
+            clock=self.clock,
+            ids=self.ids,
+        )
+        mode = TraceMode.INLINE if inline else TraceMode.SEPARATED
+        self.checker = InvariantChecker(invariants, trace_mode=mode, budget=budget)
+
+        def tap(event: AgentEvent) -> None:
+            if drop_event is None or not drop_event(event):
+                self.checker.record_event(event)
+
+        self.loop.events.wiretap(tap)
+        with runtime_context(clock=self.clock, ids=self.ids):
+            self.state = AgentState()
+            if initial is not None:
+                self.state = initial(self.state)
+        self.turns = 0
+        self.yielded: list[AgentState] = []
+
+    def say(self, text: str) -> AgentState:
+        """One turn, observed exactly as ``runner._iterate`` observes it."""
+        self.turns += 1
+        with runtime_context(clock=self.clock, ids=self.ids):
+            state = self.state.with_user_message(text)
+        self.checker.begin(self.turns, state)
+        previous: AgentState | None = None
+        for yielded in self.loop.iterate(state):
+            self.yielded.append(yielded)
+            if previous is not None:
+                self.checker.observe(previous, is_final=False)
+            previous = yielded
+        assert previous is not None
+        self.checker.observe(previous, is_final=True)
+        self.state = previous
+        return previous
+
+    @property
+    def violations(self) -> list[Violation]:
+        return self.checker.violations
+
+    def of(self, name: str) -> list[Violation]:
+        """Violations of invariant ``name``."""
+        return [v for v in self.checker.violations if v.invariant == name]
+
+
+def assert_violation(agent: Agent, name: str, *, turn: int, step: int, contains: str) -> Violation:
+    """The first violation of ``name`` says what broke (``contains``) at ``turn``/``step``."""
+    found = agent.of(name)
+    assert found, f"expected a {name} violation, got {[str(v) for v in agent.violations]}"
+    first = found[0]
+    assert first.invariant == name
+    assert (first.turn, first.step) == (turn, step), str(first)
+    assert contains in first.message, str(first)
+    assert str(first).startswith(f"[{name}] turn {turn}, step {step}: ")
+    return first
+
+
+class Wrapping:
+    """Base of the broken drivers: delegate to the real driver, then tamper with the step."""
+
+    def __init__(self, inner: ToolCallingDriver) -> None:
+        self.inner = inner
+
+    def use_tools(self, state: AgentState, runtime: StepRuntime) -> AgentState:
+        after = self.inner.use_tools(state, runtime)
+        step = after.current_step()
+        assert step is not None
+        return self.tamper(state, after, step, runtime)
+
+    def tamper(
+        self, before: AgentState, after: AgentState, step: AgentStep, runtime: StepRuntime
+    ) -> AgentState:
+        raise NotImplementedError
+
+
+def reroute(state: AgentState, step: AgentStep, runtime: StepRuntime) -> AgentState:
+    """Set ``step`` as the step in progress through the public API (tagged and routed)."""
+    return state.with_current_step(step, trace_mode=runtime.trace_mode)
+
+
+def when_step(number: int, change: Callable[[AgentState], AgentState]) -> Hook:
+    """A hook that applies ``change`` when the state has ``number`` steps."""
+
+    def hook(context: HookContext) -> HookContext | None:
+        if context.state.step_count() != number:
+            return None
+        return context.with_state(change(context.state))
+
+    return hook
+
+
+# --- correct runs: no invariant fires -----------------------------------------------------------
+
+
+def separated_tools() -> Agent:
+    agent = Agent(
+        [calls(("lookup", {"q": "a"}), ("lookup", {"q": "b"})), call("lookup", q="c"), "done"]
+    )
+    agent.say("look up a, b, c")
+    return agent
+
+
+def inline_tools() -> Agent:
+    agent = Agent([call("lookup", q="a"), "first", call("lookup", q="b"), "second"], inline=True)
+    agent.say("one")
+    agent.say("two")
+    return agent
+
+
+def budget_stop() -> Agent:
+    budget = ExecutionBudget(max_steps=2)
+    agent = Agent(
+        [call("lookup", q="a"), call("lookup", q="b"), "never played"],
+        capabilities=[UseGuards(budget)],
+        budget=budget,
+    )
+    final = agent.say("keep looking")
+    assert final.last_stop_reason() is StopReason.STEPS_LIMIT
+    return agent
+
+
+def token_budget_stop() -> Agent:
+    budget = ExecutionBudget(max_tokens=100, max_cost=1.0, max_seconds=60)
+    usage = Usage(input_tokens=70, output_tokens=40, cost=0.01)
+    agent = Agent(
+        [Turn(calls=call("lookup", q="a").calls, usage=usage, latency=2), "never played"],
+        capabilities=[UseGuards(budget)],
+        budget=budget,
+    )
+    final = agent.say("spend")
+    assert final.last_stop_reason() is StopReason.TOKEN_LIMIT
+    return agent
+
+
+def tool_error() -> Agent:
+    agent = Agent(
+        [calls(("weather", {"city": "Paris"}), ("weather", {"city": "Oslo"})), "Oslo is down"],
+        tools=[weather_tool()],
+    )
+    final = agent.say("weather?")
+    assert final.status() is ExecutionStatus.FAILED
+    return agent
+
+
+def provider_error() -> Agent:
+    agent = Agent([call("lookup", q="a"), Turn(error="provider down")])
+    final = agent.say("hi")
+    assert final.status() is ExecutionStatus.FAILED
+    return agent
+
+
+def subagent_call() -> Agent:
+    child = ScriptedLLM([call("lookup", q="deep"), "child answer"])
+    subagents = UseSubagents([SubagentDefinition(name="researcher", provider=child)])
+    agent = Agent(
+        [call("spawn_subagent", subagent="researcher", prompt="dig"), "parent answer"],
+        capabilities=[subagents],
+    )
+    final = agent.say("research this")
+    assert final.status() is ExecutionStatus.COMPLETED
+    assert final.steps()[0].tool_executions[0].content == "child answer"
+    return agent
+
+
+def two_turns_separated() -> Agent:
+    agent = Agent([call("lookup", q="a"), "first", "second"])
+    agent.say("one")
+    agent.say("two")
+    return agent
+
+
+def tool_stops_the_agent() -> Agent:
+    stopper = ScriptedTool("finish", [ToolReply(stop="enough")])
+    agent = Agent([call("lookup", q="a"), call("finish"), "never played"], tools=[lookup, stopper])
+    final = agent.say("go")
+    assert (final.status(), final.last_stop_reason()) == (
+        ExecutionStatus.STOPPED,
+        StopReason.STOP_REQUESTED,
+    )
+    return agent
+
+
+def blocked_tool_inline() -> Agent:
+    def block(context: HookContext) -> HookContext:
+        return context.block_tool_execution("not allowed")
+
+    agent = Agent(
+        [call("lookup", q="a"), "could not look it up"],
+        hooks=[(block, HookTrigger.BEFORE_TOOL_USE)],
+        inline=True,
+    )
+    final = agent.say("look up a")
+    assert final.steps()[0].tool_executions[0].blocked
+    return agent
+
+
+CORRECT_RUNS: dict[str, Callable[[], Agent]] = {
+    "separated_tools": separated_tools,
+    "inline_two_turns": inline_tools,
+    "steps_budget_stop": budget_stop,
+    "token_budget_stop": token_budget_stop,
+    "tool_error": tool_error,
+    "provider_error": provider_error,
+    "subagent_call": subagent_call,
+    "two_turns_separated": two_turns_separated,
+    "blocked_tool_inline": blocked_tool_inline,
+}
+
+
+@functools.cache
+def correct_run(name: str) -> Agent:
+    """Each correct run once per session (runs are only read afterwards)."""
+    return CORRECT_RUNS[name]()
+
+
+class TestCorrectRuns:
+    def test_all_built_ins_are_registered(self) -> None:
+        assert set(BUILT_INS) <= set(invariant_names())
+        assert invariant_names()[: len(BUILT_INS)] == BUILT_INS
+
+    @pytest.mark.parametrize("run", list(CORRECT_RUNS))
+    def test_no_violation(self, run: str) -> None:
+        agent = correct_run(run)
+        assert [str(v) for v in agent.violations] == []
+        assert all(agent.checker.checks[name] > 0 for name in BUILT_INS)
+        assert all(count == 0 for count in agent.checker.failures.values())
+
+    @pytest.mark.parametrize("name", BUILT_INS)
+    def test_each_invariant_holds_on_every_correct_run(self, name: str) -> None:
+        for run in CORRECT_RUNS:
+            agent = correct_run(run)
+            assert agent.of(name) == [], f"{run}: {agent.of(name)}"
+
+    def test_no_violation_when_a_tool_stops_the_agent(self) -> None:
+        agent = tool_stops_the_agent()
+        assert [str(v) for v in agent.violations] == []
+
+    def test_checks_are_counted_per_state(self) -> None:
+        agent = separated_tools()  # 3 steps: 2 intermediate states and the final one
+        assert agent.checker.checks["clean_messages"] == 3
+        assert agent.checker.checks["buffer_cleared"] == 1  # final only
+        assert agent.checker.checks["event_sequence"] == 1
+
+    def test_observe_before_begin_raises(self) -> None:
+        with pytest.raises(AgentrigError, match="before begin"):
+            InvariantChecker().observe(AgentState(), is_final=True)
+
+
+# --- broken runs: each invariant names what broke and where ----------------------------------
+
+
+class ForceRouting(Wrapping):
+    """A driver that routes the step's messages with another trace mode than the loop's."""
+
+    def __init__(self, inner: ToolCallingDriver, mode: TraceMode) -> None:
+        super().__init__(inner)
+        self.mode = mode
+
+    def use_tools(self, state: AgentState, runtime: StepRuntime) -> AgentState:
+        return self.inner.use_tools(state, dataclasses.replace(runtime, trace_mode=self.mode))
+
+
+class TestCleanMessages:
+    def test_tool_trace_in_messages_in_separated_mode(self) -> None:
+        agent = Agent(
+            [call("lookup", q="a"), "done"],
+            wrap_driver=lambda inner: ForceRouting(inner, TraceMode.INLINE),
+        )
+        agent.say("hi")
+        violation = assert_violation(
+            agent, "clean_messages", turn=1, step=1, contains="`messages` item 2 is a tool trace"
+        )
+        assert "assistant/assistant_tool_calls" in violation.message
+        assert any(
+            "item 3" in v.message and "tool/tool_result" in v.message
+            for v in agent.of("clean_messages")
+        )
+
+    def test_untagged_tool_message_is_still_a_trace(self) -> None:
+        def smuggle(state: AgentState) -> AgentState:
+            trace = state.store().messages_of(EXECUTION_BUFFER)
+            untagged = [m.evolve(metadata={}) for m in trace]
+            return state.with_messages(state.messages().appended(*untagged))
+
+        agent = Agent(
+            [call("lookup", q="a"), "done"], hooks=[(when_step(1, smuggle), HookTrigger.AFTER_STEP)]
+        )
+        agent.say("hi")
+        assert_violation(agent, "clean_messages", turn=1, step=1, contains="item 2 is a tool trace")
+
+    def test_inline_mode_allows_traces_in_messages(self) -> None:
+        agent = Agent([call("lookup", q="a"), "done"], inline=True)
+        agent.say("hi")
+        assert agent.of("clean_messages") == []
+        assert agent.state.messages()[1].is_trace
+
+
+class LeakyBufferLoop(AgentLoop):
+    """A loop that forgets to clear the execution buffer when the execution ends."""
+
+    def _finish(self, state: AgentState) -> AgentState:
+        buffer = state.store().messages_of(EXECUTION_BUFFER)
+        final = super()._finish(state)
+        return final.with_message_store(final.store().section(EXECUTION_BUFFER).set(buffer))
+
+
+class TestBufferCleared:
+    def test_buffer_left_at_the_end(self) -> None:
+        agent = Agent([call("lookup", q="a"), "done"], loop_class=LeakyBufferLoop)
+        agent.say("hi")
+        assert_violation(
+            agent,
+            "buffer_cleared",
+            turn=1,
+            step=2,
+            contains="execution ended (completed) with 2 message(s) left in the execution buffer",
+        )
+        assert agent.checker.checks["buffer_cleared"] == 1
+
+    def test_buffer_left_after_a_failure(self) -> None:
+        agent = Agent([call("lookup", q="a"), Turn(error="boom")], loop_class=LeakyBufferLoop)
+        agent.say("hi")
+        assert_violation(
+            agent, "buffer_cleared", turn=1, step=1, contains="execution ended (failed) with 2"
+        )
+
+
+class TestBufferHoldsCurrentTrace:
+    def test_buffer_emptied_mid_execution(self) -> None:
+        agent = Agent(
+            [call("lookup", q="a"), call("lookup", q="b"), "done"],
+            hooks=[
+                (when_step(1, AgentState.with_execution_buffer_cleared), HookTrigger.AFTER_STEP)
+            ],
+        )
+        agent.say("hi")
+        assert_violation(
+            agent,
+            "buffer_holds_current_trace",
+            turn=1,
+            step=1,
+            contains="execution buffer holds 0 message(s), expected the 2 trace message(s)",
+        )
+        second = agent.of("buffer_holds_current_trace")[1]
+        assert second.step == 2
+        assert "holds 2 message(s), expected the 4 trace message(s)" in second.message
+
+    def test_trace_in_buffer_in_inline_mode(self) -> None:
+        agent = Agent(
+            [call("lookup", q="a"), "done"],
+            inline=True,
+            wrap_driver=lambda inner: ForceRouting(inner, TraceMode.SEPARATED),
+        )
+        agent.say("hi")
+        assert_violation(
+            agent,
+            "buffer_holds_current_trace",
+            turn=1,
+            step=1,
+            contains="inline mode, yet the execution buffer holds 2 message(s)",
+        )
+
+
+class MisorderedState(AgentState):
+    """A state whose inference view puts the execution buffer before the conversation."""
+
+    def messages_for_inference(self) -> Messages:
+        return self.store().select(reversed(INFERENCE_ORDER))
+
+
+class TestInferenceView:
+    def test_sections_in_the_wrong_order(self) -> None:
+        agent = Agent(
+            [call("lookup", q="a"), "done"],
+            initial=lambda state: MisorderedState.model_validate(dict(state)),
+        )
+        agent.say("hi")
+        assert_violation(
+            agent,
+            "inference_view",
+            turn=1,
+            step=1,
+            contains="messages_for_inference() is not summary + buffer + messages + execution_buffer",
+        )
+
+    def test_earlier_traces_sent_to_the_model(self) -> None:
+        agent = Agent(
+            [call("lookup", q="a"), "first", "second"], inline=True, compiler=AllSections()
+        )
+        agent.say("one")
+        assert agent.of("inference_view") == []
+        agent.say("two")
+        assert_violation(
+            agent,
+            "inference_view",
+            turn=2,
+            step=1,
+            contains="step 1 sent the model 2 trace message(s) of another execution",
+        )
+
+
+class DropToolResults(Wrapping):
+    """A driver that loses the tool messages of its step."""
+
+    def tamper(
+        self, before: AgentState, after: AgentState, step: AgentStep, runtime: StepRuntime
+    ) -> AgentState:
+        kept = step.output_messages.filtered(lambda m: m.tool_result is None)
+        return reroute(before, step.evolve(output_messages=kept), runtime)
+
+
+class DropToolExecutions(Wrapping):
+    """A driver that forgets to record its tool executions."""
+
+    def tamper(
+        self, before: AgentState, after: AgentState, step: AgentStep, runtime: StepRuntime
+    ) -> AgentState:
+        return reroute(before, step.evolve(tool_executions=ToolExecutions()), runtime)
+
+
+class DropAssistantMessage(Wrapping):
+    """A driver that keeps tool results but loses the assistant message that called them."""
+
+    def tamper(
+        self, before: AgentState, after: AgentState, step: AgentStep, runtime: StepRuntime
+    ) -> AgentState:
+        kept = step.output_messages.filtered(lambda m: not m.tool_calls)
+        return reroute(before, step.evolve(output_messages=kept), runtime)
+
+
+class TestToolCallsPaired:
+    def test_tool_call_without_result(self) -> None:
+        agent = Agent([call("lookup", q="a"), "done"], wrap_driver=DropToolResults)
+        agent.say("hi")
+        call_id = agent.state.steps()[0].requested_tool_calls()[0].id
+        assert_violation(
+            agent,
+            "tool_calls_paired",
+            turn=1,
+            step=1,
+            contains=f"step 1: tool results for [], expected one for each of ['{call_id}']",
+        )
+
+    def test_tool_call_without_execution(self) -> None:
+        agent = Agent([call("lookup", q="a"), "done"], wrap_driver=DropToolExecutions)
+        agent.say("hi")
+        call_id = agent.state.steps()[0].requested_tool_calls()[0].id
+        assert_violation(
+            agent,
+            "tool_calls_paired",
+            turn=1,
+            step=1,
+            contains=f"step 1: requested calls ['{call_id}'] but executions for []",
+        )
+
+    def test_tool_result_without_preceding_call(self) -> None:
+        agent = Agent([call("lookup", q="a"), "done"], wrap_driver=DropAssistantMessage)
+        agent.say("hi")
+        call_id = agent.state.steps()[0].requested_tool_calls()[0].id
+        assert_violation(
+            agent,
+            "tool_calls_paired",
+            turn=1,
+            step=1,
+            contains=f"section 'execution_buffer': tool result for '{call_id}' has no preceding call",
+        )
+
+
+class TestBudgetRespected:
+    def test_more_steps_than_max_steps(self) -> None:
+        agent = Agent(
+            [call("lookup", q="a"), call("lookup", q="b"), call("lookup", q="c"), "done"],
+            budget=ExecutionBudget(max_steps=2),
+        )
+        agent.say("no guards installed")
+        assert_violation(
+            agent, "budget_respected", turn=1, step=3, contains="3 steps ran, max_steps is 2"
+        )
+
+    def test_step_started_after_the_token_limit(self) -> None:
+        usage = Usage(input_tokens=30, output_tokens=20)
+        agent = Agent(
+            [Turn(calls=call("lookup", q="a").calls, usage=usage), reply("done", usage=usage)],
+            budget=ExecutionBudget(max_tokens=50),
+        )
+        agent.say("no guards installed")
+        assert_violation(
+            agent,
+            "budget_respected",
+            turn=1,
+            step=2,
+            contains="step 2 started after the token limit was reached (50/50)",
+        )
+
+    def test_step_started_after_the_cost_limit(self) -> None:
+        agent = Agent(
+            [Turn(calls=call("lookup", q="a").calls, usage=Usage(cost=0.5)), "done"],
+            budget=ExecutionBudget(max_cost=0.25),
+        )
+        agent.say("no guards installed")
+        assert_violation(
+            agent,
+            "budget_respected",
+            turn=1,
+            step=2,
+            contains="step 2 started after the cost limit was reached (0.5/0.25)",
+        )
+
+    def test_step_started_after_max_seconds(self) -> None:
+        agent = Agent(
+            [Turn(calls=call("lookup", q="a").calls, latency=10), "done"],
+            budget=ExecutionBudget(max_seconds=5),
+        )
+        agent.say("no guards installed")
+        assert_violation(
+            agent,
+            "budget_respected",
+            turn=1,
+            step=2,
+            contains="step 2 started 10.0s into the execution, max_seconds is 5",
+        )
+
+    def test_step_started_after_the_deadline(self) -> None:
+        deadline = FakeClock().now() + timedelta(seconds=5)
+        agent = Agent(
+            [Turn(calls=call("lookup", q="a").calls, latency=10), "done"],
+            budget=ExecutionBudget(deadline=deadline),
+        )
+        agent.say("no guards installed")
+        assert_violation(
+            agent,
+            "budget_respected",
+            turn=1,
+            step=2,
+            contains=f"step 2 started after the deadline {deadline.isoformat()}",
+        )
+
+    def test_steps_limit_stop_before_max_steps(self) -> None:
+        agent = Agent(
+            [call("lookup", q="a"), call("lookup", q="b"), "never played"],
+            capabilities=[UseGuards(max_steps=2)],
+            budget=ExecutionBudget(max_steps=3),
+        )
+        agent.say("the guard and the budget disagree")
+        assert_violation(
+            agent,
+            "budget_respected",
+            turn=1,
+            step=2,
+            contains="stopped for steps_limit after 2 steps, max_steps is 3",
+        )
+
+    def test_token_limit_stop_below_the_limit(self) -> None:
+        agent = Agent(
+            [call("lookup", q="a"), call("lookup", q="b"), "never played"],
+            capabilities=[UseGuards(max_tokens=0)],
+            budget=ExecutionBudget(max_tokens=1000),
+        )
+        agent.say("the guard and the budget disagree")
+        assert_violation(
+            agent,
+            "budget_respected",
+            turn=1,
+            step=0,
+            contains="stopped for token_limit with 0 tokens and cost 0.0",
+        )
+
+    def test_forced_stop_with_completed_status(self) -> None:
+        class CompletesAnyway(AgentLoop):
+            def _finish(self, state: AgentState) -> AgentState:
+                return super()._finish(state).with_execution_status(ExecutionStatus.COMPLETED)
+
+        agent = Agent(
+            [call("lookup", q="a"), call("lookup", q="b"), "never played"],
+            capabilities=[UseGuards(max_steps=2)],
+            budget=ExecutionBudget(max_steps=2),
+            loop_class=CompletesAnyway,
+        )
+        agent.say("hi")
+        assert_violation(
+            agent,
+            "budget_respected",
+            turn=1,
+            step=2,
+            contains="stop reason steps_limit is a forced stop, yet the status is completed",
+        )
+
+    def test_no_budget_no_check(self) -> None:
+        agent = Agent([call("lookup", q="a"), call("lookup", q="b"), "done"])
+        agent.say("hi")
+        assert agent.of("budget_respected") == []
+
+
+def set_status(status: ExecutionStatus) -> Callable[[AgentState], AgentState]:
+    return lambda state: state.with_execution_status(status)
+
+
+class TestStopIsTerminal:
+    def test_terminal_status_on_an_intermediate_state(self) -> None:
+        agent = Agent(
+            [call("lookup", q="a"), "done"],
+            hooks=[(when_step(1, set_status(ExecutionStatus.COMPLETED)), HookTrigger.AFTER_STEP)],
+        )
+        agent.say("hi")
+        assert_violation(
+            agent,
+            "stop_is_terminal",
+            turn=1,
+            step=1,
+            contains="an intermediate state already has terminal status completed",
+        )
+
+    def test_final_state_not_terminal(self) -> None:
+        class NeverEnds(AgentLoop):
+            def _finish(self, state: AgentState) -> AgentState:
+                return super()._finish(state).with_execution_status(ExecutionStatus.IN_PROGRESS)
+
+        agent = Agent(["done"], loop_class=NeverEnds)
+        agent.say("hi")
+        assert_violation(
+            agent,
+            "stop_is_terminal",
+            turn=1,
+            step=1,
+            contains="the final state has non-terminal status in_progress",
+        )
+
+    def test_final_state_without_stop_reason(self) -> None:
+        class ForgetsWhy(AgentLoop):
+            def _finish(self, state: AgentState) -> AgentState:
+                final = super()._finish(state)
+                assert final.execution is not None
+                records = [
+                    record.evolve(continuation=record.continuation.evolve(stop_signals=()))
+                    for record in final.execution.step_executions
+                ]
+                execution = final.execution.evolve(
+                    continuation=final.execution.continuation.evolve(stop_signals=()),
+                    step_executions=records,
+                )
+                return final.with_execution(execution)
+
+        agent = Agent(["done"], loop_class=ForgetsWhy)
+        agent.say("hi")
+        assert_violation(
+            agent, "stop_is_terminal", turn=1, step=1, contains="the final state has no stop reason"
+        )
+
+
+class TestStatusTransitions:
+    def test_not_in_progress_during_the_execution(self) -> None:
+        agent = Agent(
+            [call("lookup", q="a"), "done"],
+            hooks=[(when_step(1, set_status(ExecutionStatus.PENDING)), HookTrigger.AFTER_STEP)],
+        )
+        agent.say("hi")
+        assert_violation(
+            agent,
+            "status_transitions",
+            turn=1,
+            step=1,
+            contains="status is pending during the execution, expected in_progress",
+        )
+
+    def test_completed_despite_a_tool_error(self) -> None:
+        class IgnoresErrors(AgentLoop):
+            def _finish(self, state: AgentState) -> AgentState:
+                return super()._finish(state).with_execution_status(ExecutionStatus.COMPLETED)
+
+        agent = Agent(
+            [call("weather", city="Oslo"), "sorry"],
+            tools=[weather_tool()],
+            loop_class=IgnoresErrors,
+        )
+        agent.say("weather in Oslo?")
+        assert_violation(
+            agent,
+            "status_transitions",
+            turn=1,
+            step=2,
+            contains="final status is completed, expected failed from the errors and stop signals",
+        )
+
+    def test_stopped_without_a_forced_stop(self) -> None:
+        class StopsAnyway(AgentLoop):
+            def _finish(self, state: AgentState) -> AgentState:
+                return super()._finish(state).with_execution_status(ExecutionStatus.STOPPED)
+
+        agent = Agent(["done"], loop_class=StopsAnyway)
+        agent.say("hi")
+        assert_violation(
+            agent,
+            "status_transitions",
+            turn=1,
+            step=1,
+            contains="final status is stopped, expected completed",
+        )
+
+
+class TestSerializationRoundTrip:
+    def test_nan_tool_value_is_kept_as_text(self) -> None:
+        def measure(q: str) -> float:
+            """Measure something that is not a number."""
+            return float("nan")
+
+        agent = Agent([call("measure", q="x"), "done"], tools=[measure])
+        agent.say("measure")
+        assert agent.of("serialization_round_trip") == []
+
+    @pytest.mark.parametrize(
+        ("value", "expected"),
+        [
+            (
+                (1, 2),
+                "from_dict(to_dict(state)) differs from the state: first difference at "
+                "execution.step_executions[0].step.tool_executions[0].value (tuple vs list)",
+            ),
+            (
+                float("nan"),
+                "first difference at execution.step_executions[0].step."
+                "tool_executions[0].value (nan vs None)",
+            ),
+        ],
+        ids=["tuple", "nan"],
+    )
+    def test_tool_value_that_cannot_be_rebuilt(self, value: object, expected: str) -> None:
+        class Unchecked(Wrapping):
+            """A driver that builds its tool execution with model_construct (no validation)."""
+
+            def tamper(
+                self, before: AgentState, after: AgentState, step: AgentStep, runtime: StepRuntime
+            ) -> AgentState:
+                execution = step.tool_executions[0]
+                raw = ToolExecution.model_construct(**{**dict(execution), "value": value})
+                return reroute(before, step.evolve(tool_executions=ToolExecutions([raw])), runtime)
+
+        agent = Agent([call("lookup", q="x"), "done"], wrap_driver=Unchecked)
+        agent.say("look up x")
+        assert_violation(agent, "serialization_round_trip", turn=1, step=1, contains=expected)
+
+    def test_to_dict_dropping_a_field(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        real = AgentState.to_dict
+
+        def lossy(self: AgentState) -> dict[str, Any]:
+            data = real(self)
+            del data["execution_count"]
+            return data
+
+        monkeypatch.setattr(AgentState, "to_dict", lossy)
+        agent = Agent([call("lookup", q="a"), "done"])
+        agent.say("hi")
+        assert_violation(
+            agent,
+            "serialization_round_trip",
+            turn=1,
+            step=1,
+            contains="from_dict(to_dict(state)) differs from the state: first difference at "
+            "execution_count (1 vs 0)",
+        )
+
+    def test_unreadable_dict(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        real = AgentState.to_dict
+
+        def unversioned(self: AgentState) -> dict[str, Any]:
+            data = real(self)
+            del data["schema_version"]
+            return data
+
+        monkeypatch.setattr(AgentState, "to_dict", unversioned)
+        agent = Agent(["done"])
+        agent.say("hi")
+        assert_violation(
+            agent,
+            "serialization_round_trip",
+            turn=1,
+            step=1,
+            contains="the state does not read back: ",
+        )
+        assert "schema_version" in agent.of("serialization_round_trip")[0].message
+
+
+class TestEarlierStatesUnchanged:
+    def test_hook_mutating_a_shared_message_in_place(self) -> None:
+        def annotate(context: HookContext) -> None:
+            if context.state.step_count() == 2:
+                question = context.state.messages()[0]
+                question.metadata["seen"] = True  # the bug: in place instead of with_metadata()
+
+        agent = Agent(
+            [call("lookup", q="a"), call("lookup", q="b"), "done"],
+            hooks=[(annotate, HookTrigger.BEFORE_STEP)],
+        )
+        agent.say("hi")
+        assert agent.state.messages()[0].metadata == {"seen": True}
+        assert_violation(
+            agent,
+            "earlier_states_unchanged",
+            turn=1,
+            step=3,
+            contains="yielded state 1 of this execution changed after it was yielded",
+        )
+        assert len(agent.of("earlier_states_unchanged")) == 1  # state 2 was observed after
+        assert agent.checker.checks["earlier_states_unchanged"] == 1
+
+    def test_consumer_mutating_a_yielded_state(self) -> None:
+        agent = Agent(
+            [call("lookup", q="a"), "done"], initial=lambda state: state.with_metadata("seen", {})
+        )
+        with runtime_context(clock=agent.clock, ids=agent.ids):
+            state = agent.state.with_user_message("hi")
+        checker = agent.checker
+        checker.begin(1, state)
+        states = list(agent.loop.iterate(state))
+        checker.observe(states[0], is_final=False)
+        seen = states[0].metadata()["seen"]
+        assert isinstance(seen, dict)
+        seen["by"] = "a careless consumer"
+        checker.observe(states[1], is_final=True)
+        assert_violation(
+            agent, "earlier_states_unchanged", turn=1, step=2, contains="yielded state 1 of"
+        )
+
+
+class Retag(Wrapping):
+    """A driver that stores step ``at_step`` with hand-made tags instead of the API's."""
+
+    def __init__(
+        self, inner: ToolCallingDriver, retag: Callable[[Message], Message], at_step: int
+    ) -> None:
+        super().__init__(inner)
+        self.retag = retag
+        self.at_step = at_step
+
+    def tamper(
+        self, before: AgentState, after: AgentState, step: AgentStep, runtime: StepRuntime
+    ) -> AgentState:
+        if runtime.step_number != self.at_step:
+            return after
+        assert after.execution is not None
+        output = Messages(self.retag(message) for message in step.output_messages)
+        execution = after.execution.with_current_step(step.evolve(output_messages=output))
+        return after.with_execution(execution)
+
+
+def without(key: str) -> Callable[[Message], Message]:
+    return lambda message: message.evolve(
+        metadata={k: v for k, v in message.metadata.items() if k != key}
+    )
+
+
+def tagged(**tags: Any) -> Callable[[Message], Message]:
+    return lambda message: message.with_metadata(**tags)
+
+
+class TestMetadataTagging:
+    @pytest.mark.parametrize(
+        ("retag", "step", "expected"),
+        [
+            (without("step_id"), 1, "step 1: output message lacks step_id"),
+            (without("agent_id"), 1, "step 1: output message has agent_id None"),
+            (
+                tagged(agent_id="someone-else"),
+                2,
+                "step 2: output message has agent_id 'someone-else'",
+            ),
+            (
+                tagged(execution_id="elsewhere"),
+                1,
+                "step 1: output message has execution_id 'elsewhere'",
+            ),
+            (without("is_trace"), 1, "step 1 (tool_execution): output message not tagged is_trace"),
+            (tagged(is_trace=True), 2, "step 2 (final_response): output message carries is_trace"),
+        ],
+        ids=[
+            "no-step-id",
+            "no-agent-id",
+            "wrong-agent-id",
+            "wrong-execution-id",
+            "trace-untagged",
+            "final-tagged",
+        ],
+    )
+    def test_wrong_tags(
+        self, retag: Callable[[Message], Message], step: int, expected: str
+    ) -> None:
+        agent = Agent(
+            [call("lookup", q="a"), "done"], wrap_driver=lambda inner: Retag(inner, retag, step)
+        )
+        agent.say("hi")
+        assert_violation(agent, "metadata_tagging", turn=1, step=step, contains=expected)
+
+
+class MislabelledStep(AgentStep):
+    """A step that claims to be a tool execution whatever it holds."""
+
+    def step_type(self) -> AgentStepType:
+        return AgentStepType.TOOL_EXECUTION
+
+
+class Mislabel(Wrapping):
+    def tamper(
+        self, before: AgentState, after: AgentState, step: AgentStep, runtime: StepRuntime
+    ) -> AgentState:
+        return reroute(before, MislabelledStep.model_validate(dict(step)), runtime)
+
+
+class TestStepTypeDerivation:
+    def test_step_type_that_lies(self) -> None:
+        agent = Agent(["done"], wrap_driver=Mislabel)
+        agent.say("hi")
+        assert_violation(
+            agent,
+            "step_type_derivation",
+            turn=1,
+            step=1,
+            contains="step 1 has type tool_execution, expected final_response",
+        )
+
+    def test_failed_tool_step_must_be_error(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        real = AgentStep.step_type
+
+        def ignores_tool_errors(self: AgentStep) -> AgentStepType:
+            kind = real(self)
+            return AgentStepType.TOOL_EXECUTION if kind is AgentStepType.ERROR else kind
+
+        monkeypatch.setattr(AgentStep, "step_type", ignores_tool_errors)
+        agent = Agent([call("weather", city="Oslo"), "sorry"], tools=[weather_tool()])
+        agent.say("weather in Oslo?")
+        assert_violation(
+            agent,
+            "step_type_derivation",
+            turn=1,
+            step=1,
+            contains="step 1 has type tool_execution, expected error",
+        )
+
+
+class TwoStepsPerCall(Wrapping):
+    """A driver that runs two inferences per call, archiving the first step itself."""
+
+    def tamper(
+        self, before: AgentState, after: AgentState, step: AgentStep, runtime: StepRuntime
+    ) -> AgentState:
+        archived = after.with_current_step_completed().with_step_started()
+        return self.inner.use_tools(archived, runtime)
+
+
+class TestMonotonicCounters:
+    def test_step_count_jumps(self) -> None:
+        script = [call("lookup", q=q) for q in "abc"] + ["done"]
+        agent = Agent(script, wrap_driver=TwoStepsPerCall)
+        agent.say("hi")
+        assert_violation(
+            agent, "monotonic_counters", turn=1, step=4, contains="step count went from 2 to 4"
+        )
+
+    def test_execution_count_skips(self) -> None:
+        def bump(context: HookContext) -> HookContext:
+            state = context.state
+            return context.with_state(state.with_execution_count(state.execution_count + 1))
+
+        agent = Agent(["done"], hooks=[(bump, HookTrigger.BEFORE_EXECUTION)])
+        agent.say("hi")
+        assert_violation(
+            agent, "monotonic_counters", turn=1, step=1, contains="execution_count is 2, expected 1"
+        )
+
+    def test_created_at_changes(self) -> None:
+        def rebirth(context: HookContext) -> HookContext:
+            moved = context.state.created_at + timedelta(days=1)
+            return context.with_state(context.state.evolve(created_at=moved))
+
+        agent = Agent(["done"], hooks=[(rebirth, HookTrigger.AFTER_STEP)])
+        agent.say("hi")
+        assert_violation(agent, "monotonic_counters", turn=1, step=1, contains="created_at changed")
+
+    def test_step_count_that_does_not_grow(self) -> None:
+        class Rewinds(Wrapping):
+            def tamper(
+                self, before: AgentState, after: AgentState, step: AgentStep, runtime: StepRuntime
+            ) -> AgentState:
+                if before.step_count() == 1:  # replace step 1 instead of adding step 2
+                    assert before.execution is not None
+                    execution = before.execution.evolve(step_executions=())
+                    return after.with_execution(execution.with_current_step(step))
+                return after
+
+        agent = Agent([call("lookup", q="a"), call("lookup", q="b"), "done"], wrap_driver=Rewinds)
+        agent.say("hi")
+        assert_violation(
+            agent, "monotonic_counters", turn=1, step=1, contains="step count went from 1 to 1"
+        )
+
+
+class TestStableExecutionId:
+    def test_execution_id_changes_mid_execution(self) -> None:
+        def hijack(state: AgentState) -> AgentState:
+            assert state.execution is not None
+            return state.with_execution(state.execution.evolve(execution_id="hijacked"))
+
+        agent = Agent(
+            [call("lookup", q="a"), call("lookup", q="b"), "done"],
+            hooks=[(when_step(1, hijack), HookTrigger.BEFORE_STEP)],
+        )
+        agent.say("hi")
+        original = agent.yielded[0].execution_id()
+        assert_violation(
+            agent,
+            "stable_execution_id",
+            turn=1,
+            step=2,
+            contains=f"execution id changed from {original!r} to 'hijacked'",
+        )
+        events = [v for v in agent.of("stable_execution_id") if "carries" in v.message]
+        assert len(events) == 1, events  # events are checked once, on the final state
+        assert (events[0].step, events[0].message) == (
+            3,
+            f"HookExecuted carries execution id 'hijacked', expected {original!r}",
+        )
+
+    def test_event_of_another_execution(self) -> None:
+        stray = AgentExecutionStarted(
+            agent_id="",
+            parent_agent_id=None,
+            execution_id="stray",
+            at=FakeClock().now(),
+            message_count=0,
+            available_tools=(),
+        )
+        agent = Agent(["done"])
+        agent.loop.events.wiretap(
+            lambda event: (
+                agent.checker.record_event(dataclasses.replace(stray, agent_id=event.agent_id))
+                if isinstance(event, AgentExecutionCompleted)
+                else None
+            )
+        )
+        agent.say("hi")
+        assert_violation(
+            agent,
+            "stable_execution_id",
+            turn=1,
+            step=1,
+            contains="AgentExecutionStarted carries execution id 'stray', expected",
+        )
+
+
+class TestNoUserMessageLost:
+    def test_hook_dropping_the_first_question(self) -> None:
+        def keep_last_only(context: HookContext) -> HookContext | None:
+            state = context.state
+            if state.execution_count < 2:
+                return None
+            return context.with_state(state.with_messages(state.messages()[-1:]))
+
+        agent = Agent(
+            ["first answer", "second answer"],
+            hooks=[(keep_last_only, HookTrigger.BEFORE_EXECUTION)],
+        )
+        agent.say("first question")
+        assert agent.violations == []
+        agent.say("second question")
+        assert [m.content for m in agent.state.messages()] == ["second question", "second answer"]
+        assert_violation(
+            agent,
+            "no_user_message_lost",
+            turn=2,
+            step=1,
+            contains="user message 'first question' is no longer in `messages`",
+        )
+
+    def test_hook_reordering_user_messages(self) -> None:
+        def swap(context: HookContext) -> HookContext:
+            state = context.state
+            return context.with_state(state.with_messages(Messages(reversed(state.messages()))))
+
+        agent = Agent(
+            ["done"],
+            hooks=[(swap, HookTrigger.BEFORE_EXECUTION)],
+            initial=lambda state: state.with_user_message("earlier"),
+        )
+        agent.say("later")
+        assert_violation(
+            agent, "no_user_message_lost", turn=1, step=1, contains="user messages changed order"
+        )
+
+
+def subagent_agent(*hooks: tuple[Hook, HookTrigger]) -> Agent:
+    child = ScriptedLLM(["child answer"])
+    return Agent(
+        [call("spawn_subagent", subagent="researcher", prompt="dig"), "parent answer"],
+        capabilities=[UseSubagents([SubagentDefinition(name="researcher", provider=child)])],
+        hooks=list(hooks),
+    )
+
+
+class TestSubagentIsolation:
+    def test_child_message_copied_into_the_parent(self) -> None:
+        def copy_child_answer(context: HookContext) -> HookContext | None:
+            execution = context.tool_execution
+            if execution is None or not isinstance(execution.value, dict):
+                return None
+            leaked = Message.assistant(str(execution.value["response"])).with_metadata(
+                agent_id=execution.value["agent_id"]
+            )
+            return context.with_state(context.state.with_user_message(leaked))
+
+        agent = subagent_agent((copy_child_answer, HookTrigger.AFTER_TOOL_USE))
+        agent.say("research this")
+        child_id = agent.state.steps()[0].tool_executions[0].value["agent_id"]  # type: ignore[index,call-overload]
+        assert_violation(
+            agent,
+            "subagent_isolation",
+            turn=1,
+            step=1,
+            contains=f"the store holds a message of agent {child_id!r}: assistant/text 'child answer'",
+        )
+
+    def test_parent_sees_something_else_than_the_child_text(self) -> None:
+        def rewrite(context: HookContext) -> HookContext | None:
+            execution = context.tool_execution
+            if execution is None:
+                return None
+            return context.with_tool_execution(execution.evolve(content="rewritten"))
+
+        agent = subagent_agent((rewrite, HookTrigger.AFTER_TOOL_USE))
+        agent.say("research this")
+        assert_violation(
+            agent,
+            "subagent_isolation",
+            turn=1,
+            step=1,
+            contains="step 1: the parent saw something other than the child's final text",
+        )
+
+
+class TestEventSequence:
+    def test_missing_execution_started(self) -> None:
+        agent = Agent(
+            [call("lookup", q="a"), "done"],
+            drop_event=lambda event: isinstance(event, AgentExecutionStarted),
+        )
+        agent.say("hi")
+        assert_violation(
+            agent,
+            "event_sequence",
+            turn=1,
+            step=2,
+            contains="the first event is AgentStepStarted, expected AgentExecutionStarted",
+        )
+
+    def test_unmatched_tool_call_started(self) -> None:
+        agent = Agent(
+            [call("lookup", q="a"), "done"],
+            drop_event=lambda event: isinstance(event, ToolCallCompleted),
+        )
+        agent.say("hi")
+        call_id = agent.state.steps()[0].requested_tool_calls()[0].id
+        assert_violation(
+            agent,
+            "event_sequence",
+            turn=1,
+            step=2,
+            contains=f"ToolCallStarted for {call_id!r} never completed",
+        )
+
+    def test_tool_call_completed_without_start(self) -> None:
+        agent = Agent(
+            [call("lookup", q="a"), "done"],
+            drop_event=lambda event: isinstance(event, ToolCallStarted),
+        )
+        agent.say("hi")
+        call_id = agent.state.steps()[0].requested_tool_calls()[0].id
+        assert_violation(
+            agent,
+            "event_sequence",
+            turn=1,
+            step=2,
+            contains=f"ToolCallCompleted for {call_id!r} without a start",
+        )
+
+    @pytest.mark.parametrize(
+        ("dropped", "expected"),
+        [
+            (AgentExecutionCompleted, "expected AgentExecutionCompleted"),
+            (AgentExecutionStopped, "0 AgentExecutionStopped events, expected 1"),
+        ],
+    )
+    def test_missing_end_events(self, dropped: type[AgentEvent], expected: str) -> None:
+        agent = Agent(["done"], drop_event=lambda event: isinstance(event, dropped))
+        agent.say("hi")
+        assert_violation(agent, "event_sequence", turn=1, step=1, contains=expected)
+
+    def test_subagent_events_are_not_the_parents(self) -> None:
+        agent = subagent_agent()
+        agent.say("research this")
+        names = [event.name for event in agent.checker.events]
+        assert names.count("AgentExecutionStarted") == 2  # parent and child on one bus
+        assert agent.of("event_sequence") == []
+
+
+# --- the registry and the checker ---------------------------------------------------------------
+
+
+@pytest.fixture
+def registered() -> Iterator[list[str]]:
+    """Names registered by a test, unregistered afterwards."""
+    names: list[str] = []
+    yield names
+    for name in names:
+        unregister_invariant(name)
+
+
+class TestRegistry:
+    def test_user_invariant_runs_in_the_checker(self, registered: list[str]) -> None:
+        @register_invariant
+        class AtMostOneStep(Invariant):
+            name = "at_most_one_step"
+            description = "Agents answer straight away."
+
+            def check(self, observation: Observation) -> Iterable[str]:
+                if observation.step > 1:
+                    yield f"{observation.step} steps"
+
+        registered.append(AtMostOneStep.name)
+        assert invariant_names()[-1] == "at_most_one_step"
+        agent = Agent([call("lookup", q="a"), "done"])
+        agent.say("hi")
+        assert_violation(agent, "at_most_one_step", turn=1, step=2, contains="2 steps")
+        assert agent.checker.checks["at_most_one_step"] == 2
+        assert agent.checker.failures["at_most_one_step"] == 1
+
+    def test_duplicate_name_raises(self, registered: list[str]) -> None:
+        class Clean(Invariant):
+            name = "clean_messages"
+            description = "an impostor"
+
+            def check(self, observation: Observation) -> Iterable[str]:
+                return ()
+
+        with pytest.raises(AgentrigError, match="'clean_messages' is already registered"):
+            register_invariant(Clean)
+        assert select_invariants(["clean_messages"])[0].description != "an impostor"
+
+    def test_registering_the_same_class_twice_is_harmless(self, registered: list[str]) -> None:
+        class Twice(Invariant):
+            name = "registered_twice"
+            description = "twice"
+
+            def check(self, observation: Observation) -> Iterable[str]:
+                return ()
+
+        registered.append(Twice.name)
+        register_invariant(Twice)
+        assert register_invariant(Twice) is Twice
+        assert invariant_names().count("registered_twice") == 1
+
+    def test_unregister(self, registered: list[str]) -> None:
+        class Gone(Invariant):
+            name = "gone_soon"
+            description = "gone"
+
+            def check(self, observation: Observation) -> Iterable[str]:
+                return ()
+
+        register_invariant(Gone)
+        unregister_invariant("gone_soon")
+        unregister_invariant("gone_soon")  # unknown names are ignored
+        assert "gone_soon" not in invariant_names()
+
+    def test_select_only_and_exclude(self) -> None:
+        only = select_invariants(only=["event_sequence", "clean_messages"])
+        assert [inv.name for inv in only] == ["event_sequence", "clean_messages"]
+        rest = select_invariants(exclude=["event_sequence"])
+        assert [inv.name for inv in rest] == [n for n in invariant_names() if n != "event_sequence"]
+        both = select_invariants(
+            only=["event_sequence", "clean_messages"], exclude=["clean_messages"]
+        )
+        assert [inv.name for inv in both] == ["event_sequence"]
+        assert [inv.name for inv in select_invariants()] == list(invariant_names())
+
+    @pytest.mark.parametrize(
+        ("only", "exclude", "unknown"),
+        [
+            (["clean_mesages"], (), "clean_mesages"),
+            (None, ["no_such_check"], "no_such_check"),
+            (["clean_messages", "typo_one"], ["typo_two"], "typo_one, typo_two"),
+        ],
+    )
+    def test_unknown_names_list_the_valid_ones(
+        self, only: list[str] | None, exclude: Sequence[str], unknown: str
+    ) -> None:
+        with pytest.raises(AgentrigError) as error:
+            select_invariants(only, exclude)
+        message = str(error.value)
+        assert f"unknown invariant(s): {unknown};" in message
+        assert "valid: " + ", ".join(invariant_names()) in message
+
+    def test_checker_runs_only_the_selected_invariants(self) -> None:
+        agent = Agent(
+            [call("lookup", q="a"), "done"],
+            wrap_driver=lambda inner: ForceRouting(inner, TraceMode.INLINE),
+            invariants=select_invariants(exclude=["clean_messages", "buffer_holds_current_trace"]),
+        )
+        agent.say("hi")
+        assert "clean_messages" not in agent.checker.checks
+        assert agent.violations == []
+
+    def test_a_check_that_raises_is_a_violation(self) -> None:
+        class Fragile(Invariant):
+            name = "fragile"
+            description = "raises on the second step"
+
+            def check(self, observation: Observation) -> Iterable[str]:
+                if observation.step == 2:
+                    raise ValueError("cannot cope")
+                return ()
+
+        agent = Agent(
+            [call("lookup", q="a"), call("lookup", q="b"), "done"],
+            invariants=[Fragile(), *select_invariants(["clean_messages"])],
+        )
+        agent.say("hi")
+        assert [str(v) for v in agent.violations] == [
+            "[fragile] turn 1, step 2: the check itself raised ValueError: cannot cope"
+        ]
+        assert agent.checker.checks == {"fragile": 3, "clean_messages": 3}
+        assert agent.checker.failures == {"fragile": 1, "clean_messages": 0}
+
+    def test_final_only_runs_on_the_final_state(self) -> None:
+        seen: list[tuple[int, bool]] = []
+
+        class Spy(Invariant):
+            name = "spy"
+            description = "records what it sees"
+            final_only: ClassVar[bool] = True
+
+            def check(self, observation: Observation) -> Iterable[str]:
+                seen.append((observation.step, observation.is_final))
+                return ()
+
+        agent = Agent(
+            [call("lookup", q="a"), call("lookup", q="b"), "one", "two"], invariants=[Spy()]
+        )
+        agent.say("first")
+        agent.say("second")
+        assert seen == [(3, True), (1, True)]
+        assert agent.checker.checks == {"spy": 2}
+
+    def test_observation_exposes_the_execution(self) -> None:
+        seen: list[Observation] = []
+
+        class Spy(Invariant):
+            name = "spy"
+            description = "keeps observations"
+
+            def check(self, observation: Observation) -> Iterable[str]:
+                seen.append(dataclasses.replace(observation, states=list(observation.states)))
+                return ()
+
+        budget = ExecutionBudget(max_steps=5)
+        agent = Agent(
+            [call("lookup", q="a"), "done"], invariants=[Spy()], budget=budget, inline=True
+        )
+        agent.say("hi")
+        first, last = seen
+        assert (first.turn, first.step, first.is_final, first.previous) == (1, 1, False, None)
+        assert (last.step, last.is_final, last.previous) == (2, True, first.state)
+        assert first.initial is last.initial
+        assert first.initial.step_count() == 0
+        assert (last.trace_mode, last.budget) == (TraceMode.INLINE, budget)
+        assert [s.step_count() for s in last.states] == [1, 2]
+        assert len(last.all_steps()) == 2
+        assert all(e.agent_id == last.state.agent_id for e in last.own_events())
+
+    def test_begin_resets_the_execution(self) -> None:
+        agent = Agent(["one", "two"], invariants=[])
+        agent.say("first")
+        first_events = list(agent.checker.events)
+        agent.say("second")
+        assert first_events
+        assert agent.checker.events
+        assert {e.execution_id for e in agent.checker.events}.isdisjoint(
+            {e.execution_id for e in first_events}
+        )
+
+
+class TestViolation:
+    def test_str_names_invariant_turn_and_step(self) -> None:
+        violation = Violation("clean_messages", 2, 3, "it broke")
+        assert str(violation) == "[clean_messages] turn 2, step 3: it broke"
+
+
+class TestHandBuiltStates:
+    """States no real loop yields, checked through ``Observation`` directly."""
+
+    def observe(
+        self, state: AgentState, invariant: str, budget: ExecutionBudget | None = None
+    ) -> list[str]:
+        checker = InvariantChecker(select_invariants([invariant]), budget=budget)
+        checker.begin(1, AgentState())
+        return [v.message for v in checker.observe(state, is_final=True)]
+
+    def test_token_limit_reason_met_by_cost(self) -> None:
+        state = (
+            AgentState()
+            .with_current_step(
+                AgentStep(inference_response=reply("x", usage=Usage(cost=2.0)).to_response())
+            )
+            .with_stop_signal(StopSignal(reason=StopReason.TOKEN_LIMIT))
+            .with_execution_completed()
+        )
+        assert self.observe(state, "budget_respected", ExecutionBudget(max_cost=1.0)) == []
+        assert self.observe(state, "budget_respected", ExecutionBudget(max_cost=3.0)) == [
+            "stopped for token_limit with 0 tokens and cost 2.0"
+        ]
+
+    def test_usage_going_down(self) -> None:
+        base = AgentState()
+        step = AgentStep(inference_response=reply("x", usage=Usage(input_tokens=5)).to_response())
+        more = base.with_current_step(step).with_execution_count(1)
+        assert more.execution is not None
+        cheaper = step.evolve(inference_response=reply("x").to_response())
+        less = more.with_execution(more.execution.evolve(current_step=cheaper))
+        checker = InvariantChecker(select_invariants(["monotonic_counters"]))
+        checker.begin(1, base)
+        assert checker.observe(more, is_final=False) == []
+        found = checker.observe(less, is_final=True)
+        assert [v.message for v in found] == ["usage went down: 5 -> 0 tokens"]

@@ -1,0 +1,294 @@
+"""Lossless, versioned serialization of every state the loop produces (DESIGN D5)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from agentrig import (
+    AgentState,
+    AgentStep,
+    ExecutionBudget,
+    ExecutionContinuation,
+    ExecutionState,
+    ExecutionStatus,
+    FinishReason,
+    FunctionTool,
+    InvalidInputError,
+    MessageStore,
+    StepExecution,
+    StopReason,
+    SubagentDefinition,
+    ToolExecution,
+    UseGuards,
+    UseSubagents,
+)
+from agentrig.fakes import ScriptedLLM, ScriptedTool, ToolReply, call, calls, reply
+
+
+class Point(BaseModel):
+    x: float
+    y: float
+
+
+def as_dict() -> dict[str, Any]:
+    return {"name": "Ada", "tags": ["a", "b"], "nested": {"n": 1}}
+
+
+def as_list() -> list[int]:
+    return [1, 2, 3]
+
+
+def nothing() -> None:
+    return None
+
+
+def flag() -> bool:
+    return True
+
+
+def ratio() -> float:
+    return 0.125
+
+
+def point() -> Point:
+    return Point(x=1.5, y=-2.0)
+
+
+def broken() -> str:
+    raise RuntimeError("the tool broke")
+
+
+SCRIPT = [
+    # execution 1: every kind of tool value, a tool error, a subagent, then an answer
+    calls(("as_dict", {}), ("as_list", {}), ("nothing", {})),
+    calls(("flag", {}), ("ratio", {}), ("point", {})),
+    call("broken"),
+    call("spawn_subagent", subagent="researcher", prompt="look it up"),
+    reply("Done."),
+    # execution 2: a tool stops the agent
+    call("halt"),
+    # execution 3: a finish-reason stop signal
+    reply("cut short", finish_reason=FinishReason.LENGTH),
+    # execution 4: the script runs out: a failed execution
+]
+
+
+@pytest.fixture
+def run_states(make_agent, start) -> list[AgentState]:
+    """Every state ``iterate()`` yielded over four executions, in order."""
+    halt = ScriptedTool("halt", [ToolReply(stop="halted by the tool")])
+    child = ScriptedLLM(["child answer"])
+    researcher = SubagentDefinition(
+        name="researcher", system_prompt="You research.", provider=child
+    )
+    agent = make_agent(
+        ScriptedLLM(SCRIPT),
+        [as_dict, as_list, nothing, flag, ratio, point, broken, halt],
+        UseSubagents([researcher]),
+        UseGuards(finish_reasons=[FinishReason.LENGTH]),
+    )
+    states: list[AgentState] = []
+    state = start("first question")
+    for text in ("second", "third", "fourth"):
+        states.extend(agent.iterate(state))
+        state = states[-1].with_user_message(text)
+    states.extend(agent.iterate(state))
+    return states
+
+
+def test_the_run_covers_what_it_claims(run_states: list[AgentState]) -> None:
+    finals = [s for s in run_states if s.status() is not ExecutionStatus.IN_PROGRESS]
+    assert [s.status() for s in finals] == [
+        ExecutionStatus.FAILED,
+        ExecutionStatus.STOPPED,
+        ExecutionStatus.COMPLETED,
+        ExecutionStatus.FAILED,
+    ]
+    assert [s.last_stop_reason() for s in finals] == [
+        StopReason.COMPLETED,
+        StopReason.STOP_REQUESTED,
+        StopReason.FINISH_REASON,
+        StopReason.ERROR,
+    ]
+    executions = [e for s in finals[0].steps() for e in s.tool_executions]
+    values = [e.value for e in executions]
+    assert values[:6] == [as_dict(), [1, 2, 3], None, True, 0.125, {"x": 1.5, "y": -2.0}]
+    assert executions[6].error == "the tool broke"
+    assert executions[7].content == "child answer"
+
+
+def test_every_yielded_state_round_trips_through_dict_and_json(
+    run_states: list[AgentState],
+) -> None:
+    assert len(run_states) >= 8
+    for state in run_states:
+        assert AgentState.from_dict(state.to_dict()) == state
+        assert AgentState.from_json(state.to_json()) == state
+
+
+def test_to_dict_is_plain_json(run_states: list[AgentState]) -> None:
+    for state in run_states:
+        data = state.to_dict()
+        assert json.loads(json.dumps(data)) == data
+
+
+def test_nested_objects_round_trip(run_states: list[AgentState]) -> None:
+    for state in run_states:
+        assert MessageStore.from_json(state.store().to_json()) == state.store()
+        continuation = state.continuation()
+        assert ExecutionContinuation.from_dict(continuation.to_dict()) == continuation
+        if state.execution is None:
+            continue
+        assert_round_trips(state.execution)
+        for record in state.step_executions():
+            assert_round_trips(record)
+            assert_round_trips(record.step)
+            for execution in record.step.tool_executions:
+                assert_round_trips(execution)
+
+
+def assert_round_trips(
+    value: ExecutionState | StepExecution | AgentStep | ToolExecution,
+) -> None:
+    kind = type(value)
+    assert kind.from_dict(value.to_dict()) == value
+    assert kind.from_json(value.to_json()) == value
+
+
+def test_budget_round_trips() -> None:
+    budget = ExecutionBudget(max_steps=2, max_cost=0.5)
+    assert ExecutionBudget.from_json(budget.to_json()) == budget
+
+
+def test_restored_state_keeps_behaviour(run_states: list[AgentState]) -> None:
+    original = run_states[-1]
+    restored = AgentState.from_json(original.to_json())
+    assert restored.status() == original.status()
+    assert restored.usage() == original.usage()
+    assert restored.messages().trace_executions == original.messages().trace_executions
+    assert restored.stop_signal() == original.stop_signal()
+
+
+class TestInvalidData:
+    @pytest.fixture
+    def data(self, run_states: list[AgentState]) -> dict[str, Any]:
+        finished = next(s for s in run_states if s.step_count() >= 2)
+        return copy.deepcopy(finished.to_dict())
+
+    def test_missing_schema_version(self, data: dict[str, Any]) -> None:
+        del data["schema_version"]
+        self.assert_invalid(data, "schema_version")
+
+    def test_wrong_schema_version(self, data: dict[str, Any]) -> None:
+        data["schema_version"] = 99
+        error = self.assert_invalid(data, "schema_version")
+        assert "99" in str(error)
+
+    def test_unknown_top_level_field(self, data: dict[str, Any]) -> None:
+        data["colour"] = "red"
+        self.assert_invalid(data, "colour")
+
+    def test_unknown_nested_field(self, data: dict[str, Any]) -> None:
+        data["execution"]["step_executions"][0]["step"]["surprise"] = 1
+        self.assert_invalid(data, "execution.step_executions[0].step.surprise")
+
+    def test_wrong_type_names_the_path(self, data: dict[str, Any]) -> None:
+        data["execution"]["step_executions"][1]["id"] = 5
+        self.assert_invalid(data, "execution.step_executions[1].id")
+
+    def test_wrong_enum_value(self, data: dict[str, Any]) -> None:
+        data["execution"]["status"] = "sleeping"
+        self.assert_invalid(data, "execution.status")
+
+    def test_bad_message_role_in_the_store(self, data: dict[str, Any]) -> None:
+        data["context"]["store"]["sections"][0]["messages"][0]["role"] = "robot"
+        self.assert_invalid(data, "context.store.sections[0].messages[0].role")
+
+    def test_negative_counter(self, data: dict[str, Any]) -> None:
+        data["execution_count"] = -1
+        self.assert_invalid(data, "execution_count")
+
+    def test_not_a_dict(self) -> None:
+        with pytest.raises(InvalidInputError) as raised:
+            AgentState.from_dict(["not", "a", "dict"])
+        assert raised.value.field == ""
+
+    def test_not_json(self) -> None:
+        with pytest.raises(InvalidInputError, match="not valid JSON"):
+            AgentState.from_json("{nope")
+
+    @staticmethod
+    def assert_invalid(data: dict[str, Any], field: str) -> InvalidInputError:
+        with pytest.raises(InvalidInputError) as raised:
+            AgentState.from_dict(data)
+        assert raised.value.field == field
+        with pytest.raises(InvalidInputError) as from_json:
+            AgentState.from_json(json.dumps(data))
+        assert from_json.value.field == field
+        return raised.value
+
+
+@pytest.mark.parametrize(
+    "kind", [ExecutionState, AgentStep, StepExecution, ToolExecution, ExecutionContinuation]
+)
+def test_every_kind_rejects_a_missing_version(kind: type[Any]) -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        kind.from_dict({})
+    assert raised.value.field == "schema_version"
+
+
+def test_immutability_states_captured_mid_run_do_not_change(make_agent, start) -> None:
+    agent = make_agent(
+        ScriptedLLM([call("as_list"), call("nothing"), reply("ok")]), [as_list, nothing]
+    )
+    snapshots: list[tuple[AgentState, dict[str, Any]]] = []
+    for state in agent.iterate(start()):
+        for earlier, dumped in snapshots:
+            assert earlier.to_dict() == dumped
+        snapshots.append((state, state.to_dict()))
+    assert len(snapshots) == 3
+    for earlier, dumped in snapshots:
+        assert earlier.to_dict() == dumped
+
+
+class Opaque:
+    def __str__(self) -> str:
+        return "opaque!"
+
+
+AWKWARD_VALUES = {
+    "a_set": {1, 2},
+    "a_tuple": (1, "a"),
+    "a_datetime": datetime(2026, 1, 1, tzinfo=UTC),
+    "an_object": Opaque(),
+    "infinity": float("inf"),
+    "not_a_number": float("nan"),
+    "big_int": 10**30,
+    "some_bytes": b"ab",
+    "int_keys": {1: "a"},
+}
+
+
+def returning(value: Any) -> Callable[[], Any]:
+    return lambda: value
+
+
+def test_awkward_tool_values_never_break_the_run_or_serialization(make_agent, start) -> None:
+    tools = [FunctionTool(returning(v), name=name) for name, v in AWKWARD_VALUES.items()]
+    llm = ScriptedLLM([calls(*((name, {}) for name in AWKWARD_VALUES)), reply("ok")])
+    final = make_agent(llm, tools).execute(start())
+    assert final.status() is ExecutionStatus.COMPLETED
+    executions = {e.name: e for e in final.steps()[0].tool_executions}
+    assert executions["an_object"].content == "opaque!"
+    assert executions["a_set"].value == [1, 2]
+    for execution in executions.values():
+        assert json.loads(json.dumps(execution.value, allow_nan=False)) == execution.value
+    assert AgentState.from_dict(final.to_dict()) == final
+    assert AgentState.from_json(final.to_json()) == final

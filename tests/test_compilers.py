@@ -1,0 +1,145 @@
+"""Context compilers: what the model sees before each call."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentrig import (
+    AgentState,
+    AllSections,
+    ConfigurationError,
+    ContextCompiler,
+    ConversationWithCurrentToolTrace,
+    ExecutionStatus,
+    Message,
+    Messages,
+    SelectedSections,
+    TokenBudgetCompiler,
+    ToolCall,
+    ToolResult,
+    compiler_names,
+    compilers,
+    get_compiler,
+    register_compiler,
+)
+
+
+def trace(text: str, execution_id: str) -> Message:
+    return Message.assistant(text).with_metadata(is_trace=True, execution_id=execution_id)
+
+
+def state_with(*messages: Message, section: str = "messages") -> AgentState:
+    state = AgentState()
+    return state.with_message_store(state.store().section(section).append(messages))
+
+
+def running(state: AgentState) -> AgentState:
+    return state.with_execution_status(ExecutionStatus.IN_PROGRESS)
+
+
+def texts(messages: Messages) -> list[str]:
+    return [m.content for m in messages]
+
+
+class TestConversationWithCurrentToolTrace:
+    def test_hides_traces_of_other_executions(self) -> None:
+        state = running(state_with(Message.user("q"), trace("old", "e-old"), Message.user("q2")))
+        current = state.execution_id()
+        assert current is not None
+        state = state.with_message_store(
+            state.store().section("messages").append(trace("mine", current))
+        )
+        compiled = ConversationWithCurrentToolTrace().compile(state)
+        assert texts(compiled) == ["q", "q2", "mine"]
+
+    def test_without_an_execution_every_trace_is_hidden(self) -> None:
+        state = state_with(Message.user("q"), trace("old", "e1"), Message.assistant("a"))
+        assert texts(ConversationWithCurrentToolTrace().compile(state)) == ["q", "a"]
+
+    def test_returns_sections_in_inference_order_without_copying(self) -> None:
+        state = state_with(Message.user("m"))
+        state = state.with_message_store(
+            state.store().section("summary").append(Message.system("s"))
+        )
+        compiled = ConversationWithCurrentToolTrace().compile(state)
+        assert texts(compiled) == ["s", "m"]
+
+    def test_nothing_is_deleted_from_the_store(self) -> None:
+        state = state_with(trace("old", "e1"))
+        ConversationWithCurrentToolTrace().compile(state)
+        assert len(state.messages()) == 1
+
+    def test_custom_sections(self) -> None:
+        state = state_with(Message.user("m"))
+        state = state.with_message_store(state.store().section("notes").append(Message.user("n")))
+        compiled = ConversationWithCurrentToolTrace(["notes", "messages"]).compile(state)
+        assert texts(compiled) == ["n", "m"]
+
+
+class TestSelectedAndAllSections:
+    def state(self) -> AgentState:
+        state = state_with(Message.user("m"), trace("t", "e1"))
+        store = state.store().section("summary").append(Message.system("s"))
+        return state.with_message_store(store)
+
+    def test_selected_sections_in_the_given_order_unfiltered(self) -> None:
+        compiled = SelectedSections(["messages", "missing", "summary"]).compile(self.state())
+        assert texts(compiled) == ["m", "t", "s"]
+
+    def test_no_names_means_the_messages_section(self) -> None:
+        assert texts(SelectedSections().compile(self.state())) == ["m", "t"]
+
+    def test_all_sections_in_store_order(self) -> None:
+        assert texts(AllSections().compile(self.state())) == ["m", "t", "s"]
+
+
+class TestTokenBudgetCompiler:
+    @staticmethod
+    def one_token_each(message: Message) -> int:
+        return 1
+
+    def test_keeps_the_most_recent_messages_and_the_first_user_message(self) -> None:
+        state = state_with(*(Message.user(str(n)) for n in range(6)))
+        compiled = TokenBudgetCompiler(AllSections(), 3, self.one_token_each).compile(state)
+        assert texts(compiled) == ["0", "4", "5"]
+
+    def test_everything_fits(self) -> None:
+        state = state_with(Message.user("a"), Message.assistant("b"))
+        compiled = TokenBudgetCompiler(AllSections(), 10, self.one_token_each).compile(state)
+        assert texts(compiled) == ["a", "b"]
+
+    def test_never_keeps_a_tool_result_without_its_call(self) -> None:
+        call = ToolCall(name="f")
+        result = Message.tool(ToolResult(content="r", call_id=call.id, tool_name="f"))
+        state = state_with(
+            Message.user("q"), Message.assistant("", [call]), result, Message.assistant("a")
+        )
+        compiled = TokenBudgetCompiler(AllSections(), 3, self.one_token_each).compile(state)
+        assert texts(compiled) == ["q", "a"]
+
+    def test_rejects_a_budget_below_one(self) -> None:
+        with pytest.raises(ConfigurationError, match="max_tokens"):
+            TokenBudgetCompiler(AllSections(), 0)
+
+
+class TestRegistry:
+    def test_builtins_by_name(self) -> None:
+        assert {"all_sections", "conversation_with_current_tool_trace", "selected_sections"} <= set(
+            compiler_names()
+        )
+        assert isinstance(get_compiler("all_sections"), AllSections)
+
+    def test_unknown_name_lists_the_valid_ones(self) -> None:
+        with pytest.raises(ConfigurationError, match=r"valid: .*all_sections"):
+            get_compiler("nope")
+
+    def test_register(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(compilers, "_REGISTRY", dict(compilers._REGISTRY))
+        register_compiler("only_messages_for_test", SelectedSections)
+        assert isinstance(get_compiler("only_messages_for_test"), SelectedSections)
+
+    @pytest.mark.parametrize(
+        "compiler", [ConversationWithCurrentToolTrace(), SelectedSections(), AllSections()]
+    )
+    def test_builtins_satisfy_the_protocol(self, compiler: object) -> None:
+        assert isinstance(compiler, ContextCompiler)

@@ -1,0 +1,188 @@
+"""The ``EventBus`` and the events a run emits."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from agentrig import (
+    AgentEvent,
+    AgentExecutionCompleted,
+    AgentExecutionStarted,
+    AgentState,
+    AgentStepCompleted,
+    AgentStop,
+    ContinuationEvaluated,
+    EventBus,
+    HookContext,
+    HookExecuted,
+    StopSignalReceived,
+    TokenUsageReported,
+    ToolCallBlocked,
+    ToolCallCompleted,
+    ToolCallStarted,
+    Usage,
+)
+from agentrig.fakes import ScriptedLLM, call, calls, reply
+
+AT = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def lookup(q: str) -> str:
+    """Look something up."""
+    return f"found {q}"
+
+
+def event(kind: type[AgentEvent] = HookExecuted) -> AgentEvent:
+    if kind is HookExecuted:
+        return HookExecuted.of(AgentState(), trigger="before_step", hook_name="h")
+    return kind.of(AgentState(), message_count=0, available_tools=())
+
+
+def run_and_record(make_agent, start, script: list) -> tuple[list[AgentEvent], AgentState]:
+    events = EventBus()
+    seen: list[AgentEvent] = []
+    events.wiretap(seen.append)
+    agent = make_agent(ScriptedLLM(script), [lookup], events=events)
+    return seen, agent.execute(start())
+
+
+class TestEventBus:
+    def test_subscribe_by_type_includes_subclasses(self) -> None:
+        bus = EventBus()
+        everything: list[AgentEvent] = []
+        only_hooks: list[HookExecuted] = []
+        bus.subscribe(AgentEvent, everything.append)
+        bus.subscribe(HookExecuted, only_hooks.append)
+        bus.dispatch(event(HookExecuted))
+        bus.dispatch(event(AgentExecutionStarted))
+        assert [e.name for e in everything] == ["HookExecuted", "AgentExecutionStarted"]
+        assert [e.name for e in only_hooks] == ["HookExecuted"]
+
+    def test_unsubscribe(self) -> None:
+        bus = EventBus()
+        seen: list[AgentEvent] = []
+        unsubscribe = bus.wiretap(seen.append)
+        bus.dispatch(event())
+        unsubscribe()
+        bus.dispatch(event())
+        assert len(seen) == 1
+        assert not bus.wants(HookExecuted)
+
+    def test_wants_reflects_listeners_here_and_in_parents(self) -> None:
+        parent = EventBus()
+        child = parent.child()
+        assert not child.wants(HookExecuted)
+        parent.subscribe(HookExecuted, lambda e: None)
+        assert child.wants(HookExecuted)
+        assert not child.wants(AgentExecutionStarted)
+
+    def test_child_bus_forwards_to_the_parent(self) -> None:
+        parent = EventBus()
+        seen: list[AgentEvent] = []
+        parent.wiretap(seen.append)
+        parent.child().dispatch(event())
+        assert len(seen) == 1
+
+    def test_events_describe_their_agent(self) -> None:
+        state = AgentState(agent_id="a1", parent_agent_id="p1")
+        made = HookExecuted.of(state, trigger="x", hook_name="y")
+        assert (made.agent_id, made.parent_agent_id, made.execution_id) == ("a1", "p1", None)
+        assert made.name == "HookExecuted"
+
+
+class TestRunEvents:
+    def test_sequence_of_a_two_step_run(self, make_agent, start) -> None:
+        script = [calls(("lookup", {"q": "x"}), usage=Usage(input_tokens=3)), reply("ok")]
+        seen, final = run_and_record(make_agent, start, script)
+        assert [e.name for e in seen] == [
+            "AgentExecutionStarted",
+            "AgentStepStarted",
+            "InferenceRequestStarted",
+            "InferenceResponseReceived",
+            "ToolCallStarted",
+            "ToolCallCompleted",
+            "AgentStepCompleted",
+            "TokenUsageReported",
+            "ContinuationEvaluated",
+            "AgentStepStarted",
+            "InferenceRequestStarted",
+            "InferenceResponseReceived",
+            "AgentStepCompleted",
+            "ContinuationEvaluated",
+            "AgentExecutionStopped",
+            "AgentExecutionCompleted",
+        ]
+        assert {e.execution_id for e in seen} == {final.execution_id()}
+        assert {e.agent_id for e in seen} == {final.agent_id}
+
+    def test_continuation_evaluations_per_step(self, make_agent, start) -> None:
+        seen, _ = run_and_record(make_agent, start, [call("lookup", q="x"), reply("ok")])
+        evaluations = [e for e in seen if isinstance(e, ContinuationEvaluated)]
+        assert [(e.step_number, e.should_stop) for e in evaluations] == [(1, False), (2, True)]
+        assert evaluations[-1].stop_reason == "completed"
+
+    def test_step_completed_payload(self, make_agent, start) -> None:
+        seen, _ = run_and_record(make_agent, start, [call("nope"), reply("ok")])
+        first = next(e for e in seen if isinstance(e, AgentStepCompleted))
+        assert (first.step_number, first.step_type, first.has_tool_calls) == (1, "error", True)
+        assert first.error_count == 1
+        assert "Tool 'nope' not found" in first.error_messages[0]
+        completed = next(e for e in seen if isinstance(e, ToolCallCompleted))
+        assert not completed.success
+
+    def test_execution_completed_carries_the_terminal_status(self, make_agent, start) -> None:
+        seen, _ = run_and_record(make_agent, start, [reply("the answer")])
+        (done,) = [e for e in seen if isinstance(e, AgentExecutionCompleted)]
+        assert (done.status, done.total_steps, done.final_response) == (
+            "completed",
+            1,
+            "the answer",
+        )
+
+    def test_no_usage_report_for_zero_usage(self, make_agent, start) -> None:
+        seen, _ = run_and_record(make_agent, start, [reply("ok")])
+        assert not any(isinstance(e, TokenUsageReported) for e in seen)
+
+    def test_failure_path(self, make_agent, start) -> None:
+        seen, final = run_and_record(make_agent, start, [])
+        assert [e.name for e in seen] == [
+            "AgentExecutionStarted",
+            "AgentStepStarted",
+            "InferenceRequestStarted",
+            "AgentExecutionFailed",
+            "ContinuationEvaluated",
+            "AgentExecutionStopped",
+            "AgentExecutionCompleted",
+        ]
+        assert seen[-1].status == "failed"  # type: ignore[attr-defined]
+        failed = seen[3]
+        assert failed.error_type == "ScriptExhaustedError"  # type: ignore[attr-defined]
+        assert final.status() == "failed"
+
+
+def test_agent_stop_is_reported(make_agent, start) -> None:
+    def halt() -> str:
+        raise AgentStop("enough", source="tool:halt")
+
+    events = EventBus()
+    received: list[StopSignalReceived] = []
+    events.subscribe(StopSignalReceived, received.append)
+    make_agent(ScriptedLLM([call("halt")]), [halt], events=events).execute(start())
+    assert [(e.reason, e.message, e.source) for e in received] == [
+        ("stop_requested", "enough", "tool:halt")
+    ]
+
+
+def test_blocked_tool_calls_are_reported(make_agent, start) -> None:
+    events = EventBus()
+    seen: list[AgentEvent] = []
+    events.wiretap(seen.append)
+
+    def block(ctx: HookContext) -> HookContext:
+        return ctx.block_tool_execution("not today")
+
+    llm = ScriptedLLM([call("lookup", q="x"), reply("ok")])
+    make_agent(llm, [lookup], hooks=[(block, "before_tool_use", 0)], events=events).execute(start())
+    blocked = [e for e in seen if isinstance(e, ToolCallBlocked)]
+    assert [(e.tool, e.args, e.reason) for e in blocked] == [("lookup", {"q": "x"}, "not today")]
+    assert not any(isinstance(e, ToolCallStarted | ToolCallCompleted) for e in seen)

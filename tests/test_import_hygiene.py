@@ -1,0 +1,101 @@
+"""Dependency direction (runtime <- fakes <- harness) and a light ``import agentrig``."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import agentrig
+
+PACKAGE = Path(agentrig.__file__).parent
+HEAVY = ("pytest", "hypothesis", "yaml", "syrupy", "rich", "typer", "openai", "anthropic")
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Absolute module names the module at ``path`` imports."""
+    return imports_of(path.read_text(encoding="utf-8"), path)
+
+
+def imports_of(source: str, path: Path) -> set[str]:
+    """Absolute module names ``source`` (the module at ``path``) imports, at any nesting level."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source, filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level > 0:
+            found.add(resolve_relative(path, node))
+    return found
+
+
+def resolve_relative(path: Path, node: ast.ImportFrom) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    base = parts[: len(parts) - node.level]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def modules_under(folder: Path, skip: tuple[str, ...] = ()) -> list[Path]:
+    return sorted(
+        path
+        for path in folder.rglob("*.py")
+        if not any(path.relative_to(folder).as_posix().startswith(s) for s in skip)
+    )
+
+
+def offenders(paths: list[Path], forbidden: tuple[str, ...]) -> dict[str, list[str]]:
+    found = {}
+    for path in paths:
+        bad = sorted(
+            name
+            for name in imported_modules(path)
+            if any(name == f or name.startswith(f + ".") for f in forbidden)
+        )
+        if bad:
+            found[path.relative_to(PACKAGE).as_posix()] = bad
+    return found
+
+
+@pytest.mark.parametrize("package", ["agentrig", "agentrig.fakes"])
+def test_importing_pulls_in_nothing_heavy(package: str) -> None:
+    code = (
+        f"import json, sys; import {package}; "
+        f"print(json.dumps(sorted(m for m in {list(HEAVY)!r} if m in sys.modules)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert json.loads(result.stdout) == []
+
+
+def test_the_runtime_imports_neither_fakes_nor_harness() -> None:
+    runtime = modules_under(PACKAGE, skip=("fakes/", "harness/"))
+    assert PACKAGE / "loop.py" in runtime
+    assert offenders(runtime, ("agentrig.fakes", "agentrig.harness")) == {}
+
+
+def test_the_fakes_do_not_import_the_harness() -> None:
+    fakes = modules_under(PACKAGE / "fakes")
+    assert fakes
+    assert offenders(fakes, ("agentrig.harness",)) == {}
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import agentrig.harness.cli", {"agentrig.harness.cli"}),
+        (
+            "from agentrig.fakes import ScriptedLLM",
+            {"agentrig.fakes", "agentrig.fakes.ScriptedLLM"},
+        ),
+        ("def f():\n    from ..harness import x", {"agentrig.harness"}),
+    ],
+)
+def test_the_checker_sees_every_import_form(source: str, expected: set[str]) -> None:
+    assert imports_of(source, PACKAGE / "capabilities" / "probe.py") >= expected

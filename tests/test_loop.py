@@ -1,0 +1,384 @@
+"""``AgentLoop``: trace routing (D1), continuation (D2), status (D3) and determinism (D10)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentrig import (
+    AgentBuilder,
+    AgentExecutionCompleted,
+    AgentLoop,
+    AgentState,
+    ContinuationEvaluated,
+    EventBus,
+    ExecutionBudget,
+    ExecutionStatus,
+    FinishReason,
+    HookContext,
+    Role,
+    StopReason,
+    StopSignal,
+    ToolCallingDriver,
+    Tools,
+    UseGuards,
+    UseLlmConfig,
+    runtime_context,
+)
+from agentrig.fakes import FakeClock, ScriptedLLM, SeededIds, call, reply
+
+TOOL_THEN_ANSWER = [call("lookup", q="x"), reply("The answer.")]
+
+
+def lookup(q: str) -> str:
+    """Look something up."""
+    return f"found {q}"
+
+
+def roles(messages: Any) -> list[str]:
+    return [m.role.value for m in messages]
+
+
+def buffer(state: AgentState) -> Any:
+    return state.store().messages_of("execution_buffer")
+
+
+def add_signal(reason: StopReason, message: str = "") -> Any:
+    def hook(ctx: HookContext) -> HookContext:
+        signal = StopSignal(reason=reason, message=message, source="test")
+        return ctx.with_state(ctx.state.with_stop_signal(signal))
+
+    return hook
+
+
+class TestSeparatedTraces:
+    def test_traces_live_in_the_buffer_during_the_execution(self, make_agent, start) -> None:
+        llm = ScriptedLLM(TOOL_THEN_ANSWER)
+        middle, final = list(make_agent(llm, [lookup]).iterate(start()))
+        assert middle.status() is ExecutionStatus.IN_PROGRESS
+        assert roles(middle.messages()) == ["user"]
+        assert roles(buffer(middle)) == ["assistant", "tool"]
+        assert roles(middle.messages_for_inference()) == ["user", "assistant", "tool"]
+        assert roles(llm.requests[1].messages) == ["user", "assistant", "tool"]
+        assert roles(final.messages()) == ["user", "assistant"]
+        assert not buffer(final)
+
+    def test_output_messages_are_tagged(self, make_agent, start) -> None:
+        middle, final = list(make_agent(ScriptedLLM(TOOL_THEN_ANSWER), [lookup]).iterate(start()))
+        step_one, step_two = final.steps()
+        for message in buffer(middle):
+            assert message.metadata["step_id"] == step_one.id
+            assert message.metadata["execution_id"] == final.execution_id()
+            assert message.metadata["agent_id"] == final.agent_id
+            assert message.metadata["is_trace"] is True
+        answer = final.messages()[-1]
+        assert answer.metadata["step_id"] == step_two.id
+        assert answer.metadata["execution_id"] == final.execution_id()
+        assert answer.metadata["agent_id"] == final.agent_id
+        assert "is_trace" not in answer.metadata
+
+    def test_full_traces_stay_in_step_executions(self, make_agent, start) -> None:
+        final = make_agent(ScriptedLLM(TOOL_THEN_ANSWER), [lookup]).execute(start())
+        traced = final.step_executions()[0].step.output_messages
+        assert roles(traced) == ["assistant", "tool"]
+        assert all(m.is_trace for m in traced)
+        assert traced[1].content == "found x"
+
+    def test_buffer_cleared_when_stopped_by_a_budget(self, make_agent, start) -> None:
+        llm = ScriptedLLM([call("lookup", q="1"), call("lookup", q="2")])
+        final = make_agent(llm, [lookup], UseGuards(max_steps=1)).execute(start())
+        assert final.status() is ExecutionStatus.STOPPED
+        assert not buffer(final)
+        assert roles(final.messages()) == ["user"]
+
+    def test_buffer_cleared_when_failed(self, make_agent, start) -> None:
+        llm = ScriptedLLM([call("lookup", q="1")])
+        states = list(make_agent(llm, [lookup]).iterate(start()))
+        assert buffer(states[0])
+        final = states[-1]
+        assert final.status() is ExecutionStatus.FAILED
+        assert not buffer(final)
+        assert final.step_count() == 1
+
+
+class TestInlineTraces:
+    def test_everything_goes_to_messages(self, make_agent, start) -> None:
+        agent = make_agent(ScriptedLLM(TOOL_THEN_ANSWER), [lookup], inline=True)
+        middle, final = list(agent.iterate(start()))
+        assert roles(middle.messages()) == ["user", "assistant", "tool"]
+        assert not buffer(middle)
+        assert roles(final.messages()) == ["user", "assistant", "tool", "assistant"]
+        assert [m.is_trace for m in final.messages()] == [False, True, True, False]
+
+    def test_the_next_execution_does_not_see_earlier_traces(self, make_agent, start) -> None:
+        llm = ScriptedLLM([*TOOL_THEN_ANSWER, reply("Second answer.")])
+        agent = make_agent(llm, [lookup], inline=True)
+        first = agent.execute(start("one"))
+        agent.execute(first.with_user_message("two"))
+        assert roles(llm.requests[2].messages) == ["user", "assistant", "user"]
+
+
+class TestContinuation:
+    def test_continuation_request_overrides_a_natural_stop_once(self, make_agent, start) -> None:
+        requested: list[bool] = []
+
+        def continue_once(ctx: HookContext) -> HookContext | None:
+            if requested:
+                return None
+            requested.append(True)
+            return ctx.with_state(ctx.state.with_execution_continued())
+
+        llm = ScriptedLLM(["first", "second", "third"])
+        final = make_agent(llm, hooks=[(continue_once, "after_step", 0)]).execute(start())
+        assert final.step_count() == 2
+        assert final.final_response().to_text() == "second"
+        assert final.last_stop_reason() is StopReason.COMPLETED
+        assert llm.remaining == 1
+
+    def test_continuation_request_overrides_signals_for_one_evaluation(
+        self, make_agent, start
+    ) -> None:
+        events = EventBus()
+        evaluations: list[tuple[int, bool]] = []
+        events.subscribe(
+            ContinuationEvaluated, lambda e: evaluations.append((e.step_number, e.should_stop))
+        )
+        requested: list[bool] = []
+
+        def continue_once(ctx: HookContext) -> HookContext | None:
+            if requested:
+                return None
+            requested.append(True)
+            return ctx.with_state(ctx.state.with_execution_continued())
+
+        hooks = [
+            (add_signal(StopReason.STOP_REQUESTED, "enough"), "after_step", 10),
+            (continue_once, "after_step", 0),
+        ]
+        llm = ScriptedLLM([call("lookup", q="1"), call("lookup", q="2")])
+        final = make_agent(llm, [lookup], hooks=hooks, events=events).execute(start())
+        assert evaluations == [(1, False), (1, True)]
+        assert final.step_count() == 1
+        assert final.last_stop_reason() is StopReason.STOP_REQUESTED
+        assert final.status() is ExecutionStatus.STOPPED
+
+    def test_a_continuation_request_cannot_exceed_the_step_budget(self, start) -> None:
+        def always_continue(ctx: HookContext) -> HookContext:
+            return ctx.with_state(ctx.state.with_execution_continued())
+
+        llm = ScriptedLLM([call("lookup", q="1"), call("lookup", q="2")])
+        agent = (
+            AgentBuilder.base()
+            .with_tools([lookup])
+            .with_capability(UseLlmConfig(llm))
+            .with_capability(UseGuards(max_steps=1))
+            .add_hook(always_continue, ["before_step", "after_step"], priority=-10)
+            .build()
+        )
+        final = agent.execute(start())
+        assert final.step_count() == 1
+        assert final.last_stop_reason() is StopReason.STEPS_LIMIT
+        assert final.status() is ExecutionStatus.STOPPED
+
+    def test_signals_accumulate_and_the_highest_priority_wins(self, make_agent, start) -> None:
+        hooks = [
+            (add_signal(StopReason.COMPLETED), "after_step", 0),
+            (add_signal(StopReason.USER_REQUESTED, "bye"), "on_stop", 0),
+        ]
+        final = make_agent(ScriptedLLM(["hi"]), hooks=hooks).execute(start())
+        reasons = [s.reason for s in final.continuation().stop_signals]
+        assert reasons == [StopReason.COMPLETED, StopReason.USER_REQUESTED]
+        assert final.last_stop_reason() is StopReason.USER_REQUESTED
+        assert final.status() is ExecutionStatus.STOPPED
+
+    def test_on_a_tie_the_first_signal_wins(self, make_agent, start) -> None:
+        hooks = [
+            (add_signal(StopReason.STEPS_LIMIT, "first"), "after_step", 5),
+            (add_signal(StopReason.STEPS_LIMIT, "second"), "after_step", 0),
+        ]
+        final = make_agent(ScriptedLLM(["hi"]), hooks=hooks).execute(start())
+        signal = final.stop_signal()
+        assert signal is not None
+        assert signal.message == "first"
+
+    def test_natural_completion_records_a_completed_signal(self, make_agent, start) -> None:
+        final = make_agent(ScriptedLLM(["hi"])).execute(start())
+        signal = final.stop_signal()
+        assert signal is not None
+        assert (signal.reason, signal.source) == (StopReason.COMPLETED, "AgentLoop")
+        assert not final.stop_signal().reason.was_force_stopped()  # type: ignore[union-attr]
+
+    def test_finish_reason_guard_is_a_natural_ending(self, make_agent, start) -> None:
+        llm = ScriptedLLM([reply("partial", finish_reason=FinishReason.LENGTH)])
+        final = make_agent(llm, (), UseGuards(finish_reasons=["length"])).execute(start())
+        assert final.last_stop_reason() is StopReason.FINISH_REASON
+        assert final.status() is ExecutionStatus.COMPLETED
+
+
+class TestStatus:
+    def test_none_between_executions_and_in_progress_during(self, make_agent, start) -> None:
+        initial = start()
+        assert initial.status() is None
+        llm = ScriptedLLM([call("lookup", q="1"), call("lookup", q="2"), reply("ok")])
+        states = list(make_agent(llm, [lookup]).iterate(initial))
+        assert [s.status() for s in states] == [
+            ExecutionStatus.IN_PROGRESS,
+            ExecutionStatus.IN_PROGRESS,
+            ExecutionStatus.COMPLETED,
+        ]
+        assert states[-1].for_next_execution().status() is None
+
+    @pytest.mark.parametrize(
+        ("script", "guards", "status", "reason"),
+        [
+            (["ok"], None, ExecutionStatus.COMPLETED, StopReason.COMPLETED),
+            (
+                [call("lookup", q="1")],
+                UseGuards(max_steps=1),
+                ExecutionStatus.STOPPED,
+                StopReason.STEPS_LIMIT,
+            ),
+            ([], None, ExecutionStatus.FAILED, StopReason.ERROR),
+        ],
+    )
+    def test_terminal_statuses(
+        self, make_agent, start, script: list, guards: Any, status: ExecutionStatus, reason: Any
+    ) -> None:
+        capabilities = [guards] if guards else []
+        final = make_agent(ScriptedLLM(script), [lookup], *capabilities).execute(start())
+        assert final.status() is status
+        assert final.last_stop_reason() is reason
+
+    def test_a_tool_error_fails_the_execution_even_after_an_answer(self, make_agent, start) -> None:
+        llm = ScriptedLLM([call("ghost"), reply("All good anyway.")])
+        final = make_agent(llm, [lookup]).execute(start())
+        assert final.has_final_response()
+        assert final.last_stop_reason() is StopReason.COMPLETED
+        assert final.status() is ExecutionStatus.FAILED
+
+    def test_a_terminal_state_starts_a_new_execution(self, make_agent, start) -> None:
+        agent = make_agent(ScriptedLLM(["one", "two"]))
+        first = agent.execute(start("a"))
+        second = agent.execute(first.with_user_message("b"))
+        assert (first.execution_count, second.execution_count) == (1, 2)
+        assert second.execution_id() != first.execution_id()
+        assert second.step_count() == 1
+        assert second.agent_id == first.agent_id
+
+    def test_an_in_progress_state_is_resumed(self, make_agent, start) -> None:
+        first_llm = ScriptedLLM([call("lookup", q="1"), reply("unused")])
+        middle = next(iter(make_agent(first_llm, [lookup]).iterate(start())))
+        assert middle.status() is ExecutionStatus.IN_PROGRESS
+        second_llm = ScriptedLLM([reply("resumed answer")])
+        final = make_agent(second_llm, [lookup]).execute(middle)
+        assert final.execution_id() == middle.execution_id()
+        assert final.step_count() == 2
+        assert final.steps()[0] == middle.steps()[0]
+        assert final.final_response().to_text() == "resumed answer"
+        assert roles(second_llm.requests[0].messages) == ["user", "assistant", "tool"]
+
+
+class TestIterate:
+    def test_yields_one_state_per_step(self, make_agent, start) -> None:
+        llm = ScriptedLLM([call("lookup", q="1"), call("lookup", q="2"), reply("ok")])
+        states = list(make_agent(llm, [lookup]).iterate(start()))
+        assert [s.step_count() for s in states] == [1, 2, 3]
+
+    def test_a_stop_before_the_first_step_yields_once(self, make_agent, start) -> None:
+        hooks = [(add_signal(StopReason.STOP_REQUESTED), "before_execution", 0)]
+        states = list(make_agent(ScriptedLLM([]), hooks=hooks).iterate(start()))
+        assert len(states) == 1
+        assert states[0].step_count() == 0
+        assert states[0].status() is ExecutionStatus.STOPPED
+
+    def test_a_guard_stop_yields_the_last_step_state_too(self, make_agent, start) -> None:
+        llm = ScriptedLLM([call("lookup", q="1"), call("lookup", q="2")])
+        states = list(make_agent(llm, [lookup], UseGuards(max_steps=2)).iterate(start()))
+        assert [s.step_count() for s in states] == [1, 2, 2]
+
+    def test_loop_built_without_the_builder(self, clock: FakeClock, ids: SeededIds, start) -> None:
+        llm = ScriptedLLM(TOOL_THEN_ANSWER)
+        loop = AgentLoop(driver=ToolCallingDriver(llm), tools=Tools([lookup]), clock=clock, ids=ids)
+        final = loop.execute(start())
+        assert final.final_response().to_text() == "The answer."
+        assert roles(final.messages()) == ["user", "assistant"]
+
+    def test_the_loop_keeps_no_state_between_runs(self, make_agent, start) -> None:
+        llm = ScriptedLLM(["one", "two"])
+        agent = make_agent(llm)
+        first, second = agent.execute(start("a")), agent.execute(start("b"))
+        assert first.messages()[-1].content == "one"
+        assert second.messages()[-1].content == "two"
+        assert roles(llm.requests[1].messages) == ["user"]
+
+    def test_budget_stops_do_not_lose_the_user_message(self, make_agent, start) -> None:
+        final = make_agent(ScriptedLLM([]), (), UseGuards(max_steps=0)).execute(start("keep me"))
+        assert final.messages()[0].role is Role.USER
+        assert final.messages()[0].content == "keep me"
+
+
+def scripted_run(seed: int) -> AgentState:
+    clock, ids = FakeClock(), SeededIds(seed)
+    script = [call("lookup", q="1"), reply("done", latency=1.5), reply("again", latency=0.5)]
+    llm = ScriptedLLM(script, clock=clock)
+    agent = (
+        AgentBuilder.base()
+        .with_clock(clock)
+        .with_ids(ids)
+        .with_capability(UseLlmConfig(llm))
+        .with_capability(UseGuards(ExecutionBudget(max_steps=5)))
+        .with_tools([lookup])
+        .build()
+    )
+    with runtime_context(clock=clock, ids=ids):
+        state = AgentState().with_user_message("q")
+    first = agent.execute(state)
+    with runtime_context(clock=clock, ids=ids):
+        follow_up = first.with_user_message("and?")
+    return agent.execute(follow_up)
+
+
+def test_same_script_same_clock_and_seed_gives_identical_states() -> None:
+    assert scripted_run(11).execution_count == 2
+    assert scripted_run(11).to_dict() == scripted_run(11).to_dict()
+    assert scripted_run(11).to_json() == scripted_run(11).to_json()
+
+
+def test_a_different_seed_gives_different_ids() -> None:
+    assert scripted_run(11).agent_id != scripted_run(12).agent_id
+
+
+@pytest.mark.parametrize(
+    ("trigger", "steps"),
+    [
+        ("before_execution", 0),
+        ("before_step", 0),
+        ("before_inference_request", 0),
+        ("after_inference_response", 0),
+        ("before_tool_use", 0),
+        ("after_tool_use", 0),
+        ("after_step", 1),
+        ("on_stop", 2),
+        ("after_execution", 2),
+    ],
+)
+def test_an_exception_in_any_hook_fails_the_execution_cleanly(
+    make_agent, start, trigger: str, steps: int
+) -> None:
+    def boom(ctx: HookContext) -> None:
+        raise RuntimeError(f"{trigger} broke")
+
+    events = EventBus()
+    completed: list[object] = []
+    events.subscribe(AgentExecutionCompleted, completed.append)
+    agent = make_agent(
+        ScriptedLLM(TOOL_THEN_ANSWER), [lookup], hooks=[(boom, trigger, 0)], events=events
+    )
+    final = agent.execute(start())
+    assert final.status() is ExecutionStatus.FAILED
+    assert final.last_stop_reason() is StopReason.ERROR
+    assert [(e.type, e.message) for e in final.errors()] == [("RuntimeError", f"{trigger} broke")]
+    assert final.step_count() == steps
+    assert not buffer(final)
+    assert len(completed) == 1

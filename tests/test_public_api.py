@@ -1,0 +1,122 @@
+"""The curated front doors: ``agentrig.__all__`` and ``agentrig.fakes.__all__`` match what they
+export, and every public class or function of the runtime modules is exported (or listed here as
+intentionally private)."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from types import ModuleType
+
+import pytest
+
+import agentrig
+import agentrig.fakes
+
+INTENTIONALLY_PRIVATE = {
+    # plumbing behind runtime_context(); users inject a Clock / IdFactory instead
+    "agentrig.clock.current_clock",
+    "agentrig.clock.current_ids",
+    "agentrig.clock.format_uuid4",
+    "agentrig.clock.new_id",
+    "agentrig.clock.now",
+    # returned by public APIs (HookStack.hooks, MessageStore.section), never built by users
+    "agentrig.hooks.RegisteredHook",
+    "agentrig.store.SectionRef",
+    # helpers with public defaults: TokenBudgetCompiler's estimator, the tool value formatter
+    "agentrig.compilers.estimate_tokens",
+    "agentrig.tools.format_tool_value",
+}
+"""``module.name`` of public-looking definitions deliberately left out of ``agentrig.__all__``."""
+
+FAKES_INTENTIONALLY_PRIVATE = {
+    "agentrig.fakes.tool.ToolCallRecord",  # the element type of ScriptedTool.calls
+}
+
+
+def submodules(package: ModuleType, skip: tuple[str, ...] = ()) -> list[ModuleType]:
+    names = [info.name for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".")]
+    return [
+        importlib.import_module(name)
+        for name in names
+        if not name.startswith(skip) and not any(part.startswith("_") for part in name.split("."))
+    ]
+
+
+def public_definitions(module: ModuleType) -> set[str]:
+    """``module.name`` of the public classes and functions defined in ``module``."""
+    return {
+        f"{module.__name__}.{name}"
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and (inspect.isclass(value) or inspect.isfunction(value))
+        and value.__module__ == module.__name__
+    }
+
+
+def unexported(package: ModuleType, modules: list[ModuleType]) -> set[str]:
+    exported = {getattr(package, name) for name in package.__all__}
+    return {
+        qualified
+        for module in modules
+        for qualified in public_definitions(module)
+        if getattr(module, qualified.rsplit(".", 1)[1]) not in exported
+    }
+
+
+RUNTIME_MODULES = submodules(agentrig, skip=("agentrig.fakes", "agentrig.harness"))
+FAKES_MODULES = submodules(agentrig.fakes)
+
+
+@pytest.mark.parametrize("package", [agentrig, agentrig.fakes], ids=lambda p: p.__name__)
+def test_every_name_in_all_exists(package: ModuleType) -> None:
+    missing = [name for name in package.__all__ if not hasattr(package, name)]
+    assert missing == []
+
+
+@pytest.mark.parametrize("package", [agentrig, agentrig.fakes], ids=lambda p: p.__name__)
+def test_all_has_no_duplicates(package: ModuleType) -> None:
+    assert len(set(package.__all__)) == len(package.__all__)
+
+
+@pytest.mark.parametrize("package", [agentrig, agentrig.fakes], ids=lambda p: p.__name__)
+def test_public_names_imported_into_the_package_are_in_all(package: ModuleType) -> None:
+    exported = set(package.__all__)
+    stray = {
+        name
+        for name, value in vars(package).items()
+        if not name.startswith("_")
+        and (inspect.isclass(value) or inspect.isfunction(value))
+        and name not in exported
+    }
+    assert stray == set()
+
+
+def test_runtime_definitions_are_exported_or_intentionally_private() -> None:
+    assert unexported(agentrig, RUNTIME_MODULES) == INTENTIONALLY_PRIVATE
+
+
+def test_fakes_definitions_are_exported_or_intentionally_private() -> None:
+    assert unexported(agentrig.fakes, FAKES_MODULES) == FAKES_INTENTIONALLY_PRIVATE
+
+
+def test_the_runtime_modules_were_found() -> None:
+    names = {module.__name__ for module in RUNTIME_MODULES}
+    assert {"agentrig.loop", "agentrig.state.agent_state", "agentrig.capabilities.guards"} <= names
+    assert not any(name.startswith(("agentrig.fakes", "agentrig.harness")) for name in names)
+
+
+def test_exported_errors_share_the_root() -> None:
+    errors = [
+        getattr(agentrig, name)
+        for name in agentrig.__all__
+        if inspect.isclass(getattr(agentrig, name))
+        and issubclass(getattr(agentrig, name), BaseException)
+    ]
+    assert errors
+    assert all(issubclass(error, agentrig.AgentrigError) for error in errors)
+
+
+def test_version() -> None:
+    assert agentrig.__version__ == "0.1.0"

@@ -1,0 +1,97 @@
+"""``MessageStore``: named sections with an immutable section API."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentrig import InvalidInputError, Message, Messages, MessageStore, Section
+
+
+def store_with(**sections: list[str]) -> MessageStore:
+    store = MessageStore()
+    for name, texts in sections.items():
+        store = store.section(name).append(Messages(Message.user(text) for text in texts))
+    return store
+
+
+def test_append_creates_the_section_at_the_end() -> None:
+    store = store_with(messages=["a"]).section("summary").append(Message.user("s"))
+    assert store.section_names() == ("messages", "summary")
+
+
+def test_append_nothing_returns_the_same_store() -> None:
+    store = store_with(messages=["a"])
+    assert store.section("messages").append([]) is store
+    assert store.section("missing").append(Messages()) is store
+
+
+def test_operations_never_mutate_the_original() -> None:
+    original = store_with(messages=["a"])
+    original.section("messages").append(Message.user("b"))
+    original.section("messages").clear()
+    original.section("messages").remove()
+    assert original.messages_of("messages").to_text() == "a"
+
+
+def test_set_replaces_messages() -> None:
+    store = store_with(messages=["a", "b"]).section("messages").set([Message.user("c")])
+    assert store.messages_of("messages").to_text() == "c"
+
+
+def test_clear_keeps_an_existing_section_and_ignores_missing_ones() -> None:
+    store = store_with(messages=["a"], execution_buffer=["t"])
+    cleared = store.section("execution_buffer").clear()
+    assert cleared.section_names() == ("messages", "execution_buffer")
+    assert cleared.section("execution_buffer").is_empty()
+    assert store.section("nope").clear() is store
+
+
+def test_remove_drops_the_section() -> None:
+    store = store_with(messages=["a"], buffer=["b"]).section("buffer").remove()
+    assert store.section_names() == ("messages",)
+    assert not store.section("buffer").exists()
+
+
+def test_section_ref_reads() -> None:
+    store = store_with(messages=["a"])
+    ref = store.section("messages")
+    assert ref.name == "messages"
+    assert ref.exists()
+    assert not ref.is_empty()
+    assert ref.get() == Section(name="messages", messages=ref.messages())
+    assert store.section("other").get().messages == Messages()
+
+
+def test_select_joins_in_the_given_order_and_skips_missing() -> None:
+    store = store_with(messages=["m"], summary=["s"], buffer=["b"])
+    assert store.select(["summary", "nope", "buffer", "messages"]).to_text() == "s\nb\nm"
+
+
+def test_to_messages_uses_store_order() -> None:
+    store = store_with(messages=["m"], summary=["s"])
+    assert store.to_messages().to_text() == "m\ns"
+
+
+def test_parameters() -> None:
+    store = MessageStore().with_parameter("k", [1, 2])
+    assert store.parameters == {"k": [1, 2]}
+
+
+def test_duplicate_section_names_are_rejected() -> None:
+    section = Section(name="messages")
+    with pytest.raises(InvalidInputError) as raised:
+        MessageStore(sections=(section, section))
+    assert raised.value.field == "sections"
+    assert "duplicate" in str(raised.value)
+
+
+def test_section_name_must_not_be_empty() -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        Section(name="")
+    assert raised.value.field == "name"
+
+
+def test_round_trip() -> None:
+    store = store_with(messages=["a", "b"], summary=["s"]).with_parameter("k", {"x": 1})
+    assert MessageStore.from_dict(store.to_dict()) == store
+    assert MessageStore.from_json(store.to_json()) == store

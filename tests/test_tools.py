@@ -1,0 +1,291 @@
+"""Tools: typed functions, derived schemas, validated arguments, error paths (DESIGN D7)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import pytest
+from pydantic import BaseModel, Field
+
+from agentrig import (
+    AgentState,
+    AgentStepType,
+    AgentStop,
+    ExecutionStatus,
+    FunctionTool,
+    InvalidInputError,
+    InvalidToolArgumentsError,
+    StopReason,
+    ToolCall,
+    ToolContext,
+    ToolExecutor,
+    ToolOutput,
+    Tools,
+    Usage,
+    tool,
+)
+from agentrig.fakes import ScriptedLLM, ScriptedTool, ToolReply, call, reply
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+@tool
+def add(a: int, b: int = 2) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@tool(name="search_docs", description="Search the docs.")
+def search(
+    query: Annotated[str, Field(description="What to look for")],
+    limit: int = 5,
+    context: ToolContext | None = None,
+) -> dict[str, Any]:
+    return {"query": query, "limit": limit}
+
+
+def whoami(context: ToolContext, greeting: str = "hi") -> str:
+    """Say who is calling."""
+    return f"{greeting} {context.state.agent_id} via {context.tool_call.id}"
+
+
+def explode() -> str:
+    raise ValueError("it exploded")
+
+
+def stop_now() -> str:
+    raise AgentStop("tool wants out", source="tool:stop_now")
+
+
+def execute(tools: list[Any], name: str, **arguments: Any) -> Any:
+    executions, _ = ToolExecutor(Tools(tools)).execute(
+        [ToolCall(name=name, arguments=arguments)], AgentState(agent_id="agent-1"), 1
+    )
+    return executions[0]
+
+
+class TestSchema:
+    def test_schema_from_signature(self) -> None:
+        assert add.name == "add"
+        assert add.description == "Add two numbers."
+        assert add.parameters() == {
+            "type": "object",
+            "properties": {
+                "a": {"type": "integer"},
+                "b": {"type": "integer", "default": 2},
+            },
+            "required": ["a"],
+            "additionalProperties": False,
+        }
+
+    def test_annotated_descriptions_and_overrides(self) -> None:
+        schema = search.schema()
+        assert (schema.name, schema.description) == ("search_docs", "Search the docs.")
+        assert schema.parameters["properties"] == {
+            "query": {"type": "string", "description": "What to look for"},
+            "limit": {"type": "integer", "default": 5},
+        }
+        assert schema.parameters["required"] == ["query"]
+
+    def test_tool_context_is_excluded_from_the_schema(self) -> None:
+        made = FunctionTool(whoami)
+        assert set(made.parameters()["properties"]) == {"greeting"}
+        assert made.parameters().get("required", []) == []
+
+    def test_pydantic_model_parameters(self) -> None:
+        def place(point: Point) -> int:
+            return point.x
+
+        made = FunctionTool(place)
+        assert "$defs" in made.parameters()
+        assert execute([made], "place", point={"x": 3, "y": 4}).value == 3
+
+    def test_decorated_functions_stay_callable(self) -> None:
+        assert add(1, 2) == 3
+
+
+class TestArguments:
+    def test_tool_context_is_injected(self) -> None:
+        execution = execute([whoami], "whoami", greeting="hello")
+        assert execution.value.startswith("hello agent-1 via ")
+        assert execution.value.endswith(execution.tool_call.id)
+
+    def test_optional_tool_context_is_injected_too(self) -> None:
+        def agent_of(context: ToolContext | None = None) -> str | None:
+            return context.state.agent_id if context else None
+
+        made = FunctionTool(agent_of)
+        assert made.parameters()["properties"] == {}
+        assert execute([made], "agent_of").value == "agent-1"
+
+    def test_defaults_are_applied(self) -> None:
+        assert execute([add], "add", a=1).value == 3
+
+    def test_invalid_type_names_the_field(self) -> None:
+        with pytest.raises(InvalidToolArgumentsError) as raised:
+            add.invoke({"a": "many"}, ToolContext(AgentState(), ToolCall(name="add")))
+        error = raised.value
+        assert isinstance(error, InvalidInputError)
+        assert (error.tool, error.field) == ("add", "a")
+        assert "integer" in str(error)
+
+    def test_missing_argument_names_the_field(self) -> None:
+        with pytest.raises(InvalidToolArgumentsError) as raised:
+            add.invoke({"b": 1}, ToolContext(AgentState(), ToolCall(name="add")))
+        assert raised.value.field == "a"
+        assert "Field required" in str(raised.value)
+
+    def test_unexpected_argument_is_rejected(self) -> None:
+        with pytest.raises(InvalidToolArgumentsError) as raised:
+            add.invoke({"a": 1, "c": 3}, ToolContext(AgentState(), ToolCall(name="add")))
+        assert raised.value.field == "c"
+
+
+class TestToolExecutor:
+    def test_success_records_value_and_text(self) -> None:
+        execution = execute([search], "search_docs", query="q")
+        assert execution.value == {"query": "q", "limit": 5}
+        assert execution.content == '{"query": "q", "limit": 5}'
+        assert not execution.has_error()
+        assert execution.error_message() == ""
+
+    def test_raising_tool_becomes_a_failed_execution(self) -> None:
+        execution = execute([explode], "explode")
+        assert execution.has_error()
+        assert execution.error == "it exploded"
+        assert execution.error_type == "ValueError"
+        assert execution.content == "Error in tool call: it exploded"
+        assert execution.value is None
+
+    def test_unknown_tool_lists_the_available_ones(self) -> None:
+        execution = execute([add, explode], "nope")
+        assert execution.error_type == "ToolNotFoundError"
+        assert execution.content == (
+            "Error in tool call: Tool 'nope' not found. Available tools: add, explode"
+        )
+
+    def test_invalid_arguments_become_a_failed_execution(self) -> None:
+        execution = execute([add], "add", a="many")
+        assert execution.error_type == "InvalidToolArgumentsError"
+        assert "a:" in execution.content
+
+    def test_agent_stop_propagates(self) -> None:
+        with pytest.raises(AgentStop):
+            execute([stop_now], "stop_now")
+
+    def test_calls_run_in_order(self) -> None:
+        order: list[int] = []
+
+        def note(n: int) -> int:
+            order.append(n)
+            return n
+
+        calls = [ToolCall(name="note", arguments={"n": n}) for n in (3, 1, 2)]
+        executions, _ = ToolExecutor(Tools([note])).execute(calls, AgentState(), 1)
+        assert order == [3, 1, 2]
+        assert [e.value for e in executions] == [3, 1, 2]
+
+    def test_tool_output_sets_text_and_usage(self) -> None:
+        def priced() -> ToolOutput:
+            return ToolOutput(value={"n": 1}, content="one", usage=Usage(input_tokens=4))
+
+        execution = execute([priced], "priced")
+        assert (execution.value, execution.content) == ({"n": 1}, "one")
+        assert execution.usage == Usage(input_tokens=4)
+
+    @pytest.mark.parametrize(
+        ("value", "text"),
+        [
+            ("plain", "plain"),
+            (None, "null"),
+            (True, "true"),
+            (False, "false"),
+            (3, "3"),
+            (0.5, "0.5"),
+            ([1, "a"], '[1, "a"]'),
+            ({"k": "é"}, '{"k": "é"}'),
+            (Point(x=1, y=2), '{"x":1,"y":2}'),
+        ],
+    )
+    def test_value_formatting(self, value: Any, text: str) -> None:
+        def give() -> Any:
+            return value
+
+        assert execute([give], "give").content == text
+
+
+class TestTools:
+    def test_later_tool_with_the_same_name_wins(self) -> None:
+        def negate(a: int) -> int:
+            return -a
+
+        replacement = FunctionTool(negate, name="add")
+        tools = Tools([add]).with_tools(replacement)
+        assert tools.names() == ("add",)
+        assert tools.get("add") is replacement
+
+    def test_only_without_and_names(self) -> None:
+        tools = Tools([add, explode, stop_now])
+        assert tools.names() == ("add", "explode", "stop_now")
+        assert tools.only(["add", "ghost"]).names() == ("add",)
+        assert tools.without("add").names() == ("explode", "stop_now")
+        assert "add" in tools
+        assert "ghost" not in tools
+        assert [s.name for s in tools.schemas()] == ["add", "explode", "stop_now"]
+
+    def test_tools_are_immutable(self) -> None:
+        tools = Tools([add])
+        tools.with_tools(explode)
+        assert tools.names() == ("add",)
+
+
+class TestToolsInTheLoop:
+    def test_a_raising_tool_is_seen_by_the_model_and_the_loop_goes_on(
+        self, make_agent, start
+    ) -> None:
+        llm = ScriptedLLM([call("explode"), reply("Sorry, it failed.")])
+        final = make_agent(llm, [explode]).execute(start())
+        assert llm.requests[1].messages[-1].content == "Error in tool call: it exploded"
+        assert final.steps()[0].step_type() is AgentStepType.ERROR
+        assert final.final_response().to_text() == "Sorry, it failed."
+        assert final.status() is ExecutionStatus.FAILED
+
+    @pytest.mark.parametrize(
+        ("turn", "expected"),
+        [
+            (call("ghost"), "Tool 'ghost' not found"),
+            (call("add", a="many"), "a: Input should be a valid integer"),
+            (call("add", b=1), "a: Field required"),
+        ],
+    )
+    def test_bad_calls_are_tool_errors(self, make_agent, start, turn: Any, expected: str) -> None:
+        llm = ScriptedLLM([turn, reply("ok")])
+        final = make_agent(llm, [add]).execute(start())
+        content = llm.requests[1].messages[-1].content
+        assert content.startswith("Error in tool call: ")
+        assert expected in content
+        assert final.step_count() == 2
+        assert expected in final.errors()[0].message
+
+    def test_agent_stop_from_a_tool_stops_the_execution(self, make_agent, start) -> None:
+        llm = ScriptedLLM([call("stop_now"), reply("never")])
+        final = make_agent(llm, [stop_now]).execute(start())
+        assert final.status() is ExecutionStatus.STOPPED
+        signal = final.stop_signal()
+        assert signal is not None
+        assert (signal.reason, signal.message, signal.source) == (
+            StopReason.STOP_REQUESTED,
+            "tool wants out",
+            "tool:stop_now",
+        )
+        assert llm.remaining == 1
+        assert not final.store().messages_of("execution_buffer")
+
+    def test_scripted_tool_stop_reply(self, make_agent, start) -> None:
+        halt = ScriptedTool("halt", [ToolReply(stop="enough")])
+        final = make_agent(ScriptedLLM([call("halt")]), [halt]).execute(start())
+        assert final.last_stop_reason() is StopReason.STOP_REQUESTED
+        assert final.status() is ExecutionStatus.STOPPED
