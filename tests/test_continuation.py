@@ -115,6 +115,7 @@ class TestExecutionContinuation:
             StopReason.STEPS_LIMIT,
             StopReason.TOKEN_LIMIT,
             StopReason.TIME_LIMIT,
+            StopReason.RETRY_LIMIT,
             StopReason.USER_REQUESTED,
         ],
     )
@@ -134,7 +135,6 @@ class TestExecutionContinuation:
         "reason",
         [
             StopReason.STOP_REQUESTED,
-            StopReason.RETRY_LIMIT,
             StopReason.FINISH_REASON,
             StopReason.COMPLETED,
             StopReason.UNKNOWN,

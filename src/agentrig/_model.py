@@ -83,14 +83,14 @@ class FrozenModel(BaseModel):
         (objects built from validated parts). Defaults and default factories apply as in
         ``__init__``; public callers use the validating constructor."""
         plan = _PLANS.get(cls) or _plan(cls)
+        if not values.keys() >= plan.required:
+            missing = ", ".join(sorted(plan.required - values.keys()))
+            raise TypeError(f"{cls.__name__}._trusted() needs {missing}")
         data = plan.template.copy()
         data.update(values)
         for name, factory in plan.factories:
             if name not in values:
                 data[name] = factory()
-        for name in plan.required:
-            if name not in values:
-                raise TypeError(f"{cls.__name__}._trusted() needs {name!r}")
         new = _new_object(cls)
         _set_dict(new, data)
         _set_fields_set(new, set(values))
@@ -128,7 +128,7 @@ class _Plan:
             else:
                 self.template[name] = info.default
         self.factories = tuple(factories)
-        self.required = tuple(required)
+        self.required = frozenset(required)
 
 
 _PLANS: dict[type[BaseModel], _Plan] = {}

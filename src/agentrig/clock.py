@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from contextlib import AbstractContextManager
+from contextvars import ContextVar, Token
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
@@ -131,15 +131,35 @@ def new_id(kind: str) -> str:
     return _ids.get().new_id(kind)
 
 
-@contextmanager
-def runtime_context(*, clock: Clock | None = None, ids: IdFactory | None = None) -> Iterator[None]:
+def runtime_context(
+    *, clock: Clock | None = None, ids: IdFactory | None = None
+) -> AbstractContextManager[None]:
     """Make state mutators inside the block read time from ``clock`` and ids from ``ids``."""
-    clock_token = _clock.set(clock) if clock is not None else None
-    ids_token = _ids.set(ids) if ids is not None else None
-    try:
-        yield
-    finally:
-        if ids_token is not None:
-            _ids.reset(ids_token)
-        if clock_token is not None:
-            _clock.reset(clock_token)
+    return _RuntimeScope(clock, ids)
+
+
+class _RuntimeScope:
+    """The context manager behind ``runtime_context`` (a class: the loop enters one per step, and
+    this is cheaper than a generator-based context manager)."""
+
+    __slots__ = ("_clock", "_clock_token", "_ids", "_ids_token")
+
+    def __init__(self, clock: Clock | None, ids: IdFactory | None) -> None:
+        self._clock = clock
+        self._ids = ids
+        self._clock_token: Token[Clock] | None = None
+        self._ids_token: Token[IdFactory] | None = None
+
+    def __enter__(self) -> None:
+        if self._clock is not None:
+            self._clock_token = _clock.set(self._clock)
+        if self._ids is not None:
+            self._ids_token = _ids.set(self._ids)
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._ids_token is not None:
+            _ids.reset(self._ids_token)
+            self._ids_token = None
+        if self._clock_token is not None:
+            _clock.reset(self._clock_token)
+            self._clock_token = None

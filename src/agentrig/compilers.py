@@ -42,7 +42,7 @@ class ConversationWithCurrentToolTrace:
         messages = state.context.store.select(self.sections)
         current = state.execution_id() if state.status() is not None else None
         traces = messages.trace_executions
-        if not traces or traces == {current}:
+        if not traces or (len(traces) == 1 and current in traces):
             return messages
         return messages.filtered(lambda m: not m.is_trace or m.execution_id == current)
 

@@ -34,8 +34,8 @@ class StopReason(StrEnum):
         return self not in (StopReason.COMPLETED, StopReason.FINISH_REASON)
 
     def is_binding(self) -> bool:
-        """True when no continuation request can override it: errors, budget limits and the
-        user's cancellation (DESIGN D4: budgets are enforced)."""
+        """True when no continuation request can override it: errors, budget and retry limits,
+        and the user's cancellation (DESIGN D4: budgets are enforced)."""
         return self in _BINDING
 
 
@@ -46,6 +46,7 @@ _BINDING = frozenset(
         StopReason.STEPS_LIMIT,
         StopReason.TOKEN_LIMIT,
         StopReason.TIME_LIMIT,
+        StopReason.RETRY_LIMIT,
         StopReason.USER_REQUESTED,
     }
 )

@@ -240,7 +240,10 @@ class EventBus:
 
     def wants(self, event_type: type[AgentEvent]) -> bool:
         """True when some listener (here or in a parent) would receive ``event_type``."""
-        if self._route(event_type):
+        route = self._routes.get(event_type)
+        if route is None:
+            route = self._route(event_type)
+        if route:
             return True
         return self.parent is not None and self.parent.wants(event_type)
 

@@ -156,6 +156,11 @@ class Messages(FrozenList[Message]):
         if len(parts) == 1:
             return parts[0]
         new = cls.__new__(cls)
+        if len(parts) == 2:  # the common case: tuple addition is the cheapest copy
+            first, second = parts
+            new._items = first._items + second._items
+            new._trace_executions = first._trace_executions | second._trace_executions
+            return new
         new._items = tuple(chain.from_iterable(part._items for part in parts))
         new._trace_executions = frozenset().union(*(part._trace_executions for part in parts))
         return new

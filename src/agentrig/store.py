@@ -68,12 +68,12 @@ class MessageStore(Serializable):
         return self.evolve(parameters={**self.parameters, key: value})
 
     def _with_section(self, name: str, messages: Messages) -> Self:
-        sections = list(self.sections)
+        sections = self.sections
+        new = Section._trusted(name=name, messages=messages)
         for index, section in enumerate(sections):
             if section.name == name:
-                sections[index] = Section._trusted(name=name, messages=messages)
-                return self._replace(sections=tuple(sections))
-        return self._replace(sections=(*sections, Section._trusted(name=name, messages=messages)))
+                return self._replace(sections=(*sections[:index], new, *sections[index + 1 :]))
+        return self._replace(sections=(*sections, new))
 
     def _without_section(self, name: str) -> Self:
         kept = tuple(section for section in self.sections if section.name != name)
@@ -115,6 +115,10 @@ class SectionRef:
 
     def append(self, messages: Messages | Message | Iterable[Message]) -> MessageStore:
         """A store with ``messages`` appended (the section is created at the end if missing)."""
+        if type(messages) is Messages:  # its trace executions are known: no per-message scan
+            if not messages:
+                return self._store
+            return self._store._with_section(self._name, Messages.concat(self.messages(), messages))
         added = _as_tuple(messages)
         if not added:
             return self._store

@@ -232,3 +232,31 @@ def test_the_same_scenario_gives_identical_results(tmp_path: Path) -> None:
     first = run_scenario(scenario).model_copy(update={"wall_time_s": 0.0})
     second = run_scenario(scenario).model_copy(update={"wall_time_s": 0.0})
     assert first == second
+
+
+def test_tool_scripts_that_do_not_cover_a_call_are_script_failures(tmp_path: Path) -> None:
+    text = """\
+        name: tool-script-gaps
+        agent:
+          tools:
+            once:
+              mode: sequence
+              replies: [{return: first}]
+            weather:
+              params: {city: string}
+              replies:
+                - when: {city: Paris}
+                  return: sunny
+        turns:
+          - user: go
+            model:
+              - calls: [once(), once(), weather(city=Rome)]
+              - say: done
+            expect: {status: failed}
+        """
+    messages = " | ".join(f.message for f in run(tmp_path, text).failures)
+    assert messages.count("turn 1, step 1:") == 2
+    assert "tool 'once' was called more times than its sequence of replies" in messages
+    assert "no scripted reply of tool 'weather' matches the call" in messages
+    expected = text.replace("{status: failed}", "{status: failed, errors: [call 2, Rome]}")
+    assert run(tmp_path, expected).passed

@@ -166,7 +166,7 @@ def _check_turn(run: _Run, number: int, turn: Turn, final: AgentState) -> None:
             (*base, "model", unused - 1),
             turn=number,
         )
-    _check_unknown_tools(run, number, turn, final)
+    _check_tool_scripts(run, number, turn, final)
     for mismatch in check_expectation(turn.expect, final):
         top = mismatch.field.split(".")[0].split("[")[0]
         run.fail(
@@ -182,19 +182,27 @@ def _check_turn(run: _Run, number: int, turn: Turn, final: AgentState) -> None:
     run.transcript.extend(turn_transcript(number, turn.user, final))
 
 
-def _check_unknown_tools(run: _Run, number: int, turn: Turn, final: AgentState) -> None:
+_SCRIPT_ERRORS = {
+    "ToolNotFoundError": "the script calls tool '{tool}', which the agent does not have (it has: {tools})",
+    "ScriptExhaustedError": "tool '{tool}' was called more times than its sequence of replies: {error}",
+    "UnexpectedToolCallError": "no scripted reply of tool '{tool}' matches the call: {error}",
+}
+
+
+def _check_tool_scripts(run: _Run, number: int, turn: Turn, final: AgentState) -> None:
+    """Calls the scripts do not cover are scenario mistakes, unless expected as errors."""
     expected_errors = turn.expect.errors or ()
     available = ", ".join(run.agent.loop.tools.names()) or "none"
     for step_number, step in enumerate(final.steps(), start=1):
         for execution in step.tool_executions:
-            if execution.error_type != "ToolNotFoundError":
+            template = _SCRIPT_ERRORS.get(execution.error_type or "")
+            error = execution.error or ""
+            if template is None or any(wanted in error for wanted in expected_errors):
                 continue
-            if any(wanted in (execution.error or "") for wanted in expected_errors):
-                continue
+            problem = template.format(tool=execution.name, tools=available, error=error)
             run.fail(
                 "script",
-                f"turn {number}, step {step_number}: the script calls tool "
-                f"'{execution.name}', which the agent does not have (it has: {available}); "
+                f"turn {number}, step {step_number}: {problem}; "
                 "list the error under expect.errors if this is intended",
                 ("turns", number - 1, "model"),
                 turn=number,

@@ -169,9 +169,10 @@ class AgentState(Serializable):
 
     def with_current_step_completed(self) -> Self:
         """Archive the step in progress into ``step_executions`` (no-op without one)."""
-        if self.execution is None or self.execution.current_step is None:
+        if self.execution is None:
             return self
-        return self._with(execution=self.execution.with_current_step_completed())
+        execution = self.execution.with_current_step_completed()
+        return self if execution is self.execution else self._with(execution=execution)
 
     def with_stop_signal(self, signal: StopSignal) -> Self:
         """Add a stop signal to the execution (an execution is created if missing)."""

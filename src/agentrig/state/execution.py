@@ -40,8 +40,9 @@ class ExecutionState(Serializable):
         return cls(execution_id=clock.new_id("execution"), started_at=clock.now())
 
     def should_stop(self) -> bool:
-        """Stop on signals (unless continuation was requested); continue while tools are called."""
-        if self.continuation.should_stop():
+        """Stop when failed or on signals (unless continuation was requested); continue while
+        tools are called."""
+        if self.status is ExecutionStatus.FAILED or self.continuation.should_stop():
             return True
         if self.continuation.is_continuation_requested:
             return False
@@ -78,7 +79,10 @@ class ExecutionState(Serializable):
 
     def with_step_started(self) -> Self:
         """Mark the start time of the next step."""
-        return self._replace(current_step_started_at=clock.now())
+        return self._replace(
+            current_step_started_at=clock.now(),
+            continuation=self.continuation.with_continuation_requested(False),
+        )
 
     def with_current_step(self, step: AgentStep) -> Self:
         """Set the step in progress."""
@@ -93,9 +97,15 @@ class ExecutionState(Serializable):
         return self._replace(continuation=self.continuation.with_continuation_requested(True))
 
     def with_current_step_completed(self) -> Self:
-        """Archive the step in progress (a no-op without one); reset the continuation request."""
+        """End the step: archive the step in progress, if any, and reset the continuation request.
+
+        The request is reset even when the step was aborted before it was recorded, so that it
+        never outlives the one evaluation it was made for.
+        """
         if self.current_step is None:
-            return self
+            if not self.continuation.is_continuation_requested:
+                return self
+            return self._replace(continuation=self.continuation.with_continuation_requested(False))
         step = self.current_step
         now = clock.now()
         continuation = self.continuation.with_continuation_requested(False)

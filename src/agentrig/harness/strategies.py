@@ -1,0 +1,805 @@
+"""Hypothesis strategies for agentrig's data.
+
+Every strategy is a plain function with keyword-only, validated arguments (a bad argument raises
+:class:`~agentrig.errors.InvalidInputError` when the strategy is built, not when it draws)::
+
+    from hypothesis import given
+    from agentrig.harness import strategies as ars
+
+    @given(script=ars.scripts(tools={"lookup": {"query": "string"}}), budget=ars.budgets())
+    def test_my_agent(script, budget): ...
+
+Tools are described the way ``ScriptedTool`` and scenario files declare them: a mapping of tool
+name to parameters, each a JSON type (``"string"``, ``"integer?"`` for an optional one...).
+Drawn values shrink towards simple cases: no budget limit, text answers, valid arguments.
+
+Importing this module registers strategies for agentrig's types with
+``st.register_type_strategy``, so ``st.from_type(Message)`` and ``st.builds(...)`` work.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal, TypeVar
+
+from hypothesis import strategies as st
+from hypothesis.strategies import SearchStrategy
+
+from agentrig import (
+    AgentState,
+    ExecutionBudget,
+    FinishReason,
+    Message,
+    Role,
+    StopReason,
+    StopSignal,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
+from agentrig.clock import format_uuid4
+from agentrig.errors import InvalidInputError
+from agentrig.fakes import CallSpec, Turn
+from agentrig.fakes.clock import DEFAULT_START
+from agentrig.harness.scenario_model import (
+    AgentSpec,
+    BudgetSpec,
+    CancelAfterStep,
+    CostExpect,
+    Expectation,
+    InvariantSelection,
+    MessageExpect,
+    ModelReply,
+    Scenario,
+    TextMatch,
+    ToolCallsExpect,
+    ToolCallSpec,
+    ToolReply,
+    ToolSpec,
+    UsageExpect,
+)
+from agentrig.harness.scenario_model import Turn as ScenarioTurn
+
+__all__ = [
+    "DEFAULT_TOOLS",
+    "DEFAULT_TOOL_SPECS",
+    "JSON_TYPES",
+    "ToolParams",
+    "agent_states",
+    "budgets",
+    "call_specs",
+    "identifiers",
+    "ids",
+    "json_values",
+    "llm_turns",
+    "messages",
+    "model_replies",
+    "params_of",
+    "scenarios",
+    "scripts",
+    "stop_signals",
+    "texts",
+    "tool_calls",
+    "tool_specs",
+    "usages",
+]
+
+ToolParams = Mapping[str, Mapping[str, str]]
+"""Tool name -> parameter name -> JSON type; a trailing ``?`` marks an optional parameter."""
+
+JSON_TYPES = ("string", "integer", "number", "boolean", "object", "array")
+TurnKind = Literal["text", "tool_calls", "error"]
+Outcome = Literal["return", "raise", "stop"]
+T = TypeVar("T")
+
+DEFAULT_TOOL_SPECS: dict[str, ToolSpec] = {
+    "lookup": ToolSpec(
+        description="Looks something up.",
+        params={"query": "string", "limit": "integer?"},
+        replies=(
+            ToolReply.model_validate({"when": {"limit": 0}, "raise": "limit must be positive"}),
+            ToolReply.model_validate({"return": {"hits": 1}}),
+        ),
+    ),
+    "explode": ToolSpec(
+        description="Always fails.", replies=(ToolReply.model_validate({"raise": "boom"}),)
+    ),
+}
+"""Two scripted tools: ``lookup`` (returns, or raises for ``limit=0``) and ``explode`` (raises)."""
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+
+
+def params_of(tools: Mapping[str, ToolSpec]) -> dict[str, dict[str, str]]:
+    """The parameters of scenario tool specs, in the shape strategies take."""
+    return {name: dict(spec.params) for name, spec in tools.items()}
+
+
+DEFAULT_TOOLS: dict[str, dict[str, str]] = params_of(DEFAULT_TOOL_SPECS)
+"""The parameters of :data:`DEFAULT_TOOL_SPECS`."""
+
+
+# --- validation -------------------------------------------------------------------------------
+
+
+def _fail(argument: str, reason: str) -> InvalidInputError:
+    return InvalidInputError(f"strategy argument {argument!r}", [("", reason)])
+
+
+def _int(name: str, value: object, *, low: int = 0) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise _fail(name, f"expected an integer >= {low}, got {value!r}")
+    return value
+
+
+def _number(name: str, value: object) -> float:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok or not math.isfinite(float(value)) or float(value) < 0:  # type: ignore[arg-type]
+        raise _fail(name, f"expected a finite number >= 0, got {value!r}")
+    return float(value)  # type: ignore[arg-type]
+
+
+def _sizes(min_name: str, low: int, max_name: str, high: int) -> None:
+    _int(min_name, low)
+    _int(max_name, high)
+    if high < low:
+        raise _fail(max_name, f"{max_name}={high} is smaller than {min_name}={low}")
+
+
+def _flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise _fail(name, f"expected True or False, got {value!r}")
+    return value
+
+
+def _choices(name: str, values: Sequence[T], valid: Sequence[T]) -> tuple[T, ...]:
+    chosen = tuple(values)
+    wrong = [value for value in chosen if value not in valid]
+    if not chosen or wrong:
+        options = ", ".join(str(option) for option in valid)
+        raise _fail(name, f"expected a non-empty selection of: {options}; got {chosen!r}")
+    return chosen
+
+
+def _tools(value: object) -> dict[str, dict[str, str]]:
+    if not isinstance(value, Mapping):
+        raise _fail("tools", f"expected a mapping of tool name to parameters, got {value!r}")
+    tools: dict[str, dict[str, str]] = {}
+    for name, params in value.items():
+        if not isinstance(name, str) or not _IDENTIFIER.match(name):
+            raise _fail("tools", f"{name!r} is not a tool name (letters, digits, '_', '-')")
+        if not isinstance(params, Mapping):
+            raise _fail("tools", f"parameters of {name!r} must be a mapping, got {params!r}")
+        for param, kind in params.items():
+            if not isinstance(kind, str) or kind.rstrip("?") not in JSON_TYPES:
+                valid = ", ".join(JSON_TYPES)
+                raise _fail("tools", f"{name}.{param}: type {kind!r} is not one of {valid}")
+        tools[name] = dict(params)
+    return tools
+
+
+# --- scalars ----------------------------------------------------------------------------------
+
+
+def texts(*, min_size: int = 0, max_size: int = 20) -> SearchStrategy[str]:
+    """Unicode text a UTF-8 file can hold (no surrogates); shrinks towards ``""`` and ASCII."""
+    _sizes("min_size", min_size, "max_size", max_size)
+    return st.text(st.characters(codec="utf-8"), min_size=min_size, max_size=max_size)
+
+
+def identifiers(*, max_size: int = 12) -> SearchStrategy[str]:
+    """Names valid for tools and parameters: ``[a-z_][a-z0-9_]*``."""
+    _int("max_size", max_size, low=1)
+    return st.from_regex(rf"[a-z_][a-z0-9_]{{0,{max_size - 1}}}", fullmatch=True)
+
+
+def ids() -> SearchStrategy[str]:
+    """UUID-shaped ids, like the ones ``SeededIds`` and ``UuidIds`` produce."""
+    return st.integers(min_value=0, max_value=2**128 - 1).map(format_uuid4)
+
+
+def _scalars() -> SearchStrategy[Any]:
+    return st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(2**53), max_value=2**53),
+        st.floats(allow_nan=False, allow_infinity=False),
+        texts(max_size=12),
+    )
+
+
+def json_values(*, max_leaves: int = 6) -> SearchStrategy[Any]:
+    """JSON data: None, booleans, integers, finite floats, text, lists and string-keyed dicts."""
+    _int("max_leaves", max_leaves, low=1)
+    return st.recursive(
+        _scalars(),
+        lambda children: st.lists(children, max_size=3)
+        | st.dictionaries(texts(max_size=8), children, max_size=3),
+        max_leaves=max_leaves,
+    )
+
+
+def _json_objects(max_size: int = 3) -> SearchStrategy[dict[str, Any]]:
+    return st.dictionaries(texts(max_size=8), json_values(max_leaves=3), max_size=max_size)
+
+
+_MOMENTS = st.datetimes(
+    min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
+)
+
+
+# --- messages and tool calls ------------------------------------------------------------------
+
+
+def tool_calls(*, names: Sequence[str] | None = None) -> SearchStrategy[ToolCall]:
+    """``ToolCall``s with drawn ids, a name from ``names`` (default: any identifier) and JSON
+    arguments."""
+    name_strategy = identifiers() if names is None else st.sampled_from(_names(names))
+    return st.builds(ToolCall, id=ids(), name=name_strategy, arguments=_json_objects())
+
+
+def _names(names: Sequence[str]) -> tuple[str, ...]:
+    chosen = tuple(names)
+    if not chosen or not all(isinstance(n, str) and _IDENTIFIER.match(n) for n in chosen):
+        raise _fail("names", f"expected a non-empty sequence of tool names, got {names!r}")
+    return chosen
+
+
+def messages(*, roles: Sequence[Role | str] = tuple(Role)) -> SearchStrategy[Message]:
+    """``Message``s of the given roles: assistants may request tool calls, tool messages carry a
+    ``ToolResult``; ids, times and metadata are drawn too."""
+    chosen = _choices("roles", tuple(Role(r) if r in tuple(Role) else r for r in roles), tuple(Role))
+    return st.sampled_from(chosen).flatmap(_message_of)
+
+
+def _message_of(role: Role) -> SearchStrategy[Message]:
+    base: dict[str, SearchStrategy[Any]] = {
+        "role": st.just(role),
+        "content": texts(),
+        "metadata": st.dictionaries(texts(max_size=8), _scalars(), max_size=2),
+        "id": ids(),
+        "created_at": _MOMENTS,
+    }
+    if role is Role.ASSISTANT:
+        base["tool_calls"] = st.lists(tool_calls(), max_size=2).map(tuple)
+    if role is Role.TOOL:
+        return st.builds(_tool_message, result=_tool_results(), **base)
+    return st.builds(Message, **base)
+
+
+def _tool_message(result: ToolResult, **fields: Any) -> Message:
+    fields["content"] = result.content
+    return Message(tool_result=result, **fields)
+
+
+def _tool_results() -> SearchStrategy[ToolResult]:
+    return st.builds(
+        ToolResult, content=texts(), call_id=ids(), tool_name=identifiers(), is_error=st.booleans()
+    )
+
+
+def stop_signals(*, reasons: Sequence[StopReason | str] = tuple(StopReason)) -> SearchStrategy[StopSignal]:
+    """``StopSignal``s with one of ``reasons``, a message, a source and JSON context."""
+    chosen = _choices("reasons", tuple(_reason(r) for r in reasons), tuple(StopReason))
+    return st.builds(
+        StopSignal,
+        reason=st.sampled_from(chosen),
+        message=texts(),
+        context=_json_objects(max_size=2),
+        source=st.none() | texts(min_size=1, max_size=12),
+    )
+
+
+def _reason(value: StopReason | str) -> StopReason | str:
+    return StopReason(value) if value in tuple(StopReason) else value
+
+
+def usages(
+    *, max_tokens: int = 400, max_cost: float = 0.5, cache: bool = True
+) -> SearchStrategy[Usage]:
+    """``Usage`` with up to ``max_tokens`` per counter and a cost in steps of 0.0001."""
+    _int("max_tokens", max_tokens)
+    top = round(_number("max_cost", max_cost) * 10_000)
+    count = st.integers(min_value=0, max_value=max_tokens)
+    extra = count if _flag("cache", cache) else st.just(0)
+    return st.builds(
+        Usage,
+        input_tokens=count,
+        output_tokens=count,
+        cache_read_tokens=extra,
+        cache_write_tokens=extra,
+        reasoning_tokens=extra,
+        cost=st.integers(min_value=0, max_value=top).map(lambda n: n / 10_000),
+    )
+
+
+def budgets(
+    *,
+    max_steps: int | None = 6,
+    max_tokens: int | None = 1500,
+    max_seconds: float | None = 8.0,
+    max_cost: float | None = 1.0,
+    deadline_within: float | None = 8.0,
+) -> SearchStrategy[ExecutionBudget]:
+    """``ExecutionBudget``s where each limit is absent or drawn up to the given bound.
+
+    Pass ``None`` to never set a limit; ``deadline_within`` bounds a deadline in seconds after
+    ``FakeClock``'s start. Shrinks towards an unlimited budget.
+    """
+    limits: dict[str, SearchStrategy[Any]] = {}
+    if max_steps is not None:
+        limits["max_steps"] = _optional(st.integers(0, _int("max_steps", max_steps)))
+    if max_tokens is not None:
+        limits["max_tokens"] = _optional(st.integers(0, _int("max_tokens", max_tokens)))
+    if max_seconds is not None:
+        limits["max_seconds"] = _optional(_tenths(_number("max_seconds", max_seconds)))
+    if max_cost is not None:
+        limits["max_cost"] = _optional(_tenths(_number("max_cost", max_cost)))
+    if deadline_within is not None:
+        seconds = _tenths(_number("deadline_within", deadline_within))
+        limits["deadline"] = _optional(seconds.map(lambda s: DEFAULT_START + timedelta(seconds=s)))
+    return st.fixed_dictionaries(limits).map(lambda given: ExecutionBudget(**given))
+
+
+def _optional(strategy: SearchStrategy[T]) -> SearchStrategy[T | None]:
+    return st.none() | strategy
+
+
+def _tenths(top: float) -> SearchStrategy[float]:
+    return st.integers(min_value=0, max_value=math.floor(top * 10)).map(lambda n: n / 10)
+
+
+# --- tool arguments and scripted turns --------------------------------------------------------
+
+
+_VALUES: dict[str, SearchStrategy[Any]] = {
+    "string": texts(max_size=12),
+    "integer": st.integers(min_value=-1000, max_value=1000),
+    "number": st.integers(-1000, 1000) | st.floats(-1e6, 1e6, allow_nan=False),
+    "boolean": st.booleans(),
+    "object": st.dictionaries(texts(max_size=6), _scalars(), max_size=2),
+    "array": st.lists(_scalars(), max_size=3),
+}
+
+
+def _fits(kind: str, value: object) -> bool:
+    """Whether ``value`` has JSON type ``kind`` (as ``ScriptedTool`` checks it)."""
+    if isinstance(value, bool):
+        return kind == "boolean"
+    checks: dict[str, Callable[[object], bool]] = {
+        "string": lambda v: isinstance(v, str),
+        "integer": lambda v: isinstance(v, int),
+        "number": lambda v: isinstance(v, int | float),
+        "boolean": lambda v: False,
+        "object": lambda v: isinstance(v, dict),
+        "array": lambda v: isinstance(v, list),
+    }
+    return checks[kind](value)
+
+
+@st.composite
+def _valid_arguments(draw: st.DrawFn, params: Mapping[str, str]) -> dict[str, Any]:
+    arguments: dict[str, Any] = {}
+    for name, kind in params.items():
+        if kind.endswith("?") and not draw(st.booleans()):
+            continue
+        arguments[name] = draw(_VALUES[kind.rstrip("?")])
+    return arguments
+
+
+@st.composite
+def _invalid_arguments(draw: st.DrawFn, params: Mapping[str, str]) -> dict[str, Any]:
+    arguments = draw(_valid_arguments(params))
+    required = [name for name, kind in params.items() if not kind.endswith("?")]
+    problems = ["wrong_type", "unexpected"] + (["missing"] if required else [])
+    problem = draw(st.sampled_from(problems))
+    if problem == "missing":
+        del arguments[draw(st.sampled_from(required))]
+    elif problem == "unexpected":
+        extra = draw(identifiers().filter(lambda name: name not in params))
+        arguments[extra] = draw(_scalars())
+    else:
+        name = draw(st.sampled_from(sorted(params)))
+        kind = params[name].rstrip("?")
+        wrong = st.sampled_from(JSON_TYPES).flatmap(lambda other: _VALUES[other])
+        arguments[name] = draw(wrong.filter(lambda value: not _fits(kind, value)))
+    return arguments
+
+
+def call_specs(
+    *,
+    tools: ToolParams = DEFAULT_TOOLS,
+    invalid_arguments: bool = False,
+    unknown_tools: bool = False,
+) -> SearchStrategy[CallSpec]:
+    """Scripted tool calls (``fakes.CallSpec``) to the given tools with valid arguments; with
+    ``invalid_arguments`` also missing, mistyped or unexpected ones (for tools that declare
+    parameters); with ``unknown_tools`` also calls to tools that do not exist."""
+    known = _tools(tools)
+    kinds = (["valid"] if known else []) + (
+        ["invalid"] if _flag("invalid_arguments", invalid_arguments) and any(known.values()) else []
+    )
+    if _flag("unknown_tools", unknown_tools):
+        kinds.append("unknown")
+    if not kinds:
+        raise _fail("tools", "no tool to call: pass tools, or unknown_tools=True")
+    return st.sampled_from(kinds).flatmap(lambda kind: _call_of(kind, known))
+
+
+def _call_of(kind: str, tools: dict[str, dict[str, str]]) -> SearchStrategy[CallSpec]:
+    if kind == "unknown":
+        names = identifiers().filter(lambda name: name not in tools)
+        return st.builds(CallSpec, name=names, arguments=_json_objects(max_size=2))
+    candidates = sorted(tools) if kind == "valid" else sorted(n for n, p in tools.items() if p)
+    arguments = _valid_arguments if kind == "valid" else _invalid_arguments
+    return st.sampled_from(candidates).flatmap(
+        lambda name: arguments(tools[name]).map(lambda args: CallSpec(name, args))
+    )
+
+
+def llm_turns(
+    *,
+    tools: ToolParams = DEFAULT_TOOLS,
+    kinds: Sequence[TurnKind] = ("text", "tool_calls", "error"),
+    max_calls: int = 2,
+    invalid_arguments: bool = True,
+    unknown_tools: bool = False,
+    usage: bool = True,
+    max_latency: float = 0.0,
+    finish_reasons: bool = True,
+) -> SearchStrategy[Turn]:
+    """One scripted model answer (``fakes.Turn``): text, tool calls (with text or not), or a
+    provider error. Usage, cost, latency (needs a ``FakeClock``) and finish reasons are drawn."""
+    chosen = _choices("kinds", tuple(kinds), ("text", "tool_calls", "error"))
+    calls = call_specs(
+        tools=tools, invalid_arguments=invalid_arguments, unknown_tools=unknown_tools
+    ) if "tool_calls" in chosen else st.nothing()
+    options = _TurnOptions(
+        calls=calls,
+        max_calls=_int("max_calls", max_calls, low=1),
+        usage=usages() if _flag("usage", usage) else st.just(Usage()),
+        latency=_tenths(_number("max_latency", max_latency)),
+        finish=_optional(st.sampled_from(tuple(FinishReason)))
+        if _flag("finish_reasons", finish_reasons)
+        else st.none(),
+    )
+    return st.sampled_from(chosen).flatmap(options.turn)
+
+
+class _TurnOptions:
+    def __init__(self, **strategies: Any) -> None:
+        self.calls: SearchStrategy[CallSpec] = strategies["calls"]
+        self.max_calls: int = strategies["max_calls"]
+        self.usage: SearchStrategy[Usage] = strategies["usage"]
+        self.latency: SearchStrategy[float] = strategies["latency"]
+        self.finish: SearchStrategy[FinishReason | None] = strategies["finish"]
+
+    def turn(self, kind: str) -> SearchStrategy[Turn]:
+        if kind == "error":
+            return st.builds(
+                Turn, error=texts(min_size=1), retryable=st.booleans(), latency=self.latency
+            )
+        if kind == "text":
+            text = texts(min_size=1)
+            calls: SearchStrategy[tuple[CallSpec, ...]] = st.just(())
+        else:
+            text = texts()
+            calls = st.lists(self.calls, min_size=1, max_size=self.max_calls).map(tuple)
+        return st.builds(
+            Turn,
+            text=text,
+            calls=calls,
+            usage=self.usage,
+            finish_reason=self.finish,
+            latency=self.latency,
+        )
+
+
+def scripts(
+    *,
+    tools: ToolParams = DEFAULT_TOOLS,
+    min_steps: int = 0,
+    max_steps: int = 4,
+    errors: bool = True,
+    max_calls: int = 2,
+    invalid_arguments: bool = True,
+    unknown_tools: bool = False,
+    max_latency: float = 0.0,
+) -> SearchStrategy[list[Turn]]:
+    """A whole script: ``min_steps`` to ``max_steps`` tool-call turns (and, with ``errors``,
+    provider errors), then a final text answer. Play it with ``ScriptedLLM(script)``."""
+    _sizes("min_steps", min_steps, "max_steps", max_steps)
+    common: dict[str, Any] = {
+        "tools": tools,
+        "max_calls": max_calls,
+        "invalid_arguments": invalid_arguments,
+        "unknown_tools": unknown_tools,
+        "max_latency": max_latency,
+    }
+    kinds: tuple[TurnKind, ...] = ("tool_calls", "error") if _flag("errors", errors) else ("tool_calls",)
+    middle = st.lists(
+        llm_turns(kinds=kinds, **common), min_size=min_steps, max_size=max_steps
+    ) if max_steps else st.just([])
+    final = llm_turns(kinds=("text",), **common)
+    return st.tuples(middle, final).map(lambda parts: [*parts[0], parts[1]])
+
+
+# --- scenarios --------------------------------------------------------------------------------
+
+
+def model_replies(
+    *, tools: ToolParams = DEFAULT_TOOLS, **turn_options: Any
+) -> SearchStrategy[ModelReply]:
+    """Scenario model replies: :func:`llm_turns` written the way a scenario file holds them."""
+    from agentrig.harness.scenario_writer import reply_from_turn
+
+    return llm_turns(tools=tools, **turn_options).map(reply_from_turn)
+
+
+def tool_specs(
+    *, outcomes: Sequence[Outcome] = ("return", "raise", "stop"), max_params: int = 3
+) -> SearchStrategy[ToolSpec]:
+    """Scenario tool specs: parameters, and replies in ``match`` mode (``when`` conditions, then
+    maybe a catch-all) or ``sequence`` mode, each returning, raising or stopping."""
+    chosen = _choices("outcomes", tuple(outcomes), ("return", "raise", "stop"))
+    _int("max_params", max_params)
+    params = st.dictionaries(
+        identifiers(max_size=8), st.sampled_from(_PARAM_TYPES), max_size=max_params
+    )
+    return params.flatmap(lambda p: _tool_spec(p, chosen))
+
+
+_PARAM_TYPES = tuple(kind + suffix for kind in JSON_TYPES for suffix in ("", "?"))
+
+
+@st.composite
+def _tool_spec(draw: st.DrawFn, params: dict[str, str], outcomes: tuple[Outcome, ...]) -> ToolSpec:
+    reply = st.sampled_from(outcomes).flatmap(_reply_fields)
+    mode = draw(st.sampled_from(("match", "sequence")))
+    if mode == "sequence":
+        replies = draw(st.lists(reply, min_size=1, max_size=3))
+    else:
+        keys = st.sampled_from(sorted(params)) if params else identifiers(max_size=6)
+        when = st.dictionaries(keys, _scalars(), min_size=1, max_size=2)
+        conditional = draw(st.lists(st.tuples(when, reply), max_size=2))
+        replies = [{**fields, "when": condition} for condition, fields in conditional]
+        if not replies or draw(st.booleans()):
+            replies.append(draw(reply))
+    return ToolSpec(
+        description=draw(texts(max_size=16)),
+        params=params,
+        mode=mode,
+        replies=tuple(ToolReply.model_validate(fields) for fields in replies),
+    )
+
+
+def _reply_fields(outcome: Outcome) -> SearchStrategy[dict[str, Any]]:
+    value = json_values(max_leaves=3) if outcome == "return" else texts(min_size=1, max_size=16)
+    latency = _tenths(1.0)
+    return st.fixed_dictionaries({outcome: value}, optional={"latency": latency})
+
+
+def scenarios(
+    *,
+    max_turns: int = 2,
+    max_steps: int = 3,
+    tools: Mapping[str, ToolSpec] | None = None,
+    outcomes: Sequence[Outcome] = ("return", "raise", "stop"),
+    expectations: bool = False,
+    trace_modes: Sequence[Literal["separated", "inline"]] = ("separated", "inline"),
+) -> SearchStrategy[Scenario]:
+    """Complete scenarios: an agent (prompt, trace mode, budget, scripted tools), one to
+    ``max_turns`` user turns with scripted model replies, and an invariant selection.
+
+    ``tools`` fixes the agent's tools (default: drawn, with replies among ``outcomes``). With
+    ``expectations``, turns also get drawn ``expect:`` sections (which will rarely hold: use
+    them for serialization, not for runs).
+    """
+    _sizes("max_turns", 1, "max_turns", max_turns)
+    _int("max_steps", max_steps)
+    modes = _choices("trace_modes", tuple(trace_modes), ("separated", "inline"))
+    fixed = None if tools is None else _tool_specs(tools)
+    drawn_tools = (
+        st.just(fixed)
+        if fixed is not None
+        else st.dictionaries(identifiers(max_size=10), tool_specs(outcomes=outcomes), max_size=3)
+    )
+    return drawn_tools.flatmap(
+        lambda specs: _scenario(
+            specs, max_turns, max_steps, modes, _flag("expectations", expectations)
+        )
+    )
+
+
+def _tool_specs(tools: object) -> dict[str, ToolSpec]:
+    if not isinstance(tools, Mapping) or not all(
+        isinstance(name, str) and _IDENTIFIER.match(name) and isinstance(spec, ToolSpec)
+        for name, spec in tools.items()
+    ):
+        raise _fail("tools", f"expected a mapping of tool name to ToolSpec, got {tools!r}")
+    return dict(tools)
+
+
+@st.composite
+def _scenario(
+    draw: st.DrawFn,
+    tools: dict[str, ToolSpec],
+    max_turns: int,
+    max_steps: int,
+    modes: tuple[str, ...],
+    expectations: bool,
+) -> Scenario:
+    params = params_of(tools)
+    agent = AgentSpec(
+        system_prompt=draw(texts(max_size=30)),
+        trace_mode=draw(st.sampled_from(modes)),
+        budget=draw(_optional(budgets().map(_budget_spec))),
+        tools=tools,
+    )
+    turn = _turn(params, max_steps, expectations)
+    return Scenario(
+        name=draw(st.from_regex(r"[a-z0-9][a-z0-9._-]{0,20}", fullmatch=True)),
+        description=draw(texts(max_size=30)),
+        tags=tuple(draw(st.lists(texts(min_size=1, max_size=8), max_size=2))),
+        agent=agent,
+        turns=tuple(draw(st.lists(turn, min_size=1, max_size=max_turns))),
+        invariants=draw(_invariant_selections()),
+    )
+
+
+def _budget_spec(budget: ExecutionBudget) -> BudgetSpec | None:
+    from agentrig.harness.scenario_writer import budget_spec
+
+    return budget_spec(budget)
+
+
+@st.composite
+def _turn(
+    draw: st.DrawFn, params: dict[str, dict[str, str]], max_steps: int, expectations: bool
+) -> ScenarioTurn:
+    from agentrig.harness.scenario_writer import reply_from_turn
+
+    cancel = draw(st.sampled_from((None, "after_step", "before")))
+    script = [] if cancel == "before" else draw(_script(params, max_steps))
+    fields: dict[str, Any] = {
+        "user": draw(texts()),
+        "model": tuple(reply_from_turn(turn) for turn in script),
+    }
+    if cancel == "before":
+        fields["cancel"] = "before"
+    elif cancel == "after_step":
+        fields["cancel"] = CancelAfterStep(after_step=draw(st.integers(1, max(1, len(script)))))
+    if expectations:
+        fields["expect"] = draw(_expectations(sorted(params)))
+    return ScenarioTurn(**fields)
+
+
+def _script(params: dict[str, dict[str, str]], max_steps: int) -> SearchStrategy[list[Turn]]:
+    if not params:
+        return llm_turns(kinds=("text", "error"), tools={}).map(lambda turn: [turn])
+    return scripts(tools=params, max_steps=max_steps, max_latency=1.0)
+
+
+@st.composite
+def _expectations(draw: st.DrawFn, tool_names: list[str]) -> Expectation:
+    fields: dict[str, SearchStrategy[Any]] = {
+        "status": st.sampled_from(("completed", "stopped", "failed")),
+        "stop_reason": st.sampled_from(tuple(reason.value for reason in StopReason)),
+        "steps": st.integers(0, 5),
+        "final_response": _text_matches(),
+        "messages": st.lists(_message_expects(), max_size=3).map(tuple),
+        "usage": st.builds(UsageExpect, input=_optional(st.integers(0, 50)), total=st.integers(0, 99)),
+        "cost": st.builds(CostExpect, max=_tenths(1.0)),
+        "errors": st.lists(texts(min_size=1, max_size=10), max_size=2).map(tuple),
+    }
+    if tool_names:
+        calls = st.builds(ToolCallSpec, name=st.sampled_from(tool_names), args=_json_objects(2))
+        fields["tool_calls"] = st.builds(
+            ToolCallsExpect,
+            mode=st.sampled_from(("strict", "unordered", "subset", "superset")),
+            args=st.sampled_from(("exact", "partial")),
+            calls=st.lists(calls, max_size=2).map(tuple),
+        )
+    chosen = draw(st.lists(st.sampled_from(sorted(fields)), unique=True, max_size=4))
+    return Expectation(**{key: draw(fields[key]) for key in chosen})
+
+
+def _text_matches() -> SearchStrategy[TextMatch]:
+    key = st.sampled_from(("equals", "contains", "regex", "empty"))
+    return key.flatmap(
+        lambda k: st.builds(
+            TextMatch,
+            **{k: st.booleans() if k == "empty" else texts(max_size=8).filter(_compiles)},
+        )
+    )
+
+
+def _compiles(text: str) -> bool:
+    try:
+        re.compile(text)
+    except re.error:
+        return False
+    return True
+
+
+def _message_expects() -> SearchStrategy[MessageExpect]:
+    role = st.sampled_from(("system", "user", "assistant", "tool"))
+    return st.builds(MessageExpect, role=role, contains=_optional(texts(min_size=1, max_size=8)))
+
+
+def _invariant_selections() -> SearchStrategy[InvariantSelection]:
+    from agentrig.harness.invariants import invariant_names
+
+    names = st.lists(st.sampled_from(invariant_names()), unique=True, max_size=3).map(tuple)
+    return st.one_of(
+        st.just(InvariantSelection()),
+        st.builds(InvariantSelection, only=names),
+        st.builds(InvariantSelection, exclude=names),
+    )
+
+
+# --- states the loop produces -----------------------------------------------------------------
+
+
+def agent_states(
+    *,
+    tools: Mapping[str, ToolSpec] = DEFAULT_TOOL_SPECS,
+    max_turns: int = 2,
+    max_steps: int = 3,
+    trace_modes: Sequence[Literal["separated", "inline"]] = ("separated", "inline"),
+) -> SearchStrategy[AgentState]:
+    """States the real loop produces: a scripted agent with ``tools`` and a drawn budget runs one
+    to ``max_turns`` user turns; one of the states it yields is drawn."""
+    specs = _tool_specs(tools)
+    _sizes("max_turns", 1, "max_turns", max_turns)
+    _int("max_steps", max_steps)
+    modes = _choices("trace_modes", tuple(trace_modes), ("separated", "inline"))
+    return _states(specs, max_turns, max_steps, modes)
+
+
+@st.composite
+def _states(
+    draw: st.DrawFn,
+    tools: dict[str, ToolSpec],
+    max_turns: int,
+    max_steps: int,
+    modes: tuple[str, ...],
+) -> AgentState:
+    from agentrig.harness.stateful import play
+
+    agent = AgentSpec(
+        trace_mode=draw(st.sampled_from(modes)),
+        budget=_budget_spec(draw(budgets())),
+        tools=tools,
+    )
+    script = scripts(tools=params_of(tools), max_steps=max_steps, max_latency=1.0)
+    turns = draw(st.lists(st.tuples(texts(), script), min_size=1, max_size=max_turns))
+    playback = play(agent=agent, turns=turns)
+    return draw(st.sampled_from(playback.all_states()))
+
+
+# --- type registration ------------------------------------------------------------------------
+
+
+def _register() -> None:
+    for kind, strategy in (
+        (Message, messages()),
+        (ToolCall, tool_calls()),
+        (ToolResult, _tool_results()),
+        (Usage, usages()),
+        (ExecutionBudget, budgets()),
+        (StopSignal, stop_signals()),
+        (CallSpec, call_specs()),
+        (Turn, llm_turns()),
+        (ModelReply, model_replies()),
+        (ToolSpec, tool_specs()),
+        (Scenario, scenarios()),
+        (AgentState, agent_states()),
+    ):
+        st.register_type_strategy(kind, strategy)
+
+
+_register()
