@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from syrupy.assertion import SnapshotAssertion
+
     from agentrig import AgentBuilder
     from agentrig.fakes import FakeClock, ScriptedLLM, SeededIds, Turn
     from agentrig.harness.results import ScenarioResult
@@ -49,12 +51,34 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the marker and the report collector."""
+    """Register the marker, the report collector and, when asked, the hypothesis profiles."""
     config.addinivalue_line(
         "markers", "agentrig_scenario: an item collected from an agentrig *.scenario.yaml file"
     )
     config.stash[_RESULTS] = []
+    _configure_hypothesis(config)
+
+
+def _configure_hypothesis(config: pytest.Config) -> None:
+    """``--agentrig-deep`` loads the ``agentrig-deep`` profile; naming an ``agentrig-*`` profile
+    with ``--hypothesis-profile`` registers the profiles first (this hook runs before hypothesis's)."""
+    deep = bool(config.getoption("--agentrig-deep"))
+    named = config.getoption("--hypothesis-profile", default=None)
+    if not deep and not (isinstance(named, str) and named.startswith("agentrig-")):
+        return
+    from importlib.util import find_spec
+
+    if find_spec("hypothesis") is None:
+        raise pytest.UsageError(
+            "--agentrig-deep needs hypothesis: pip install 'agentrig[hypothesis]'"
+        )
+    from agentrig.harness.hypothesis_profiles import load_profile, register_profiles
+
+    register_profiles()
+    if deep:
+        load_profile(deep=True)
 
 
 def _collecting(config: pytest.Config) -> bool:
@@ -221,3 +245,19 @@ class Harness:
 def agentrig_harness() -> Harness:
     """A ``Harness`` to run scenarios from tests."""
     return Harness()
+
+
+@pytest.fixture
+def agentrig_snapshot(request: pytest.FixtureRequest) -> SnapshotAssertion:
+    """syrupy's ``snapshot`` storing agentrig's text form of states and transcripts, one
+    ``.agentrig.txt`` file per assertion (needs the ``syrupy`` extra)."""
+    from importlib.util import find_spec
+
+    if find_spec("syrupy") is None:
+        from agentrig.errors import MissingDependencyError
+
+        raise MissingDependencyError("syrupy", "syrupy")
+    from agentrig.harness.snapshot import AgentrigSnapshotExtension
+
+    snapshot: SnapshotAssertion = request.getfixturevalue("snapshot")
+    return snapshot.use_extension(AgentrigSnapshotExtension)

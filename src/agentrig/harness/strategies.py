@@ -22,7 +22,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 from typing import Any, Literal, TypeVar
 
 from hypothesis import strategies as st
@@ -44,9 +46,9 @@ from agentrig.clock import format_uuid4
 from agentrig.errors import InvalidInputError
 from agentrig.fakes import CallSpec, Turn
 from agentrig.fakes.clock import DEFAULT_START
+from agentrig.harness.invariants import invariant_names
 from agentrig.harness.scenario_model import (
     AgentSpec,
-    BudgetSpec,
     CancelAfterStep,
     CostExpect,
     Expectation,
@@ -62,6 +64,7 @@ from agentrig.harness.scenario_model import (
     UsageExpect,
 )
 from agentrig.harness.scenario_model import Turn as ScenarioTurn
+from agentrig.harness.scenario_writer import budget_spec, reply_from_turn
 
 __all__ = [
     "DEFAULT_TOOLS",
@@ -107,8 +110,14 @@ DEFAULT_TOOL_SPECS: dict[str, ToolSpec] = {
     "explode": ToolSpec(
         description="Always fails.", replies=(ToolReply.model_validate({"raise": "boom"}),)
     ),
+    "halt": ToolSpec(
+        description="Stops the agent.",
+        params={"why": "string?"},
+        replies=(ToolReply.model_validate({"stop": "halted by the tool"}),),
+    ),
 }
-"""Two scripted tools: ``lookup`` (returns, or raises for ``limit=0``) and ``explode`` (raises)."""
+"""Three scripted tools: ``lookup`` (returns, or raises for ``limit=0``), ``explode`` (raises)
+and ``halt`` (raises ``AgentStop``)."""
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 
@@ -164,6 +173,23 @@ def _choices(name: str, values: Sequence[T], valid: Sequence[T]) -> tuple[T, ...
     return chosen
 
 
+E = TypeVar("E", bound=StrEnum)
+
+
+def _members(name: str, values: Sequence[E | str], enum: type[E]) -> tuple[E, ...]:
+    """``values`` as members of ``enum``; an unknown value lists the valid ones."""
+    chosen: list[E] = []
+    for value in values:
+        try:
+            chosen.append(enum(value))
+        except ValueError:
+            valid = ", ".join(member.value for member in enum)
+            raise _fail(name, f"{value!r} is not one of: {valid}") from None
+    if not chosen:
+        raise _fail(name, "expected at least one value")
+    return tuple(chosen)
+
+
 def _tools(value: object) -> dict[str, dict[str, str]]:
     if not isinstance(value, Mapping):
         raise _fail("tools", f"expected a mapping of tool name to parameters, got {value!r}")
@@ -216,8 +242,10 @@ def json_values(*, max_leaves: int = 6) -> SearchStrategy[Any]:
     _int("max_leaves", max_leaves, low=1)
     return st.recursive(
         _scalars(),
-        lambda children: st.lists(children, max_size=3)
-        | st.dictionaries(texts(max_size=8), children, max_size=3),
+        lambda children: (
+            st.lists(children, max_size=3)
+            | st.dictionaries(texts(max_size=8), children, max_size=3)
+        ),
         max_leaves=max_leaves,
     )
 
@@ -251,8 +279,7 @@ def _names(names: Sequence[str]) -> tuple[str, ...]:
 def messages(*, roles: Sequence[Role | str] = tuple(Role)) -> SearchStrategy[Message]:
     """``Message``s of the given roles: assistants may request tool calls, tool messages carry a
     ``ToolResult``; ids, times and metadata are drawn too."""
-    chosen = _choices("roles", tuple(Role(r) if r in tuple(Role) else r for r in roles), tuple(Role))
-    return st.sampled_from(chosen).flatmap(_message_of)
+    return st.one_of(*(_message_of(role) for role in _members("roles", roles, Role)))
 
 
 def _message_of(role: Role) -> SearchStrategy[Message]:
@@ -281,20 +308,17 @@ def _tool_results() -> SearchStrategy[ToolResult]:
     )
 
 
-def stop_signals(*, reasons: Sequence[StopReason | str] = tuple(StopReason)) -> SearchStrategy[StopSignal]:
+def stop_signals(
+    *, reasons: Sequence[StopReason | str] = tuple(StopReason)
+) -> SearchStrategy[StopSignal]:
     """``StopSignal``s with one of ``reasons``, a message, a source and JSON context."""
-    chosen = _choices("reasons", tuple(_reason(r) for r in reasons), tuple(StopReason))
     return st.builds(
         StopSignal,
-        reason=st.sampled_from(chosen),
+        reason=st.sampled_from(_members("reasons", reasons, StopReason)),
         message=texts(),
         context=_json_objects(max_size=2),
         source=st.none() | texts(min_size=1, max_size=12),
     )
-
-
-def _reason(value: StopReason | str) -> StopReason | str:
-    return StopReason(value) if value in tuple(StopReason) else value
 
 
 def usages(
@@ -348,6 +372,11 @@ def _optional(strategy: SearchStrategy[T]) -> SearchStrategy[T | None]:
     return st.none() | strategy
 
 
+def _or_zero(strategy: SearchStrategy[T], zero: T) -> SearchStrategy[T]:
+    """``zero`` or a drawn value: shrinking drops the whole value in one step."""
+    return st.just(zero) | strategy
+
+
 def _tenths(top: float) -> SearchStrategy[float]:
     return st.integers(min_value=0, max_value=math.floor(top * 10)).map(lambda n: n / 10)
 
@@ -365,48 +394,48 @@ _VALUES: dict[str, SearchStrategy[Any]] = {
 }
 
 
-def _fits(kind: str, value: object) -> bool:
-    """Whether ``value`` has JSON type ``kind`` (as ``ScriptedTool`` checks it)."""
-    if isinstance(value, bool):
-        return kind == "boolean"
-    checks: dict[str, Callable[[object], bool]] = {
-        "string": lambda v: isinstance(v, str),
-        "integer": lambda v: isinstance(v, int),
-        "number": lambda v: isinstance(v, int | float),
-        "boolean": lambda v: False,
-        "object": lambda v: isinstance(v, dict),
-        "array": lambda v: isinstance(v, list),
-    }
-    return checks[kind](value)
+def _valid_arguments(params: Mapping[str, str]) -> SearchStrategy[dict[str, Any]]:
+    required = {n: _VALUES[k] for n, k in params.items() if not k.endswith("?")}
+    optional = {n: _VALUES[k.rstrip("?")] for n, k in params.items() if k.endswith("?")}
+    return st.fixed_dictionaries(required, optional=optional)
 
 
-@st.composite
-def _valid_arguments(draw: st.DrawFn, params: Mapping[str, str]) -> dict[str, Any]:
-    arguments: dict[str, Any] = {}
-    for name, kind in params.items():
-        if kind.endswith("?") and not draw(st.booleans()):
-            continue
-        arguments[name] = draw(_VALUES[kind.rstrip("?")])
-    return arguments
+_FLOATS = st.floats(min_value=-1e6, max_value=1e6)
+_WRONG: dict[str, SearchStrategy[Any]] = {
+    kind: st.one_of(
+        *(
+            _FLOATS if other == "number" else _VALUES[other]
+            for other in JSON_TYPES
+            if other != kind and not (kind == "number" and other == "integer")
+        )
+    )
+    for kind in JSON_TYPES
+}
+"""Values that never have the JSON type ``kind``."""
 
 
-@st.composite
-def _invalid_arguments(draw: st.DrawFn, params: Mapping[str, str]) -> dict[str, Any]:
-    arguments = draw(_valid_arguments(params))
-    required = [name for name, kind in params.items() if not kind.endswith("?")]
-    problems = ["wrong_type", "unexpected"] + (["missing"] if required else [])
-    problem = draw(st.sampled_from(problems))
-    if problem == "missing":
-        del arguments[draw(st.sampled_from(required))]
-    elif problem == "unexpected":
-        extra = draw(identifiers().filter(lambda name: name not in params))
-        arguments[extra] = draw(_scalars())
-    else:
-        name = draw(st.sampled_from(sorted(params)))
-        kind = params[name].rstrip("?")
-        wrong = st.sampled_from(JSON_TYPES).flatmap(lambda other: _VALUES[other])
-        arguments[name] = draw(wrong.filter(lambda value: not _fits(kind, value)))
-    return arguments
+def _invalid_arguments(params: Mapping[str, str]) -> SearchStrategy[dict[str, Any]]:
+    """Arguments with one problem: a required one missing, one of a wrong type, or an extra one."""
+    valid = _valid_arguments(params)
+    required = sorted(name for name, kind in params.items() if not kind.endswith("?"))
+    extra = st.tuples(identifiers().filter(lambda name: name not in params), _scalars())
+    problems = [
+        *(valid.map(_without(name)) for name in required),
+        *(
+            st.tuples(valid, _WRONG[kind.rstrip("?")]).map(_with_value(name))
+            for name, kind in sorted(params.items())
+        ),
+        st.tuples(valid, extra).map(lambda pair: {**pair[0], pair[1][0]: pair[1][1]}),
+    ]
+    return st.one_of(*problems)
+
+
+def _without(name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    return lambda arguments: {key: value for key, value in arguments.items() if key != name}
+
+
+def _with_value(name: str) -> Callable[[tuple[dict[str, Any], Any]], dict[str, Any]]:
+    return lambda pair: {**pair[0], name: pair[1]}
 
 
 def call_specs(
@@ -419,24 +448,26 @@ def call_specs(
     ``invalid_arguments`` also missing, mistyped or unexpected ones (for tools that declare
     parameters); with ``unknown_tools`` also calls to tools that do not exist."""
     known = _tools(tools)
-    kinds = (["valid"] if known else []) + (
-        ["invalid"] if _flag("invalid_arguments", invalid_arguments) and any(known.values()) else []
-    )
+    options = [_calls(known, _valid_arguments)] if known else []
+    if _flag("invalid_arguments", invalid_arguments) and any(known.values()):
+        options.append(_calls({n: p for n, p in known.items() if p}, _invalid_arguments))
     if _flag("unknown_tools", unknown_tools):
-        kinds.append("unknown")
-    if not kinds:
+        names = identifiers().filter(lambda name: name not in known)
+        options.append(st.builds(CallSpec, name=names, arguments=_json_objects(max_size=2)))
+    if not options:
         raise _fail("tools", "no tool to call: pass tools, or unknown_tools=True")
-    return st.sampled_from(kinds).flatmap(lambda kind: _call_of(kind, known))
+    return st.one_of(*options)
 
 
-def _call_of(kind: str, tools: dict[str, dict[str, str]]) -> SearchStrategy[CallSpec]:
-    if kind == "unknown":
-        names = identifiers().filter(lambda name: name not in tools)
-        return st.builds(CallSpec, name=names, arguments=_json_objects(max_size=2))
-    candidates = sorted(tools) if kind == "valid" else sorted(n for n, p in tools.items() if p)
-    arguments = _valid_arguments if kind == "valid" else _invalid_arguments
-    return st.sampled_from(candidates).flatmap(
-        lambda name: arguments(tools[name]).map(lambda args: CallSpec(name, args))
+def _calls(
+    tools: dict[str, dict[str, str]],
+    arguments: Callable[[Mapping[str, str]], SearchStrategy[dict[str, Any]]],
+) -> SearchStrategy[CallSpec]:
+    return st.one_of(
+        *(
+            st.builds(CallSpec, name=st.just(name), arguments=arguments(params))
+            for name, params in sorted(tools.items())
+        )
     )
 
 
@@ -454,30 +485,35 @@ def llm_turns(
     """One scripted model answer (``fakes.Turn``): text, tool calls (with text or not), or a
     provider error. Usage, cost, latency (needs a ``FakeClock``) and finish reasons are drawn."""
     chosen = _choices("kinds", tuple(kinds), ("text", "tool_calls", "error"))
-    calls = call_specs(
-        tools=tools, invalid_arguments=invalid_arguments, unknown_tools=unknown_tools
-    ) if "tool_calls" in chosen else st.nothing()
+    calls = (
+        call_specs(tools=tools, invalid_arguments=invalid_arguments, unknown_tools=unknown_tools)
+        if "tool_calls" in chosen
+        else st.nothing()
+    )
     options = _TurnOptions(
         calls=calls,
         max_calls=_int("max_calls", max_calls, low=1),
-        usage=usages() if _flag("usage", usage) else st.just(Usage()),
-        latency=_tenths(_number("max_latency", max_latency)),
+        usage=_or_zero(usages(), Usage()) if _flag("usage", usage) else st.just(Usage()),
+        latency=_or_zero(_tenths(_number("max_latency", max_latency)), 0.0),
         finish=_optional(st.sampled_from(tuple(FinishReason)))
         if _flag("finish_reasons", finish_reasons)
         else st.none(),
     )
-    return st.sampled_from(chosen).flatmap(options.turn)
+    return st.one_of(*(options.turn(kind) for kind in chosen))
 
 
+@dataclass(frozen=True)
 class _TurnOptions:
-    def __init__(self, **strategies: Any) -> None:
-        self.calls: SearchStrategy[CallSpec] = strategies["calls"]
-        self.max_calls: int = strategies["max_calls"]
-        self.usage: SearchStrategy[Usage] = strategies["usage"]
-        self.latency: SearchStrategy[float] = strategies["latency"]
-        self.finish: SearchStrategy[FinishReason | None] = strategies["finish"]
+    """The parts every kind of turn draws from."""
+
+    calls: SearchStrategy[CallSpec]
+    max_calls: int
+    usage: SearchStrategy[Usage]
+    latency: SearchStrategy[float]
+    finish: SearchStrategy[FinishReason | None]
 
     def turn(self, kind: str) -> SearchStrategy[Turn]:
+        """Turns of one kind: ``error``, ``text`` or ``tool_calls``."""
         if kind == "error":
             return st.builds(
                 Turn, error=texts(min_size=1), retryable=st.booleans(), latency=self.latency
@@ -519,10 +555,14 @@ def scripts(
         "unknown_tools": unknown_tools,
         "max_latency": max_latency,
     }
-    kinds: tuple[TurnKind, ...] = ("tool_calls", "error") if _flag("errors", errors) else ("tool_calls",)
-    middle = st.lists(
-        llm_turns(kinds=kinds, **common), min_size=min_steps, max_size=max_steps
-    ) if max_steps else st.just([])
+    kinds: tuple[TurnKind, ...] = (
+        ("tool_calls", "error") if _flag("errors", errors) else ("tool_calls",)
+    )
+    middle = (
+        st.lists(llm_turns(kinds=kinds, **common), min_size=min_steps, max_size=max_steps)
+        if max_steps
+        else st.just([])
+    )
     final = llm_turns(kinds=("text",), **common)
     return st.tuples(middle, final).map(lambda parts: [*parts[0], parts[1]])
 
@@ -534,8 +574,6 @@ def model_replies(
     *, tools: ToolParams = DEFAULT_TOOLS, **turn_options: Any
 ) -> SearchStrategy[ModelReply]:
     """Scenario model replies: :func:`llm_turns` written the way a scenario file holds them."""
-    from agentrig.harness.scenario_writer import reply_from_turn
-
     return llm_turns(tools=tools, **turn_options).map(reply_from_turn)
 
 
@@ -636,7 +674,7 @@ def _scenario(
     agent = AgentSpec(
         system_prompt=draw(texts(max_size=30)),
         trace_mode=draw(st.sampled_from(modes)),
-        budget=draw(_optional(budgets().map(_budget_spec))),
+        budget=draw(_optional(budgets().map(budget_spec))),
         tools=tools,
     )
     turn = _turn(params, max_steps, expectations)
@@ -650,18 +688,10 @@ def _scenario(
     )
 
 
-def _budget_spec(budget: ExecutionBudget) -> BudgetSpec | None:
-    from agentrig.harness.scenario_writer import budget_spec
-
-    return budget_spec(budget)
-
-
 @st.composite
 def _turn(
     draw: st.DrawFn, params: dict[str, dict[str, str]], max_steps: int, expectations: bool
 ) -> ScenarioTurn:
-    from agentrig.harness.scenario_writer import reply_from_turn
-
     cancel = draw(st.sampled_from((None, "after_step", "before")))
     script = [] if cancel == "before" else draw(_script(params, max_steps))
     fields: dict[str, Any] = {
@@ -691,7 +721,9 @@ def _expectations(draw: st.DrawFn, tool_names: list[str]) -> Expectation:
         "steps": st.integers(0, 5),
         "final_response": _text_matches(),
         "messages": st.lists(_message_expects(), max_size=3).map(tuple),
-        "usage": st.builds(UsageExpect, input=_optional(st.integers(0, 50)), total=st.integers(0, 99)),
+        "usage": st.builds(
+            UsageExpect, input=_optional(st.integers(0, 50)), total=st.integers(0, 99)
+        ),
         "cost": st.builds(CostExpect, max=_tenths(1.0)),
         "errors": st.lists(texts(min_size=1, max_size=10), max_size=2).map(tuple),
     }
@@ -731,8 +763,6 @@ def _message_expects() -> SearchStrategy[MessageExpect]:
 
 
 def _invariant_selections() -> SearchStrategy[InvariantSelection]:
-    from agentrig.harness.invariants import invariant_names
-
     names = st.lists(st.sampled_from(invariant_names()), unique=True, max_size=3).map(tuple)
     return st.one_of(
         st.just(InvariantSelection()),
@@ -768,11 +798,11 @@ def _states(
     max_steps: int,
     modes: tuple[str, ...],
 ) -> AgentState:
-    from agentrig.harness.stateful import play
+    from agentrig.harness.stateful import play  # stateful imports this module
 
     agent = AgentSpec(
         trace_mode=draw(st.sampled_from(modes)),
-        budget=_budget_spec(draw(budgets())),
+        budget=budget_spec(draw(budgets())),
         tools=tools,
     )
     script = scripts(tools=params_of(tools), max_steps=max_steps, max_latency=1.0)

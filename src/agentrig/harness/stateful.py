@@ -1,0 +1,744 @@
+"""Stateful property testing of the real agent loop.
+
+:class:`AgentMachine` is a hypothesis ``RuleBasedStateMachine``. Its rules drive a real agent
+(``AgentBuilder`` + ``ToolCallingDriver`` + scripted tools, a ``ScriptedLLM`` per rule, on a
+``FakeClock`` with ``SeededIds``): add a user message, run one step with a drawn model answer,
+run to the end with a drawn script, raise a stop signal, request continuation, serialize and
+restore, start the next execution. After every rule its invariants check every state the loop
+yielded with the harness invariants, and compare the state with :class:`AgentModel`, a simple
+model of what it should hold. Use it as a test::
+
+    TestAgentLoop = AgentMachine.TestCase
+
+Subclass it to test your own agent: override :meth:`AgentMachine.base_builder` to add tools,
+hooks and capabilities, and set ``agent_tools`` for scripted tools. Set ``failure_dir`` and the
+shrunk failing run is written there as a ``*.scenario.yaml`` file that ``agentrig run``
+replays. :func:`play` runs scripts against a scenario agent and returns every state it yielded.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar, Literal, NoReturn
+
+from hypothesis import note
+from hypothesis import strategies as st
+from hypothesis.control import current_build_context
+from hypothesis.errors import InvalidArgument
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from agentrig import (
+    AgentBuilder,
+    AgentLoop,
+    AgentState,
+    ExecutionBudget,
+    ExecutionStatus,
+    Role,
+    StopReason,
+    StopSignal,
+    ToolCall,
+    ToolContext,
+    TraceMode,
+    Usage,
+    runtime_context,
+)
+from agentrig.errors import AgentStop, InvalidInputError
+from agentrig.fakes import FakeClock, ScriptedLLM, ScriptedTool, SeededIds, ToolReply, Turn
+from agentrig.harness.agent_factory import ScenarioAgent, build_agent
+from agentrig.harness.invariants import InvariantChecker, Violation, select_invariants
+from agentrig.harness.scenario_model import (
+    AgentSpec,
+    CancelAfterStep,
+    Expectation,
+    ModelReply,
+    Scenario,
+    ToolSpec,
+)
+from agentrig.harness.scenario_model import Turn as ScenarioTurn
+from agentrig.harness.scenario_writer import budget_spec, reply_from_turn, write_scenario
+from agentrig.harness.strategies import (
+    DEFAULT_TOOL_SPECS,
+    budgets,
+    llm_turns,
+    params_of,
+    scripts,
+    texts,
+)
+
+__all__ = ["AgentMachine", "AgentModel", "Playback", "play"]
+
+TraceModeName = Literal["separated", "inline"]
+_SIGNAL_REASONS = (StopReason.USER_REQUESTED, StopReason.STOP_REQUESTED, StopReason.FINISH_REASON)
+
+
+# --- driving the loop -------------------------------------------------------------------------
+
+
+def _terminal(state: AgentState) -> bool:
+    status = state.status()
+    return status is not None and status.is_terminal()
+
+
+def _drive(
+    loop: AgentLoop, checker: InvariantChecker, number: int, state: AgentState, *, limit: int | None
+) -> list[AgentState]:
+    """Iterate from ``state`` until the execution ends or ``limit`` states were yielded, checking
+    each yielded state."""
+    checker.begin(number, state)
+    yielded: list[AgentState] = []
+    iterator = loop.iterate(state)
+    try:
+        for item in iterator:
+            final = _terminal(item)
+            checker.observe(item, is_final=final)
+            yielded.append(item)
+            if final or (limit is not None and len(yielded) >= limit):
+                break
+    finally:
+        close = getattr(iterator, "close", None)
+        if close is not None:
+            close()  # the loop is a generator: leave the execution where it is
+    return yielded
+
+
+def _stub(agent: AgentSpec) -> Scenario:
+    return Scenario(name="agentrig-play", agent=agent, turns=(ScenarioTurn(user=""),))
+
+
+def _checker(
+    agent: ScenarioAgent, spec: AgentSpec, names: Sequence[str] | None
+) -> InvariantChecker:
+    checker = InvariantChecker(
+        select_invariants(names), trace_mode=TraceMode(spec.trace_mode), budget=agent.budget
+    )
+    agent.loop.events.wiretap(checker.record_event)
+    return checker
+
+
+@dataclass(frozen=True)
+class Playback:
+    """What :func:`play` saw: the states each execution yielded, and the invariant violations."""
+
+    executions: tuple[tuple[AgentState, ...], ...]
+    violations: tuple[Violation, ...]
+
+    @property
+    def final(self) -> AgentState:
+        """The last state of the last execution."""
+        return self.executions[-1][-1]
+
+    def all_states(self) -> tuple[AgentState, ...]:
+        """Every yielded state, in order."""
+        return tuple(state for execution in self.executions for state in execution)
+
+
+def play(
+    *,
+    agent: AgentSpec,
+    turns: Sequence[tuple[str, Sequence[Turn]]],
+    builder: AgentBuilder | None = None,
+    invariants: Sequence[str] | None = None,
+) -> Playback:
+    """Run ``turns`` (a user message and the model's script for it) against the agent a scenario's
+    ``agent:`` section describes, exactly as the scenario runner builds it, checking invariants
+    (all, or the named ones) after every yielded state."""
+    if not isinstance(agent, AgentSpec):
+        reason = f"expected an AgentSpec (a scenario's agent: section), got {type(agent).__name__}"
+        raise InvalidInputError("play(agent=...)", [("", reason)])
+    if not turns:
+        reason = "needs at least one (user message, script) pair"
+        raise InvalidInputError("play(turns=...)", [("", reason)])
+    built = build_agent(_stub(agent), base=builder)
+    checker = _checker(built, agent, invariants)
+    with runtime_context(clock=built.clock, ids=built.ids):
+        state = AgentState()
+    executions = []
+    for number, (user, script) in enumerate(turns, start=1):
+        built.script.current = ScriptedLLM(script, clock=built.clock, name=f"turn {number}")
+        with runtime_context(clock=built.clock, ids=built.ids):
+            state = state.with_user_message(user)
+        yielded = _drive(built.loop, checker, number, state, limit=None)
+        executions.append(tuple(yielded))
+        state = yielded[-1]
+    return Playback(tuple(executions), tuple(checker.violations))
+
+
+# --- the model --------------------------------------------------------------------------------
+
+
+class _ToolOracle:
+    """Predicts tool outcomes with shadow copies of the scripted tools (their own clock)."""
+
+    def __init__(self, specs: Mapping[str, ToolSpec], available: Sequence[str]) -> None:
+        self.clock = FakeClock()
+        self.available = set(available)
+        self.tools = {name: _scripted(name, spec, self.clock) for name, spec in specs.items()}
+        with runtime_context(clock=self.clock, ids=SeededIds(0)):
+            self.context = ToolContext(AgentState(), ToolCall(name="oracle"))
+
+    def outcome(self, name: str, arguments: Mapping[str, Any]) -> tuple[str, float] | None:
+        """``("ok" | "error" | "stop", seconds)``, or None for a tool the oracle cannot see."""
+        tool = self.tools.get(name)
+        if tool is None:
+            return None if name in self.available else ("error", 0.0)
+        before = self.clock.now()
+        try:
+            tool.invoke(arguments, self.context)
+        except AgentStop:
+            kind = "stop"
+        except Exception:
+            kind = "error"
+        else:
+            kind = "ok"
+        return kind, (self.clock.now() - before).total_seconds()
+
+
+def _scripted(name: str, spec: ToolSpec, clock: FakeClock) -> ScriptedTool:
+    replies = [
+        ToolReply(returns=r.return_, raises=r.raise_, stop=r.stop, when=r.when, latency=r.latency)
+        for r in spec.replies
+    ]
+    return ScriptedTool(
+        name, replies, params=spec.params, description=spec.description, mode=spec.mode, clock=clock
+    )
+
+
+class UnpredictableError(Exception):
+    """The model met something it cannot predict (a tool it does not know)."""
+
+
+@dataclass
+class AgentModel:
+    """What an agent state should hold, computed by hand from what the machine did.
+
+    It mirrors the loop's rules (DESIGN D2-D4): budgets checked before the execution and
+    before every step, a provider error fails the execution, a stopping tool loses its step,
+    tool errors are recorded and the loop goes on, an answer without tool calls ends it, and a
+    continuation request lets one more step start despite stop signals that are not binding
+    (errors, budget and retry limits and cancellation always bind).
+    """
+
+    trace_mode: TraceMode
+    budget: ExecutionBudget
+    user_texts: list[str] = field(default_factory=list)
+    conversation: list[tuple[Role, str | None]] = field(default_factory=list)
+    executions: int = 0
+    status: ExecutionStatus | None = None
+    steps: int = 0
+    usage: Usage = field(default_factory=Usage)
+    signals: list[StopReason] = field(default_factory=list)
+    errors: bool = False
+    continuation: bool = False
+    started_at: datetime | None = None
+
+    @property
+    def running(self) -> bool:
+        """True while an execution is in progress."""
+        return self.status is ExecutionStatus.IN_PROGRESS
+
+    def stop_reason(self) -> StopReason | None:
+        """The winning signal's reason (lowest priority number)."""
+        return min(self.signals, key=lambda reason: reason.priority) if self.signals else None
+
+    def add_user_message(self, text: str) -> None:
+        """A user message was appended."""
+        self.user_texts.append(text)
+        self.conversation.append((Role.USER, text))
+
+    def drop_execution(self) -> None:
+        """``for_next_execution()``: the execution is gone, the session stays."""
+        self.status, self.steps, self.usage = None, 0, Usage()
+        self.signals, self.errors, self.continuation, self.started_at = [], False, False, None
+
+    def run(
+        self, turns: Sequence[Turn], *, limit: int | None, clock: FakeClock, tools: _ToolOracle
+    ) -> int:
+        """Predict one ``iterate()`` call playing ``turns``; returns how many turns it consumes."""
+        self._enter(clock.now())
+        if self._checkpoint(clock.now()):
+            self._finish()
+            return 0
+        consumed = yielded = 0
+        while True:
+            if self._checkpoint(clock.now()):
+                self._finish()
+                return consumed
+            self.continuation = False  # a request lets one step start, then it is spent
+            turn = turns[consumed] if consumed < len(turns) else None
+            consumed += turn is not None
+            if self._stops_after_step(self._play(turn, clock, tools)):
+                self._finish()
+                return consumed
+            yielded += 1
+            if limit is not None and yielded >= limit:
+                return consumed
+
+    def _enter(self, now: datetime) -> None:
+        if self.status is not None and self.status.is_terminal():
+            self.drop_execution()
+        self.executions += 1
+        if self.status is None:
+            self.status, self.started_at = ExecutionStatus.IN_PROGRESS, now
+
+    def _checkpoint(self, now: datetime) -> bool:
+        """The budget guard, then the stop decision at a checkpoint."""
+        reason = self._exceeded(now)
+        if reason is not None and reason not in self.signals:
+            self.signals.append(reason)
+        if not self.signals:
+            return False
+        return not self.continuation or any(reason.is_binding() for reason in self.signals)
+
+    def _exceeded(self, now: datetime) -> StopReason | None:
+        budget, usage = self.budget, self.usage
+        if budget.max_steps is not None and self.steps >= budget.max_steps:
+            return StopReason.STEPS_LIMIT
+        if budget.max_tokens is not None and usage.total() >= budget.max_tokens:
+            return StopReason.TOKEN_LIMIT
+        if budget.max_cost is not None and usage.cost >= budget.max_cost:
+            return StopReason.TOKEN_LIMIT
+        assert self.started_at is not None
+        elapsed = (now - self.started_at).total_seconds()
+        if budget.max_seconds is not None and elapsed >= budget.max_seconds:
+            return StopReason.TIME_LIMIT
+        if budget.deadline is not None and now >= budget.deadline:
+            return StopReason.TIME_LIMIT
+        return None
+
+    def _play(self, turn: Turn | None, clock: FakeClock, tools: _ToolOracle) -> bool | None:
+        """One step; returns whether it recorded tool calls (None when no step was recorded)."""
+        if turn is not None and turn.latency:
+            clock.advance(turn.latency)
+        if turn is None or turn.error is not None:
+            self.errors = True
+            self.signals.append(StopReason.ERROR)
+            return None
+        failed = False
+        for spec in turn.calls:
+            outcome = tools.outcome(spec.name, dict(spec.arguments))
+            if outcome is None:
+                raise UnpredictableError(f"cannot predict a call of tool {spec.name!r}")
+            kind, seconds = outcome
+            clock.advance(seconds)
+            if kind == "stop":
+                self.signals.append(StopReason.STOP_REQUESTED)
+                return None
+            failed = failed or kind == "error"
+        self._record_step(turn, failed)
+        return bool(turn.calls)
+
+    def _record_step(self, turn: Turn, failed: bool) -> None:
+        self.steps += 1
+        self.usage = self.usage + turn.usage
+        self.errors = self.errors or failed
+        final = not turn.calls and not failed
+        if (self.trace_mode is TraceMode.INLINE or final) and (turn.text or turn.calls):
+            self.conversation.append((Role.ASSISTANT, turn.text if final else None))
+        if self.trace_mode is TraceMode.INLINE:
+            self.conversation.extend((Role.TOOL, None) for _ in turn.calls)
+
+    def _stops_after_step(self, has_calls: bool | None) -> bool:
+        """After a step: a failure or a stopping tool (no step recorded), a signal, or an answer
+        without tool calls ends the execution."""
+        if has_calls is None:
+            return True
+        stop = bool(self.signals) or not has_calls
+        if stop and not self.signals:
+            self.signals.append(StopReason.COMPLETED)
+        return stop
+
+    def _finish(self) -> None:
+        reason = self.stop_reason()
+        if self.errors:
+            self.status = ExecutionStatus.FAILED
+        elif reason is not None and reason.was_force_stopped():
+            self.status = ExecutionStatus.STOPPED
+        else:
+            self.status = ExecutionStatus.COMPLETED
+
+    def mismatches(self, state: AgentState, *, exact: bool) -> Iterator[str]:
+        """How ``state`` differs from the model (only the basics unless ``exact``)."""
+        users = [m.content for m in state.messages() if m.role is Role.USER]
+        if users != self.user_texts:
+            yield f"user messages are {users!r}, expected {self.user_texts!r}"
+        if state.execution_count != self.executions:
+            yield f"execution_count is {state.execution_count}, expected {self.executions}"
+        if exact:
+            yield from self._exact_mismatches(state)
+
+    def _exact_mismatches(self, state: AgentState) -> Iterator[str]:
+        checks: list[tuple[str, object, object]] = [
+            ("status", state.status(), self.status),
+            ("step count", state.step_count(), self.steps),
+            ("total tokens", state.usage().total(), self.usage.total()),
+            ("conversation", _conversation(state), self.conversation),
+        ]
+        if self.status is not None and self.status.is_terminal():
+            checks.append(("stop reason", state.last_stop_reason(), self.stop_reason()))
+        for what, actual, expected in checks:
+            if actual != expected:
+                yield f"{what} is {actual!r}, expected {expected!r}"
+        if not math.isclose(state.usage().cost, self.usage.cost, abs_tol=1e-9):
+            yield f"cost is {state.usage().cost}, expected {self.usage.cost}"
+
+
+def _conversation(state: AgentState) -> list[tuple[Role, str | None]]:
+    """``messages`` as (role, text): text for users and final answers, None for traces."""
+    return [
+        (m.role, m.content if m.role is Role.USER or not m.is_trace else None)
+        for m in state.messages()
+    ]
+
+
+# --- the machine ------------------------------------------------------------------------------
+
+
+@dataclass
+class _TurnRecord:
+    """One user turn as a scenario file will replay it."""
+
+    user: str
+    replies: list[ModelReply] = field(default_factory=list)
+    unknown_tools: list[str] = field(default_factory=list)
+    cancel_after: int | None = None
+    steps: int = 0
+    finished: bool = False
+
+
+def _is_final_run() -> bool:
+    """True while hypothesis replays the minimal failing example."""
+    try:
+        return bool(current_build_context().is_final)
+    except InvalidArgument:
+        return False
+
+
+def _kebab(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "-", name).lower().strip("-_.") or "agent-machine"
+
+
+_STRATEGIES: dict[tuple[type, str], st.SearchStrategy[Any]] = {}
+
+
+def _strategy(machine: AgentMachine, method: str) -> st.SearchStrategy[Any]:
+    """``machine.<method>()``, built once per machine class (strategies are immutable)."""
+    key = (type(machine), method)
+    if key not in _STRATEGIES:
+        _STRATEGIES[key] = getattr(machine, method)()
+    return _STRATEGIES[key]
+
+
+class AgentMachine(RuleBasedStateMachine):
+    """A state machine over the real agent loop, checked by the harness invariants and a model.
+
+    Class attributes configure it; the ``*_strategy`` methods (called once per class) give what
+    the rules draw, and :meth:`base_builder` the agent under test.
+    """
+
+    agent_tools: ClassVar[Mapping[str, ToolSpec]] = DEFAULT_TOOL_SPECS
+    """Scripted tools, as a scenario file declares them (the model predicts their outcomes)."""
+    system_prompt: ClassVar[str] = "You are the agent under test."
+    trace_modes: ClassVar[tuple[TraceModeName, ...]] = ("separated", "inline")
+    checked_invariants: ClassVar[tuple[str, ...] | None] = None
+    """Harness invariants to check (None: all registered)."""
+    max_calls: ClassVar[int] = 2
+    """Most tool calls in one model answer."""
+    max_latency: ClassVar[float] = 2.0
+    """Most seconds a model answer takes on the fake clock."""
+    exact_model: ClassVar[bool | None] = None
+    """Compare steps, status, usage and messages with the model (None: unless ``base_builder``
+    is overridden, since the model cannot predict your tools and hooks)."""
+    failure_dir: ClassVar[str | Path | None] = None
+    """Where to write the shrunk failing run as a scenario file (None: do not write)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.agent: ScenarioAgent | None = None
+        with runtime_context(clock=FakeClock(), ids=SeededIds(0)):
+            self.state = AgentState()  # replaced by configure(), which runs first
+        self.model = AgentModel(TraceMode.SEPARATED, ExecutionBudget())
+        self.violations: list[Violation] = []
+        self.records: list[_TurnRecord] = []
+        self.unrepresentable: list[str] = []
+        self.failure = ""
+        """What failed (empty while nothing did)."""
+        self.failure_kind = ""
+        """``model``, ``loop-error`` or the name of the first failing invariant."""
+        self._spec = AgentSpec()
+        self._pending = False
+        self._checker: InvariantChecker | None = None
+        self._oracle: _ToolOracle | None = None
+
+    # --- customisation ------------------------------------------------------------------------
+
+    def base_builder(self) -> AgentBuilder:
+        """The agent under test before the harness adds its scripted model, tools and budget."""
+        return AgentBuilder.base()
+
+    def budget_strategy(self) -> st.SearchStrategy[ExecutionBudget]:
+        """Budgets to try."""
+        return budgets()
+
+    def trace_mode_strategy(self) -> st.SearchStrategy[TraceModeName]:
+        """Trace modes to try (``trace_modes``, the first one preferred when shrinking)."""
+        return st.sampled_from(self.trace_modes)
+
+    def turn_strategy(self) -> st.SearchStrategy[Turn]:
+        """Model answers for :meth:`step`: tool calls two times in three, else text or errors."""
+        options: dict[str, Any] = {
+            "tools": params_of(self.agent_tools),
+            "max_calls": self.max_calls,
+            "unknown_tools": True,
+            "max_latency": self.max_latency,
+        }
+        return llm_turns(kinds=("tool_calls",), **options) | llm_turns(**options)
+
+    def script_strategy(self) -> st.SearchStrategy[list[Turn]]:
+        """Scripts for :meth:`run_to_end`: half of them without provider errors."""
+        options: dict[str, Any] = {
+            "tools": params_of(self.agent_tools),
+            "max_steps": 3,
+            "max_calls": self.max_calls,
+            "unknown_tools": True,
+            "max_latency": self.max_latency,
+        }
+        return scripts(errors=False, **options) | scripts(**options)
+
+    def can_request_continuation(self) -> bool:
+        """Whether :meth:`request_continuation` may run now (an execution is in progress)."""
+        return self.running
+
+    # --- state ----------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """True while an execution is in progress."""
+        return self.state.status() is ExecutionStatus.IN_PROGRESS
+
+    @property
+    def exact(self) -> bool:
+        """Whether the full model comparison is on."""
+        if self.exact_model is not None:
+            return self.exact_model
+        return type(self).base_builder is AgentMachine.base_builder
+
+    def _built(self) -> ScenarioAgent:
+        assert self.agent is not None, "the configure() rule runs first"
+        return self.agent
+
+    # --- rules ----------------------------------------------------------------------------------
+
+    @initialize(
+        budget=st.runner().flatmap(lambda machine: _strategy(machine, "budget_strategy")),
+        trace_mode=st.runner().flatmap(lambda machine: _strategy(machine, "trace_mode_strategy")),
+    )
+    def configure(self, budget: ExecutionBudget, trace_mode: TraceModeName) -> None:
+        """Build the agent: scripted tools, this budget and trace mode, on a fake clock."""
+        self._spec = AgentSpec(
+            system_prompt=self.system_prompt,
+            trace_mode=trace_mode,
+            budget=budget_spec(budget),
+            tools=dict(self.agent_tools),
+        )
+        agent = build_agent(_stub(self._spec), base=self.base_builder())
+        self.agent = agent
+        self._checker = _checker(agent, self._spec, self.checked_invariants)
+        self._oracle = _ToolOracle(self.agent_tools, agent.loop.tools.names())
+        self.model = AgentModel(TraceMode(trace_mode), agent.budget)
+        with runtime_context(clock=agent.clock, ids=agent.ids):
+            self.state = AgentState()
+
+    @precondition(lambda self: not self.running and not self._pending)
+    @rule(user=texts(max_size=12))
+    def start_turn(self, user: str) -> None:
+        """The user says something (a new turn)."""
+        agent = self._built()
+        with runtime_context(clock=agent.clock, ids=agent.ids):
+            self.state = self.state.with_user_message(user)
+        self.model.add_user_message(user)
+        self.records.append(_TurnRecord(user))
+        self._pending = True
+
+    @precondition(lambda self: self.running or self._pending)
+    @rule(turn=st.runner().flatmap(lambda machine: _strategy(machine, "turn_strategy")))
+    def step(self, turn: Turn) -> None:
+        """Run one step (resuming the execution) with the model answering ``turn``."""
+        self._advance([turn], limit=1)
+
+    @precondition(lambda self: self.running or self._pending)
+    @rule(script=st.runner().flatmap(lambda machine: _strategy(machine, "script_strategy")))
+    def run_to_end(self, script: list[Turn]) -> None:
+        """Run (or resume) the execution to its end with the model playing ``script``."""
+        self._advance(script, limit=None)
+
+    @precondition(lambda self: self.running)
+    @rule(reason=st.sampled_from(_SIGNAL_REASONS))
+    def raise_stop_signal(self, reason: StopReason) -> None:
+        """Add a stop signal between two steps (``user_requested`` is what cancelling does)."""
+        agent = self._built()
+        signal = StopSignal(reason=reason, message="raised by AgentMachine", source="AgentMachine")
+        with runtime_context(clock=agent.clock, ids=agent.ids):
+            self.state = self.state.with_stop_signal(signal)
+        self.model.signals.append(reason)
+        record = self.records[-1]
+        if reason is not StopReason.USER_REQUESTED:
+            self.unrepresentable.append(f"a {reason.value} stop signal raised between steps")
+        elif record.cancel_after is None:
+            record.cancel_after = record.steps
+
+    @precondition(lambda self: self.can_request_continuation())
+    @rule()
+    def request_continuation(self) -> None:
+        """Ask the loop to continue once despite stop signals."""
+        agent = self._built()
+        with runtime_context(clock=agent.clock, ids=agent.ids):
+            self.state = self.state.with_execution_continued()
+        self.model.continuation = True
+        self.unrepresentable.append("a continuation request between steps")
+
+    @rule(via_json=st.booleans())
+    def serialize_and_restore(self, via_json: bool) -> None:
+        """Replace the state with its serialized and restored copy (it must be equal)."""
+        state = self.state
+        restored = (
+            AgentState.from_json(state.to_json())
+            if via_json
+            else AgentState.from_dict(state.to_dict())
+        )
+        assert restored == state, "the restored state differs from the state"
+        self.state = restored
+
+    @precondition(lambda self: not self.running and not self._pending and self.state.execution)
+    @rule()
+    def start_next_execution(self) -> None:
+        """``for_next_execution()``: drop the finished execution, keep the session."""
+        agent = self._built()
+        with runtime_context(clock=agent.clock, ids=agent.ids):
+            self.state = self.state.for_next_execution()
+        self.model.drop_execution()
+
+    # --- invariants -----------------------------------------------------------------------------
+
+    @invariant()
+    def harness_invariants_hold(self) -> None:
+        """Every harness invariant held for every state the loop yielded."""
+        if self.violations:
+            first, more = self.violations[0], len(self.violations) - 1
+            summary = str(first) + (f" (and {more} more)" if more else "")
+            self._fail(
+                first.invariant, summary, "harness invariants failed:\n" + _listing(self.violations)
+            )
+
+    @invariant()
+    def state_matches_model(self) -> None:
+        """The state holds what the model says (the basics always; everything when exact)."""
+        problems = list(self.model.mismatches(self.state, exact=self.exact))
+        if problems:
+            details = "the state differs from the model:\n" + "\n".join(problems)
+            self._fail("model", problems[0], details)
+
+    def _fail(self, kind: str, summary: str, details: str) -> NoReturn:
+        self.failure, self.failure_kind = summary, kind
+        raise AssertionError(details)
+
+    def teardown(self) -> None:
+        """On hypothesis's final replay of a failing example, write it as a scenario file."""
+        if self.failure_dir is None or not _is_final_run():
+            return
+        path = self.write_failure(Path(self.failure_dir))
+        note(f"agentrig: wrote {path}" if path else "agentrig: " + "; ".join(self.unrepresentable))
+
+    # --- driving --------------------------------------------------------------------------------
+
+    def _advance(self, script: Sequence[Turn], *, limit: int | None) -> None:
+        agent, checker = self._built(), self._checker
+        assert checker is not None
+        assert self._oracle is not None
+        record = self.records[-1]
+        llm = ScriptedLLM(script, clock=agent.clock, name=f"turn {len(self.records)}")
+        agent.script.current = llm
+        model_clock = FakeClock(agent.clock.now())
+        before = len(checker.violations)
+        try:
+            predicted = self.model.run(script, limit=limit, clock=model_clock, tools=self._oracle)
+        except UnpredictableError:
+            predicted = None
+        try:
+            yielded = _drive(agent.loop, checker, len(self.records), self.state, limit=limit)
+        except Exception as error:
+            self.failure, self.failure_kind = f"the loop raised {error!r}", "loop-error"
+            raise
+        self.violations.extend(checker.violations[before:])
+        self.state = yielded[-1]
+        self._pending = False
+        consumed = len(script) - llm.remaining
+        self._record(record, script[:consumed])
+        if predicted is not None and predicted != consumed and self.exact:
+            summary = f"the loop played {consumed} model answer(s), the model expected {predicted}"
+            self._fail("model", summary, summary)
+
+    def _record(self, record: _TurnRecord, played: Sequence[Turn]) -> None:
+        known = set(self._built().loop.tools.names())
+        for turn in played:
+            record.replies.append(reply_from_turn(turn))
+            record.unknown_tools.extend(c.name for c in turn.calls if c.name not in known)
+        record.steps = self.state.step_count()
+        record.finished = _terminal(self.state)
+
+    # --- writing the run as a scenario ----------------------------------------------------------
+
+    def to_scenario(self, *, name: str | None = None) -> Scenario | None:
+        """This run as a scenario (None when it ran no turn); see ``unrepresentable`` for the
+        rules a scenario file cannot express."""
+        turns = [_scenario_turn(r) for r in self.records if r.replies or r.finished]
+        if not turns:
+            return None
+        note_text = (
+            " It also used what a scenario cannot express: " + "; ".join(self.unrepresentable)
+            if self.unrepresentable
+            else ""
+        )
+        kind = self.failure_kind.replace("_", "-")
+        return Scenario(
+            name=name or "-".join(filter(None, (_kebab(type(self).__name__), kind))),
+            description=f"Shrunk by {type(self).__name__}: {self.failure or 'no failure'}.{note_text}",
+            tags=("agent-machine",),
+            agent=self._spec,
+            turns=tuple(turns),
+        )
+
+    def write_failure(self, directory: Path) -> Path | None:
+        """Write :meth:`to_scenario` to ``directory/<name>.scenario.yaml``, where the name is the
+        machine's class and the kind of failure (``my-machine-clean-messages``); returns the
+        path (None when the run has no turn to write)."""
+        scenario = self.to_scenario()
+        if scenario is None:
+            return None
+        header = "Written by agentrig's AgentMachine from a shrunk failing example."
+        if self.exact_model is False or not self.exact:
+            header += "\nReplay it with the same base builder: run_scenario(scenario, builder=...)."
+        return write_scenario(
+            scenario, path=directory / f"{scenario.name}.scenario.yaml", header=header
+        )
+
+
+def _scenario_turn(record: _TurnRecord) -> ScenarioTurn:
+    fields: dict[str, Any] = {"user": record.user, "model": tuple(record.replies)}
+    cancel = record.cancel_after
+    if cancel is None and not record.finished and record.steps:
+        cancel = record.steps
+    if cancel:
+        fields["cancel"] = CancelAfterStep(after_step=cancel)
+    if record.unknown_tools:
+        wanted = tuple(dict.fromkeys(f"Tool '{name}' not found" for name in record.unknown_tools))
+        fields["expect"] = Expectation(errors=wanted)
+    return ScenarioTurn(**fields)
+
+
+def _listing(violations: Sequence[Violation]) -> str:
+    return "\n".join(f"  {violation}" for violation in violations)
