@@ -7,8 +7,17 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Annotated, Any, ClassVar, Generic, Self, TypeVar, overload
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, WithJsonSchema
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    ValidationError,
+    ValidationInfo,
+    WithJsonSchema,
+)
 from pydantic_core import core_schema
+from pydantic_core import from_json as _from_json
+from pydantic_core import to_json as _to_json
 
 from agentrig.errors import InvalidInputError
 
@@ -56,6 +65,16 @@ class FrozenModel(BaseModel):
     # from_dict) bypasses it and keeps full field paths.
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
+    def __eq__(self, other: object) -> bool:
+        # Same answer as pydantic's ``BaseModel.__eq__`` for these models (no private or extra
+        # attributes: ``__dict__`` holds exactly the fields), without its per-call bookkeeping;
+        # state comparisons recurse through many nested models.
+        if type(other) is type(self):
+            return self is other or self.__dict__ == other.__dict__
+        return NotImplemented
+
+    __hash__ = BaseModel.__hash__  # keep pydantic's (frozen models are hashable by fields)
+
     def evolve(self, **changes: Any) -> Self:
         """A validated copy with ``changes`` applied."""
         data = self.__dict__.copy()
@@ -69,10 +88,8 @@ class FrozenModel(BaseModel):
         """An unvalidated copy with ``changes`` applied: for internal updates whose values are
         already of the field types (public callers use ``evolve``)."""
         new = _new_object(type(self))
-        data = self.__dict__.copy()
-        data.update(changes)
-        _set_dict(new, data)
-        _set_fields_set(new, self.__pydantic_fields_set__)
+        _set_dict(new, {**_get_dict(self), **changes})
+        _set_fields_set(new, _get_fields_set(self))
         _set_extra(new, None)
         _set_private(new, None)
         return new
@@ -81,62 +98,103 @@ class FrozenModel(BaseModel):
     def _trusted(cls, **values: Any) -> Self:
         """An unvalidated instance: for internal code whose values are already of the field types
         (objects built from validated parts). Defaults and default factories apply as in
-        ``__init__``; public callers use the validating constructor."""
-        plan = _PLANS.get(cls) or _plan(cls)
-        if not values.keys() >= plan.required:
-            missing = ", ".join(sorted(plan.required - values.keys()))
-            raise TypeError(f"{cls.__name__}._trusted() needs {missing}")
-        data = plan.template.copy()
-        data.update(values)
-        for name, factory in plan.factories:
-            if name not in values:
-                data[name] = factory()
+        ``__init__``; public callers use the validating constructor.
+
+        Every subclass gets its own generated version at class creation (keyword-only
+        parameters named after the fields, no loops); this generic one is the reference.
+        """
+        missing = [
+            name
+            for name, info in cls.model_fields.items()
+            if name not in values and info.is_required()
+        ]
+        if missing:
+            raise TypeError(f"{cls.__name__}._trusted() missing {', '.join(missing)}")
+        data: dict[str, Any] = {}
+        for name, info in cls.model_fields.items():
+            if name in values:
+                data[name] = values.pop(name)
+            elif info.default_factory is not None:
+                data[name] = info.default_factory()  # type: ignore[call-arg]
+            else:
+                data[name] = info.default
+        if values:
+            raise TypeError(f"{cls.__name__}._trusted() got unknown fields {sorted(values)}")
         new = _new_object(cls)
         _set_dict(new, data)
-        _set_fields_set(new, set(values))
+        _set_fields_set(new, set(cls.model_fields))
         _set_extra(new, None)
         _set_private(new, None)
         return new
 
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        cls._trusted = _generated_trusted(cls)  # type: ignore[method-assign]
+
 
 _new_object = object.__new__
 # BaseModel keeps these four in slots; frozen models refuse ``setattr``, so internal copies write
-# them through the slot descriptors (as ``object.__setattr__`` would, minus its lookup).
+# them through the slot descriptors (as ``object.__setattr__`` would, minus its lookup). Reads go
+# through the descriptors too: attribute access on a pydantic model passes through its
+# ``__getattr__`` hook, which also keeps CPython from specializing it.
+_get_dict = BaseModel.__dict__["__dict__"].__get__
+_get_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__get__
 _set_dict = BaseModel.__dict__["__dict__"].__set__
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+_UNSET = object()
 
 
-class _Plan:
-    """How ``_trusted`` fills a model's fields: defaults in field order, factories, required."""
+def _generated_trusted(model: type[BaseModel]) -> Any:
+    """``model._trusted`` as straight-line code: one keyword-only parameter per field (required
+    ones without default; a default factory runs only when its field is not given).
 
-    __slots__ = ("factories", "required", "template")
-
-    def __init__(self, model: type[BaseModel]) -> None:
-        self.template: dict[str, Any] = {}
-        factories: list[tuple[str, Callable[[], Any]]] = []
-        required: list[str] = []
-        for name, info in model.model_fields.items():
-            self.template[name] = None
-            if info.default_factory is not None:
-                if getattr(info, "default_factory_takes_validated_data", False):
-                    raise TypeError(f"{model.__name__}.{name}: factories taking data unsupported")
-                factories.append((name, info.default_factory))  # type: ignore[arg-type]
-            elif info.is_required():
-                required.append(name)
-            else:
-                self.template[name] = info.default
-        self.factories = tuple(factories)
-        self.required = frozenset(required)
-
-
-_PLANS: dict[type[BaseModel], _Plan] = {}
-
-
-def _plan(model: type[BaseModel]) -> _Plan:
-    plan = _PLANS[model] = _Plan(model)
-    return plan
+    ``__pydantic_fields_set__`` is every field, as after a ``to_dict``/``from_dict`` round trip;
+    the set is shared by the model's trusted instances (frozen models never change it).
+    """
+    namespace: dict[str, Any] = {
+        "_new": _new_object,
+        "_set_dict": _set_dict,
+        "_set_fields_set": _set_fields_set,
+        "_set_extra": _set_extra,
+        "_set_private": _set_private,
+        "_UNSET": _UNSET,
+        "_FIELDS": set(model.model_fields),
+    }
+    params: list[str] = []
+    entries: list[str] = []
+    for index, (name, info) in enumerate(model.model_fields.items()):
+        if info.default_factory is not None:
+            if getattr(info, "default_factory_takes_validated_data", False):
+                return classmethod(FrozenModel._trusted.__func__)  # type: ignore[attr-defined]
+            namespace[f"_factory{index}"] = info.default_factory
+            params.append(f"{name}=_UNSET")
+            entries.append(f"{name!r}: _factory{index}() if {name} is _UNSET else {name}")
+        elif info.is_required():
+            params.append(name)
+            entries.append(f"{name!r}: {name}")
+        else:
+            namespace[f"_default{index}"] = info.default
+            params.append(f"{name}=_default{index}")
+            entries.append(f"{name!r}: {name}")
+    if not params:
+        return classmethod(FrozenModel._trusted.__func__)  # type: ignore[attr-defined]
+    source = (
+        f"def _trusted(cls, *, {', '.join(params)}):\n"
+        "    new = _new(cls)\n"
+        f"    _set_dict(new, {{{', '.join(entries)}}})\n"
+        "    _set_fields_set(new, _FIELDS)\n"
+        "    _set_extra(new, None)\n"
+        "    _set_private(new, None)\n"
+        "    return new\n"
+    )
+    exec(compile(source, f"<{model.__name__}._trusted>", "exec"), namespace)
+    function = namespace["_trusted"]
+    function.__qualname__ = f"{model.__name__}._trusted"
+    function.__doc__ = FrozenModel._trusted.__doc__
+    return classmethod(function)
 
 
 def is_json_data(value: Any) -> bool:
@@ -146,14 +204,37 @@ def is_json_data(value: Any) -> bool:
         return True
     if kind is float:
         return math.isfinite(value)
-    if kind is list:
-        return all(is_json_data(item) for item in value)
     if kind is dict:
-        return all(type(key) is str and is_json_data(item) for key, item in value.items())
+        for key, item in value.items():
+            # Scalars are checked inline: most of a JSON document is leaves, and a call each
+            # would dominate the check (it runs on every JSON field of every validated object).
+            if type(key) is not str:
+                return False
+            leaf = type(item)
+            if leaf is str or leaf is int or leaf is bool or item is None:
+                continue
+            if not is_json_data(item):
+                return False
+        return True
+    if kind is list:
+        for item in value:
+            leaf = type(item)
+            if leaf is str or leaf is int or leaf is bool or item is None:
+                continue
+            if not is_json_data(item):
+                return False
+        return True
     return False
 
 
-def _check_json(value: Any) -> Any:
+_PARSED_JSON: dict[str, Any] = {"agentrig": "parsed JSON without NaN or Infinity"}
+"""Validation context of ``from_json`` when the data can only be JSON data: parsed from text
+that holds no ``NaN`` or ``Infinity`` token. ``_check_json`` then has nothing to check."""
+
+
+def _check_json(value: Any, info: ValidationInfo) -> Any:
+    if info.context is _PARSED_JSON:
+        return value
     if not is_json_data(value):
         raise ValueError(
             "must be JSON data (str, int, finite float, bool, None, list, dict with str keys), "
@@ -184,6 +265,10 @@ class Serializable(FrozenModel):
     @classmethod
     def from_dict(cls, data: Any) -> Self:
         """Restore an object written by ``to_dict``; invalid data raises ``InvalidInputError``."""
+        return cls._from_dict(data, None)
+
+    @classmethod
+    def _from_dict(cls, data: Any, context: dict[str, Any] | None) -> Self:
         if not isinstance(data, dict):
             raise InvalidInputError(
                 cls.__name__, [("", f"expected a dict, got {type(data).__name__}")]
@@ -198,22 +283,36 @@ class Serializable(FrozenModel):
             )
             raise InvalidInputError(cls.__name__, [("schema_version", reason)])
         try:
-            return cls.model_validate(body)
+            return cls.model_validate(body, context=context)
         except ValidationError as error:
             raise InvalidInputError(cls.__name__, problems_of(error)) from None
 
     def to_json(self, *, indent: int | None = None) -> str:
-        """``to_dict()`` as JSON text."""
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+        """``to_dict()`` as JSON text (compact unless ``indent`` is given)."""
+        if indent is not None:
+            return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+        # Encoded by pydantic-core (as ``json.dumps`` would, NaN and Infinity included, minus
+        # the spaces after separators), several times faster than the ``json`` module here.
+        return _to_json(self.to_dict(), inf_nan_mode="constants").decode()
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Self:
         """Restore an object from ``to_json()`` output."""
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise InvalidInputError(cls.__name__, [("", f"not valid JSON: {error}")]) from None
-        return cls.from_dict(data)
+            data = _from_json(text, allow_inf_nan=True)
+        except ValueError:
+            try:  # the json module words the error (and may accept what jiter did not)
+                data = json.loads(text)
+            except json.JSONDecodeError as error:
+                raise InvalidInputError(cls.__name__, [("", f"not valid JSON: {error}")]) from None
+            return cls.from_dict(data)
+        # Parsed JSON holds only JSON data, except for the NaN and Infinity tokens JSON itself
+        # lacks: without them, the JSON fields need no second check.
+        if isinstance(text, str):
+            plain = "NaN" not in text and "Infinity" not in text
+        else:
+            plain = b"NaN" not in text and b"Infinity" not in text
+        return cls._from_dict(data, _PARSED_JSON if plain else None)
 
 
 class FrozenList(Generic[T]):

@@ -70,19 +70,32 @@ def format_uuid4(bits: int) -> str:
 
 
 _BATCH = 64
-_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
 _pool: Iterator[str] = iter(())
+_SET_VERSION = bytes((byte & 0x0F) | 0x40 for byte in range(256))
+_SET_VARIANT = bytes((byte & 0x3F) | 0x80 for byte in range(256))
 
 
 def _uuid4_batch(count: int) -> list[str]:
-    """``count`` random UUID4 strings from one ``os.urandom`` call (same format as
-    ``format_uuid4``: digit 12 is the version, 4; the top bits of digit 16 the variant, 10)."""
-    text = os.urandom(16 * count).hex()
-    return [
-        f"{text[i : i + 8]}-{text[i + 8 : i + 12]}-4{text[i + 13 : i + 16]}-"
-        f"{_VARIANT[text[i + 16]]}{text[i + 17 : i + 20]}-{text[i + 20 : i + 32]}"
-        for i in range(0, 32 * count, 32)
-    ]
+    """``count`` random UUID4 strings from one ``os.urandom`` call, formatted in C.
+
+    The five dash-separated groups (4, 2, 2, 2 and 6 bytes) are drawn as five separate byte
+    runs, each hex-formatted in one call; the version (4) and variant (10) bits are set with one
+    ``translate`` each. No Python code runs per id.
+    """
+    raw = os.urandom(16 * count)
+    cut = (4 * count, 6 * count, 8 * count, 10 * count)
+    time_high = bytearray(raw[cut[1] : cut[2]])
+    time_high[::2] = time_high[::2].translate(_SET_VERSION)
+    clock_seq = bytearray(raw[cut[2] : cut[3]])
+    clock_seq[::2] = clock_seq[::2].translate(_SET_VARIANT)
+    groups = (
+        raw[: cut[0]].hex(" ", 4).split(),
+        raw[cut[0] : cut[1]].hex(" ", 2).split(),
+        time_high.hex(" ", 2).split(),
+        clock_seq.hex(" ", 2).split(),
+        raw[cut[3] :].hex(" ", 6).split(),
+    )
+    return list(map("-".join, zip(*groups, strict=True)))
 
 
 def _refill() -> str:
@@ -123,12 +136,24 @@ def current_ids() -> IdFactory:
 
 def now() -> datetime:
     """The current time from the current runtime context."""
-    return _clock.get().now()
+    current = _clock.get()
+    if type(current) is SystemClock:  # inlined: state mutators call this several times a step
+        return _datetime_now(UTC)
+    return current.now()
 
 
 def new_id(kind: str) -> str:
     """A new id from the current runtime context."""
-    return _ids.get().new_id(kind)
+    ids = _ids.get()
+    if type(ids) is UuidIds:  # inlined, as in ``now``
+        try:
+            return next(_pool)
+        except StopIteration:
+            return _refill()
+    return ids.new_id(kind)
+
+
+_datetime_now = datetime.now
 
 
 def runtime_context(

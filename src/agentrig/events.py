@@ -240,6 +240,8 @@ class EventBus:
 
     def wants(self, event_type: type[AgentEvent]) -> bool:
         """True when some listener (here or in a parent) would receive ``event_type``."""
+        if not self._wiretaps and not self._by_type and self.parent is None:
+            return False  # nobody listens at all: the common case of an unobserved loop
         route = self._routes.get(event_type)
         if route is None:
             route = self._route(event_type)
@@ -257,9 +259,15 @@ class EventBus:
     def _route(self, event_type: type[AgentEvent]) -> tuple[Listener, ...]:
         route = self._routes.get(event_type)
         if route is None:
-            typed = [
-                listener for base in event_type.__mro__ for listener in self._by_type.get(base, ())
-            ]
+            typed = (
+                [
+                    listener
+                    for base in event_type.__mro__
+                    for listener in self._by_type.get(base, ())
+                ]
+                if self._by_type
+                else ()
+            )
             route = (*self._wiretaps, *typed)
             self._routes[event_type] = route
         return route

@@ -169,9 +169,12 @@ class AgentLoop:
                     finish_reason=step.finish_reason(),
                 )
             )
-        usage = step.usage()
-        if self.events.wants(TokenUsageReported) and not usage.is_zero():
-            self.events.dispatch(TokenUsageReported.of(state, step_number=step_number, usage=usage))
+        if self.events.wants(TokenUsageReported):
+            usage = step.usage()
+            if not usage.is_zero():
+                self.events.dispatch(
+                    TokenUsageReported.of(state, step_number=step_number, usage=usage)
+                )
         return state
 
     def _finish(self, state: AgentState) -> AgentState:

@@ -152,7 +152,7 @@ class Messages(FrozenList[Message]):
     @classmethod
     def concat(cls, *parts: Messages) -> Messages:
         """All messages of ``parts``, in order."""
-        parts = tuple(part for part in parts if part)
+        parts = tuple([part for part in parts if part._items])
         if len(parts) == 1:
             return parts[0]
         new = cls.__new__(cls)
@@ -220,5 +220,15 @@ def _as_role(value: Role | str) -> Role:
 
 
 def _trace_executions_of(items: tuple[Message, ...]) -> frozenset[str | None]:
-    found = {message.execution_id for message in items if message.is_trace}
-    return frozenset(found) if found else frozenset()
+    # ``is_trace`` and ``execution_id`` inlined: this runs over every message a list is built
+    # from (deserialization included), and most messages carry no trace tag.
+    found: set[str | None] = set()
+    for message in items:
+        metadata = message.metadata
+        if metadata and metadata.get(TRACE_KEY) is True:
+            execution_id = metadata.get(EXECUTION_ID_KEY)
+            found.add(execution_id if isinstance(execution_id, str) else None)
+    return frozenset(found) if found else _NO_TRACES
+
+
+_NO_TRACES: frozenset[str | None] = frozenset()

@@ -57,7 +57,8 @@ class MessageStore(Serializable):
 
     def select(self, names: Iterable[str]) -> Messages:
         """Messages of the named sections joined in the given order; missing sections are skipped."""
-        return Messages.concat(*(self.messages_of(name) for name in names))
+        by_name = {section.name: section.messages for section in self.sections}
+        return Messages.concat(*[by_name[name] for name in names if name in by_name])
 
     def to_messages(self) -> Messages:
         """Messages of every section, in store order."""

@@ -96,7 +96,9 @@ class FunctionTool(Tool):
     def invoke(self, arguments: Mapping[str, Any], context: ToolContext) -> Any:
         """Validate ``arguments`` and call the function."""
         try:
-            parsed = self._model.model_validate(dict(arguments))
+            parsed = self._model.model_validate(
+                arguments if type(arguments) is dict else dict(arguments)
+            )
         except ValidationError as error:
             raise InvalidToolArgumentsError(self.name, problems_of(error)) from None
         kwargs = parsed.__dict__.copy()
@@ -340,23 +342,32 @@ class ToolExecutor:
 
 
 def _success(call: ToolCall, result: Any, started: Any) -> ToolExecution:
-    output = result if isinstance(result, ToolOutput) else ToolOutput(value=result)
-    value = _json_value(output.value)
-    content = output.content if output.content is not None else format_tool_value(output.value)
+    if isinstance(result, ToolOutput):
+        raw, content, usage = result.value, result.content, result.usage
+    else:
+        raw, content, usage = result, None, ZERO_USAGE
+    value = _json_value(raw)
+    if content is None:
+        content = format_tool_value(raw)
     # The value is checked JSON data already; validate only what a tool handed over unchecked.
-    trusted = type(content) is str and type(output.usage) is Usage and type(call) is ToolCall
+    trusted = type(content) is str and type(usage) is Usage and type(call) is ToolCall
     return (ToolExecution._trusted if trusted else ToolExecution)(
         tool_call=call,
         value=value,
         content=content,
-        usage=output.usage,
+        usage=usage,
         started_at=started,
         completed_at=clock.now(),
     )
 
 
+_JSON_SCALARS = frozenset({str, int, bool, type(None)})
+
+
 def _json_value(value: Any) -> Any:
     """The value as JSON data for the state; what JSON cannot hold (NaN, objects) is kept as text."""
+    if type(value) in _JSON_SCALARS:
+        return value
     try:
         data = to_jsonable_python(value)
     except PydanticSerializationError:

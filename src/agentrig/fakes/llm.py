@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from agentrig.errors import ProviderError
+from agentrig.errors import InvalidInputError, ProviderError
 from agentrig.fakes.clock import FakeClock
 from agentrig.fakes.errors import InvalidScriptError, ScriptExhaustedError, UnusedTurnsError
 from agentrig.messages import ToolCall
@@ -80,6 +80,40 @@ class Turn:
         return InferenceResponse(
             content=self.text, tool_calls=calls, usage=self.usage, finish_reason=reason
         )
+
+
+def _player(turn: Turn) -> Callable[[], InferenceResponse]:
+    """What plays ``turn``: ``turn.to_response``, with the parts validated once, when scripted,
+    rather than at every play. Tool call ids are still created at play time, in the runtime
+    context of the call. A turn whose parts do not validate keeps failing when played."""
+    if turn.error is not None:
+        return turn.to_response
+    try:
+        checked = tuple(
+            ToolCall(id=spec.id or "_", name=spec.name, arguments=dict(spec.arguments))
+            for spec in turn.calls
+        )
+    except InvalidInputError:
+        return turn.to_response
+    specs = tuple(
+        (spec.id, call.name, call.arguments) for spec, call in zip(turn.calls, checked, strict=True)
+    )
+    content, usage = turn.text, turn.usage
+    reason = FinishReason(turn.finish_reason) if turn.finish_reason else None
+    reason = reason or (FinishReason.TOOL_CALLS if specs else FinishReason.STOP)
+
+    def play() -> InferenceResponse:
+        calls = tuple(
+            ToolCall._trusted(name=name, arguments=dict(arguments))
+            if call_id is None
+            else ToolCall._trusted(id=call_id, name=name, arguments=dict(arguments))
+            for call_id, name, arguments in specs
+        )
+        return InferenceResponse._trusted(
+            content=content, tool_calls=calls, usage=usage, finish_reason=reason
+        )
+
+    return play
 
 
 def reply(text: str, **options: Any) -> Turn:
@@ -174,6 +208,7 @@ class ScriptedLLM(_Recorder):
                 raise InvalidScriptError(
                     number, "latency needs a FakeClock: ScriptedLLM(..., clock=...)"
                 )
+        self._plays = tuple(_player(turn) for turn in self.turns)
         self._next = 0
         self.overruns: list[int] = []
         """1-based numbers of calls made after the script ran out."""
@@ -194,11 +229,11 @@ class ScriptedLLM(_Recorder):
             number = len(self.turns) + len(self.overruns) + 1
             self.overruns.append(number)
             raise ScriptExhaustedError(self.name, number, len(self.turns))
-        turn = self.turns[self._next]
+        turn, play = self.turns[self._next], self._plays[self._next]
         self._next += 1
         if turn.latency and self.clock is not None:
             self.clock.advance(turn.latency)
-        return self._record(request, turn.to_response)
+        return self._record(request, play)
 
     def assert_complete(self) -> None:
         """Raise ``UnusedTurnsError`` when some turns were never played."""

@@ -65,11 +65,12 @@ class ToolExecutions(FrozenList[ToolExecution]):
 
     def has_errors(self) -> bool:
         """True when any execution failed."""
-        return any(execution.has_error() for execution in self)
+        return any(execution.error is not None for execution in self._items)
 
     def usage(self) -> Usage:
         """Sum of the executions' own usage."""
         total = ZERO_USAGE
-        for execution in self:
-            total = total + execution.usage
+        for execution in self._items:
+            if execution.usage is not ZERO_USAGE:
+                total = total + execution.usage
         return total

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from agentrig._model import FrozenModel
 
@@ -23,7 +23,7 @@ class Usage(FrozenModel):
 
     def is_zero(self) -> bool:
         """True when nothing was used."""
-        return self is _ZERO or self.__dict__ == _ZERO_FIELDS
+        return self is _ZERO or _get_dict(self) == _ZERO_FIELDS
 
     def __add__(self, other: Usage) -> Usage:
         if other.is_zero():
@@ -46,6 +46,7 @@ class Usage(FrozenModel):
         return data
 
 
+_get_dict = BaseModel.__dict__["__dict__"].__get__
 _ZERO = Usage()
 _ZERO_FIELDS = dict(_ZERO.__dict__)
 ZERO_USAGE = _ZERO

@@ -1,0 +1,132 @@
+"""Full-loop cost of agentrig on W(N), against a bare-Python floor measured in the same process.
+
+W(N): one user message, N model replies each calling ``add(a=i, b=1)``, then the final text
+"done" (N + 1 steps, N tool executions). The agent is ``AgentBuilder.base()`` with the tool,
+``UseLlmConfig(ScriptedLLM(...))`` and ``UseGuards`` limits that never trigger; the execution
+buffer is on (the default). The floor does the same work on plain dicts and lists.
+
+    .venv/bin/python bench/loop.py                 # N = 10, 100, 300, 1000
+    .venv/bin/python bench/loop.py --quick         # a smoke run
+    .venv/bin/python bench/loop.py --sizes 10,1000 --repeats 9 --json results/loop.json
+
+Prints median µs per step, peak memory (a separate run under tracemalloc), the ratio
+agentrig/floor for each N, and the growth ratio: µs/step at the largest N divided by µs/step at
+the smallest (N=1000 vs N=10 by default; linear cost gives about 1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import _common as common
+import _workload as workload
+
+SIZES = (10, 100, 300, 1000)
+QUICK_SIZES = (3, 5)
+REPEATS = 7
+QUICK_REPEATS = 2
+
+
+def measure(n: int, repeats: int) -> dict[str, Any]:
+    """Median µs/step and peak memory of agentrig and of the floor on W(n).
+
+    Runs alternate between the two so that a change in machine load hits both alike.
+    """
+    steps = n + 1
+    # Warm-up run of each, checked.
+    workload.check_agentrig(n, workload.prepare_agentrig(n)())
+    workload.check_floor(n, workload.prepare_floor(n)())
+    agentrig_ns: list[int] = []
+    floor_ns: list[int] = []
+    for _ in range(repeats):
+        elapsed, final = common.timed_ns(lambda: workload.prepare_agentrig(n))
+        workload.check_agentrig(n, final)
+        agentrig_ns.append(elapsed)
+        elapsed, result = common.timed_ns(lambda: workload.prepare_floor(n))
+        workload.check_floor(n, result)
+        floor_ns.append(elapsed)
+    agentrig_peak, final = common.peak_bytes(lambda: workload.prepare_agentrig(n))
+    workload.check_agentrig(n, final)
+    floor_peak, result = common.peak_bytes(lambda: workload.prepare_floor(n))
+    workload.check_floor(n, result)
+    agentrig_us = common.median(agentrig_ns) / 1000 / steps
+    floor_us = common.median(floor_ns) / 1000 / steps
+    return {
+        "n": n,
+        "steps": steps,
+        "repeats": repeats,
+        "agentrig_us_per_step": agentrig_us,
+        "agentrig_us_per_step_min": min(agentrig_ns) / 1000 / steps,
+        "floor_us_per_step": floor_us,
+        "floor_us_per_step_min": min(floor_ns) / 1000 / steps,
+        "ratio": agentrig_us / floor_us,
+        "agentrig_peak_kib": agentrig_peak / 1024,
+        "floor_peak_kib": floor_peak / 1024,
+        "agentrig_total_ms": common.median(agentrig_ns) / 1e6,
+    }
+
+
+def growth(results: list[dict[str, Any]], key: str) -> float:
+    """µs/step at the largest N over µs/step at the smallest."""
+    ordered = sorted(results, key=lambda row: row["n"])
+    return float(ordered[-1][key] / ordered[0][key])
+
+
+def main() -> None:
+    args = common.parser(__doc__.splitlines()[0]).parse_args()
+    sizes, repeats = common.resolve(
+        args, sizes=SIZES, quick_sizes=QUICK_SIZES, repeats=REPEATS, quick_repeats=QUICK_REPEATS
+    )
+    info = common.machine()
+    print("bench/loop.py: W(N) full loop, agentrig vs bare-Python floor (same process)")
+    print(common.machine_line(info))
+    print(f"median of {repeats} runs per N; peak memory from a separate tracemalloc run\n")
+    results = [measure(n, repeats) for n in sizes]
+    rows = [
+        (
+            row["n"],
+            row["steps"],
+            row["agentrig_us_per_step"],
+            row["floor_us_per_step"],
+            f"{row['ratio']:.1f}x",
+            row["agentrig_peak_kib"],
+            row["floor_peak_kib"],
+        )
+        for row in results
+    ]
+    headers = (
+        "N",
+        "steps",
+        "agentrig us/step",
+        "floor us/step",
+        "agentrig/floor",
+        "agentrig peak KiB",
+        "floor peak KiB",
+    )
+    print(common.table(headers, rows))
+    smallest, largest = min(sizes), max(sizes)
+    agentrig_growth = growth(results, "agentrig_us_per_step")
+    floor_growth = growth(results, "floor_us_per_step")
+    print(
+        f"\ngrowth ratio (us/step at N={largest} / us/step at N={smallest}): "
+        f"agentrig {agentrig_growth:.2f}, floor {floor_growth:.2f}"
+    )
+    common.save_json(
+        args.json,
+        {
+            "benchmark": "loop",
+            "command": common.command_line(),
+            "machine": info,
+            "results": results,
+            "growth_ratio": {
+                "from_n": smallest,
+                "to_n": largest,
+                "agentrig": agentrig_growth,
+                "floor": floor_growth,
+            },
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()
