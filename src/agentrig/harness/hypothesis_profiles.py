@@ -53,10 +53,15 @@ def register_profiles() -> None:
         phases=_NO_EXPLAIN,
         suppress_health_check=_SLOW_IS_FINE,
     )
+    # Every setting is explicit: with CI=true hypothesis loads its own "ci" profile first, and
+    # a registered profile inherits unspecified settings from whatever is loaded then.
     settings.register_profile(
         DEEP_PROFILE,
         max_examples=25 * DEEP_FACTOR,
+        derandomize=False,
+        database=None,
         deadline=None,
+        print_blob=True,
         suppress_health_check=_SLOW_IS_FINE,
     )
 
