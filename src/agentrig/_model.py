@@ -205,26 +205,22 @@ def is_json_data(value: Any) -> bool:
     if kind is float:
         return math.isfinite(value)
     if kind is dict:
-        for key, item in value.items():
-            # Scalars are checked inline: most of a JSON document is leaves, and a call each
-            # would dominate the check (it runs on every JSON field of every validated object).
-            if type(key) is not str:
-                return False
-            leaf = type(item)
-            if leaf is str or leaf is int or leaf is bool or item is None:
-                continue
-            if not is_json_data(item):
-                return False
-        return True
+        return all(type(key) is str for key in value) and _all_json(value.values())
     if kind is list:
-        for item in value:
-            leaf = type(item)
-            if leaf is str or leaf is int or leaf is bool or item is None:
-                continue
-            if not is_json_data(item):
-                return False
-        return True
+        return _all_json(value)
     return False
+
+
+def _all_json(items: Iterable[Any]) -> bool:
+    for item in items:
+        # Scalars are checked inline: most of a JSON document is leaves, and a call each would
+        # dominate the check (it runs on every JSON field of every validated object).
+        leaf = type(item)
+        if leaf is str or leaf is int or leaf is bool or item is None:
+            continue
+        if not is_json_data(item):
+            return False
+    return True
 
 
 _PARSED_JSON: dict[str, Any] = {"agentrig": "parsed JSON without NaN or Infinity"}
