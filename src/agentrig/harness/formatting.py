@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
+from agentrig.harness.reporting.base import format_json
 from agentrig.harness.results import Failure, ScenarioResult
 
 
@@ -16,8 +14,8 @@ def format_failure(failure: Failure) -> str:
     if failure.location:
         lines.append(f"    at {failure.location}")
     if failure.expected is not None or failure.observed is not None:
-        lines.append(f"    expected: {_show(failure.expected)}")
-        lines.append(f"    observed: {_show(failure.observed)}")
+        lines.append(f"    expected: {format_json(failure.expected)}")
+        lines.append(f"    observed: {format_json(failure.observed)}")
     return "\n".join(lines)
 
 
@@ -25,7 +23,3 @@ def format_scenario_failures(result: ScenarioResult) -> str:
     """Every failure of a scenario, headed by its name and location."""
     head = f"scenario {result.name} ({result.file}:{result.line}) failed:"
     return "\n".join([head, *(format_failure(f) for f in result.failures)])
-
-
-def _show(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
