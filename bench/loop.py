@@ -25,6 +25,10 @@ SIZES = (10, 100, 300, 1000)
 QUICK_SIZES = (3, 5)
 REPEATS = 7
 QUICK_REPEATS = 2
+TARGET_US_PER_STEP = 100.0
+TARGET_GROWTH = 1.5
+REFERENCE_FLOOR_US = 8.0
+"""The upper end of the floor issue #5 quotes for its reference 2-core machine (5-8 µs/step)."""
 
 
 def measure(n: int, repeats: int) -> dict[str, Any]:
@@ -72,6 +76,47 @@ def growth(results: list[dict[str, Any]], key: str) -> float:
     return float(ordered[-1][key] / ordered[0][key])
 
 
+def target_check(results: list[dict[str, Any]], agentrig_growth: float) -> dict[str, Any]:
+    """The issue's targets against this run, measured and scaled to the reference machine.
+
+    The reference estimate multiplies each N's agentrig µs/step by how much faster the reference
+    floor is than the floor measured here in the same process; it uses the slowest reference
+    floor (8 µs/step), so it is the least favourable reading of the issue's figures.
+    """
+    worst = max(results, key=lambda row: row["agentrig_us_per_step"])
+    scaled = [
+        row["agentrig_us_per_step"] * REFERENCE_FLOOR_US / row["floor_us_per_step"]
+        for row in results
+    ]
+    measured_ok = worst["agentrig_us_per_step"] <= TARGET_US_PER_STEP
+    scaled_ok = max(scaled) <= TARGET_US_PER_STEP
+    growth_ok = agentrig_growth <= TARGET_GROWTH
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "MISSED"
+
+    lines = [
+        f"target <= {TARGET_US_PER_STEP:.0f} us/step, measured here: worst "
+        f"{worst['agentrig_us_per_step']:.0f} us/step at N={worst['n']} -> {verdict(measured_ok)}",
+        f"  scaled to the reference machine (floor {REFERENCE_FLOOR_US:.0f} us/step; here "
+        f"{min(r['floor_us_per_step'] for r in results):.1f}-"
+        f"{max(r['floor_us_per_step'] for r in results):.1f}): worst {max(scaled):.0f} us/step "
+        f"-> {verdict(scaled_ok)} (an estimate, not a measurement)",
+        f"target growth ratio <= {TARGET_GROWTH}: {agentrig_growth:.2f} -> {verdict(growth_ok)}",
+    ]
+    return {
+        "us_per_step_target": TARGET_US_PER_STEP,
+        "worst_us_per_step": worst["agentrig_us_per_step"],
+        "met_as_measured": measured_ok,
+        "reference_floor_us": REFERENCE_FLOOR_US,
+        "worst_us_per_step_scaled_to_reference": max(scaled),
+        "met_scaled_to_reference": scaled_ok,
+        "growth_target": TARGET_GROWTH,
+        "growth_met": growth_ok,
+        "lines": lines,
+    }
+
+
 def main() -> None:
     args = common.parser(__doc__.splitlines()[0]).parse_args()
     sizes, repeats = common.resolve(
@@ -111,6 +156,10 @@ def main() -> None:
         f"\ngrowth ratio (us/step at N={largest} / us/step at N={smallest}): "
         f"agentrig {agentrig_growth:.2f}, floor {floor_growth:.2f}"
     )
+    targets = target_check(results, agentrig_growth)
+    print()
+    for line in targets["lines"]:
+        print(line)
     common.save_json(
         args.json,
         {
@@ -124,6 +173,7 @@ def main() -> None:
                 "agentrig": agentrig_growth,
                 "floor": floor_growth,
             },
+            "targets": {key: value for key, value in targets.items() if key != "lines"},
         },
     )
 
