@@ -11,22 +11,26 @@ from agentrig import (
     AgentExecutionCompleted,
     AgentLoop,
     AgentState,
+    AgentStep,
+    AgentStop,
     ContinuationEvaluated,
     EventBus,
     ExecutionBudget,
     ExecutionStatus,
     FinishReason,
     HookContext,
+    InferenceResponse,
     Role,
     StopReason,
     StopSignal,
     ToolCallingDriver,
     Tools,
+    Usage,
     UseGuards,
     UseLlmConfig,
     runtime_context,
 )
-from agentrig.fakes import FakeClock, ScriptedLLM, SeededIds, call, reply
+from agentrig.fakes import FakeClock, ScriptedLLM, SeededIds, call, calls, reply
 
 TOOL_THEN_ANSWER = [call("lookup", q="x"), reply("The answer.")]
 
@@ -382,3 +386,84 @@ def test_an_exception_in_any_hook_fails_the_execution_cleanly(
     assert final.step_count() == steps
     assert not buffer(final)
     assert len(completed) == 1
+
+
+class TestAgentStopMidStep:
+    """An ``AgentStop`` raised inside a step keeps what the step did (no lost data, D4 usage)."""
+
+    @staticmethod
+    def escalate(reason: str) -> str:
+        """Hand over to a human."""
+        raise AgentStop(f"human needed: {reason}", source="tool:escalate")
+
+    def run(self, make_agent, start, *, inline: bool = False) -> AgentState:
+        llm = ScriptedLLM(
+            [
+                calls(("lookup", {"q": "x"}), usage=Usage(input_tokens=10, output_tokens=2)),
+                calls(
+                    ("lookup", {"q": "y"}),
+                    ("escalate", {"reason": "refund"}),
+                    ("lookup", {"q": "z"}),
+                    usage=Usage(input_tokens=20, output_tokens=5),
+                ),
+                reply("never reached"),
+            ]
+        )
+        return make_agent(llm, [lookup, self.escalate], inline=inline).execute(start())
+
+    def test_the_cut_short_step_is_recorded_with_its_usage(self, make_agent, start) -> None:
+        final = self.run(make_agent, start)
+        assert final.status() is ExecutionStatus.STOPPED
+        assert final.last_stop_reason() is StopReason.STOP_REQUESTED
+        assert final.step_count() == 2
+        assert final.usage().total() == 37
+        assert not final.has_errors()
+
+    def test_every_call_has_a_result_and_the_cut_ones_are_marked(self, make_agent, start) -> None:
+        step = self.run(make_agent, start).steps()[-1]
+        executions = list(step.tool_executions)
+        assert [(e.name, e.was_stopped(), e.has_error()) for e in executions] == [
+            ("lookup", False, False),
+            ("escalate", True, False),
+            ("lookup", True, False),
+        ]
+        assert executions[0].value == "found y"
+        assert executions[1].content == "Execution stopped: human needed: refund"
+        assert executions[2].content.startswith("Not executed")
+        results = [m.tool_result for m in step.output_messages if m.tool_result is not None]
+        assert [r.call_id for r in results] == [c.id for c in step.requested_tool_calls()]
+
+    def test_traces_follow_the_trace_mode(self, make_agent, start) -> None:
+        separated = self.run(make_agent, start)
+        assert roles(separated.messages()) == ["user"]
+        assert not buffer(separated)
+        inline = self.run(make_agent, start, inline=True)
+        assert roles(inline.messages()) == ["user", "assistant", "tool", "assistant"] + ["tool"] * 3
+
+    def test_the_state_round_trips(self, make_agent, start) -> None:
+        final = self.run(make_agent, start)
+        assert AgentState.from_json(final.to_json()) == final
+
+    def test_a_driver_raising_it_records_no_step_unless_it_attaches_one(
+        self, clock: FakeClock, ids: SeededIds, start
+    ) -> None:
+        class StoppingDriver(ToolCallingDriver):
+            attach: bool = False
+
+            def use_tools(self, state: AgentState, runtime: Any) -> AgentState:
+                stop = AgentStop("driver stop", source="driver")
+                if self.attach:
+                    stop.step = AgentStep(
+                        inference_response=InferenceResponse(
+                            content="partial", usage=Usage(input_tokens=3)
+                        )
+                    )
+                raise stop
+
+        for attach, steps in ((False, 0), (True, 1)):
+            driver = StoppingDriver(ScriptedLLM([]))
+            driver.attach = attach
+            agent = AgentBuilder.base().with_clock(clock).with_ids(ids).with_driver(driver).build()
+            final = agent.execute(start())
+            assert (final.status(), final.step_count()) == (ExecutionStatus.STOPPED, steps)
+            assert final.usage().total() == (3 if attach else 0)

@@ -176,6 +176,24 @@ class TestToolExecutor:
         with pytest.raises(AgentStop):
             execute([stop_now], "stop_now")
 
+    def test_agent_stop_carries_every_call_outcome(self) -> None:
+        calls = [
+            ToolCall(name="add", arguments={"a": 1}),
+            ToolCall(name="stop_now", arguments={}),
+            ToolCall(name="add", arguments={"a": 2}),
+        ]
+        with pytest.raises(AgentStop) as raised:
+            ToolExecutor(Tools([add, stop_now])).execute(calls, AgentState(), 1)
+        executions = raised.value.tool_executions
+        assert executions is not None
+        assert [(e.tool_call, e.value, e.was_stopped()) for e in executions] == [
+            (calls[0], 3, False),
+            (calls[1], None, True),
+            (calls[2], None, True),
+        ]
+        assert not executions.has_errors()
+        assert executions[1].content == "Execution stopped: tool wants out"
+
     def test_calls_run_in_order(self) -> None:
         order: list[int] = []
 

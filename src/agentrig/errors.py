@@ -13,10 +13,16 @@ Every error agentrig raises derives from one root, so ``except AgentrigError`` c
     │   ├── SubagentNotFoundError
     │   ├── SubagentDepthExceededError
     │   └── SubagentFailedError
+    ├── SessionError               a session store operation failed
+    │   ├── SessionNotFoundError
+    │   ├── SessionExistsError
+    │   ├── SessionConflictError   a save with a stale version (optimistic locking)
+    │   └── SessionCorruptError    a stored session that cannot be read back
     ├── HookContractViolationError a hook changed a field its trigger does not allow
     ├── ConfigurationError         a builder or loop that cannot work as configured
     ├── ProviderError              an inference provider failed
-    │   └── RetryLimitExceededError
+    │   ├── RetryLimitExceededError
+    │   └── RealLlmCallBlockedError  a test reached for a real LLM API without allowing it
     ├── MissingDependencyError     an optional extra is not installed
     └── AgentStop                  raised by tools, hooks or drivers to stop the execution
                                    (not a failure: it ends with reason ``stop_requested``)
@@ -30,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agentrig.continuation import StopSignal
+    from agentrig.state import AgentStep, ToolExecutions
 
 
 class AgentrigError(Exception):
@@ -111,6 +118,68 @@ class SubagentFailedError(SubagentError):
     """The child execution ended with status failed."""
 
 
+class SessionError(AgentrigError):
+    """A session store operation failed; ``session_id`` names the session."""
+
+    def __init__(self, session_id: str, message: str) -> None:
+        self.session_id = session_id
+        super().__init__(message)
+
+
+class SessionNotFoundError(SessionError):
+    """No session with that id is stored."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            session_id,
+            f"Session '{session_id}' not found. Create it with store.create(state) first.",
+        )
+
+
+class SessionExistsError(SessionError):
+    """``create`` was called for a session id that is already stored."""
+
+    def __init__(self, session_id: str, stored_version: int) -> None:
+        self.stored_version = stored_version
+        super().__init__(
+            session_id,
+            f"Session '{session_id}' already exists (version {stored_version}). Load it and save "
+            f"with expected_version={stored_version}, or delete it first.",
+        )
+
+
+class SessionConflictError(SessionError):
+    """The stored version is not the one the caller expected: someone else saved in between."""
+
+    def __init__(self, session_id: str, expected_version: int, stored_version: int) -> None:
+        self.expected_version = expected_version
+        self.stored_version = stored_version
+        super().__init__(
+            session_id,
+            f"Session '{session_id}' is at version {stored_version}, not the expected version "
+            f"{expected_version}: it was saved elsewhere in between. Load it again, reapply your "
+            "change and save with the version you loaded.",
+        )
+
+
+class SessionCorruptError(SessionError):
+    """A stored session cannot be read back; ``location`` names the file or row, ``field`` the
+    offending field path. The stored data is left untouched."""
+
+    def __init__(self, session_id: str, location: str, field: str, reason: str) -> None:
+        self.location = location
+        self.field = field
+        self.reason = reason
+        subject = (
+            f"Session '{session_id}' in {location}" if session_id else f"Session store {location}"
+        )
+        super().__init__(
+            session_id,
+            f"{subject} is corrupt at field '{field or '<root>'}': {reason}. "
+            "Nothing was changed; fix or delete the stored data.",
+        )
+
+
 class HookContractViolationError(AgentrigError):
     """A hook changed a field that its trigger does not let it change."""
 
@@ -129,10 +198,23 @@ class ConfigurationError(AgentrigError):
 
 
 class ProviderError(AgentrigError):
-    """An inference provider failed; ``retryable`` says whether another attempt may succeed."""
+    """An inference provider failed; ``retryable`` says whether another attempt may succeed.
 
-    def __init__(self, message: str, *, retryable: bool = False) -> None:
+    Real providers also set ``status_code`` (the HTTP status, None when no response came back)
+    and ``provider`` (``"openai"``, ``"anthropic"``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = False,
+        status_code: int | None = None,
+        provider: str = "",
+    ) -> None:
         self.retryable = retryable
+        self.status_code = status_code
+        self.provider = provider
         super().__init__(message)
 
 
@@ -142,6 +224,20 @@ class RetryLimitExceededError(ProviderError):
     def __init__(self, attempts: int, last: BaseException) -> None:
         self.attempts = attempts
         super().__init__(f"inference failed after {attempts} attempt(s): {last}")
+
+
+class RealLlmCallBlockedError(ProviderError):
+    """A real provider tried to reach its API while real calls are blocked (agentrig's pytest
+    plugin blocks them in every test not marked ``agentrig_real_llm``)."""
+
+    def __init__(self, provider: str, url: str) -> None:
+        self.url = url
+        super().__init__(
+            f"Real {provider} call to {url} blocked: agentrig blocks real LLM calls in tests. "
+            "Replay a recorded HTTP cassette (agentrig.harness.http_cassettes), use a fake "
+            "(agentrig.fakes), or mark the test @pytest.mark.agentrig_real_llm to allow it.",
+            provider=provider,
+        )
 
 
 class MissingDependencyError(AgentrigError, ImportError):
@@ -154,7 +250,13 @@ class MissingDependencyError(AgentrigError, ImportError):
 
 
 class AgentStop(AgentrigError):
-    """Raise anywhere in a step (tool, hook, driver) to stop the execution with ``stop_requested``."""
+    """Raise anywhere in a step (tool, hook, driver) to stop the execution with ``stop_requested``.
+
+    On its way out of a step agentrig attaches what the step did so far, so nothing is lost: the
+    ``ToolExecutor`` sets ``tool_executions`` (the calls that ran, the stopped one, and those that
+    did not run), the ``ToolCallingDriver`` sets ``step``, and the loop records that step before
+    it stops. A driver of your own may set ``step`` too.
+    """
 
     def __init__(
         self,
@@ -166,6 +268,8 @@ class AgentStop(AgentrigError):
         self.stop_message = message
         self.context = dict(context or {})
         self.source = source
+        self.tool_executions: ToolExecutions | None = None
+        self.step: AgentStep | None = None
         super().__init__(message or "stop_requested")
 
     def to_signal(self) -> StopSignal:

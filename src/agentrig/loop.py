@@ -122,6 +122,8 @@ class AgentLoop:
             started = True
             state = self.driver.use_tools(state, self._runtime(step_number))
         except AgentStop as stop:
+            if started and stop.step is not None and state.current_step() is None:
+                state = state.with_current_step(stop.step, trace_mode=self.trace_mode)
             state = self._stop_requested(state, stop)
         except Exception as error:
             state = self._on_error(state, error)

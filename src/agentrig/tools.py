@@ -255,10 +255,27 @@ class ToolExecutor:
     def execute(
         self, calls: Iterable[ToolCall], state: AgentState, step_number: int
     ) -> tuple[ToolExecutions, AgentState]:
-        """Execute ``calls``; returns the executions and the state as hooks left it."""
+        """Execute ``calls``; returns the executions and the state as hooks left it.
+
+        ``AgentStop`` from a tool or a tool hook is re-raised with ``tool_executions`` attached:
+        the calls that ran, the one it stopped (``stopped``), and the later ones, which did not
+        run (``stopped`` too), so every call the model made has a result.
+        """
+        calls = calls if type(calls) is tuple else tuple(calls)
         executions: list[ToolExecution] = []
         for call in calls:
-            execution, state = self._execute_one(call, state, step_number)
+            try:
+                execution, state = self._execute_one(call, state, step_number)
+            except AgentStop as stop:
+                index = len(executions)
+                message = stop.stop_message or "stop requested"
+                executions.append(_stopped(call, f"Execution stopped: {message}"))
+                executions.extend(
+                    _stopped(later, "Not executed: the execution was stopped before this call.")
+                    for later in calls[index + 1 :]
+                )
+                stop.tool_executions = ToolExecutions(executions)
+                raise
             executions.append(execution)
         return ToolExecutions(executions), state
 
@@ -373,6 +390,13 @@ def _json_value(value: Any) -> Any:
     except PydanticSerializationError:
         return str(value)
     return data if is_json_data(data) else str(value)
+
+
+def _stopped(call: ToolCall, content: str) -> ToolExecution:
+    now = clock.now()
+    return ToolExecution(
+        tool_call=call, content=content, stopped=True, started_at=now, completed_at=now
+    )
 
 
 def _failure(call: ToolCall, error: Exception, started: Any) -> ToolExecution:

@@ -16,6 +16,7 @@ from agentrig import (
     AgentBuilder,
     AgentLoop,
     AgentState,
+    AgentStop,
     ExecutionBudget,
     InvalidInputError,
     UseGuards,
@@ -123,6 +124,32 @@ def test_an_agent_state_in_inline_mode_mid_execution(agentrig_snapshot: object) 
 
 
 class TestText:
+    def test_calls_cut_short_by_agent_stop_read_stopped(self) -> None:
+        @tool
+        def escalate() -> str:
+            """Hand over to a human."""
+            raise AgentStop("human needed")
+
+        clock, ids = FakeClock(), SeededIds(0)
+        agent = (
+            AgentBuilder.base()
+            .with_clock(clock)
+            .with_ids(ids)
+            .with_capability(
+                UseLlmConfig(
+                    ScriptedLLM([calls(("escalate", {}), ("get_weather", {"city": "Oslo"}))])
+                )
+            )
+            .with_tools([escalate, get_weather])
+            .build()
+        )
+        with runtime_context(clock=clock, ids=ids):
+            state = AgentState().with_user_message("Refund?")
+        calls_text = [
+            line for line in state_to_text(agent.execute(state)).splitlines() if "call 1." in line
+        ]
+        assert [line.split(" | ")[2] for line in calls_text] == ["stopped", "stopped"]
+
     def test_a_state_is_one_line_per_message_step_and_call(self) -> None:
         agent, state = weather_agent(SCRIPT)
         lines = state_to_text(agent.execute(state)).splitlines()

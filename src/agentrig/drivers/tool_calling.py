@@ -7,7 +7,12 @@ from typing import Self
 from agentrig.compilers import ContextCompiler, ConversationWithCurrentToolTrace
 from agentrig.drivers.base import StepRuntime
 from agentrig.drivers.provider import InferenceProvider
-from agentrig.errors import ConfigurationError, ProviderError, RetryLimitExceededError
+from agentrig.errors import (
+    AgentStop,
+    ConfigurationError,
+    ProviderError,
+    RetryLimitExceededError,
+)
 from agentrig.events import InferenceRequestStarted, InferenceResponseReceived
 from agentrig.hooks import HookContext, HookTrigger
 from agentrig.messages import Message, Messages, Role, ToolResult
@@ -94,17 +99,19 @@ class ToolCallingDriver:
                     finish_reason=response.finish_reason,
                 )
             )
-        executions, state = runtime.executor.execute(
-            response.tool_calls, state, runtime.step_number
+        try:
+            executions, state = runtime.executor.execute(
+                response.tool_calls, state, runtime.step_number
+            )
+        except AgentStop as stop:
+            # The loop records the step the stop cut short: the model's answer and its usage
+            # are not lost.
+            if stop.step is None:
+                stop.step = _step(request, response, stop.tool_executions or ToolExecutions())
+            raise
+        return state.with_current_step(
+            _step(request, response, executions), trace_mode=runtime.trace_mode
         )
-        make = AgentStep._trusted if type(response) is InferenceResponse else AgentStep
-        step = make(
-            input_messages=request.messages,
-            output_messages=_output_messages(response, executions),
-            inference_response=response,
-            tool_executions=executions,
-        )
-        return state.with_current_step(step, trace_mode=runtime.trace_mode)
 
     def _request(self, state: AgentState, runtime: StepRuntime) -> InferenceRequest:
         messages = self.compiler.compile(state)
@@ -153,6 +160,18 @@ class ToolCallingDriver:
 
     def __repr__(self) -> str:
         return f"ToolCallingDriver(provider={self.provider!r}, compiler={self.compiler!r})"
+
+
+def _step(
+    request: InferenceRequest, response: InferenceResponse, executions: ToolExecutions
+) -> AgentStep:
+    make = AgentStep._trusted if type(response) is InferenceResponse else AgentStep
+    return make(
+        input_messages=request.messages,
+        output_messages=_output_messages(response, executions),
+        inference_response=response,
+        tool_executions=executions,
+    )
 
 
 def _output_messages(response: InferenceResponse, executions: ToolExecutions) -> Messages:

@@ -200,7 +200,12 @@ def _step_line(state: AgentState, number: int, step: AgentStep, origin: datetime
 
 def _call_line(step: int, index: int, execution: ToolExecution, origin: datetime) -> str:
     call = execution.tool_call
-    outcome = "blocked" if execution.blocked else ("error" if execution.has_error() else "ok")
+    if execution.blocked:
+        outcome = "blocked"
+    elif execution.stopped:
+        outcome = "stopped"
+    else:
+        outcome = "error" if execution.has_error() else "ok"
     timing = f"{_at(execution.started_at, origin)}..{_at(execution.completed_at, origin)}"
     return (
         f"  call {step}.{index} | {call.name} #{_short(call.id)} {_json(call.arguments)} | "

@@ -311,7 +311,7 @@ class AgentModel:
         return None
 
     def _play(self, turn: Turn | None, clock: FakeClock, tools: _ToolOracle) -> bool | None:
-        """One step; returns whether it recorded tool calls (None when no step was recorded)."""
+        """One step; returns whether it recorded tool calls (None when the execution ends here)."""
         if turn is not None and turn.latency:
             clock.advance(turn.latency)
         if turn is None or turn.error is not None:
@@ -325,7 +325,8 @@ class AgentModel:
                 raise UnpredictableError(f"cannot predict a call of tool {spec.name!r}")
             kind, seconds = outcome
             clock.advance(seconds)
-            if kind == "stop":
+            if kind == "stop":  # the step is recorded; the calls after this one do not run
+                self._record_step(turn, failed)
                 self.signals.append(StopReason.STOP_REQUESTED)
                 return None
             failed = failed or kind == "error"
@@ -343,8 +344,8 @@ class AgentModel:
             self.conversation.extend((Role.TOOL, None) for _ in turn.calls)
 
     def _stops_after_step(self, has_calls: bool | None) -> bool:
-        """After a step: a failure or a stopping tool (no step recorded), a signal, or an answer
-        without tool calls ends the execution."""
+        """After a step: a failure, a stopping tool, a signal, or an answer without tool calls
+        ends the execution."""
         if has_calls is None:
             return True
         stop = bool(self.signals) or not has_calls

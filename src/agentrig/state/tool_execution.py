@@ -16,7 +16,8 @@ class ToolExecution(Serializable):
     """A tool call, its JSON value or its error, the text the model saw, and timing.
 
     ``usage`` is what the tool itself consumed (a subagent's tokens and cost), counted in the
-    step's usage.
+    step's usage. ``stopped`` marks a call cut short by ``AgentStop``: the one that raised it and
+    those after it, which did not run. A stop is not a failure, so ``error`` stays None.
     """
 
     id: str = Field(default_factory=lambda: clock.new_id("tool_execution"))
@@ -26,6 +27,7 @@ class ToolExecution(Serializable):
     error: str | None = None
     error_type: str | None = None
     blocked: bool = False
+    stopped: bool = False
     usage: Usage = ZERO_USAGE
     started_at: datetime
     completed_at: datetime
@@ -47,6 +49,10 @@ class ToolExecution(Serializable):
     def was_blocked(self) -> bool:
         """True when a hook blocked the call."""
         return self.blocked
+
+    def was_stopped(self) -> bool:
+        """True when ``AgentStop`` ended the execution at or before this call."""
+        return self.stopped
 
     def error_message(self) -> str:
         """The error text, or ``""`` on success."""
