@@ -1,0 +1,182 @@
+"""``SqliteSessionStore``: sessions as rows of a SQLite database (stdlib ``sqlite3``)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from types import TracebackType
+from typing import Any, Self
+
+from agentrig.clock import Clock
+from agentrig.errors import SessionConflictError, SessionCorruptError
+from agentrig.sessions._document import Header, header_from, session_from, state_from
+from agentrig.sessions._versioned import VersionedStore
+from agentrig.sessions.base import StoredSession
+
+SCHEMA_VERSION = 1
+"""Version of the database layout, kept in the ``agentrig_schema`` table."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS agentrig_sessions (
+    session_id TEXT PRIMARY KEY,
+    version INTEGER NOT NULL CHECK (version >= 1),
+    state TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+)
+"""
+_COLUMNS = ("session_id", "version", "created_at", "updated_at")
+_HEADER = f"SELECT {', '.join(_COLUMNS)} FROM agentrig_sessions WHERE session_id = ?"
+_SESSION = f"SELECT {', '.join(_COLUMNS)}, state FROM agentrig_sessions WHERE session_id = ?"
+
+
+class SqliteSessionStore(VersionedStore):
+    """Sessions in a SQLite database file (``":memory:"`` for a private in-memory one).
+
+    One connection per store, shared by threads under a lock; several stores or processes may
+    open the same file. Every write is one ``BEGIN IMMEDIATE`` transaction, and a save is a
+    compare-and-swap ``UPDATE ... WHERE version = ?``. Close the store (or use it as a context
+    manager) when done.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = ":memory:",
+        *,
+        clock: Clock | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        super().__init__(clock)
+        self.path = os.fspath(path)
+        self._lock = threading.RLock()
+        self._connection = sqlite3.connect(
+            self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            self._migrate()
+        except BaseException:
+            self._connection.close()
+            raise
+
+    def __repr__(self) -> str:
+        return f"SqliteSessionStore({self.path!r})"
+
+    def close(self) -> None:
+        """Close the database connection."""
+        with self._lock:
+            self._connection.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _migrate(self) -> None:
+        with self._transaction():
+            self._execute("CREATE TABLE IF NOT EXISTS agentrig_schema (version INTEGER NOT NULL)")
+            versions = [row[0] for row in self._execute("SELECT version FROM agentrig_schema")]
+            if not versions:
+                self._execute("INSERT INTO agentrig_schema (version) VALUES (?)", SCHEMA_VERSION)
+            elif versions != [SCHEMA_VERSION]:
+                reason = (
+                    f"unsupported schema version {versions!r}; this agentrig reads version "
+                    f"{SCHEMA_VERSION} (was the database written by another agentrig version?)"
+                )
+                raise SessionCorruptError("", self.path, "agentrig_schema.version", reason)
+            self._execute(_SCHEMA)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        with self._lock:
+            self._execute("BEGIN IMMEDIATE")
+            try:
+                yield
+                self._execute("COMMIT")
+            except BaseException:
+                if self._connection.in_transaction:  # also when COMMIT itself failed
+                    self._connection.execute("ROLLBACK")
+                raise
+
+    def _execute(self, sql: str, *parameters: Any) -> sqlite3.Cursor:
+        with self._lock:
+            try:
+                return self._connection.execute(sql, parameters)
+            except sqlite3.DatabaseError as error:
+                # The base class itself means a damaged or foreign file ("file is not a
+                # database", "disk image is malformed"); subclasses (busy, closed, ...) do not.
+                if type(error) is not sqlite3.DatabaseError:
+                    raise
+                raise SessionCorruptError("", self.path, "", str(error)) from error
+
+    def _location(self, session_id: str) -> str:
+        return f"{self.path} (table agentrig_sessions, session_id {session_id!r})"
+
+    def _write_lock(self, session_id: str) -> AbstractContextManager[None]:
+        return self._transaction()
+
+    def _header(self, session_id: str) -> Header | None:
+        row = self._row(_HEADER, session_id)
+        return None if row is None else self._header_of(session_id, row)
+
+    def _get(self, session_id: str) -> StoredSession | None:
+        row = self._row(_SESSION, session_id)
+        if row is None:
+            return None
+        header = self._header_of(session_id, row[:4])
+        state = row[4]
+        if not isinstance(state, str):
+            raise SessionCorruptError(
+                session_id, self._location(session_id), "state", "expected JSON text"
+            )
+        return session_from(header, state_from(state, session_id, self._location(session_id)))
+
+    def _put(self, session: StoredSession, previous_version: int | None) -> None:
+        values = (
+            session.version,
+            session.state.to_json(),
+            session.created_at.isoformat(),
+            session.updated_at.isoformat(),
+        )
+        if previous_version is None:
+            self._execute(
+                "INSERT INTO agentrig_sessions (version, state, created_at, updated_at, "
+                "session_id) VALUES (?, ?, ?, ?, ?)",
+                *values,
+                session.session_id,
+            )
+            return
+        updated = self._execute(
+            "UPDATE agentrig_sessions SET version = ?, state = ?, created_at = ?, updated_at = ? "
+            "WHERE session_id = ? AND version = ?",
+            *values,
+            session.session_id,
+            previous_version,
+        )
+        if updated.rowcount != 1:  # the compare-and-swap lost (cannot happen in the transaction)
+            stored = self._header(session.session_id)
+            current = 0 if stored is None else stored.version
+            raise SessionConflictError(session.session_id, previous_version, current)
+
+    def _remove(self, session_id: str) -> None:
+        self._execute("DELETE FROM agentrig_sessions WHERE session_id = ?", session_id)
+
+    def _ids(self) -> Iterable[str]:
+        return [row[0] for row in self._execute("SELECT session_id FROM agentrig_sessions")]
+
+    def _row(self, sql: str, *parameters: Any) -> tuple[Any, ...] | None:
+        with self._lock:
+            row: tuple[Any, ...] | None = self._execute(sql, *parameters).fetchone()
+        return row
+
+    def _header_of(self, session_id: str, row: tuple[Any, ...]) -> Header:
+        fields = dict(zip(_COLUMNS, row, strict=True))
+        return header_from(fields, session_id, self._location(session_id))

@@ -1,0 +1,149 @@
+"""``SqliteSessionStore``: schema, reopening, damaged rows, and threads racing."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentrig import (
+    AgentState,
+    SessionConflictError,
+    SessionCorruptError,
+    SqliteSessionStore,
+    StoredSession,
+)
+from agentrig.fakes import FakeClock
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "sessions.db"
+
+
+@pytest.fixture
+def sqlite_store(db_path: Path) -> Iterator[SqliteSessionStore]:
+    with SqliteSessionStore(db_path, clock=FakeClock()) as store:
+        yield store
+
+
+@pytest.fixture
+def stored(sqlite_store: SqliteSessionStore, start) -> StoredSession:
+    return sqlite_store.create(start("keep me"))
+
+
+def execute(db_path: Path, sql: str, *parameters: object) -> list[tuple[object, ...]]:
+    connection = sqlite3.connect(db_path)
+    try:
+        with connection:
+            return connection.execute(sql, parameters).fetchall()
+    finally:
+        connection.close()
+
+
+class TestSchema:
+    def test_a_new_database_records_its_schema_version(
+        self, sqlite_store: SqliteSessionStore, db_path: Path
+    ) -> None:
+        assert execute(db_path, "SELECT version FROM agentrig_schema") == [(1,)]
+        columns = [row[1] for row in execute(db_path, "PRAGMA table_info(agentrig_sessions)")]
+        assert columns == ["session_id", "version", "state", "created_at", "updated_at"]
+
+    def test_reopening_keeps_one_schema_row_and_the_sessions(
+        self, sqlite_store: SqliteSessionStore, stored: StoredSession, db_path: Path
+    ) -> None:
+        sqlite_store.close()
+        with SqliteSessionStore(db_path) as reopened:
+            assert reopened.load(stored.session_id) == stored
+        assert execute(db_path, "SELECT version FROM agentrig_schema") == [(1,)]
+
+    def test_a_database_from_a_newer_schema_is_refused(
+        self, sqlite_store: SqliteSessionStore, db_path: Path
+    ) -> None:
+        sqlite_store.close()
+        execute(db_path, "UPDATE agentrig_schema SET version = 2")
+        with pytest.raises(SessionCorruptError, match="unsupported schema version") as raised:
+            SqliteSessionStore(db_path)
+        assert raised.value.field == "agentrig_schema.version"
+        assert str(db_path) in str(raised.value)
+
+    def test_a_file_that_is_not_a_database_is_refused(self, tmp_path: Path) -> None:
+        path = tmp_path / "notes.db"
+        path.write_text("just some notes, long enough to look like a header " * 4)
+        with pytest.raises(SessionCorruptError, match="not a database") as raised:
+            SqliteSessionStore(path)
+        assert raised.value.location == str(path)
+
+    def test_memory_databases_are_private_to_their_store(self, start) -> None:
+        with SqliteSessionStore() as first, SqliteSessionStore() as second:
+            first.create(start())
+            assert second.list_ids() == []
+
+
+class TestDamagedRows:
+    @pytest.mark.parametrize(
+        ("column", "value", "field", "reason"),
+        [
+            ("state", "{not json", "state", "not valid JSON"),
+            ("state", '{"schema_version": 1, "execution_count": -1}', "state.", ">= 0"),
+            ("version", "two", "version", "valid integer"),
+            ("created_at", "yesterday", "created_at", "datetime"),
+        ],
+        ids=["broken-json", "bad-state-field", "bad-version", "bad-time"],
+    )
+    def test_a_damaged_row_names_the_row_and_the_field(
+        self,
+        sqlite_store: SqliteSessionStore,
+        stored: StoredSession,
+        db_path: Path,
+        column: str,
+        value: object,
+        field: str,
+        reason: str,
+    ) -> None:
+        execute(
+            db_path,
+            f"UPDATE agentrig_sessions SET {column} = ? WHERE session_id = ?",
+            value,
+            stored.session_id,
+        )
+        with pytest.raises(SessionCorruptError) as raised:
+            sqlite_store.load(stored.session_id)
+        message = str(raised.value).replace("greater than or equal to", ">=")
+        assert f"session_id '{stored.session_id}'" in message
+        assert f"is corrupt at field '{field}" in message
+        assert reason in message
+
+
+class TestConcurrency:
+    def test_threads_with_their_own_stores_lose_no_update(
+        self, sqlite_store: SqliteSessionStore, db_path: Path, increment, in_threads
+    ) -> None:
+        sqlite_store.create(AgentState(agent_id="counter").with_metadata("count", 0))
+
+        def work() -> None:
+            with SqliteSessionStore(db_path) as own:
+                increment(own, "counter", 10)
+
+        in_threads(work, 3)
+        final = sqlite_store.load("counter")
+        assert (final.version, final.state.metadata()["count"]) == (31, 30)
+
+    def test_exactly_one_thread_saving_the_same_version_wins(
+        self, sqlite_store: SqliteSessionStore, stored: StoredSession, in_threads
+    ) -> None:
+        barrier, outcomes = threading.Barrier(4), []
+
+        def save() -> None:
+            barrier.wait()
+            try:
+                sqlite_store.save(stored.state, expected_version=1)
+                outcomes.append("saved")
+            except SessionConflictError:
+                outcomes.append("conflict")
+
+        in_threads(save, 4)
+        assert sorted(outcomes) == ["conflict", "conflict", "conflict", "saved"]
