@@ -13,7 +13,7 @@ import pytest
 import agentrig
 
 PACKAGE = Path(agentrig.__file__).parent
-HEAVY = ("pytest", "hypothesis", "yaml", "syrupy", "rich", "typer", "openai", "anthropic")
+HEAVY = ("pytest", "hypothesis", "yaml", "syrupy", "rich", "typer", "openai", "anthropic", "vcr")
 
 
 def imported_modules(path: Path) -> set[str]:

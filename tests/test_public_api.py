@@ -27,8 +27,20 @@ INTENTIONALLY_PRIVATE = {
     # helpers with public defaults: TokenBudgetCompiler's estimator, the tool value formatter
     "agentrig.compilers.estimate_tokens",
     "agentrig.tools.format_tool_value",
+    # the context real providers send in; policies are installed with use_real_call_policy()
+    "agentrig.drivers.network.sending",
 }
 """``module.name`` of public-looking definitions deliberately left out of ``agentrig.__all__``."""
+
+DRIVERS_EXPORTS = {
+    "agentrig.drivers.openai.OpenAIProvider",
+    "agentrig.drivers.anthropic.AnthropicProvider",
+    "agentrig.drivers.pricing.ModelPrice",
+    "agentrig.drivers.pricing.PriceTable",
+    "agentrig.drivers.network.RealCallPolicy",
+    "agentrig.drivers.network.use_real_call_policy",
+}
+"""Exported from ``agentrig.drivers`` (the providers lazily, so no SDK loads), not from ``agentrig``."""
 
 FAKES_INTENTIONALLY_PRIVATE = {
     "agentrig.fakes.tool.ToolCallRecord",  # the element type of ScriptedTool.calls
@@ -94,7 +106,15 @@ def test_public_names_imported_into_the_package_are_in_all(package: ModuleType) 
 
 
 def test_runtime_definitions_are_exported_or_intentionally_private() -> None:
-    assert unexported(agentrig, RUNTIME_MODULES) == INTENTIONALLY_PRIVATE
+    assert unexported(agentrig, RUNTIME_MODULES) == INTENTIONALLY_PRIVATE | DRIVERS_EXPORTS
+
+
+def test_drivers_exports_resolve_from_agentrig_drivers() -> None:
+    import agentrig.drivers
+
+    names = {qualified.rsplit(".", 1)[1] for qualified in DRIVERS_EXPORTS}
+    assert names <= set(agentrig.drivers.__all__)
+    assert all(getattr(agentrig.drivers, name).__name__ == name for name in names)
 
 
 def test_fakes_definitions_are_exported_or_intentionally_private() -> None:

@@ -1,0 +1,299 @@
+"""``AnthropicProvider``: the Anthropic Messages API through the ``anthropic`` SDK.
+
+Needs the ``anthropic`` extra: ``pip install 'agentrig[anthropic]'``. The SDK is imported when a
+provider is built, never by ``import agentrig``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from agentrig._model import JsonObject
+from agentrig.drivers._sdk import (
+    SdkProvider,
+    extra_body,
+    fallback_finish,
+    import_sdk,
+    parse_arguments,
+)
+from agentrig.drivers.pricing import PriceTable
+from agentrig.messages import Message, Role, ToolCall
+from agentrig.state import InferenceRequest, InferenceResponse, ToolSchema, Usage
+from agentrig.state.status import FinishReason
+
+_STOP = {
+    "end_turn": FinishReason.STOP,
+    "stop_sequence": FinishReason.STOP,
+    "max_tokens": FinishReason.LENGTH,
+    "model_context_window_exceeded": FinishReason.LENGTH,
+    "tool_use": FinishReason.TOOL_CALLS,
+    "refusal": FinishReason.CONTENT_FILTER,
+}
+_SYSTEM_ROLES = (Role.SYSTEM, Role.DEVELOPER)
+
+
+class AnthropicProvider(SdkProvider):
+    """Answers inference requests with the Anthropic Messages API.
+
+    Pass a ready ``anthropic.Anthropic`` client, or ``api_key``/``base_url``/``max_retries``/
+    ``timeout`` to build one. ``model`` is used when the request's ``LlmConfig`` names none;
+    ``max_tokens`` (required by the API) when it sets no ``max_output_tokens``. ``stream=True``
+    streams the answer and assembles it. ``prices`` sets ``Usage.cost``.
+    """
+
+    name = "anthropic"
+    key_hint = "ANTHROPIC_API_KEY"
+
+    def __init__(
+        self,
+        *,
+        client: Any = None,
+        model: str = "",
+        max_tokens: int = 4096,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int = 2,
+        timeout: float | None = None,
+        stream: bool = False,
+        prices: PriceTable | None = None,
+    ) -> None:
+        self._sdk = import_sdk("anthropic", "anthropic")
+        if client is None:
+            options: dict[str, Any] = {
+                "api_key": api_key,
+                "base_url": base_url,
+                "max_retries": max_retries,
+            }
+            if timeout is not None:
+                options["timeout"] = timeout
+            client = self._sdk.Anthropic(**options)
+        self.client = client
+        self.model = model
+        self.max_tokens = max_tokens
+        self.stream = stream
+        self.prices = prices
+
+    def request_body(self, request: InferenceRequest) -> dict[str, Any]:
+        """The keyword arguments of ``messages.create`` for ``request``."""
+        config = request.llm_config
+        max_tokens = config.max_output_tokens if config else None
+        body: dict[str, Any] = {
+            "model": self._model_of(request),
+            "max_tokens": max_tokens or self.max_tokens,
+            "messages": _turns(request.messages),
+        }
+        system = _system(request)
+        if system:
+            body["system"] = system
+        if request.tools:
+            body["tools"] = [_tool(schema) for schema in request.tools]
+            if request.tool_choice != "auto":
+                body["tool_choice"] = _tool_choice(request.tool_choice)
+        if request.response_format:
+            schema = _schema(request.response_format)
+            if schema is not None:
+                body["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
+        # temperature is not a create() argument in anthropic 2.x, but the API takes it.
+        extra = extra_body(request, temperature=config.temperature if config else None)
+        if extra:
+            body["extra_body"] = extra
+        if self.stream:
+            body["stream"] = True
+        return body
+
+    def _whole(self, body: dict[str, Any]) -> InferenceResponse:
+        message = self.client.messages.create(**body)
+        assembler = _Assembler()
+        assembler.start(message)
+        for index, block in enumerate(message.content):
+            assembler.block(index, block)
+        return self._answer(assembler)
+
+    def _streamed(self, body: dict[str, Any]) -> InferenceResponse:
+        assembler = _Assembler()
+        with self.client.messages.create(**body) as events:
+            for event in events:
+                assembler.event(event)
+        return self._answer(assembler)
+
+    def _answer(self, assembler: _Assembler) -> InferenceResponse:
+        calls = assembler.tool_calls()
+        stop = assembler.stop_reason
+        mapped = _STOP.get(stop, FinishReason.OTHER) if stop else None
+        usage = assembler.usage()
+        if self.prices is not None:
+            usage = self.prices.priced(assembler.model, usage)
+        return InferenceResponse(
+            content="".join(assembler.text),
+            tool_calls=calls,
+            usage=usage,
+            finish_reason=fallback_finish(mapped, bool(calls)),
+            reasoning_content="".join(assembler.thinking),
+            model=assembler.model,
+            response_id=assembler.id,
+            provider_data={"stop_reason": stop},
+        )
+
+    def __repr__(self) -> str:
+        return f"AnthropicProvider(model={self.model!r}, stream={self.stream})"
+
+
+class _Assembler:
+    """One answer from a whole message or from stream events: text, thinking, tool uses by
+    block index (``input_json_delta`` parts joined per block), stop reason and usage."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.thinking: list[str] = []
+        self.tools: dict[int, dict[str, Any]] = {}
+        self.counts: dict[str, int] = {}
+        self.stop_reason: str | None = None
+        self.model = ""
+        self.id = ""
+
+    def start(self, message: Any) -> None:
+        self.id, self.model = message.id or "", message.model or ""
+        self.stop_reason = message.stop_reason
+        self._count(message.usage)
+
+    def block(self, index: int, block: Any) -> None:
+        if block.type == "text":
+            self.text.append(block.text)
+        elif block.type == "thinking":
+            self.thinking.append(block.thinking)
+        elif block.type == "tool_use":
+            self.tools[index] = {
+                "id": block.id,
+                "name": block.name,
+                "input": block.input,
+                "json": [],
+            }
+
+    def event(self, event: Any) -> None:
+        kind = event.type
+        if kind == "message_start":
+            self.start(event.message)
+        elif kind == "content_block_start":
+            self.block(event.index, event.content_block)
+        elif kind == "content_block_delta":
+            self._delta(event.index, event.delta)
+        elif kind == "message_delta":
+            self.stop_reason = event.delta.stop_reason or self.stop_reason
+            self._count(event.usage)
+
+    def _delta(self, index: int, delta: Any) -> None:
+        if delta.type == "text_delta":
+            self.text.append(delta.text)
+        elif delta.type == "thinking_delta":
+            self.thinking.append(delta.thinking)
+        elif delta.type == "input_json_delta" and index in self.tools:
+            self.tools[index]["json"].append(delta.partial_json)
+
+    def _count(self, usage: Any) -> None:
+        if usage is None:
+            return
+        for field in (
+            "input_tokens",
+            "output_tokens",
+            "cache_read_input_tokens",
+            "cache_creation_input_tokens",
+        ):
+            value = getattr(usage, field, None)
+            if value is not None:  # a stream's message_delta repeats only what changed
+                self.counts[field] = value
+
+    def usage(self) -> Usage:
+        read = self.counts.get("cache_read_input_tokens", 0)
+        write = self.counts.get("cache_creation_input_tokens", 0)
+        return Usage(
+            input_tokens=self.counts.get("input_tokens", 0) + read + write,
+            output_tokens=self.counts.get("output_tokens", 0),
+            cache_read_tokens=read,
+            cache_write_tokens=write,
+        )
+
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        calls = []
+        for index in sorted(self.tools):
+            tool = self.tools[index]
+            joined = "".join(tool["json"])
+            arguments = parse_arguments(joined) if joined.strip() else dict(tool["input"] or {})
+            calls.append(ToolCall(id=tool["id"], name=tool["name"], arguments=arguments))
+        return tuple(calls)
+
+
+def _system(request: InferenceRequest) -> str:
+    parts = [m.content for m in request.messages if m.role in _SYSTEM_ROLES and m.content]
+    if request.response_format and request.response_format.get("type") == "json_object":
+        parts.append("Reply with JSON only.")
+    return "\n\n".join(parts)
+
+
+def _schema(response_format: JsonObject) -> JsonObject | None:
+    """The JSON Schema a response format asks for: a bare schema, or OpenAI's ``json_schema``
+    form; None for ``{"type": "json_object"}`` (any JSON)."""
+    kind = response_format.get("type")
+    if kind == "json_schema":
+        wrapped = response_format.get("json_schema")
+        schema = (
+            wrapped.get("schema") if isinstance(wrapped, dict) else response_format.get("schema")
+        )
+        return schema if isinstance(schema, dict) else None
+    return None if kind in ("json_object", "text") else response_format
+
+
+def _turns(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """Messages as alternating user/assistant turns: tool results become ``tool_result`` blocks of
+    a user turn, and consecutive blocks of one role are merged into one turn."""
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role in _SYSTEM_ROLES:
+            continue
+        role = "assistant" if message.role is Role.ASSISTANT else "user"
+        blocks = _blocks(message)
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    return turns
+
+
+def _blocks(message: Message) -> list[dict[str, Any]]:
+    if message.role is Role.TOOL:
+        result = message.tool_result
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": result.call_id if result is not None else message.name,
+            "content": message.content,
+        }
+        if result is not None and result.is_error:
+            block["is_error"] = True
+        return [block]
+    # The API rejects empty and whitespace-only text blocks.
+    blocks: list[dict[str, Any]] = []
+    if message.content.strip():
+        blocks.append({"type": "text", "text": message.content})
+    blocks.extend(
+        {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+        for call in message.tool_calls
+    )
+    return blocks
+
+
+def _tool(schema: ToolSchema) -> dict[str, Any]:
+    return {
+        "name": schema.name,
+        "description": schema.description,
+        "input_schema": schema.parameters or {"type": "object", "properties": {}},
+    }
+
+
+def _tool_choice(choice: str) -> dict[str, str]:
+    if choice == "required":
+        return {"type": "any"}
+    if choice in ("none", "auto"):
+        return {"type": choice}
+    return {"type": "tool", "name": choice}

@@ -1,0 +1,325 @@
+"""``OpenAIProvider``: OpenAI Chat Completions (or any compatible API) through the ``openai`` SDK.
+
+Needs the ``openai`` extra: ``pip install 'agentrig[openai]'``. The SDK is imported when a
+provider is built, never by ``import agentrig``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from agentrig._model import JsonObject
+from agentrig.drivers._sdk import (
+    SdkProvider,
+    dump_arguments,
+    extra_body,
+    fallback_finish,
+    import_sdk,
+    parse_arguments,
+)
+from agentrig.drivers.pricing import PriceTable
+from agentrig.errors import ConfigurationError, ProviderError
+from agentrig.messages import Message, Messages, Role, ToolCall
+from agentrig.state import InferenceRequest, InferenceResponse, ToolSchema, Usage
+from agentrig.state.status import FinishReason
+
+_FINISH = {
+    "stop": FinishReason.STOP,
+    "length": FinishReason.LENGTH,
+    "tool_calls": FinishReason.TOOL_CALLS,
+    "function_call": FinishReason.TOOL_CALLS,
+    "content_filter": FinishReason.CONTENT_FILTER,
+}
+_RESPONSE_FORMAT_TYPES = frozenset({"text", "json_object", "json_schema"})
+
+
+class OpenAIProvider(SdkProvider):
+    """Answers inference requests with OpenAI Chat Completions.
+
+    Pass a ready ``openai.OpenAI`` client, or ``api_key``/``base_url``/``max_retries``/``timeout``
+    to build one (``base_url`` reaches any compatible API: OpenRouter, vLLM, Ollama...).
+    ``model`` is used when the request's ``LlmConfig`` names none. ``stream=True`` streams the
+    answer and assembles it. ``prices`` sets ``Usage.cost``. ``max_tokens_param`` is the body
+    field ``LlmConfig.max_output_tokens`` goes to (older compatible servers want ``max_tokens``).
+    """
+
+    name = "openai"
+    key_hint = "OPENAI_API_KEY"
+
+    def __init__(
+        self,
+        *,
+        client: Any = None,
+        model: str = "",
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int = 2,
+        timeout: float | None = None,
+        stream: bool = False,
+        prices: PriceTable | None = None,
+        max_tokens_param: str = "max_completion_tokens",
+    ) -> None:
+        self._sdk = import_sdk("openai", "openai")
+        self.client = (
+            client if client is not None else self._client(api_key, base_url, max_retries, timeout)
+        )
+        self.model = model
+        self.stream = stream
+        self.prices = prices
+        self.max_tokens_param = max_tokens_param
+
+    def _client(
+        self, api_key: str | None, base_url: str | None, max_retries: int, timeout: float | None
+    ) -> Any:
+        options: dict[str, Any] = {
+            "api_key": api_key,
+            "base_url": base_url,
+            "max_retries": max_retries,
+        }
+        if timeout is not None:
+            options["timeout"] = timeout
+        try:
+            return self._sdk.OpenAI(**options)
+        except self._sdk.OpenAIError as error:
+            raise ConfigurationError(
+                f"cannot build the OpenAI client: {error} "
+                "(set OPENAI_API_KEY, or pass api_key= or a ready client=)"
+            ) from None
+
+    def request_body(self, request: InferenceRequest) -> dict[str, Any]:
+        """The keyword arguments of ``chat.completions.create`` for ``request``."""
+        config = request.llm_config
+        body: dict[str, Any] = {
+            "model": self._model_of(request),
+            "messages": _chat_messages(request.messages),
+        }
+        if request.tools:
+            body["tools"] = [_tool(schema) for schema in request.tools]
+            if request.tool_choice != "auto":
+                body["tool_choice"] = _tool_choice(request.tool_choice)
+        if request.response_format:
+            body["response_format"] = _response_format(request.response_format)
+        if config is not None and config.temperature is not None:
+            body["temperature"] = config.temperature
+        if config is not None and config.max_output_tokens is not None:
+            body[self.max_tokens_param] = config.max_output_tokens
+        extra = extra_body(request)
+        if extra:
+            body["extra_body"] = extra
+        if self.stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    def _whole(self, body: dict[str, Any]) -> InferenceResponse:
+        completion = self.client.chat.completions.create(**body)
+        if not completion.choices:
+            raise ProviderError("OpenAI returned no choices", provider=self.name)
+        choice = completion.choices[0]
+        message = choice.message
+        calls = tuple(
+            ToolCall(
+                id=call.id,
+                name=call.function.name,
+                arguments=parse_arguments(call.function.arguments),
+            )
+            for call in message.tool_calls or ()
+            if getattr(call, "function", None) is not None
+        )
+        extra = message.model_extra or {}
+        return self._answer(
+            content=message.content or message.refusal or "",
+            calls=calls,
+            finish=choice.finish_reason,
+            usage=completion.usage,
+            model=completion.model or "",
+            response_id=completion.id or "",
+            reasoning=str(extra.get("reasoning_content") or extra.get("reasoning") or ""),
+        )
+
+    def _streamed(self, body: dict[str, Any]) -> InferenceResponse:
+        stream = _StreamAssembler()
+        with self.client.chat.completions.create(**body) as chunks:
+            for chunk in chunks:
+                stream.add(chunk)
+        return self._answer(
+            content="".join(stream.content),
+            calls=stream.tool_calls(),
+            finish=stream.finish,
+            usage=stream.usage,
+            model=stream.model,
+            response_id=stream.id,
+            reasoning="".join(stream.reasoning),
+        )
+
+    def _answer(
+        self,
+        *,
+        content: str,
+        calls: tuple[ToolCall, ...],
+        finish: str | None,
+        usage: Any,
+        model: str,
+        response_id: str,
+        reasoning: str,
+    ) -> InferenceResponse:
+        mapped = _FINISH.get(finish, FinishReason.OTHER) if finish else None
+        counted = _usage(usage)
+        if self.prices is not None:
+            counted = self.prices.priced(model, counted)
+        return InferenceResponse(
+            content=content,
+            tool_calls=calls,
+            usage=counted,
+            finish_reason=fallback_finish(mapped, bool(calls)),
+            reasoning_content=reasoning,
+            model=model,
+            response_id=response_id,
+            provider_data={"finish_reason": finish},
+        )
+
+    def __repr__(self) -> str:
+        return f"OpenAIProvider(model={self.model!r}, stream={self.stream})"
+
+
+class _StreamAssembler:
+    """Builds one answer from Chat Completions chunks.
+
+    Tool-call deltas are accumulated by their ``index``; a name is assigned, not appended (some
+    compatible servers repeat it in every delta); a stream may end without a finish reason or usage.
+    """
+
+    def __init__(self) -> None:
+        self.content: list[str] = []
+        self.reasoning: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.finish: str | None = None
+        self.usage: Any = None
+        self.model = ""
+        self.id = ""
+
+    def add(self, chunk: Any) -> None:
+        self.id = self.id or chunk.id or ""
+        self.model = self.model or chunk.model or ""
+        if chunk.usage is not None:
+            self.usage = chunk.usage
+        for choice in chunk.choices or ():
+            if choice.index == 0:
+                self._delta(choice.delta)
+                self.finish = choice.finish_reason or self.finish
+
+    def _delta(self, delta: Any) -> None:
+        if delta is None:
+            return
+        if delta.content:
+            self.content.append(delta.content)
+        extra = delta.model_extra or {}
+        reasoning = extra.get("reasoning_content") or extra.get("reasoning")
+        if isinstance(reasoning, str):
+            self.reasoning.append(reasoning)
+        for part in delta.tool_calls or ():
+            index = part.index if part.index is not None else len(self.calls)
+            slot = self.calls.setdefault(index, {"id": "", "name": "", "arguments": []})
+            slot["id"] = part.id or slot["id"]
+            function = part.function
+            if function is not None:
+                slot["name"] = function.name or slot["name"]
+                if function.arguments:
+                    slot["arguments"].append(function.arguments)
+
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        calls = []
+        for index in sorted(self.calls):
+            slot = self.calls[index]
+            if not slot["name"]:
+                raise ProviderError(
+                    f"OpenAI stream ended with tool call {index} missing its name",
+                    provider="openai",
+                )
+            arguments = parse_arguments("".join(slot["arguments"]))
+            if slot["id"]:
+                calls.append(ToolCall(id=slot["id"], name=slot["name"], arguments=arguments))
+            else:
+                calls.append(ToolCall(name=slot["name"], arguments=arguments))
+        return tuple(calls)
+
+
+def _chat_messages(messages: Messages | Iterable[Message]) -> list[dict[str, Any]]:
+    """agentrig messages as Chat Completions messages."""
+    return [_chat_message(message) for message in messages]
+
+
+def _chat_message(message: Message) -> dict[str, Any]:
+    if message.role is Role.TOOL:
+        result = message.tool_result
+        return {
+            "role": "tool",
+            "tool_call_id": result.call_id if result is not None else message.name,
+            "content": message.content,
+        }
+    if message.role is Role.ASSISTANT and message.tool_calls:
+        entry: dict[str, Any] = {
+            "role": "assistant",
+            "tool_calls": [_call(c) for c in message.tool_calls],
+        }
+        if message.content:
+            entry["content"] = message.content
+        return entry
+    entry = {"role": message.role.value, "content": message.content}
+    if message.name and message.role in (Role.USER, Role.ASSISTANT):
+        entry["name"] = message.name
+    return entry
+
+
+def _call(call: ToolCall) -> dict[str, Any]:
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": dump_arguments(call.arguments)},
+    }
+
+
+def _tool(schema: ToolSchema) -> dict[str, Any]:
+    parameters = schema.parameters or {"type": "object", "properties": {}}
+    return {
+        "type": "function",
+        "function": {
+            "name": schema.name,
+            "description": schema.description,
+            "parameters": parameters,
+        },
+    }
+
+
+def _tool_choice(choice: str) -> Any:
+    if choice in ("none", "required", "auto"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
+def _response_format(response_format: JsonObject) -> JsonObject:
+    """A Chat Completions ``response_format``; a bare JSON Schema is wrapped as ``json_schema``."""
+    if response_format.get("type") in _RESPONSE_FORMAT_TYPES:
+        return response_format
+    name = response_format.get("title")
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": name if isinstance(name, str) else "response",
+            "schema": response_format,
+        },
+    }
+
+
+def _usage(usage: Any) -> Usage:
+    if usage is None:
+        return Usage()
+    prompt_details = getattr(usage, "prompt_tokens_details", None)
+    completion_details = getattr(usage, "completion_tokens_details", None)
+    return Usage(
+        input_tokens=usage.prompt_tokens or 0,
+        output_tokens=usage.completion_tokens or 0,
+        cache_read_tokens=getattr(prompt_details, "cached_tokens", None) or 0,
+        reasoning_tokens=getattr(completion_details, "reasoning_tokens", None) or 0,
+    )

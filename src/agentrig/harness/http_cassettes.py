@@ -1,0 +1,327 @@
+"""HTTP-level cassettes for the real SDK providers: vcrpy, and pytest-recording compatible.
+
+Replay a recorded session through ``OpenAIProvider`` or ``AnthropicProvider`` and the real SDK::
+
+    with use_http_cassette("cassettes/weather.yaml") as cassette:
+        final = agent.execute(state)        # every request answered from the file
+    # leaving the block checks that every recorded interaction was played
+
+Two cassette shapes load: stock vcrpy YAML (``request.body`` a string, ``response.body.string``,
+gzip bodies as ``!!binary``) and pydantic-ai's, whose JSON bodies are YAML mappings under
+``parsed_body:`` (turned back into JSON text here). Files are written in the stock shape.
+
+Requests match on method, scheme, host, port and path (the query is ignored: pydantic-ai's
+Anthropic cassettes carry ``?beta=true``, which current SDKs do not send) and on
+:func:`llm_request`: the parts of an LLM request body that decide the answer (model, streaming,
+system prompt, the conversation with its tool calls and results, tool names). Fields that SDKs
+and client libraries add or spell differently (``n``, ``stream_options``, ``max_tokens``,
+``temperature``, tool schemas and ``strict``, spacing inside argument JSON, empty assistant texts)
+are ignored. Each interaction plays once.
+
+With pytest-recording, in ``conftest.py``::
+
+    from agentrig.harness import http_cassettes
+
+    def pytest_recording_configure(config, vcr):
+        http_cassettes.configure_vcr(vcr)
+
+    @pytest.fixture(scope="module")
+    def vcr_config():
+        return http_cassettes.vcr_config()
+
+Needs ``vcrpy`` (``pip install 'agentrig[vcr]'``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from agentrig.errors import AgentrigError, MissingDependencyError
+
+SERIALIZER = "yaml"
+"""The serializer name registered: a superset of vcrpy's own ``yaml`` serializer, so cassette
+files keep their ``.yaml`` suffix under pytest-recording."""
+MATCHER = "llm_request"
+MATCH_ON = ("method", "scheme", "host", "port", "path", MATCHER)
+
+
+class UnplayedInteractionsError(AgentrigError, AssertionError):
+    """A replay ended before every recorded interaction was played."""
+
+    def __init__(self, path: str, unplayed: list[str], total: int) -> None:
+        self.path = path
+        self.unplayed = unplayed
+        listed = "\n".join(f"  {entry}" for entry in unplayed)
+        super().__init__(
+            f"{len(unplayed)} of {total} recorded interaction(s) in {path} were not played:\n"
+            f"{listed}\nThe code under test sent fewer requests than were recorded; re-record "
+            "the cassette or pass check_all_played=False."
+        )
+
+
+class HttpCassetteNotFoundError(AgentrigError, FileNotFoundError):
+    """Replaying (record mode ``none``) a cassette file that does not exist."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(
+            f"HTTP cassette {path} does not exist. Record it once with record_mode='once' in a "
+            "test marked @pytest.mark.agentrig_real_llm, then replay it."
+        )
+
+
+# --- serializer (vcrpy's interface: a module or object with deserialize/serialize) ------------
+
+
+def deserialize(cassette_string: str) -> dict[str, Any]:
+    """Load a cassette in either shape into vcrpy's dict form (``parsed_body`` → JSON body)."""
+    from vcr.serializers import yamlserializer
+
+    data = yamlserializer.deserialize(cassette_string)
+    if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
+        raise ValueError("not a vcrpy cassette: expected a mapping with an 'interactions' list")
+    for number, interaction in enumerate(data["interactions"], start=1):
+        if not isinstance(interaction, dict) or not {"request", "response"} <= interaction.keys():
+            raise ValueError(f"interaction {number} needs a 'request' and a 'response'")
+        _request_body(interaction["request"])
+        _response_body(interaction["response"])
+    return data
+
+
+def serialize(cassette_dict: dict[str, Any]) -> str:
+    """Write a cassette in stock vcrpy YAML."""
+    from vcr.serializers import yamlserializer
+
+    return str(yamlserializer.serialize(cassette_dict))
+
+
+def _request_body(request: dict[str, Any]) -> None:
+    if "parsed_body" in request:
+        request["body"] = json.dumps(request.pop("parsed_body"))
+    request.setdefault("body", None)
+
+
+def _response_body(response: dict[str, Any]) -> None:
+    if "parsed_body" not in response:
+        response.setdefault("body", {"string": ""})
+        return
+    text = json.dumps(response.pop("parsed_body"))
+    response["body"] = {"string": text}
+    headers = response.get("headers") or {}
+    for name in headers:
+        if name.lower() == "content-length":
+            headers[name] = [str(len(text.encode()))]
+
+
+# --- matcher ------------------------------------------------------------------------------
+
+
+def llm_request(live: Any, recorded: Any) -> None:
+    """vcrpy matcher: raise ``AssertionError`` naming the first part of the LLM request body that
+    differs (see the module docstring for what counts); non-JSON bodies must be equal bytes."""
+    ours, theirs = request_fingerprint(live.body), request_fingerprint(recorded.body)
+    if ours is None or theirs is None:
+        if live.body != recorded.body:
+            raise AssertionError("bodies differ (not both JSON LLM requests)")
+        return
+    for key, value in ours.items():
+        if value != theirs[key]:
+            raise AssertionError(_difference(key, value, theirs[key]))
+
+
+def request_fingerprint(body: bytes | str | None) -> dict[str, Any] | None:
+    """What :func:`llm_request` compares of a Chat Completions or Messages request body."""
+    data = _json(body)
+    if not isinstance(data, dict):
+        return None
+    return {
+        "model": data.get("model"),
+        "stream": bool(data.get("stream")),
+        "system": _system(data),
+        "conversation": [item for m in data.get("messages") or () for item in _items(m)],
+        "tools": sorted(_tool_name(tool) for tool in data.get("tools") or ()),
+    }
+
+
+def _difference(key: str, ours: Any, theirs: Any) -> str:
+    if key == "conversation":
+        at = next(
+            (i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b),
+            min(len(ours), len(theirs)),
+        )
+        mine = ours[at] if at < len(ours) else "(nothing)"
+        recorded = theirs[at] if at < len(theirs) else "(nothing)"
+        return f"conversation item {at + 1}: sent {mine!r}, recorded {recorded!r}"
+    return f"{key}: sent {ours!r}, recorded {theirs!r}"
+
+
+def _json(body: bytes | str | None) -> Any:
+    if not body:
+        return None
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(block.get("text", "") for block in content if isinstance(block, dict))
+    return ""
+
+
+def _system(data: dict[str, Any]) -> str:
+    parts = [_text(data.get("system"))]
+    parts.extend(
+        _text(m.get("content"))
+        for m in data.get("messages") or ()
+        if isinstance(m, dict) and m.get("role") in ("system", "developer")
+    )
+    return "\n".join(part for part in parts if part)
+
+
+def _arguments(value: Any) -> str:
+    """Tool-call arguments (a JSON text or object) in one canonical spelling."""
+    if isinstance(value, str):
+        parsed = _json(value.encode())
+        if parsed is None and value.strip():
+            return value
+        value = parsed or {}
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _items(message: Any) -> list[tuple[str, ...]]:
+    """One message as comparable items: texts by role, tool calls, tool results."""
+    if not isinstance(message, dict) or message.get("role") in ("system", "developer"):
+        return []
+    role = str(message.get("role"))
+    if role == "tool":
+        return [("tool_result", str(message.get("tool_call_id")), _text(message.get("content")))]
+    items: list[tuple[str, ...]] = []
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
+    for block in blocks:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and str(block.get("text", "")).strip():
+            items.append((role, str(block["text"])))
+        elif kind == "tool_use":
+            items.append(
+                (
+                    "tool_call",
+                    str(block.get("id")),
+                    str(block.get("name")),
+                    _arguments(block.get("input")),
+                )
+            )
+        elif kind == "tool_result":
+            items.append(
+                ("tool_result", str(block.get("tool_use_id")), _text(block.get("content")))
+            )
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        items.append(
+            (
+                "tool_call",
+                str(call.get("id")),
+                str(function.get("name")),
+                _arguments(function.get("arguments")),
+            )
+        )
+    return items
+
+
+def _tool_name(tool: Any) -> str:
+    if not isinstance(tool, dict):
+        return ""
+    function = tool.get("function")
+    return str(function.get("name") if isinstance(function, dict) else tool.get("name"))
+
+
+# --- configuration ------------------------------------------------------------------------
+
+
+def _vcr_module() -> Any:
+    try:
+        import vcr
+    except ImportError:
+        raise MissingDependencyError("vcrpy", "vcr") from None
+    return vcr
+
+
+def configure_vcr(vcr_instance: Any) -> Any:
+    """Register the serializer (as ``yaml``) and the ``llm_request`` matcher on a ``vcr.VCR``
+    (for pytest-recording: call it from ``pytest_recording_configure``). Returns it."""
+    vcr_instance.register_serializer(SERIALIZER, _Serializer())
+    vcr_instance.register_matcher(MATCHER, llm_request)
+    return vcr_instance
+
+
+class _Serializer:
+    """This module's functions as the object vcrpy expects."""
+
+    deserialize = staticmethod(deserialize)
+    serialize = staticmethod(serialize)
+
+
+def vcr_config(**overrides: Any) -> dict[str, Any]:
+    """vcrpy options for replaying LLM cassettes (pytest-recording's ``vcr_config`` fixture):
+    the matchers above, one play per interaction, and the API key headers filtered on record."""
+    config: dict[str, Any] = {
+        "serializer": SERIALIZER,
+        "match_on": list(MATCH_ON),
+        "allow_playback_repeats": False,
+        "filter_headers": [
+            "authorization",
+            "x-api-key",
+            "api-key",
+            "cookie",
+            "openai-organization",
+        ],
+        "decode_compressed_response": False,
+    }
+    config.update(overrides)
+    return config
+
+
+def http_vcr(**options: Any) -> Any:
+    """A ``vcr.VCR`` (built with ``options``) with the serializer and matcher registered; pass
+    :func:`vcr_config` to its ``use_cassette``."""
+    vcr = _vcr_module()
+    return configure_vcr(vcr.VCR(**options))
+
+
+@contextmanager
+def use_http_cassette(
+    path: str | Path,
+    *,
+    record_mode: str = "none",
+    check_all_played: bool = True,
+    **overrides: Any,
+) -> Iterator[Any]:
+    """Replay (``record_mode="none"``) or record the cassette at ``path``; yields vcrpy's
+    ``Cassette``. A replay that ends normally must have played every interaction."""
+    where = str(path)
+    if record_mode == "none" and not Path(where).is_file():
+        raise HttpCassetteNotFoundError(where)
+    options = vcr_config(record_mode=record_mode, **overrides)
+    with http_vcr().use_cassette(where, **options) as cassette:
+        yield cassette
+    if record_mode == "none" and check_all_played and not cassette.all_played:
+        raise UnplayedInteractionsError(where, unplayed(cassette), len(cassette))
+
+
+def unplayed(cassette: Any) -> list[str]:
+    """The interactions of ``cassette`` not played yet, as ``#n METHOD URI``."""
+    return [
+        f"#{index + 1} {request.method} {request.uri}"
+        for index, request in enumerate(cassette.requests)
+        if not cassette.play_counts[index]
+    ]

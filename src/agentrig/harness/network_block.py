@@ -1,0 +1,80 @@
+"""Block real LLM calls: the policy agentrig's pytest plugin installs in every test not marked
+``agentrig_real_llm``.
+
+While a real provider sends (``agentrig.drivers.network.sending``), opening a connection raises
+``RealLlmCallBlockedError``. The check sits in the HTTP connection pool (httpcore2 and httpcore,
+whichever the SDKs loaded), below vcrpy's patch of the transport, so a replayed HTTP cassette never
+reaches it; only a request that would really leave the machine does.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from agentrig.drivers.network import use_real_call_policy
+from agentrig.errors import RealLlmCallBlockedError
+
+_POOL_MODULES = ("httpcore2", "httpcore")
+_sending: ContextVar[str | None] = ContextVar("agentrig_real_call_sending", default=None)
+
+
+class RealCallBlocker:
+    """A ``RealCallPolicy`` that refuses real connections; ``blocked`` lists every refusal as
+    ``(provider, url)``, so a caller can report it even when the agent loop caught the error."""
+
+    def __init__(self) -> None:
+        self.blocked: list[tuple[str, str]] = []
+        self._undo: list[tuple[type[Any], Any]] = []
+
+    @contextmanager
+    def sending(self, provider: str) -> Iterator[None]:
+        """Refuse connections while ``provider`` sends."""
+        self._patch_pools()
+        token = _sending.set(provider)
+        try:
+            yield
+        finally:
+            _sending.reset(token)
+
+    def _patch_pools(self) -> None:
+        patched = {pool for pool, _ in self._undo}
+        for name in _POOL_MODULES:
+            module = sys.modules.get(name)
+            pool = getattr(module, "ConnectionPool", None)
+            if pool is not None and pool not in patched:
+                self._undo.append((pool, pool.__dict__["handle_request"]))
+                pool.handle_request = self._guard(pool.__dict__["handle_request"])
+
+    def _guard(self, real: Any) -> Any:
+        def handle_request(pool: Any, request: Any) -> Any:
+            provider = _sending.get()
+            if provider is None:
+                return real(pool, request)
+            url = request.url
+            port = f":{url.port}" if url.port is not None else ""
+            target = f"{url.scheme.decode()}://{url.host.decode()}{port}{url.target.decode()}"
+            self.blocked.append((provider, target))
+            raise RealLlmCallBlockedError(provider, target)
+
+        return handle_request
+
+    def close(self) -> None:
+        """Put the connection pools back as they were."""
+        while self._undo:
+            pool, original = self._undo.pop()
+            pool.handle_request = original
+
+
+@contextmanager
+def block_real_llm_calls() -> Iterator[RealCallBlocker]:
+    """Block real LLM calls until the block ends; yields the blocker (see ``blocked``)."""
+    blocker = RealCallBlocker()
+    try:
+        with use_real_call_policy(blocker):
+            yield blocker
+    finally:
+        blocker.close()

@@ -1,0 +1,344 @@
+"""HTTP cassettes: both cassette shapes load, the LLM request matcher, strict replay, recording,
+pytest-recording compatibility, and the block on real LLM calls in tests."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentrig import InferenceRequest, Message, Messages, ProviderError, ToolCall, ToolSchema
+from agentrig.drivers import AnthropicProvider, OpenAIProvider
+
+vcr = pytest.importorskip("vcr")
+openai = pytest.importorskip("openai")
+httpx2 = pytest.importorskip("httpx2")
+
+from agentrig.harness import http_cassettes  # noqa: E402
+from agentrig.harness.http_cassettes import (  # noqa: E402
+    HttpCassetteNotFoundError,
+    UnplayedInteractionsError,
+    llm_request,
+    request_fingerprint,
+    use_http_cassette,
+)
+
+REAL = Path(__file__).resolve().parents[3] / "shared" / "cassettes" / "real"
+PYDANTIC_OPENAI = (
+    "pydantic-ai/test_openai/test_openai_instructions_with_tool_calls_keep_instructions.yaml"
+)
+
+
+def real(relative: str) -> Path:
+    path = REAL / relative
+    if not path.is_file():
+        pytest.skip(f"shared cassette {relative} not available")
+    return path
+
+
+PARSED_BODY_CASSETTE = """\
+interactions:
+- request:
+    headers: {content-type: [application/json]}
+    method: POST
+    parsed_body:
+      model: m
+      messages: [{role: user, content: hi}]
+    uri: https://llm.test/v1/chat/completions?beta=true
+  response:
+    headers: {content-length: ['3'], content-type: [application/json]}
+    parsed_body: {id: x, choices: []}
+    status: {code: 200, message: OK}
+version: 1
+"""
+
+
+# --- serializer -----------------------------------------------------------------------------
+
+
+def test_parsed_bodies_become_json_text() -> None:
+    data = http_cassettes.deserialize(PARSED_BODY_CASSETTE)
+    interaction = data["interactions"][0]
+    assert json.loads(interaction["request"]["body"]) == {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    body = interaction["response"]["body"]["string"]
+    assert json.loads(body) == {"id": "x", "choices": []}
+    assert interaction["response"]["headers"]["content-length"] == [str(len(body))]
+
+
+def test_stock_cassettes_keep_their_gzip_binary_bodies() -> None:
+    data = http_cassettes.deserialize(
+        real("llm/test_tools/test_tool_use_chain_of_two_calls.yaml").read_text()
+    )
+    body = data["interactions"][0]["response"]["body"]["string"]
+    assert isinstance(body, bytes)
+    assert (
+        json.loads(gzip.decompress(body))["choices"][0]["message"]["tool_calls"][0]["function"][
+            "name"
+        ]
+        == "lookup_population"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [("- just a list", "interactions"), ("interactions:\n- request: {}\n", "interaction 1 needs")],
+)
+def test_what_is_not_a_cassette_is_refused(text: str, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        http_cassettes.deserialize(text)
+
+
+# --- matcher --------------------------------------------------------------------------------
+
+
+class Req:
+    def __init__(self, body: Any) -> None:
+        self.body = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
+
+
+def chat(*messages: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"model": "m", "messages": list(messages), **extra}
+
+
+def test_the_matcher_ignores_what_sdks_add_or_spell_differently() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}
+    sent = chat(
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "tool_calls": [call]},
+        tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}],
+    )
+    recorded = chat(
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+        {"role": "assistant", "content": ""},
+        {
+            "role": "assistant",
+            "tool_calls": [{**call, "function": {"name": "f", "arguments": '{"a":1}'}}],
+        },
+        n=1,
+        stream=False,
+        stream_options={"include_usage": True},
+        tools=[
+            {
+                "type": "function",
+                "function": {
+                    "name": "f",
+                    "strict": True,
+                    "parameters": {"additionalProperties": False},
+                },
+            }
+        ],
+    )
+    llm_request(Req(sent), Req(recorded))
+
+
+@pytest.mark.parametrize(
+    ("recorded", "named"),
+    [
+        (
+            chat(
+                {"role": "user", "content": "hi"},
+                {"role": "tool", "tool_call_id": "c1", "content": "2"},
+            ),
+            "conversation item 2",
+        ),
+        ({**chat({"role": "user", "content": "hi"}), "model": "other"}, "model"),
+        ({**chat({"role": "user", "content": "hi"}), "system": "Be brief."}, "system"),
+        ({**chat({"role": "user", "content": "hi"}), "stream": True}, "stream"),
+    ],
+)
+def test_the_matcher_names_the_first_difference(recorded: dict[str, Any], named: str) -> None:
+    sent = chat(
+        {"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "c1", "content": "1"}
+    )
+    if named != "conversation item 2":
+        sent = chat({"role": "user", "content": "hi"})
+    with pytest.raises(AssertionError, match=named):
+        llm_request(Req(sent), Req(recorded))
+
+
+def test_bodies_that_are_not_json_must_be_equal() -> None:
+    llm_request(Req(b"a=1"), Req(b"a=1"))
+    with pytest.raises(AssertionError, match="bodies differ"):
+        llm_request(Req(b"a=1"), Req(b"a=2"))
+    assert request_fingerprint(b"not json") is None
+
+
+# --- replay ---------------------------------------------------------------------------------
+
+
+def openai_provider(**options: Any) -> OpenAIProvider:
+    return OpenAIProvider(api_key="sk-replay", max_retries=0, **options)
+
+
+def weather_request(question: str = "What is the temperature in Tokyo?") -> InferenceRequest:
+    messages = Messages.of(Message.system("You are a helpful assistant."), Message.user(question))
+    return InferenceRequest(messages=messages, tools=(ToolSchema(name="get_temperature"),))
+
+
+def test_a_replay_that_leaves_interactions_unplayed_fails() -> None:
+    with (
+        pytest.raises(UnplayedInteractionsError) as raised,
+        use_http_cassette(real(PYDANTIC_OPENAI)),
+    ):
+        openai_provider(model="gpt-4.1-mini").infer(weather_request())
+    assert raised.value.unplayed == ["#2 POST https://api.openai.com/v1/chat/completions"]
+    assert "1 of 2 recorded interaction(s)" in str(raised.value)
+
+
+def test_a_request_matching_nothing_fails_with_the_difference() -> None:
+    provider = openai_provider(model="gpt-4.1-mini")
+    with (
+        use_http_cassette(real(PYDANTIC_OPENAI), check_all_played=False),
+        pytest.raises(ProviderError) as raised,
+    ):
+        provider.infer(weather_request("What is the temperature in Oslo?"))
+    message = str(raised.value)
+    assert "matched no interaction" in message
+    assert "conversation item 1" in message
+
+
+def test_an_anthropic_replay_miss_is_not_retried_into_a_connection_error() -> None:
+    path = real("pydantic-ai/test_anthropic/test_anthropic_mixed_strict_tool_run.yaml")
+    provider = AnthropicProvider(api_key="sk-replay", model="claude-other", max_retries=0)
+    with (
+        use_http_cassette(path, check_all_played=False),
+        pytest.raises(ProviderError, match="matched no interaction") as raised,
+    ):
+        provider.infer(InferenceRequest(messages=Messages.from_text("hi")))
+    assert not raised.value.retryable
+
+
+def test_replaying_a_missing_file_says_how_to_record_it(tmp_path: Path) -> None:
+    with (
+        pytest.raises(HttpCassetteNotFoundError, match="record_mode='once'"),
+        use_http_cassette(tmp_path / "none.yaml"),
+    ):
+        pass
+
+
+def test_record_then_replay(tmp_path: Path) -> None:
+    """Recording goes through vcrpy (here in front of a mock transport, not the network); the file
+    is stock vcrpy YAML without the API key, and replays through the real HTTP transport."""
+    answer = {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "t",
+                            "type": "function",
+                            "function": {"name": "f", "arguments": "{}"},
+                        }
+                    ],
+                },
+            }
+        ],
+    }
+    mock = httpx2.Client(
+        transport=httpx2.MockTransport(lambda request: httpx2.Response(200, json=answer))
+    )
+    recording = OpenAIProvider(
+        client=openai.OpenAI(api_key="sk-secret", max_retries=0, http_client=mock), model="m"
+    )
+    path = tmp_path / "session.yaml"
+    with use_http_cassette(path, record_mode="once"):
+        recording.infer(InferenceRequest(messages=Messages.from_text("hi")))
+    text = path.read_text()
+    assert "interactions:" in text
+    assert "sk-secret" not in text
+    with use_http_cassette(path) as cassette:
+        response = openai_provider(model="m").infer(
+            InferenceRequest(messages=Messages.from_text("hi"))
+        )
+    assert response.tool_calls == (ToolCall(id="t", name="f"),)
+    assert cassette.play_count == 1
+
+
+# --- pytest-recording and the network block, through pytester --------------------------------
+
+
+def test_pytest_recording_replays_with_the_documented_setup(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("pytest_recording")
+    path = real(PYDANTIC_OPENAI)
+    pytester.makeconftest(
+        """
+        import pytest
+        from agentrig.harness import http_cassettes
+
+        def pytest_recording_configure(config, vcr):
+            http_cassettes.configure_vcr(vcr)
+
+        @pytest.fixture(scope="module")
+        def vcr_config():
+            return http_cassettes.vcr_config()
+        """
+    )
+    pytester.makepyfile(
+        f"""
+        import pytest
+        from agentrig import InferenceRequest, Message, Messages, ToolSchema
+        from agentrig.drivers import OpenAIProvider
+
+        @pytest.mark.vcr({str(path)!r})
+        def test_replay(vcr):
+            provider = OpenAIProvider(api_key="sk", model="gpt-4.1-mini", max_retries=0)
+            messages = Messages.of(Message.system("You are a helpful assistant."), Message.user("What is the temperature in Tokyo?"))
+            response = provider.infer(InferenceRequest(messages=messages, tools=(ToolSchema(name="get_temperature"),)))
+            assert str(response.tool_calls[0]) == "get_temperature(city='Tokyo')"
+            assert vcr.play_count == 1
+        """
+    )
+    pytester.runpytest("--record-mode=none", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+BLOCKED_TESTS = """
+import pytest
+from agentrig import AgentBuilder, AgentState, InferenceRequest, Messages, ProviderError, RealLlmCallBlockedError, UseLlmConfig
+from agentrig.drivers import OpenAIProvider
+
+def provider():
+    return OpenAIProvider(api_key="sk", base_url="http://127.0.0.1:9/v1", model="m", max_retries=0)
+
+def test_direct_call_is_blocked():
+    with pytest.raises(RealLlmCallBlockedError, match="agentrig_real_llm"):
+        provider().infer(InferenceRequest(messages=Messages.from_text("hi")))
+
+def test_a_call_the_loop_swallowed_still_fails_the_test():
+    agent = AgentBuilder.base().with_capability(UseLlmConfig(provider())).build()
+    final = agent.execute(AgentState().with_user_message("hi"))
+    assert final.has_errors()
+
+@pytest.mark.agentrig_real_llm
+def test_allowed_calls_reach_the_network():
+    with pytest.raises(ProviderError, match="could not reach") as raised:
+        provider().infer(InferenceRequest(messages=Messages.from_text("hi")))
+    assert not isinstance(raised.value, RealLlmCallBlockedError)
+"""
+
+
+def test_real_llm_calls_are_blocked_unless_the_test_allows_them(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(BLOCKED_TESTS)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    # Every blocked attempt fails its test at teardown, even when the error was caught.
+    result.assert_outcomes(passed=3, errors=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_direct_call_is_blocked*",
+            "real openai call to http://127.0.0.1:9/v1/chat/completions blocked (1 in all)*",
+            "*ERROR at teardown of test_a_call_the_loop_swallowed_still_fails_the_test*",
+        ]
+    )
