@@ -1,4 +1,4 @@
-"""The ``agentrig`` command line: ``run``, ``validate`` and ``schema``."""
+"""The ``agentrig`` command line: ``run``, ``validate``, ``schema`` and ``convert``."""
 
 from __future__ import annotations
 
@@ -109,6 +109,36 @@ def schema(
     else:
         output.write_text(text, encoding="utf-8")
         console.print(f"wrote {output}")
+
+
+@app.command()
+def convert(
+    cassette: Annotated[Path, typer.Argument(help="A cassette file recorded by agentrig.")],
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write to this *.scenario.yaml file, not stdout."),
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option(help="Scenario name (default: from the file name).")
+    ] = None,
+) -> None:
+    """Convert a recorded cassette into an editable scenario file that replays it."""
+    from agentrig.harness.cassettes import cassette_to_scenario, load_cassette, scenario_name
+    from agentrig.harness.scenario_writer import scenario_to_yaml, write_scenario
+
+    stem = (output or cassette).name.split(".")[0]
+    header = f"Converted from {cassette} by agentrig convert; edit freely."
+    try:
+        scenario = cassette_to_scenario(
+            load_cassette(cassette), name=name or scenario_name(stem), path=str(cassette)
+        )
+        if output is None:
+            typer.echo(scenario_to_yaml(scenario, header=header), nl=False)
+            return
+        write_scenario(scenario, path=output, header=header)
+    except AgentrigError as error:
+        _fail_usage(error)
+    console.print(f"wrote {output}", soft_wrap=True)
 
 
 @app.command()

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from agentrig import AgentBuilder
     from agentrig.fakes import FakeClock, ScriptedLLM, SeededIds, Turn
+    from agentrig.harness.cassettes.fixture import CassetteFactory
     from agentrig.harness.results import ScenarioResult
     from agentrig.harness.scenario_model import Scenario
 
@@ -46,6 +47,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="also write agentrig reports (JUnit, JSON, Markdown, HTML) of collected scenarios to DIR",
     )
+    group.addoption(
+        "--agentrig-record-mode",
+        default=None,
+        choices=("none", "once", "new_episodes", "all"),
+        help="record mode of agentrig_cassette providers (default: the test's, else none)",
+    )
     parser.addini(
         "agentrig_scenarios", type="bool", default=False, help="collect *.scenario.yaml files"
     )
@@ -56,6 +63,16 @@ def pytest_configure(config: pytest.Config) -> None:
     """Register the marker, the report collector and, when asked, the hypothesis profiles."""
     config.addinivalue_line(
         "markers", "agentrig_scenario: an item collected from an agentrig *.scenario.yaml file"
+    )
+    config.addinivalue_line(
+        "markers",
+        "agentrig_real_llm: allow agentrig's real providers to reach LLM APIs in this test "
+        "(blocked otherwise; HTTP cassette replays always work)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "agentrig_cassette(path=None, *, mode=None, any_order=False): the cassette the "
+        "agentrig_cassette fixture records to or replays from (path relative to the test file)",
     )
     config.stash[_RESULTS] = []
     _configure_hypothesis(config)
@@ -178,6 +195,29 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 # --- fixtures ----------------------------------------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def _agentrig_block_real_llm_calls(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Real providers may not reach an LLM API unless the test is marked ``agentrig_real_llm``;
+    a blocked call fails the test even when the agent loop caught the error."""
+    if request.node.get_closest_marker("agentrig_real_llm") is not None:
+        from agentrig.drivers.network import use_real_call_policy
+
+        with use_real_call_policy(None):
+            yield
+        return
+    from agentrig.harness.network_block import block_real_llm_calls
+
+    with block_real_llm_calls() as blocker:
+        yield
+    if blocker.blocked:
+        provider, url = blocker.blocked[0]
+        pytest.fail(
+            f"real {provider} call to {url} blocked ({len(blocker.blocked)} in all): replay an "
+            "HTTP cassette, use agentrig.fakes, or mark the test @pytest.mark.agentrig_real_llm",
+            pytrace=False,
+        )
+
+
 @pytest.fixture
 def fake_clock() -> FakeClock:
     """A ``FakeClock`` at 2026-01-01T00:00:00Z."""
@@ -261,3 +301,26 @@ def agentrig_snapshot(request: pytest.FixtureRequest) -> SnapshotAssertion:
 
     snapshot: SnapshotAssertion = request.getfixturevalue("snapshot")
     return snapshot.use_extension(AgentrigSnapshotExtension)
+
+
+@pytest.fixture
+def agentrig_cassette(request: pytest.FixtureRequest) -> Iterator[CassetteFactory]:
+    """A factory of record/replay providers: ``agentrig_cassette(inner)`` uses
+    ``cassettes/<module>/<test>.yaml`` next to the test file. The test fails at teardown when a
+    request matched no recording or recorded interactions were never played."""
+    from agentrig.harness.cassettes.fixture import CassetteFactory
+
+    marker = request.node.get_closest_marker("agentrig_cassette")
+    options = dict(marker.kwargs) if marker is not None else {}
+    if marker is not None and marker.args:
+        options["path"] = marker.args[0]
+    factory = CassetteFactory(
+        request.node.path,
+        request.node.nodeid.split("::", 1)[-1],
+        forced_mode=request.config.getoption("--agentrig-record-mode"),
+        marker=options,
+    )
+    yield factory
+    problems = factory.problems()
+    if problems:
+        pytest.fail("\n\n".join(problems), pytrace=False)

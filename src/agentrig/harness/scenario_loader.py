@@ -189,10 +189,13 @@ def _bind(value: Any, source: YamlSource, path: FieldPath) -> None:
 # --- validation errors ------------------------------------------------------------------------
 
 
-def _file_error(exc: ValidationError, source: YamlSource) -> ScenarioFileError:
+def _file_error(
+    exc: ValidationError, source: YamlSource, root: type[BaseModel] = Scenario
+) -> ScenarioFileError:
+    """Every problem of ``exc`` (validating ``root`` from ``source``) with file, line and field."""
     everything = exc.errors(include_url=False)
     errors = [error for error in everything if not _is_noise(error)] or everything
-    problems = [_problem(error, source) for error in errors]
+    problems = [_problem(error, source, root) for error in errors]
     problems.sort(key=lambda problem: (problem.line or 0, problem.column or 0))
     return ScenarioFileError.combine(problems)
 
@@ -203,14 +206,14 @@ def _is_noise(error: ErrorDetails) -> bool:
     return error["type"] == "too_short" and isinstance(value, list) and len(value) >= minimum
 
 
-def _problem(error: ErrorDetails, source: YamlSource) -> ScenarioFileError:
+def _problem(error: ErrorDetails, source: YamlSource, root: type[BaseModel]) -> ScenarioFileError:
     loc, kind = error["loc"], error["type"]
     path, found = _match_loc(source.data, loc)
     missing = kind == "missing" and not found and bool(loc)
     shown = (*path, loc[-1]) if missing else path
     on_key = kind == "extra_forbidden" or (bool(loc) and loc[-1] == "[key]")
     where = source.key_locations.get(path) if on_key else None
-    reason, valid = _reason(error, shown)
+    reason, valid = _reason(error, shown, root)
     field = _dotted(shown)
     return _at(source, where or source.location(path), reason, field=field, valid=valid)
 
@@ -293,13 +296,15 @@ _PATTERN_HINTS = {
 }
 
 
-def _reason(error: ErrorDetails, shown: FieldPath) -> tuple[str, tuple[str, ...]]:
+def _reason(
+    error: ErrorDetails, shown: FieldPath, root: type[BaseModel]
+) -> tuple[str, tuple[str, ...]]:
     kind, value, ctx = error["type"], error["input"], error.get("ctx", {})
     if kind in ("literal_error", "enum"):
         valid = tuple(re.findall(r"'([^']*)'", str(ctx.get("expected", ""))))
         return f"{_show(value)} is not one of: {', '.join(valid)}{_suggest(value, valid)}", valid
     if kind == "extra_forbidden":
-        return _unknown_key(shown)
+        return _unknown_key(shown, root)
     if kind == "missing":
         return f"missing required key {shown[-1]!r}" if shown else "missing required key", ()
     if kind == "string_pattern_mismatch":
@@ -310,9 +315,9 @@ def _reason(error: ErrorDetails, shown: FieldPath) -> tuple[str, tuple[str, ...]
     return error["msg"].removeprefix("Value error, "), ()
 
 
-def _unknown_key(shown: FieldPath) -> tuple[str, tuple[str, ...]]:
+def _unknown_key(shown: FieldPath, root: type[BaseModel]) -> tuple[str, tuple[str, ...]]:
     key = str(shown[-1]) if shown else ""
-    valid = _allowed_keys(shown[:-1])
+    valid = _allowed_keys(shown[:-1], root)
     allowed = f"; allowed keys: {', '.join(valid)}" if valid else ""
     return f"unknown key {key!r}{_suggest(key, valid)}{allowed}", valid
 
@@ -352,8 +357,8 @@ def _suggest(value: Any, valid: tuple[str, ...]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _allowed_keys(path: FieldPath) -> tuple[str, ...]:
-    annotation: Any = Scenario
+def _allowed_keys(path: FieldPath, root: type[BaseModel]) -> tuple[str, ...]:
+    annotation: Any = root
     for part in path:
         annotation = _step(annotation, part)
     model = next((option for option in _options(annotation) if _is_model(option)), None)

@@ -46,6 +46,19 @@ from agentrig.clock import format_uuid4
 from agentrig.errors import InvalidInputError
 from agentrig.fakes import CallSpec, Turn
 from agentrig.fakes.clock import DEFAULT_START
+from agentrig.harness.cassettes import (
+    Cassette,
+    CassetteMetadata,
+    Interaction,
+    RecordedError,
+    RecordedLlmConfig,
+    RecordedMessage,
+    RecordedRequest,
+    RecordedResponse,
+    RecordedTool,
+    RecordedToolCall,
+    record_usage,
+)
 from agentrig.harness.invariants import invariant_names
 from agentrig.harness.scenario_model import (
     AgentSpec,
@@ -74,8 +87,10 @@ __all__ = [
     "agent_states",
     "budgets",
     "call_specs",
+    "cassettes",
     "identifiers",
     "ids",
+    "interactions",
     "json_values",
     "llm_turns",
     "messages",
@@ -811,6 +826,112 @@ def _states(
     return draw(st.sampled_from(playback.all_states()))
 
 
+# --- cassettes -------------------------------------------------------------------------------
+
+
+def interactions(*, max_messages: int = 4, errors: bool = True) -> SearchStrategy[Interaction]:
+    """Recorded ``Interaction``s: a normalized request of up to ``max_messages`` messages (tool
+    calls, tool results, tool schemas, LLM config) and a response, or with ``errors`` sometimes a
+    recorded provider error."""
+    _int("max_messages", max_messages)
+    outcomes = [
+        st.builds(
+            Interaction, request=_recorded_requests(max_messages), response=_recorded_responses()
+        )
+    ]
+    if _flag("errors", errors):
+        outcomes.append(
+            st.builds(
+                Interaction, request=_recorded_requests(max_messages), error=_recorded_errors()
+            )
+        )
+    return st.one_of(*outcomes)
+
+
+def cassettes(*, max_interactions: int = 4, max_messages: int = 4) -> SearchStrategy[Cassette]:
+    """Version-1 ``Cassette``s with metadata and up to ``max_interactions`` interactions."""
+    _int("max_interactions", max_interactions)
+    metadata = st.builds(
+        CassetteMetadata, agentrig=texts(), provider=texts(), model=texts(), recorded_with=texts()
+    )
+    items = st.lists(interactions(max_messages=max_messages), max_size=max_interactions)
+    return st.builds(Cassette, metadata=metadata, interactions=items.map(tuple))
+
+
+def _recorded_calls() -> SearchStrategy[tuple[RecordedToolCall, ...]]:
+    call = st.builds(RecordedToolCall, id=ids(), name=identifiers(), arguments=_json_objects())
+    return st.lists(call, max_size=2).map(tuple)
+
+
+def _recorded_messages() -> SearchStrategy[RecordedMessage]:
+    plain = st.builds(
+        RecordedMessage,
+        role=st.sampled_from(["system", "developer", "user"]),
+        content=texts(),
+        name=st.just("") | identifiers(),
+    )
+    assistant = st.builds(
+        RecordedMessage, role=st.just("assistant"), content=texts(), tool_calls=_recorded_calls()
+    )
+    tool = st.builds(
+        RecordedMessage,
+        role=st.just("tool"),
+        content=texts(),
+        tool_call_id=ids(),
+        tool_name=identifiers(),
+        is_error=st.booleans(),
+    )
+    return st.one_of(plain, assistant, tool)
+
+
+def _recorded_requests(max_messages: int) -> SearchStrategy[RecordedRequest]:
+    tool = st.builds(
+        RecordedTool, name=identifiers(), description=texts(), parameters=_json_objects()
+    )
+    config = st.builds(
+        RecordedLlmConfig,
+        model=texts(max_size=12),
+        provider=texts(max_size=8),
+        temperature=_optional(st.floats(min_value=0, max_value=2)),
+        max_output_tokens=_optional(st.integers(min_value=1, max_value=100_000)),
+        options=_json_objects(max_size=2),
+    )
+    return st.builds(
+        RecordedRequest,
+        messages=st.lists(_recorded_messages(), max_size=max_messages).map(tuple),
+        tools=st.lists(tool, max_size=2).map(tuple),
+        tool_choice=st.sampled_from(["auto", "none", "required"]),
+        response_format=_optional(_json_objects(max_size=2)),
+        llm_config=_optional(config),
+        options=_json_objects(max_size=2),
+    )
+
+
+def _recorded_responses() -> SearchStrategy[RecordedResponse]:
+    return st.builds(
+        RecordedResponse,
+        content=texts(),
+        tool_calls=_recorded_calls(),
+        usage=usages().map(record_usage),
+        finish_reason=_optional(st.sampled_from([reason.value for reason in FinishReason])),
+        reasoning_content=texts(max_size=8),
+        model=texts(max_size=8),
+        response_id=texts(max_size=8),
+        provider_data=_json_objects(max_size=2),
+    )
+
+
+def _recorded_errors() -> SearchStrategy[RecordedError]:
+    return st.builds(
+        RecordedError,
+        type=identifiers(),
+        message=texts(),
+        retryable=st.booleans(),
+        status_code=_optional(st.integers(min_value=100, max_value=599)),
+        provider=st.sampled_from(["", "openai", "anthropic"]),
+    )
+
+
 # --- type registration ------------------------------------------------------------------------
 
 
@@ -828,6 +949,8 @@ def _register() -> None:
         (ToolSpec, tool_specs()),
         (Scenario, scenarios()),
         (AgentState, agent_states()),
+        (Interaction, interactions()),
+        (Cassette, cassettes()),
     ):
         st.register_type_strategy(kind, strategy)
 

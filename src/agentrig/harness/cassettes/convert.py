@@ -1,0 +1,256 @@
+"""Turn a recorded session into an editable scenario that replays it under ``agentrig run``.
+
+The agent's system prompt comes from the system message, its tools from the tool schemas (with
+``params`` when every parameter has a plain JSON type), and each called tool replies, in
+sequence, what the recording shows it returned or raised. A new user message starts a turn;
+the turn's model replies are the recorded responses and errors, and its expectations are what
+the recording shows: the tool-call trajectory, the final response, the tool errors and, for a
+clean turn, ``status: completed``.
+
+Limits: one agent per cassette (subagents that share the provider are not separated), and a
+tool call whose result the recording never shows (the run ended right after it) becomes a
+``stop`` reply, since nothing was asked of the model after it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from agentrig.fakes import CallSpec, Turn
+from agentrig.harness.cassettes.errors import CassetteConversionError
+from agentrig.harness.cassettes.matching import request_key
+from agentrig.harness.cassettes.model import (
+    Cassette,
+    Interaction,
+    RecordedMessage,
+    RecordedResponse,
+    RecordedTool,
+    RecordedToolCall,
+)
+from agentrig.harness.cassettes.normalize import to_response
+from agentrig.harness.scenario_model import (
+    IDENTIFIER_PATTERN,
+    SCENARIO_NAME_PATTERN,
+    ModelReply,
+    Scenario,
+)
+from agentrig.harness.scenario_writer import reply_from_turn
+from agentrig.state import FinishReason
+
+__all__ = ["TOOL_ERROR_PREFIX", "UNRECORDED_RESULT", "cassette_to_scenario", "scenario_name"]
+
+TOOL_ERROR_PREFIX = "Error in tool call: "
+"""How the runtime shows a failed tool call to the model; stripped to get the error message."""
+UNRECORDED_RESULT = "the recording ends after this call; its result was not recorded"
+_PARAM_TYPES = frozenset({"string", "integer", "number", "boolean", "object", "array"})
+_NOT_CALLED = "not called in the recording"
+
+
+def scenario_name(text: str) -> str:
+    """A valid scenario name made from ``text`` (a file stem, say)."""
+    name = re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._")
+    return name or "recorded-session"
+
+
+def cassette_to_scenario(
+    cassette: Cassette, *, name: str, description: str = "", path: str = "<cassette>"
+) -> Scenario:
+    """A scenario reproducing ``cassette``'s session; ``path`` only names it in errors."""
+    if not re.match(SCENARIO_NAME_PATTERN, name):
+        reason = f"{name!r} is not a scenario name (lowercase letters, digits, '.', '_', '-')"
+        raise CassetteConversionError(path, None, reason)
+    interactions = cassette.interactions
+    if not interactions:
+        raise CassetteConversionError(path, None, "the cassette has no interactions")
+    draft = _Draft(path, _results(interactions))
+    for number, interaction in enumerate(interactions, start=1):
+        draft.add(number, interaction)
+    data: dict[str, Any] = {
+        "name": name,
+        "description": description
+        or f"Converted from a recorded session ({len(interactions)} interaction(s)).",
+        "agent": draft.agent(interactions),
+        "turns": [turn.data() for turn in draft.turns],
+    }
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as error:
+        raise CassetteConversionError(path, None, f"the scenario is invalid: {error}") from None
+
+
+def _results(interactions: Sequence[Interaction]) -> dict[str, RecordedMessage]:
+    """Tool messages by the id of the call they answer (the first one seen)."""
+    found: dict[str, RecordedMessage] = {}
+    for interaction in interactions:
+        for message in interaction.request.messages:
+            if message.role == "tool" and message.tool_call_id is not None:
+                found.setdefault(message.tool_call_id, message)
+    return found
+
+
+@dataclass
+class _TurnDraft:
+    user: str
+    replies: list[ModelReply] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    clean: bool = True
+    final: str | None = None
+
+    def data(self) -> dict[str, Any]:
+        expect: dict[str, Any] = {}
+        if self.clean and not self.errors and self.final is not None:
+            expect["status"] = "completed"
+        if self.final:
+            expect["final_response"] = self.final
+        if self.calls:
+            expect["tool_calls"] = {"calls": self.calls}
+        if self.errors:
+            expect["errors"] = self.errors
+        turn: dict[str, Any] = {"user": self.user, "model": self.replies}
+        return {**turn, "expect": expect} if expect else turn
+
+
+@dataclass
+class _Draft:
+    path: str
+    results: dict[str, RecordedMessage]
+    turns: list[_TurnDraft] = field(default_factory=list)
+    tool_replies: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    bad_arguments: set[str] = field(default_factory=set)
+    users_seen: int = 0
+    retry_of: str | None = None
+
+    def add(self, number: int, interaction: Interaction) -> None:
+        users = [m for m in interaction.request.messages if m.role == "user"]
+        if len(users) > self.users_seen or not self.turns:
+            self.turns.append(_TurnDraft(user=users[-1].content if users else ""))
+            self.users_seen = len(users)
+        turn = self.turns[-1]
+        turn.final = None
+        key = request_key(interaction.request)
+        if self.retry_of == key and turn.errors:
+            turn.errors.pop()  # the driver retried: the error did not reach the state
+        self.retry_of = None
+        if interaction.error is not None:
+            error = interaction.error
+            failure = Turn(error=error.message, retryable=error.retryable)
+            turn.replies.append(reply_from_turn(failure))
+            turn.clean = False
+            turn.errors.append(error.message)
+            self.retry_of = key if error.retryable else None
+            return
+        assert interaction.response is not None
+        turn.replies.append(self._reply(number, interaction.response))
+        for call in interaction.response.tool_calls:
+            turn.calls.append(_call(call))
+            self._tool_result(turn, call)
+        if not interaction.response.tool_calls:
+            turn.final = interaction.response.content
+
+    def _reply(self, number: int, response: RecordedResponse) -> ModelReply:
+        if not response.content and not response.tool_calls:
+            problem = "the response is empty (no text, no tool calls); a scenario cannot script it"
+            raise CassetteConversionError(self.path, number, problem)
+        calls = tuple(CallSpec(call.name, call.arguments) for call in response.tool_calls)
+        default = "tool_calls" if calls else "stop"
+        reason = response.finish_reason if response.finish_reason != default else None
+        turn = Turn(
+            text=response.content,
+            calls=calls,
+            usage=to_response(response).usage,
+            finish_reason=FinishReason(reason) if reason else None,
+        )  # written as the scenario writer writes any scripted turn
+        return reply_from_turn(turn)
+
+    def _tool_result(self, turn: _TurnDraft, call: RecordedToolCall) -> None:
+        result = self.results.get(call.id)
+        replies = self.tool_replies.setdefault(call.name, [])
+        if result is None:
+            replies.append({"stop": UNRECORDED_RESULT})
+            turn.clean = False
+            return
+        if not result.is_error:
+            replies.append({"return": result.content})
+            return
+        message = result.content.removeprefix(TOOL_ERROR_PREFIX)
+        replies.append({"raise": message})
+        if message.startswith("invalid arguments"):
+            self.bad_arguments.add(call.name)
+        if message not in turn.errors:
+            turn.errors.append(message)
+
+    def agent(self, interactions: Sequence[Interaction]) -> dict[str, Any]:
+        agent: dict[str, Any] = {}
+        first = interactions[0].request.messages
+        if first and first[0].role == "system" and first[0].content:
+            agent["system_prompt"] = first[0].content
+        attempts = _max_attempts(interactions)
+        if attempts > 1:
+            agent["max_retries"] = attempts
+        tools = {name: self._tool(schema) for name, schema in _schemas(interactions).items()}
+        if tools:
+            agent["tools"] = tools
+        return agent
+
+    def _tool(self, schema: RecordedTool) -> dict[str, Any]:
+        if not re.match(IDENTIFIER_PATTERN, schema.name):
+            reason = f"tool name {schema.name!r} cannot be a scenario tool name"
+            raise CassetteConversionError(self.path, None, reason)
+        tool: dict[str, Any] = {"description": schema.description} if schema.description else {}
+        params = _params(schema.parameters)
+        if params and schema.name not in self.bad_arguments:
+            tool["params"] = params
+        replies = self.tool_replies.pop(schema.name, None)
+        if replies:
+            tool["mode"] = "sequence"
+        tool["replies"] = replies or [{"raise": _NOT_CALLED}]
+        return tool
+
+
+def _call(call: RecordedToolCall) -> dict[str, Any]:
+    return (
+        {"name": call.name, "args": dict(call.arguments)} if call.arguments else {"name": call.name}
+    )
+
+
+def _schemas(interactions: Sequence[Interaction]) -> dict[str, RecordedTool]:
+    schemas: dict[str, RecordedTool] = {}
+    for interaction in interactions:
+        for tool in interaction.request.tools:
+            schemas.setdefault(tool.name, tool)
+    return schemas
+
+
+def _params(schema: dict[str, Any]) -> dict[str, str] | None:
+    """Scenario ``params`` for a JSON Schema, or None when a parameter has no plain type."""
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return None
+    required = schema.get("required")
+    needed = set(required) if isinstance(required, list) else set()
+    params: dict[str, str] = {}
+    for name, prop in properties.items():
+        kind = prop.get("type") if isinstance(prop, dict) else None
+        if kind not in _PARAM_TYPES or not re.match(IDENTIFIER_PATTERN, name):
+            return None
+        params[name] = kind if name in needed else f"{kind}?"
+    return params
+
+
+def _max_attempts(interactions: Sequence[Interaction]) -> int:
+    """The longest run of one request asked again after retryable errors (driver retries)."""
+    longest, run, previous = 1, 1, None
+    for interaction in interactions:
+        key = request_key(interaction.request)
+        retried = previous is not None and previous[0] == key and previous[1]
+        run = run + 1 if retried else 1
+        longest = max(longest, run)
+        error = interaction.error
+        previous = (key, error is not None and error.retryable)
+    return longest

@@ -1,0 +1,142 @@
+"""Errors of record and replay.
+
+They derive from the package root, :class:`agentrig.errors.AgentrigError`::
+
+    AgentrigError
+    ├── CassetteError                  record/replay went wrong
+    │   ├── CassetteFileError          a cassette file that cannot be read or is invalid
+    │   │                              (also a ScenarioFileError: file, line, column, field)
+    │   ├── CassetteNotFoundError      replay asked for a cassette that does not exist
+    │   ├── CassetteMismatchError      a live request matches no recorded interaction
+    │   ├── UnusedInteractionsError    recorded interactions were never played
+    │   └── CassetteConversionError    a cassette that cannot become a scenario
+    └── ProviderError
+        └── ReplayedProviderError      a recorded provider failure, raised again on replay
+
+A replay miss is deliberately *not* a ``ProviderError``: code that catches provider failures
+(fallbacks, retries) must not swallow it. The loop still records it as the step's error, and
+``assert_complete()`` raises it again so a test fails with the diff.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agentrig.errors import AgentrigError, ProviderError
+from agentrig.harness.errors import ScenarioFileError
+
+__all__ = [
+    "CassetteConversionError",
+    "CassetteError",
+    "CassetteFileError",
+    "CassetteMismatchError",
+    "CassetteNotFoundError",
+    "ReplayedProviderError",
+    "UnusedInteractionsError",
+]
+
+
+class CassetteError(AgentrigError):
+    """Root of the record and replay errors."""
+
+
+class CassetteFileError(CassetteError, ScenarioFileError):
+    """A cassette file could not be read, parsed or validated; ``str()`` lists every problem as
+    ``path:line:column: field: reason``."""
+
+    @classmethod
+    def of(cls, error: ScenarioFileError) -> CassetteFileError:
+        """The same problems, as a cassette error."""
+        return cls(
+            error.path,
+            error.reason,
+            line=error.line,
+            column=error.column,
+            field=error.field,
+            valid=error.valid,
+            errors=error.errors if len(error.errors) > 1 else (),
+        )
+
+
+class CassetteNotFoundError(CassetteError):
+    """Replay needs a cassette file that does not exist."""
+
+    def __init__(self, path: str, mode: str) -> None:
+        self.path = path
+        self.mode = mode
+        super().__init__(
+            f"cassette {path} does not exist and record mode {mode!r} does not record; "
+            "record it with mode 'once' (pytest: --agentrig-record-mode=once) and a provider "
+            "to record from"
+        )
+
+
+class CassetteMismatchError(CassetteError):
+    """A live request matches no recorded interaction.
+
+    ``request_number`` counts the requests made to the provider (from 1); ``nearest`` is the
+    number of the most similar recorded interaction (None for an empty cassette) and ``diff`` a
+    unified diff from it to the live request, both as normalized YAML.
+    """
+
+    def __init__(
+        self, path: str, request_number: int, nearest: int | None, diff: str, reason: str
+    ) -> None:
+        self.path = path
+        self.request_number = request_number
+        self.nearest = nearest
+        self.diff = diff
+        self.reason = reason
+        lines = [f"cassette {path}: request {request_number} {reason}"]
+        if nearest is not None:
+            lines.append(f"nearest recorded interaction: {nearest}; diff (recorded -> live):")
+            lines.append(diff.rstrip("\n"))
+        lines.append(
+            "fix the code under test, or re-record: mode 'new_episodes' adds the new request, "
+            "mode 'all' records everything again (pytest: --agentrig-record-mode=...)"
+        )
+        super().__init__("\n".join(lines))
+
+
+class UnusedInteractionsError(CassetteError):
+    """Recorded interactions were never played; ``unused`` holds ``(number, summary)`` pairs."""
+
+    def __init__(self, path: str, unused: Sequence[tuple[int, str]]) -> None:
+        self.path = path
+        self.unused = tuple(unused)
+        listed = "\n".join(f"  {number}: {summary}" for number, summary in self.unused)
+        super().__init__(
+            f"cassette {path}: {len(self.unused)} recorded interaction(s) never played:\n{listed}\n"
+            "the code made fewer requests than recorded; fix it, or re-record with mode 'all'"
+        )
+
+
+class CassetteConversionError(CassetteError):
+    """A cassette that cannot be turned into a scenario; ``interaction`` is 1-based or None."""
+
+    def __init__(self, path: str, interaction: int | None, reason: str) -> None:
+        self.path = path
+        self.interaction = interaction
+        self.reason = reason
+        where = f" interaction {interaction}" if interaction is not None else ""
+        super().__init__(f"cannot convert cassette {path}{where}: {reason}")
+
+
+class ReplayedProviderError(ProviderError):
+    """A provider failure recorded in a cassette, raised again on replay.
+
+    ``error_type`` is the class name of the original error; ``status_code`` and ``provider``
+    are the original's.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        error_type: str,
+        retryable: bool = False,
+        status_code: int | None = None,
+        provider: str = "",
+    ) -> None:
+        self.error_type = error_type
+        super().__init__(message, retryable=retryable, status_code=status_code, provider=provider)

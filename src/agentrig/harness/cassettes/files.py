@@ -1,0 +1,125 @@
+"""Cassettes as YAML text and files: line-aware loading, stable dumping, atomic writes."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from agentrig.harness.cassettes.errors import CassetteFileError
+from agentrig.harness.cassettes.model import CASSETTE_VERSION, Cassette, to_data
+from agentrig.harness.errors import ScenarioFileError
+from agentrig.harness.scenario_loader import _file_error
+from agentrig.harness.scenario_writer import _NEEDS_ESCAPES
+from agentrig.harness.yaml_source import YamlSource, load_yaml_file, load_yaml_text
+
+__all__ = ["cassette_from_yaml", "cassette_to_yaml", "load_cassette", "save_cassette"]
+
+StrPath = str | os.PathLike[str]
+
+_HEADER = "# agentrig cassette: recorded inference requests and responses (docs/record-replay.md)\n"
+
+
+def cassette_to_yaml(cassette: Cassette) -> str:
+    """``cassette`` as YAML: fields in a fixed order, defaults left out, multi-line text as
+    block scalars. Loading the text gives back an equal cassette."""
+    data = {"version": cassette.version, **to_data(cassette)}
+    body = yaml.dump(
+        data,
+        Dumper=_Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=100,
+    )
+    return _HEADER + body
+
+
+def cassette_from_yaml(text: str, path: str = "<string>") -> Cassette:
+    """Parse cassette text; problems raise :class:`CassetteFileError` naming ``path``, line and
+    field."""
+    try:
+        source = load_yaml_text(text, path)
+    except ScenarioFileError as error:
+        raise CassetteFileError.of(error) from None
+    return _validate(source)
+
+
+def load_cassette(path: StrPath) -> Cassette:
+    """Read a cassette file (UTF-8 YAML)."""
+    try:
+        source = load_yaml_file(path)
+    except ScenarioFileError as error:
+        raise CassetteFileError.of(error) from None
+    return _validate(source)
+
+
+def save_cassette(cassette: Cassette, path: StrPath) -> Path:
+    """Write ``cassette`` to ``path`` atomically (a temporary file, then ``os.replace``), so a
+    reader never sees half a file. Parent folders are created."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = cassette_to_yaml(cassette)
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as file:
+            file.write(text)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def _validate(source: YamlSource) -> Cassette:
+    data = source.data
+    if not isinstance(data, dict):
+        kind = "empty" if data is None else f"a {type(data).__name__}, not a mapping"
+        reason = f"the file is {kind}; a cassette is a mapping with version: and interactions:"
+        raise _at(source, (), reason, "")
+    version = data.get("version")
+    if version != CASSETTE_VERSION or isinstance(version, bool):
+        raise _version_error(source, version)
+    try:
+        return Cassette.model_validate(data)
+    except ValidationError as exc:
+        raise CassetteFileError.of(_file_error(exc, source, Cassette)) from None
+
+
+def _version_error(source: YamlSource, version: Any) -> CassetteFileError:
+    if "version" not in source.data:
+        reason = (
+            f"missing required key 'version' (this agentrig writes version: {CASSETTE_VERSION})"
+        )
+        return _at(source, (), reason, "version")
+    reason = (
+        f"cassette version {version!r} is not supported: this agentrig reads version "
+        f"{CASSETTE_VERSION}; re-record the cassette (mode 'all') or use the agentrig that wrote it"
+    )
+    return _at(source, ("version",), reason, "version")
+
+
+def _at(source: YamlSource, path: tuple[str, ...], reason: str, field: str) -> CassetteFileError:
+    where = source.location(path)
+    line, column = where if where is not None else (None, None)
+    return CassetteFileError(source.path, reason, line=line, column=column, field=field)
+
+
+class _Dumper(yaml.SafeDumper):
+    """A safe dumper: multi-line text as ``|`` blocks, unsafe characters escaped."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style: str | None = None
+    if _NEEDS_ESCAPES.search(value):
+        style = '"'
+    elif "\n" in value:
+        style = "|"
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)

@@ -1,0 +1,117 @@
+"""Between the runtime's inference types and the cassette's normalized records."""
+
+from __future__ import annotations
+
+from agentrig.errors import ProviderError
+from agentrig.harness.cassettes.model import (
+    RecordedError,
+    RecordedLlmConfig,
+    RecordedMessage,
+    RecordedRequest,
+    RecordedResponse,
+    RecordedTool,
+    RecordedToolCall,
+    RecordedUsage,
+)
+from agentrig.messages import Message, ToolCall
+from agentrig.state import FinishReason, InferenceRequest, InferenceResponse, Usage
+
+__all__ = [
+    "normalize_request",
+    "record_error",
+    "record_response",
+    "record_usage",
+    "to_response",
+]
+
+
+def normalize_request(request: InferenceRequest) -> RecordedRequest:
+    """What the provider sees of ``request``: no message ids, times or metadata."""
+    config = request.llm_config
+    return RecordedRequest(
+        messages=tuple(_message(message) for message in request.messages),
+        tools=tuple(
+            RecordedTool(name=t.name, description=t.description, parameters=dict(t.parameters))
+            for t in request.tools
+        ),
+        tool_choice=request.tool_choice,
+        response_format=dict(request.response_format) if request.response_format else None,
+        llm_config=None
+        if config is None
+        else RecordedLlmConfig(
+            model=config.model,
+            provider=config.provider,
+            temperature=config.temperature,
+            max_output_tokens=config.max_output_tokens,
+            options=dict(config.options),
+        ),
+        options=dict(request.options),
+    )
+
+
+def _message(message: Message) -> RecordedMessage:
+    result = message.tool_result
+    return RecordedMessage(
+        role=message.role.value,
+        content=message.content,
+        name=message.name,
+        tool_calls=tuple(_call(call) for call in message.tool_calls),
+        tool_call_id=result.call_id if result is not None else None,
+        tool_name=result.tool_name if result is not None else None,
+        is_error=result.is_error if result is not None else False,
+    )
+
+
+def _call(call: ToolCall) -> RecordedToolCall:
+    return RecordedToolCall(id=call.id, name=call.name, arguments=dict(call.arguments))
+
+
+def record_response(response: InferenceResponse) -> RecordedResponse:
+    """The recorded form of ``response``; :func:`to_response` gives back an equal response."""
+    return RecordedResponse(
+        content=response.content,
+        tool_calls=tuple(_call(call) for call in response.tool_calls),
+        usage=record_usage(response.usage),
+        finish_reason=response.finish_reason.value if response.finish_reason else None,
+        reasoning_content=response.reasoning_content,
+        model=response.model,
+        response_id=response.response_id,
+        provider_data=dict(response.provider_data),
+    )
+
+
+def to_response(recorded: RecordedResponse) -> InferenceResponse:
+    """The ``InferenceResponse`` a recorded response stands for."""
+    return InferenceResponse(
+        content=recorded.content,
+        tool_calls=tuple(
+            ToolCall(id=call.id, name=call.name, arguments=dict(call.arguments))
+            for call in recorded.tool_calls
+        ),
+        usage=Usage(**{name: getattr(recorded.usage, name) for name in _USAGE_FIELDS}),
+        finish_reason=FinishReason(recorded.finish_reason) if recorded.finish_reason else None,
+        reasoning_content=recorded.reasoning_content,
+        model=recorded.model,
+        response_id=recorded.response_id,
+        provider_data=dict(recorded.provider_data),
+    )
+
+
+def record_usage(usage: Usage) -> RecordedUsage:
+    """The recorded form of ``usage``: token counts and cost."""
+    return RecordedUsage(**{name: getattr(usage, name) for name in _USAGE_FIELDS})
+
+
+_USAGE_FIELDS = tuple(RecordedUsage.model_fields)
+
+
+def record_error(error: ProviderError) -> RecordedError:
+    """A provider failure as recorded: class name, message, retryability, HTTP status if any."""
+    kind = getattr(error, "error_type", None)  # a replayed error keeps its original type
+    return RecordedError(
+        type=kind if isinstance(kind, str) else type(error).__name__,
+        message=str(error),
+        retryable=error.retryable,
+        status_code=error.status_code,
+        provider=error.provider,
+    )

@@ -1,0 +1,212 @@
+"""A recorded session becomes an editable scenario that passes under ``agentrig run``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import agentrig as ar
+from agentrig.fakes import FunctionLLM, ScriptedLLM, Turn, call, calls, fail, reply
+from agentrig.harness.cassettes import (
+    CassetteConversionError,
+    RecordingProvider,
+    cassette_to_scenario,
+    save_cassette,
+    scenario_name,
+)
+from agentrig.harness.cassettes.convert import UNRECORDED_RESULT
+from agentrig.harness.cli import app
+from agentrig.harness.runner import run_scenario
+from agentrig.harness.scenario_loader import load_scenario
+from agentrig.harness.scenario_writer import write_scenario
+
+Build = Callable[..., ar.AgentLoop]
+TwoTurns = Callable[[ar.AgentLoop], ar.AgentState]
+cli = CliRunner()
+
+
+def record(
+    build: Build, script: list[Turn | str], *users: str, max_retries: int = 1
+) -> RecordingProvider:
+    recorder = RecordingProvider(ScriptedLLM(script))
+    loop = build(recorder, max_retries=max_retries)
+    state = ar.AgentState()
+    for user in users:
+        state = loop.execute(state.with_user_message(user))
+    return recorder
+
+
+def assert_passes(recorder: RecordingProvider, tmp_path: Path) -> None:
+    scenario = cassette_to_scenario(recorder.cassette, name="recorded")
+    path = write_scenario(scenario, path=tmp_path / "recorded.scenario.yaml")
+    result = run_scenario(load_scenario(path))
+    assert result.passed, [failure.message for failure in result.failures]
+
+
+class TestEndToEnd:
+    def test_a_two_turn_session_with_a_raising_tool_converts_and_passes_under_the_cli(
+        self, tmp_path: Path, build: Build, brain: FunctionLLM, two_turns: TwoTurns
+    ) -> None:
+        cassette_path = tmp_path / "weather.yaml"
+        two_turns(build(RecordingProvider(brain, path=cassette_path)))
+        scenario_path = tmp_path / "out" / "weather.scenario.yaml"
+        converted = cli.invoke(app, ["convert", str(cassette_path), "-o", str(scenario_path)])
+        assert converted.exit_code == 0, converted.output
+        assert f"wrote {scenario_path}" in converted.output
+        ran = cli.invoke(app, ["run", str(scenario_path), "--report-dir", str(tmp_path / "r")])
+        assert ran.exit_code == 0, ran.output
+        assert "1 passed, 0 failed" in ran.output
+
+    def test_the_scenario_reads_like_the_session(
+        self, tmp_path: Path, build: Build, brain: FunctionLLM, two_turns: TwoTurns
+    ) -> None:
+        recorder = RecordingProvider(brain)
+        two_turns(build(recorder))
+        scenario = cassette_to_scenario(recorder.cassette, name="weather")
+        agent = scenario.agent
+        assert agent.system_prompt == "You answer weather questions.\nBe brief."
+        weather = agent.tools["get_weather"]
+        assert (weather.description, dict(weather.params), weather.mode) == (
+            "Current weather for a city.",
+            {"city": "string"},
+            "sequence",
+        )
+        assert [r.outcome for r in weather.replies] == ["return", "raise"]
+        assert (weather.replies[0].return_, weather.replies[1].raise_) == (
+            "sunny in Paris",
+            "service unavailable",
+        )
+        assert dict(agent.tools["convert_units"].params) == {
+            "celsius": "integer",
+            "unit": "string?",
+        }
+        first, second = scenario.turns
+        assert (first.user, second.user) == ("Weather in Paris and Oslo?", "Thanks!")
+        assert [r.tool_calls[0].shorthand() for r in first.model[:2]] == [
+            "get_weather(city=Paris)",
+            "get_weather(city=Oslo)",
+        ]
+        final = first.model[2]
+        assert (final.say, final.usage and final.usage.input, final.cost) == (
+            "Paris is sunny.\nOslo's service is down.",
+            40,
+            0.002,
+        )
+        assert first.expect.errors == ("service unavailable",)
+        assert first.expect.status is None  # a tool failed: the recorded run's status is failed
+        assert first.expect.tool_calls is not None
+        assert len(first.expect.tool_calls.calls) == 2
+        assert second.expect.status == "completed"
+        assert second.expect.final_response is not None
+        assert second.expect.final_response.equals == "You're welcome!"
+        assert_passes(recorder, tmp_path)
+
+    def test_several_calls_in_one_reply_and_a_retried_error(
+        self, tmp_path: Path, build: Build
+    ) -> None:
+        script = [
+            fail("overloaded", retryable=True),
+            calls(("get_weather", {"city": "Rome"}), ("convert_units", {"celsius": 20})),
+            reply("Rome: 68F.", finish_reason=ar.FinishReason.LENGTH),
+        ]
+        recorder = record(build, script, "Rome in F?", max_retries=3)
+        scenario = cassette_to_scenario(recorder.cassette, name="rome")
+        assert scenario.agent.max_retries == 2
+        replies = scenario.turns[0].model
+        assert (replies[0].error, replies[0].retryable) == ("overloaded", True)
+        assert len(replies[1].tool_calls) == 2
+        assert replies[2].finish_reason == "length"
+        assert scenario.turns[0].expect.errors is None
+        assert_passes(recorder, tmp_path)
+
+    def test_a_provider_error_that_ends_the_turn_is_expected(
+        self, tmp_path: Path, build: Build
+    ) -> None:
+        recorder = record(build, [fail("bad request"), reply("Hi again.")], "hi", "hello?")
+        scenario = cassette_to_scenario(recorder.cassette, name="errors")
+        assert scenario.turns[0].expect.errors == ("bad request",)
+        assert scenario.turns[1].expect.final_response is not None
+        assert_passes(recorder, tmp_path)
+
+    def test_a_call_whose_result_was_never_recorded_stops_the_agent(
+        self, tmp_path: Path, build: Build
+    ) -> None:
+        recorder = record(build, [call("get_weather", city="Paris")], "Paris?")
+        scenario = cassette_to_scenario(recorder.cassette, name="cut")
+        assert scenario.agent.tools["get_weather"].replies[0].stop == UNRECORDED_RESULT
+        assert_passes(recorder, tmp_path)
+
+    def test_an_unknown_tool_call_is_an_expected_error(self, tmp_path: Path, build: Build) -> None:
+        recorder = record(build, [call("teleport", to="Mars"), reply("Cannot.")], "Go")
+        scenario = cassette_to_scenario(recorder.cassette, name="unknown")
+        assert "teleport" not in scenario.agent.tools
+        assert scenario.turns[0].expect.errors == (
+            "Tool 'teleport' not found. Available tools: convert_units, get_weather",
+        )
+        assert_passes(recorder, tmp_path)
+
+
+class TestProblems:
+    def test_an_empty_cassette_cannot_convert(self) -> None:
+        empty = RecordingProvider(ScriptedLLM([])).cassette
+        with pytest.raises(CassetteConversionError, match="no interactions"):
+            cassette_to_scenario(empty, name="x")
+
+    def test_a_bad_name_is_refused(self, build: Build) -> None:
+        recorder = record(build, ["hi"], "hello")
+        with pytest.raises(CassetteConversionError, match="is not a scenario name"):
+            cassette_to_scenario(recorder.cassette, name="Bad Name")
+
+    def test_an_empty_response_is_named_by_interaction(self, build: Build) -> None:
+        recorder = RecordingProvider(FunctionLLM(lambda request: ar.InferenceResponse()))
+        build(recorder).execute(ar.AgentState().with_user_message("hi"))
+        with pytest.raises(CassetteConversionError, match="interaction 1: the response is empty"):
+            cassette_to_scenario(recorder.cassette, name="x", path="c.yaml")
+
+    def test_names_come_from_file_names(self) -> None:
+        assert scenario_name("Weather Two_Cities") == "weather-two_cities"
+        assert scenario_name("***") == "recorded-session"
+
+
+class TestCli:
+    @pytest.fixture
+    def cassette(self, tmp_path: Path, build: Build) -> Path:
+        recorder = record(build, [reply("Hello!")], "hi")
+        return save_cassette(recorder.cassette, tmp_path / "Greeting.yaml")
+
+    def test_without_output_the_scenario_goes_to_stdout(self, cassette: Path) -> None:
+        result = cli.invoke(app, ["convert", str(cassette)])
+        assert result.exit_code == 0
+        assert result.output.startswith(f"# Converted from {cassette} by agentrig convert")
+        assert "name: greeting\n" in result.output
+        assert "final_response:" in result.output
+
+    def test_a_name_can_be_given(self, cassette: Path) -> None:
+        result = cli.invoke(app, ["convert", str(cassette), "--name", "hello-world"])
+        assert "name: hello-world\n" in result.output
+
+    @pytest.mark.parametrize(
+        ("arguments", "message"),
+        [
+            (["missing.yaml"], "cannot read the file"),
+            (["{cassette}", "-o", "out.yaml"], "must end in .scenario.yaml"),
+            (["{cassette}", "--name", "Bad Name"], "is not a scenario name"),
+        ],
+    )
+    def test_bad_input_exits_2_with_a_message(
+        self, cassette: Path, arguments: list[str], message: str
+    ) -> None:
+        given = [argument.format(cassette=cassette) for argument in arguments]
+        result = cli.invoke(app, ["convert", *given])
+        assert result.exit_code == 2
+        assert message in result.output
+
+    def test_a_bad_cassette_names_its_line(self, tmp_path: Path) -> None:
+        path = tmp_path / "bad.yaml"
+        path.write_text("version: 3\n", encoding="utf-8")
+        result = cli.invoke(app, ["convert", str(path)])
+        assert result.exit_code == 2
+        assert f"{path}:1:10: version: cassette version 3 is not supported" in result.output
