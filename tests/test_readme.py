@@ -29,3 +29,10 @@ def test_the_agent_example_runs_as_documented() -> None:
     assert state.final_response().to_text() == "2 + 3 = 5"
     assert state.messages().roles() == (ar.Role.USER, ar.Role.ASSISTANT)
     assert ar.AgentState.from_json(state.to_json()) == state
+
+
+def test_every_python_block_is_valid_python() -> None:
+    blocks = python_blocks()
+    assert len(blocks) >= 3
+    for block in blocks:
+        compile(block, "README.md", "exec")
