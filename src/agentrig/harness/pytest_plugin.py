@@ -2,8 +2,10 @@
 
 Inert until asked: scenario files are collected only with ``--agentrig-scenarios`` (or the ini
 option ``agentrig_scenarios = true``), and folders named ``failing`` only when given explicitly.
-Fixtures give the fakes and a harness that runs an agent built in Python against a scenario.
-Heavy imports happen inside the hooks and fixtures that need them.
+Fixtures give the fakes, a harness that runs an agent built in Python against a scenario, and
+record/replay cassettes. One thing is always on (DESIGN §3): agentrig's real providers may not
+reach an LLM API from a test unless it is marked ``agentrig_real_llm``; replayed HTTP cassettes
+are unaffected. Heavy imports happen inside the hooks and fixtures that need them.
 """
 
 from __future__ import annotations
