@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from agentrig import InferenceRequest, Message, Messages, ProviderError, ToolCall, ToolSchema
+from agentrig import (
+    InferenceRequest,
+    Message,
+    Messages,
+    ProviderError,
+    RealLlmCallBlockedError,
+    ToolCall,
+    ToolSchema,
+)
 from agentrig.drivers import AnthropicProvider, OpenAIProvider
 
 vcr = pytest.importorskip("vcr")
@@ -342,3 +350,26 @@ def test_real_llm_calls_are_blocked_unless_the_test_allows_them(pytester: pytest
             "*ERROR at teardown of test_a_call_the_loop_swallowed_still_fails_the_test*",
         ]
     )
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: OpenAIProvider(api_key="sk", base_url="http://127.0.0.1:9/v1", model="m"),
+        lambda: AnthropicProvider(api_key="sk", base_url="http://127.0.0.1:9", model="m"),
+    ],
+    ids=["openai", "anthropic"],
+)
+def test_a_blocked_call_fails_at_once_without_sdk_retries(
+    make: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("anthropic")
+    from agentrig.harness.network_block import block_real_llm_calls
+
+    sleeps: list[float] = []
+    monkeypatch.setattr("time.sleep", sleeps.append)
+    provider = make()  # the SDKs' default max_retries (2) stays on
+    with block_real_llm_calls() as blocker, pytest.raises(RealLlmCallBlockedError):
+        provider.infer(InferenceRequest(messages=Messages.from_text("hi")))
+    assert len(blocker.blocked) == 1
+    assert sleeps == []

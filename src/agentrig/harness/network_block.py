@@ -22,6 +22,16 @@ _POOL_MODULES = ("httpcore2", "httpcore")
 _sending: ContextVar[str | None] = ContextVar("agentrig_real_call_sending", default=None)
 
 
+class _Refused(BaseException):
+    """Carries the refusal from the connection pool to ``sending``. A ``BaseException``, like
+    ``KeyboardInterrupt``, so that SDK retry loops (``except Exception``) neither wrap it as a
+    connection error nor sleep through their back-off retrying it."""
+
+    def __init__(self, error: RealLlmCallBlockedError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class RealCallBlocker:
     """A ``RealCallPolicy`` that refuses real connections; ``blocked`` lists every refusal as
     ``(provider, url)``, so a caller can report it even when the agent loop caught the error."""
@@ -37,6 +47,8 @@ class RealCallBlocker:
         token = _sending.set(provider)
         try:
             yield
+        except _Refused as refused:
+            raise refused.error from None
         finally:
             _sending.reset(token)
 
@@ -58,7 +70,7 @@ class RealCallBlocker:
             port = f":{url.port}" if url.port is not None else ""
             target = f"{url.scheme.decode()}://{url.host.decode()}{port}{url.target.decode()}"
             self.blocked.append((provider, target))
-            raise RealLlmCallBlockedError(provider, target)
+            raise _Refused(RealLlmCallBlockedError(provider, target))
 
         return handle_request
 
