@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
@@ -39,6 +40,24 @@ class MakeAgent(Protocol):
 
 class Start(Protocol):
     def __call__(self, text: str = ..., **fields: Any) -> AgentState: ...
+
+
+REAL_CASSETTES = Path(__file__).resolve().parents[2] / "shared" / "cassettes" / "real"
+"""Cassettes other projects recorded against the real APIs (read in place, never copied)."""
+
+
+@pytest.fixture
+def real_cassette() -> Callable[[str], Path]:
+    """The path of a shared real cassette; skips the test when the shared folder is absent."""
+    pytest.importorskip("vcr")
+
+    def find(relative: str) -> Path:
+        path = REAL_CASSETTES / relative
+        if not path.is_file():
+            pytest.skip(f"shared cassette {relative} not available")
+        return path
+
+    return find
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,23 +17,6 @@ from agentrig import (
     runtime_context,
 )
 from agentrig.fakes import FakeClock, SeededIds
-
-REAL_CASSETTES = Path(__file__).resolve().parents[3] / "shared" / "cassettes" / "real"
-"""Cassettes other projects recorded against the real APIs (read in place, never copied)."""
-
-
-@pytest.fixture
-def real_cassette() -> Callable[[str], Path]:
-    """The path of a shared real cassette; skips the test when the shared folder is absent."""
-    pytest.importorskip("vcr")
-
-    def find(relative: str) -> Path:
-        path = REAL_CASSETTES / relative
-        if not path.is_file():
-            pytest.skip(f"shared cassette {relative} not available")
-        return path
-
-    return find
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,17 +35,9 @@ from agentrig.harness.http_cassettes import (  # noqa: E402
     use_http_cassette,
 )
 
-REAL = Path(__file__).resolve().parents[3] / "shared" / "cassettes" / "real"
 PYDANTIC_OPENAI = (
     "pydantic-ai/test_openai/test_openai_instructions_with_tool_calls_keep_instructions.yaml"
 )
-
-
-def real(relative: str) -> Path:
-    path = REAL / relative
-    if not path.is_file():
-        pytest.skip(f"shared cassette {relative} not available")
-    return path
 
 
 PARSED_BODY_CASSETTE = """\
@@ -79,9 +72,11 @@ def test_parsed_bodies_become_json_text() -> None:
     assert interaction["response"]["headers"]["content-length"] == [str(len(body))]
 
 
-def test_stock_cassettes_keep_their_gzip_binary_bodies() -> None:
+def test_stock_cassettes_keep_their_gzip_binary_bodies(
+    real_cassette: Callable[[str], Path],
+) -> None:
     data = http_cassettes.deserialize(
-        real("llm/test_tools/test_tool_use_chain_of_two_calls.yaml").read_text()
+        real_cassette("llm/test_tools/test_tool_use_chain_of_two_calls.yaml").read_text()
     )
     body = data["interactions"][0]["response"]["body"]["string"]
     assert isinstance(body, bytes)
@@ -189,20 +184,24 @@ def weather_request(question: str = "What is the temperature in Tokyo?") -> Infe
     return InferenceRequest(messages=messages, tools=(ToolSchema(name="get_temperature"),))
 
 
-def test_a_replay_that_leaves_interactions_unplayed_fails() -> None:
+def test_a_replay_that_leaves_interactions_unplayed_fails(
+    real_cassette: Callable[[str], Path],
+) -> None:
     with (
         pytest.raises(UnplayedInteractionsError) as raised,
-        use_http_cassette(real(PYDANTIC_OPENAI)),
+        use_http_cassette(real_cassette(PYDANTIC_OPENAI)),
     ):
         openai_provider(model="gpt-4.1-mini").infer(weather_request())
     assert raised.value.unplayed == ["#2 POST https://api.openai.com/v1/chat/completions"]
     assert "1 of 2 recorded interaction(s)" in str(raised.value)
 
 
-def test_a_request_matching_nothing_fails_with_the_difference() -> None:
+def test_a_request_matching_nothing_fails_with_the_difference(
+    real_cassette: Callable[[str], Path],
+) -> None:
     provider = openai_provider(model="gpt-4.1-mini")
     with (
-        use_http_cassette(real(PYDANTIC_OPENAI), check_all_played=False),
+        use_http_cassette(real_cassette(PYDANTIC_OPENAI), check_all_played=False),
         pytest.raises(ProviderError) as raised,
     ):
         provider.infer(weather_request("What is the temperature in Oslo?"))
@@ -211,8 +210,10 @@ def test_a_request_matching_nothing_fails_with_the_difference() -> None:
     assert "conversation item 1" in message
 
 
-def test_an_anthropic_replay_miss_is_not_retried_into_a_connection_error() -> None:
-    path = real("pydantic-ai/test_anthropic/test_anthropic_mixed_strict_tool_run.yaml")
+def test_an_anthropic_replay_miss_is_not_retried_into_a_connection_error(
+    real_cassette: Callable[[str], Path],
+) -> None:
+    path = real_cassette("pydantic-ai/test_anthropic/test_anthropic_mixed_strict_tool_run.yaml")
     provider = AnthropicProvider(api_key="sk-replay", model="claude-other", max_retries=0)
     with (
         use_http_cassette(path, check_all_played=False),
@@ -279,9 +280,11 @@ def test_record_then_replay(tmp_path: Path) -> None:
 # --- pytest-recording and the network block, through pytester --------------------------------
 
 
-def test_pytest_recording_replays_with_the_documented_setup(pytester: pytest.Pytester) -> None:
+def test_pytest_recording_replays_with_the_documented_setup(
+    pytester: pytest.Pytester, real_cassette: Callable[[str], Path]
+) -> None:
     pytest.importorskip("pytest_recording")
-    path = real(PYDANTIC_OPENAI)
+    path = real_cassette(PYDANTIC_OPENAI)
     pytester.makeconftest(
         """
         import pytest

@@ -36,15 +36,6 @@ pytest.importorskip("anthropic")
 from agentrig.drivers import AnthropicProvider, OpenAIProvider
 from agentrig.harness import http_cassettes
 
-REAL = Path(__file__).resolve().parents[3] / "shared" / "cassettes" / "real"
-
-
-def real(relative: str) -> Path:
-    path = REAL / relative
-    if not path.is_file():
-        pytest.skip(f"shared cassette {relative} not available")
-    return path
-
 
 @tool
 def lookup_population(country: str) -> int:
@@ -118,10 +109,12 @@ CASES = {
 
 @pytest.mark.filterwarnings("ignore:The model 'claude-sonnet-4-5' is deprecated:DeprecationWarning")
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_a_real_session_becomes_a_passing_scenario(name: str, tmp_path: Path) -> None:
+def test_a_real_session_becomes_a_passing_scenario(
+    name: str, tmp_path: Path, real_cassette: Callable[[str], Path]
+) -> None:
     case = CASES[name]
     recorded = tmp_path / "recorded.cassette.yaml"
-    with http_cassettes.use_http_cassette(real(case.http_cassette)):
+    with http_cassettes.use_http_cassette(real_cassette(case.http_cassette)):
         provider = cassette_provider(recorded, case.provider(), mode="once")
         final = run(provider, case)
     provider.assert_complete()
