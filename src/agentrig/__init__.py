@@ -109,6 +109,7 @@ from agentrig.state import (
     ToolSchema,
     TraceMode,
     Usage,
+    message_tags,
 )
 from agentrig.store import MessageStore, Section
 from agentrig.tools import FunctionTool, Tool, ToolContext, ToolExecutor, ToolOutput, Tools, tool
@@ -235,6 +236,7 @@ __all__ = [
     "__version__",
     "compiler_names",
     "get_compiler",
+    "message_tags",
     "register_compiler",
     "runtime_context",
     "tool",

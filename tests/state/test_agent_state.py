@@ -24,6 +24,7 @@ from agentrig import (
     ToolResult,
     TraceMode,
     Usage,
+    message_tags,
     runtime_context,
 )
 from agentrig.fakes import FakeClock, SeededIds
@@ -207,6 +208,48 @@ class TestTaggingAndRouting:
         step = final_step()
         state = AgentState().with_current_step(step)
         assert state.messages()[0].id == step.output_messages[0].id
+
+    @pytest.mark.parametrize("make_step", [tool_step, final_step], ids=["trace", "final"])
+    def test_pre_tagged_messages_are_kept_as_they_are(self, make_step: Any) -> None:
+        # A driver may build its messages already tagged (message_tags); the state then keeps
+        # them, and the result equals tagging by the state.
+        state = AgentState().with_step_started()
+        step = make_step()
+        tagged_by_state = state.with_current_step(step)
+        is_trace = step.step_type() is not AgentStepType.FINAL_RESPONSE
+        tags = message_tags(step.id, state.execution_id(), state.agent_id, is_trace)  # type: ignore[arg-type]
+        pre_tagged = step.evolve(
+            output_messages=Messages(m.with_metadata(**tags) for m in step.output_messages)
+        )
+        kept = state.with_current_step(pre_tagged)
+        assert kept.store() == tagged_by_state.store()
+        assert kept.current_step() == tagged_by_state.current_step()
+        assert kept.current_step().output_messages[0] is pre_tagged.output_messages[0]  # type: ignore[union-attr]
+
+    @pytest.mark.parametrize(
+        "wrong",
+        [
+            {"step_id": "another step"},
+            {"execution_id": "another execution"},
+            {"agent_id": "another agent"},
+            {"is_trace": "yes"},
+        ],
+    )
+    def test_wrong_or_partial_tags_are_replaced(self, wrong: dict[str, Any]) -> None:
+        state = AgentState().with_step_started()
+        step = tool_step()
+        tags = {**message_tags(step.id, state.execution_id(), state.agent_id, True), **wrong}  # type: ignore[arg-type]
+        mistagged = step.evolve(
+            output_messages=Messages(m.with_metadata(**tags) for m in step.output_messages)
+        )
+        state = state.with_current_step(mistagged)
+        for message in state.store().messages_of("execution_buffer"):
+            assert message.metadata == {
+                "step_id": step.id,
+                "execution_id": state.execution_id(),
+                "agent_id": state.agent_id,
+                "is_trace": True,
+            }
 
     def test_a_step_without_output_leaves_the_context_alone(self) -> None:
         state = AgentState()

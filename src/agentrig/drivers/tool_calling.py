@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Self
 
+from pydantic import JsonValue
+
+from agentrig import clock
 from agentrig.compilers import ContextCompiler, ConversationWithCurrentToolTrace
 from agentrig.drivers.base import StepRuntime
 from agentrig.drivers.provider import InferenceProvider
@@ -23,6 +26,7 @@ from agentrig.state import (
     InferenceResponse,
     LlmConfig,
     ToolExecutions,
+    message_tags,
 )
 
 
@@ -107,10 +111,12 @@ class ToolCallingDriver:
             # The loop records the step the stop cut short: the model's answer and its usage
             # are not lost.
             if stop.step is None:
-                stop.step = _step(request, response, stop.tool_executions or ToolExecutions())
+                stop.step = _step(
+                    state, request, response, stop.tool_executions or ToolExecutions()
+                )
             raise
         return state.with_current_step(
-            _step(request, response, executions), trace_mode=runtime.trace_mode
+            _step(state, request, response, executions), trace_mode=runtime.trace_mode
         )
 
     def _request(self, state: AgentState, runtime: StepRuntime) -> InferenceRequest:
@@ -163,32 +169,52 @@ class ToolCallingDriver:
 
 
 def _step(
-    request: InferenceRequest, response: InferenceResponse, executions: ToolExecutions
+    state: AgentState,
+    request: InferenceRequest,
+    response: InferenceResponse,
+    executions: ToolExecutions,
 ) -> AgentStep:
+    step_id = clock.new_id("step")
     make = AgentStep._trusted if type(response) is InferenceResponse else AgentStep
     return make(
+        id=step_id,
         input_messages=request.messages,
-        output_messages=_output_messages(response, executions),
+        output_messages=_output_messages(state, step_id, response, executions),
         inference_response=response,
         tool_executions=executions,
     )
 
 
-def _output_messages(response: InferenceResponse, executions: ToolExecutions) -> Messages:
+def _output_messages(
+    state: AgentState, step_id: str, response: InferenceResponse, executions: ToolExecutions
+) -> Messages:
     """The assistant message (text and calls, as the model sent them), then one tool message per call.
 
     Every part comes from validated objects (the response, the executions), so the messages are
-    built without validating them again; none of them is a trace yet.
+    built without validating them again. They carry the step's tags from the start (a step with
+    tool calls is a trace), so ``AgentState.with_current_step`` need not copy them to tag them.
     """
-    if not response.tool_calls:
+    execution_id = state.execution.execution_id if state.execution is not None else None
+    is_trace = bool(response.tool_calls)
+    if execution_id is None:  # the state will create the execution: it tags the messages
+        tags: dict[str, JsonValue] = {}
+        traces = _NO_TRACES
+    else:
+        tags = message_tags(step_id, execution_id, state.agent_id, is_trace)
+        traces = frozenset((execution_id,)) if is_trace else _NO_TRACES
+    if not is_trace:
         if not response.content:
             return Messages()
         return Messages._tagged(
-            (Message._trusted(role=Role.ASSISTANT, content=response.content),), _NO_TRACES
+            (Message._trusted(role=Role.ASSISTANT, content=response.content, metadata=tags),),
+            traces,
         )
     messages = [
         Message._trusted(
-            role=Role.ASSISTANT, content=response.content, tool_calls=response.tool_calls
+            role=Role.ASSISTANT,
+            content=response.content,
+            tool_calls=response.tool_calls,
+            metadata=tags,
         )
     ]
     for execution in executions:
@@ -203,10 +229,10 @@ def _output_messages(response: InferenceResponse, executions: ToolExecutions) ->
                 role=Role.TOOL,
                 content=result.content,
                 tool_result=result,
-                metadata={"tool_execution_id": execution.id},
+                metadata={"tool_execution_id": execution.id, **tags},
             )
         )
-    return Messages._tagged(tuple(messages), _NO_TRACES)
+    return Messages._tagged(tuple(messages), traces)
 
 
 _NO_TRACES: frozenset[str | None] = frozenset()

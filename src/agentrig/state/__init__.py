@@ -1,6 +1,6 @@
 """The state model: ``AgentState`` and everything it holds (seed 002)."""
 
-from agentrig.state.agent_state import AgentState
+from agentrig.state.agent_state import AgentState, message_tags
 from agentrig.state.context import AgentContext
 from agentrig.state.execution import ExecutionState
 from agentrig.state.inference import InferenceRequest, InferenceResponse, LlmConfig, ToolSchema
@@ -28,4 +28,5 @@ __all__ = [
     "ToolSchema",
     "TraceMode",
     "Usage",
+    "message_tags",
 ]

@@ -108,6 +108,8 @@ class AgentState(Serializable):
 
     def with_llm_config(self, config: LlmConfig | None) -> Self:
         """A state with the LLM config set."""
+        if config is None or type(config) is LlmConfig:  # validated already
+            return self._with(llm_config=config)
         return self._with_checked(llm_config=config)
 
     def with_execution(self, execution: ExecutionState | None) -> Self:
@@ -124,11 +126,14 @@ class AgentState(Serializable):
 
     def with_execution_count(self, count: int) -> Self:
         """A state with the execution counter set."""
+        if type(count) is int and count >= 0:  # the loop's case: nothing to validate
+            return self._with(execution_count=count)
         return self._with_checked(execution_count=count)
 
     def with_step_started(self) -> Self:
         """A state whose execution records the start time of the next step."""
-        return self._with(execution=self._ensure_execution().with_step_started())
+        now = clock.now()
+        return self._with(execution=self._ensure_execution().with_step_started(now), updated_at=now)
 
     def with_current_step(
         self, step: AgentStep, *, trace_mode: TraceMode = TraceMode.SEPARATED
@@ -145,34 +150,33 @@ class AgentState(Serializable):
             return self._with(execution=execution.with_current_step(step))
         is_trace = step.step_type() is not AgentStepType.FINAL_RESPONSE
         execution_id = execution.execution_id
-        tagged = Messages._tagged(
-            tuple(self._tag(m, step.id, execution_id, is_trace) for m in step.output_messages),
-            frozenset((execution_id,)) if is_trace else frozenset(),
-        )
-        step = step._replace(output_messages=tagged)
+        traces = frozenset((execution_id,)) if is_trace else _NO_TRACES
+        outputs = step.output_messages
+        if not _all_tagged(outputs, step.id, execution_id, self.agent_id, is_trace):
+            retagged = tuple(self._tag(m, step.id, execution_id, is_trace) for m in outputs)
+            step = step._replace(output_messages=Messages._tagged(retagged, traces))
+        elif outputs.trace_executions != traces:
+            step = step._replace(output_messages=Messages._tagged(outputs.to_tuple(), traces))
         section = EXECUTION_BUFFER if is_trace and trace_mode is TraceMode.SEPARATED else MESSAGES
-        store = self.context.store.section(section).append(tagged)
+        store = self.context.store.section(section).append(step.output_messages)
         return self._with(
             execution=execution.with_current_step(step),
             context=self.context._replace(store=store),
         )
 
     def _tag(self, message: Message, step_id: str, execution_id: str, is_trace: bool) -> Message:
-        tags: dict[str, JsonValue] = {
-            STEP_ID_KEY: step_id,
-            EXECUTION_ID_KEY: execution_id,
-            AGENT_ID_KEY: self.agent_id,
-        }
-        if is_trace:
-            tags[TRACE_KEY] = True
+        tags = message_tags(step_id, execution_id, self.agent_id, is_trace)
         return message._replace(metadata={**message.metadata, **tags})
 
     def with_current_step_completed(self) -> Self:
         """Archive the step in progress into ``step_executions`` (no-op without one)."""
         if self.execution is None:
             return self
-        execution = self.execution.with_current_step_completed()
-        return self if execution is self.execution else self._with(execution=execution)
+        now = clock.now()
+        execution = self.execution.with_current_step_completed(now)
+        if execution is self.execution:
+            return self
+        return self._with(execution=execution, updated_at=now)
 
     def with_stop_signal(self, signal: StopSignal) -> Self:
         """Add a stop signal to the execution (an execution is created if missing)."""
@@ -355,6 +359,41 @@ class AgentState(Serializable):
 
 
 _STATUSES = tuple(status.value for status in ExecutionStatus)
+_NO_TRACES: frozenset[str | None] = frozenset()
+
+
+def message_tags(
+    step_id: str, execution_id: str, agent_id: str, is_trace: bool
+) -> dict[str, JsonValue]:
+    """The metadata entries ``AgentState.with_current_step`` adds to a step's output messages.
+
+    A driver that builds its messages with these entries already in place (after its own) saves
+    the state a copy of every message.
+    """
+    tags: dict[str, JsonValue] = {
+        STEP_ID_KEY: step_id,
+        EXECUTION_ID_KEY: execution_id,
+        AGENT_ID_KEY: agent_id,
+    }
+    if is_trace:
+        tags[TRACE_KEY] = True
+    return tags
+
+
+def _all_tagged(
+    messages: Messages, step_id: str, execution_id: str, agent_id: str, is_trace: bool
+) -> bool:
+    """True when every message already carries exactly the tags ``_tag`` would add."""
+    for message in messages:
+        metadata = message.metadata
+        if (
+            metadata.get(STEP_ID_KEY) != step_id
+            or metadata.get(EXECUTION_ID_KEY) != execution_id
+            or metadata.get(AGENT_ID_KEY) != agent_id
+            or (metadata.get(TRACE_KEY) is True) is not is_trace
+        ):
+            return False
+    return True
 
 
 def _require(value: object, kind: type, field: str) -> None:

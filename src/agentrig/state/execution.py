@@ -37,7 +37,7 @@ class ExecutionState(Serializable):
     @classmethod
     def fresh(cls) -> Self:
         """A new in-progress execution with a new id from the current id factory."""
-        return cls(execution_id=clock.new_id("execution"), started_at=clock.now())
+        return cls._trusted(execution_id=clock.new_id("execution"), started_at=clock.now())
 
     def should_stop(self) -> bool:
         """Stop when failed or on signals (unless continuation was requested); continue while
@@ -77,10 +77,10 @@ class ExecutionState(Serializable):
         """Seconds from start to completion (or to now)."""
         return ((self.completed_at or clock.now()) - self.started_at).total_seconds()
 
-    def with_step_started(self) -> Self:
-        """Mark the start time of the next step."""
+    def with_step_started(self, at: datetime | None = None) -> Self:
+        """Mark the start time of the next step (``at``, default now)."""
         return self._replace(
-            current_step_started_at=clock.now(),
+            current_step_started_at=at or clock.now(),
             continuation=self.continuation.with_continuation_requested(False),
         )
 
@@ -96,8 +96,9 @@ class ExecutionState(Serializable):
         """Ask the loop to continue once despite signals."""
         return self._replace(continuation=self.continuation.with_continuation_requested(True))
 
-    def with_current_step_completed(self) -> Self:
-        """End the step: archive the step in progress, if any, and reset the continuation request.
+    def with_current_step_completed(self, at: datetime | None = None) -> Self:
+        """End the step at ``at`` (default now): archive the step in progress, if any, and reset
+        the continuation request.
 
         The request is reset even when the step was aborted before it was recorded, so that it
         never outlives the one evaluation it was made for.
@@ -107,7 +108,7 @@ class ExecutionState(Serializable):
                 return self
             return self._replace(continuation=self.continuation.with_continuation_requested(False))
         step = self.current_step
-        now = clock.now()
+        now = at or clock.now()
         continuation = self.continuation.with_continuation_requested(False)
         record = StepExecution._trusted(
             id=step.id,
