@@ -209,12 +209,14 @@ def _output_messages(
             (Message._trusted(role=Role.ASSISTANT, content=response.content, metadata=tags),),
             traces,
         )
+    created_at = clock.now()  # one reading: the step's messages are made together
     messages = [
         Message._trusted(
             role=Role.ASSISTANT,
             content=response.content,
             tool_calls=response.tool_calls,
             metadata=tags,
+            created_at=created_at,
         )
     ]
     for execution in executions:
@@ -230,6 +232,7 @@ def _output_messages(
                 content=result.content,
                 tool_result=result,
                 metadata={"tool_execution_id": execution.id, **tags},
+                created_at=created_at,
             )
         )
     return Messages._tagged(tuple(messages), traces)

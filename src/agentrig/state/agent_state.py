@@ -65,7 +65,8 @@ class AgentState(Serializable):
 
     def _with(self, **changes: Any) -> Self:
         """A copy with internal, already-typed ``changes`` and a new ``updated_at``."""
-        changes.setdefault("updated_at", clock.now())
+        if "updated_at" not in changes:
+            changes["updated_at"] = clock.now()
         return self._replace(**changes)
 
     def _with_checked(self, **changes: Any) -> Self:
