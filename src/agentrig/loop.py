@@ -132,7 +132,7 @@ class AgentLoop:
         if state.should_stop():
             if not state.continuation().stop_signals:
                 state = state.with_stop_signal(
-                    StopSignal(reason=StopReason.COMPLETED, source=LOOP_SOURCE)
+                    StopSignal._trusted(reason=StopReason.COMPLETED, source=LOOP_SOURCE)
                 )
             state = self._evaluated(state, should_stop=True)
             state = self._on_stop(state)

@@ -37,7 +37,11 @@ class ExecutionState(Serializable):
     @classmethod
     def fresh(cls) -> Self:
         """A new in-progress execution with a new id from the current id factory."""
-        return cls._trusted(execution_id=clock.new_id("execution"), started_at=clock.now())
+        return cls._trusted(
+            execution_id=clock.new_id("execution"),
+            started_at=clock.now(),
+            continuation=ExecutionContinuation._trusted(),
+        )
 
     def should_stop(self) -> bool:
         """Stop when failed or on signals (unless continuation was requested); continue while
