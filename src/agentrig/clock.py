@@ -165,7 +165,10 @@ def runtime_context(
 
 class _RuntimeScope:
     """The context manager behind ``runtime_context`` (a class: the loop enters one per step, and
-    this is cheaper than a generator-based context manager)."""
+    this is cheaper than a generator-based context manager).
+
+    It can be entered again after each exit (the loop reuses one per run), but not while it is
+    entered."""
 
     __slots__ = ("_clock", "_clock_token", "_ids", "_ids_token")
 

@@ -70,18 +70,19 @@ class AgentLoop:
 
     def iterate(self, state: AgentState) -> Iterator[AgentState]:
         """Yield the state after each step, then the final state."""
-        with self._scope():
+        scope = self._scope()  # entered around each phase, never across a yield; reusable
+        with scope:
             state = self._before_execution(state)
             stop_now = state.continuation().should_stop()
             if stop_now:
                 state = self._evaluated(state, should_stop=True)
                 state = self._on_stop(state)
         while not stop_now:
-            with self._scope():
+            with scope:
                 state, stop_now = self._step(state)
             if not stop_now:
                 yield state
-        with self._scope():
+        with scope:
             final = self._finish(state)
         yield final
 
@@ -152,6 +153,8 @@ class AgentLoop:
 
     def _after_step(self, state: AgentState, step_number: int) -> AgentState:
         state = self._guarded(HookTrigger.AFTER_STEP, state)
+        if not (self.events.wants(AgentStepCompleted) or self.events.wants(TokenUsageReported)):
+            return state
         step = state.current_step()
         if step is None and state.step_count() == step_number:
             step = state.last_step()  # the step failed and was archived with its error
