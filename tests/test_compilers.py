@@ -75,6 +75,21 @@ class TestConversationWithCurrentToolTrace:
         compiled = ConversationWithCurrentToolTrace(["notes", "messages"]).compile(state)
         assert texts(compiled) == ["n", "m"]
 
+    def test_a_long_execution_buffer_follows_the_conversation_in_order(self) -> None:
+        state = running(state_with(Message.user("q"), trace("old", "e-old")))
+        current = state.execution_id()
+        assert current is not None
+        inputs = []
+        for step in range(120):  # as the loop does: two trace messages per step
+            buffer = state.store().section("execution_buffer")
+            pair = Messages.of(trace(f"call{step}", current), trace(f"result{step}", current))
+            state = state.with_message_store(buffer.append(pair))
+            inputs.append(ConversationWithCurrentToolTrace().compile(state))
+        buffered = [text for step in range(120) for text in (f"call{step}", f"result{step}")]
+        assert texts(inputs[-1]) == ["q", *buffered]
+        assert texts(inputs[40]) == ["q", *buffered[:82]]
+        assert inputs[-1][1:] == state.store().messages_of("execution_buffer")
+
 
 class TestSelectedAndAllSections:
     def state(self) -> AgentState:

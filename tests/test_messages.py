@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import tracemalloc
+from collections.abc import Callable
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentrig import (
     InvalidInputError,
@@ -170,3 +175,182 @@ class TestMessages:
         assert listed[0]["role"] == "user"
         assert listed[0]["content"] == "hi"
         assert isinstance(listed[0]["created_at"], str)
+
+
+# Long lists: ``Messages`` keeps its messages in shared chunks (of 32); these tests check through
+# the public API that the chunking never shows: lengths around and across chunk boundaries.
+POOL = tuple(
+    Message.user(f"m{index}")
+    if index % 3
+    else Message.assistant(f"t{index}").with_metadata(is_trace=True, execution_id=f"e{index % 2}")
+    for index in range(300)
+)
+SIZES = (0, 1, 2, 31, 32, 33, 63, 64, 65, 100, 300)
+
+
+def built_by_appends(count: int, step: int = 2) -> Messages:
+    messages = Messages()
+    for start in range(0, count, step):
+        messages = messages.appended(*POOL[start : min(start + step, count)])
+    return messages
+
+
+def expected_traces(messages: tuple[Message, ...] | list[Message]) -> frozenset[str | None]:
+    return frozenset(message.execution_id for message in messages if message.is_trace)
+
+
+def assert_same_as(messages: Messages, flat: tuple[Message, ...] | list[Message]) -> None:
+    flat = tuple(flat)
+    assert messages.to_tuple() == flat
+    assert tuple(messages) == flat
+    assert len(messages) == len(flat)
+    assert bool(messages) == bool(flat)
+    assert messages == Messages(flat)
+    assert messages.first() == (flat[0] if flat else None)
+    assert messages.last() == (flat[-1] if flat else None)
+    assert messages.trace_executions == expected_traces(flat)
+    assert messages.roles() == tuple(message.role for message in flat)
+
+
+class TestLongMessages:
+    @pytest.mark.parametrize("step", [1, 2, 3, 31, 32, 33, 70])
+    def test_appends_keep_order_and_equal_the_flat_list(self, step: int) -> None:
+        for count in SIZES:
+            assert_same_as(built_by_appends(count, step), POOL[:count])
+
+    def test_concat_of_long_lists_keeps_order(self) -> None:
+        for left in SIZES:
+            for right in SIZES:
+                first = built_by_appends(left, 3)
+                tail = POOL[-right:] if right else ()
+                assert_same_as(Messages.concat(first, Messages(tail)), POOL[:left] + tail)
+                # a short head before many chunks: it meets the end of ``first`` in one chunk
+                second = Messages.concat(Messages(POOL[:2]), Messages(tail))
+                assert_same_as(Messages.concat(first, second), POOL[:left] + POOL[:2] + tail)
+
+    def test_concat_of_many_parts_and_of_concatenations(self) -> None:
+        parts = [Messages(POOL[start : start + 17]) for start in range(0, 300, 17)]
+        joined = Messages.concat(*parts)
+        assert_same_as(joined, POOL)
+        nested = Messages.concat(
+            Messages.concat(*parts[:5]), Messages(), Messages.concat(*parts[5:])
+        )
+        assert_same_as(nested, POOL)
+        assert nested == joined
+
+    def test_equality_does_not_depend_on_how_a_list_was_built(self) -> None:
+        by_appends = built_by_appends(200, 7)
+        by_concat = Messages.concat(Messages(POOL[:5]), Messages(POOL[5:200]))
+        assert by_appends == by_concat == Messages(POOL[:200])
+        assert by_appends != Messages(POOL[:199])
+        assert by_appends != Messages((*POOL[:199], POOL[250]))
+        assert by_appends != by_appends.appended(POOL[0])
+
+    def test_indexing_across_chunk_boundaries(self) -> None:
+        messages = Messages.concat(built_by_appends(70, 3), Messages(POOL[70:150]))
+        flat = POOL[:150]
+        for index in range(-150, 150):
+            assert messages[index] is flat[index]
+        for bad in (150, 1000, -151):
+            with pytest.raises(IndexError):
+                messages[bad]
+
+    def test_slicing_across_chunk_boundaries(self) -> None:
+        messages = built_by_appends(150, 5)
+        flat = POOL[:150]
+        for part in (
+            slice(30, 70),
+            slice(None, 33),
+            slice(-40, None),
+            slice(None, None, 7),
+            slice(100, 20, -3),
+            slice(200, 300),
+        ):
+            sliced = messages[part]
+            assert isinstance(sliced, Messages)
+            assert_same_as(sliced, flat[part])
+
+    def test_filtered_extended_and_text_of_long_lists(self) -> None:
+        messages = built_by_appends(200)
+        flat = POOL[:200]
+        assert_same_as(messages.for_roles(Role.USER), [m for m in flat if m.role is Role.USER])
+        assert_same_as(messages.filtered(lambda m: m.is_trace), [m for m in flat if m.is_trace])
+        assert_same_as(messages.extended(POOL[200:]), POOL)
+        assert messages.to_text() == "\n".join(m.content for m in flat)
+        assert messages.to_list() == [m.model_dump(mode="json") for m in flat]
+        assert repr(messages) == f"Messages({list(flat)!r})"
+
+    def test_retained_versions_share_storage(self) -> None:
+        """Keeping every appended version of a long list (as every step keeps its input) costs
+        far less than a copy of the list per version."""
+        buffer = Messages(POOL * 7)  # 2100 messages
+        head = Messages.of(POOL[0])
+        versions = 200
+        extra = [(POOL[index], POOL[index + 1]) for index in range(versions)]
+        kept: list[Messages] = []
+        started = not tracemalloc.is_tracing()
+        if started:
+            tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for pair in extra:  # like a step: the buffer grows, the input joins it to the head
+                buffer = buffer.appended(*pair)
+                kept += (buffer, Messages.concat(head, buffer))
+            grown = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            if started:
+                tracemalloc.stop()
+        flat_copies = len(kept) * 2100 * 8  # at least one pointer per message per kept list
+        assert grown < flat_copies / 8, (grown, flat_copies)
+        assert kept[-1].to_tuple() == (POOL[0], *POOL * 7, *(m for pair in extra for m in pair))
+        assert kept[-2] == kept[-1][1:]
+
+
+# A model-based property: any sequence of operations gives the same messages as a plain list.
+_operation = st.one_of(
+    st.tuples(st.just("append"), st.integers(0, 299), st.integers(0, 40)),
+    st.tuples(st.just("concat_new"), st.integers(0, 299), st.integers(0, 80)),
+    st.tuples(st.just("prepend"), st.integers(0, 299), st.integers(0, 40)),
+    st.tuples(st.just("concat_kept"), st.integers(0, 50), st.booleans()),
+    st.tuples(st.just("filter"), st.integers(2, 5), st.integers(0, 4)),
+    st.tuples(st.just("slice"), st.integers(-100, 100), st.integers(-100, 100)),
+)
+
+
+def with_id_in(ids: set[str]) -> Callable[[Message], bool]:
+    return lambda message: message.id in ids
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_operation, max_size=25))
+def test_any_sequence_of_operations_matches_a_plain_list(
+    operations: list[tuple[str, int, int | bool]],
+) -> None:
+    messages, model = Messages(), []
+    kept: list[tuple[Messages, list[Message]]] = [(messages, model)]
+    for name, first, second in operations:
+        if name == "append":
+            added = list(POOL[first : first + int(second)])
+            messages, model = messages.appended(*added), model + added
+        elif name == "concat_new":
+            other = list(POOL[first : first + int(second)])
+            messages, model = Messages.concat(messages, Messages(other)), model + other
+        elif name == "prepend":
+            other = list(POOL[first : first + int(second)])
+            messages, model = Messages.concat(Messages(other), messages), other + model
+        elif name == "concat_kept":  # with an earlier version, on either side
+            old, old_model = kept[first % len(kept)]
+            if second:
+                messages, model = Messages.concat(old, messages), old_model + model
+            else:
+                messages, model = Messages.concat(messages, old), model + old_model
+        elif name == "filter":
+            divisor, remainder = first, int(second) % first
+            keep = {m.id for i, m in enumerate(POOL) if i % divisor != remainder}
+            messages = messages.filtered(with_id_in(keep))
+            model = [m for m in model if m.id in keep]
+        else:
+            messages, model = messages[first : int(second)], model[first : int(second)]
+        kept.append((messages, model))
+    for version, version_model in kept:
+        assert_same_as(version, version_model)

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from agentrig import InvalidInputError, Message, Messages, MessageStore, Section
+from agentrig import (
+    AgentState,
+    ExecutionStatus,
+    InvalidInputError,
+    Message,
+    Messages,
+    MessageStore,
+    Section,
+)
 
 
 def store_with(**sections: list[str]) -> MessageStore:
@@ -95,3 +103,47 @@ def test_round_trip() -> None:
     store = store_with(messages=["a", "b"], summary=["s"]).with_parameter("k", {"x": 1})
     assert MessageStore.from_dict(store.to_dict()) == store
     assert MessageStore.from_json(store.to_json()) == store
+
+
+def long_store(steps: int = 150) -> MessageStore:
+    """A store grown as the loop grows it: the conversation, then two buffer messages a step."""
+    store = store_with(messages=["question"])
+    for step in range(steps):
+        buffer = store.section("execution_buffer")
+        if step % 3 == 0:
+            store = buffer.append(
+                Messages.of(Message.assistant(f"a{step}"), Message.user(f"r{step}"))
+            )
+        elif step % 3 == 1:
+            store = buffer.append(Message.assistant(f"a{step}")).section("execution_buffer")
+            store = store.append(Message.user(f"r{step}"))
+        else:
+            store = buffer.append([Message.assistant(f"a{step}"), Message.user(f"r{step}")])
+    return store
+
+
+def test_long_sections_keep_every_message_in_order() -> None:
+    store = long_store()
+    expected = [text for step in range(150) for text in (f"a{step}", f"r{step}")]
+    assert [m.content for m in store.messages_of("execution_buffer")] == expected
+    joined = store.select(["messages", "execution_buffer"])
+    assert [m.content for m in joined] == ["question", *expected]
+    assert joined == store.to_messages()
+    assert joined[1:] == store.messages_of("execution_buffer")
+
+
+def test_round_trip_of_a_long_section() -> None:
+    store = long_store()
+    assert MessageStore.from_dict(store.to_dict()) == store
+    assert MessageStore.from_json(store.to_json()) == store
+
+
+def test_round_trip_of_a_state_with_a_long_execution_buffer() -> None:
+    state = AgentState().with_execution_status(ExecutionStatus.IN_PROGRESS)
+    state = state.with_message_store(long_store())
+    restored = AgentState.from_dict(state.to_dict())
+    assert restored == state
+    assert restored.store().messages_of("execution_buffer").to_tuple() == (
+        state.store().messages_of("execution_buffer").to_tuple()
+    )
+    assert restored.messages_for_inference() == state.messages_for_inference()

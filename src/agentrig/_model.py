@@ -315,6 +315,9 @@ class FrozenList(Generic[T]):
     """An immutable sequence that validates in O(1) when it is already of its own type.
 
     Subclasses set ``item_type``. Appending returns a new instance; nothing is ever mutated.
+    Items are kept in a flat tuple, ``_items``; a subclass may keep them otherwise (``Messages``
+    shares chunks) by overriding ``_init_from``, ``appended``, ``to_tuple``, ``first``, ``last``
+    and the dunder methods that read ``_items``: the other methods go through those.
     """
 
     __slots__ = ("_items",)
@@ -342,7 +345,7 @@ class FrozenList(Generic[T]):
 
     def filtered(self, predicate: Callable[[T], bool]) -> Self:
         """A new collection with the items for which ``predicate`` is true."""
-        return self._wrap(tuple(item for item in self._items if predicate(item)))
+        return self._wrap(tuple(item for item in self if predicate(item)))
 
     def first(self) -> T | None:
         """The first item, or None."""
@@ -382,7 +385,7 @@ class FrozenList(Generic[T]):
     __hash__ = None  # type: ignore[assignment]  # items may hold dicts: a value, not a key
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({list(self._items)!r})"
+        return f"{type(self).__name__}({list(self)!r})"
 
     @classmethod
     def __get_pydantic_core_schema__(

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import operator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from enum import StrEnum
 from itertools import chain
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, overload
 
 from pydantic import Field, JsonValue
 
@@ -116,17 +117,26 @@ class Messages(FrozenList[Message]):
 
     It remembers which executions its trace messages came from, so the default compiler can
     decide in O(1) that nothing needs filtering.
+
+    The messages are kept in chunks of at most 32 that lists share: appending a few messages
+    copies at most the last chunk and the tuple of chunk references, and ``concat`` joins the
+    chunk tuples. Every step keeps its input messages, so a flat copy per step would make a
+    run's memory quadratic. The flat tuple (``to_tuple()``, slices, equality) is built on demand
+    and not cached, for the same reason.
     """
 
-    __slots__ = ("_trace_executions",)
+    # ``_chunks``: non-empty tuples of messages, in order; any two neighbours together hold more
+    # than _CHUNK_SIZE, so there are at most 2 * len / _CHUNK_SIZE + 1 of them. The flat
+    # ``_items`` slot of ``FrozenList`` is unused.
+    __slots__ = ("_chunks", "_length", "_trace_executions")
     item_type = Message
 
     def __init__(self, items: Iterable[Message] = ()) -> None:
-        super().__init__(items)
-        self._trace_executions = _trace_executions_of(self._items)
+        self._init_from(tuple(items))
 
     def _init_from(self, items: tuple[Message, ...]) -> None:
-        self._items = items
+        self._chunks = _chunked(items)
+        self._length = len(items)
         self._trace_executions = _trace_executions_of(items)
 
     @classmethod
@@ -135,7 +145,8 @@ class Messages(FrozenList[Message]):
     ) -> Messages:
         """Messages whose trace executions are already known (internal fast path)."""
         new = cls.__new__(cls)
-        new._items = items
+        new._chunks = (items,) if 0 < len(items) <= _CHUNK_SIZE else _chunked(items)
+        new._length = len(items)
         new._trace_executions = trace_executions
         return new
 
@@ -151,29 +162,89 @@ class Messages(FrozenList[Message]):
 
     @classmethod
     def concat(cls, *parts: Messages) -> Messages:
-        """All messages of ``parts``, in order."""
-        parts = tuple([part for part in parts if part._items])
-        if len(parts) == 1:
-            return parts[0]
-        new = cls.__new__(cls)
-        if len(parts) == 2:  # the common case: tuple addition is the cheapest copy
+        """All messages of ``parts``, in order (their chunks are shared, not copied)."""
+        if len(parts) == 2:  # the common case, without the loop
             first, second = parts
-            new._items = first._items + second._items
-            new._trace_executions = first._trace_executions | second._trace_executions
-            return new
-        new._items = tuple(chain.from_iterable(part._items for part in parts))
-        new._trace_executions = frozenset().union(*(part._trace_executions for part in parts))
-        return new
+            if not first._length:
+                return second
+            return _joined(cls, first, second) if second._length else first
+        joined = None
+        for part in parts:
+            if part._length:
+                joined = part if joined is None else _joined(cls, joined, part)
+        return cls() if joined is None else joined
 
     def appended(self, *items: Message) -> Messages:
         """A new list with ``items`` added at the end."""
         if not items:
             return self
         new = Messages.__new__(Messages)
-        new._items = self._items + items
+        chunks = self._chunks
+        if chunks and len(chunks[-1]) + len(items) <= _CHUNK_SIZE:
+            new._chunks = (*chunks[:-1], chunks[-1] + items)
+        else:  # the last chunk and the first new one together hold more than _CHUNK_SIZE
+            new._chunks = chunks + _chunked(items)
+        new._length = self._length + len(items)
         added = _trace_executions_of(items)
-        new._trace_executions = self._trace_executions | added if added else self._trace_executions
+        known = self._trace_executions
+        new._trace_executions = known if not added or added <= known else known | added
         return new
+
+    def to_tuple(self) -> tuple[Message, ...]:
+        """The messages as a tuple (built on each call: O(len))."""
+        chunks = self._chunks
+        if len(chunks) == 1:
+            return chunks[0]
+        return tuple(chain.from_iterable(chunks))
+
+    def first(self) -> Message | None:
+        """The first message, or None."""
+        return self._chunks[0][0] if self._chunks else None
+
+    def last(self) -> Message | None:
+        """The last message, or None."""
+        return self._chunks[-1][-1] if self._chunks else None
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __bool__(self) -> bool:
+        return self._length > 0
+
+    def __iter__(self) -> Iterator[Message]:
+        chunks = self._chunks
+        if len(chunks) == 1:
+            return iter(chunks[0])
+        return chain.from_iterable(chunks)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> Messages: ...
+    def __getitem__(self, index: int | slice) -> Message | Messages:
+        if isinstance(index, slice):
+            return self._wrap(self.to_tuple()[index])
+        position = operator.index(index)
+        if position < 0:  # from the end: the last messages are the ones usually asked for
+            for chunk in reversed(self._chunks):
+                if -position <= len(chunk):
+                    return chunk[position]
+                position += len(chunk)
+        else:
+            for chunk in self._chunks:
+                if position < len(chunk):
+                    return chunk[position]
+                position -= len(chunk)
+        raise IndexError("Messages index out of range")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self) or not isinstance(other, Messages):
+            return NotImplemented
+        if self._length != other._length:
+            return False
+        # Lists from one history usually share chunks and their boundaries: comparing the chunk
+        # tuples then compares shared chunks by identity. Other boundaries need the flat form.
+        return self._chunks == other._chunks or self.to_tuple() == other.to_tuple()
 
     @property
     def trace_executions(self) -> frozenset[str | None]:
@@ -191,22 +262,57 @@ class Messages(FrozenList[Message]):
 
     def roles(self) -> tuple[Role, ...]:
         """The role of each message, in order."""
-        return tuple(message.role for message in self._items)
+        return tuple(message.role for message in self)
 
     def is_empty(self) -> bool:
         """True when there are no messages, or all of them are empty."""
-        return all(message.is_empty() for message in self._items)
+        return all(message.is_empty() for message in self)
 
     def to_text(self) -> str:
         """The non-empty contents joined by newlines."""
-        return "\n".join(message.content for message in self._items if message.content)
+        return "\n".join(message.content for message in self if message.content)
 
     def __str__(self) -> str:
         return self.to_text()
 
     def to_list(self) -> list[dict[str, Any]]:
         """The messages as JSON-compatible dicts."""
-        return [message.model_dump(mode="json") for message in self._items]
+        return [message.model_dump(mode="json") for message in self]
+
+
+_CHUNK_SIZE = 32
+"""Most messages a chunk of ``Messages`` holds: an append copies up to this many references, and
+each list that is kept holds about ``len / _CHUNK_SIZE`` chunk references of its own."""
+
+_Chunks = tuple[tuple[Message, ...], ...]
+
+
+def _chunked(items: tuple[Message, ...]) -> _Chunks:
+    """``items`` as chunks: full ones, then the rest."""
+    if len(items) <= _CHUNK_SIZE:
+        return (items,) if items else ()
+    return tuple(items[start : start + _CHUNK_SIZE] for start in range(0, len(items), _CHUNK_SIZE))
+
+
+def _joined(cls: type[Messages], first: Messages, second: Messages) -> Messages:
+    """``first`` then ``second``, both non-empty: their chunk tuples joined, with the two chunks
+    where they meet merged if they fit in one (which keeps the neighbour rule of ``_chunks``)."""
+    left, right = first._chunks, second._chunks
+    last, head = left[-1], right[0]
+    new = cls.__new__(cls)
+    if len(last) + len(head) > _CHUNK_SIZE:
+        new._chunks = left + right
+    elif len(right) == 1:
+        new._chunks = (*left[:-1], last + head)
+    else:
+        new._chunks = (*left[:-1], last + head, *right[1:])
+    new._length = first._length + second._length
+    known, added = first._trace_executions, second._trace_executions
+    if not added or added <= known:
+        new._trace_executions = known
+    else:
+        new._trace_executions = added if known <= added else known | added
+    return new
 
 
 def _as_role(value: Role | str) -> Role:
