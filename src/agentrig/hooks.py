@@ -9,6 +9,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Self
 
 from agentrig import clock
+from agentrig._frozen import fast_init
 from agentrig.errors import HookContractViolationError
 from agentrig.events import HookExecuted
 from agentrig.messages import ToolCall
@@ -67,6 +68,7 @@ _CONTEXT_FIELDS = (
 )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class HookContext:
     """What a hook sees and may change. Each trigger allows changing only some fields."""
@@ -197,21 +199,19 @@ class HookStack:
 
     def intercept(self, context: HookContext) -> HookContext:
         """Run every hook registered for the context's trigger; each sees the previous output."""
+        events = self._events
         for registered in self._by_trigger[context.trigger]:
             result = registered.hook(context)
             if result is not None and result is not context:
                 _check_contract(registered.name, context, result)
                 context = result
-            if self._events is not None:
-                self._report(registered.name, context)
+            if events is not None and events.wants(HookExecuted):
+                events.dispatch(
+                    HookExecuted.of(
+                        context.state, trigger=context.trigger.value, hook_name=registered.name
+                    )
+                )
         return context
-
-    def _report(self, name: str, context: HookContext) -> None:
-        assert self._events is not None
-        if self._events.wants(HookExecuted):
-            self._events.dispatch(
-                HookExecuted.of(context.state, trigger=context.trigger.value, hook_name=name)
-            )
 
 
 def _triggers(triggers: HookTrigger | str | Iterable[HookTrigger | str]) -> frozenset[HookTrigger]:

@@ -19,7 +19,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from agentrig import clock
+from agentrig._frozen import fast_init
 from agentrig._model import is_json_data, problems_of
+from agentrig._tool_arguments import plain_arguments, plain_plan
 from agentrig.errors import (
     AgentStop,
     InvalidToolArgumentsError,
@@ -32,6 +34,7 @@ from agentrig.state import AgentState, ToolExecution, ToolExecutions, ToolSchema
 from agentrig.state.usage import ZERO_USAGE
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolContext:
     """What a tool may know about the call: the agent state and the tool call itself."""
@@ -40,6 +43,7 @@ class ToolContext:
     tool_call: ToolCall
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolOutput:
     """A tool result with extras: the text the model sees and usage the tool consumed."""
@@ -88,6 +92,8 @@ class FunctionTool(Tool):
         self.description = description or inspect.cleandoc(function.__doc__ or "")
         self._context_param, self._model = _arguments_model(function, self.name)
         self._parameters = _clean_schema(self._model.model_json_schema())
+        self._validate = self._model.__pydantic_validator__.validate_python
+        self._plan = plain_plan(self._model)
 
     def parameters(self) -> dict[str, Any]:
         """JSON Schema derived from the function signature."""
@@ -95,16 +101,19 @@ class FunctionTool(Tool):
 
     def invoke(self, arguments: Mapping[str, Any], context: ToolContext) -> Any:
         """Validate ``arguments`` and call the function."""
-        try:
-            parsed = self._model.model_validate(
-                arguments if type(arguments) is dict else dict(arguments)
-            )
-        except ValidationError as error:
-            raise InvalidToolArgumentsError(self.name, problems_of(error)) from None
-        kwargs = parsed.__dict__.copy()
+        kwargs = None if self._plan is None else plain_arguments(self._plan, arguments)
+        if kwargs is None:
+            kwargs = self._validated(arguments)
         if self._context_param is not None:
             kwargs[self._context_param] = context
         return self.function(**kwargs)
+
+    def _validated(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        try:
+            parsed = self._validate(arguments if type(arguments) is dict else dict(arguments))
+        except ValidationError as error:
+            raise InvalidToolArgumentsError(self.name, problems_of(error)) from None
+        return parsed.__dict__.copy()  # type: ignore[no-any-return]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.function(*args, **kwargs)
@@ -223,13 +232,18 @@ class Tools:
 
 def format_tool_value(value: Any) -> str:
     """The text the model sees for a tool's return value."""
+    kind = type(value)
+    if kind is str:
+        return value  # type: ignore[no-any-return]
+    if kind is int or kind is float:
+        return str(value)
     if isinstance(value, str):
         return value
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int | float):
+    if isinstance(value, _NUMBERS):
         return str(value)
     if isinstance(value, BaseModel):
         return value.model_dump_json()
@@ -237,6 +251,9 @@ def format_tool_value(value: Any) -> str:
         return json.dumps(to_jsonable_python(value), ensure_ascii=False)
     except PydanticSerializationError:
         return str(value)
+
+
+_NUMBERS = (int, float)
 
 
 class ToolExecutor:
@@ -289,8 +306,9 @@ class ToolExecutor:
             state, call = context.state, context.tool_call or call
             if context.is_tool_execution_blocked:
                 return self._blocked(context, call, step_number), state
-        if self.events.wants(ToolCallStarted):
-            self.events.dispatch(
+        events = self.events
+        if events.wants(ToolCallStarted):
+            events.dispatch(
                 ToolCallStarted.of(
                     state,
                     step_number=step_number,
@@ -302,9 +320,11 @@ class ToolExecutor:
         try:
             execution = self._run(call, state)
         except AgentStop as stop:
-            self._completed(state, step_number, call, f"stopped: {stop}")
+            if events.wants(ToolCallCompleted):
+                self._completed(state, step_number, call, f"stopped: {stop}")
             raise
-        self._completed(state, step_number, call, execution.error)
+        if events.wants(ToolCallCompleted):
+            self._completed(state, step_number, call, execution.error)
         if self.hooks.hooks_for(HookTrigger.AFTER_TOOL_USE):
             context = self.hooks.intercept(
                 HookContext(HookTrigger.AFTER_TOOL_USE, state, tool_execution=execution)
@@ -315,17 +335,16 @@ class ToolExecutor:
     def _completed(
         self, state: AgentState, step_number: int, call: ToolCall, error: str | None
     ) -> None:
-        if self.events.wants(ToolCallCompleted):
-            self.events.dispatch(
-                ToolCallCompleted.of(
-                    state,
-                    step_number=step_number,
-                    tool=call.name,
-                    tool_call_id=call.id,
-                    success=error is None,
-                    error=error,
-                )
+        self.events.dispatch(
+            ToolCallCompleted.of(
+                state,
+                step_number=step_number,
+                tool=call.name,
+                tool_call_id=call.id,
+                success=error is None,
+                error=error,
             )
+        )
 
     def _blocked(self, context: HookContext, call: ToolCall, step_number: int) -> ToolExecution:
         execution = context.tool_execution

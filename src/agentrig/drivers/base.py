@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from agentrig._frozen import fast_init
 from agentrig.events import EventBus
 from agentrig.hooks import HookStack
 from agentrig.state import AgentState, TraceMode
 from agentrig.tools import ToolExecutor, Tools
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StepRuntime:
     """What the loop lends a driver for one step."""
