@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import functools
+import inspect
+from types import MappingProxyType
+from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import BaseModel, Field
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from agentrig import (
     AgentState,
@@ -24,6 +29,7 @@ from agentrig import (
     Usage,
     tool,
 )
+from agentrig._tool_arguments import plain_arguments, plain_plan
 from agentrig.fakes import ScriptedLLM, ScriptedTool, ToolReply, call, reply
 
 
@@ -307,3 +313,217 @@ class TestToolsInTheLoop:
         final = make_agent(ScriptedLLM([call("halt")]), [halt]).execute(start())
         assert final.last_stop_reason() is StopReason.STOP_REQUESTED
         assert final.status() is ExecutionStatus.STOPPED
+
+
+# --- the plain-argument shortcut: same result as pydantic, or it stands aside ------------------
+
+
+@functools.cache
+def _reference_model(function: Any) -> type[BaseModel]:
+    fields = {
+        name: (
+            Any if param.annotation is inspect.Parameter.empty else param.annotation,
+            ... if param.default is inspect.Parameter.empty else param.default,
+        )
+        for name, param in inspect.signature(function, eval_str=True).parameters.items()
+        if name != "context"
+    }
+    return create_model("reference", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def _reference(function: Any, arguments: dict[str, Any]) -> dict[str, Any] | str:
+    """What pydantic makes of ``arguments`` for ``function``'s parameters, or "invalid"."""
+    try:
+        return dict(_reference_model(function).model_validate(arguments).__dict__)
+    except ValidationError:
+        return "invalid"
+
+
+def _typed(values: dict[str, Any] | str) -> Any:
+    """Values with their exact types (NaN made comparable), for an exact comparison."""
+    if isinstance(values, str):
+        return values
+    return {
+        name: (type(value), "nan" if value != value else value) for name, value in values.items()
+    }
+
+
+def echo_ints(a: int, b: int) -> dict[str, Any]:
+    return {"a": a, "b": b}
+
+
+def echo_mixed(
+    count: int,
+    ratio: float,
+    flag: bool,
+    label: str,
+    maybe: int | None,
+    level: float = 0.5,
+    tag: str | None = None,
+    limit: int = 3,
+    anything=None,  # type: ignore[no-untyped-def]
+    context: ToolContext | None = None,
+) -> dict[str, Any]:
+    return {
+        "count": count,
+        "ratio": ratio,
+        "flag": flag,
+        "label": label,
+        "maybe": maybe,
+        "level": level,
+        "tag": tag,
+        "limit": limit,
+        "anything": anything,
+    }
+
+
+def echo_optional(x: bool | None = None, y: float | None = 2.0) -> dict[str, Any]:
+    return {"x": x, "y": y}
+
+
+_VALUES = st.one_of(
+    st.integers(),
+    st.integers(min_value=2**63, max_value=2**70),
+    st.floats(),
+    st.booleans(),
+    st.text(max_size=5),
+    st.sampled_from(["1", "2.5", "true", " 7 ", "\ud800"]),
+    st.none(),
+    st.lists(st.integers(), max_size=2),
+)
+
+
+def _argument_dicts(names: list[str]) -> st.SearchStrategy[dict[str, Any]]:
+    return st.dictionaries(st.sampled_from([*names, "extra"]), _VALUES, max_size=len(names) + 1)
+
+
+_EXACT: dict[Any, st.SearchStrategy[Any]] = {
+    int: st.integers(),
+    float: st.floats(),
+    bool: st.booleans(),
+    str: st.text(max_size=5),
+    int | None: st.one_of(st.integers(), st.none()),
+    str | None: st.one_of(st.text(max_size=5), st.none()),
+    bool | None: st.one_of(st.booleans(), st.none()),
+    float | None: st.one_of(st.floats(), st.none()),
+    inspect.Parameter.empty: _VALUES,
+}
+
+
+def _well_typed(function: Any) -> st.SearchStrategy[dict[str, Any]]:
+    """Argument dicts with every value of exactly its parameter's type; defaults may be left out."""
+    required: dict[str, st.SearchStrategy[Any]] = {}
+    optional: dict[str, st.SearchStrategy[Any]] = {}
+    for name, param in inspect.signature(function, eval_str=True).parameters.items():
+        if name == "context":
+            continue
+        target = required if param.default is inspect.Parameter.empty else optional
+        target[name] = _EXACT[param.annotation]
+    return st.fixed_dictionaries(required, optional=optional)
+
+
+SIGNATURES = [echo_ints, echo_mixed, echo_optional]
+_POSITIVE = Field(default=1, gt=0)
+_made = functools.cache(FunctionTool)
+
+
+class TestPlainArguments:
+    @pytest.mark.parametrize("function", SIGNATURES, ids=lambda f: f.__name__)
+    @settings(max_examples=100, deadline=None)
+    @given(data=st.data())
+    def test_shortcut_answers_like_pydantic(self, function: Any, data: st.DataObject) -> None:
+        made = _made(function)
+        names = list(made.parameters()["properties"])
+        arguments = data.draw(_argument_dicts(names))
+        plan = plain_plan(made._model)
+        assert plan is not None  # these signatures are all plain
+        shortcut = plain_arguments(plan, arguments)
+        expected = _reference(function, arguments)
+        if shortcut is not None:
+            assert _typed(shortcut) == _typed(expected)
+            assert list(shortcut) == list(expected)
+        try:
+            result: dict[str, Any] | str = made.invoke(
+                arguments, ToolContext(AgentState(), ToolCall(name=made.name))
+            )
+        except InvalidToolArgumentsError:
+            result = "invalid"
+        assert _typed(result) == _typed(expected)
+
+    @pytest.mark.parametrize("function", SIGNATURES, ids=lambda f: f.__name__)
+    @settings(max_examples=100, deadline=None)
+    @given(data=st.data())
+    def test_exactly_typed_arguments_take_the_shortcut(
+        self, function: Any, data: st.DataObject
+    ) -> None:
+        arguments = data.draw(_well_typed(function))
+        plan = plain_plan(_made(function)._model)
+        assert plan is not None
+        shortcut = plain_arguments(plan, arguments)
+        assert shortcut is not None
+        assert _typed(shortcut) == _typed(_reference(function, arguments))
+
+    @pytest.mark.parametrize(
+        "arguments",
+        [{"a": 1}, {"a": 1, "b": 2, "c": 3}, {"a": True, "b": 2}, {"a": "1", "b": 2}, {}],
+    )
+    def test_anything_else_goes_to_pydantic(self, arguments: dict[str, Any]) -> None:
+        plan = plain_plan(FunctionTool(echo_ints)._model)
+        assert plan is not None
+        assert plain_arguments(plan, arguments) is None
+
+    def test_a_mapping_that_is_not_a_dict_goes_to_pydantic(self) -> None:
+        plan = plain_plan(FunctionTool(echo_ints)._model)
+        assert plan is not None
+        assert plain_arguments(plan, MappingProxyType({"a": 1, "b": 2})) is None
+        assert (
+            add.invoke(MappingProxyType({"a": 1}), ToolContext(AgentState(), ToolCall(name="add")))
+            == 3
+        )
+
+    def test_the_default_is_handed_over_as_is(self) -> None:
+        plan = plain_plan(FunctionTool(echo_optional)._model)
+        assert plan is not None
+        assert plain_arguments(plan, {}) == {"x": None, "y": 2.0}
+
+    @pytest.mark.parametrize(
+        "function",
+        [
+            lambda a=_POSITIVE: a,
+            lambda a=[1]: a,  # a mutable default: pydantic copies it
+        ],
+    )
+    def test_special_defaults_are_not_plain(self, function: Any) -> None:
+        assert plain_plan(FunctionTool(function, name="f")._model) is None
+
+    def test_constrained_or_special_parameters_are_not_plain(self) -> None:
+        def positive(a: Annotated[int, Field(gt=0)]) -> int:
+            return a
+
+        def strict(a: Annotated[int, Field(strict=True)]) -> int:
+            return a
+
+        def aliased(a: Annotated[int, Field(alias="A")]) -> int:
+            return a
+
+        def made_fresh(a: Annotated[list[int], Field(default_factory=list)]) -> int:
+            return len(a)
+
+        def hidden(a: int, _b: int = 1) -> int:
+            return a
+
+        def nested(point: Point) -> int:
+            return point.x
+
+        def choice(mode: Literal["a", "b"]) -> str:
+            return mode
+
+        for function in (positive, strict, aliased, made_fresh, hidden, nested, choice):
+            assert plain_plan(FunctionTool(function)._model) is None, function.__name__
+
+    def test_errors_are_worded_by_pydantic_still(self) -> None:
+        made = FunctionTool(echo_ints)
+        with pytest.raises(InvalidToolArgumentsError) as raised:
+            made.invoke({"a": 1.5, "b": 2}, ToolContext(AgentState(), ToolCall(name="echo_ints")))
+        assert raised.value.field == "a"
+        assert "integer" in str(raised.value)
