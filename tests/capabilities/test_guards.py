@@ -137,6 +137,17 @@ class TestConfiguration:
         assert signal is not None
         assert signal.reason is StopReason.STEPS_LIMIT
 
+    def test_a_replaced_budget_is_enforced(self) -> None:
+        guards = UseGuards(max_steps=5)
+        assert guards.exceeded(AgentState()) is None
+        guards.budget = ExecutionBudget(max_tokens=0)
+        signal = guards.exceeded(AgentState())
+        assert signal is not None
+        assert (signal.reason, signal.message) == (
+            StopReason.TOKEN_LIMIT,
+            "Token limit reached: 0/0",
+        )
+
     def test_an_empty_budget_installs_no_hook(self, make_agent) -> None:
         agent = make_agent(ScriptedLLM([]), (), UseGuards())
         assert len(agent.hooks) == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError
 from typing import Any
 
 import pytest
@@ -76,6 +77,22 @@ class TestScriptedLLM:
         assert llm.calls[1].response is not None
         assert llm.calls[1].response.content == "two"
         assert llm.exhausted
+
+    def test_call_records_are_numbered_and_stay_the_same_objects(self) -> None:
+        llm = ScriptedLLM(["one", fail("boom"), "three"])
+        llm.infer(request("a"))
+        first = llm.calls
+        with pytest.raises(ProviderError):
+            llm.infer(request("b"))
+        llm.infer(request("c"))
+        records = llm.calls
+        assert records[0] is first[0]
+        assert records == llm.calls
+        assert [(c.number, c.error) for c in records] == [(1, None), (2, "boom"), (3, None)]
+        assert [c.request.messages.to_text() for c in records] == ["a", "b", "c"]
+        assert [c.request for c in records] == list(llm.requests)
+        with pytest.raises(FrozenInstanceError):
+            records[0].number = 5  # type: ignore[misc]
 
     def test_remaining(self) -> None:
         llm = ScriptedLLM(["a", "b", "c"])

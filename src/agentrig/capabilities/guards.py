@@ -53,6 +53,7 @@ class UseGuards:
             else (budget or ExecutionBudget())
         )
         self.finish_reasons = frozenset(FinishReason(reason) for reason in finish_reasons)
+        self._limits = _limits(self.budget)
 
     def install(self, builder: AgentBuilder) -> None:
         """Register the guard hooks."""
@@ -73,31 +74,36 @@ class UseGuards:
 
     def exceeded(self, state: AgentState) -> StopSignal | None:
         """The signal for the first limit ``state`` has reached, or None."""
-        budget = self.budget
-        steps = state.step_count()
-        if budget.max_steps is not None and steps >= budget.max_steps:
-            return _signal(
-                StopReason.STEPS_LIMIT,
-                f"Step limit reached: {steps}/{budget.max_steps}",
-                current_steps=steps,
-                max_steps=budget.max_steps,
-            )
-        usage = state.usage()
-        if budget.max_tokens is not None and usage.total() >= budget.max_tokens:
-            return _signal(
-                StopReason.TOKEN_LIMIT,
-                f"Token limit reached: {usage.total()}/{budget.max_tokens}",
-                total_tokens=usage.total(),
-                max_tokens=budget.max_tokens,
-            )
-        if budget.max_cost is not None and usage.cost >= budget.max_cost:
-            return _signal(
-                StopReason.TOKEN_LIMIT,
-                f"Cost limit reached: {usage.cost}/{budget.max_cost}",
-                cost=usage.cost,
-                max_cost=budget.max_cost,
-            )
-        return self._time_exceeded(state)
+        limits = self._limits
+        if limits[0] is not self.budget:  # read once per budget: this runs before every step
+            limits = self._limits = _limits(self.budget)
+        _, max_steps, max_tokens, max_cost, timed = limits
+        if max_steps is not None:
+            steps = state.step_count()
+            if steps >= max_steps:
+                return _signal(
+                    StopReason.STEPS_LIMIT,
+                    f"Step limit reached: {steps}/{max_steps}",
+                    current_steps=steps,
+                    max_steps=max_steps,
+                )
+        if max_tokens is not None or max_cost is not None:
+            usage = state.usage()
+            if max_tokens is not None and usage.total() >= max_tokens:
+                return _signal(
+                    StopReason.TOKEN_LIMIT,
+                    f"Token limit reached: {usage.total()}/{max_tokens}",
+                    total_tokens=usage.total(),
+                    max_tokens=max_tokens,
+                )
+            if max_cost is not None and usage.cost >= max_cost:
+                return _signal(
+                    StopReason.TOKEN_LIMIT,
+                    f"Cost limit reached: {usage.cost}/{max_cost}",
+                    cost=usage.cost,
+                    max_cost=max_cost,
+                )
+        return self._time_exceeded(state) if timed else None
 
     def _time_exceeded(self, state: AgentState) -> StopSignal | None:
         budget = self.budget
@@ -141,6 +147,15 @@ class UseGuards:
 
     def __repr__(self) -> str:
         return f"UseGuards({self.budget!r})"
+
+
+_Limits = tuple[ExecutionBudget, int | None, int | None, float | None, bool]
+
+
+def _limits(budget: ExecutionBudget) -> _Limits:
+    """The budget, its step, token and cost limits, and whether it limits time."""
+    timed = budget.max_seconds is not None or budget.deadline is not None
+    return budget, budget.max_steps, budget.max_tokens, budget.max_cost, timed
 
 
 def _signal(reason: StopReason, message: str, **context: Any) -> StopSignal:

@@ -101,16 +101,18 @@ def _player(turn: Turn) -> Callable[[], InferenceResponse]:
     content, usage = turn.text, turn.usage
     reason = FinishReason(turn.finish_reason) if turn.finish_reason else None
     reason = reason or (FinishReason.TOOL_CALLS if specs else FinishReason.STOP)
+    make_call, make_response = ToolCall._trusted, InferenceResponse._trusted
 
     def play() -> InferenceResponse:
-        calls = tuple(
-            ToolCall._trusted(name=name, arguments=dict(arguments))
-            if call_id is None
-            else ToolCall._trusted(id=call_id, name=name, arguments=dict(arguments))
-            for call_id, name, arguments in specs
-        )
-        return InferenceResponse._trusted(
-            content=content, tool_calls=calls, usage=usage, finish_reason=reason
+        calls: list[ToolCall] = []
+        for call_id, name, arguments in specs:
+            calls.append(
+                make_call(name=name, arguments=dict(arguments))
+                if call_id is None
+                else make_call(id=call_id, name=name, arguments=dict(arguments))
+            )
+        return make_response(
+            content=content, tool_calls=tuple(calls), usage=usage, finish_reason=reason
         )
 
     return play
@@ -154,28 +156,33 @@ class _Recorder:
 
     def __init__(self, clock: FakeClock | None) -> None:
         self.clock = clock
+        # Each call is logged as a plain tuple; its ``LlmCall`` record is built the first time
+        # ``calls`` is read (once: the records stay the same objects).
+        self._log: list[tuple[InferenceRequest, InferenceResponse | None, str | None]] = []
         self._calls: list[LlmCall] = []
 
     @property
     def calls(self) -> tuple[LlmCall, ...]:
         """Every call made so far."""
-        return tuple(self._calls)
+        made = self._calls
+        for number in range(len(made) + 1, len(self._log) + 1):
+            made.append(LlmCall(number, *self._log[number - 1]))
+        return tuple(made)
 
     @property
     def requests(self) -> tuple[InferenceRequest, ...]:
         """Every request received so far."""
-        return tuple(record.request for record in self._calls)
+        return tuple(request for request, _, _ in self._log)
 
     def _record(
         self, request: InferenceRequest, produce: Callable[[], InferenceResponse]
     ) -> InferenceResponse:
-        number = len(self._calls) + 1
         try:
             response = produce()
         except ProviderError as error:
-            self._calls.append(LlmCall(number, request, None, str(error)))
+            self._log.append((request, None, str(error)))
             raise
-        self._calls.append(LlmCall(number, request, response))
+        self._log.append((request, response, None))
         return response
 
 
@@ -208,7 +215,7 @@ class ScriptedLLM(_Recorder):
                 raise InvalidScriptError(
                     number, "latency needs a FakeClock: ScriptedLLM(..., clock=...)"
                 )
-        self._plays = tuple(_player(turn) for turn in self.turns)
+        self._plays = tuple((turn.latency, _player(turn)) for turn in self.turns)
         self._next = 0
         self.overruns: list[int] = []
         """1-based numbers of calls made after the script ran out."""
@@ -225,14 +232,15 @@ class ScriptedLLM(_Recorder):
 
     def infer(self, request: InferenceRequest) -> InferenceResponse:
         """Play the next turn."""
-        if self._next >= len(self.turns):
+        index = self._next
+        if index >= len(self._plays):
             number = len(self.turns) + len(self.overruns) + 1
             self.overruns.append(number)
             raise ScriptExhaustedError(self.name, number, len(self.turns))
-        turn, play = self.turns[self._next], self._plays[self._next]
-        self._next += 1
-        if turn.latency and self.clock is not None:
-            self.clock.advance(turn.latency)
+        latency, play = self._plays[index]
+        self._next = index + 1
+        if latency and self.clock is not None:
+            self.clock.advance(latency)
         return self._record(request, play)
 
     def assert_complete(self) -> None:
