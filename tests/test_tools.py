@@ -112,6 +112,14 @@ class TestSchema:
     def test_decorated_functions_stay_callable(self) -> None:
         assert add(1, 2) == 3
 
+    def test_the_schema_is_built_once_and_follows_a_renamed_tool(self) -> None:
+        made = FunctionTool(whoami)
+        assert made.schema() is made.schema()
+        made.name, made.description = "who", "Says who."
+        renamed = made.schema()
+        assert (renamed.name, renamed.description) == ("who", "Says who.")
+        assert renamed.parameters == made.parameters()
+
 
 class TestArguments:
     def test_tool_context_is_injected(self) -> None:

@@ -92,12 +92,21 @@ class FunctionTool(Tool):
         self.description = description or inspect.cleandoc(function.__doc__ or "")
         self._context_param, self._model = _arguments_model(function, self.name)
         self._parameters = _clean_schema(self._model.model_json_schema())
+        self._schema: ToolSchema | None = None
         self._validate = self._model.__pydantic_validator__.validate_python
         self._plan = plain_plan(self._model)
 
     def parameters(self) -> dict[str, Any]:
         """JSON Schema derived from the function signature."""
         return self._parameters
+
+    def schema(self) -> ToolSchema:
+        """The tool as the model sees it (built once; again only if the name or description
+        was changed)."""
+        cached = self._schema
+        if cached is None or cached.name != self.name or cached.description != self.description:
+            cached = self._schema = super().schema()
+        return cached
 
     def invoke(self, arguments: Mapping[str, Any], context: ToolContext) -> Any:
         """Validate ``arguments`` and call the function."""
