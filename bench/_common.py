@@ -1,7 +1,8 @@
 """Shared helpers for the benchmark scripts: timing, memory, tables, machine facts, options.
 
 Timing rules: ``time.perf_counter_ns``; the garbage collector is collected before and disabled
-during each timed run; a benchmark reports the median of its repeats. Peak memory comes from a
+during each timed sample; a sample of a short workload spans back-to-back runs, so that it lasts
+at least 20 ms; a benchmark reports the median of its samples. Peak memory comes from a
 separate, untimed run under ``tracemalloc`` (tracing slows code down, so it never overlaps a
 timed run). Setup (building an agent, its script and its input) and result checks happen outside
 the timed region.
@@ -34,18 +35,40 @@ def timed_ns(prepare: Callable[[], Prepared]) -> tuple[int, Any]:
     Collecting before the preparation rather than right before the run keeps the run from paying
     for the memory a full collection hands back to the system.
     """
+    elapsed, results = timed_loops_ns(prepare, 1)
+    return round(elapsed), results[0]
+
+
+def timed_loops_ns(prepare: Callable[[], Prepared], loops: int) -> tuple[float, list[Any]]:
+    """Like ``timed_ns``, for ``loops`` runs prepared up front and timed back to back:
+    ``(elapsed ns per run, every run's result)``.
+
+    A run of a millisecond or so, timed alone, mostly measures cold caches and the timer; as
+    pyperf does, one sample then spans several runs (see ``loops_for``).
+    """
     gc.collect()
-    run = prepare()
+    runs = [prepare() for _ in range(loops)]
+    results: list[Any] = []
     enabled = gc.isenabled()
     gc.disable()
     try:
         started = time.perf_counter_ns()
-        result = run()
+        for run in runs:
+            results.append(run())
         elapsed = time.perf_counter_ns() - started
     finally:
         if enabled:
             gc.enable()
-    return elapsed, result
+    return elapsed / loops, results
+
+
+MIN_SAMPLE_NS = 20_000_000
+"""Shortest timed sample (20 ms): shorter workloads are run back to back within one sample."""
+
+
+def loops_for(run_ns: float) -> int:
+    """How many back-to-back runs of ``run_ns`` one sample needs to last ``MIN_SAMPLE_NS``."""
+    return max(1, min(1000, -(-MIN_SAMPLE_NS // max(1, int(run_ns)))))
 
 
 def peak_bytes(prepare: Callable[[], Prepared]) -> tuple[int, Any]:

@@ -9,7 +9,9 @@ buffer is on (the default). The floor does the same work on plain dicts and list
     .venv/bin/python bench/loop.py --quick         # a smoke run
     .venv/bin/python bench/loop.py --sizes 10,1000 --repeats 9 --json results/loop.json
 
-Prints median µs per step, peak memory (a separate run under tracemalloc), the ratio
+Prints the median µs per step over samples (a sample runs the workload back to back until it
+lasts at least 20 ms, as pyperf does: a single run of W(10) takes about a millisecond, which
+mostly times cold caches), peak memory (a separate run under tracemalloc), the ratio
 agentrig/floor for each N, and the growth ratio: µs/step at the largest N divided by µs/step at
 the smallest (N=1000 vs N=10 by default; linear cost gives about 1).
 """
@@ -37,18 +39,26 @@ def measure(n: int, repeats: int) -> dict[str, Any]:
     Runs alternate between the two so that a change in machine load hits both alike.
     """
     steps = n + 1
-    # Warm-up run of each, checked.
-    workload.check_agentrig(n, workload.prepare_agentrig(n)())
-    workload.check_floor(n, workload.prepare_floor(n)())
-    agentrig_ns: list[int] = []
-    floor_ns: list[int] = []
+    # Warm-up run of each, checked; its time sets how many runs one sample spans.
+    elapsed, final = common.timed_ns(lambda: workload.prepare_agentrig(n))
+    workload.check_agentrig(n, final)
+    agentrig_loops = common.loops_for(elapsed)
+    elapsed, result = common.timed_ns(lambda: workload.prepare_floor(n))
+    workload.check_floor(n, result)
+    floor_loops = common.loops_for(elapsed)
+    agentrig_ns: list[float] = []
+    floor_ns: list[float] = []
     for _ in range(repeats):
-        elapsed, final = common.timed_ns(lambda: workload.prepare_agentrig(n))
-        workload.check_agentrig(n, final)
-        agentrig_ns.append(elapsed)
-        elapsed, result = common.timed_ns(lambda: workload.prepare_floor(n))
-        workload.check_floor(n, result)
-        floor_ns.append(elapsed)
+        per_run, finals = common.timed_loops_ns(
+            lambda: workload.prepare_agentrig(n), agentrig_loops
+        )
+        for final in finals:
+            workload.check_agentrig(n, final)
+        agentrig_ns.append(per_run)
+        per_run, results = common.timed_loops_ns(lambda: workload.prepare_floor(n), floor_loops)
+        for result in results:
+            workload.check_floor(n, result)
+        floor_ns.append(per_run)
     agentrig_peak, final = common.peak_bytes(lambda: workload.prepare_agentrig(n))
     workload.check_agentrig(n, final)
     floor_peak, result = common.peak_bytes(lambda: workload.prepare_floor(n))
@@ -59,6 +69,8 @@ def measure(n: int, repeats: int) -> dict[str, Any]:
         "n": n,
         "steps": steps,
         "repeats": repeats,
+        "agentrig_runs_per_sample": agentrig_loops,
+        "floor_runs_per_sample": floor_loops,
         "agentrig_us_per_step": agentrig_us,
         "agentrig_us_per_step_min": min(agentrig_ns) / 1000 / steps,
         "floor_us_per_step": floor_us,
@@ -125,7 +137,10 @@ def main() -> None:
     info = common.machine()
     print("bench/loop.py: W(N) full loop, agentrig vs bare-Python floor (same process)")
     print(common.machine_line(info))
-    print(f"median of {repeats} runs per N; peak memory from a separate tracemalloc run\n")
+    print(
+        f"median of {repeats} samples per N (a sample: runs back to back for at least "
+        f"{common.MIN_SAMPLE_NS // 1_000_000} ms); peak memory from a separate tracemalloc run\n"
+    )
     results = [measure(n, repeats) for n in sizes]
     rows = [
         (
