@@ -76,6 +76,17 @@ class MessageStore(Serializable):
                 return self._replace(sections=(*sections[:index], new, *sections[index + 1 :]))
         return self._replace(sections=(*sections, new))
 
+    def _appended(self, name: str, messages: Messages) -> Self:
+        """A copy with ``messages`` (non-empty, of type ``Messages``) appended to section
+        ``name``: ``section(name).append(messages)`` in one pass over the sections."""
+        sections = self.sections
+        for index, section in enumerate(sections):
+            if section.name == name:
+                joined = Messages.concat(section.messages, messages)
+                new = Section._trusted(name=name, messages=joined)
+                return self._replace(sections=(*sections[:index], new, *sections[index + 1 :]))
+        return self._replace(sections=(*sections, Section._trusted(name=name, messages=messages)))
+
     def _without_section(self, name: str) -> Self:
         kept = tuple(section for section in self.sections if section.name != name)
         return self if len(kept) == len(self.sections) else self._replace(sections=kept)
@@ -119,7 +130,7 @@ class SectionRef:
         if type(messages) is Messages:  # its trace executions are known: no per-message scan
             if not messages:
                 return self._store
-            return self._store._with_section(self._name, Messages.concat(self.messages(), messages))
+            return self._store._appended(self._name, messages)
         added = _as_tuple(messages)
         if not added:
             return self._store

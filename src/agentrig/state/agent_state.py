@@ -159,7 +159,7 @@ class AgentState(Serializable):
         elif outputs.trace_executions != traces:
             step = step._replace(output_messages=Messages._tagged(outputs.to_tuple(), traces))
         section = EXECUTION_BUFFER if is_trace and trace_mode is TraceMode.SEPARATED else MESSAGES
-        store = self.context.store.section(section).append(step.output_messages)
+        store = self.context.store._appended(section, step.output_messages)
         return self._with(
             execution=execution.with_current_step(step),
             context=self.context._replace(store=store),
