@@ -18,6 +18,7 @@ the smallest (N=1000 vs N=10 by default; linear cost gives about 1).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import _common as common
@@ -33,32 +34,49 @@ REFERENCE_FLOOR_US = 8.0
 """The upper end of the floor issue #5 quotes for its reference 2-core machine (5-8 µs/step)."""
 
 
-def measure(n: int, repeats: int) -> dict[str, Any]:
-    """Median µs/step and peak memory of agentrig and of the floor on W(n).
-
-    Runs alternate between the two so that a change in machine load hits both alike.
-    """
-    steps = n + 1
-    # Warm-up run of each, checked; its time sets how many runs one sample spans.
+def calibrate(n: int) -> tuple[int, int]:
+    """Runs per sample for agentrig and for the floor on W(n), from one checked warm-up run each."""
     elapsed, final = common.timed_ns(lambda: workload.prepare_agentrig(n))
     workload.check_agentrig(n, final)
     agentrig_loops = common.loops_for(elapsed)
     elapsed, result = common.timed_ns(lambda: workload.prepare_floor(n))
     workload.check_floor(n, result)
-    floor_loops = common.loops_for(elapsed)
-    agentrig_ns: list[float] = []
-    floor_ns: list[float] = []
+    return agentrig_loops, common.loops_for(elapsed)
+
+
+def sample(n: int, loops: tuple[int, int]) -> tuple[float, float]:
+    """One checked sample of each on W(n): ns per run of agentrig, then of the floor."""
+    agentrig_ns, finals = common.timed_loops_ns(lambda: workload.prepare_agentrig(n), loops[0])
+    for final in finals:
+        workload.check_agentrig(n, final)
+    floor_ns, results = common.timed_loops_ns(lambda: workload.prepare_floor(n), loops[1])
+    for result in results:
+        workload.check_floor(n, result)
+    return agentrig_ns, floor_ns
+
+
+def measure(sizes: Sequence[int], repeats: int) -> list[dict[str, Any]]:
+    """Median µs/step and peak memory of agentrig and of the floor on W(n) for each size.
+
+    Samples take turns: agentrig then the floor, for every size, then the next round. A spell
+    of machine load then hits both alike and every size alike, rather than the sizes measured
+    during it (this machine's speed drifts by up to 2x over minutes).
+    """
+    loops = {n: calibrate(n) for n in sizes}
+    samples: dict[int, list[tuple[float, float]]] = {n: [] for n in sizes}
     for _ in range(repeats):
-        per_run, finals = common.timed_loops_ns(
-            lambda: workload.prepare_agentrig(n), agentrig_loops
-        )
-        for final in finals:
-            workload.check_agentrig(n, final)
-        agentrig_ns.append(per_run)
-        per_run, results = common.timed_loops_ns(lambda: workload.prepare_floor(n), floor_loops)
-        for result in results:
-            workload.check_floor(n, result)
-        floor_ns.append(per_run)
+        for n in sizes:
+            samples[n].append(sample(n, loops[n]))
+    return [row(n, repeats, loops[n], samples[n]) for n in sizes]
+
+
+def row(
+    n: int, repeats: int, loops: tuple[int, int], samples: list[tuple[float, float]]
+) -> dict[str, Any]:
+    """The result row of W(n), with peak memory from a separate traced run of each."""
+    steps = n + 1
+    agentrig_ns = [pair[0] for pair in samples]
+    floor_ns = [pair[1] for pair in samples]
     agentrig_peak, final = common.peak_bytes(lambda: workload.prepare_agentrig(n))
     workload.check_agentrig(n, final)
     floor_peak, result = common.peak_bytes(lambda: workload.prepare_floor(n))
@@ -69,8 +87,8 @@ def measure(n: int, repeats: int) -> dict[str, Any]:
         "n": n,
         "steps": steps,
         "repeats": repeats,
-        "agentrig_runs_per_sample": agentrig_loops,
-        "floor_runs_per_sample": floor_loops,
+        "agentrig_runs_per_sample": loops[0],
+        "floor_runs_per_sample": loops[1],
         "agentrig_us_per_step": agentrig_us,
         "agentrig_us_per_step_min": min(agentrig_ns) / 1000 / steps,
         "floor_us_per_step": floor_us,
@@ -141,7 +159,7 @@ def main() -> None:
         f"median of {repeats} samples per N (a sample: runs back to back for at least "
         f"{common.MIN_SAMPLE_NS // 1_000_000} ms); peak memory from a separate tracemalloc run\n"
     )
-    results = [measure(n, repeats) for n in sizes]
+    results = measure(sizes, repeats)
     rows = [
         (
             row["n"],
