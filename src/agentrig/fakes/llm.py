@@ -13,6 +13,7 @@ from agentrig.fakes.clock import FakeClock
 from agentrig.fakes.errors import InvalidScriptError, ScriptExhaustedError, UnusedTurnsError
 from agentrig.messages import ToolCall
 from agentrig.state import FinishReason, InferenceRequest, InferenceResponse, Usage
+from agentrig.state.usage import ZERO_USAGE
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class Turn:
 
     text: str = ""
     calls: tuple[CallSpec, ...] = ()
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = ZERO_USAGE
     finish_reason: FinishReason | None = None
     latency: float = 0.0
     error: str | None = None
