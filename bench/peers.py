@@ -10,12 +10,15 @@ that supports tool calls) and the OpenAI Agents SDK (a scripted ``Model``); inst
 
 Each framework runs through its usual synchronous entry point (``AgentLoop.execute``,
 ``Agent.run_sync``, ``graph.invoke``, ``Runner.run_sync``). For every N the frameworks take turns,
-run by run, so that a change in machine load hits all of them alike; the table shows the median
-µs per step and the ratio peer/agentrig.
+sample by sample, so that a change in machine load hits all of them alike; a sample lasts at
+least 20 ms, as in ``bench/loop.py``. The table shows the median µs per step and the ratio
+peer/agentrig; where issue #5 quotes the fastest peer's figure for its reference machine, agentrig
+is also scaled to that machine by how much slower the fastest peer ran here.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 from collections.abc import Callable
 from typing import Any
@@ -29,6 +32,9 @@ QUICK_SIZES = (3, 5)
 REPEATS = 3
 QUICK_REPEATS = 1
 INSTALL_HINT = "pip install 'agentrig[bench]'"
+TARGET_US_PER_STEP = 100.0
+REFERENCE_FASTEST_PEER_US = {10: 2000.0, 300: 3100.0}
+"""µs/step of the fastest peer on issue #5's reference 2-core machine, at the N it quotes."""
 
 Framework = tuple[Callable[[int], Callable[[], Any]], Callable[[int, Any], None]]
 
@@ -50,15 +56,24 @@ def frameworks(selected: list[str] | None) -> tuple[dict[str, Framework], dict[s
 
 
 def measure(found: dict[str, Framework], n: int, repeats: int) -> dict[str, dict[str, Any]]:
-    """Median µs per step of every framework on W(n), runs interleaved."""
+    """Median µs per step of every framework on W(n), samples taking turns between frameworks.
+
+    As in ``bench/loop.py``, a sample lasts at least 20 ms: a framework whose run of W(n) is
+    shorter runs it back to back within one sample (agentrig at small N; a peer's run is longer).
+    The number of runs per sample comes from a checked warm-up run of W(min(n, 10)), scaled to n.
+    """
     warm_up = min(n, 10)  # enough to warm every code path; large N would only cost time
-    for prepare, check in found.values():
-        check(warm_up, prepare(warm_up)())
-    samples: dict[str, list[int]] = {name: [] for name in found}
+    loops: dict[str, int] = {}
+    for name, (prepare, check) in found.items():
+        warm_up_ns, result = common.timed_ns(functools.partial(prepare, warm_up))
+        check(warm_up, result)
+        loops[name] = common.loops_for(warm_up_ns * (n + 1) / (warm_up + 1))
+    samples: dict[str, list[float]] = {name: [] for name in found}
     for _ in range(repeats):
         for name, (prepare, check) in found.items():
-            elapsed, result = common.timed_ns(lambda prepare=prepare: prepare(n))
-            check(n, result)
+            elapsed, results = common.timed_loops_ns(functools.partial(prepare, n), loops[name])
+            for result in results:
+                check(n, result)
             samples[name].append(elapsed)
     steps = n + 1
     return {
@@ -66,9 +81,62 @@ def measure(found: dict[str, Framework], n: int, repeats: int) -> dict[str, dict
             "us_per_step": common.median(values) / 1000 / steps,
             "us_per_step_min": min(values) / 1000 / steps,
             "total_ms": common.median(values) / 1e6,
+            "runs_per_sample": loops[name],
         }
         for name, values in samples.items()
     }
+
+
+def reference_check(results: dict[int, dict[str, dict[str, Any]]]) -> dict[str, Any] | None:
+    """agentrig scaled to issue #5's reference machine by the fastest peer, where the issue
+    quotes a figure for that N: how much slower the fastest peer ran here than there is taken
+    as how much slower this machine is. ``None`` when no peer ran at such an N."""
+    rows = []
+    for n, reference_us in REFERENCE_FASTEST_PEER_US.items():
+        peers_here = {name: row for name, row in results.get(n, {}).items() if name != "agentrig"}
+        if not peers_here:
+            continue
+        fastest = min(peers_here, key=lambda name: peers_here[name]["us_per_step"])
+        slowdown = peers_here[fastest]["us_per_step"] / reference_us
+        agentrig_us = results[n]["agentrig"]["us_per_step"]
+        rows.append(
+            {
+                "n": n,
+                "fastest_peer": fastest,
+                "fastest_peer_us_per_step": peers_here[fastest]["us_per_step"],
+                "reference_fastest_peer_us_per_step": reference_us,
+                "machine_slowdown": slowdown,
+                "agentrig_us_per_step": agentrig_us,
+                "agentrig_us_per_step_scaled": agentrig_us / slowdown,
+            }
+        )
+    if not rows:
+        return None
+    worst = max(row["agentrig_us_per_step_scaled"] for row in rows)
+    return {
+        "rows": rows,
+        "target_us_per_step": TARGET_US_PER_STEP,
+        "worst_scaled_us_per_step": worst,
+        "met_scaled": worst <= TARGET_US_PER_STEP,
+    }
+
+
+def print_reference_check(check: dict[str, Any]) -> None:
+    """The scaled figures, one line per N, and the verdict."""
+    print("\nscaled to issue #5's reference machine by its fastest-peer figures (an estimate):")
+    for row in check["rows"]:
+        print(
+            f"  N={row['n']}: {row['fastest_peer']} {row['fastest_peer_us_per_step']:,.0f} us/step"
+            f" here, {row['reference_fastest_peer_us_per_step']:,.0f} there"
+            f" ({row['machine_slowdown']:.2f}x slower here); agentrig"
+            f" {row['agentrig_us_per_step']:.0f} here -> {row['agentrig_us_per_step_scaled']:.0f}"
+        )
+    verdict = "met" if check["met_scaled"] else "MISSED"
+    print(
+        f"  target <= {TARGET_US_PER_STEP:.0f} us/step: worst"
+        f" {check['worst_scaled_us_per_step']:.0f} us/step scaled -> {verdict}"
+        " (an estimate, not a measurement)"
+    )
 
 
 def main() -> None:
@@ -91,7 +159,10 @@ def main() -> None:
     print(common.machine_line(info))
     found, versions = frameworks(selected)
     print("versions: " + ", ".join(f"{name} {version}" for name, version in versions.items()))
-    print(f"median of {repeats} run(s) per framework and N\n")
+    print(
+        f"median of {repeats} samples per framework and N (a sample: runs back to back for at"
+        " least 20 ms; frameworks take turns)\n"
+    )
     results = {n: measure(found, n, repeats) for n in sizes}
     rows = []
     for name in found:
@@ -109,6 +180,9 @@ def main() -> None:
         f"\ngrowth ratio (us/step at N={largest} / us/step at N={smallest}): "
         + ", ".join(f"{name} {value:.2f}" for name, value in growth.items())
     )
+    reference = reference_check(results)
+    if reference is not None:
+        print_reference_check(reference)
     if len(found) == 1:
         print(f"\nno peer ran: install them with {INSTALL_HINT}")
     common.save_json(
@@ -123,6 +197,7 @@ def main() -> None:
                 {"framework": name, "n": n, **results[n][name]} for name in found for n in sizes
             ],
             "growth_ratio": {"from_n": smallest, "to_n": largest, **growth},
+            "reference_check": reference,
         },
     )
 

@@ -7,10 +7,12 @@ a peer that is not installed must be reported as skipped, never fail the run.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -87,3 +89,73 @@ def test_help(script: str) -> None:
     output = run_script(str(BENCH / script), "--help")
     for option in ("--quick", "--sizes", "--repeats", "--json"):
         assert option in output
+
+
+def load_script(name: str) -> ModuleType:
+    """Import ``bench/<name>.py`` as a module (its helpers import from ``bench/``)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def peer_results(agentrig: float, **peers: float) -> dict[str, dict[str, float]]:
+    rows = {"agentrig": {"us_per_step": agentrig}}
+    rows.update({name: {"us_per_step": us} for name, us in peers.items()})
+    return rows
+
+
+class TestPeersReferenceCheck:
+    def test_scales_agentrig_by_how_much_slower_the_fastest_peer_ran(self) -> None:
+        peers = load_script("peers")
+        results = {
+            10: peer_results(150.0, langgraph=4000.0, openai_agents=5000.0),
+            300: peer_results(120.0, langgraph=6200.0, pydantic_ai=9000.0),
+        }
+        check = peers.reference_check(results)
+        assert [row["fastest_peer"] for row in check["rows"]] == ["langgraph", "langgraph"]
+        assert [row["machine_slowdown"] for row in check["rows"]] == [2.0, 2.0]
+        assert [row["agentrig_us_per_step_scaled"] for row in check["rows"]] == [75.0, 60.0]
+        assert check["worst_scaled_us_per_step"] == 75.0
+        assert check["met_scaled"] is True
+
+    def test_a_miss_is_reported(self) -> None:
+        peers = load_script("peers")
+        check = peers.reference_check({10: peer_results(300.0, langgraph=2000.0)})
+        assert check["worst_scaled_us_per_step"] == 300.0
+        assert check["met_scaled"] is False
+
+    def test_no_estimate_without_a_peer_at_a_quoted_size(self) -> None:
+        peers = load_script("peers")
+        assert peers.reference_check({10: peer_results(90.0)}) is None
+        assert peers.reference_check({100: peer_results(90.0, langgraph=4000.0)}) is None
+
+
+class TestLoopTargetCheck:
+    def rows(self, *pairs: tuple[int, float, float]) -> list[dict[str, float]]:
+        return [
+            {"n": n, "agentrig_us_per_step": agentrig, "floor_us_per_step": floor}
+            for n, agentrig, floor in pairs
+        ]
+
+    def test_measured_and_floor_scaled_verdicts(self) -> None:
+        loop = load_script("loop")
+        check = loop.target_check(self.rows((10, 120.0, 16.0), (1000, 90.0, 24.0)), 0.75)
+        assert check["worst_us_per_step"] == 120.0
+        assert check["met_as_measured"] is False
+        assert check["worst_us_per_step_scaled_to_reference"] == 60.0  # 120 * 8 / 16
+        assert check["met_scaled_to_reference"] is True
+        assert check["growth_met"] is True
+        assert "MISSED" in check["lines"][0]
+
+    def test_growth_over_the_target_is_missed(self) -> None:
+        loop = load_script("loop")
+        check = loop.target_check(self.rows((10, 50.0, 8.0), (1000, 90.0, 8.0)), 1.8)
+        assert check["met_as_measured"] is True
+        assert check["growth_met"] is False
