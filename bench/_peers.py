@@ -67,6 +67,7 @@ def load_langgraph() -> tuple[Callable[[int], Run], Callable[[int, Any], None]]:
     """LangGraph's prebuilt ReAct agent with ``GenericFakeChatModel`` (plus ``bind_tools``)."""
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
     from langchain_core.messages import AIMessage, ToolMessage
+    from langchain_core.runnables import RunnableConfig
     from langchain_core.tools import tool
 
     with warnings.catch_warnings():
@@ -94,7 +95,8 @@ def load_langgraph() -> tuple[Callable[[int], Run], Callable[[int, Any], None]]:
             warnings.simplefilter("ignore")
             graph = create_react_agent(ToolCallingFakeChatModel(messages=iter(script)), [add_tool])
         inputs = {"messages": [("user", USER_MESSAGE)]}
-        config = {"recursion_limit": 2 * n + 10}  # two graph steps (model, tools) per tool call
+        # Two graph steps (model, tools) per tool call.
+        config: RunnableConfig = {"recursion_limit": 2 * n + 10}
         return lambda: graph.invoke(inputs, config)
 
     def check(n: int, result: Any) -> None:
