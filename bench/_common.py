@@ -109,19 +109,35 @@ def machine() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
+        "executable": sys.executable,
+        "python_build": " ".join(platform.python_build()),
+        "libpython": libpython_linkage(),
         "platform": platform.platform(),
         "load_average_1m": load,
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
     }
 
 
+def libpython_linkage() -> str:
+    """``"shared"`` when the interpreter runs from a ``libpython*.so`` (slower: calls into the
+    interpreter go through the dynamic linker's tables), ``"static"`` when the executable holds
+    the interpreter (as distribution and python.org builds do), ``"unknown"`` off Linux."""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return "unknown"
+    return "shared" if "/libpython" in maps else "static"
+
+
 def machine_line(info: dict[str, Any]) -> str:
-    """One line describing the machine."""
+    """One line describing the machine, and one describing the interpreter."""
     load = info["load_average_1m"]
     load_text = f", load {load:.1f}" if load is not None else ""
     return (
-        f"machine: {info['cpu']}, {info['cpus']} CPUs, {info['implementation']} "
-        f"{info['python']}, {info['platform']}{load_text}; {info['date']}"
+        f"machine: {info['cpu']}, {info['cpus']} CPUs, {info['platform']}{load_text}; "
+        f"{info['date']}\n"
+        f"python: {info['implementation']} {info['python']} ({info['python_build']}), "
+        f"{info['executable']}, libpython {info['libpython']}"
     )
 
 

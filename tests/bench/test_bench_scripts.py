@@ -42,6 +42,11 @@ def test_loop_quick(tmp_path: Path) -> None:
         assert header in output
     assert "growth ratio (us/step at N=5 / us/step at N=3)" in output
     data = json.loads(saved.read_text())
+    # The interpreter is part of what was measured: its build changes the figures.
+    assert f"python: CPython {data['machine']['python']}" in output
+    assert data["machine"]["executable"] == sys.executable
+    assert f"libpython {data['machine']['libpython']}" in output
+    assert data["machine"]["libpython"] in ("shared", "static")
     assert [row["n"] for row in data["results"]] == [3, 5]
     assert all(row["agentrig_us_per_step"] > 0 for row in data["results"])
 
