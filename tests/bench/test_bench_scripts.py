@@ -89,7 +89,7 @@ def test_suite_quick(tmp_path: Path) -> None:
     assert [row["messages"] for row in data["serialization"]] == [10, 100]
 
 
-@pytest.mark.parametrize("script", ["loop.py", "peers.py", "suite.py"])
+@pytest.mark.parametrize("script", ["loop.py", "peers.py", "suite.py", "rounds.py"])
 def test_help(script: str) -> None:
     output = run_script(str(BENCH / script), "--help")
     for option in ("--quick", "--sizes", "--repeats", "--json"):
@@ -164,3 +164,52 @@ class TestLoopTargetCheck:
         check = loop.target_check(self.rows((10, 50.0, 8.0), (1000, 90.0, 8.0)), 1.8)
         assert check["met_as_measured"] is True
         assert check["growth_met"] is False
+
+
+class TestRounds:
+    def test_quick(self, tmp_path: Path) -> None:
+        saved = tmp_path / "rounds.json"
+        output = run_script(
+            str(BENCH / "rounds.py"),
+            "--quick",
+            "--rounds",
+            "2",
+            "--pause",
+            "0",
+            "--json",
+            str(saved),
+        )
+        assert "agentrig us/step, the worst N of each run:" in output
+        data = json.loads(saved.read_text())
+        assert [run["round"] for run in data["runs"]] == [1, 2]
+        assert {run["python"] for run in data["runs"]} == {sys.executable}
+        assert all(run["sizes"] == [3, 5] for run in data["runs"])
+        (total,) = data["summary"]
+        assert total["runs"] == 2
+        worst = [run["worst_us_per_step"] for run in data["runs"]]
+        assert total["worst_us_per_step_max"] == max(worst)
+        assert total["met_as_measured"] == sum(run["met_as_measured"] for run in data["runs"])
+
+    def test_an_interpreter_of_another_version_is_refused(self, tmp_path: Path) -> None:
+        other = tmp_path / "python9"
+        other.write_text("#!/bin/sh\necho 9.9\n")
+        other.chmod(0o755)
+        done = subprocess.run(
+            [sys.executable, str(BENCH / "rounds.py"), "--quick", "--python", str(other)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode != 0
+        assert f"--python {other} is Python 9.9, this one is 3." in done.stderr
+
+    def test_an_interpreter_that_does_not_run_is_named(self, tmp_path: Path) -> None:
+        missing = tmp_path / "no-such-python"
+        done = subprocess.run(
+            [sys.executable, str(BENCH / "rounds.py"), "--quick", "--python", str(missing)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode != 0
+        assert f"--python {missing}: cannot run it" in done.stderr
