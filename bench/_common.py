@@ -119,9 +119,9 @@ def machine() -> dict[str, Any]:
 
 
 def libpython_linkage() -> str:
-    """``"shared"`` when the interpreter runs from a ``libpython*.so`` (slower: calls into the
-    interpreter go through the dynamic linker's tables), ``"static"`` when the executable holds
-    the interpreter (as distribution and python.org builds do), ``"unknown"`` off Linux."""
+    """``"shared"`` when the interpreter runs from a ``libpython*.so`` (as pyenv builds it),
+    ``"static"`` when the executable holds the interpreter (as Debian's ``/usr/bin/python3``
+    does), ``"unknown"`` off Linux. Builds differ in speed, so a run names its own."""
     try:
         maps = Path("/proc/self/maps").read_text()
     except OSError:
