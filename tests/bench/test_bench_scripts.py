@@ -190,26 +190,23 @@ class TestRounds:
         assert total["worst_us_per_step_max"] == max(worst)
         assert total["met_as_measured"] == sum(run["met_as_measured"] for run in data["runs"])
 
+    def refusal(self, python: Path) -> str:
+        """What ``rounds.py --python <python>`` prints on stderr; it must exit non-zero."""
+        done = subprocess.run(
+            [sys.executable, str(BENCH / "rounds.py"), "--quick", "--python", str(python)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode != 0, done.stdout
+        return done.stderr
+
     def test_an_interpreter_of_another_version_is_refused(self, tmp_path: Path) -> None:
         other = tmp_path / "python9"
         other.write_text("#!/bin/sh\necho 9.9\n")
         other.chmod(0o755)
-        done = subprocess.run(
-            [sys.executable, str(BENCH / "rounds.py"), "--quick", "--python", str(other)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert done.returncode != 0
-        assert f"--python {other} is Python 9.9, this one is 3." in done.stderr
+        assert f"--python {other} is Python 9.9, this one is 3." in self.refusal(other)
 
     def test_an_interpreter_that_does_not_run_is_named(self, tmp_path: Path) -> None:
         missing = tmp_path / "no-such-python"
-        done = subprocess.run(
-            [sys.executable, str(BENCH / "rounds.py"), "--quick", "--python", str(missing)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert done.returncode != 0
-        assert f"--python {missing}: cannot run it" in done.stderr
+        assert f"--python {missing}: cannot run it" in self.refusal(missing)
