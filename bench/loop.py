@@ -28,7 +28,6 @@ SIZES = (10, 100, 300, 1000)
 QUICK_SIZES = (3, 5)
 REPEATS = 7
 QUICK_REPEATS = 2
-TARGET_US_PER_STEP = 100.0
 TARGET_GROWTH = 1.5
 REFERENCE_FLOOR_US = 8.0
 """The upper end of the floor issue #5 quotes for its reference 2-core machine (5-8 µs/step)."""
@@ -118,15 +117,15 @@ def target_check(results: list[dict[str, Any]], agentrig_growth: float) -> dict[
         row["agentrig_us_per_step"] * REFERENCE_FLOOR_US / row["floor_us_per_step"]
         for row in results
     ]
-    measured_ok = worst["agentrig_us_per_step"] <= TARGET_US_PER_STEP
-    scaled_ok = max(scaled) <= TARGET_US_PER_STEP
+    measured_ok = worst["agentrig_us_per_step"] <= common.TARGET_US_PER_STEP
+    scaled_ok = max(scaled) <= common.TARGET_US_PER_STEP
     growth_ok = agentrig_growth <= TARGET_GROWTH
 
     def verdict(ok: bool) -> str:
         return "met" if ok else "MISSED"
 
     lines = [
-        f"target <= {TARGET_US_PER_STEP:.0f} us/step, measured here: worst "
+        f"target <= {common.TARGET_US_PER_STEP:.0f} us/step, measured here: worst "
         f"{worst['agentrig_us_per_step']:.0f} us/step at N={worst['n']} -> {verdict(measured_ok)}",
         f"  scaled to the reference machine (floor {REFERENCE_FLOOR_US:.0f} us/step; here "
         f"{min(r['floor_us_per_step'] for r in results):.1f}-"
@@ -135,7 +134,7 @@ def target_check(results: list[dict[str, Any]], agentrig_growth: float) -> dict[
         f"target growth ratio <= {TARGET_GROWTH}: {agentrig_growth:.2f} -> {verdict(growth_ok)}",
     ]
     return {
-        "us_per_step_target": TARGET_US_PER_STEP,
+        "us_per_step_target": common.TARGET_US_PER_STEP,
         "worst_us_per_step": worst["agentrig_us_per_step"],
         "met_as_measured": measured_ok,
         "reference_floor_us": REFERENCE_FLOOR_US,

@@ -32,7 +32,6 @@ QUICK_SIZES = (3, 5)
 REPEATS = 3
 QUICK_REPEATS = 1
 INSTALL_HINT = "pip install 'agentrig[bench]'"
-TARGET_US_PER_STEP = 100.0
 REFERENCE_FASTEST_PEER_US = {10: 2000.0, 300: 3100.0}
 """µs/step of the fastest peer on issue #5's reference 2-core machine, at the N it quotes."""
 
@@ -115,9 +114,9 @@ def reference_check(results: dict[int, dict[str, dict[str, Any]]]) -> dict[str, 
     worst = max(row["agentrig_us_per_step_scaled"] for row in rows)
     return {
         "rows": rows,
-        "target_us_per_step": TARGET_US_PER_STEP,
+        "target_us_per_step": common.TARGET_US_PER_STEP,
         "worst_scaled_us_per_step": worst,
-        "met_scaled": worst <= TARGET_US_PER_STEP,
+        "met_scaled": worst <= common.TARGET_US_PER_STEP,
     }
 
 
@@ -133,7 +132,7 @@ def print_reference_check(check: dict[str, Any]) -> None:
         )
     verdict = "met" if check["met_scaled"] else "MISSED"
     print(
-        f"  target <= {TARGET_US_PER_STEP:.0f} us/step: worst"
+        f"  target <= {common.TARGET_US_PER_STEP:.0f} us/step: worst"
         f" {check['worst_scaled_us_per_step']:.0f} us/step scaled -> {verdict}"
         " (an estimate, not a measurement)"
     )
