@@ -156,6 +156,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.rounds < 1:
         raise SystemExit("--rounds must be >= 1")
+    if args.pause < 0:
+        raise SystemExit("--pause must be >= 0")
     pythons = list(dict.fromkeys([sys.executable, *args.python]))
     environments = {python: environment_for(python) for python in pythons}
     loop_args = ["--quick"] if args.quick else []
