@@ -169,3 +169,59 @@ def test_reports_are_byte_identical_across_runs_apart_from_wall_time(
         first = (tmp_path / "a" / name).read_text()
         second = (tmp_path / "b" / name).read_text()
         assert without_wall_time(first) == without_wall_time(second), name
+
+
+def test_an_unknown_report_format_exits_2_before_running(suite: Path, tmp_path: Path) -> None:
+    code, output = invoke("run", suite, "--report", "pdf", "--report-dir", tmp_path / "out")
+    assert code == 2, output
+    flat = " ".join(output.split())
+    assert "unknown report writer 'pdf'" in flat
+    assert "junit" in flat
+    assert "passed" not in flat
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_report_dir_that_cannot_be_created_exits_2_with_a_clear_error(
+    suite: Path, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "taken"
+    blocker.write_text("not a folder", encoding="utf-8")
+    code, output = invoke("run", suite, "--report-dir", blocker)
+    assert code == 2, output
+    flat = " ".join(output.split())
+    assert "4 passed, 0 failed" in flat
+    assert f"cannot write reports to {blocker}" in flat
+    assert "--report-dir" in flat
+    assert blocker.read_text(encoding="utf-8") == "not a folder"
+
+
+def test_paths_and_tags_with_brackets_are_printed_as_written(tmp_path: Path) -> None:
+    folder = tmp_path / "[wip]"
+    bad = write(folder, "bad", "name: bad\nturns:\n  - user: hi\n    expect: {status: complete}\n")
+    code, output = invoke("validate", bad)
+    assert code == 2
+    assert f"{bad}:4" in "".join(output.split())
+
+    write(folder, "bad", PASSING.format(name="good", tag="'[b]'"))
+    code, output = invoke("run", folder, "--report-dir", folder / "out")
+    assert code == 0, output
+    flat = "".join(output.split())
+    assert "[b]" in flat
+    assert str(folder / "out" / "report.json") in flat
+
+
+def test_a_folder_without_scenario_files_says_what_was_searched(tmp_path: Path) -> None:
+    (tmp_path / "notes.yaml").write_text("name: x\n", encoding="utf-8")
+    code, output = invoke("run", tmp_path)
+    assert code == 4
+    flat = " ".join(output.split())
+    assert f"no *.scenario.yaml file found in {tmp_path}" in flat
+
+
+def test_schema_into_a_missing_folder_exits_2_with_a_clear_error(tmp_path: Path) -> None:
+    target = tmp_path / "missing" / "schema.json"
+    code, output = invoke("schema", "-o", target)
+    assert code == 2, output
+    flat = " ".join(output.split())
+    assert f"cannot write {target}" in flat
+    assert "--output" in flat

@@ -260,3 +260,44 @@ def test_tool_scripts_that_do_not_cover_a_call_are_script_failures(tmp_path: Pat
     assert "no scripted reply of tool 'weather' matches the call" in messages
     expected = text.replace("{status: failed}", "{status: failed, errors: [call 2, Rome]}")
     assert run(tmp_path, expected).passed
+
+
+def test_an_unexpected_failed_status_names_the_recorded_errors(tmp_path: Path) -> None:
+    result = run(
+        tmp_path,
+        """\
+        name: broken
+        agent:
+          tools:
+            save:
+              replies:
+                - raise: disk full
+        turns:
+          - user: save it
+            model:
+              - call: save()
+              - say: saved
+            expect: {status: completed}
+        """,
+    )
+    [failure] = result.failures
+    assert failure.field == "expect.status"
+    assert (failure.expected, failure.observed) == ("completed", "failed")
+    assert failure.message == "turn 1: expect.status: status is failed (error: disk full)"
+
+
+def test_an_unknown_invariant_points_at_the_invariants_field(tmp_path: Path) -> None:
+    path = scenario_file(
+        tmp_path,
+        """\
+        name: typo
+        invariants: {exclude: [clean_mesages]}
+        turns:
+          - user: hi
+            model: [{say: hello}]
+        """,
+    )
+    [failure] = run_scenario(load_scenario(path)).failures
+    assert failure.kind == "error"
+    assert "clean_mesages" in failure.message
+    assert failure.location == f"{path}:2"

@@ -616,6 +616,88 @@ def test_a_missing_path_is_an_error(tmp_path: Path) -> None:
         load_scenarios([tmp_path / "nowhere"])
 
 
+_TOOL = """\
+name: values
+agent:
+  tools:
+    f: {replies: [{return: ok}]}
+  hooks:
+    - {on: after_step, action: set_metadata, key: k, value: VALUE}
+turns:
+  - user: hi
+    model:
+      - call: f(x=CALL)
+      - call: {name: f, args: {x: MAPPING}}
+      - say: done
+"""
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        pytest.param("2024-01-01", "the date 2024-01-01 is not JSON data: quote it", id="date"),
+        pytest.param("!!binary aGk=", "bytes are not JSON data", id="binary"),
+        pytest.param("{a: [1, 2024-01-01]}", "at a[1]: the date 2024-01-01", id="nested"),
+        pytest.param("!!set {a}", "a set is not JSON data", id="set"),
+    ],
+)
+def test_values_that_are_not_json_data_are_errors_at_their_field(
+    tmp_path: Path, value: str, problem: str
+) -> None:
+    text = _TOOL.replace("VALUE", value).replace("MAPPING", value)
+    text = text.replace("CALL", "2024-01-01")
+    error = _error(tmp_path, text)
+    fields = [p.field for p in error.errors]
+    assert fields[1:] == ["turns[0].model[0].call", "turns[0].model[1].call.args.x"]
+    assert fields[0] == "agent.hooks[0].value"
+    assert all(problem in p.reason or "2024-01-01" in p.reason for p in error.errors)
+    assert problem in error.errors[0].reason
+    assert error.errors[2].line == 11
+
+
+def test_tool_reply_when_values_must_be_json_data(tmp_path: Path) -> None:
+    error = _error(
+        tmp_path,
+        """
+        name: when
+        agent:
+          tools:
+            f:
+              replies:
+                - {when: {day: 2024-01-01}, return: 1}
+                - return: 2
+        turns: [{user: hi}]
+        """,
+    )
+    assert error.field == "agent.tools.f.replies[0].when.day"
+    assert "quote it" in error.reason
+
+
+def test_costs_and_latencies_must_be_finite_and_latencies_fit_the_fake_clock(
+    tmp_path: Path,
+) -> None:
+    error = _error(
+        tmp_path,
+        """
+        name: huge
+        agent:
+          tools:
+            f: {replies: [{return: 1, latency: .inf}]}
+        turns:
+          - user: hi
+            model:
+              - say: hello
+                cost: .inf
+                latency: 1.0e+300
+        """,
+    )
+    assert [(p.field, p.reason) for p in error.errors] == [
+        ("agent.tools.f.replies[0].latency", "expected a finite number, got the number inf"),
+        ("turns[0].model[0].cost", "expected a finite number, got the number inf"),
+        ("turns[0].model[0].latency", "must be at most 1000000000.0, got the number 1e+300"),
+    ]
+
+
 # --- JSON Schema ------------------------------------------------------------------------------
 
 _ANNOTATIONS = {"title", "description", "default", "format", "$schema", "$defs", "examples"}

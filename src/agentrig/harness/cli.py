@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -57,17 +58,26 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary line.")] = False,
 ) -> None:
     """Run scenario files; exit 0 only when every selected scenario passes."""
-    from agentrig.harness.reporting import write_reports
+    from agentrig.harness.reporting import get_writer, write_reports
     from agentrig.harness.runner import load_plugins, run_suite
     from agentrig.harness.selection import parse_shard, select
 
     try:
         load_plugins(plugin or ())
-        scenarios = select(
-            _load(paths), keyword=keyword, shard=parse_shard(shard) if shard else None
-        )
+        for name in report or ():
+            get_writer(name)  # an unknown format is a usage error before anything runs
+        loaded = _load(paths)
+        scenarios = select(loaded, keyword=keyword, shard=parse_shard(shard) if shard else None)
     except AgentrigError as error:
         _fail_usage(error)
+    if not loaded:
+        searched = ", ".join(str(path) for path in paths or [Path("scenarios")])
+        errors.print(
+            f"[yellow]no *.scenario.yaml file found in {escape(searched)}[/] "
+            "(folders named failing are searched only when named)",
+            soft_wrap=True,
+        )
+        raise typer.Exit(4)
     if not scenarios:
         errors.print("[yellow]no scenario selected[/]")
         raise typer.Exit(4)
@@ -76,10 +86,14 @@ def run(
         result = run_suite(
             scenarios, workers=workers, plugins=plugin or (), progress=lambda _: bar.advance(task)
         )
-    written = write_reports(result, report_dir, report or None)
     if not quiet:
         _summary_table(result)
         _failure_details(result)
+    try:
+        written = write_reports(result, report_dir, report or None)
+    except OSError as error:
+        _summary_line(result, [])
+        _fail_write(report_dir, error, "--report-dir", what="reports to ")
     _summary_line(result, written)
     raise typer.Exit(0 if result.passed else 1)
 
@@ -107,8 +121,11 @@ def schema(
     if output is None:
         typer.echo(text, nl=False)
     else:
-        output.write_text(text, encoding="utf-8")
-        console.print(f"wrote {output}")
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as error:
+            _fail_write(output, error, "--output")
+        console.print(f"wrote {escape(str(output))}")
 
 
 @app.command()
@@ -138,7 +155,9 @@ def convert(
         write_scenario(scenario, path=output, header=header)
     except AgentrigError as error:
         _fail_usage(error)
-    console.print(f"wrote {output}", soft_wrap=True)
+    except OSError as error:
+        _fail_write(output, error, "--output")
+    console.print(f"wrote {escape(str(output))}", soft_wrap=True)
 
 
 @app.command()
@@ -150,7 +169,17 @@ def version() -> None:
 
 
 def _fail_usage(error: AgentrigError) -> None:
-    errors.print(f"[red]error:[/] {error}", markup=True, soft_wrap=True)
+    errors.print(f"[red]error:[/] {escape(str(error))}", markup=True, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def _fail_write(path: Path | None, error: OSError, option: str, what: str = "") -> NoReturn:
+    reason = escape(str(error.strerror or error))
+    errors.print(
+        f"[red]error:[/] cannot write {what}{escape(str(path))}: {reason}; choose another {option}",
+        markup=True,
+        soft_wrap=True,
+    )
     raise typer.Exit(2)
 
 
@@ -172,8 +201,8 @@ def _summary_table(result: SuiteResult) -> None:
         table.add_column(column)
     for scenario in result.scenarios:
         table.add_row(
-            scenario.name,
-            ", ".join(scenario.tags),
+            escape(scenario.name),
+            escape(", ".join(scenario.tags)),
             str(len(scenario.turns)),
             str(sum(turn.steps for turn in scenario.turns)),
             _outcome(scenario),
@@ -202,7 +231,8 @@ def _summary_line(result: SuiteResult, written: list[Path]) -> None:
     colour = "green" if result.passed else "red"
     console.print(
         f"[{colour}]{result.passed_count} passed, {result.failed_count} failed[/] "
-        f"in {result.wall_time_s:.2f}s; reports: {', '.join(str(p) for p in written)}"
+        f"in {result.wall_time_s:.2f}s"
+        + (f"; reports: {escape(', '.join(str(p) for p in written))}" if written else "")
     )
 
 

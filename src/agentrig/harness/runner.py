@@ -57,12 +57,22 @@ def run_scenario(scenario: Scenario, *, builder: AgentBuilder | None = None) -> 
     """
     started = time.perf_counter()
     try:
-        run = _start(scenario, builder)
+        agent = build_agent(scenario, base=builder)
     except AgentrigError as error:
         failure = Failure(
             kind="error",
             message=f"the agent could not be built: {error}",
             location=_file_of(scenario),
+        )
+        return _result(scenario, [failure], [], [], [], time.perf_counter() - started)
+    try:
+        run = _start(scenario, agent)
+    except AgentrigError as error:
+        where = scenario.locate(("invariants",))
+        failure = Failure(
+            kind="error",
+            message=f"the invariants could not be selected: {error}",
+            location=str(where) if where is not None else _file_of(scenario),
         )
         return _result(scenario, [failure], [], [], [], time.perf_counter() - started)
     with runtime_context(clock=run.agent.clock, ids=run.agent.ids):
@@ -81,8 +91,7 @@ def run_scenario(scenario: Scenario, *, builder: AgentBuilder | None = None) -> 
     )
 
 
-def _start(scenario: Scenario, builder: AgentBuilder | None) -> _Run:
-    agent = build_agent(scenario, base=builder)
+def _start(scenario: Scenario, agent: ScenarioAgent) -> _Run:
     selection = scenario.invariants
     invariants = select_invariants(selection.only, selection.exclude or ())
     from agentrig import TraceMode
@@ -169,9 +178,10 @@ def _check_turn(run: _Run, number: int, turn: Turn, final: AgentState) -> None:
     _check_tool_scripts(run, number, turn, final)
     for mismatch in check_expectation(turn.expect, final):
         top = mismatch.field.split(".")[0].split("[")[0]
+        why = _recorded_errors(final) if mismatch.field == "status" else ""
         run.fail(
             "expectation",
-            f"turn {number}: expect.{mismatch.field}: {mismatch.message}",
+            f"turn {number}: expect.{mismatch.field}: {mismatch.message}{why}",
             (*base, "expect", top),
             turn=number,
             field=f"expect.{mismatch.field}",
@@ -180,6 +190,16 @@ def _check_turn(run: _Run, number: int, turn: Turn, final: AgentState) -> None:
         )
     run.turns.append(_turn_result(number, turn, final))
     run.transcript.extend(turn_transcript(number, turn.user, final))
+
+
+def _recorded_errors(final: AgentState, shown: int = 3) -> str:
+    """`` (errors: a; b)``: why a turn failed, for a status the scenario did not expect."""
+    messages = [error.message for error in final.errors()]
+    if not messages:
+        return ""
+    more = f"; and {len(messages) - shown} more" if len(messages) > shown else ""
+    label = "error" if len(messages) == 1 else "errors"
+    return f" ({label}: {'; '.join(messages[:shown])}{more})"
 
 
 _SCRIPT_ERRORS = {

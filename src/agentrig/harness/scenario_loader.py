@@ -280,6 +280,8 @@ _MESSAGES = {
     "list_type": "expected a list, got {got}",
     "tuple_type": "expected a list, got {got}",
     "greater_than_equal": "must be at least {ge}, got {got}",
+    "less_than_equal": "must be at most {le}, got {got}",
+    "finite_number": "expected a finite number, got {got}",
     "too_short": "needs at least {min_length} item(s), got {actual_length}",
     "string_too_long": "must be at most {max_length} characters long",
     "timezone_aware": "needs a timezone, such as 2026-01-01T00:05:00Z",

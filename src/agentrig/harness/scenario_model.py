@@ -16,10 +16,11 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BaseModel,
     BeforeValidator,
@@ -140,6 +141,20 @@ Text = Annotated[str, Strict()]
 Count = Annotated[int, Strict(), Field(ge=0)]
 Positive = Annotated[int, Strict(), Field(ge=1)]
 NonNegative = Annotated[float, Strict(), Field(ge=0)]
+Cost = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]
+_MAX_LATENCY = 1e9
+"""Seconds (about 31 years): much more would overflow the fake clock's date."""
+
+
+def _check_latency(value: float) -> float:
+    if value > _MAX_LATENCY:
+        raise PydanticCustomError("less_than_equal", "must be at most {le}", {"le": _MAX_LATENCY})
+    return value
+
+
+Latency = Annotated[
+    float, Strict(), Field(ge=0, allow_inf_nan=False), AfterValidator(_check_latency)
+]
 Flag = Annotated[bool, Strict()]
 ScenarioName = Annotated[str, Strict(), Field(pattern=SCENARIO_NAME_PATTERN)]
 Identifier = Annotated[str, Strict(), Field(pattern=IDENTIFIER_PATTERN)]
@@ -214,6 +229,36 @@ def _one_of_required(*keys: str) -> dict[str, Any]:
     return {"oneOf": [{"required": [key]} for key in keys]}
 
 
+def _check_json_data(value: Any) -> Any:
+    problem = _not_json(value)
+    if problem is not None:
+        raise PydanticCustomError("json_data", problem)
+    return value
+
+
+def _not_json(value: Any, at: str = "") -> str | None:
+    """Why ``value`` is not JSON data (the runtime accepts nothing else), or None."""
+    where = f"at {at}: " if at else ""
+    # Non-finite floats pass: the shorthand renders them, and the runtime reports them itself.
+    if value is None or isinstance(value, str | int | float):
+        return None
+    if isinstance(value, list | tuple):
+        found = (_not_json(item, f"{at}[{index}]") for index, item in enumerate(value))
+        return next((problem for problem in found if problem is not None), None)
+    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+        found = (_not_json(item, f"{at}.{key}" if at else key) for key, item in value.items())
+        return next((problem for problem in found if problem is not None), None)
+    if isinstance(value, date):
+        what = f"the {type(value).__name__} {value.isoformat()} is"
+        return f"{where}{what} not JSON data: quote it to make it text"
+    what = "bytes are" if isinstance(value, bytes) else f"a {type(value).__name__} is"
+    return f"{where}{what} not JSON data: use text, numbers, booleans, null, lists and mappings"
+
+
+JsonData = Annotated[Any, AfterValidator(_check_json_data)]
+"""A YAML value that is JSON-shaped: no dates, sets or bytes (YAML reads those too)."""
+
+
 # --- tool calls and the call shorthand --------------------------------------------------------
 
 
@@ -221,7 +266,7 @@ class ToolCallSpec(ScenarioModel):
     """One tool call: the shorthand ``name(arg=value, ...)`` or a mapping."""
 
     name: Identifier = Field(description="The name of the tool to call.")
-    args: dict[str, Any] = Field(
+    args: dict[str, JsonData] = Field(
         default_factory=dict, description="Arguments by name; any YAML values."
     )
     id: Text | None = Field(
@@ -260,6 +305,9 @@ def parse_call_shorthand(text: str) -> ToolCallSpec:
         name, value = _parse_arg(part, text)
         if name in args:
             raise _shorthand_error(text, f"argument {name!r} is given twice")
+        problem = _not_json(value)
+        if problem is not None:
+            raise _shorthand_error(text, f"argument {name!r}: {problem}")
         args[name] = value
     return ToolCallSpec(name=match["name"], args=args)
 
@@ -422,11 +470,11 @@ class ModelReply(ScenarioModel):
         default=False, description="With error: whether another attempt may succeed."
     )
     usage: UsageSpec | None = Field(default=None, description="Token usage of this reply.")
-    cost: NonNegative | None = Field(default=None, description="Cost of this reply.")
+    cost: Cost | None = Field(default=None, description="Cost of this reply.")
     finish_reason: FinishReason | None = Field(
         default=None, description="The finish reason; derived from the reply when absent."
     )
-    latency: NonNegative = Field(
+    latency: Latency = Field(
         default=0.0, description="Seconds the fake clock advances before the reply arrives."
     )
 
@@ -461,7 +509,7 @@ class ToolReply(ScenarioModel):
         json_schema_extra=_one_of_required("return", "raise", "stop"),
     )
 
-    when: dict[str, Any] | None = Field(
+    when: dict[str, JsonData] | None = Field(
         default=None,
         description="Arguments the call must have (a partial match); absent matches any call.",
     )
@@ -474,7 +522,7 @@ class ToolReply(ScenarioModel):
     stop: Text | None = Field(
         default=None, description="The tool raises AgentStop with this message."
     )
-    latency: NonNegative = Field(
+    latency: Latency = Field(
         default=0.0, description="Seconds the fake clock advances while the tool runs."
     )
 
@@ -617,7 +665,7 @@ class HookSpec(ScenarioModel):
         default=None, description="For action stop: the stop reason (default stop_requested)."
     )
     key: Text | None = Field(default=None, description="For action set_metadata: the key.")
-    value: Any = Field(default=None, description="For action set_metadata: the value.")
+    value: JsonData = Field(default=None, description="For action set_metadata: the value.")
 
     def _problems(self) -> Iterator[tuple[FieldPath, str]]:
         if self.action == "block_tool" and self.on != "before_tool_use":
