@@ -28,6 +28,8 @@ httpx2 = pytest.importorskip("httpx2")
 
 from agentrig.harness import http_cassettes  # noqa: E402
 from agentrig.harness.http_cassettes import (  # noqa: E402
+    HttpCassetteFileError,
+    HttpCassetteMismatchError,
     HttpCassetteNotFoundError,
     UnplayedInteractionsError,
     llm_request,
@@ -221,6 +223,44 @@ def test_an_anthropic_replay_miss_is_not_retried_into_a_connection_error(
     ):
         provider.infer(InferenceRequest(messages=Messages.from_text("hi")))
     assert not raised.value.retryable
+
+
+def test_a_miss_the_caller_swallowed_is_reported_when_the_block_ends(
+    real_cassette: Callable[[str], Path],
+) -> None:
+    """The loop records a provider error as a failed step; leaving the block must then name the
+    miss and its difference, not claim the code sent fewer requests."""
+    provider = openai_provider(model="gpt-4.1-mini")
+    with (
+        pytest.raises(HttpCassetteMismatchError) as raised,
+        use_http_cassette(real_cassette(PYDANTIC_OPENAI)),
+        pytest.raises(ProviderError),  # swallowed, as the agent loop does
+    ):
+        provider.infer(weather_request("What is the temperature in Oslo?"))
+    message = str(raised.value)
+    assert "1 request(s) matched no recorded interaction" in message
+    assert "conversation item 1" in message
+    assert raised.value.path == str(real_cassette(PYDANTIC_OPENAI))
+    assert len(raised.value.misses) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("interactions:\n- request: {}\n", "interaction 1 needs a 'request' and a 'response'"),
+        ("interactions: [\n", "invalid YAML"),
+    ],
+)
+def test_a_broken_cassette_file_is_an_error_naming_the_file(
+    tmp_path: Path, text: str, reason: str
+) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(HttpCassetteFileError) as raised, use_http_cassette(path):
+        pass
+    assert str(raised.value).startswith(f"HTTP cassette {path}: ")
+    assert reason in str(raised.value)
+    assert isinstance(raised.value, ValueError)
 
 
 def test_replaying_a_missing_file_says_how_to_record_it(tmp_path: Path) -> None:

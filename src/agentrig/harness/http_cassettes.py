@@ -4,7 +4,7 @@ Replay a recorded session through ``OpenAIProvider`` or ``AnthropicProvider`` an
 
     with use_http_cassette("cassettes/weather.yaml") as cassette:
         final = agent.execute(state)        # every request answered from the file
-    # leaving the block checks that every recorded interaction was played
+    # leaving the block checks that no request missed and every interaction was played
 
 Two cassette shapes load: stock vcrpy YAML (``request.body`` a string, ``response.body.string``,
 gzip bodies as ``!!binary``) and pydantic-ai's, whose JSON bodies are YAML mappings under
@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,31 @@ class UnplayedInteractionsError(AgentrigError, AssertionError):
         )
 
 
+class HttpCassetteMismatchError(AgentrigError, AssertionError):
+    """Requests sent while replaying matched no recorded interaction. Raised when the block
+    ends, since the caller (the agent loop, a retry) may have caught the provider error;
+    ``misses`` holds vcrpy's report of each, naming the closest recordings and what differs."""
+
+    def __init__(self, path: str, misses: list[str]) -> None:
+        self.path = path
+        self.misses = misses
+        super().__init__(
+            f"{len(misses)} request(s) matched no recorded interaction of {path}; the first:\n"
+            f"{misses[0]}"
+        )
+
+
+class HttpCassetteFileError(AgentrigError, ValueError):
+    """A cassette file that cannot be read as a vcrpy cassette in either shape."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(
+            f"HTTP cassette {path}: {reason}\nFix the file, or delete it and record it again."
+        )
+
+
 class HttpCassetteNotFoundError(AgentrigError, FileNotFoundError):
     """Replaying (record mode ``none``) a cassette file that does not exist."""
 
@@ -79,9 +104,13 @@ class HttpCassetteNotFoundError(AgentrigError, FileNotFoundError):
 
 def deserialize(cassette_string: str) -> dict[str, Any]:
     """Load a cassette in either shape into vcrpy's dict form (``parsed_body`` → JSON body)."""
+    import yaml
     from vcr.serializers import yamlserializer
 
-    data = yamlserializer.deserialize(cassette_string)
+    try:
+        data = yamlserializer.deserialize(cassette_string)
+    except yaml.YAMLError as error:
+        raise ValueError(f"invalid YAML: {error}") from None
     if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
         raise ValueError("not a vcrpy cassette: expected a mapping with an 'interactions' list")
     for number, interaction in enumerate(data["interactions"], start=1):
@@ -312,10 +341,40 @@ def use_http_cassette(
     if record_mode == "none" and not Path(where).is_file():
         raise HttpCassetteNotFoundError(where)
     options = vcr_config(record_mode=record_mode, **overrides)
-    with http_vcr().use_cassette(where, **options) as cassette:
+    with ExitStack() as stack:
+        try:
+            cassette = stack.enter_context(http_vcr().use_cassette(where, **options))
+        except ValueError as error:  # what deserialize() refuses
+            raise HttpCassetteFileError(where, str(error)) from None
+        misses = _record_misses(cassette)
         yield cassette
-    if record_mode == "none" and check_all_played and not cassette.all_played:
+    if record_mode != "none" or not check_all_played:
+        return
+    if misses:
+        raise HttpCassetteMismatchError(where, misses)
+    if not cassette.all_played:
         raise UnplayedInteractionsError(where, unplayed(cassette), len(cassette))
+
+
+def _record_misses(cassette: Any) -> list[str]:
+    """Note vcrpy's report of every request the cassette cannot answer (it raises it to the SDK,
+    which the caller may swallow)."""
+    from vcr.errors import CannotOverwriteExistingCassetteException
+
+    misses: list[str] = []
+    can_play = cassette.can_play_response_for
+
+    def noting(request: Any) -> bool:
+        playable = bool(can_play(request))
+        if not playable and cassette.write_protected:
+            failure = CannotOverwriteExistingCassetteException(
+                cassette=cassette, failed_request=request
+            )
+            misses.append(str(failure))
+        return playable
+
+    cassette.can_play_response_for = noting
+    return misses
 
 
 def unplayed(cassette: Any) -> list[str]:

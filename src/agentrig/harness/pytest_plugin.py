@@ -313,9 +313,7 @@ def agentrig_cassette(request: pytest.FixtureRequest) -> Iterator[CassetteFactor
     from agentrig.harness.cassettes.fixture import CassetteFactory
 
     marker = request.node.get_closest_marker("agentrig_cassette")
-    options = dict(marker.kwargs) if marker is not None else {}
-    if marker is not None and marker.args:
-        options["path"] = marker.args[0]
+    options = _cassette_marker_options(marker) if marker is not None else {}
     factory = CassetteFactory(
         request.node.path,
         request.node.nodeid.split("::", 1)[-1],
@@ -326,3 +324,31 @@ def agentrig_cassette(request: pytest.FixtureRequest) -> Iterator[CassetteFactor
     problems = factory.problems()
     if problems:
         pytest.fail("\n\n".join(problems), pytrace=False)
+
+
+_CASSETTE_MARKER_ARGUMENTS = ("path", "mode", "any_order")
+
+
+def _cassette_marker_options(marker: pytest.Mark) -> dict[str, Any]:
+    """The marker's arguments by name; a typo or a surplus argument fails the test's setup
+    rather than being ignored (the test would then use another cassette than intended)."""
+    options = dict(marker.kwargs)
+    problem = None
+    unknown = sorted(set(options) - set(_CASSETTE_MARKER_ARGUMENTS))
+    if len(marker.args) > 1:
+        problem = f"takes at most one positional argument (the path), got {len(marker.args)}"
+    elif unknown:
+        problem = f"unknown argument {unknown[0]!r}; valid: {', '.join(_CASSETTE_MARKER_ARGUMENTS)}"
+    elif marker.args and "path" in options:
+        problem = "the path is given twice (positionally and as path=)"
+    elif options.get("mode") is not None:
+        from agentrig.harness.cassettes import RecordMode
+
+        valid = ", ".join(mode.value for mode in RecordMode)
+        if options["mode"] not in tuple(RecordMode):
+            problem = f"mode {options['mode']!r} is not a record mode; valid: {valid}"
+    if problem is not None:
+        pytest.fail(f"@pytest.mark.agentrig_cassette: {problem}", pytrace=False)
+    if marker.args:
+        options["path"] = marker.args[0]
+    return options

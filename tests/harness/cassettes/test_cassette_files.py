@@ -124,6 +124,15 @@ class TestBadFiles:
         assert str(error).startswith(f"{tmp_path / 'bad.yaml'}:2:10: version: cassette version 2")
         assert "reads version 1" in str(error)
 
+    @pytest.mark.parametrize(("value", "kind"), [('"1"', "the string '1'"), ("true", "True")])
+    def test_a_version_that_is_not_a_number_says_to_write_the_number(
+        self, tmp_path: Path, value: str, kind: str
+    ) -> None:
+        error = error_of(f"version: {value}\ninteractions: []\n", tmp_path)
+        assert error.field == "version"
+        assert f"version must be the number 1, got {kind}; write version: 1" in str(error)
+        assert "re-record" not in str(error)
+
     def test_a_missing_version_is_named(self, tmp_path: Path) -> None:
         error = error_of("interactions: []\n", tmp_path)
         assert error.field == "version"

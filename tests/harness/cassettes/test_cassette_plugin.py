@@ -176,3 +176,44 @@ def test_a_bad_record_mode_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--agentrig-record-mode=sometimes")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*invalid choice: 'sometimes'*"])
+
+
+def test_a_missing_cassette_fails_without_a_traceback_into_agentrig(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_greet=BASIC.format(question="world"))
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["E  *CassetteNotFoundError: cassette *test_greeting.yaml*"])
+    result.stdout.no_fnmatch_line("*cassettes/providers.py*")
+    result.stdout.no_fnmatch_line("*cassettes/fixture.py*")
+
+
+@pytest.mark.parametrize(
+    ("marker", "problem"),
+    [
+        (
+            '"a.yaml", "b.yaml", mode="once"',
+            "takes at most one positional argument (the path), got 2",
+        ),
+        ('patth="a.yaml", mode="once"', "unknown argument 'patth'; valid: path, mode, any_order"),
+        ('"a.yaml", path="b.yaml", mode="once"', "the path is given twice"),
+        ('"a.yaml", mode="sometimes"', "mode 'sometimes' is not a record mode; valid: none, once"),
+    ],
+)
+def test_a_bad_marker_is_an_error_naming_the_marker(
+    pytester: pytest.Pytester, marker: str, problem: str
+) -> None:
+    test = (
+        AGENT
+        + f"""
+@pytest.mark.agentrig_cassette({marker})
+def test_marked(agentrig_cassette):
+    ask(agentrig_cassette(FunctionLLM(model)), "you")
+"""
+    )
+    pytester.makepyfile(test_marked=test)
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"*@pytest.mark.agentrig_cassette: {problem}*"])
+    assert not (pytester.path / "cassettes").exists()

@@ -139,6 +139,22 @@ class TestReplay:
         assert relaxed.played == (2, 1)
         relaxed.assert_complete()
 
+    def test_a_request_recorded_later_names_that_interaction_and_diffs_the_expected_one(
+        self,
+    ) -> None:
+        recorder = RecordingProvider(ScriptedLLM(["one", "two", "three"]))
+        for text in ("first", "second", "third"):
+            recorder.infer(request(text))
+        replay = ReplayProvider(recorder.cassette, path="c.yaml")
+        replay.infer(request("first"))
+        with pytest.raises(CassetteMismatchError) as raised:
+            replay.infer(request("third"))
+        miss = raised.value
+        assert miss.nearest == 2  # the interaction that should have come next
+        assert "-  content: second\n+  content: third" in miss.diff
+        assert "equals recorded interaction 3, which comes later" in str(miss)
+        assert "any_order=True" in str(miss)
+
     def test_an_extra_request_after_the_last_one_is_a_miss(self) -> None:
         recorder = RecordingProvider(ScriptedLLM(["one"]))
         recorder.infer(request("first"))

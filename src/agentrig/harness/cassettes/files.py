@@ -96,6 +96,13 @@ def _version_error(source: YamlSource, version: Any) -> CassetteFileError:
             f"missing required key 'version' (this agentrig writes version: {CASSETTE_VERSION})"
         )
         return _at(source, (), reason, "version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        kind = f"the string {version!r}" if isinstance(version, str) else repr(version)
+        reason = (
+            f"version must be the number {CASSETTE_VERSION}, got {kind}; "
+            f"write version: {CASSETTE_VERSION}"
+        )
+        return _at(source, ("version",), reason, "version")
     reason = (
         f"cassette version {version!r} is not supported: this agentrig reads version "
         f"{CASSETTE_VERSION}; re-record the cassette (mode 'all') or use the agentrig that wrote it"

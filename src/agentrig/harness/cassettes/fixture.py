@@ -11,6 +11,7 @@ from typing import Any
 
 from agentrig.drivers import InferenceProvider
 from agentrig.errors import AgentrigError, InvalidInputError
+from agentrig.harness.cassettes.errors import CassetteError
 from agentrig.harness.cassettes.providers import CassetteProvider, RecordMode, cassette_provider
 from agentrig.harness.cassettes.scrub import Scrubber
 
@@ -66,13 +67,20 @@ class CassetteFactory:
         chosen = self.forced_mode or RecordMode.parse(
             mode or self.marker.get("mode") or RecordMode.NONE
         )
-        provider = cassette_provider(
-            target,
-            inner,
-            mode=chosen,
-            any_order=bool(self.marker.get("any_order", False) if any_order is None else any_order),
-            scrubber=scrubber,
-        )
+        try:
+            provider = cassette_provider(
+                target,
+                inner,
+                mode=chosen,
+                any_order=bool(
+                    self.marker.get("any_order", False) if any_order is None else any_order
+                ),
+                scrubber=scrubber,
+            )
+        except CassetteError as error:
+            # The message says what to do; agentrig's frames below would only hide it.
+            __tracebackhide__ = True
+            raise error.with_traceback(None) from None
         self.made.append(provider)
         return provider
 

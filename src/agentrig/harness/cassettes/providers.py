@@ -198,14 +198,34 @@ class ReplayProvider:
     def _miss(self, live: RecordedRequest) -> CassetteMismatchError:
         interactions = self.cassette.interactions
         unused = self._unused_indices()
-        index = nearest(live, interactions, unused or range(len(interactions)))
+        later = self._recorded_later(request_key(live), unused)
+        if later is not None:  # the diff to an equal recording would be empty: show the next one
+            index: int | None = self._cursor
+        else:
+            index = nearest(live, interactions, unused or range(len(interactions)))
         diff = "" if index is None else request_diff(interactions[index].request, live, index + 1)
         return CassetteMismatchError(
-            self.path, self.requests, None if index is None else index + 1, diff, self._reason()
+            self.path,
+            self.requests,
+            None if index is None else index + 1,
+            diff,
+            self._reason(later),
         )
 
-    def _reason(self) -> str:
+    def _recorded_later(self, key: str, unused: list[int]) -> int | None:
+        """The unplayed recording equal to the request when it comes after the next one."""
+        if self.any_order:
+            return None
+        return next((i for i in unused if i > self._cursor and self._keys[i] == key), None)
+
+    def _reason(self, later: int | None = None) -> str:
         total = len(self._keys)
+        if later is not None:
+            return (
+                f"does not match the next recorded interaction ({self._cursor + 1} of {total}) "
+                f"but equals recorded interaction {later + 1}, which comes later; requests are "
+                "matched in recorded order: replay with any_order=True if the order may change"
+            )
         if not self._unused_indices():
             return f"was not recorded: all {total} recorded interaction(s) were already played"
         if self.any_order:
