@@ -46,6 +46,13 @@ def test_deadline_is_exhausted_at_or_after_it() -> None:
     assert budget.is_exhausted(at=NOON + timedelta(seconds=1))
 
 
+def test_a_naive_time_to_check_against_is_rejected() -> None:
+    budget = ExecutionBudget(deadline=NOON)
+    with pytest.raises(InvalidInputError, match="timezone") as raised:
+        budget.is_exhausted(at=datetime(2026, 1, 1, 13))
+    assert raised.value.field == "at"
+
+
 def test_is_exhausted_defaults_to_the_injected_clock() -> None:
     budget = ExecutionBudget(deadline=NOON)
     with runtime_context(clock=FakeClock(NOON - timedelta(hours=1))):

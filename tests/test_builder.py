@@ -142,3 +142,21 @@ def test_capabilities_can_wrap_the_compiler() -> None:
 
 def test_empty_context_config_installs_nothing() -> None:
     assert len(builder().with_capability(UseContextConfig()).hook_stack()) == 0
+
+
+class TestMisuse:
+    def test_a_non_capability_names_what_is_expected(self) -> None:
+        with pytest.raises(ConfigurationError, match=r"install\(builder\)"):
+            AgentBuilder.base().with_capability(object())  # type: ignore[arg-type]
+
+    def test_a_single_tool_instead_of_a_list_says_how_to_pass_it(self) -> None:
+        with pytest.raises(ConfigurationError, match=r"with_tools\(\[lookup\]\)"):
+            AgentBuilder.base().with_tools(lookup)  # type: ignore[arg-type]
+
+    def test_a_tool_that_is_not_callable_is_named(self) -> None:
+        with pytest.raises(ConfigurationError, match=r"'lookup'.*tools\[0\]"):
+            AgentBuilder.base().with_tools(["lookup"])  # type: ignore[list-item]
+
+    def test_a_driver_that_is_not_one_is_refused_when_given(self) -> None:
+        with pytest.raises(ConfigurationError, match=r"use_tools\(state, runtime\)"):
+            AgentBuilder.base().with_driver("gpt-4o")  # type: ignore[arg-type]

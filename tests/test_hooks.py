@@ -11,6 +11,7 @@ from agentrig import (
     AgentState,
     AgentStepType,
     AgentStop,
+    ConfigurationError,
     EventBus,
     ExecutionStatus,
     HookContext,
@@ -19,6 +20,7 @@ from agentrig import (
     HookStack,
     HookTrigger,
     InferenceRequest,
+    InvalidInputError,
     StopReason,
     ToolCall,
 )
@@ -321,3 +323,53 @@ def test_blocking_by_flag_alone_gives_a_default_blocked_execution(make_agent, st
     execution = agent.execute(start()).steps()[0].tool_executions[0]
     assert execution.was_blocked()
     assert execution.content.startswith("Error in tool call: Tool execution blocked")
+
+
+class TestRegistrationErrors:
+    def test_an_unknown_trigger_lists_the_valid_ones(self) -> None:
+        with pytest.raises(InvalidInputError, match=r"before_stepp.*before_step") as raised:
+            HookStack().with_hook(lambda ctx: None, "before_stepp")
+        assert raised.value.field == "triggers"
+
+    def test_an_unknown_trigger_in_a_list_is_named(self) -> None:
+        with pytest.raises(InvalidInputError, match="'nope'"):
+            HookStack().with_hook(lambda ctx: None, ["before_step", "nope"])
+
+    def test_a_hook_that_is_not_callable_is_refused_when_added(self) -> None:
+        with pytest.raises(ConfigurationError, match="not callable"):
+            HookStack().with_hook(3, "before_step")  # type: ignore[arg-type]
+
+    def test_a_priority_that_is_not_an_int_is_refused_when_added(self) -> None:
+        with pytest.raises(ConfigurationError, match="priority"):
+            HookStack().with_hook(lambda ctx: None, "before_step", priority="high")  # type: ignore[arg-type]
+
+
+class TestWrongValuesInAllowedFields:
+    def test_a_state_that_is_not_an_agent_state_is_a_type_error(self) -> None:
+        stack = HookStack().with_hook(lambda ctx: ctx.with_state({}), "before_step", name="bad")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="Hook 'bad' set 'state' to dict, expected AgentState"):
+            stack.intercept(context())
+
+    def test_a_tool_execution_of_the_wrong_type_is_a_type_error(self) -> None:
+        def bad(ctx: HookContext) -> HookContext:
+            return ctx.with_tool_execution("done")  # type: ignore[arg-type]
+
+        stack = HookStack().with_hook(bad, HookTrigger.AFTER_TOOL_USE)
+        with pytest.raises(TypeError, match="'tool_execution' to str, expected ToolExecution"):
+            stack.intercept(context(HookTrigger.AFTER_TOOL_USE))
+
+    @pytest.mark.parametrize(
+        "trigger", ["before_execution", "before_step", "after_step", "on_stop"]
+    )
+    def test_in_the_loop_the_execution_fails_with_the_hook_named(
+        self, make_agent, start, trigger: str
+    ) -> None:
+        def bad(ctx: HookContext) -> HookContext:
+            return ctx.with_state({})  # type: ignore[arg-type]
+
+        agent = make_agent(ScriptedLLM([reply("ok")]), [lookup], hooks=[(bad, trigger, 0)])
+        final = agent.execute(start())
+        assert final.status() is ExecutionStatus.FAILED
+        assert [error.message for error in final.errors()] == [
+            "Hook 'bad' set 'state' to dict, expected AgentState"
+        ]

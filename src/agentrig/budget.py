@@ -9,6 +9,7 @@ from pydantic import AwareDatetime, Field
 
 from agentrig import clock
 from agentrig._model import Serializable
+from agentrig.errors import InvalidInputError
 
 
 class ExecutionBudget(Serializable):
@@ -40,4 +41,7 @@ class ExecutionBudget(Serializable):
         limits = (self.max_steps, self.max_tokens, self.max_seconds, self.max_cost)
         if any(limit is not None and limit <= 0 for limit in limits):
             return True
+        if at is not None and at.tzinfo is None:
+            reason = "needs timezone info, as the deadline has: e.g. datetime.now(UTC)"
+            raise InvalidInputError("time to check the budget at", [("at", reason)])
         return self.deadline is not None and self.deadline <= (at or clock.now())

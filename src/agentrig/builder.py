@@ -64,13 +64,20 @@ class AgentBuilder:
 
     def with_capability(self, capability: AgentCapability) -> Self:
         """Install ``capability`` now (capabilities are installed in the order given)."""
+        if not callable(getattr(capability, "install", None)):
+            raise ConfigurationError(
+                f"{capability!r} is not a capability: pass an object with an install(builder) "
+                "method, such as UseLlmConfig(provider) or UseGuards(max_steps=...)"
+            )
         capability.install(self)
         self._capabilities.append(capability)
         return self
 
     def with_tools(self, tools: Tools | Iterable[Tool | Callable[..., Any]]) -> Self:
         """Add tools (typed functions or ``Tool`` objects); a later tool with the same name wins."""
-        self._tools = self._tools.merged(tools if isinstance(tools, Tools) else Tools(tools))
+        if not isinstance(tools, Tools):
+            tools = Tools(_checked_tools(tools))
+        self._tools = self._tools.merged(tools)
         return self
 
     def add_tool_factory(self, factory: ToolFactory) -> Self:
@@ -91,6 +98,11 @@ class AgentBuilder:
 
     def with_driver(self, driver: Driver) -> Self:
         """Use ``driver`` for steps."""
+        if not isinstance(driver, Driver):
+            raise ConfigurationError(
+                f"{driver!r} is not a driver (an object with use_tools(state, runtime)): pass "
+                "ToolCallingDriver(provider), or install UseLlmConfig(provider) instead"
+            )
         self._driver = driver
         return self
 
@@ -170,3 +182,25 @@ class AgentBuilder:
             clock=self._clock,
             ids=self._ids,
         )
+
+
+def _checked_tools(tools: object) -> list[Tool | Callable[..., Any]]:
+    """``tools`` as a list, or a ``ConfigurationError`` that says how to pass them."""
+    if isinstance(tools, Tool) or (callable(tools) and not isinstance(tools, Iterable)):
+        name = getattr(tools, "name", None) or getattr(tools, "__name__", "tool")
+        raise ConfigurationError(
+            f"with_tools takes a list of tools, got the single tool {name!r}: "
+            f"write with_tools([{name}])"
+        )
+    if not isinstance(tools, Iterable) or isinstance(tools, str | bytes):
+        raise ConfigurationError(
+            f"with_tools takes a list of typed functions or Tool objects, got {tools!r}"
+        )
+    items = list(tools)
+    for index, item in enumerate(items):
+        if not (isinstance(item, Tool) or callable(item)):
+            raise ConfigurationError(
+                f"with_tools: {item!r} (tools[{index}]) is not a tool: pass a typed function "
+                "or a Tool object"
+            )
+    return items

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from agentrig import clock
 from agentrig._frozen import fast_init
-from agentrig.errors import HookContractViolationError
+from agentrig.errors import ConfigurationError, HookContractViolationError, InvalidInputError
 from agentrig.events import HookExecuted
 from agentrig.messages import ToolCall
 from agentrig.state import AgentState, InferenceRequest, InferenceResponse, StepError, ToolExecution
@@ -173,6 +173,12 @@ class HookStack:
         name: str | None = None,
     ) -> HookStack:
         """A stack with ``hook`` added for ``triggers``."""
+        if not callable(hook):
+            raise ConfigurationError(
+                f"hook {hook!r} is not callable: pass a function taking a HookContext"
+            )
+        if not isinstance(priority, int | float):
+            raise ConfigurationError(f"hook priority must be a number, got {priority!r}")
         registered = RegisteredHook(
             hook=hook,
             triggers=_triggers(triggers),
@@ -216,8 +222,17 @@ class HookStack:
 
 def _triggers(triggers: HookTrigger | str | Iterable[HookTrigger | str]) -> frozenset[HookTrigger]:
     if isinstance(triggers, str):
-        return frozenset({HookTrigger(triggers)})
-    return frozenset(HookTrigger(trigger) for trigger in triggers)
+        return frozenset({_trigger(triggers)})
+    return frozenset(_trigger(trigger) for trigger in triggers)
+
+
+def _trigger(trigger: HookTrigger | str) -> HookTrigger:
+    try:
+        return HookTrigger(trigger)
+    except ValueError:
+        valid = ", ".join(t.value for t in HookTrigger)
+        reason = f"{trigger!r} is not a hook trigger; use one of: {valid}"
+        raise InvalidInputError("hook trigger", [("triggers", reason)]) from None
 
 
 def _check_contract(name: str, before: HookContext, after: HookContext) -> None:
@@ -228,8 +243,31 @@ def _check_contract(name: str, before: HookContext, after: HookContext) -> None:
     allowed = MUTABLE_FIELDS[before.trigger]
     for field_name in _CONTEXT_FIELDS:
         if field_name in allowed:
+            _check_type(name, field_name, getattr(before, field_name), getattr(after, field_name))
             continue
         if getattr(before, field_name) is not getattr(after, field_name):
             if getattr(before, field_name) == getattr(after, field_name):
                 continue
             raise HookContractViolationError(name, field_name, before.trigger.value, allowed)
+
+
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "state": (AgentState,),
+    "metadata": (dict,),
+    "tool_call": (ToolCall, type(None)),
+    "is_tool_execution_blocked": (bool,),
+    "tool_execution": (ToolExecution, type(None)),
+    "errors": (tuple,),
+    "inference_request": (InferenceRequest, type(None)),
+    "inference_response": (InferenceResponse, type(None)),
+}
+"""What each context field must hold; a hook's wrong value would otherwise fail deep in the loop."""
+
+
+def _check_type(name: str, field_name: str, before: object, after: object) -> None:
+    if after is before or isinstance(after, _FIELD_TYPES[field_name]):
+        return
+    expected = _FIELD_TYPES[field_name][0].__name__
+    raise TypeError(
+        f"Hook '{name}' set '{field_name}' to {type(after).__name__}, expected {expected}"
+    )

@@ -10,6 +10,7 @@ from agentrig import (
     AgentState,
     ExecutionBudget,
     ExecutionStatus,
+    FinishReason,
     InvalidInputError,
     StopReason,
     Usage,
@@ -130,6 +131,14 @@ class TestConfiguration:
         with pytest.raises(InvalidInputError) as raised:
             UseGuards(**{field: -1})  # type: ignore[arg-type]
         assert raised.value.field == field
+
+    def test_a_single_finish_reason_may_be_given_as_a_string(self) -> None:
+        assert UseGuards(finish_reasons="length").finish_reasons == {FinishReason.LENGTH}
+
+    def test_an_unknown_finish_reason_lists_the_valid_ones(self) -> None:
+        with pytest.raises(InvalidInputError, match=r"'lenght'.*length, tool_calls") as raised:
+            UseGuards(finish_reasons=["lenght"])
+        assert raised.value.field == "finish_reasons[0]"
 
     def test_exceeded_reports_the_first_limit_reached(self) -> None:
         guards = UseGuards(max_steps=0, max_tokens=0)

@@ -75,3 +75,8 @@ def test_context_config_sets_the_prompt_before_each_step(make_agent, start) -> N
     final = make_agent(llm, (), UseContextConfig(system_prompt="Be kind.")).execute(start())
     assert final.system_prompt() == "Be kind."
     assert llm.requests[0].messages[0].content == "Be kind."
+
+
+def test_something_that_is_not_a_provider_is_refused_when_given() -> None:
+    with pytest.raises(ConfigurationError, match=r"InferenceProvider.*OpenAIProvider"):
+        UseLlmConfig("gpt-4o")  # type: ignore[arg-type]

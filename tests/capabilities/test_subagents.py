@@ -9,6 +9,7 @@ import pytest
 from agentrig import (
     AgentEvent,
     AgentState,
+    CancellationToken,
     ConfigurationError,
     EventBus,
     ExecutionBudget,
@@ -24,6 +25,7 @@ from agentrig import (
     SubagentSpawning,
     ToolExecution,
     Usage,
+    UseCooperativeCancellation,
     UseSubagents,
 )
 from agentrig.fakes import ScriptedLLM, Turn, calls, reply
@@ -252,3 +254,49 @@ def test_subagents_lookup() -> None:
     with pytest.raises(SubagentNotFoundError) as raised:
         provider.get("c")
     assert raised.value.available == ["a", "b"]
+
+
+class TestConfigurationErrors:
+    def test_duplicate_names_are_refused(self) -> None:
+        with pytest.raises(ConfigurationError, match="'a' is defined twice"):
+            Subagents([SubagentDefinition(name="a"), SubagentDefinition(name="a")])
+
+    def test_installing_twice_would_lose_the_first_set(self, make_agent) -> None:
+        first = UseSubagents([SubagentDefinition(name="a")])
+        second = UseSubagents([SubagentDefinition(name="b")])
+        with pytest.raises(ConfigurationError, match=r"one UseSubagents\(\[\.\.\.\]\)"):
+            make_agent(ScriptedLLM([]), (), first, second)
+
+    @pytest.mark.parametrize("field", ["tools", "deny"])
+    def test_an_unknown_tool_name_is_refused_at_build(self, make_agent, field: str) -> None:
+        definition = SubagentDefinition(name="a", **{field: ("lookup", "delte")})
+        with pytest.raises(ConfigurationError, match=rf"'a'.*{field}.*'delte'.*delete, lookup"):
+            make_agent(ScriptedLLM([]), [lookup, delete], UseSubagents([definition]))
+
+    def test_spawn_subagent_may_be_named_in_tools_and_deny(self, make_agent) -> None:
+        definitions = [
+            SubagentDefinition(name="a", tools=("spawn_subagent",)),
+            SubagentDefinition(name="b", deny=("spawn_subagent",)),
+        ]
+        agent = make_agent(ScriptedLLM([]), [lookup], UseSubagents(definitions))
+        assert agent.tools.names() == ("lookup", "spawn_subagent")
+
+
+def test_cancelling_the_parent_stops_a_running_child(make_agent, start) -> None:
+    token = CancellationToken()
+
+    def press_stop(q: str) -> str:
+        """Cancel the whole run, as a user pressing stop would."""
+        token.cancel("user pressed stop")
+        return "stopping"
+
+    child = ScriptedLLM([calls(("press_stop", {"q": "x"})), calls(("lookup", {"q": "y"}))])
+    definition = researcher(child, tools=("press_stop", "lookup"))
+    parent = ScriptedLLM([spawn(), reply("never said")])
+    final = make_agent(
+        parent, [lookup, press_stop], UseSubagents([definition]), UseCooperativeCancellation(token)
+    ).execute(start())
+    assert final.last_stop_reason() is StopReason.USER_REQUESTED
+    assert child.remaining == 1  # the child stopped at its next checkpoint
+    assert parent.remaining == 1
+    assert "stopped without a final response" in spawn_execution(final).content

@@ -48,3 +48,9 @@ def test_priced_sets_the_cost() -> None:
 def test_negative_prices_are_refused() -> None:
     with pytest.raises(InvalidInputError, match="input"):
         ModelPrice(input=-1, output=0)
+
+
+def test_a_bad_price_given_as_a_dict_names_the_model_and_field() -> None:
+    with pytest.raises(InvalidInputError, match=r"gpt-4o.*output") as raised:
+        PriceTable({"gpt-4o": {"input": 1, "outptu": 2}})
+    assert raised.value.field == "prices['gpt-4o'].output"

@@ -150,6 +150,20 @@ class TestSave:
         )
         assert store.load(state.agent_id) == kept
 
+    @pytest.mark.parametrize("bad", ["1", None, True, 1.0])
+    def test_an_expected_version_that_is_not_an_int_is_refused(
+        self, store: SessionStore, start, bad: object
+    ) -> None:
+        state = start()
+        store.create(state)
+        with pytest.raises(InvalidInputError, match="expected_version") as raised:
+            store.save(state, expected_version=bad)  # type: ignore[arg-type]
+        assert raised.value.field == "expected_version"
+        if bad is not None:  # delete without a version check is allowed
+            with pytest.raises(InvalidInputError, match="expected_version"):
+                store.delete(state.agent_id, expected_version=bad)  # type: ignore[arg-type]
+        assert store.load(state.agent_id).version == 1
+
     def test_needs_a_created_session(self, store: SessionStore, start) -> None:
         state = start()
         with pytest.raises(SessionNotFoundError, match=r"store\.create"):

@@ -17,6 +17,7 @@ from agentrig import (
     FileSessionStore,
     SessionConflictError,
     SessionCorruptError,
+    SessionError,
     StoredSession,
 )
 from agentrig.fakes import FakeClock
@@ -63,6 +64,13 @@ class TestLayout:
     def test_the_directory_is_created(self, tmp_path: Path) -> None:
         FileSessionStore(tmp_path / "a" / "b")
         assert (tmp_path / "a" / "b").is_dir()
+
+    def test_a_directory_path_that_is_a_file_is_named(self, tmp_path: Path) -> None:
+        path = tmp_path / "sessions"
+        path.write_text("")
+        with pytest.raises(SessionError, match="not a directory") as raised:
+            FileSessionStore(path)
+        assert str(path) in str(raised.value)
 
     def test_delete_removes_the_lock_file_too(
         self, file_store: FileSessionStore, stored: StoredSession, directory: Path

@@ -13,6 +13,7 @@ from agentrig import (
     AgentState,
     SessionConflictError,
     SessionCorruptError,
+    SessionError,
     SqliteSessionStore,
     StoredSession,
 )
@@ -76,6 +77,19 @@ class TestSchema:
         with pytest.raises(SessionCorruptError, match="not a database") as raised:
             SqliteSessionStore(path)
         assert raised.value.location == str(path)
+
+    def test_missing_parent_directories_are_created(self, tmp_path: Path, start) -> None:
+        path = tmp_path / "a" / "b" / "sessions.db"
+        with SqliteSessionStore(path) as store:
+            store.create(start())
+        assert path.is_file()
+
+    def test_a_path_that_cannot_be_opened_is_named(self, tmp_path: Path) -> None:
+        (tmp_path / "file").write_text("")
+        path = tmp_path / "file" / "sessions.db"
+        with pytest.raises(SessionError, match="cannot open") as raised:
+            SqliteSessionStore(path)
+        assert str(path) in str(raised.value)
 
     def test_memory_databases_are_private_to_their_store(self, start) -> None:
         with SqliteSessionStore() as first, SqliteSessionStore() as second:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from agentrig import clock
 from agentrig.budget import ExecutionBudget
 from agentrig.continuation import StopReason, StopSignal
+from agentrig.errors import InvalidInputError
 from agentrig.hooks import HookContext, HookTrigger
 from agentrig.state import AgentState, FinishReason
 
@@ -52,7 +53,7 @@ class UseGuards:
             if given
             else (budget or ExecutionBudget())
         )
-        self.finish_reasons = frozenset(FinishReason(reason) for reason in finish_reasons)
+        self.finish_reasons = _finish_reasons(finish_reasons)
         self._limits = _limits(self.budget)
 
     def install(self, builder: AgentBuilder) -> None:
@@ -147,6 +148,21 @@ class UseGuards:
 
     def __repr__(self) -> str:
         return f"UseGuards({self.budget!r})"
+
+
+def _finish_reasons(reasons: Iterable[FinishReason | str]) -> frozenset[FinishReason]:
+    """The finish reasons as enum members (a single string is one reason)."""
+    if isinstance(reasons, str):
+        reasons = (reasons,)
+    parsed: list[FinishReason] = []
+    for index, reason in enumerate(reasons):
+        try:
+            parsed.append(FinishReason(reason))
+        except ValueError:
+            valid = ", ".join(member.value for member in FinishReason)
+            problem = (f"finish_reasons[{index}]", f"{reason!r} is not one of: {valid}")
+            raise InvalidInputError("UseGuards finish reasons", [problem]) from None
+    return frozenset(parsed)
 
 
 _Limits = tuple[ExecutionBudget, int | None, int | None, float | None, bool]

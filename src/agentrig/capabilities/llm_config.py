@@ -24,6 +24,11 @@ class UseLlmConfig:
         llm_config: LlmConfig | None = None,
         max_retries: int = 1,
     ) -> None:
+        if provider is not None and not isinstance(provider, InferenceProvider):
+            raise ConfigurationError(
+                f"UseLlmConfig needs an InferenceProvider (an object with infer(request)), got "
+                f"{provider!r}: to use a model by name, pass e.g. OpenAIProvider(model=...)"
+            )
         if max_retries < 1:
             raise ConfigurationError(f"UseLlmConfig max_retries must be >= 1, got {max_retries}")
         self.provider = provider

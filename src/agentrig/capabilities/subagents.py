@@ -2,7 +2,8 @@
 
 Each child runs its own loop with its own state, execution buffer and budget. The parent sees
 only the child's final text as the tool result; the child's usage is added to the parent step's
-usage; child events reach the parent's bus and carry ``parent_agent_id``.
+usage; child events reach the parent's bus and carry ``parent_agent_id``. A child checks the
+parent's cancellation sources (``UseCooperativeCancellation``) at its own checkpoints too.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agentrig.budget import ExecutionBudget
+from agentrig.capabilities.cancellation import CancellationSource, UseCooperativeCancellation
 from agentrig.capabilities.guards import UseGuards
 from agentrig.drivers.base import Driver
 from agentrig.drivers.provider import InferenceProvider
@@ -27,7 +29,7 @@ from agentrig.state import AgentState, ExecutionStatus, LlmConfig
 from agentrig.tools import Tool, ToolContext, ToolOutput, Tools
 
 if TYPE_CHECKING:
-    from agentrig.builder import AgentBuilder, BuildContext
+    from agentrig.builder import AgentBuilder, AgentCapability, BuildContext
 
 SPAWN_TOOL = "spawn_subagent"
 
@@ -67,7 +69,14 @@ class Subagents:
     """A fixed set of subagent definitions."""
 
     def __init__(self, definitions: Iterable[SubagentDefinition] = ()) -> None:
-        self._definitions = {definition.name: definition for definition in definitions}
+        self._definitions: dict[str, SubagentDefinition] = {}
+        for definition in definitions:
+            if definition.name in self._definitions:
+                raise ConfigurationError(
+                    f"subagent {definition.name!r} is defined twice: give each subagent "
+                    "its own name"
+                )
+            self._definitions[definition.name] = definition
 
     def get(self, name: str) -> SubagentDefinition:
         """The definition called ``name``."""
@@ -93,7 +102,8 @@ class SubagentPolicy:
 
 
 class SpawnSubagentTool(Tool):
-    """Runs a named subagent on a prompt and returns its final text."""
+    """Runs a named subagent on a prompt and returns its final text; the child also stops when
+    one of ``cancellation`` is cancelled."""
 
     name = SPAWN_TOOL
 
@@ -103,11 +113,14 @@ class SpawnSubagentTool(Tool):
         policy: SubagentPolicy,
         build: BuildContext,
         depth: int = 0,
+        *,
+        cancellation: tuple[CancellationSource, ...] = (),
     ) -> None:
         self.provider = provider
         self.policy = policy
         self.build = build
         self.depth = depth
+        self.cancellation = cancellation
         listing = "\n".join(_describe(provider.get(name)) for name in provider.names())
         self.description = "Delegate a task to a subagent. Available subagents:\n" + listing
 
@@ -178,9 +191,17 @@ class SpawnSubagentTool(Tool):
         )
         if not definition.budget.is_empty():
             builder.with_capability(UseGuards(definition.budget))
+        for source in self.cancellation:
+            builder.with_capability(UseCooperativeCancellation(source))
         if self._child_may_spawn(definition):
             builder.add_tool_factory(
-                lambda build: SpawnSubagentTool(self.provider, self.policy, build, self.depth + 1)
+                lambda build: SpawnSubagentTool(
+                    self.provider,
+                    self.policy,
+                    build,
+                    self.depth + 1,
+                    cancellation=self.cancellation,
+                )
             )
         return builder.build()
 
@@ -239,6 +260,20 @@ def _result(name: str, final: AgentState) -> ToolOutput:
     return ToolOutput(value=value, content=text, usage=final.usage())
 
 
+def _check_tool_names(definition: SubagentDefinition, tools: Tools) -> None:
+    """Refuse a tool name in ``tools`` or ``deny`` that the parent does not have (a typo there
+    would silently give the child no tool, or a tool it was meant not to have)."""
+    known = {*tools.names(), SPAWN_TOOL}
+    for field_name, names in (("tools", definition.tools or ()), ("deny", definition.deny)):
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise ConfigurationError(
+                f"subagent {definition.name!r} names unknown tools in {field_name}: "
+                f"{', '.join(map(repr, unknown))}; the agent's tools are: "
+                f"{', '.join(sorted(known))}"
+            )
+
+
 def _describe(definition: SubagentDefinition) -> str:
     tools = "all parent tools" if definition.tools is None else ", ".join(definition.tools)
     return f"- {definition.name}: {definition.description} (tools: {tools})"
@@ -259,7 +294,25 @@ class UseSubagents:
 
     def install(self, builder: AgentBuilder) -> None:
         """Add the spawn tool as a deferred tool (it sees the tools collected before it)."""
-        builder.add_tool_factory(lambda build: SpawnSubagentTool(self.provider, self.policy, build))
+        if any(isinstance(installed, UseSubagents) for installed in builder.capabilities()):
+            raise ConfigurationError(
+                "UseSubagents is installed twice; the second would replace the first's "
+                "spawn_subagent tool: pass every definition to one UseSubagents([...])"
+            )
+        # Read at build time, when every capability is installed (cancellation may come later).
+        builder.add_tool_factory(lambda build: self._spawn_tool(build, builder.capabilities()))
+
+    def _spawn_tool(
+        self, build: BuildContext, installed: tuple[AgentCapability, ...]
+    ) -> SpawnSubagentTool:
+        for name in self.provider.names():
+            _check_tool_names(self.provider.get(name), build.tools)
+        sources = tuple(
+            capability.source
+            for capability in installed
+            if isinstance(capability, UseCooperativeCancellation)
+        )
+        return SpawnSubagentTool(self.provider, self.policy, build, cancellation=sources)
 
     def __repr__(self) -> str:
         return f"UseSubagents({list(self.provider.names())!r}, {self.policy!r})"

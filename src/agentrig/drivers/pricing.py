@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
-from agentrig._model import FrozenModel
-from agentrig.errors import ConfigurationError
+from agentrig._model import FrozenModel, problems_of
+from agentrig.errors import ConfigurationError, InvalidInputError
 from agentrig.state.usage import Usage
 
 PER = 1_000_000
@@ -48,6 +48,19 @@ class ModelPrice(FrozenModel):
         return total / PER
 
 
+def _model_price(model: str, price: ModelPrice | Mapping[str, float]) -> ModelPrice:
+    if isinstance(price, ModelPrice):
+        return price
+    try:
+        return ModelPrice.model_validate(price)
+    except ValidationError as error:
+        problems = [
+            (f"prices[{model!r}]" + (f".{field}" if field else ""), reason)
+            for field, reason in problems_of(error)
+        ]
+        raise InvalidInputError("PriceTable", problems) from None
+
+
 class PriceTable:
     """Model name → ``ModelPrice``. A model is found by its exact name, else by the longest
     table key it starts with (``gpt-4o-mini`` prices ``gpt-4o-mini-2024-07-18``).
@@ -59,10 +72,7 @@ class PriceTable:
     def __init__(
         self, prices: Mapping[str, ModelPrice | Mapping[str, float]], *, strict: bool = False
     ) -> None:
-        self._prices = {
-            model: price if isinstance(price, ModelPrice) else ModelPrice.model_validate(price)
-            for model, price in prices.items()
-        }
+        self._prices = {model: _model_price(model, price) for model, price in prices.items()}
         self._by_length = sorted(self._prices, key=len, reverse=True)
         self.strict = strict
 

@@ -7,7 +7,12 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager
 
 from agentrig.clock import Clock, SystemClock
-from agentrig.errors import SessionConflictError, SessionExistsError, SessionNotFoundError
+from agentrig.errors import (
+    InvalidInputError,
+    SessionConflictError,
+    SessionExistsError,
+    SessionNotFoundError,
+)
 from agentrig.sessions._document import Header, check_session_id
 from agentrig.sessions.base import StoredSession
 from agentrig.state import AgentState
@@ -46,6 +51,7 @@ class VersionedStore(ABC):
         """Store ``state`` as the next version of its session, if the stored version is still
         ``expected_version`` (else ``SessionConflictError``; ``SessionNotFoundError`` if absent)."""
         session_id = check_session_id(state.agent_id, "agent_id")
+        _check_version(expected_version)
         with self._write_lock(session_id):
             stored = self._checked(session_id, expected_version)
             session = StoredSession(
@@ -61,6 +67,8 @@ class VersionedStore(ABC):
     def delete(self, session_id: str, *, expected_version: int | None = None) -> None:
         """Remove a session (checking its version when ``expected_version`` is given)."""
         check_session_id(session_id)
+        if expected_version is not None:
+            _check_version(expected_version)
         with self._write_lock(session_id):
             self._checked(session_id, expected_version)
             self._remove(session_id)
@@ -109,3 +117,13 @@ class VersionedStore(ABC):
 
     def _exists(self, session_id: str) -> bool:
         return self._header(session_id) is not None
+
+
+def _check_version(expected_version: object) -> None:
+    """Refuse a version that is not an int: it would only ever show up as a confusing conflict."""
+    if isinstance(expected_version, bool) or not isinstance(expected_version, int):
+        reason = (
+            f"expected an int, got {expected_version!r}: pass the version of the session you "
+            "loaded (StoredSession.version)"
+        )
+        raise InvalidInputError("session version", [("expected_version", reason)])

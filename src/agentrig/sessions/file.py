@@ -8,7 +8,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from agentrig.clock import Clock
-from agentrig.errors import SessionCorruptError
+from agentrig.errors import SessionCorruptError, SessionError
 from agentrig.sessions._document import (
     Header,
     check_session_id,
@@ -38,7 +38,14 @@ class FileSessionStore(VersionedStore):
     def __init__(self, directory: str | os.PathLike[str], *, clock: Clock | None = None) -> None:
         super().__init__(clock)
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise SessionError(
+                "",
+                f"Session directory {str(self.directory)!r} is not a directory (a file is in "
+                "the way): pass the path of a directory, or move the file.",
+            ) from None
 
     def __repr__(self) -> str:
         return f"FileSessionStore({str(self.directory)!r})"

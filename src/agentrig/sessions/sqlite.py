@@ -7,11 +7,12 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
 from agentrig.clock import Clock
-from agentrig.errors import SessionConflictError, SessionCorruptError
+from agentrig.errors import SessionConflictError, SessionCorruptError, SessionError
 from agentrig.sessions._document import Header, header_from, session_from, state_from
 from agentrig.sessions._versioned import VersionedStore
 from agentrig.sessions.base import StoredSession
@@ -33,6 +34,20 @@ _HEADER = f"SELECT {', '.join(_COLUMNS)} FROM agentrig_sessions WHERE session_id
 _SESSION = f"SELECT {', '.join(_COLUMNS)}, state FROM agentrig_sessions WHERE session_id = ?"
 
 
+def _connect(path: str, timeout: float) -> sqlite3.Connection:
+    """Open ``path`` (creating missing parent directories, as ``FileSessionStore`` does)."""
+    try:
+        if path not in ("", ":memory:"):
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
+    except (OSError, sqlite3.OperationalError) as error:
+        raise SessionError(
+            "",
+            f"Session store {path!r}: cannot open the database ({error}). Check that the path "
+            "names a file in a writable directory.",
+        ) from error
+
+
 class SqliteSessionStore(VersionedStore):
     """Sessions in a SQLite database file (``":memory:"`` for a private in-memory one).
 
@@ -52,9 +67,7 @@ class SqliteSessionStore(VersionedStore):
         super().__init__(clock)
         self.path = os.fspath(path)
         self._lock = threading.RLock()
-        self._connection = sqlite3.connect(
-            self.path, timeout=timeout, isolation_level=None, check_same_thread=False
-        )
+        self._connection = _connect(self.path, timeout)
         try:
             self._migrate()
         except BaseException:
