@@ -31,6 +31,7 @@ from agentrig import (
     HookTrigger,
     Message,
     Messages,
+    Role,
     StepRuntime,
     StopReason,
     StopSignal,
@@ -360,6 +361,21 @@ def blocked_tool_inline() -> Agent:
     return agent
 
 
+def after_step_hook_fails() -> Agent:
+    """A hook that raises after a final answer: the step becomes an error step, and its answer,
+    routed to the conversation untagged when the step was set, stays there as it was."""
+
+    def crash(context: HookContext) -> HookContext:
+        raise RuntimeError("boom")
+
+    agent = Agent(["hello"], hooks=[(crash, HookTrigger.AFTER_STEP)])
+    final = agent.say("hi")
+    assert final.status() is ExecutionStatus.FAILED
+    assert final.steps()[0].step_type() is AgentStepType.ERROR
+    assert final.messages().roles() == (Role.USER, Role.ASSISTANT)
+    return agent
+
+
 CORRECT_RUNS: dict[str, Callable[[], Agent]] = {
     "separated_tools": separated_tools,
     "inline_two_turns": inline_tools,
@@ -370,6 +386,7 @@ CORRECT_RUNS: dict[str, Callable[[], Agent]] = {
     "subagent_call": subagent_call,
     "two_turns_separated": two_turns_separated,
     "blocked_tool_inline": blocked_tool_inline,
+    "after_step_hook_fails": after_step_hook_fails,
 }
 
 
