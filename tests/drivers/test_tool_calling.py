@@ -7,6 +7,7 @@ import pytest
 from agentrig import (
     AgentBuilder,
     AgentEvent,
+    AgentStop,
     ConfigurationError,
     EventBus,
     ExecutionStatus,
@@ -20,10 +21,11 @@ from agentrig import (
     Role,
     StopReason,
     ToolCallingDriver,
+    Usage,
     UseContextConfig,
     UseLlmConfig,
 )
-from agentrig.fakes import FunctionLLM, ScriptedLLM, call, fail, reply
+from agentrig.fakes import FunctionLLM, ScriptedLLM, call, calls, fail, reply
 
 
 def lookup(q: str) -> str:
@@ -169,6 +171,36 @@ class TestInferenceHooks:
         final = agent.execute(start())
         assert final.final_response().to_text() == "patched"
         assert final.steps()[0].inference_response.content == "patched"
+
+    def test_a_stop_after_the_response_keeps_the_answer_and_its_usage(
+        self, make_agent, start
+    ) -> None:
+        def stop(ctx: HookContext) -> HookContext:
+            raise AgentStop("seen enough")
+
+        llm = ScriptedLLM([reply("hi", usage=Usage(input_tokens=100, output_tokens=50))])
+        final = make_agent(llm, hooks=[(stop, "after_inference_response", 0)]).execute(start())
+        assert final.status() is ExecutionStatus.STOPPED
+        assert final.last_stop_reason() is StopReason.STOP_REQUESTED
+        assert final.step_count() == 1
+        assert final.usage().total() == 150
+        assert final.final_response().to_text() == "hi"
+
+    def test_a_stop_after_the_response_gives_each_requested_call_a_result(
+        self, make_agent, start
+    ) -> None:
+        def stop(ctx: HookContext) -> HookContext:
+            raise AgentStop("not now")
+
+        llm = ScriptedLLM([calls(("lookup", {"q": "a"}), ("lookup", {"q": "b"}))])
+        final = make_agent(
+            llm, tools=[lookup], hooks=[(stop, "after_inference_response", 0)]
+        ).execute(start())
+        (step,) = final.steps()
+        assert [e.tool_call.arguments for e in step.tool_executions] == [{"q": "a"}, {"q": "b"}]
+        assert all(e.stopped and e.error is None for e in step.tool_executions)
+        assert all("Not executed" in e.content for e in step.tool_executions)
+        assert final.messages().roles() == (Role.USER,)  # the trace was cleared with the buffer
 
     def test_hook_and_event_order(self, make_agent, start) -> None:
         log: list[str] = []

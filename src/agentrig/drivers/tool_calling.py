@@ -18,13 +18,14 @@ from agentrig.errors import (
 )
 from agentrig.events import InferenceRequestStarted, InferenceResponseReceived
 from agentrig.hooks import HookContext, HookTrigger
-from agentrig.messages import Message, Messages, Role, ToolResult
+from agentrig.messages import Message, Messages, Role, ToolCall, ToolResult
 from agentrig.state import (
     AgentState,
     AgentStep,
     InferenceRequest,
     InferenceResponse,
     LlmConfig,
+    ToolExecution,
     ToolExecutions,
     message_tags,
 )
@@ -88,11 +89,18 @@ class ToolCallingDriver:
             state, request = context.state, context.inference_request or request
         response = self._infer(state, request, runtime)
         if runtime.hooks.hooks_for(HookTrigger.AFTER_INFERENCE_RESPONSE):
-            context = runtime.hooks.intercept(
-                HookContext(
-                    HookTrigger.AFTER_INFERENCE_RESPONSE, state, inference_response=response
+            try:
+                context = runtime.hooks.intercept(
+                    HookContext(
+                        HookTrigger.AFTER_INFERENCE_RESPONSE, state, inference_response=response
+                    )
                 )
-            )
+            except AgentStop as stop:
+                # The model answered and was paid for: the loop records the step, with every
+                # call it asked for marked as not run.
+                if stop.step is None:
+                    stop.step = _step(state, request, response, _not_run(response.tool_calls))
+                raise
             state, response = context.state, context.inference_response or response
         if runtime.events.wants(InferenceResponseReceived):
             runtime.events.dispatch(
@@ -182,6 +190,21 @@ def _step(
         output_messages=_output_messages(state, step_id, response, executions),
         inference_response=response,
         tool_executions=executions,
+    )
+
+
+def _not_run(calls: tuple[ToolCall, ...]) -> ToolExecutions:
+    """A result for each call, saying that it did not run (the execution stopped before it)."""
+    now = clock.now()
+    return ToolExecutions(
+        ToolExecution(
+            tool_call=call,
+            content="Not executed: the execution was stopped before this call.",
+            stopped=True,
+            started_at=now,
+            completed_at=now,
+        )
+        for call in calls
     )
 
 
