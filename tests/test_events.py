@@ -4,23 +4,30 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from agentrig import (
     AgentEvent,
     AgentExecutionCompleted,
     AgentExecutionStarted,
     AgentState,
     AgentStepCompleted,
+    AgentStepStarted,
     AgentStop,
     ContinuationEvaluated,
     EventBus,
+    EventListenerError,
     HookContext,
     HookExecuted,
+    InferenceResponseReceived,
     StopSignalReceived,
+    SubagentDefinition,
     TokenUsageReported,
     ToolCallBlocked,
     ToolCallCompleted,
     ToolCallStarted,
     Usage,
+    UseSubagents,
 )
 from agentrig.fakes import ScriptedLLM, call, calls, reply
 
@@ -186,3 +193,90 @@ def test_blocked_tool_calls_are_reported(make_agent, start) -> None:
     blocked = [e for e in seen if isinstance(e, ToolCallBlocked)]
     assert [(e.tool, e.args, e.reason) for e in blocked] == [("lookup", {"q": "x"}, "not today")]
     assert not any(isinstance(e, ToolCallStarted | ToolCallCompleted) for e in seen)
+
+
+class TestListenerErrors:
+    """A listener's error leaves the run as ``EventListenerError``, wherever it is dispatched."""
+
+    @pytest.mark.parametrize(
+        "kind",
+        [
+            AgentExecutionStarted,
+            AgentStepStarted,
+            InferenceResponseReceived,
+            ToolCallStarted,
+            ToolCallCompleted,
+            AgentStepCompleted,
+            ContinuationEvaluated,
+            AgentExecutionCompleted,
+            HookExecuted,
+        ],
+        ids=lambda kind: kind.__name__,
+    )
+    def test_it_propagates_from_every_event(self, make_agent, start, kind) -> None:
+        events = EventBus()
+        broken = ValueError("listener bug")
+
+        def listener(event: AgentEvent) -> None:
+            raise broken
+
+        events.subscribe(kind, listener)
+        agent = make_agent(
+            ScriptedLLM([call("lookup", q="a"), "done"]),
+            [lookup],
+            events=events,
+            hooks=[(lambda ctx: None, "before_step", 0)],
+        )
+        with pytest.raises(EventListenerError) as raised:
+            agent.execute(start())
+        assert raised.value.event == kind.__name__
+        assert raised.value.error is broken
+        assert raised.value.__cause__ is broken
+        assert "listener" in raised.value.listener
+        assert f"raised ValueError on {kind.__name__}: listener bug" in str(raised.value)
+
+    def test_an_assertion_in_a_test_listener_is_not_turned_into_a_failed_run(
+        self, make_agent, start
+    ) -> None:
+        events = EventBus()
+
+        def expect_one_step(event: AgentStepStarted) -> None:
+            assert event.step_number == 1, f"step {event.step_number}"
+
+        events.subscribe(AgentStepStarted, expect_one_step)
+        agent = make_agent(ScriptedLLM([call("lookup", q="a"), "done"]), [lookup], events=events)
+        with pytest.raises(EventListenerError) as raised:
+            agent.execute(start())
+        assert isinstance(raised.value.error, AssertionError)
+        assert "step 2" in str(raised.value)
+
+    def test_a_parent_listener_failing_on_a_subagent_event_stops_the_parent(
+        self, make_agent, start
+    ) -> None:
+        events = EventBus()
+
+        def listener(event: AgentStepStarted) -> None:
+            if event.parent_agent_id is not None:
+                raise RuntimeError("cannot handle child events")
+
+        events.subscribe(AgentStepStarted, listener)
+        child = ScriptedLLM(["child answer"])
+        parent = ScriptedLLM(
+            [calls(("spawn_subagent", {"subagent": "helper", "prompt": "go"})), "done"]
+        )
+        definition = SubagentDefinition(name="helper", description="helps", provider=child)
+        agent = make_agent(parent, [], UseSubagents([definition]), events=events)
+        with pytest.raises(EventListenerError, match="cannot handle child events"):
+            agent.execute(start())
+
+    def test_the_bus_reports_the_listener_by_name(self) -> None:
+        bus = EventBus()
+
+        def on_hook(event: AgentEvent) -> None:
+            raise KeyError("x")
+
+        bus.subscribe(HookExecuted, on_hook)
+        with pytest.raises(EventListenerError) as raised:
+            bus.dispatch(event(HookExecuted))
+        assert raised.value.listener.endswith("on_hook")
+        assert raised.value.event == "HookExecuted"

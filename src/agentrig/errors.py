@@ -19,6 +19,7 @@ Every error agentrig raises derives from one root, so ``except AgentrigError`` c
     │   ├── SessionConflictError   a save with a stale version (optimistic locking)
     │   └── SessionCorruptError    a stored session that cannot be read back
     ├── HookContractViolationError a hook changed a field its trigger does not allow
+    ├── EventListenerError         an event listener raised (it propagates: the run stops)
     ├── ConfigurationError         a builder or loop that cannot work as configured
     ├── ProviderError              an inference provider failed
     │   ├── RetryLimitExceededError
@@ -190,6 +191,23 @@ class HookContractViolationError(AgentrigError):
         super().__init__(
             f"Hook '{hook}' cannot change '{field}' on trigger '{trigger}'; "
             f"it may change only: {', '.join(allowed)}."
+        )
+
+
+class EventListenerError(AgentrigError):
+    """An event listener raised while handling ``event`` (the listener's error is the cause).
+
+    Listeners observe; an error in one is a bug in the listener, so it is not turned into a
+    failed execution: it leaves ``execute``/``iterate`` wherever the event was dispatched.
+    """
+
+    def __init__(self, event: str, listener: str, error: BaseException) -> None:
+        self.event = event
+        self.listener = listener
+        self.error = error
+        super().__init__(
+            f"event listener {listener} raised {type(error).__name__} on {event}: {error}; "
+            "a listener's error stops the run: fix the listener, or catch the error inside it"
         )
 
 

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any, Self, TypeVar
 
 from agentrig import clock
+from agentrig.errors import EventListenerError
 from agentrig.state import AgentState, Usage
 
 E = TypeVar("E", bound="AgentEvent")
@@ -250,9 +251,17 @@ class EventBus:
         return self.parent is not None and self.parent.wants(event_type)
 
     def dispatch(self, event: AgentEvent) -> None:
-        """Deliver ``event`` to its listeners, then to the parent bus."""
+        """Deliver ``event`` to its listeners, then to the parent bus.
+
+        A listener's exception is raised as ``EventListenerError``, which the loop lets through.
+        """
         for listener in self._route(type(event)):
-            listener(event)
+            try:
+                listener(event)
+            except EventListenerError:
+                raise
+            except Exception as error:
+                raise EventListenerError(type(event).__name__, _name(listener), error) from error
         if self.parent is not None:
             self.parent.dispatch(event)
 
@@ -276,3 +285,12 @@ class EventBus:
         if listener in listeners:
             listeners.remove(listener)
         self._routes.clear()
+
+
+def _name(listener: Listener) -> str:
+    """``module.qualname`` of a function or method, else its repr."""
+    qualname = getattr(listener, "__qualname__", None)
+    module = getattr(listener, "__module__", None)
+    if qualname is None:
+        return repr(listener)
+    return f"{module}.{qualname}" if module else qualname

@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 from agentrig.clock import Clock, IdFactory, SystemClock, UuidIds, runtime_context
 from agentrig.continuation import StopReason, StopSignal
 from agentrig.drivers.base import Driver, StepRuntime
-from agentrig.errors import AgentStop
+from agentrig.errors import AgentStop, EventListenerError
 from agentrig.events import (
     AgentExecutionCompleted,
     AgentExecutionFailed,
@@ -122,6 +122,8 @@ class AgentLoop:
             state = state.with_step_started()
             started = True
             state = self.driver.use_tools(state, self._runtime(step_number))
+        except EventListenerError:
+            raise
         except AgentStop as stop:
             if started and stop.step is not None and state.current_step() is None:
                 state = state.with_current_step(stop.step, trace_mode=self.trace_mode)
@@ -220,6 +222,8 @@ class AgentLoop:
             try:
                 context = HookContext(HookTrigger.ON_ERROR, state, errors=state.errors())
                 state = self.hooks.intercept(context).state
+            except EventListenerError:
+                raise
             except Exception as hook_error:
                 state = state.with_failure(hook_error)
         if self.events.wants(AgentExecutionFailed):
@@ -270,6 +274,8 @@ class AgentLoop:
         """Run hooks for ``trigger``, turning AgentStop and errors into state."""
         try:
             return self._intercept(trigger, state)
+        except EventListenerError:
+            raise
         except AgentStop as stop:
             return self._stop_requested(state, stop)
         except Exception as error:

@@ -24,6 +24,7 @@ from agentrig._model import is_json_data, problems_of
 from agentrig._tool_arguments import plain_arguments, plain_plan
 from agentrig.errors import (
     AgentStop,
+    EventListenerError,
     InvalidToolArgumentsError,
     ToolNotFoundError,
 )
@@ -379,7 +380,7 @@ class ToolExecutor:
             if tool is None:
                 raise ToolNotFoundError(call.name, list(self.tools.names()))
             result = tool.invoke(call.arguments, ToolContext(state, call))
-        except AgentStop:
+        except (AgentStop, EventListenerError):  # a stop request; a broken listener (a subagent's)
             raise
         except Exception as error:
             return _failure(call, error, started)
