@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Iterator
 from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
@@ -13,9 +14,11 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from agentrig import (
+    AgentBuilder,
     AgentState,
     AgentStepType,
     AgentStop,
+    ConfigurationError,
     ExecutionStatus,
     FunctionTool,
     InvalidInputError,
@@ -31,6 +34,7 @@ from agentrig import (
 )
 from agentrig._tool_arguments import plain_arguments, plain_plan
 from agentrig.fakes import ScriptedLLM, ScriptedTool, ToolReply, call, reply
+from agentrig.tools import format_tool_value
 
 
 class Point(BaseModel):
@@ -240,13 +244,22 @@ class TestToolExecutor:
             ([1, "a"], '[1, "a"]'),
             ({"k": "é"}, '{"k": "é"}'),
             (Point(x=1, y=2), '{"x":1,"y":2}'),
+            (float("nan"), "nan"),
+            ([float("inf")], "[Infinity]"),
+            ({"reading": float("nan")}, '{"reading": NaN}'),
+            (b"\xff", "b'\\xff'"),
+            ({"k": b"\xfe"}, "{'k': b'\\xfe'}"),
         ],
     )
     def test_value_formatting(self, value: Any, text: str) -> None:
         def give() -> Any:
             return value
 
-        assert execute([give], "give").content == text
+        execution = execute([give], "give")
+        assert execution.content == text
+        assert format_tool_value(value) == text
+        if isinstance(execution.value, str):
+            assert execution.value == text  # what JSON cannot hold is kept as what the model saw
 
 
 class TestTools:
@@ -321,6 +334,187 @@ class TestToolsInTheLoop:
         final = make_agent(ScriptedLLM([call("halt")]), [halt]).execute(start())
         assert final.last_stop_reason() is StopReason.STOP_REQUESTED
         assert final.status() is ExecutionStatus.STOPPED
+
+
+class TestUnrecordableValues:
+    def test_bytes_that_are_not_utf8_keep_the_step(self, make_agent, start) -> None:
+        def raw() -> bytes:
+            return b"\xff"
+
+        llm = ScriptedLLM([call("raw"), reply("got it")])
+        final = make_agent(llm, [raw]).execute(start())
+        assert final.step_count() == 2
+        assert final.status() is ExecutionStatus.COMPLETED
+        execution = final.steps()[0].tool_executions[0]
+        assert execution.value == execution.content == "b'\\xff'"
+        assert llm.requests[1].messages[-1].content == "b'\\xff'"
+        assert AgentState.from_json(final.to_json()) == final
+
+    def test_a_value_that_cannot_be_recorded_fails_the_call_not_the_step(
+        self, make_agent, start
+    ) -> None:
+        class Unprintable:
+            def __str__(self) -> str:
+                raise RuntimeError("no text for this value")
+
+        def opaque() -> Unprintable:
+            return Unprintable()
+
+        llm = ScriptedLLM([call("opaque"), reply("sorry")])
+        final = make_agent(llm, [opaque]).execute(start())
+        assert final.step_count() == 2
+        assert llm.requests[1].messages[-1].content == "Error in tool call: no text for this value"
+        assert final.status() is ExecutionStatus.FAILED
+
+    def test_a_self_containing_list_is_kept_as_text(self) -> None:
+        looped: list[Any] = [1]
+        looped.append(looped)
+
+        def loop() -> list[Any]:
+            return looped
+
+        execution = execute([loop], "loop")
+        assert execution.value == execution.content == "[1, [...]]"
+
+
+class Opaque:
+    """A class pydantic has no schema for."""
+
+
+async def fetch(city: str) -> str:
+    return city
+
+
+def stream(count: int) -> Iterator[int]:
+    yield count
+
+
+def spread(*cities: str) -> str:
+    return ",".join(cities)
+
+
+def options(**flags: bool) -> str:
+    return str(flags)
+
+
+def positional(city: str, /) -> str:
+    return city
+
+
+def private(city: str, _secret: str = "") -> str:
+    return city
+
+
+def configured(model_config: str) -> str:
+    return model_config
+
+
+def dumped(model_dump: bool) -> str:
+    return str(model_dump)
+
+
+def opaque_param(thing: Opaque) -> str:
+    return str(thing)
+
+
+def unresolved(city: str, where: Nowhere) -> str:  # type: ignore[name-defined]  # noqa: F821
+    return city
+
+
+class AsyncCallable:
+    async def __call__(self, city: str) -> str:
+        return city
+
+
+def base(a: int, b: int) -> int:
+    """Add b to a."""
+    return a + b
+
+
+class TestToolDefinitionErrors:
+    @pytest.mark.parametrize(
+        ("function", "fragments"),
+        [
+            (fetch, ["tool 'fetch'", "async", "tools are synchronous", "'def'"]),
+            (stream, ["tool 'stream'", "generator", "return a list"]),
+            (spread, ["tool 'spread'", "'*cities'", "named, typed parameter"]),
+            (options, ["tool 'options'", "'**flags'", "named, typed parameter"]),
+            (positional, ["tool 'positional'", "'city'", "positional-only", "remove the '/'"]),
+            (private, ["tool 'private'", "'_secret'", "rename it"]),
+            (configured, ["tool 'configured'", "'model_config'", "rename it"]),
+            (dumped, ["tool 'dumped'", "'model_dump'", "rename it"]),
+            (opaque_param, ["tool 'opaque_param'", "'thing'", "Opaque", "pydantic model"]),
+            (unresolved, ["tool 'unresolved'", "'where'", "Nowhere", "module level"]),
+        ],
+        ids=lambda value: getattr(value, "__name__", None),
+    )
+    def test_a_bad_signature_is_refused_when_the_tool_is_made(
+        self, function: Any, fragments: list[str]
+    ) -> None:
+        for make in (tool, FunctionTool, lambda f: AgentBuilder.base().with_tools([f])):
+            with pytest.raises(ConfigurationError) as raised:
+                make(function)
+            for fragment in fragments:
+                assert fragment in str(raised.value)
+
+    def test_an_explicit_name_is_named_with_the_function(self) -> None:
+        with pytest.raises(ConfigurationError, match=r"tool 'lookup' \(spread\): parameter"):
+            tool(name="lookup")(spread)
+
+    def test_an_async_callable_object_is_refused(self) -> None:
+        with pytest.raises(ConfigurationError, match="tool 'get' is an async function"):
+            FunctionTool(AsyncCallable(), name="get")
+
+    @pytest.mark.parametrize("function", [functools.partial(base, b=1), lambda a: a])
+    def test_a_callable_without_a_name_needs_one(self, function: Any) -> None:
+        with pytest.raises(ConfigurationError, match=r"pass one: FunctionTool\(function, name="):
+            tool(function)
+
+    @pytest.mark.parametrize("thing", [3, "add", None])
+    def test_a_non_callable_is_refused(self, thing: Any) -> None:
+        with pytest.raises(ConfigurationError, match="it is not callable"):
+            FunctionTool(thing, name="thing")
+
+
+class TestSupportedSignatures:
+    def test_a_named_partial_is_a_tool(self) -> None:
+        made = tool(name="increment")(functools.partial(base, b=1))
+        assert made.description == "Add b to a."
+        assert made.parameters()["required"] == ["a"]
+        assert execute([made], "increment", a=4).value == 5
+
+    def test_methods_and_keyword_only_parameters(self) -> None:
+        class Counter:
+            def __init__(self) -> None:
+                self.total = 0
+
+            def bump(self, *, by: int = 1) -> int:
+                self.total += by
+                return self.total
+
+            @staticmethod
+            def double(n: int) -> int:
+                return 2 * n
+
+        counter = Counter()
+        assert execute([counter.bump], "bump", by=3).value == 3
+        assert execute([Counter.double], "double", n=4).value == 8
+
+    def test_names_of_legacy_pydantic_methods_are_plain_parameters(self) -> None:
+        def convert(
+            json: str, copy: bool = False, schema: str = "v1", model_name: str = "m"
+        ) -> str:
+            return f"{json} {copy} {schema} {model_name}"
+
+        made = FunctionTool(convert)  # no pydantic "shadows an attribute" warning (an error here)
+        assert list(made.parameters()["properties"]) == ["json", "copy", "schema", "model_name"]
+        assert execute([made], "convert", json="{}", copy=True).value == "{} True v1 m"
+
+    def test_an_underscore_tool_context_parameter_is_fine(self) -> None:
+        def who(_context: ToolContext, greeting: str = "hi") -> str:
+            return f"{greeting} {_context.state.agent_id}"
+
+        assert execute([who], "who").value == "hi agent-1"
 
 
 # --- the plain-argument shortcut: same result as pydantic, or it stands aside ------------------
@@ -517,16 +711,13 @@ class TestPlainArguments:
         def made_fresh(a: Annotated[list[int], Field(default_factory=list)]) -> int:
             return len(a)
 
-        def hidden(a: int, _b: int = 1) -> int:
-            return a
-
         def nested(point: Point) -> int:
             return point.x
 
         def choice(mode: Literal["a", "b"]) -> str:
             return mode
 
-        for function in (positive, strict, aliased, made_fresh, hidden, nested, choice):
+        for function in (positive, strict, aliased, made_fresh, nested, choice):
             assert plain_plan(FunctionTool(function)._model) is None, function.__name__
 
     def test_errors_are_worded_by_pydantic_still(self) -> None:

@@ -15,15 +15,26 @@ from dataclasses import dataclass
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin, overload
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from agentrig import clock
 from agentrig._frozen import fast_init
 from agentrig._model import is_json_data, problems_of
 from agentrig._tool_arguments import plain_arguments, plain_plan
+from agentrig._tool_signature import (
+    arguments_model,
+    check_kind,
+    check_name,
+    check_synchronous,
+    read_signature,
+    tool_description,
+    tool_label,
+    tool_name,
+)
 from agentrig.errors import (
     AgentStop,
+    ConfigurationError,
     EventListenerError,
     InvalidToolArgumentsError,
     ToolNotFoundError,
@@ -88,11 +99,16 @@ class FunctionTool(Tool):
         name: str | None = None,
         description: str | None = None,
     ) -> None:
+        if not callable(function):
+            raise ConfigurationError(
+                f"cannot make a tool of {function!r}: it is not callable; "
+                "pass a function (or decorate one with @tool)"
+            )
         self.function = function
-        self.name = name or function.__name__
-        self.description = description or inspect.cleandoc(function.__doc__ or "")
-        self._context_param, self._model = _arguments_model(function, self.name)
-        self._parameters = _clean_schema(self._model.model_json_schema())
+        self.name = name or tool_name(function)
+        self.description = description or tool_description(function)
+        self._context_param, self._model, schema = _arguments_model(function, self.name)
+        self._parameters = _clean_schema(schema)
         self._schema: ToolSchema | None = None
         self._validate = self._model.__pydantic_validator__.validate_python
         self._plan = plain_plan(self._model)
@@ -148,19 +164,28 @@ def tool(
     return lambda fn: FunctionTool(fn, name=name, description=description)
 
 
-def _arguments_model(function: Callable[..., Any], name: str) -> tuple[str | None, type[BaseModel]]:
-    signature = inspect.signature(function, eval_str=True)
+def _arguments_model(
+    function: Callable[..., Any], name: str
+) -> tuple[str | None, type[BaseModel], dict[str, Any]]:
+    """The ``ToolContext`` parameter, the arguments model and its JSON Schema.
+
+    Raises ``ConfigurationError`` for a signature the model could not call through.
+    """
+    label = tool_label(function, name)
+    check_synchronous(function, label)
     context_param: str | None = None
     fields: dict[str, Any] = {}
-    for param in signature.parameters.values():
+    for param in read_signature(function, label).parameters.values():
+        check_kind(param, label)
         if _is_context(param.annotation):
             context_param = param.name
             continue
+        check_name(param.name, label)
         annotation = Any if param.annotation is inspect.Parameter.empty else param.annotation
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[param.name] = (annotation, default)
-    model = create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
-    return context_param, model
+    model, schema = arguments_model(name, label, fields)
+    return context_param, model, schema
 
 
 def _is_context(annotation: Any) -> bool:
@@ -256,11 +281,12 @@ def format_tool_value(value: Any) -> str:
     if isinstance(value, _NUMBERS):
         return str(value)
     if isinstance(value, BaseModel):
-        return value.model_dump_json()
-    try:
-        return json.dumps(to_jsonable_python(value), ensure_ascii=False)
-    except PydanticSerializationError:
-        return str(value)
+        try:
+            return value.model_dump_json()
+        except (PydanticSerializationError, ValueError):
+            return str(value)
+    data = _jsonable(value)
+    return str(value) if data is _NOT_JSON else json.dumps(data, ensure_ascii=False)
 
 
 _NUMBERS = (int, float)
@@ -380,11 +406,12 @@ class ToolExecutor:
             if tool is None:
                 raise ToolNotFoundError(call.name, list(self.tools.names()))
             result = tool.invoke(call.arguments, ToolContext(state, call))
+            # Inside the try: a value that cannot even be recorded fails the call, not the step.
+            return _success(call, result, started)
         except (AgentStop, EventListenerError):  # a stop request; a broken listener (a subagent's)
             raise
         except Exception as error:
             return _failure(call, error, started)
-        return _success(call, result, started)
 
 
 def _success(call: ToolCall, result: Any, started: Any) -> ToolExecution:
@@ -411,14 +438,23 @@ _JSON_SCALARS = frozenset({str, int, bool, type(None)})
 
 
 def _json_value(value: Any) -> Any:
-    """The value as JSON data for the state; what JSON cannot hold (NaN, objects) is kept as text."""
+    """The value as JSON data for the state; what JSON cannot hold (NaN, bytes that are not
+    UTF-8, objects) is kept as the text the model saw."""
     if type(value) in _JSON_SCALARS:
         return value
+    data = _jsonable(value)
+    return data if data is not _NOT_JSON and is_json_data(data) else format_tool_value(value)
+
+
+_NOT_JSON = object()
+
+
+def _jsonable(value: Any) -> Any:
+    """``to_jsonable_python(value)``, or ``_NOT_JSON`` when it cannot convert the value."""
     try:
-        data = to_jsonable_python(value)
-    except PydanticSerializationError:
-        return str(value)
-    return data if is_json_data(data) else str(value)
+        return to_jsonable_python(value)
+    except (PydanticSerializationError, ValueError):  # ValueError: bytes not UTF-8, a cycle
+        return _NOT_JSON
 
 
 def _stopped(call: ToolCall, content: str) -> ToolExecution:
