@@ -92,6 +92,28 @@ def test_keyword_and_shard_select_scenarios(suite: Path, tmp_path: Path) -> None
     assert sorted(seen) == [f"case-{i}" for i in range(4)]
 
 
+def test_a_shard_with_nothing_to_run_passes_with_empty_reports(suite: Path, tmp_path: Path) -> None:
+    # A CI matrix wider than the suite: the extra jobs must not fail.
+    code, output = invoke("run", suite, "--shard", "6/6", "--report-dir", tmp_path / "out")
+    assert code == 0, output
+    flat = " ".join(output.split())
+    assert "shard 6/6: none of the 4 selected scenario(s) falls in this shard" in flat
+    assert "0 passed, 0 failed" in flat
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["scenarios"] == []
+    assert 'tests="0"' in (tmp_path / "out" / "junit.xml").read_text()
+
+
+def test_a_shard_of_an_empty_selection_is_still_nothing_selected(suite: Path) -> None:
+    assert invoke("run", suite, "-k", "zzz", "--shard", "1/2")[0] == 4
+
+
+def test_validate_an_empty_folder_says_what_was_searched(tmp_path: Path) -> None:
+    code, output = invoke("validate", tmp_path)
+    assert code == 4
+    assert f"no *.scenario.yaml file found in {tmp_path}" in " ".join(output.split())
+
+
 def test_nothing_selected_and_bad_options_have_distinct_exit_codes(suite: Path) -> None:
     assert invoke("run", suite, "-k", "zzz")[0] == 4
     code, output = invoke("run", suite, "--shard", "3/2")

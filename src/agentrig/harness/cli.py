@@ -66,27 +66,29 @@ def run(
         load_plugins(plugin or ())
         for name in report or ():
             get_writer(name)  # an unknown format is a usage error before anything runs
+        part = parse_shard(shard) if shard else None
         loaded = _load(paths)
-        scenarios = select(loaded, keyword=keyword, shard=parse_shard(shard) if shard else None)
+        matching = select(loaded, keyword=keyword)
+        scenarios = select(matching, shard=part) if part else matching
     except AgentrigError as error:
         _fail_usage(error)
     if not loaded:
-        searched = ", ".join(str(path) for path in paths or [Path("scenarios")])
-        errors.print(
-            f"[yellow]no *.scenario.yaml file found in {escape(searched)}[/] "
-            "(folders named failing are searched only when named)",
-            soft_wrap=True,
-        )
-        raise typer.Exit(4)
-    if not scenarios:
+        _nothing_found(paths)
+    if not matching:
         errors.print("[yellow]no scenario selected[/]")
         raise typer.Exit(4)
+    if not scenarios:  # more shards than scenarios: this part of a CI matrix has nothing to do
+        console.print(
+            f"[yellow]shard {shard}: none of the {len(matching)} selected scenario(s) falls in "
+            "this shard[/]",
+            soft_wrap=True,
+        )
     with _progress(quiet) as bar:
         task = bar.add_task("scenarios", total=len(scenarios))
         result = run_suite(
             scenarios, workers=workers, plugins=plugin or (), progress=lambda _: bar.advance(task)
         )
-    if not quiet:
+    if not quiet and result.scenarios:
         _summary_table(result)
         _failure_details(result)
     try:
@@ -105,6 +107,8 @@ def validate(paths: PathsArgument = None) -> None:
         scenarios = _load(paths)
     except AgentrigError as error:
         _fail_usage(error)
+    if not scenarios:
+        _nothing_found(paths)
     console.print(f"[green]{len(scenarios)} scenario file(s) valid[/]")
 
 
@@ -166,6 +170,16 @@ def version() -> None:
     from agentrig import __version__
 
     typer.echo(__version__)
+
+
+def _nothing_found(paths: list[Path] | None) -> NoReturn:
+    searched = ", ".join(str(path) for path in paths or [Path("scenarios")])
+    errors.print(
+        f"[yellow]no *.scenario.yaml file found in {escape(searched)}[/] "
+        "(folders named failing are searched only when named)",
+        soft_wrap=True,
+    )
+    raise typer.Exit(4)
 
 
 def _fail_usage(error: AgentrigError) -> None:
