@@ -8,12 +8,13 @@ import pytest
 
 import agentrig as ar
 from agentrig.errors import InvalidInputError
-from agentrig.fakes import ScriptedLLM, SeededIds
+from agentrig.fakes import FunctionLLM, ScriptedLLM, SeededIds
 from agentrig.harness.cassettes import (
     PLACEHOLDER,
     RecordingProvider,
     ReplayProvider,
     Scrubber,
+    cassette_to_scenario,
     cassette_to_yaml,
     normalize_request,
     record_response,
@@ -138,6 +139,43 @@ class TestScrubbing:
         answer = replay.infer(secret_request(f"my key is {secret}", api_key="hunter2"))
         assert answer.content == f"echo {PLACEHOLDER}"
         replay.assert_complete()
+
+    def test_tool_schemas_keep_parameters_named_like_secrets(self) -> None:
+        # A parameter called "password" is a name, not a secret: the schema must survive, or a
+        # converted scenario loses the tool's params. What the model sends for it is scrubbed.
+        schema = {
+            "type": "object",
+            "properties": {"user": {"type": "string"}, "password": {"type": "string"}},
+            "required": ["user", "password"],
+        }
+        key = "sk-abcdefghijklmnopqrstuv1234"
+        request = ar.InferenceRequest(
+            messages=ar.Messages.of(ar.Message.user("log me in")),
+            tools=(ar.ToolSchema(name="login", description=f"Uses {key}.", parameters=schema),),
+            response_format={"type": "object", "properties": {"token": {"type": "string"}}},
+        )
+        answer = ar.InferenceResponse(
+            tool_calls=(
+                ar.ToolCall(id="c1", name="login", arguments={"user": "ann", "password": "pw1"}),
+            )
+        )
+        recorder = RecordingProvider(FunctionLLM(lambda request: answer))
+        recorder.infer(request)
+        (interaction,) = recorder.cassette.interactions
+        (tool,) = interaction.request.tools
+        assert tool.parameters == schema
+        assert tool.description == f"Uses {PLACEHOLDER}."  # text patterns still apply
+        assert interaction.request.response_format == {
+            "type": "object",
+            "properties": {"token": {"type": "string"}},
+        }
+        assert interaction.response is not None
+        assert interaction.response.tool_calls[0].arguments["password"] == PLACEHOLDER
+        assert "pw1" not in cassette_to_yaml(recorder.cassette)
+        scenario = cassette_to_scenario(recorder.cassette, name="login")
+        assert set(scenario.agent.tools["login"].params) == {"user", "password"}
+        replay = ReplayProvider(recorder.cassette)
+        assert replay.infer(request).tool_calls[0].name == "login"
 
     def test_custom_patterns_keys_and_placeholder(self) -> None:
         scrubber = Scrubber.extended(patterns=[r"acct-\d+"], keys=["^session$"], placeholder="***")

@@ -2,7 +2,8 @@
 
 A :class:`Scrubber` replaces every text matching one of its ``patterns`` with its placeholder,
 and the whole value of every mapping entry whose key matches one of its ``keys`` (a search,
-case-insensitive). Recording scrubs before writing; replay scrubs the live request the same way
+case-insensitive); a request's JSON Schemas (tool parameters, response format) get the patterns
+only, since their keys are parameter names. Recording scrubs before writing; replay scrubs the live request the same way
 before matching, so a scrubbed cassette still matches.
 """
 
@@ -16,7 +17,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from agentrig.errors import InvalidInputError
-from agentrig.harness.cassettes.model import to_data
+from agentrig.harness.cassettes.model import RecordedRequest, to_data
 
 __all__ = ["DEFAULT_KEYS", "DEFAULT_PATTERNS", "PLACEHOLDER", "Scrubber"]
 
@@ -89,12 +90,44 @@ class Scrubber:
         return value
 
     def scrub_model(self, model: M) -> M:
-        """A copy of a cassette model with secrets replaced (itself when it holds none)."""
+        """A copy of a cassette model with secrets replaced (itself when it holds none).
+
+        In a request, the JSON Schemas (tool parameters, the response format) get the text
+        patterns only: their keys are parameter names (``password``, ``api_key``), not secrets,
+        and replacing them would lose the schema.
+        """
         if not self._compiled and not self._keys:
             return model
         data = to_data(model)
-        cleaned = self.scrub(data)
+        cleaned = self._request(data) if isinstance(model, RecordedRequest) else self.scrub(data)
         return model if cleaned == data else type(model).model_validate(cleaned)
+
+    def _request(self, data: dict[str, Any]) -> dict[str, Any]:
+        cleaned: dict[str, Any] = {}
+        for key, item in data.items():
+            if key == "tools":
+                cleaned[key] = [self._tool(tool) for tool in item]
+            elif key == "response_format":
+                cleaned[key] = self._texts(item)
+            else:
+                cleaned[key] = self.scrub(item)
+        return cleaned
+
+    def _tool(self, tool: dict[str, Any]) -> dict[str, Any]:
+        return {
+            key: self._texts(item) if key == "parameters" else self.scrub(item)
+            for key, item in tool.items()
+        }
+
+    def _texts(self, value: Any) -> Any:
+        """``value`` with the text patterns applied, keys left alone."""
+        if isinstance(value, str):
+            return self._text(value)
+        if isinstance(value, dict):
+            return {key: self._texts(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [self._texts(item) for item in value]
+        return value
 
     def _text(self, text: str) -> str:
         for pattern in self._compiled:
