@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from textwrap import dedent
 
@@ -11,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentrig.harness.cli import app
+from agentrig.harness.invariants import unregister_invariant
 
 runner = CliRunner()
 
@@ -247,3 +249,46 @@ def test_schema_into_a_missing_folder_exits_2_with_a_clear_error(tmp_path: Path)
     flat = " ".join(output.split())
     assert f"cannot write {target}" in flat
     assert "--output" in flat
+
+
+class TestValidateChecksWhatRunWould:
+    def test_an_unknown_invariant_is_an_error_at_its_line(self, tmp_path: Path) -> None:
+        text = PASSING.format(name="typo", tag="a") + "invariants:\n  exclude: [clean_mesages]\n"
+        write(tmp_path, "typo", text)
+        code, output = invoke("validate", tmp_path)
+        assert code == 2, output
+        flat = " ".join(output.split())
+        assert f"{tmp_path / 'typo.scenario.yaml'}:17" in flat
+        assert "unknown invariant(s): clean_mesages" in flat
+
+    def test_a_plugin_registers_the_invariants_a_file_names(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        (tmp_path / "my_invariants.py").write_text(
+            dedent(
+                """\
+                from agentrig.harness.invariants import Invariant, register_invariant
+
+                @register_invariant
+                class AlwaysFine(Invariant):
+                    name = "always_fine_for_validate"
+                    description = "never fails"
+
+                    def check(self, observation):
+                        return ()
+                """
+            ),
+            encoding="utf-8",
+        )
+        monkeypatch.syspath_prepend(str(tmp_path))
+        folder = tmp_path / "suite"
+        text = PASSING.format(name="custom", tag="a")
+        write(folder, "custom", text + "invariants:\n  only: [always_fine_for_validate]\n")
+        assert invoke("validate", folder)[0] == 2
+        monkeypatch.delitem(sys.modules, "my_invariants", raising=False)
+        try:
+            code, output = invoke("validate", folder, "--plugin", "my_invariants")
+        finally:  # other tests count the registered invariants
+            unregister_invariant("always_fine_for_validate")
+        assert code == 0, output
+        assert "1 scenario file(s) valid" in output

@@ -24,6 +24,9 @@ app = typer.Typer(
 console = Console(stderr=False, highlight=False)
 errors = Console(stderr=True, highlight=False)
 
+PluginOption = Annotated[
+    list[str] | None, typer.Option(help="Module to import first (custom invariants, writers).")
+]
 PathsArgument = Annotated[
     list[Path] | None,
     typer.Argument(help="Scenario files or folders (default: scenarios/).", show_default=False),
@@ -52,9 +55,7 @@ def run(
         list[str] | None,
         typer.Option(help="Report formats (default: all): junit, json, markdown, html."),
     ] = None,
-    plugin: Annotated[
-        list[str] | None, typer.Option(help="Module to import first (custom invariants, writers).")
-    ] = None,
+    plugin: PluginOption = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary line.")] = False,
 ) -> None:
     """Run scenario files; exit 0 only when every selected scenario passes."""
@@ -101,14 +102,27 @@ def run(
 
 
 @app.command()
-def validate(paths: PathsArgument = None) -> None:
-    """Check scenario files without running them."""
+def validate(paths: PathsArgument = None, plugin: PluginOption = None) -> None:
+    """Check scenario files without running them: each must load and name known invariants."""
+    from agentrig.harness.runner import load_plugins, preflight
+
     try:
+        load_plugins(plugin or ())
         scenarios = _load(paths)
     except AgentrigError as error:
         _fail_usage(error)
     if not scenarios:
         _nothing_found(paths)
+    failures = [(s, f) for s in scenarios if (f := preflight(s)) is not None]
+    for scenario, failure in failures:
+        where = failure.location or scenario.name
+        errors.print(
+            f"[red]error:[/] {escape(where)}: {escape(failure.message)}",
+            markup=True,
+            soft_wrap=True,
+        )
+    if failures:
+        raise typer.Exit(2)
     console.print(f"[green]{len(scenarios)} scenario file(s) valid[/]")
 
 

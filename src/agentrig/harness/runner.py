@@ -59,21 +59,12 @@ def run_scenario(scenario: Scenario, *, builder: AgentBuilder | None = None) -> 
     try:
         agent = build_agent(scenario, base=builder)
     except AgentrigError as error:
-        failure = Failure(
-            kind="error",
-            message=f"the agent could not be built: {error}",
-            location=_file_of(scenario),
-        )
+        failure = _build_failure(scenario, error)
         return _result(scenario, [failure], [], [], [], time.perf_counter() - started)
     try:
         run = _start(scenario, agent)
     except AgentrigError as error:
-        where = scenario.locate(("invariants",))
-        failure = Failure(
-            kind="error",
-            message=f"the invariants could not be selected: {error}",
-            location=str(where) if where is not None else _file_of(scenario),
-        )
+        failure = _invariants_failure(scenario, error)
         return _result(scenario, [failure], [], [], [], time.perf_counter() - started)
     with runtime_context(clock=run.agent.clock, ids=run.agent.ids):
         state = AgentState()
@@ -88,6 +79,32 @@ def run_scenario(scenario: Scenario, *, builder: AgentBuilder | None = None) -> 
     ]
     return _result(
         scenario, run.failures, run.turns, outcomes, run.transcript, time.perf_counter() - started
+    )
+
+
+def preflight(scenario: Scenario) -> Failure | None:
+    """What would stop a loaded ``scenario`` before its first turn, found without running it:
+    invariant names that are not registered (plugins may register more). None when it can start."""
+    selection = scenario.invariants
+    try:
+        select_invariants(selection.only, selection.exclude or ())
+    except AgentrigError as error:
+        return _invariants_failure(scenario, error)
+    return None
+
+
+def _build_failure(scenario: Scenario, error: AgentrigError) -> Failure:
+    return Failure(
+        kind="error", message=f"the agent could not be built: {error}", location=_file_of(scenario)
+    )
+
+
+def _invariants_failure(scenario: Scenario, error: AgentrigError) -> Failure:
+    where = scenario.locate(("invariants",))
+    return Failure(
+        kind="error",
+        message=f"the invariants could not be selected: {error}",
+        location=str(where) if where is not None else _file_of(scenario),
     )
 
 
