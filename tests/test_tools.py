@@ -350,6 +350,20 @@ class TestUnrecordableValues:
         assert llm.requests[1].messages[-1].content == "b'\\xff'"
         assert AgentState.from_json(final.to_json()) == final
 
+    def test_an_iterator_is_read_once_for_both_the_value_and_the_text(
+        self, make_agent, start
+    ) -> None:
+        def evens(n: int) -> object:
+            """Even numbers below n, lazily."""
+            return (i for i in range(n) if i % 2 == 0)
+
+        llm = ScriptedLLM([call("evens", n=7), reply("ok")])
+        final = make_agent(llm, [evens]).execute(start())
+        execution = final.steps()[0].tool_executions[0]
+        assert execution.value == [0, 2, 4, 6]
+        assert execution.content == "[0, 2, 4, 6]"
+        assert llm.requests[1].messages[-1].content == "[0, 2, 4, 6]"
+
     def test_a_value_that_cannot_be_recorded_fails_the_call_not_the_step(
         self, make_agent, start
     ) -> None:

@@ -419,6 +419,8 @@ def _success(call: ToolCall, result: Any, started: Any) -> ToolExecution:
         raw, content, usage = result.value, result.content, result.usage
     else:
         raw, content, usage = result, None, ZERO_USAGE
+    if type(raw) not in _JSON_SCALARS and isinstance(raw, Iterator):
+        raw = list(raw)  # read once: the stored value and the model's text both come from it
     value = _json_value(raw)
     if content is None:
         content = format_tool_value(raw)
