@@ -342,11 +342,13 @@ def _cassette_marker_options(marker: pytest.Mark) -> dict[str, Any]:
     elif marker.args and "path" in options:
         problem = "the path is given twice (positionally and as path=)"
     elif options.get("mode") is not None:
+        from agentrig.errors import InvalidInputError
         from agentrig.harness.cassettes import RecordMode
 
-        valid = ", ".join(mode.value for mode in RecordMode)
-        if options["mode"] not in tuple(RecordMode):
-            problem = f"mode {options['mode']!r} is not a record mode; valid: {valid}"
+        try:
+            RecordMode.parse(options["mode"])
+        except InvalidInputError as error:
+            problem = f"mode {error.problems[0][1]}"
     if problem is not None:
         pytest.fail(f"@pytest.mark.agentrig_cassette: {problem}", pytrace=False)
     if marker.args:
