@@ -7,7 +7,7 @@ from typing import Self
 
 from pydantic import Field
 
-from agentrig._model import FrozenList, FrozenModel, JsonObject, Serializable
+from agentrig._model import FrozenList, JsonObject, Serializable
 
 
 class StopReason(StrEnum):
@@ -52,7 +52,7 @@ _BINDING = frozenset(
 )
 
 
-class StopSignal(FrozenModel):
+class StopSignal(Serializable):
     """A request to stop, with its reason, a message, context and the name of its source."""
 
     reason: StopReason

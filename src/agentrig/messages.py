@@ -12,7 +12,7 @@ from typing import Any, Literal, Self, overload
 from pydantic import Field, JsonValue
 
 from agentrig import clock
-from agentrig._model import FrozenList, FrozenModel, JsonObject
+from agentrig._model import FrozenList, JsonObject, Serializable
 from agentrig.errors import InvalidInputError
 
 TRACE_KEY = "is_trace"
@@ -31,7 +31,7 @@ class Role(StrEnum):
     TOOL = "tool"
 
 
-class ToolCall(FrozenModel):
+class ToolCall(Serializable):
     """A tool call requested by the model."""
 
     id: str = Field(default_factory=lambda: clock.new_id("tool_call"))
@@ -43,7 +43,7 @@ class ToolCall(FrozenModel):
         return f"{self.name}({args})"
 
 
-class ToolResult(FrozenModel):
+class ToolResult(Serializable):
     """The result of one tool call, as the model sees it."""
 
     content: str
@@ -52,7 +52,7 @@ class ToolResult(FrozenModel):
     is_error: bool = False
 
 
-class Message(FrozenModel):
+class Message(Serializable):
     """One immutable message. ``metadata`` carries tags such as ``step_id`` and ``is_trace``."""
 
     role: Role

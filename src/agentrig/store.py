@@ -7,7 +7,7 @@ from typing import Self
 
 from pydantic import Field, JsonValue, field_validator
 
-from agentrig._model import FrozenModel, JsonObject, Serializable
+from agentrig._model import JsonObject, Serializable
 from agentrig.messages import Message, Messages
 
 MESSAGES = "messages"
@@ -18,7 +18,7 @@ INFERENCE_ORDER: tuple[str, ...] = (SUMMARY, BUFFER, MESSAGES, EXECUTION_BUFFER)
 """The order in which ``AgentState.messages_for_inference()`` joins sections (DESIGN D1)."""
 
 
-class Section(FrozenModel):
+class Section(Serializable):
     """A named list of messages."""
 
     name: str = Field(min_length=1)

@@ -20,16 +20,27 @@ from agentrig import (
     ExecutionStatus,
     FinishReason,
     FunctionTool,
+    InferenceRequest,
+    InferenceResponse,
     InvalidInputError,
+    LlmConfig,
+    Message,
     MessageStore,
+    StepError,
     StepExecution,
     StopReason,
+    StopSignal,
     SubagentDefinition,
+    ToolCall,
     ToolExecution,
+    ToolResult,
+    ToolSchema,
+    Usage,
     UseGuards,
     UseSubagents,
 )
 from agentrig.fakes import ScriptedLLM, ScriptedTool, ToolReply, call, calls, reply
+from agentrig.store import Section
 
 
 class Point(BaseModel):
@@ -154,9 +165,41 @@ def test_nested_objects_round_trip(run_states: list[AgentState]) -> None:
                 assert_round_trips(execution)
 
 
-def assert_round_trips(
-    value: ExecutionState | StepExecution | AgentStep | ToolExecution,
-) -> None:
+def test_the_parts_of_a_state_round_trip_alone(run_states: list[AgentState]) -> None:
+    """Messages, calls, results, signals, usage, errors, requests, responses and sections have
+    their own to_dict/from_dict too (D5: every state object)."""
+    parts: list[Any] = []
+    for state in run_states:
+        parts += [*state.messages(), *state.store().sections, *state.continuation().stop_signals]
+        for step in state.steps():
+            response = step.inference_response
+            parts += [response, response.usage, *response.tool_calls, *step.errors]
+            parts += [m.tool_result for m in step.output_messages if m.tool_result is not None]
+    parts += [
+        InferenceRequest(
+            messages=run_states[-1].messages(),
+            tools=(ToolSchema(name="f", parameters={"type": "object"}),),
+            llm_config=LlmConfig(model="m", temperature=0.5),
+        ),
+        StepError(message="boom", type="RuntimeError"),
+    ]
+    kinds = {type(part) for part in parts}
+    assert kinds >= {
+        Message,
+        ToolCall,
+        ToolResult,
+        StopSignal,
+        Usage,
+        StepError,
+        InferenceResponse,
+        InferenceRequest,
+        Section,
+    }, kinds
+    for part in parts:
+        assert_round_trips(part)
+
+
+def assert_round_trips(value: Any) -> None:
     kind = type(value)
     assert kind.from_dict(value.to_dict()) == value
     assert kind.from_json(value.to_json()) == value
@@ -215,6 +258,13 @@ class TestInvalidData:
         data["execution_count"] = -1
         self.assert_invalid(data, "execution_count")
 
+    def test_a_part_names_its_bad_field(self) -> None:
+        data = Message.user("hi").to_dict()
+        data["role"] = "robot"
+        with pytest.raises(InvalidInputError) as raised:
+            Message.from_dict(data)
+        assert raised.value.field == "role"
+
     def test_not_a_dict(self) -> None:
         with pytest.raises(InvalidInputError) as raised:
             AgentState.from_dict(["not", "a", "dict"])
@@ -236,7 +286,19 @@ class TestInvalidData:
 
 
 @pytest.mark.parametrize(
-    "kind", [ExecutionState, AgentStep, StepExecution, ToolExecution, ExecutionContinuation]
+    "kind",
+    [
+        ExecutionState,
+        AgentStep,
+        StepExecution,
+        ToolExecution,
+        ExecutionContinuation,
+        Message,
+        ToolCall,
+        StopSignal,
+        Usage,
+        InferenceRequest,
+    ],
 )
 def test_every_kind_rejects_a_missing_version(kind: type[Any]) -> None:
     with pytest.raises(InvalidInputError) as raised:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from agentrig._model import FrozenModel, JsonObject
+from agentrig._model import JsonObject, Serializable
 from agentrig.messages import Messages, ToolCall
 from agentrig.state.status import FinishReason
 from agentrig.state.usage import ZERO_USAGE, Usage
 
 
-class InferenceResponse(FrozenModel):
+class InferenceResponse(Serializable):
     """One model answer: text, requested tool calls, usage and finish reason."""
 
     content: str = ""
@@ -27,7 +27,7 @@ class InferenceResponse(FrozenModel):
         return bool(self.tool_calls)
 
 
-class LlmConfig(FrozenModel):
+class LlmConfig(Serializable):
     """Per-agent model settings; a state's config overrides the driver's default."""
 
     model: str = ""
@@ -37,7 +37,7 @@ class LlmConfig(FrozenModel):
     options: JsonObject = Field(default_factory=dict)
 
 
-class ToolSchema(FrozenModel):
+class ToolSchema(Serializable):
     """A tool as the model sees it: name, description and JSON Schema of its parameters."""
 
     name: str
@@ -45,7 +45,7 @@ class ToolSchema(FrozenModel):
     parameters: JsonObject = Field(default_factory=dict)
 
 
-class InferenceRequest(FrozenModel):
+class InferenceRequest(Serializable):
     """One request to an inference provider: the compiled messages (system prompt first), tools,
     response format and LLM config."""
 

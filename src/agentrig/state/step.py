@@ -8,7 +8,7 @@ from typing import Self
 from pydantic import Field
 
 from agentrig import clock
-from agentrig._model import FrozenList, FrozenModel, Serializable
+from agentrig._model import FrozenList, Serializable
 from agentrig.continuation import ExecutionContinuation
 from agentrig.messages import Messages, ToolCall
 from agentrig.state.inference import InferenceResponse
@@ -17,7 +17,7 @@ from agentrig.state.tool_execution import ToolExecutions
 from agentrig.state.usage import Usage
 
 
-class StepError(FrozenModel):
+class StepError(Serializable):
     """An error recorded in a step or an execution: its message and exception type name."""
 
     message: str

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from agentrig._model import FrozenModel
+from agentrig._model import Serializable
 
 
-class Usage(FrozenModel):
+class Usage(Serializable):
     """Tokens and cost of one or more inference calls. ``total()`` is input plus output tokens."""
 
     input_tokens: int = Field(default=0, ge=0)
