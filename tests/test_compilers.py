@@ -153,6 +153,19 @@ class TestRegistry:
         register_compiler("only_messages_for_test", SelectedSections)
         assert isinstance(get_compiler("only_messages_for_test"), SelectedSections)
 
+    def test_a_taken_name_needs_replace(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(compilers, "_REGISTRY", dict(compilers._REGISTRY))
+        with pytest.raises(ConfigurationError, match="registered already"):
+            register_compiler("all_sections", SelectedSections)
+        assert isinstance(get_compiler("all_sections"), AllSections)
+        register_compiler("all_sections", SelectedSections, replace=True)
+        assert isinstance(get_compiler("all_sections"), SelectedSections)
+        register_compiler("all_sections", SelectedSections)  # the same factory again is fine
+
+    def test_a_factory_that_is_not_callable_is_refused(self) -> None:
+        with pytest.raises(ConfigurationError, match="not callable"):
+            register_compiler("broken", AllSections())  # type: ignore[arg-type]
+
     @pytest.mark.parametrize(
         "compiler", [ConversationWithCurrentToolTrace(), SelectedSections(), AllSections()]
     )

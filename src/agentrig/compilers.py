@@ -129,8 +129,21 @@ _REGISTRY: dict[str, Callable[[], ContextCompiler]] = {
 }
 
 
-def register_compiler(name: str, factory: Callable[[], ContextCompiler]) -> None:
-    """Make a compiler available by name."""
+def register_compiler(
+    name: str, factory: Callable[[], ContextCompiler], *, replace: bool = False
+) -> None:
+    """Make a compiler available by name; a name already taken needs ``replace=True`` (two
+    plugins choosing the same name would otherwise replace each other silently)."""
+    if not callable(factory):
+        raise ConfigurationError(
+            f"compiler factory for {name!r} is not callable: pass a class or a function "
+            "returning a compiler"
+        )
+    if name in _REGISTRY and not replace and _REGISTRY[name] is not factory:
+        raise ConfigurationError(
+            f"a context compiler named {name!r} is registered already: choose another name, "
+            "or pass replace=True"
+        )
     _REGISTRY[name] = factory
 
 

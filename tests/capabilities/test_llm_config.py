@@ -80,3 +80,19 @@ def test_context_config_sets_the_prompt_before_each_step(make_agent, start) -> N
 def test_something_that_is_not_a_provider_is_refused_when_given() -> None:
     with pytest.raises(ConfigurationError, match=r"InferenceProvider.*OpenAIProvider"):
         UseLlmConfig("gpt-4o")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"system_prompt": None}, "system_prompt"),
+        ({"system_prompt": 3}, "system_prompt"),
+        ({"response_format": "json"}, "response_format"),
+    ],
+)
+def test_context_config_refuses_bad_values_when_given(
+    arguments: dict[str, object], field: str
+) -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        UseContextConfig(**arguments)  # type: ignore[arg-type]
+    assert raised.value.field == field

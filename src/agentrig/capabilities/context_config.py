@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 
+from agentrig.errors import InvalidInputError
 from agentrig.hooks import HookContext, HookTrigger
 
 if TYPE_CHECKING:
@@ -20,6 +21,16 @@ class UseContextConfig:
     def __init__(
         self, system_prompt: str = "", response_format: dict[str, JsonValue] | None = None
     ) -> None:
+        problems: list[tuple[str, str]] = []
+        if not isinstance(system_prompt, str):
+            problems.append(("system_prompt", f"expected text, got {type(system_prompt).__name__}"))
+        if response_format is not None and not isinstance(response_format, dict):
+            got = type(response_format).__name__
+            problems.append(
+                ("response_format", f"expected a dict (a JSON Schema) or None, got {got}")
+            )
+        if problems:
+            raise InvalidInputError("UseContextConfig", problems)
         self.system_prompt = system_prompt
         self.response_format = response_format
 
