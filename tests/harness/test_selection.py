@@ -47,6 +47,14 @@ class TestWords:
     def test_no_match(self) -> None:
         assert chosen("nothing-like-it") == []
 
+    def test_a_quoted_word_may_hold_spaces(self) -> None:
+        slow = scenario("big-run", "slow path", "nightly")
+        assert matches("'slow path'", slow)
+        assert matches('"SLOW PATH" and nightly', slow)
+        assert not matches("'slow path' and not nightly", slow)
+        assert not matches("'slow path'", BUDGET)
+        assert matches("'steps-limit'", BUDGET)  # a quoted word is still a name substring
+
     def test_empty_expression_matches_everything(self) -> None:
         assert chosen("") == [s.name for s in SUITE]
         assert chosen("   ") == [s.name for s in SUITE]
@@ -129,6 +137,14 @@ class TestInvalidExpressions:
     def test_select_propagates_the_error(self) -> None:
         with pytest.raises(SelectionError):
             select(SUITE, keyword="smoke and")
+
+    def test_a_malformed_expression_is_an_error_even_with_nothing_to_select(self) -> None:
+        with pytest.raises(SelectionError, match="invalid -k expression"):
+            select([], keyword="smoke and")
+
+    def test_an_unclosed_quote_is_an_error(self) -> None:
+        with pytest.raises(SelectionError, match="not closed"):
+            matches("'slow path", BUDGET)
 
 
 class TestParseShard:

@@ -44,7 +44,11 @@ def run(
     paths: PathsArgument = None,
     keyword: Annotated[
         str | None,
-        typer.Option("-k", help="Select by name substring or tag: 'budget and not inline'."),
+        typer.Option(
+            "-k",
+            help="Select by name substring or tag: 'budget and not inline'; quote a tag with "
+            "spaces: \"'slow path' and not inline\".",
+        ),
     ] = None,
     workers: Annotated[int, typer.Option("--workers", "-n", min=1, help="Worker processes.")] = 1,
     shard: Annotated[

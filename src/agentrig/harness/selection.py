@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from agentrig.errors import AgentrigError
 from agentrig.harness.scenario_model import Scenario
 
-_TOKEN = re.compile(r"\s*(\(|\)|[^\s()]+)")
+_TOKEN = re.compile(r"""\s*(\(|\)|'[^']*'|"[^"]*"|[^\s()]+)""")
 _KEYWORDS = {"and", "or", "not"}
 
 
@@ -22,12 +22,22 @@ def matches(expression: str, scenario: Scenario) -> bool:
 
     Words combine with ``and``, ``or``, ``not`` and parentheses; a word matches when it is a
     substring of the name or equals a tag (case-insensitive): ``-k "budget and not inline"``.
-    An empty expression matches everything.
+    A word in quotes may hold spaces (``-k "'slow path' and not inline"``). An empty expression
+    matches everything.
     """
+    return _evaluate(expression, lambda word: _word_matches(word, scenario))
+
+
+def check_expression(expression: str) -> None:
+    """Raise ``SelectionError`` when ``expression`` is malformed (without any scenario)."""
+    _evaluate(expression, lambda word: False)
+
+
+def _evaluate(expression: str, word_matches: Callable[[str], bool]) -> bool:
     tokens = _TOKEN.findall(expression)
     if not tokens:
         return True
-    parser = _Parser(expression, tokens, scenario)
+    parser = _Parser(expression, tokens, word_matches)
     result = parser.expression()
     if parser.position < len(tokens):
         parser.fail(f"unexpected {tokens[parser.position]!r}")
@@ -37,10 +47,12 @@ def matches(expression: str, scenario: Scenario) -> bool:
 class _Parser:
     """Recursive descent: ``or`` binds loosest, then ``and``, then ``not``, then parentheses."""
 
-    def __init__(self, expression: str, tokens: list[str], scenario: Scenario) -> None:
+    def __init__(
+        self, expression: str, tokens: list[str], word_matches: Callable[[str], bool]
+    ) -> None:
         self.source = expression
         self.tokens = tokens
-        self.scenario = scenario
+        self.word_matches = word_matches
         self.position = 0
 
     def fail(self, problem: str) -> NoReturn:
@@ -88,7 +100,11 @@ class _Parser:
         if token == ")" or token.lower() in _KEYWORDS:
             self.fail(f"unexpected {token!r} where a word or '(' is expected")
         self.position += 1
-        return _word_matches(token, self.scenario)
+        if token[0] in "'\"":
+            if len(token) < 2 or token[-1] != token[0]:
+                self.fail(f"the quote in {token!r} is not closed")
+            token = token[1:-1]
+        return self.word_matches(token)
 
 
 def _word_matches(word: str, scenario: Scenario) -> bool:
@@ -114,6 +130,8 @@ def select(
     shard: tuple[int, int] | None = None,
 ) -> list[Scenario]:
     """Scenarios matching ``keyword``, then the ``shard`` part of them (round-robin by name)."""
+    if keyword is not None:
+        check_expression(keyword)  # a malformed one is an error even when nothing was loaded
     chosen = [s for s in scenarios if keyword is None or matches(keyword, s)]
     if shard is None:
         return chosen
