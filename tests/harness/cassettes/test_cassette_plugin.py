@@ -217,3 +217,21 @@ def test_marked(agentrig_cassette):
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([f"*@pytest.mark.agentrig_cassette: {problem}*"])
     assert not (pytester.path / "cassettes").exists()
+
+
+def test_ids_that_map_to_one_default_cassette_are_an_error(pytester: pytest.Pytester) -> None:
+    # "a b" and "a_b" become the same file name; the second test would replay the first's.
+    test = (
+        AGENT
+        + """
+@pytest.mark.parametrize("who", ["a b", "a_b"])
+def test_hello(agentrig_cassette, who):
+    ask(agentrig_cassette(FunctionLLM(model)), who)
+"""
+    )
+    pytester.makepyfile(test_names=test)
+    result = pytester.runpytest("--agentrig-record-mode=once")
+    result.assert_outcomes(passed=1, errors=0, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*both get the default cassette*test_hello_a_b.yaml*agentrig_cassette(path=...)*"]
+    )

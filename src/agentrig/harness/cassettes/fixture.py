@@ -21,6 +21,11 @@ StrPath = str | os.PathLike[str]
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
+_DEFAULT_OWNERS: dict[Path, str] = {}
+"""Which test (file and id) each default cassette path was handed to in this process: two ids
+that differ only in characters ``_UNSAFE`` replaces would otherwise share a cassette."""
+
+
 def default_cassette_path(test_file: Path, test_id: str) -> Path:
     """``cassettes/<module>/<test>.yaml`` next to the test file; ``test_id`` is the node id
     after the file (``TestClass::test_name[param]``)."""
@@ -46,6 +51,7 @@ class CassetteFactory:
     ) -> None:
         self.base_dir = test_file.parent
         self.default_path = default_cassette_path(test_file, test_id)
+        self.test_key = f"{test_file.name}::{test_id}"
         self.forced_mode = RecordMode.parse(forced_mode) if forced_mode else None
         self.marker = dict(marker or {})
         self.made: list[CassetteProvider] = []
@@ -87,9 +93,20 @@ class CassetteFactory:
     def _path(self, path: StrPath | None) -> Path:
         given = path if path is not None else self.marker.get("path")
         if given is None:
+            self._claim_default()
             return self.default_path
         candidate = Path(given)
         return candidate if candidate.is_absolute() else self.base_dir / candidate
+
+    def _claim_default(self) -> None:
+        owner = _DEFAULT_OWNERS.setdefault(self.default_path, self.test_key)
+        if owner != self.test_key:
+            reason = (
+                f"tests {owner!r} and {self.test_key!r} both get the default cassette "
+                f"{self.default_path} (their ids differ only in characters a file name cannot "
+                "hold): give one of them its own with @pytest.mark.agentrig_cassette(path=...)"
+            )
+            raise InvalidInputError("cassette path", [("", reason)])
 
     def _paths(self) -> list[str]:
         return [p.path for p in self.made if p.path is not None]
