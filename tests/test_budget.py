@@ -51,6 +51,8 @@ def test_a_naive_time_to_check_against_is_rejected() -> None:
     with pytest.raises(InvalidInputError, match="timezone") as raised:
         budget.is_exhausted(at=datetime(2026, 1, 1, 13))
     assert raised.value.field == "at"
+    with pytest.raises(InvalidInputError, match="timezone"):  # whatever the answer would be
+        ExecutionBudget(max_steps=0).is_exhausted(at=datetime(2026, 1, 1, 13))
 
 
 def test_is_exhausted_defaults_to_the_injected_clock() -> None:

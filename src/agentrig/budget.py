@@ -38,10 +38,10 @@ class ExecutionBudget(Serializable):
 
     def is_exhausted(self, at: datetime | None = None) -> bool:
         """True when a limit is zero or the deadline is at or before ``at`` (default: now)."""
-        limits = (self.max_steps, self.max_tokens, self.max_seconds, self.max_cost)
-        if any(limit is not None and limit <= 0 for limit in limits):
-            return True
         if at is not None and at.tzinfo is None:
             reason = "needs timezone info, as the deadline has: e.g. datetime.now(UTC)"
             raise InvalidInputError("time to check the budget at", [("at", reason)])
+        limits = (self.max_steps, self.max_tokens, self.max_seconds, self.max_cost)
+        if any(limit is not None and limit <= 0 for limit in limits):
+            return True
         return self.deadline is not None and self.deadline <= (at or clock.now())
