@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tracemalloc
 from collections.abc import Callable
+from dataclasses import FrozenInstanceError
 
 import pytest
 from hypothesis import given, settings
@@ -74,8 +75,15 @@ def test_tool_call_needs_a_name() -> None:
 
 def test_messages_are_frozen() -> None:
     message = Message.user("hi")
-    with pytest.raises(Exception, match="frozen"):
+    with pytest.raises(FrozenInstanceError):
         message.content = "changed"  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        message.extra = "added"  # type: ignore[attr-defined]
+    with pytest.raises(FrozenInstanceError):
+        del message.content  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        message.__dict__ = {}  # type: ignore[misc]
+    assert message.content == "hi"
 
 
 def test_message_type_is_derived() -> None:

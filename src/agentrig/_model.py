@@ -5,17 +5,21 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Annotated, Any, ClassVar, Generic, Self, TypeVar, overload
+from typing import Annotated, Any, ClassVar, Generic, Self, TypeVar, dataclass_transform, overload
 
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
+    Field,
     ValidationError,
     ValidationInfo,
     WithJsonSchema,
 )
-from pydantic_core import core_schema
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+from pydantic.fields import FieldInfo
+from pydantic.plugin._schema_validator import PluggableSchemaValidator
+from pydantic_core import SchemaSerializer, SchemaValidator, core_schema
 from pydantic_core import from_json as _from_json
 from pydantic_core import to_json as _to_json
 
@@ -44,7 +48,15 @@ def format_location(loc: Sequence[int | str]) -> str:
 
 def problems_of(error: ValidationError) -> list[tuple[str, str]]:
     """``(field path, reason)`` for every problem in a pydantic ``ValidationError``."""
-    return [(format_location(e["loc"]), e["msg"]) for e in error.errors(include_url=False)]
+    return [
+        (format_location(e["loc"]), _REASONS.get(e["type"], e["msg"]))
+        for e in error.errors(include_url=False)
+    ]
+
+
+# A dataclass words an unknown field as a keyword argument, also when the data came from a dict
+# (a saved state); the wording of models is right in both cases.
+_REASONS = {"unexpected_keyword_argument": "Extra inputs are not permitted"}
 
 
 class FrozenModel(BaseModel):
@@ -64,137 +76,6 @@ class FrozenModel(BaseModel):
     # Tell pydantic this __init__ only translates errors, so nested validation (model_validate,
     # from_dict) bypasses it and keeps full field paths.
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
-
-    def __eq__(self, other: object) -> bool:
-        # Same answer as pydantic's ``BaseModel.__eq__`` for these models (no private or extra
-        # attributes: ``__dict__`` holds exactly the fields), without its per-call bookkeeping;
-        # state comparisons recurse through many nested models.
-        if type(other) is type(self):
-            return self is other or self.__dict__ == other.__dict__
-        return NotImplemented
-
-    __hash__ = BaseModel.__hash__  # keep pydantic's (frozen models are hashable by fields)
-
-    def evolve(self, **changes: Any) -> Self:
-        """A validated copy with ``changes`` applied."""
-        data = self.__dict__.copy()
-        data.update(changes)
-        try:
-            return self.__pydantic_validator__.validate_python(data)  # type: ignore[no-any-return]
-        except ValidationError as error:
-            raise InvalidInputError(type(self).__name__, problems_of(error)) from None
-
-    def _replace(self, **changes: Any) -> Self:
-        """An unvalidated copy with ``changes`` applied: for internal updates whose values are
-        already of the field types (public callers use ``evolve``)."""
-        new = _new_object(type(self))
-        _set_dict(new, {**_get_dict(self), **changes})
-        _set_fields_set(new, _get_fields_set(self))
-        _set_extra(new, None)
-        _set_private(new, None)
-        return new
-
-    @classmethod
-    def _trusted(cls, **values: Any) -> Self:
-        """An unvalidated instance: for internal code whose values are already of the field types
-        (objects built from validated parts). Defaults and default factories apply as in
-        ``__init__``; public callers use the validating constructor.
-
-        Every subclass gets its own generated version at class creation (keyword-only
-        parameters named after the fields, no loops); this generic one is the reference.
-        """
-        missing = [
-            name
-            for name, info in cls.model_fields.items()
-            if name not in values and info.is_required()
-        ]
-        if missing:
-            raise TypeError(f"{cls.__name__}._trusted() missing {', '.join(missing)}")
-        data: dict[str, Any] = {}
-        for name, info in cls.model_fields.items():
-            if name in values:
-                data[name] = values.pop(name)
-            elif info.default_factory is not None:
-                data[name] = info.default_factory()  # type: ignore[call-arg]
-            else:
-                data[name] = info.default
-        if values:
-            raise TypeError(f"{cls.__name__}._trusted() got unknown fields {sorted(values)}")
-        new = _new_object(cls)
-        _set_dict(new, data)
-        _set_fields_set(new, set(cls.model_fields))
-        _set_extra(new, None)
-        _set_private(new, None)
-        return new
-
-    @classmethod
-    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
-        super().__pydantic_init_subclass__(**kwargs)
-        cls._trusted = _generated_trusted(cls)  # type: ignore[method-assign]
-
-
-_new_object = object.__new__
-# BaseModel keeps these four in slots; frozen models refuse ``setattr``, so internal copies write
-# them through the slot descriptors (as ``object.__setattr__`` would, minus its lookup). Reads go
-# through the descriptors too: attribute access on a pydantic model passes through its
-# ``__getattr__`` hook, which also keeps CPython from specializing it.
-_get_dict = BaseModel.__dict__["__dict__"].__get__
-_get_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__get__
-_set_dict = BaseModel.__dict__["__dict__"].__set__
-_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
-_UNSET = object()
-
-
-def _generated_trusted(model: type[BaseModel]) -> Any:
-    """``model._trusted`` as straight-line code: one keyword-only parameter per field (required
-    ones without default; a default factory runs only when its field is not given).
-
-    ``__pydantic_fields_set__`` is every field, as after a ``to_dict``/``from_dict`` round trip;
-    the set is shared by the model's trusted instances (frozen models never change it).
-    """
-    namespace: dict[str, Any] = {
-        "_new": _new_object,
-        "_set_dict": _set_dict,
-        "_set_fields_set": _set_fields_set,
-        "_set_extra": _set_extra,
-        "_set_private": _set_private,
-        "_UNSET": _UNSET,
-        "_FIELDS": set(model.model_fields),
-    }
-    params: list[str] = []
-    entries: list[str] = []
-    for index, (name, info) in enumerate(model.model_fields.items()):
-        if info.default_factory is not None:
-            if getattr(info, "default_factory_takes_validated_data", False):
-                return classmethod(FrozenModel._trusted.__func__)  # type: ignore[attr-defined]
-            namespace[f"_factory{index}"] = info.default_factory
-            params.append(f"{name}=_UNSET")
-            entries.append(f"{name!r}: _factory{index}() if {name} is _UNSET else {name}")
-        elif info.is_required():
-            params.append(name)
-            entries.append(f"{name!r}: {name}")
-        else:
-            namespace[f"_default{index}"] = info.default
-            params.append(f"{name}=_default{index}")
-            entries.append(f"{name!r}: {name}")
-    if not params:
-        return classmethod(FrozenModel._trusted.__func__)  # type: ignore[attr-defined]
-    source = (
-        f"def _trusted(cls, *, {', '.join(params)}):\n"
-        "    new = _new(cls)\n"
-        f"    _set_dict(new, {{{', '.join(entries)}}})\n"
-        "    _set_fields_set(new, _FIELDS)\n"
-        "    _set_extra(new, None)\n"
-        "    _set_private(new, None)\n"
-        "    return new\n"
-    )
-    exec(compile(source, f"<{model.__name__}._trusted>", "exec"), namespace)
-    function = namespace["_trusted"]
-    function.__qualname__ = f"{model.__name__}._trusted"
-    function.__doc__ = FrozenModel._trusted.__doc__
-    return classmethod(function)
 
 
 def is_json_data(value: Any) -> bool:
@@ -247,15 +128,101 @@ JsonObject = Annotated[
 """A JSON object with string keys, checked in one pass."""
 
 
-class Serializable(FrozenModel):
-    """A frozen model with a lossless, versioned dict and JSON form (DESIGN D5)."""
+_RECORD_CONFIG = ConfigDict(extra="forbid", validate_default=False)
+
+
+@dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(Field,))
+class Serializable:
+    """An immutable, strictly validated value with a lossless, versioned dict and JSON form (D5).
+
+    Subclasses declare their fields as annotations (``pydantic.Field`` for defaults and
+    constraints), keyword-only, and become frozen pydantic dataclasses: pydantic validates and
+    serializes them, while an instance is a plain object whose ``__dict__`` holds exactly the
+    fields. That is what keeps the loop's state cheap: attribute reads are ordinary ones (a
+    ``BaseModel``'s ``__getattr__`` hook keeps CPython from specializing them) and an internal
+    copy is one dict. Invalid input raises ``InvalidInputError`` naming every bad field.
+    """
 
     serial_kind: ClassVar[str] = ""
+    __pydantic_validator__: ClassVar[SchemaValidator | PluggableSchemaValidator]
+    __pydantic_serializer__: ClassVar[SchemaSerializer]
+    __pydantic_fields__: ClassVar[dict[str, FieldInfo]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Made a pydantic dataclass in place (no slots: the class object stays the same).
+        pydantic_dataclass(cls, frozen=True, kw_only=True, eq=False, config=_RECORD_CONFIG)
+        type.__setattr__(cls, "__init__", _validating_init)
+        type.__setattr__(cls, "_trusted", _generated_trusted(cls))
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is type(self):
+            return self is other or self.__dict__ == other.__dict__
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((type(self), *self.__dict__.values()))
+
+    def evolve(self, **changes: Any) -> Self:
+        """A validated copy with ``changes`` applied."""
+        data = self.__dict__.copy()
+        data.update(changes)
+        try:
+            return self.__pydantic_validator__.validate_python(data)  # type: ignore[no-any-return]
+        except ValidationError as error:
+            raise InvalidInputError(type(self).__name__, problems_of(error)) from None
+
+    def _replace(self, **changes: Any) -> Self:
+        """An unvalidated copy with ``changes`` applied: for internal updates whose values are
+        already of the field types (public callers use ``evolve``)."""
+        new = _new_object(type(self))
+        _set_record_dict(new, {**self.__dict__, **changes})
+        return new
+
+    @classmethod
+    def _trusted(cls, **values: Any) -> Self:
+        """An unvalidated instance: for internal code whose values are already of the field types
+        (objects built from validated parts). Defaults and default factories apply as in
+        ``__init__``; public callers use the validating constructor.
+
+        Every subclass gets its own generated version at class creation (keyword-only
+        parameters named after the fields, no loops); this generic one is the reference.
+        """
+        fields = cls.__pydantic_fields__
+        missing = [
+            name for name, info in fields.items() if name not in values and info.is_required()
+        ]
+        if missing:
+            raise TypeError(f"{cls.__name__}._trusted() missing {', '.join(missing)}")
+        data: dict[str, Any] = {}
+        for name, info in fields.items():
+            if name in values:
+                data[name] = values.pop(name)
+            elif info.default_factory is not None:
+                data[name] = info.default_factory()  # type: ignore[call-arg]
+            else:
+                data[name] = info.default
+        if values:
+            raise TypeError(f"{cls.__name__}._trusted() got unknown fields {sorted(values)}")
+        new = _new_object(cls)
+        _set_record_dict(new, data)
+        return new
+
+    def model_dump(self, **options: Any) -> dict[str, Any]:
+        """The fields as a dict, with the options of pydantic's ``BaseModel.model_dump``
+        (``mode="json"``, ``exclude_none``, ...). ``to_dict`` is the versioned form."""
+        return self.__pydantic_serializer__.to_python(self, **options)  # type: ignore[no-any-return]
+
+    @classmethod
+    def model_validate(cls, data: Any, *, context: dict[str, Any] | None = None) -> Self:
+        """An instance validated from ``data`` (a dict of fields or an instance), as pydantic's
+        ``BaseModel.model_validate``: invalid data raises ``pydantic.ValidationError``."""
+        return cls.__pydantic_validator__.validate_python(data, context=context)  # type: ignore[no-any-return]
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-compatible dict carrying ``schema_version``; ``from_dict`` restores it exactly."""
         data: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
-        data.update(self.model_dump(mode="json"))
+        data.update(self.__pydantic_serializer__.to_python(self, mode="json"))
         return data
 
     @classmethod
@@ -309,6 +276,59 @@ class Serializable(FrozenModel):
         else:
             plain = b"NaN" not in text and b"Infinity" not in text
         return cls._from_dict(data, _PARSED_JSON if plain else None)
+
+
+_set_record_dict = Serializable.__dict__["__dict__"].__set__
+
+
+def _validating_init(self: Serializable, /, **data: Any) -> None:
+    try:
+        self.__pydantic_validator__.validate_python(data, self_instance=self)
+    except ValidationError as error:
+        raise InvalidInputError(type(self).__name__, problems_of(error)) from None
+
+
+_new_object = object.__new__
+_UNSET = object()
+
+
+def _generated_trusted(record: type[Serializable]) -> Any:
+    """``record._trusted`` as straight-line code: one keyword-only parameter per field (required
+    ones without default; a default factory runs only when its field is not given)."""
+    namespace: dict[str, Any] = {
+        "_new": _new_object,
+        "_set_dict": _set_record_dict,
+        "_UNSET": _UNSET,
+    }
+    params: list[str] = []
+    entries: list[str] = []
+    for index, (name, info) in enumerate(record.__pydantic_fields__.items()):
+        if info.default_factory is not None:
+            if getattr(info, "default_factory_takes_validated_data", False):
+                return classmethod(Serializable._trusted.__func__)  # type: ignore[attr-defined]
+            namespace[f"_factory{index}"] = info.default_factory
+            params.append(f"{name}=_UNSET")
+            entries.append(f"{name!r}: _factory{index}() if {name} is _UNSET else {name}")
+        elif info.is_required():
+            params.append(name)
+            entries.append(f"{name!r}: {name}")
+        else:
+            namespace[f"_default{index}"] = info.default
+            params.append(f"{name}=_default{index}")
+            entries.append(f"{name!r}: {name}")
+    if not params:
+        return classmethod(Serializable._trusted.__func__)  # type: ignore[attr-defined]
+    source = (
+        f"def _trusted(cls, *, {', '.join(params)}):\n"
+        "    new = _new(cls)\n"
+        f"    _set_dict(new, {{{', '.join(entries)}}})\n"
+        "    return new\n"
+    )
+    exec(compile(source, f"<{record.__name__}._trusted>", "exec"), namespace)
+    function = namespace["_trusted"]
+    function.__qualname__ = f"{record.__name__}._trusted"
+    function.__doc__ = Serializable._trusted.__doc__
+    return classmethod(function)
 
 
 class FrozenList(Generic[T]):

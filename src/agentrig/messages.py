@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from enum import StrEnum
 from itertools import chain
-from typing import Any, Literal, Self, overload
+from typing import Any, Literal, Self, cast, overload
 
 from pydantic import Field, JsonValue
 
@@ -158,7 +158,8 @@ class Messages(FrozenList[Message]):
     @classmethod
     def from_text(cls, text: str, role: Role | str = Role.USER) -> Messages:
         """One message with ``text`` and ``role``."""
-        return cls((Message(role=role, content=text),))
+        # A role's value ("user") is validated into the Role it names.
+        return cls((Message(role=cast(Role, role), content=text),))
 
     @classmethod
     def concat(cls, *parts: Messages) -> Messages:

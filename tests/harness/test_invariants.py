@@ -555,7 +555,7 @@ class TestInferenceView:
     def test_sections_in_the_wrong_order(self) -> None:
         agent = Agent(
             [call("lookup", q="a"), "done"],
-            initial=lambda state: MisorderedState.model_validate(dict(state)),
+            initial=lambda state: MisorderedState.from_dict(state.to_dict()),
         )
         agent.say("hi")
         assert_violation(
@@ -908,13 +908,13 @@ class TestSerializationRoundTrip:
     )
     def test_tool_value_that_cannot_be_rebuilt(self, value: object, expected: str) -> None:
         class Unchecked(Wrapping):
-            """A driver that builds its tool execution with model_construct (no validation)."""
+            """A driver that builds its tool execution without validation."""
 
             def tamper(
                 self, before: AgentState, after: AgentState, step: AgentStep, runtime: StepRuntime
             ) -> AgentState:
                 execution = step.tool_executions[0]
-                raw = ToolExecution.model_construct(**{**dict(execution), "value": value})
+                raw = ToolExecution._trusted(**{**execution.__dict__, "value": value})
                 return reroute(before, step.evolve(tool_executions=ToolExecutions([raw])), runtime)
 
         agent = Agent([call("lookup", q="x"), "done"], wrap_driver=Unchecked)
@@ -1084,7 +1084,7 @@ class Mislabel(Wrapping):
     def tamper(
         self, before: AgentState, after: AgentState, step: AgentStep, runtime: StepRuntime
     ) -> AgentState:
-        return reroute(before, MislabelledStep.model_validate(dict(step)), runtime)
+        return reroute(before, MislabelledStep.from_dict(step.to_dict()), runtime)
 
 
 class TestStepTypeDerivation:

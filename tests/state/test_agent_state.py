@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import FrozenInstanceError
 from typing import Any
 
 import pytest
@@ -423,7 +424,7 @@ def test_debug_summary() -> None:
 
 
 def test_states_are_frozen() -> None:
-    with pytest.raises(Exception, match="frozen"):
+    with pytest.raises(FrozenInstanceError):
         AgentState().execution_count = 3  # type: ignore[misc]
 
 

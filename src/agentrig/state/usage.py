@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from agentrig._model import Serializable
 
@@ -23,7 +23,7 @@ class Usage(Serializable):
 
     def is_zero(self) -> bool:
         """True when nothing was used."""
-        return self is _ZERO or _get_dict(self) == _ZERO_FIELDS
+        return self is _ZERO or self.__dict__ == _ZERO_FIELDS
 
     def __add__(self, other: Usage) -> Usage:
         if other.is_zero():
@@ -41,12 +41,11 @@ class Usage(Serializable):
 
     def summary(self) -> dict[str, int | float]:
         """The counters as a flat dict, with ``total``."""
-        data: dict[str, int | float] = dict(self.model_dump())
+        data: dict[str, int | float] = dict(self.__dict__)
         data["total"] = self.total()
         return data
 
 
-_get_dict = BaseModel.__dict__["__dict__"].__get__
 _ZERO = Usage()
 _ZERO_FIELDS = dict(_ZERO.__dict__)
 ZERO_USAGE = _ZERO

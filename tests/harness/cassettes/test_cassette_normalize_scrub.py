@@ -67,7 +67,7 @@ class TestNormalize:
         assert (normalized.llm_config.temperature, normalized.llm_config.options) == (0.3, {"k": 1})
 
     def test_a_different_conversation_differs(self) -> None:
-        changed = conversation(1).model_copy(update={"tool_choice": "required"})
+        changed = conversation(1).evolve(tool_choice="required")
         assert normalize_request(changed) != normalize_request(conversation(1))
 
     def test_a_response_survives_recording(self) -> None:
