@@ -5,7 +5,17 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Annotated, Any, ClassVar, Generic, Self, TypeVar, dataclass_transform, overload
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    ClassVar,
+    Generic,
+    Self,
+    TypeVar,
+    dataclass_transform,
+    overload,
+)
 
 from pydantic import (
     AfterValidator,
@@ -18,12 +28,14 @@ from pydantic import (
 )
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 from pydantic.fields import FieldInfo
-from pydantic.plugin._schema_validator import PluggableSchemaValidator
 from pydantic_core import SchemaSerializer, SchemaValidator, core_schema
 from pydantic_core import from_json as _from_json
 from pydantic_core import to_json as _to_json
 
 from agentrig.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from pydantic.plugin._schema_validator import PluggableSchemaValidator
 
 SCHEMA_VERSION = 1
 """Version of the serialized form written by ``to_dict()``; bumped on incompatible changes."""
