@@ -145,7 +145,8 @@ class AgentState(Serializable):
         ``is_trace=True`` unless the step is a final response. Traces go to the execution buffer
         in separated mode and to ``messages`` in inline mode; the rest goes to ``messages``.
         """
-        _require(step, AgentStep, "step")
+        if type(step) is not AgentStep:  # the loop's case, checked without a call
+            _require(step, AgentStep, "step")
         execution = self._ensure_execution()
         if not step.output_messages:
             return self._with(execution=execution.with_current_step(step))
