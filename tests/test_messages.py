@@ -362,3 +362,8 @@ def test_any_sequence_of_operations_matches_a_plain_list(
         kept.append((messages, model))
     for version, version_model in kept:
         assert_same_as(version, version_model)
+
+
+def test_fields_are_keyword_arguments() -> None:
+    with pytest.raises(TypeError, match=r"Message\(\) takes its fields as keyword arguments"):
+        Message(Role.USER)  # type: ignore[misc]

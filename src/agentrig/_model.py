@@ -293,7 +293,12 @@ class Serializable:
 _set_record_dict = Serializable.__dict__["__dict__"].__set__
 
 
-def _validating_init(self: Serializable, /, **data: Any) -> None:
+def _validating_init(self: Serializable, /, *args: Any, **data: Any) -> None:
+    if args:
+        raise TypeError(
+            f"{type(self).__name__}() takes its fields as keyword arguments, "
+            f"got {len(args)} positional argument{'s' if len(args) > 1 else ''}"
+        )
     try:
         self.__pydantic_validator__.validate_python(data, self_instance=self)
     except ValidationError as error:
