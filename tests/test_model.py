@@ -120,8 +120,10 @@ class TestCopies:
     def test_replace_copies_without_validating(self) -> None:
         record = Record(name="a", label="l")
         copy = record._replace(count=-5)
-        assert copy.count == -5 and record.count == 0
-        assert copy.label == "l" and type(copy) is Record
+        assert copy.count == -5
+        assert record.count == 0
+        assert copy.label == "l"
+        assert type(copy) is Record
 
     def test_evolve_validates(self) -> None:
         record = Record(name="a", label="l")

@@ -71,10 +71,7 @@ class ToolExecutions(FrozenList[ToolExecution]):
 
     def has_errors(self) -> bool:
         """True when any execution failed."""
-        for execution in self._items:  # a loop, not ``any``: checked twice a step
-            if execution.error is not None:
-                return True
-        return False
+        return any(execution.error is not None for execution in self._items)
 
     def usage(self) -> Usage:
         """Sum of the executions' own usage."""
