@@ -234,7 +234,7 @@ class Serializable:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-compatible dict carrying ``schema_version``; ``from_dict`` restores it exactly."""
         data: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
-        data.update(self.__pydantic_serializer__.to_python(self, mode="json"))
+        data.update(self.model_dump(mode="json"))
         return data
 
     @classmethod
