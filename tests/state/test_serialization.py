@@ -6,6 +6,7 @@ import copy
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from agentrig import (
     LlmConfig,
     Message,
     MessageStore,
+    Role,
     StepError,
     StepExecution,
     StopReason,
@@ -354,3 +356,23 @@ def test_awkward_tool_values_never_break_the_run_or_serialization(make_agent, st
         assert json.loads(json.dumps(execution.value, allow_nan=False)) == execution.value
     assert AgentState.from_dict(final.to_dict()) == final
     assert AgentState.from_json(final.to_json()) == final
+
+
+def test_a_state_written_by_an_earlier_release_reads_back_unchanged() -> None:
+    """A saved state stays readable, and is written back identically, across releases.
+
+    The file was written by commit 328192e, when state objects were pydantic ``BaseModel``s: a
+    three-step run with a failing tool, a system prompt, metadata, and a stop signal added.
+    """
+    path = Path(__file__).parent / "data" / "agent_state_v1_328192e.json"
+    text = path.read_text(encoding="utf-8")
+    state = AgentState.from_json(text)
+    assert json.loads(state.to_json()) == json.loads(text)
+    assert state.status() is ExecutionStatus.FAILED
+    assert state.step_count() == 3
+    assert state.system_prompt() == "sys"
+    assert state.metadata() == {"k": [1, {"x": None}]}
+    assert [str(error) for error in state.errors()] == ["ValueError: nope q"]
+    assert state.steps()[1].tool_executions[1].value == 5
+    assert state.continuation().stop_signals[-1].context == {"a": 1.5}
+    assert state.messages().roles() == (Role.USER, Role.ASSISTANT)
