@@ -6,8 +6,15 @@ more; and the interpreter's build (how it was compiled and linked) changes the f
 the machine does. This script runs ``loop.py`` once per interpreter per round, the interpreters
 taking turns, and prints every run and a summary per interpreter.
 
+With ``--against REF`` an earlier revision of this repository takes its turn too: its own
+``loop.py`` on its own ``src`` (checked out into a temporary git worktree), so that a change is
+measured against its parent in the same spell of the machine. The summary then gives, per N,
+this checkout's time over REF's in each round and the median of those ratios: on a machine
+whose speed drifts 2x within minutes, that paired ratio is the figure that survives the noise.
+
     .venv/bin/python bench/rounds.py                                   # this interpreter, 6 rounds
     .venv/bin/python bench/rounds.py --python /usr/bin/python3.11      # and the system's build
+    .venv/bin/python bench/rounds.py --against main~3                  # and an earlier revision
     .venv/bin/python bench/rounds.py --quick --rounds 1 --pause 0      # a smoke run
 
 Another interpreter must be the same Python version as this one: it runs with this checkout's
@@ -18,6 +25,7 @@ built for one Python version).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -26,6 +34,8 @@ import sys
 import sysconfig
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,24 +82,79 @@ def environment_for(python: str) -> dict[str, str]:
     return env
 
 
-def run_loop(python: str, env: dict[str, str], loop_args: list[str]) -> dict[str, Any]:
-    """One run of ``loop.py`` under ``python``; its saved results."""
+@dataclass(frozen=True)
+class Contender:
+    """One way to run ``loop.py``: an interpreter, and the checkout whose ``loop.py`` and ``src``
+    it runs (this one, or an earlier revision's worktree)."""
+
+    label: str
+    python: str
+    loop: Path
+    env: dict[str, str]
+
+
+def run_loop(contender: Contender, loop_args: list[str]) -> dict[str, Any]:
+    """One run of ``loop.py`` for ``contender``; its saved results."""
     with tempfile.TemporaryDirectory() as folder:
         saved = Path(folder) / "loop.json"
         done = subprocess.run(
-            [python, str(BENCH / "loop.py"), *loop_args, "--json", str(saved)],
-            env=env,
+            [contender.python, str(contender.loop), *loop_args, "--json", str(saved)],
+            env=contender.env,
             capture_output=True,
             text=True,
             check=False,
         )
         if done.returncode != 0:
-            raise SystemExit(f"bench/loop.py under {python} failed:\n{done.stdout}{done.stderr}")
+            raise SystemExit(
+                f"bench/loop.py of {contender.label} failed:\n{done.stdout}{done.stderr}"
+            )
         data: dict[str, Any] = json.loads(saved.read_text())
         return data
 
 
-def run_row(round_number: int, python: str, data: dict[str, Any]) -> dict[str, Any]:
+def git(*args: str, refused: str | None = None) -> str:
+    """``git -C <this checkout> args``; its output. When git refuses, exit with ``refused`` (or
+    git's own message)."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(BENCH.parent), *args],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
+    except FileNotFoundError:
+        raise SystemExit("--against needs git on PATH") from None
+    except subprocess.CalledProcessError as error:
+        raise SystemExit(
+            refused or f"git {' '.join(args)} failed: {error.stderr.strip()}"
+        ) from None
+    return done.stdout.strip()
+
+
+@contextlib.contextmanager
+def revision(ref: str) -> Iterator[Contender]:
+    """``ref`` checked out into a temporary worktree, as a contender run by this interpreter;
+    the worktree is removed afterwards."""
+    refused = f"--against {ref}: not a commit of this repository ({BENCH.parent})"
+    commit = git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", refused=refused)
+    with tempfile.TemporaryDirectory() as folder:
+        tree = Path(folder) / commit[:12]
+        git("worktree", "add", "--detach", str(tree), commit)
+        try:
+            loop = tree / "bench" / "loop.py"
+            if not loop.is_file():
+                raise SystemExit(f"--against {ref}: that revision has no bench/loop.py")
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join(
+                [str(tree / "src"), *filter(None, [env.get("PYTHONPATH")])]
+            )
+            yield Contender(f"{ref} ({commit[:9]})", sys.executable, loop, env)
+        finally:
+            git("worktree", "remove", "--force", str(tree))
+
+
+def run_row(round_number: int, contender: Contender, data: dict[str, Any]) -> dict[str, Any]:
     """What the table shows of one run."""
     results = data["results"]
     agentrig = [row["agentrig_us_per_step"] for row in results]
@@ -97,7 +162,8 @@ def run_row(round_number: int, python: str, data: dict[str, Any]) -> dict[str, A
     targets = data["targets"]
     return {
         "round": round_number,
-        "python": python,
+        "contender": contender.label,
+        "python": contender.python,
         "interpreter": f"{data['machine']['python']}, libpython {data['machine']['libpython']}",
         "started": data["machine"]["date"],
         "sizes": [row["n"] for row in results],
@@ -111,16 +177,16 @@ def run_row(round_number: int, python: str, data: dict[str, Any]) -> dict[str, A
     }
 
 
-def summary(runs: list[dict[str, Any]], pythons: list[str]) -> list[dict[str, Any]]:
-    """Per interpreter: how many runs met the target as measured, and the spread of the worst N."""
+def summary(runs: list[dict[str, Any]], labels: list[str]) -> list[dict[str, Any]]:
+    """Per contender: how many runs met the target as measured, and the spread of the worst N."""
     rows = []
-    for python in pythons:
-        mine = [run for run in runs if run["python"] == python]
+    for label in labels:
+        mine = [run for run in runs if run["contender"] == label]
         worst = [run["worst_us_per_step"] for run in mine]
         floors = [value for run in mine for value in run["floor_us_per_step"]]
         rows.append(
             {
-                "python": python,
+                "contender": label,
                 "runs": len(mine),
                 "met_as_measured": sum(run["met_as_measured"] for run in mine),
                 "worst_us_per_step_median": statistics.median(worst),
@@ -136,6 +202,24 @@ def summary(runs: list[dict[str, Any]], pythons: list[str]) -> list[dict[str, An
     return rows
 
 
+def paired(runs: list[dict[str, Any]], this: str, other: str) -> dict[str, Any]:
+    """Per N, this checkout's µs/step over ``other``'s in each round, and their median."""
+    mine = {run["round"]: run for run in runs if run["contender"] == this}
+    theirs = {run["round"]: run for run in runs if run["contender"] == other}
+    sizes = next(iter(mine.values()))["sizes"]
+    ratios: dict[str, list[float]] = {str(size): [] for size in sizes}
+    for number, run in mine.items():
+        for size, ours, base in zip(
+            sizes, run["agentrig_us_per_step"], theirs[number]["agentrig_us_per_step"], strict=True
+        ):
+            ratios[str(size)].append(ours / base)
+    return {
+        "against": other,
+        "ratios": ratios,
+        "median": {size: statistics.median(values) for size, values in ratios.items()},
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -144,6 +228,13 @@ def main() -> None:
         default=[],
         metavar="PATH",
         help="another interpreter to run loop.py under (repeatable); this one always runs",
+    )
+    parser.add_argument(
+        "--against",
+        action="append",
+        default=[],
+        metavar="REF",
+        help="an earlier git revision to run its own loop.py on its own src (repeatable)",
     )
     parser.add_argument("--rounds", type=int, default=ROUNDS, help=f"default {ROUNDS}")
     parser.add_argument(
@@ -159,30 +250,38 @@ def main() -> None:
     if args.pause < 0:
         raise SystemExit("--pause must be >= 0")
     pythons = list(dict.fromkeys([sys.executable, *args.python]))
-    environments = {python: environment_for(python) for python in pythons}
+    this = [
+        Contender(python, python, BENCH / "loop.py", environment_for(python)) for python in pythons
+    ]
     loop_args = ["--quick"] if args.quick else []
     if args.sizes:
         loop_args += ["--sizes", ",".join(str(size) for size in args.sizes)]
     if args.repeats:
         loop_args += ["--repeats", str(args.repeats)]
+    with contextlib.ExitStack() as stack:
+        earlier = [stack.enter_context(revision(ref)) for ref in dict.fromkeys(args.against)]
+        report(args, this + earlier, loop_args)
 
+
+def report(args: argparse.Namespace, contenders: list[Contender], loop_args: list[str]) -> None:
+    """Run the rounds, print the table and the summaries, save the results."""
     info = common.machine()
-    print("bench/rounds.py: bench/loop.py in rounds, interpreters taking turns")
+    print("bench/rounds.py: bench/loop.py in rounds, contenders taking turns")
     print(common.machine_line(info))
     print(f"{args.rounds} round(s), {args.pause:g} s apart; loop.py {' '.join(loop_args)}\n")
     runs = []
     for round_number in range(1, args.rounds + 1):
         if round_number > 1:
             time.sleep(args.pause)
-        for python in pythons:
-            data = run_loop(python, environments[python], loop_args)
-            runs.append(run_row(round_number, python, data))
+        for contender in contenders:
+            data = run_loop(contender, loop_args)
+            runs.append(run_row(round_number, contender, data))
     sizes, target = runs[0]["sizes"], runs[0]["target_us_per_step"]
     print(
         common.table(
             (
                 "round",
-                "python",
+                "contender",
                 "started",
                 *(f"N={size}" for size in sizes),
                 "floor us/step",
@@ -192,7 +291,7 @@ def main() -> None:
             [
                 (
                     run["round"],
-                    run["python"],
+                    run["contender"],
                     run["started"][11:],
                     *run["agentrig_us_per_step"],
                     f"{min(run['floor_us_per_step']):.1f}-{max(run['floor_us_per_step']):.1f}",
@@ -203,18 +302,31 @@ def main() -> None:
             ],
         )
     )
-    totals = summary(runs, pythons)
+    labels = [contender.label for contender in contenders]
+    totals = summary(runs, labels)
     print("\nagentrig us/step, the worst N of each run:")
     for row in totals:
-        interpreter = next(run["interpreter"] for run in runs if run["python"] == row["python"])
+        interpreter = next(
+            run["interpreter"] for run in runs if run["contender"] == row["contender"]
+        )
         print(
-            f"  {row['python']} ({interpreter}): median {row['worst_us_per_step_median']:.0f},"
+            f"  {row['contender']} ({interpreter}): median {row['worst_us_per_step_median']:.0f},"
             f" {row['worst_us_per_step_min']:.0f} to {row['worst_us_per_step_max']:.0f};"
             f" {row['met_as_measured']} of {row['runs']} run(s) <= {target:.0f} us/step as"
             " measured;"
             f" floor {row['floor_us_per_step_min']:.1f} to {row['floor_us_per_step_max']:.1f};"
             f" scaled to the reference floor at most {row['worst_scaled_to_reference_max']:.0f}"
         )
+    comparisons = [
+        paired(runs, labels[0], contender.label)
+        for contender in contenders
+        if contender.loop != BENCH / "loop.py"
+    ]
+    for comparison in comparisons:
+        print(f"\n{labels[0]} us/step over {comparison['against']}'s, round by round:")
+        for size, values in comparison["ratios"].items():
+            each = ", ".join(f"{value:.2f}" for value in values)
+            print(f"  N={size}: {each}; median {comparison['median'][size]:.2f}")
     common.save_json(
         args.json,
         {
@@ -226,6 +338,7 @@ def main() -> None:
             "loop_args": loop_args,
             "runs": runs,
             "summary": totals,
+            "paired": comparisons,
         },
     )
 

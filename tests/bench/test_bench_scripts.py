@@ -35,6 +35,16 @@ def run_script(*args: str, timeout: float = 120) -> str:
     return output
 
 
+def git_worktrees() -> str:
+    """``git worktree list`` of this checkout."""
+    return subprocess.run(
+        ["git", "-C", str(BENCH.parent), "worktree", "list"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
 def test_loop_quick(tmp_path: Path) -> None:
     saved = tmp_path / "loop.json"
     output = run_script(str(BENCH / "loop.py"), "--quick", "--json", str(saved))
@@ -104,6 +114,7 @@ def load_script(name: str) -> ModuleType:
         assert spec is not None
         assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up while being made
         spec.loader.exec_module(module)
         return module
     finally:
@@ -189,6 +200,80 @@ class TestRounds:
         worst = [run["worst_us_per_step"] for run in data["runs"]]
         assert total["worst_us_per_step_max"] == max(worst)
         assert total["met_as_measured"] == sum(run["met_as_measured"] for run in data["runs"])
+
+    @pytest.mark.skipif(
+        not (BENCH.parent / ".git").exists(), reason="--against needs a git checkout of agentrig"
+    )
+    def test_against_an_earlier_revision(self, tmp_path: Path) -> None:
+        worktrees = git_worktrees()
+        saved = tmp_path / "rounds.json"
+        output = run_script(
+            str(BENCH / "rounds.py"),
+            "--quick",
+            "--rounds",
+            "2",
+            "--pause",
+            "0",
+            "--against",
+            "HEAD",
+            "--json",
+            str(saved),
+            timeout=300,
+        )
+        data = json.loads(saved.read_text())
+        commit = subprocess.run(
+            ["git", "-C", str(BENCH.parent), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        label = f"HEAD ({commit[:9]})"
+        assert [run["contender"] for run in data["runs"]] == [sys.executable, label] * 2
+        (comparison,) = data["paired"]
+        assert comparison["against"] == label
+        mine = [run for run in data["runs"] if run["contender"] == sys.executable]
+        theirs = [run for run in data["runs"] if run["contender"] == label]
+        for index, size in enumerate((3, 5)):
+            expected = [
+                ours["agentrig_us_per_step"][index] / base["agentrig_us_per_step"][index]
+                for ours, base in zip(mine, theirs, strict=True)
+            ]
+            assert comparison["ratios"][str(size)] == pytest.approx(expected)
+        assert f"us/step over {label}'s, round by round:" in output
+        assert git_worktrees() == worktrees  # the temporary worktree is gone
+
+    def test_a_ref_that_is_not_a_commit_is_named(self) -> None:
+        done = subprocess.run(
+            [sys.executable, str(BENCH / "rounds.py"), "--quick", "--against", "no-such-ref"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode != 0, done.stdout
+        assert "--against no-such-ref: not a commit of this repository" in done.stderr
+
+    def test_paired_ratios_and_their_median(self) -> None:
+        rounds = load_script("rounds")
+
+        def run(contender: str, number: int, values: list[float]) -> dict[str, object]:
+            return {
+                "contender": contender,
+                "round": number,
+                "sizes": [10, 100],
+                "agentrig_us_per_step": values,
+            }
+
+        runs = [
+            run("new", 1, [80.0, 90.0]),
+            run("old", 1, [100.0, 100.0]),
+            run("new", 2, [150.0, 120.0]),
+            run("old", 2, [200.0, 100.0]),
+            run("new", 3, [45.0, 60.0]),
+            run("old", 3, [50.0, 50.0]),
+        ]
+        comparison = rounds.paired(runs, "new", "old")
+        assert comparison["ratios"] == {"10": [0.8, 0.75, 0.9], "100": [0.9, 1.2, 1.2]}
+        assert comparison["median"] == {"10": 0.8, "100": 1.2}
 
     def refusal(self, python: Path) -> str:
         """What ``rounds.py --python <python>`` prints on stderr; it must exit non-zero."""
