@@ -149,7 +149,8 @@ def revision(ref: str) -> Iterator[Contender]:
             env["PYTHONPATH"] = os.pathsep.join(
                 [str(tree / "src"), *filter(None, [env.get("PYTHONPATH")])]
             )
-            yield Contender(f"{ref} ({commit[:9]})", sys.executable, loop, env)
+            label = ref if commit.startswith(ref) else f"{ref} ({commit[:9]})"
+            yield Contender(label, sys.executable, loop, env)
         finally:
             git("worktree", "remove", "--force", str(tree))
 
