@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import Field, ValidationError
 
-from agentrig import InvalidInputError
-from agentrig._model import Serializable
+from agentrig import AgentState, InvalidInputError
+from agentrig._model import JsonData, JsonObject, Serializable, json_text
 
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 made: list[str] = []
@@ -34,6 +34,11 @@ class Record(Serializable):
 class Holder(Serializable):
     record: Record
     extra: dict[str, int] = Field(default_factory=dict)
+
+
+class Payload(Serializable):
+    value: JsonData = None
+    obj: JsonObject = Field(default_factory=dict)
 
 
 class Named(Record):
@@ -172,3 +177,61 @@ class TestSerialization:
         assert Record.model_validate(record.model_dump()) == record
         with pytest.raises(ValidationError):
             Record.model_validate({"name": ""})
+
+
+class TestTextJsonCannotHoldRaw:
+    """A lone surrogate (a ``surrogateescape`` decode leaves them) has no UTF-8 form."""
+
+    def test_a_record_round_trips_through_compact_and_indented_json(self) -> None:
+        record = Record(name="a", label="l", tags=("file \udcff näme",))
+        for text in (record.to_json(), record.to_json(indent=2)):
+            text.encode("utf-8")  # writable as a file
+            assert Record.from_json(text) == record
+            assert Record.from_json(text.encode("utf-8")) == record
+
+    def test_json_text_escapes_only_when_it_must(self) -> None:
+        assert json_text({"a": "näme"}) == '{"a":"näme"}'
+        assert json_text({"a": "näme"}, indent=1) == '{\n "a": "näme"\n}'
+        assert json_text({"a": "\udcff ä"}) == '{"a":"\\udcff \\u00e4"}'
+        assert json_text({"a": "\udcff"}, indent=1) == '{\n "a": "\\udcff"\n}'
+        assert json_text({"x": float("nan")}) == '{"x":NaN}'
+        assert json_text({"x": float("nan"), "a": "\udcff"}) == '{"x":NaN,"a":"\\udcff"}'
+
+    def test_a_state_holding_one_round_trips(self) -> None:
+        state = AgentState().with_user_message("ls: \udcff.txt")
+        assert AgentState.from_json(state.to_json()) == state
+        assert AgentState.from_json(state.to_json(indent=2)) == state
+
+
+class TestJsonFields:
+    @pytest.mark.parametrize(
+        ("fields", "expected"),
+        [
+            (
+                {"value": (1, 2)},
+                "value: Value error, must be JSON data (str, int, finite float, "
+                "bool, None, list, dict with str keys), got tuple",
+            ),
+            ({"obj": {"k": (1, 2)}}, "got tuple at ['k']"),
+            ({"obj": {"k": {"a": {1: 2}}}}, "got the non-string key 1 at ['k']['a']"),
+            ({"value": [1, float("nan")]}, "got nan at [1]"),
+            ({"value": {"a": [1, {"b": {1}}]}}, "got set at ['a'][1]['b']"),
+        ],
+    )
+    def test_a_value_that_is_not_json_is_named_where_it_is(
+        self, fields: dict, expected: str
+    ) -> None:
+        with pytest.raises(InvalidInputError) as raised:
+            Payload(**fields)
+        assert expected in str(raised.value)
+
+    def test_json_values_pass(self) -> None:
+        payload = Payload(value=[1, 2.5, None, {"a": True}], obj={"k": ["x"]})
+        assert Payload.from_json(payload.to_json()) == payload
+
+
+def test_a_saved_session_read_as_a_state_says_what_it_is() -> None:
+    with pytest.raises(InvalidInputError, match="this is a saved session, not a state"):
+        Record.from_dict({"format": "agentrig.session", "format_version": 1, "state": {}})
+    with pytest.raises(InvalidInputError, match=r"was this written by to_dict\(\)\?"):
+        Record.from_dict({"name": "a"})

@@ -28,7 +28,12 @@ from pydantic import (
 )
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 from pydantic.fields import FieldInfo
-from pydantic_core import SchemaSerializer, SchemaValidator, core_schema
+from pydantic_core import (
+    PydanticSerializationError,
+    SchemaSerializer,
+    SchemaValidator,
+    core_schema,
+)
 from pydantic_core import from_json as _from_json
 from pydantic_core import to_json as _to_json
 
@@ -127,9 +132,28 @@ def _check_json(value: Any, info: ValidationInfo) -> Any:
     if not is_json_data(value):
         raise ValueError(
             "must be JSON data (str, int, finite float, bool, None, list, dict with str keys), "
-            f"got {type(value).__name__}"
+            f"got {_first_non_json(value, '')}"
         )
     return value
+
+
+def _first_non_json(value: Any, path: str) -> str:
+    """What makes ``value`` not JSON data, and where: ``tuple at ['k']``, ``nan at [2]``."""
+    where = f" at {path}" if path else ""
+    kind = type(value)
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                return f"the non-string key {key!r}{where}"
+            if not is_json_data(item):
+                return _first_non_json(item, f"{path}[{key!r}]")
+    elif kind is list:
+        for index, item in enumerate(value):
+            if not is_json_data(item):
+                return _first_non_json(item, f"{path}[{index}]")
+    elif kind is float:
+        return f"{value!r}{where}"
+    return f"{kind.__name__}{where}"
 
 
 JsonData = Annotated[Any, AfterValidator(_check_json), WithJsonSchema({})]
@@ -138,6 +162,26 @@ JsonObject = Annotated[
     dict[str, Any], AfterValidator(_check_json), WithJsonSchema({"type": "object"})
 ]
 """A JSON object with string keys, checked in one pass."""
+
+
+def json_text(data: Any, *, indent: int | None = None) -> str:
+    """JSON data as text, compact unless ``indent`` is given, NaN and Infinity as ``json.dumps``
+    writes them, non-ASCII text as is. When a string holds what UTF-8 cannot encode (a lone
+    surrogate, as a ``surrogateescape`` decode of a file name leaves), all non-ASCII text is
+    written as ``\\u`` escapes instead, which read back to the same strings."""
+    if indent is None:
+        try:
+            # pydantic-core writes what json.dumps would (minus the spaces after separators),
+            # several times faster than the json module.
+            return _to_json(data, inf_nan_mode="constants").decode()
+        except PydanticSerializationError:  # only a lone surrogate fails on JSON data
+            return json.dumps(data, separators=(",", ":"))
+    text = json.dumps(data, indent=indent, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data, indent=indent)
+    return text
 
 
 _RECORD_CONFIG = ConfigDict(extra="forbid", validate_default=False)
@@ -251,11 +295,17 @@ class Serializable:
         body = dict(data)
         version = body.pop("schema_version", None)
         if version != SCHEMA_VERSION:
-            reason = (
-                "missing (was this written by to_dict()?)"
-                if version is None
-                else f"unsupported version {version!r}; this agentrig reads version {SCHEMA_VERSION}"
-            )
+            if version is not None:
+                reason = (
+                    f"unsupported version {version!r}; this agentrig reads version {SCHEMA_VERSION}"
+                )
+            elif body.get("format") == "agentrig.session" and "state" in body:
+                reason = (
+                    "missing: this is a saved session, not a state; load it with a session "
+                    "store (FileSessionStore(folder).load(id)), or read its 'state' entry"
+                )
+            else:
+                reason = "missing (was this written by to_dict()?)"
             raise InvalidInputError(cls.__name__, [("schema_version", reason)])
         try:
             return cls.model_validate(body, context=context)
@@ -264,11 +314,7 @@ class Serializable:
 
     def to_json(self, *, indent: int | None = None) -> str:
         """``to_dict()`` as JSON text (compact unless ``indent`` is given)."""
-        if indent is not None:
-            return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
-        # Encoded by pydantic-core (as ``json.dumps`` would, NaN and Infinity included, minus
-        # the spaces after separators), several times faster than the ``json`` module here.
-        return _to_json(self.to_dict(), inf_nan_mode="constants").decode()
+        return json_text(self.to_dict(), indent=indent)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Self:
