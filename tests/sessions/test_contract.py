@@ -171,6 +171,33 @@ class TestSave:
         assert not store.exists(state.agent_id)
 
 
+class TestWhatIsStored:
+    def test_a_stored_session_or_a_dict_in_place_of_a_state_is_named(
+        self, store: SessionStore, start
+    ) -> None:
+        created = store.create(start())
+        for wrong in (created, created.state.to_dict(), None):
+            with pytest.raises(InvalidInputError, match=r"StoredSession\.state") as raised:
+                store.save(wrong, expected_version=1)  # type: ignore[arg-type]
+            assert raised.value.field == "state"
+            with pytest.raises(InvalidInputError, match="AgentState") as raised:
+                store.create(wrong)  # type: ignore[arg-type]
+            assert raised.value.field == "state"
+        assert store.load(created.session_id) == created
+
+    def test_text_utf8_cannot_encode_is_stored_and_read_back_unchanged(
+        self, store: SessionStore, start
+    ) -> None:
+        # A lone surrogate, as a surrogateescape decode of a file name leaves: JSON holds it
+        # escaped.
+        state = start().with_user_message("file \udcff name")
+        created = store.create(state)
+        assert store.load(created.session_id).state == state
+        saved = store.save(state.with_user_message("\ud800 again"), expected_version=1)
+        assert store.load(created.session_id) == saved
+        assert saved.state.messages().to_tuple()[-1].content == "\ud800 again"
+
+
 class TestLoadDeleteList:
     def test_loading_a_missing_session_names_it(self, store: SessionStore) -> None:
         with pytest.raises(SessionNotFoundError, match="'nobody' not found") as raised:

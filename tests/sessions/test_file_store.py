@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -18,6 +19,7 @@ from agentrig import (
     SessionConflictError,
     SessionCorruptError,
     SessionError,
+    SessionNotFoundError,
     StoredSession,
 )
 from agentrig.fakes import FakeClock
@@ -71,6 +73,29 @@ class TestLayout:
         with pytest.raises(SessionError, match="not a directory") as raised:
             FileSessionStore(path)
         assert str(path) in str(raised.value)
+
+    def test_a_directory_removed_after_opening_is_made_again_on_write(
+        self, file_store: FileSessionStore, directory: Path, start
+    ) -> None:
+        shutil.rmtree(directory)
+        state = start()
+        assert file_store.list_ids() == []
+        with pytest.raises(SessionNotFoundError):
+            file_store.save(state, expected_version=1)
+        with pytest.raises(SessionNotFoundError):
+            file_store.delete(state.agent_id)
+        shutil.rmtree(directory, ignore_errors=True)
+        created = file_store.create(state)
+        assert file_store.load(state.agent_id) == created
+
+    def test_a_file_put_in_place_of_the_directory_after_opening_is_named(
+        self, file_store: FileSessionStore, directory: Path, start
+    ) -> None:
+        shutil.rmtree(directory)
+        directory.write_text("", encoding="utf-8")
+        with pytest.raises(SessionError, match="not a directory") as raised:
+            file_store.create(start())
+        assert str(directory) in str(raised.value)
 
     def test_delete_removes_the_lock_file_too(
         self, file_store: FileSessionStore, stored: StoredSession, directory: Path

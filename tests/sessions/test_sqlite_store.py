@@ -161,3 +161,43 @@ class TestConcurrency:
 
         in_threads(save, 4)
         assert sorted(outcomes) == ["conflict", "conflict", "conflict", "saved"]
+
+
+class TestUsage:
+    def test_a_closed_store_says_so_and_how_to_go_on(
+        self, sqlite_store: SqliteSessionStore, stored: StoredSession, db_path: Path
+    ) -> None:
+        sqlite_store.close()
+        operations = (
+            lambda: sqlite_store.load(stored.session_id),
+            lambda: sqlite_store.save(stored.state, expected_version=1),
+            sqlite_store.list_ids,
+        )
+        for operation in operations:
+            with pytest.raises(SessionError, match="is closed") as raised:
+                operation()
+            assert str(db_path) in str(raised.value)
+            assert "SqliteSessionStore(" in str(raised.value)
+        sqlite_store.close()  # closing again is harmless
+        with SqliteSessionStore(db_path) as reopened:
+            assert reopened.load(stored.session_id) == stored
+
+    def test_a_database_locked_past_the_timeout_is_a_session_error(
+        self, stored: StoredSession, db_path: Path
+    ) -> None:
+        holder = sqlite3.connect(db_path, isolation_level=None)
+        with SqliteSessionStore(db_path, timeout=0.01) as impatient:
+            holder.execute("BEGIN EXCLUSIVE")
+            try:
+                with pytest.raises(SessionError, match="locked") as saving:
+                    impatient.save(stored.state, expected_version=1)
+                with pytest.raises(SessionError, match="locked") as opening:
+                    SqliteSessionStore(db_path, timeout=0.01)
+            finally:
+                holder.execute("ROLLBACK")
+                holder.close()
+            for raised in (saving, opening):
+                assert str(db_path) in str(raised.value)
+                assert "timeout=" in str(raised.value)
+            assert impatient.load(stored.session_id) == stored
+            assert impatient.save(stored.state, expected_version=1).version == 2

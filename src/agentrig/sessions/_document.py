@@ -8,7 +8,7 @@ from typing import Any, Literal, NoReturn, TypeVar
 
 from pydantic import AwareDatetime, Field
 
-from agentrig._model import FrozenModel
+from agentrig._model import FrozenModel, json_text
 from agentrig.errors import InvalidInputError, SessionCorruptError
 from agentrig.sessions.base import StoredSession
 from agentrig.state import AgentState
@@ -62,15 +62,15 @@ def header_of(session: StoredSession) -> Header:
     )
 
 
-def encode(session: StoredSession) -> str:
-    """The session as pretty, diffable JSON."""
+def encode(session: StoredSession) -> bytes:
+    """The session as pretty, diffable JSON, UTF-8 encoded."""
     document = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         **header_of(session).model_dump(mode="json"),
         "state": session.state.to_dict(),
     }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return (json_text(document, indent=2) + "\n").encode("utf-8")
 
 
 def decode(text: str | bytes, session_id: str, location: str) -> StoredSession:

@@ -70,13 +70,13 @@ def _same_file(fd: int, path: Path) -> bool:
         return False
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` all at once: a crash leaves the old file or the new one,
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` all at once: a crash leaves the old file or the new one,
     never a mix (written to a temporary file, flushed to disk, then renamed over ``path``)."""
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as file:
-            file.write(text)
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, path)

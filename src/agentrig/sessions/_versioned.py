@@ -28,7 +28,7 @@ class VersionedStore(ABC):
 
     def create(self, state: AgentState) -> StoredSession:
         """Store a new session at version 1; ``SessionExistsError`` if its id is taken."""
-        session_id = check_session_id(state.agent_id, "agent_id")
+        session_id = check_session_id(_checked_state(state).agent_id, "agent_id")
         with self._write_lock(session_id):
             stored = self._header(session_id)
             if stored is not None:
@@ -50,7 +50,7 @@ class VersionedStore(ABC):
     def save(self, state: AgentState, *, expected_version: int) -> StoredSession:
         """Store ``state`` as the next version of its session, if the stored version is still
         ``expected_version`` (else ``SessionConflictError``; ``SessionNotFoundError`` if absent)."""
-        session_id = check_session_id(state.agent_id, "agent_id")
+        session_id = check_session_id(_checked_state(state).agent_id, "agent_id")
         _check_version(expected_version)
         with self._write_lock(session_id):
             stored = self._checked(session_id, expected_version)
@@ -127,3 +127,14 @@ def _check_version(expected_version: object) -> None:
             "loaded (StoredSession.version)"
         )
         raise InvalidInputError("session version", [("expected_version", reason)])
+
+
+def _checked_state(state: object) -> AgentState:
+    """``state`` if it is an ``AgentState``: a stored session or a state's dict is a common slip."""
+    if not isinstance(state, AgentState):
+        reason = (
+            f"expected an AgentState, got {type(state).__name__}: pass the state itself "
+            "(StoredSession.state of a loaded session; AgentState.from_dict for a dict)"
+        )
+        raise InvalidInputError("session state", [("state", reason)])
+    return state

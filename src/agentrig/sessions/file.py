@@ -38,6 +38,16 @@ class FileSessionStore(VersionedStore):
     def __init__(self, directory: str | os.PathLike[str], *, clock: Clock | None = None) -> None:
         super().__init__(clock)
         self.directory = Path(directory)
+        self._make_directory()
+
+    def __repr__(self) -> str:
+        return f"FileSessionStore({str(self.directory)!r})"
+
+    def path_of(self, session_id: str) -> Path:
+        """The file that holds (or would hold) session ``session_id``."""
+        return self.directory / f"{check_session_id(session_id)}{SUFFIX}"
+
+    def _make_directory(self) -> None:
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError):
@@ -47,15 +57,9 @@ class FileSessionStore(VersionedStore):
                 "the way): pass the path of a directory, or move the file.",
             ) from None
 
-    def __repr__(self) -> str:
-        return f"FileSessionStore({str(self.directory)!r})"
-
-    def path_of(self, session_id: str) -> Path:
-        """The file that holds (or would hold) session ``session_id``."""
-        return self.directory / f"{check_session_id(session_id)}{SUFFIX}"
-
     @contextmanager
     def _write_lock(self, session_id: str) -> Iterator[None]:
+        self._make_directory()  # again: it may have been removed since the store was opened
         with locked(self.directory / f"{session_id}.lock"):
             yield
 

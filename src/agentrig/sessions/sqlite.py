@@ -66,6 +66,8 @@ class SqliteSessionStore(VersionedStore):
     ) -> None:
         super().__init__(clock)
         self.path = os.fspath(path)
+        self._timeout = timeout
+        self._closed = False
         self._lock = threading.RLock()
         self._connection = _connect(self.path, timeout)
         try:
@@ -80,6 +82,7 @@ class SqliteSessionStore(VersionedStore):
     def close(self) -> None:
         """Close the database connection."""
         with self._lock:
+            self._closed = True
             self._connection.close()
 
     def __enter__(self) -> Self:
@@ -121,8 +124,24 @@ class SqliteSessionStore(VersionedStore):
 
     def _execute(self, sql: str, *parameters: Any) -> sqlite3.Cursor:
         with self._lock:
+            if self._closed:
+                raise SessionError(
+                    "",
+                    f"Session store {self.path!r} is closed: open a new "
+                    f"SqliteSessionStore({self.path!r}), or use the store inside its with block.",
+                )
             try:
                 return self._connection.execute(sql, parameters)
+            except sqlite3.OperationalError as error:
+                primary = error.sqlite_errorcode & 0xFF  # an extended code's low byte
+                if primary not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                    raise
+                raise SessionError(
+                    "",
+                    f"Session store {self.path!r}: the database stayed locked by another "
+                    f"connection for the whole timeout ({self._timeout} s), so nothing was "
+                    "changed. Try again, or open the store with a longer timeout=.",
+                ) from error
             except sqlite3.DatabaseError as error:
                 # The base class itself means a damaged or foreign file ("file is not a
                 # database", "disk image is malformed"); subclasses (busy, closed, ...) do not.
