@@ -31,7 +31,13 @@ from agentrig import (
 )
 from agentrig.fakes import CallSpec, Turn, call, reply
 from agentrig.harness import strategies as ars
-from agentrig.harness.hypothesis_profiles import DEEP_FACTOR, DEEP_PROFILE, agentrig_settings
+from agentrig.harness.hypothesis_profiles import (
+    CI_PROFILE,
+    DEEP_FACTOR,
+    DEEP_PROFILE,
+    agentrig_settings,
+    register_profiles,
+)
 from agentrig.harness.invariants import Violation
 from agentrig.harness.results import SuiteResult
 from agentrig.harness.runner import run_suite
@@ -323,6 +329,12 @@ def test_the_deep_option_scales_example_counts(
         pytester.runpytest(*options).assert_outcomes(passed=1)
     finally:
         settings.load_profile(previous)
+
+
+def test_the_deep_profile_keeps_a_failure_database_and_the_ci_one_does_not() -> None:
+    register_profiles()
+    assert settings.get_profile(DEEP_PROFILE).database is not None
+    assert settings.get_profile(CI_PROFILE).database is None
 
 
 def test_without_the_option_the_ci_counts_apply(pytester: pytest.Pytester) -> None:

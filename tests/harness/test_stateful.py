@@ -194,6 +194,30 @@ class TestToScenario:
         assert scenario is not None
         assert scenario.turns[0].expect == Expectation(errors=("Tool 'nope' not found",))
 
+    def test_an_unknown_tool_skipped_after_a_stopping_tool_is_not_expected(self) -> None:
+        m = machine()
+        m.start_turn("go")
+        m.step(Turn(calls=(CallSpec("halt"), CallSpec("nope"))))
+        scenario = m.to_scenario()
+        assert scenario is not None
+        assert scenario.turns[0].expect == Expectation()
+        assert run_scenario(scenario).failures == ()
+
+    def test_a_bad_name_is_refused_with_the_rule(self) -> None:
+        m = machine()
+        m.start_turn("hi")
+        m.step(reply("yo"))
+        with pytest.raises(InvalidInputError, match=r"to_scenario.*use lowercase letters"):
+            m.to_scenario(name="Bad Name")
+
+    def test_the_failure_folder_may_be_given_as_text(self, tmp_path: Any) -> None:
+        m = machine()
+        m.start_turn("hi")
+        m.step(reply("yo"))
+        path = m.write_failure(str(tmp_path / "failures"))
+        assert path == tmp_path / "failures" / "agent-machine.scenario.yaml"
+        assert path.is_file()
+
     def test_what_a_scenario_cannot_express_is_listed(self) -> None:
         m = machine()
         m.start_turn("go")

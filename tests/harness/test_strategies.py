@@ -60,6 +60,14 @@ class TestArgumentValidation:
             (lambda: ars.scenarios(max_turns=0), "max_turns=0 is smaller than max_turns=1"),
             (lambda: ars.scenarios(tools={"t": {}}), "expected a mapping of tool name to ToolSpec"),
             (lambda: ars.llm_turns(invalid_arguments="yes"), "expected True or False"),
+            (lambda: ars.tool_calls(names="search"), r"write names=\['search'\]"),
+            (lambda: ars.messages(roles="user"), r"write roles=\['user'\]"),
+            (lambda: ars.stop_signals(reasons="completed"), r"write reasons=\['completed'\]"),
+            (lambda: ars.llm_turns(kinds="text"), r"write kinds=\['text'\]"),
+            (lambda: ars.tool_specs(outcomes="return"), r"write outcomes=\['return'\]"),
+            (lambda: ars.budgets(max_seconds=1e308), "expected a finite number >= 0, at most"),
+            (lambda: ars.budgets(deadline_within=1e12), "expected a finite number >= 0, at most"),
+            (lambda: ars.usages(max_cost=1e308), "expected a finite number >= 0, at most"),
         ],
     )
     def test_bad_arguments_fail_when_the_strategy_is_built(self, build: Any, message: str) -> None:

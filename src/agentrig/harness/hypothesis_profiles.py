@@ -53,13 +53,14 @@ def register_profiles() -> None:
         phases=_NO_EXPLAIN,
         suppress_health_check=_SLOW_IS_FINE,
     )
-    # Every setting is explicit: with CI=true hypothesis loads its own "ci" profile first, and
-    # a registered profile inherits unspecified settings from whatever is loaded then.
+    # The parent is hypothesis's own default: with CI=true hypothesis loads its "ci" profile
+    # first (no database), and a profile inherits unspecified settings from what is loaded then.
+    # The database is left to that default: .hypothesis/examples, resolved when first used.
     settings.register_profile(
         DEEP_PROFILE,
+        parent=settings.get_profile("default"),
         max_examples=25 * DEEP_FACTOR,
         derandomize=False,
-        database=None,
         deadline=None,
         print_blob=True,
         suppress_health_check=_SLOW_IS_FINE,

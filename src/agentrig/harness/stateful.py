@@ -52,6 +52,7 @@ from agentrig.fakes import FakeClock, ScriptedLLM, ScriptedTool, SeededIds, Tool
 from agentrig.harness.agent_factory import ScenarioAgent, build_agent
 from agentrig.harness.invariants import InvariantChecker, Violation, select_invariants
 from agentrig.harness.scenario_model import (
+    SCENARIO_NAME_PATTERN,
     AgentSpec,
     CancelAfterStep,
     Expectation,
@@ -685,9 +686,16 @@ class AgentMachine(RuleBasedStateMachine):
 
     def _record(self, record: _TurnRecord, played: Sequence[Turn]) -> None:
         known = set(self._built().loop.tools.names())
+        # A call after a stopping tool never runs, so only list the errors the loop recorded.
+        recorded = [error.message for error in self.state.errors()]
         for turn in played:
             record.replies.append(reply_from_turn(turn))
-            record.unknown_tools.extend(c.name for c in turn.calls if c.name not in known)
+            record.unknown_tools.extend(
+                call.name
+                for call in turn.calls
+                if call.name not in known
+                and any(_not_found(call.name) in message for message in recorded)
+            )
         record.steps = self.state.step_count()
         record.finished = _terminal(self.state)
 
@@ -696,6 +704,9 @@ class AgentMachine(RuleBasedStateMachine):
     def to_scenario(self, *, name: str | None = None) -> Scenario | None:
         """This run as a scenario (None when it ran no turn); see ``unrepresentable`` for the
         rules a scenario file cannot express."""
+        if name is not None and not re.fullmatch(SCENARIO_NAME_PATTERN, name):
+            reason = f"{name!r} is not a valid name: use lowercase letters, digits, '.', '_', '-'"
+            raise InvalidInputError("to_scenario(name=...)", [("", reason)])
         turns = [_scenario_turn(r) for r in self.records if r.replies or r.finished]
         if not turns:
             return None
@@ -713,7 +724,7 @@ class AgentMachine(RuleBasedStateMachine):
             turns=tuple(turns),
         )
 
-    def write_failure(self, directory: Path) -> Path | None:
+    def write_failure(self, directory: str | Path) -> Path | None:
         """Write :meth:`to_scenario` to ``directory/<name>.scenario.yaml``, where the name is the
         machine's class and the kind of failure (``my-machine-clean-messages``); returns the
         path (None when the run has no turn to write)."""
@@ -724,7 +735,7 @@ class AgentMachine(RuleBasedStateMachine):
         if self.exact_model is False or not self.exact:
             header += "\nReplay it with the same base builder: run_scenario(scenario, builder=...)."
         return write_scenario(
-            scenario, path=directory / f"{scenario.name}.scenario.yaml", header=header
+            scenario, path=Path(directory) / f"{scenario.name}.scenario.yaml", header=header
         )
 
 
@@ -736,9 +747,14 @@ def _scenario_turn(record: _TurnRecord) -> ScenarioTurn:
     if cancel:
         fields["cancel"] = CancelAfterStep(after_step=cancel)
     if record.unknown_tools:
-        wanted = tuple(dict.fromkeys(f"Tool '{name}' not found" for name in record.unknown_tools))
+        wanted = tuple(dict.fromkeys(_not_found(name) for name in record.unknown_tools))
         fields["expect"] = Expectation(errors=wanted)
     return ScenarioTurn(**fields)
+
+
+def _not_found(name: str) -> str:
+    """The error the loop records for a call of a tool the agent lacks."""
+    return f"Tool '{name}' not found"
 
 
 def _listing(violations: Sequence[Violation]) -> str:

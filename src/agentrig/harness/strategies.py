@@ -159,11 +159,17 @@ def _int(name: str, value: object, *, low: int = 0) -> int:
     return value
 
 
+_MAX_NUMBER = 1e11
+"""Largest bound in seconds or cost: a deadline this far after ``FakeClock``'s start still fits
+in a ``datetime`` (about 3,000 years)."""
+
+
 def _number(name: str, value: object) -> float:
     ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not ok or not math.isfinite(float(value)) or float(value) < 0:  # type: ignore[arg-type]
-        raise _fail(name, f"expected a finite number >= 0, got {value!r}")
-    return float(value)  # type: ignore[arg-type]
+    number = float(value) if ok else math.nan  # type: ignore[arg-type]
+    if not math.isfinite(number) or not 0 <= number <= _MAX_NUMBER:
+        raise _fail(name, f"expected a finite number >= 0, at most {_MAX_NUMBER:g}, got {value!r}")
+    return number
 
 
 def _sizes(min_name: str, low: int, max_name: str, high: int) -> None:
@@ -179,8 +185,15 @@ def _flag(name: str, value: object) -> bool:
     return value
 
 
+def _listed(name: str, values: Sequence[T]) -> tuple[T, ...]:
+    """``values`` as a tuple; a bare string (a sequence of letters) is refused."""
+    if isinstance(values, str):
+        raise _fail(name, f"expected a list of values, got one string; write {name}=[{values!r}]")
+    return tuple(values)
+
+
 def _choices(name: str, values: Sequence[T], valid: Sequence[T]) -> tuple[T, ...]:
-    chosen = tuple(values)
+    chosen = _listed(name, values)
     wrong = [value for value in chosen if value not in valid]
     if not chosen or wrong:
         options = ", ".join(str(option) for option in valid)
@@ -194,7 +207,7 @@ E = TypeVar("E", bound=StrEnum)
 def _members(name: str, values: Sequence[E | str], enum: type[E]) -> tuple[E, ...]:
     """``values`` as members of ``enum``; an unknown value lists the valid ones."""
     chosen: list[E] = []
-    for value in values:
+    for value in _listed(name, values):
         try:
             chosen.append(enum(value))
         except ValueError:
@@ -285,7 +298,7 @@ def tool_calls(*, names: Sequence[str] | None = None) -> SearchStrategy[ToolCall
 
 
 def _names(names: Sequence[str]) -> tuple[str, ...]:
-    chosen = tuple(names)
+    chosen = _listed("names", names)
     if not chosen or not all(isinstance(n, str) and _IDENTIFIER.match(n) for n in chosen):
         raise _fail("names", f"expected a non-empty sequence of tool names, got {names!r}")
     return chosen
@@ -499,7 +512,7 @@ def llm_turns(
 ) -> SearchStrategy[Turn]:
     """One scripted model answer (``fakes.Turn``): text, tool calls (with text or not), or a
     provider error. Usage, cost, latency (needs a ``FakeClock``) and finish reasons are drawn."""
-    chosen = _choices("kinds", tuple(kinds), ("text", "tool_calls", "error"))
+    chosen = _choices("kinds", kinds, ("text", "tool_calls", "error"))
     calls = (
         call_specs(tools=tools, invalid_arguments=invalid_arguments, unknown_tools=unknown_tools)
         if "tool_calls" in chosen
@@ -597,7 +610,7 @@ def tool_specs(
 ) -> SearchStrategy[ToolSpec]:
     """Scenario tool specs: parameters, and replies in ``match`` mode (``when`` conditions, then
     maybe a catch-all) or ``sequence`` mode, each returning, raising or stopping."""
-    chosen = _choices("outcomes", tuple(outcomes), ("return", "raise", "stop"))
+    chosen = _choices("outcomes", outcomes, ("return", "raise", "stop"))
     _int("max_params", max_params)
     params = st.dictionaries(
         identifiers(max_size=8), st.sampled_from(_PARAM_TYPES), max_size=max_params
@@ -653,7 +666,7 @@ def scenarios(
     """
     _sizes("max_turns", 1, "max_turns", max_turns)
     _int("max_steps", max_steps)
-    modes = _choices("trace_modes", tuple(trace_modes), ("separated", "inline"))
+    modes = _choices("trace_modes", trace_modes, ("separated", "inline"))
     fixed = None if tools is None else _tool_specs(tools)
     drawn_tools = (
         st.just(fixed)
@@ -801,7 +814,7 @@ def agent_states(
     specs = _tool_specs(tools)
     _sizes("max_turns", 1, "max_turns", max_turns)
     _int("max_steps", max_steps)
-    modes = _choices("trace_modes", tuple(trace_modes), ("separated", "inline"))
+    modes = _choices("trace_modes", trace_modes, ("separated", "inline"))
     return _states(specs, max_turns, max_steps, modes)
 
 

@@ -337,6 +337,9 @@ def test_junit_survives_characters_xml_cannot_hold(suite: SuiteResult) -> None:
         ("./a/b/c.scenario.yml", "a.b.c"),
         ("top.scenario.yaml", "top"),
         ("odd.yaml", "odd.yaml"),
+        ("/abs/path/x.scenario.yaml", "abs.path.x"),
+        ("../up/./y.scenario.yaml", "up.y"),
+        ("C:\\suite\\z.scenario.yaml", "C:.suite.z"),
     ],
 )
 def test_classname_for(file: str, classname: str) -> None:

@@ -40,11 +40,12 @@ class JUnitWriter(ReportWriter):
 
 
 def classname_for(file: str) -> str:
-    """``scenarios/weather.scenario.yaml`` -> ``scenarios.weather``."""
-    path = file.replace("\\", "/").removeprefix("./")
+    """``scenarios/weather.scenario.yaml`` -> ``scenarios.weather``; a leading ``/``, ``.`` and
+    ``..`` parts are dropped (CI systems split the class name on dots)."""
+    path = file.replace("\\", "/")
     for suffix in _SCENARIO_SUFFIXES:
         path = path.removesuffix(suffix)
-    return path.replace("/", ".")
+    return ".".join(part for part in path.split("/") if part not in ("", ".", ".."))
 
 
 def _xml_text(text: str) -> str:
