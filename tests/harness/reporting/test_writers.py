@@ -284,8 +284,8 @@ def test_junit_structure(suite: SuiteResult) -> None:
     assert root.attrib == {
         "name": "agentrig",
         "tests": "3",
-        "failures": "2",
-        "errors": "0",
+        "failures": "1",
+        "errors": "1",
         "skipped": "0",
         "time": "2.500",
     }
@@ -317,6 +317,23 @@ def test_junit_failure_lists_every_failure(suite: SuiteResult) -> None:
     assert "2. [invariant] turn 2, step 2: budget exceeded" in text
     assert '   expected: {"max_steps": 2}\n   observed: {"steps": 3}' in text
     assert "invariant: budget_respected" in text
+
+
+def test_junit_reports_a_crash_as_an_error(suite: SuiteResult) -> None:
+    crashed = ET.fromstring(JUnitWriter().render(suite)).findall("testcase")[2]
+    (error,) = list(crashed)
+    assert error.tag == "error"
+    assert error.get("type") == "error"
+    assert (error.text or "").startswith("xss-probe (")
+    # An error listed after a failed check is one more failure of that scenario.
+    mixed = suite.scenarios[1].model_copy(
+        update={"failures": (*suite.scenarios[1].failures, Failure(kind="error", message="x"))}
+    )
+    root = ET.fromstring(JUnitWriter().render(suite.model_copy(update={"scenarios": (mixed,)})))
+    case = root.find("testcase")
+    assert case is not None
+    assert [element.tag for element in case] == ["failure"]
+    assert (root.get("failures"), root.get("errors")) == ("1", "0")
 
 
 def test_junit_survives_characters_xml_cannot_hold(suite: SuiteResult) -> None:
@@ -539,3 +556,16 @@ class _CustomWriter(ReportWriter):
 def test_writer_role_is_abstract() -> None:
     with pytest.raises(TypeError, match="abstract"):
         _CustomWriter()  # type: ignore[abstract]
+
+
+def test_markdown_cuts_long_values_and_json_keeps_them(suite: SuiteResult) -> None:
+    long = {"text": "y" * 50_000}
+    scenario = suite.scenarios[1].model_copy(
+        update={"failures": (Failure(kind="expectation", message="m", observed=long),)}
+    )
+    result = suite.model_copy(update={"scenarios": (scenario,)})
+    markdown = MarkdownWriter().render(result)
+    assert "more characters)" in markdown
+    assert len(markdown) < 10_000
+    restored = SuiteResult.from_dict(json.loads(JsonWriter().render(result)))
+    assert restored.scenarios[0].failures[0].observed == long

@@ -1,7 +1,9 @@
 """JUnit XML for CI systems: one ``<testsuite>``, one ``<testcase>`` per scenario.
 
 Wall times appear only in ``time`` attributes. Every failure of a scenario is listed in the
-text of its single ``<failure>`` element, whose ``type`` is the first failure's kind.
+text of its single ``<failure>`` element, whose ``type`` is the first failure's kind; a scenario
+whose first failure is an ``error`` (the agent could not be built, the loop raised) gets an
+``<error>`` element instead, as CI systems count crashes apart from failed checks.
 """
 
 from __future__ import annotations
@@ -57,8 +59,8 @@ def _suite_attributes(result: SuiteResult) -> dict[str, str]:
     return {
         "name": "agentrig",
         "tests": str(result.total),
-        "failures": str(result.failed_count),
-        "errors": "0",
+        "failures": str(sum(_outcome(s) == "failure" for s in result.scenarios)),
+        "errors": str(sum(_outcome(s) == "error" for s in result.scenarios)),
         "skipped": "0",
         "time": format_seconds(result.wall_time_s),
     }
@@ -74,13 +76,21 @@ def _testcase(scenario: ScenarioResult) -> ET.Element:
         attributes["line"] = str(scenario.line)
     attributes["time"] = format_seconds(scenario.wall_time_s)
     case = ET.Element("testcase", attributes)
-    if scenario.failures:
+    outcome = _outcome(scenario)
+    if outcome is not None:
         first = scenario.failures[0]
         failure = ET.SubElement(
-            case, "failure", {"message": _xml_text(first.message), "type": first.kind}
+            case, outcome, {"message": _xml_text(first.message), "type": first.kind}
         )
         failure.text = _xml_text(_failure_text(scenario))
     return case
+
+
+def _outcome(scenario: ScenarioResult) -> str | None:
+    """The element a failed scenario gets: ``error`` for a crash, else ``failure``."""
+    if not scenario.failures:
+        return None
+    return "error" if scenario.failures[0].kind == "error" else "failure"
 
 
 def _failure_text(scenario: ScenarioResult) -> str:
