@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentrig.harness.reporting.base import format_json
+from agentrig.harness.reporting.base import format_json_excerpt
 from agentrig.harness.results import Failure, ScenarioResult
 
 
@@ -14,8 +14,8 @@ def format_failure(failure: Failure) -> str:
     if failure.location:
         lines.append(f"    at {failure.location}")
     if failure.expected is not None or failure.observed is not None:
-        lines.append(f"    expected: {format_json(failure.expected)}")
-        lines.append(f"    observed: {format_json(failure.observed)}")
+        lines.append(f"    expected: {format_json_excerpt(failure.expected)}")
+        lines.append(f"    observed: {format_json_excerpt(failure.observed)}")
     return "\n".join(lines)
 
 

@@ -145,6 +145,19 @@ def format_json(value: JsonValue, *, indent: int | None = None) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, indent=indent)
 
 
+SHOWN_CHARACTERS = 2000
+"""How much of an expected or observed value a terminal or a Markdown summary shows."""
+
+
+def format_json_excerpt(value: JsonValue, *, limit: int = SHOWN_CHARACTERS) -> str:
+    """``format_json(value)``, cut after ``limit`` characters with a note of how much is left
+    out (the JSON report keeps every value whole)."""
+    text = format_json(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+
+
 def format_seconds(seconds: float) -> str:
     """A wall time with millisecond precision: ``"1.234"``."""
     return f"{seconds:.3f}"

@@ -10,7 +10,7 @@ import re
 
 from agentrig.harness.reporting.base import (
     ReportWriter,
-    format_json,
+    format_json_excerpt,
     format_seconds,
     last_turn_outcome,
     register_writer,
@@ -100,8 +100,8 @@ def _failure_item(number: int, failure: Failure) -> str:
     head = f"{number}. **{failure.kind}**" + (f" ({where})" if where else "")
     lines = [f"{head}: {markdown_text(failure.message)}"]
     if failure.expected is not None or failure.observed is not None:
-        lines.append(f"   - expected: {markdown_code(format_json(failure.expected))}")
-        lines.append(f"   - observed: {markdown_code(format_json(failure.observed))}")
+        lines.append(f"   - expected: {markdown_code(format_json_excerpt(failure.expected))}")
+        lines.append(f"   - observed: {markdown_code(format_json_excerpt(failure.observed))}")
     return "\n".join(lines)
 
 
