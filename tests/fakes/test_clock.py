@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from agentrig import AgentState, Clock, IdFactory, runtime_context
+from agentrig import AgentrigError, AgentState, Clock, IdFactory, InvalidInputError, runtime_context
 from agentrig.fakes import FakeClock, SeededIds
 
 
@@ -75,3 +75,65 @@ class TestSeededIds:
         with runtime_context(ids=SeededIds(9)):
             pass
         assert AgentState().agent_id != AgentState().agent_id
+
+
+class TestFakeClockBadInput:
+    """Bad input names the argument and says what to pass, instead of a deep TypeError."""
+
+    @pytest.mark.parametrize(
+        ("seconds", "reason"),
+        [
+            (float("nan"), "a finite number"),
+            (float("inf"), "a finite number"),
+            ("3", "a number of seconds, got str"),
+            (timedelta(seconds=3), "a number of seconds, got timedelta"),
+            (True, "a number of seconds, got bool"),
+        ],
+    )
+    def test_advance_rejects_what_is_not_seconds(self, seconds: object, reason: str) -> None:
+        clock = FakeClock()
+        with pytest.raises(InvalidInputError) as raised:
+            clock.advance(seconds)  # type: ignore[arg-type]
+        assert raised.value.field == "seconds"
+        assert reason in str(raised.value)
+        assert clock.now() == datetime(2026, 1, 1, tzinfo=UTC)
+
+    def test_advance_past_the_last_date_says_so(self) -> None:
+        with pytest.raises(InvalidInputError, match="past the latest date"):
+            FakeClock().advance(1e12)
+
+    @pytest.mark.parametrize(
+        ("moment", "reason"),
+        [
+            ("2027-01-01T00:00:00Z", "a timezone-aware datetime, got str"),
+            (datetime(2027, 1, 1), "timezone-aware"),
+        ],
+    )
+    def test_set_and_start_reject_what_is_not_an_aware_datetime(
+        self, moment: object, reason: str
+    ) -> None:
+        with pytest.raises(InvalidInputError) as raised:
+            FakeClock().set(moment)  # type: ignore[arg-type]
+        assert (raised.value.field, reason in str(raised.value)) == ("moment", True)
+        with pytest.raises(InvalidInputError) as raised:
+            FakeClock(moment)  # type: ignore[arg-type]
+        assert (raised.value.field, reason in str(raised.value)) == ("start", True)
+
+    def test_going_backwards_is_an_agentrig_error_saying_what_to_do(self) -> None:
+        with pytest.raises(AgentrigError, match=r"backwards.*use a new FakeClock"):
+            FakeClock().advance(-1)
+
+    def test_times_are_in_utc_as_the_clock_protocol_says(self) -> None:
+        paris = timezone(timedelta(hours=2))
+        clock = FakeClock(datetime(2026, 1, 1, 2, tzinfo=paris))
+        assert clock.now().utcoffset() == timedelta(0)
+        assert clock.now() == datetime(2026, 1, 1, tzinfo=UTC)
+        clock.set(datetime(2026, 1, 1, 4, tzinfo=paris))
+        assert (clock.now().utcoffset(), clock.now().hour) == (timedelta(0), 2)
+
+
+class TestSeededIdsBadInput:
+    def test_a_none_seed_is_refused(self) -> None:
+        # random.Random(None) seeds from the OS: the ids would differ on every run.
+        with pytest.raises(InvalidInputError, match=r"seed.*differ between runs"):
+            SeededIds(None)  # type: ignore[arg-type]

@@ -156,6 +156,13 @@ class TestScriptedLLM:
             ([Turn(text="x", usage={"input_tokens": 1})], 1, "usage must be a Usage"),  # type: ignore[arg-type]
             ([Turn(calls=(CallSpec(""),))], 1, "a tool call must be a CallSpec"),
             (["ok", 42], 2, "expected a Turn or a string"),
+            ([Turn(text="x", latency=float("nan"))], 1, "latency must be >= 0"),
+            ([Turn(text="x", latency="2")], 1, "latency must be >= 0"),  # type: ignore[arg-type]
+            ([call("f", x={1, 2})], 1, "tool call 1 (f): invalid ToolCall: arguments"),  # type: ignore[arg-type]
+            ([Turn(calls=(CallSpec("a", [1]),))], 1, "arguments must be a mapping, got list"),  # type: ignore[arg-type]
+            ([Turn(calls=(CallSpec(5),))], 1, "a tool call must be a CallSpec"),  # type: ignore[arg-type]
+            ([reply("x", retryable=True)], 1, "retryable applies to an error turn only"),
+            ([fail("")], 1, "an error turn needs a message"),
         ],
     )
     def test_invalid_scripts_are_rejected_at_construction(
@@ -167,10 +174,55 @@ class TestScriptedLLM:
         assert reason in str(raised.value)
         assert str(raised.value).startswith(f"scripted turn {turn}: ")
 
+    def test_one_string_is_not_a_script_of_letters(self) -> None:
+        with pytest.raises(InvalidScriptError, match=r"write ScriptedLLM\(\['hello'\]\)"):
+            ScriptedLLM("hello")
+        with pytest.raises(InvalidScriptError, match="turns must be a list of turns"):
+            ScriptedLLM(reply("hello"))  # type: ignore[arg-type]
+
+    def test_calls_names_an_item_that_is_not_a_pair(self) -> None:
+        with pytest.raises(InvalidScriptError, match=r"calls\(\): item 2 must be a CallSpec"):
+            calls(("a", {}), ("b",))  # type: ignore[arg-type]
+
     def test_script_errors_share_a_root(self) -> None:
         assert issubclass(InvalidScriptError, ScriptError)
         assert issubclass(ScriptExhaustedError, ScriptError)
         assert issubclass(UnusedTurnsError, ScriptError)
+
+
+class TestFunctionLLMMistakes:
+    @pytest.mark.parametrize(
+        ("answer", "reason"),
+        [
+            (None, "must return an InferenceResponse, a Turn or a string, got NoneType"),
+            ({"text": "hi"}, "got dict"),
+            (Turn(), "a turn needs text, tool calls or an error"),
+            (Turn(text="x", latency=1), "latency needs a FakeClock"),
+        ],
+    )
+    def test_a_bad_answer_names_the_function_and_the_call(self, answer: Any, reason: str) -> None:
+        def answers(request: InferenceRequest) -> Any:
+            return "first" if not llm.calls else answer
+
+        llm = FunctionLLM(answers)
+        llm.infer(request())
+        with pytest.raises(InvalidScriptError) as raised:
+            llm.infer(request())
+        assert str(raised.value).startswith("answers, call 2: ")
+        assert reason in str(raised.value)
+        assert raised.value.turn == 2
+
+    def test_a_call_whose_function_raised_is_recorded(self) -> None:
+        def answers(request: InferenceRequest) -> str:
+            raise ZeroDivisionError("boom")
+
+        llm = FunctionLLM(answers)
+        with pytest.raises(ZeroDivisionError):
+            llm.infer(request())
+        (made,) = llm.calls
+        assert made.response is None
+        assert made.error == "ZeroDivisionError: boom"
+        assert llm.requests == (made.request,)
 
 
 class TestFunctionLLM:

@@ -151,3 +151,98 @@ def test_scripted_tool_in_the_loop(make_agent, start) -> None:
     assert (oslo.error, oslo.error_type) == ("service unavailable", "ScriptedToolError")
     assert paris.value == "sunny"
     assert llm.requests[1].messages[-1].content == "Error in tool call: service unavailable"
+
+
+class TestScriptMistakesAreCaughtWhenBuilt:
+    """Mistakes a scenario file is refused for are refused in Python too, naming the reply."""
+
+    @pytest.mark.parametrize(
+        ("replies", "options", "turn", "reason"),
+        [
+            ([ToolReply(returns=1, when="Paris")], {}, 1, "when must be a mapping"),  # type: ignore[arg-type]
+            (
+                [ToolReply(returns=1, when={"ctiy": "P"}), ToolReply(returns=2)],
+                {"params": {"city": "string"}},
+                1,
+                "'ctiy' is not a parameter (city)",
+            ),
+            (
+                [ToolReply(returns=1), ToolReply(returns=2, when={"a": 1})],
+                {"mode": "sequence"},
+                2,
+                "when only applies to mode 'match'",
+            ),
+            (
+                [ToolReply(returns=1), ToolReply(returns=2, when={"a": 1})],
+                {},
+                2,
+                "unreachable: reply 1 has no when",
+            ),
+            ([ToolReply(returns=1, latency=-1)], {"clock": FakeClock()}, 1, "latency must be"),
+            ([ToolReply(returns=1, latency=float("nan"))], {"clock": FakeClock()}, 1, "latency"),
+            ([ToolReply(returns=1, latency="2")], {"clock": FakeClock()}, 1, "latency must be"),  # type: ignore[arg-type]
+        ],
+    )
+    def test_bad_replies(
+        self, replies: list[Any], options: dict[str, Any], turn: int, reason: str
+    ) -> None:
+        with pytest.raises(InvalidScriptError) as raised:
+            ScriptedTool("t", replies, **options)
+        assert raised.value.turn == turn
+        assert str(raised.value).startswith(f"scripted tool 't' reply {turn}: ")
+        assert reason in str(raised.value)
+
+    @pytest.mark.parametrize(
+        ("arguments", "reason"),
+        [
+            ({"name": ""}, "name must be a non-empty string"),
+            ({"name": None}, "name must be a non-empty string"),
+            ({"replies": ToolReply(returns=1)}, "replies must be an iterable of ToolReply"),
+            ({"mode": "random"}, "mode 'random' is not one of: match, sequence"),
+            ({"params": ["city"]}, "params must map parameter names to JSON types"),
+            ({"params": {"city": str}}, "param 'city': type"),
+        ],
+    )
+    def test_bad_tool_options(self, arguments: dict[str, Any], reason: str) -> None:
+        options: dict[str, Any] = {"name": "t", "replies": [ToolReply(returns=1)]} | arguments
+        with pytest.raises(InvalidScriptError) as raised:
+            ScriptedTool(options.pop("name"), options.pop("replies"), **options)
+        assert raised.value.turn is None
+        assert reason in str(raised.value)
+
+
+class TestMessagesSayReplyAndWhatToDo:
+    def test_unmatched_call_lists_the_replies_and_what_to_do(self) -> None:
+        tool = ScriptedTool("t", [ToolReply(returns=1, when={"a": 1})])
+        with pytest.raises(UnexpectedToolCallError) as raised:
+            tool.invoke({"a": 2}, CONTEXT)
+        assert raised.value.arguments == {"a": 2}
+        message = str(raised.value)
+        assert (
+            "scripted tool 't': call 1 with arguments {'a': 2} matches no scripted reply" in message
+        )
+        assert "reply 1 when {'a': 1}" in message
+        assert "add a reply" in message
+
+    def test_sequence_running_out_counts_replies(self) -> None:
+        tool = ScriptedTool("t", [ToolReply(returns=1)], mode="sequence")
+        tool.invoke({}, CONTEXT)
+        with pytest.raises(ScriptExhaustedError) as raised:
+            tool.invoke({}, CONTEXT)
+        assert "call 2 was not scripted (the script has 1 reply(ies)); add a reply" in str(
+            raised.value
+        )
+
+    def test_unused_replies_say_reply_and_what_to_do(self) -> None:
+        tool = ScriptedTool("t", [ToolReply(returns=1, when={"a": 1}), ToolReply(returns=2)])
+        tool.invoke({"a": 1}, CONTEXT)
+        with pytest.raises(UnusedTurnsError) as raised:
+            tool.assert_complete()
+        assert raised.value.unused == [2]
+        assert "scripted tool 't': scripted reply(ies) 2 were never used; remove" in str(
+            raised.value
+        )
+
+    def test_unused_llm_turns_say_what_to_do(self) -> None:
+        with pytest.raises(UnusedTurnsError, match="turn\\(s\\) 1 were never used; remove"):
+            ScriptedLLM(["a"]).assert_complete()

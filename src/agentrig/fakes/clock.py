@@ -2,47 +2,84 @@
 
 from __future__ import annotations
 
+import math
 import random
 from datetime import UTC, datetime, timedelta
 
 from agentrig.clock import format_uuid4
+from agentrig.errors import InvalidInputError
 
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 class FakeClock:
-    """A clock that advances only through ``advance()`` or ``set()``."""
+    """A clock that advances only through ``advance()`` or ``set()``; its times are in UTC."""
 
     def __init__(self, start: datetime = DEFAULT_START) -> None:
-        if start.tzinfo is None:
-            raise ValueError("FakeClock start must be timezone-aware")
-        self._now = start
+        self._now = _aware(start, "start", "FakeClock start")
 
     def now(self) -> datetime:
         """The fake current time."""
         return self._now
 
     def advance(self, seconds: float) -> datetime:
-        """Move forward by ``seconds`` (>= 0) and return the new time."""
-        if seconds < 0:
-            raise ValueError(f"FakeClock cannot go backwards ({seconds}s)")
-        self._now += timedelta(seconds=seconds)
+        """Move forward by ``seconds`` (a finite number >= 0) and return the new time."""
+        problem = _seconds_problem(seconds)
+        if problem is not None:
+            raise InvalidInputError("FakeClock.advance() argument", [("seconds", problem)])
+        try:
+            self._now += timedelta(seconds=seconds)
+        except OverflowError:
+            reason = f"{seconds}s from {self._now.isoformat()} goes past the latest date"
+            raise InvalidInputError("FakeClock.advance() argument", [("seconds", reason)]) from None
         return self._now
 
     def set(self, moment: datetime) -> None:
         """Jump to ``moment`` (not earlier than now)."""
+        moment = _aware(moment, "moment", "FakeClock.set() argument")
         if moment < self._now:
-            raise ValueError(f"FakeClock cannot go backwards to {moment.isoformat()}")
+            reason = (
+                f"cannot go backwards to {moment.isoformat()} from {self._now.isoformat()}; "
+                "use a new FakeClock to start over earlier"
+            )
+            raise InvalidInputError("FakeClock.set() argument", [("moment", reason)])
         self._now = moment
 
     def __repr__(self) -> str:
         return f"FakeClock({self._now.isoformat()})"
 
 
+def _seconds_problem(seconds: object) -> str | None:
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        return (
+            f"expected a number of seconds, got {type(seconds).__name__} "
+            "(pass a timedelta as its .total_seconds())"
+        )
+    if not math.isfinite(seconds):
+        return f"expected a finite number of seconds, got {seconds}"
+    if seconds < 0:
+        return f"FakeClock cannot go backwards ({seconds}s); use a new FakeClock to start over"
+    return None
+
+
+def _aware(moment: object, field: str, what: str) -> datetime:
+    """``moment`` in UTC, or an ``InvalidInputError`` naming ``field``."""
+    if not isinstance(moment, datetime):
+        reason = f"expected a timezone-aware datetime, got {type(moment).__name__}"
+        raise InvalidInputError(what, [(field, reason)])
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        reason = f"{moment.isoformat()} must be timezone-aware: add tzinfo=datetime.UTC"
+        raise InvalidInputError(what, [(field, reason)])
+    return moment.astimezone(UTC)
+
+
 class SeededIds:
     """UUID-shaped ids from a seeded generator: the same seed gives the same ids in the same order."""
 
     def __init__(self, seed: int = 0) -> None:
+        if seed is None:
+            reason = "None would seed from the OS, so ids would differ between runs; pass an int"
+            raise InvalidInputError("SeededIds seed", [("seed", reason)])
         self.seed = seed
         self._random = random.Random(seed)
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from agentrig.errors import AgentrigError
+
+_PLURALS = {"turn": "turn(s)", "reply": "reply(ies)"}
 
 
 class ScriptError(AgentrigError):
@@ -11,45 +15,59 @@ class ScriptError(AgentrigError):
 
 class InvalidScriptError(ScriptError):
     """A script is malformed; ``turn`` is the 1-based position of the bad entry, or None when the
-    problem is not in one entry (a scripted tool's parameter declaration)."""
+    problem is not in one entry (a scripted tool's parameter declaration). ``where`` replaces the
+    default prefix of the message (a scripted tool names itself and its reply)."""
 
-    def __init__(self, turn: int | None, reason: str) -> None:
+    def __init__(self, turn: int | None, reason: str, *, where: str | None = None) -> None:
         self.turn = turn
         self.reason = reason
-        where = f"scripted turn {turn}" if turn is not None else "invalid script"
+        if where is None:
+            where = f"scripted turn {turn}" if turn is not None else "invalid script"
         super().__init__(f"{where}: {reason}")
 
 
 class ScriptExhaustedError(ScriptError):
     """The code under test made more calls than scripted."""
 
-    def __init__(self, name: str, call_number: int, scripted: int) -> None:
+    def __init__(self, name: str, call_number: int, scripted: int, *, unit: str = "turn") -> None:
         self.name = name
         self.call_number = call_number
         self.scripted = scripted
         super().__init__(
-            f"{name}: call {call_number} was not scripted (the script has {scripted} turn(s)); "
-            "add a turn or check why the agent did not stop"
+            f"{name}: call {call_number} was not scripted (the script has {scripted} "
+            f"{_PLURALS.get(unit, unit)}); add a {unit} or check why the agent did not stop"
         )
 
 
 class UnusedTurnsError(ScriptError):
-    """Scripted turns were never used."""
+    """Scripted turns (or a scripted tool's replies) were never used."""
 
-    def __init__(self, name: str, unused: list[int]) -> None:
+    def __init__(self, name: str, unused: list[int], *, unit: str = "turn") -> None:
         self.name = name
         self.unused = unused
         numbers = ", ".join(str(number) for number in unused)
-        super().__init__(f"{name}: scripted turn(s) {numbers} were never used")
+        super().__init__(
+            f"{name}: scripted {_PLURALS.get(unit, unit)} {numbers} were never used; remove "
+            "them, or check why the agent stopped before it needed them"
+        )
 
 
 class UnexpectedToolCallError(ScriptError):
-    """A scripted tool received a call no reply matches."""
+    """A scripted tool received a call no reply matches; ``whens`` are the replies' conditions."""
 
-    def __init__(self, tool: str, call_number: int, arguments: object) -> None:
+    def __init__(
+        self,
+        tool: str,
+        call_number: int,
+        arguments: object,
+        whens: Sequence[Mapping[str, object] | None] = (),
+    ) -> None:
         self.tool = tool
         self.call_number = call_number
+        self.arguments = arguments
+        scripted = "; ".join(f"reply {n} when {when!r}" for n, when in enumerate(whens, start=1))
         super().__init__(
             f"scripted tool '{tool}': call {call_number} with arguments {arguments!r} "
-            "matches no scripted reply"
+            f"matches no scripted reply{f' ({scripted})' if scripted else ''}; add a reply "
+            "whose when matches these arguments, or one without when to answer any call"
         )

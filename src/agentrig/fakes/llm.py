@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,11 +52,22 @@ class Turn:
         type_problem = self._type_problem()
         if type_problem is not None:
             return type_problem
-        if self.latency < 0:
-            return f"latency must be >= 0, got {self.latency}"
-        if self.error is not None and (self.text or self.calls):
-            return "an error turn cannot also have text or tool calls"
-        if self.error is None and not self.text and not self.calls:
+        latency = self.latency
+        if (
+            not isinstance(latency, int | float)
+            or isinstance(latency, bool)
+            or not math.isfinite(latency)
+            or latency < 0
+        ):
+            return f"latency must be >= 0 seconds (a finite number), got {latency!r}"
+        if self.error is not None:
+            if not isinstance(self.error, str) or not self.error:
+                return f"an error turn needs a message, got {self.error!r}"
+            if self.text or self.calls:
+                return "an error turn cannot also have text or tool calls"
+        elif self.retryable:
+            return "retryable applies to an error turn only: fail('message', retryable=True)"
+        elif not self.text and not self.calls:
             return "a turn needs text, tool calls or an error"
         return None
 
@@ -67,9 +79,16 @@ class Turn:
         if self.finish_reason is not None and self.finish_reason not in _FINISH_REASONS:
             valid = ", ".join(reason.value for reason in FinishReason)
             return f"finish_reason {self.finish_reason!r} is not one of: {valid}"
-        for spec in self.calls:
-            if not isinstance(spec, CallSpec) or not spec.name:
+        for number, spec in enumerate(self.calls, start=1):
+            if not isinstance(spec, CallSpec) or not isinstance(spec.name, str) or not spec.name:
                 return f"a tool call must be a CallSpec with a name, got {spec!r}"
+            if not isinstance(spec.arguments, Mapping):
+                kind = type(spec.arguments).__name__
+                return f"tool call {number} ({spec.name}): arguments must be a mapping, got {kind}"
+            try:
+                ToolCall(id=spec.id or "_", name=spec.name, arguments=dict(spec.arguments))
+            except InvalidInputError as error:
+                return f"tool call {number} ({spec.name}): {error}"
         return None
 
     def to_response(self) -> InferenceResponse:
@@ -133,8 +152,16 @@ def calls(
     *specs: CallSpec | tuple[str, Mapping[str, JsonValue]], text: str = "", **options: Any
 ) -> Turn:
     """A turn requesting several tool calls."""
-    resolved = tuple(s if isinstance(s, CallSpec) else CallSpec(s[0], s[1]) for s in specs)
-    return Turn(text=text, calls=resolved, **options)
+    resolved: list[CallSpec] = []
+    for number, spec in enumerate(specs, start=1):
+        if isinstance(spec, CallSpec):
+            resolved.append(spec)
+        elif isinstance(spec, tuple) and len(spec) == 2:
+            resolved.append(CallSpec(spec[0], spec[1]))
+        else:
+            reason = f"item {number} must be a CallSpec or a (name, arguments) pair, got {spec!r}"
+            raise InvalidScriptError(None, reason, where="calls()")
+    return Turn(text=text, calls=tuple(resolved), **options)
 
 
 def fail(message: str, *, retryable: bool = False) -> Turn:
@@ -183,6 +210,9 @@ class _Recorder:
         except ProviderError as error:
             self._log.append((request, None, str(error)))
             raise
+        except Exception as error:  # a FunctionLLM's function failing: still a call made
+            self._log.append((request, None, f"{type(error).__name__}: {error}"))
+            raise
         self._log.append((request, response, None))
         return response
 
@@ -203,6 +233,10 @@ class ScriptedLLM(_Recorder):
     ) -> None:
         super().__init__(clock)
         self.name = name
+        if isinstance(turns, str | Turn):
+            raise InvalidScriptError(
+                None, f"turns must be a list of turns, got one: write {name}([{turns!r}])"
+            )
         self.turns = tuple(Turn(text=t) if isinstance(t, str) else t for t in turns)
         for number, turn in enumerate(self.turns, start=1):
             if not isinstance(turn, Turn):
@@ -275,7 +309,20 @@ class FunctionLLM(_Recorder):
         answer = self.function(request)
         if isinstance(answer, InferenceResponse):
             return answer
+        number = len(self._log) + 1
+        where = f"{self.name}, call {number}"
+        if not isinstance(answer, str | Turn):
+            reason = (
+                "the function must return an InferenceResponse, a Turn or a string, "
+                f"got {type(answer).__name__}"
+            )
+            raise InvalidScriptError(number, reason, where=where)
         turn = Turn(text=answer) if isinstance(answer, str) else answer
+        problem = turn.problem()
+        if problem is None and turn.latency and self.clock is None:
+            problem = "latency needs a FakeClock: FunctionLLM(..., clock=...)"
+        if problem is not None:
+            raise InvalidScriptError(number, problem, where=where)
         if turn.latency and self.clock is not None:
             self.clock.advance(turn.latency)
         return turn.to_response()

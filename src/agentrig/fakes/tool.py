@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -81,39 +82,86 @@ class ScriptedTool(Tool):
         mode: ReplyMode | str = ReplyMode.MATCH,
         clock: FakeClock | None = None,
     ) -> None:
+        if not isinstance(name, str) or not name:
+            reason = f"a tool name must be a non-empty string, got {name!r}"
+            raise InvalidScriptError(None, reason, where="ScriptedTool")
         self.name = name
         self.description = description or f"Scripted tool {name}."
-        self.replies = tuple(replies)
-        self.params = dict(params or {})
-        self.mode = ReplyMode(mode)
+        self.replies = self._checked_replies(replies)
+        self.params = self._checked_params(params)
+        self.mode = self._checked_mode(mode)
         self.clock = clock
         self.calls: list[ToolCallRecord] = []
         self._next = 0
         self._validate_script()
 
+    def _invalid(self, number: int | None, reason: str) -> InvalidScriptError:
+        where = f"scripted tool '{self.name}'" + (f" reply {number}" if number else "")
+        return InvalidScriptError(number, reason, where=where)
+
+    def _checked_replies(self, replies: Iterable[ToolReply]) -> tuple[ToolReply, ...]:
+        if not isinstance(replies, Iterable):
+            reason = f"replies must be an iterable of ToolReply, got {type(replies).__name__}"
+            raise self._invalid(None, reason)
+        return tuple(replies)
+
+    def _checked_params(self, params: Mapping[str, str] | None) -> dict[str, str]:
+        if params is not None and not isinstance(params, Mapping):
+            reason = (
+                "params must map parameter names to JSON types ({'city': 'string'}), "
+                f"got {type(params).__name__}"
+            )
+            raise self._invalid(None, reason)
+        return dict(params or {})
+
+    def _checked_mode(self, mode: ReplyMode | str) -> ReplyMode:
+        try:
+            return ReplyMode(mode)
+        except ValueError:
+            valid = ", ".join(ReplyMode)
+            raise self._invalid(None, f"mode {mode!r} is not one of: {valid}") from None
+
     def _validate_script(self) -> None:
+        catch_all: int | None = None
         for number, reply in enumerate(self.replies, start=1):
-            if not isinstance(reply, ToolReply):
-                raise InvalidScriptError(
-                    number, f"tool '{self.name}': expected a ToolReply, got {type(reply).__name__}"
-                )
-            outcomes = [
-                reply.returns is not None,
-                reply.raises is not None,
-                reply.stop is not None,
-            ]
-            if sum(outcomes) > 1:
-                raise InvalidScriptError(
-                    number, f"tool '{self.name}': a reply has one of returns/raises/stop"
-                )
-            if reply.latency and self.clock is None:
-                raise InvalidScriptError(number, f"tool '{self.name}': latency needs a FakeClock")
+            problem = self._reply_problem(reply, catch_all)
+            if problem is not None:
+                raise self._invalid(number, problem)
+            if reply.when is None and catch_all is None:
+                catch_all = number
         for param, kind in self.params.items():
-            if kind.rstrip("?") not in JSON_TYPES:
+            if not isinstance(kind, str) or kind.rstrip("?") not in JSON_TYPES:
                 valid = ", ".join(JSON_TYPES)
-                raise InvalidScriptError(
-                    None, f"tool '{self.name}' param '{param}': type {kind!r} is not one of {valid}"
-                )
+                raise self._invalid(None, f"param '{param}': type {kind!r} is not one of {valid}")
+
+    def _reply_problem(self, reply: object, catch_all: int | None) -> str | None:
+        """Why ``reply`` cannot be used, or None; ``catch_all`` is the first reply without when."""
+        if not isinstance(reply, ToolReply):
+            return f"expected a ToolReply, got {type(reply).__name__}"
+        if sum(outcome is not None for outcome in (reply.returns, reply.raises, reply.stop)) > 1:
+            return "a reply has one of returns/raises/stop"
+        latency = reply.latency
+        if isinstance(latency, bool) or not isinstance(latency, int | float):
+            return f"latency must be a number of seconds >= 0, got {latency!r}"
+        if not latency >= 0 or not math.isfinite(latency):
+            return f"latency must be a finite number of seconds >= 0, got {latency}"
+        if latency and self.clock is None:
+            return "latency needs a FakeClock: ScriptedTool(..., clock=...)"
+        return self._when_problem(reply.when, catch_all)
+
+    def _when_problem(self, when: object, catch_all: int | None) -> str | None:
+        if when is None:
+            return None
+        if not isinstance(when, Mapping):
+            return f"when must be a mapping of argument names to values, got {type(when).__name__}"
+        if self.mode is ReplyMode.SEQUENCE:
+            return "when only applies to mode 'match' (sequence replies are used in order)"
+        if catch_all is not None:
+            return f"unreachable: reply {catch_all} has no when, so it answers every call first"
+        unknown = [key for key in when if key not in self.params] if self.params else []
+        if unknown:
+            return f"when key {unknown[0]!r} is not a parameter ({', '.join(self.params)})"
+        return None
 
     def parameters(self) -> dict[str, Any]:
         """JSON Schema from ``params``."""
@@ -165,14 +213,15 @@ class ScriptedTool(Tool):
         if self.mode is ReplyMode.SEQUENCE:
             if self._next >= len(self.replies):
                 raise ScriptExhaustedError(
-                    f"scripted tool '{self.name}'", record.number, len(self.replies)
+                    f"scripted tool '{self.name}'", record.number, len(self.replies), unit="reply"
                 )
             self._next += 1
             return self._next - 1
         for index, reply in enumerate(self.replies):
             if reply.matches(record.arguments):
                 return index
-        raise UnexpectedToolCallError(self.name, record.number, record.arguments)
+        whens = [reply.when for reply in self.replies]
+        raise UnexpectedToolCallError(self.name, record.number, record.arguments, whens)
 
     def unused_replies(self) -> list[int]:
         """1-based numbers of replies never used."""
@@ -183,4 +232,4 @@ class ScriptedTool(Tool):
         """Raise ``UnusedTurnsError`` when some replies were never used."""
         unused = self.unused_replies()
         if unused:
-            raise UnusedTurnsError(f"scripted tool '{self.name}'", unused)
+            raise UnusedTurnsError(f"scripted tool '{self.name}'", unused, unit="reply")
