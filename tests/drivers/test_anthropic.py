@@ -387,3 +387,146 @@ def test_replay_a_gzip_stream_with_two_parallel_tool_uses(
     ]
     assert (final.usage().input_tokens, final.usage().output_tokens) == (542 + 678, 62 + 82)
     assert cassette.play_count == 2
+
+
+# --- answers that are not what was asked for ------------------------------------------------
+
+
+@pytest.fixture
+def no_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Any:
+    """No Anthropic credential anywhere the SDK looks; returns ``monkeypatch``."""
+    for variable in (
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_PROFILE",
+        "ANTHROPIC_CONFIG_DIR",
+        "ANTHROPIC_IDENTITY_TOKEN",
+        "ANTHROPIC_IDENTITY_TOKEN_FILE",
+        "XDG_CONFIG_HOME",
+    ):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    return monkeypatch
+
+
+def test_a_missing_api_key_says_how_to_set_it(no_credentials: Any) -> None:
+    server = FakeServer(message(text("x")))
+    client = anthropic.Anthropic(
+        base_url="https://llm.test",
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(server)),
+    )
+    with pytest.raises(ProviderError, match="ANTHROPIC_API_KEY") as raised:
+        AnthropicProvider(client=client, model="m").infer(InferenceRequest())
+    assert not raised.value.retryable
+
+
+def test_a_client_that_cannot_be_built_is_a_configuration_error(
+    no_credentials: Any, tmp_path: Any
+) -> None:
+    no_credentials.setenv("ANTHROPIC_CONFIG_DIR", str(tmp_path))
+    with pytest.raises(ConfigurationError, match="ANTHROPIC_API_KEY"):
+        AnthropicProvider(model="m")
+
+
+def test_an_html_page_instead_of_json_says_to_check_base_url() -> None:
+    page = httpx2.Response(
+        200, content=b"<html>Welcome</html>", headers={"content-type": "text/html"}
+    )
+    with pytest.raises(ProviderError, match="base_url"):
+        FakeServer(page).provider().infer(InferenceRequest())
+
+
+def test_an_error_body_is_reported_by_its_message() -> None:
+    reply = httpx2.Response(
+        400, json={"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}}
+    )
+    with pytest.raises(ProviderError) as raised:
+        FakeServer(reply).provider().infer(InferenceRequest())
+    assert "HTTP 400: bad (invalid_request_error)" in str(raised.value)
+
+
+def stream_start() -> dict[str, Any]:
+    return {
+        "type": "message_start",
+        "message": {
+            "id": "m1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 5, "output_tokens": 1},
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("kind", "retryable"), [("overloaded_error", True), ("invalid_request_error", False)]
+)
+def test_an_error_event_in_a_stream_is_retryable_when_the_server_failed(
+    kind: str, retryable: bool
+) -> None:
+    reply = sse(stream_start(), {"type": "error", "error": {"type": kind, "message": "Overloaded"}})
+    with pytest.raises(ProviderError, match="Overloaded") as raised:
+        FakeServer(reply).provider(stream=True).infer(InferenceRequest())
+    assert raised.value.retryable is retryable
+    assert raised.value.status_code is None
+    assert "HTTP 200" not in str(raised.value)
+
+
+class _Dropped(httpx2.SyncByteStream):
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield f"event: message_start\ndata: {json.dumps(stream_start())}\n\n".encode()
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("error", "says"),
+    [
+        (httpx2.RemoteProtocolError("peer closed connection"), "peer closed connection"),
+        (httpx2.ReadTimeout("timed out"), "timed out"),
+    ],
+)
+def test_a_stream_cut_off_midway_is_retryable(error: Exception, says: str) -> None:
+    reply = httpx2.Response(
+        200, stream=_Dropped(error), headers={"content-type": "text/event-stream"}
+    )
+    with pytest.raises(ProviderError, match=says) as raised:
+        FakeServer(reply).provider(stream=True).infer(InferenceRequest())
+    assert raised.value.retryable
+
+
+def test_a_stream_without_any_event_is_an_error_not_an_empty_answer() -> None:
+    with pytest.raises(ProviderError, match="stream=False"):
+        FakeServer(message(text("hello"))).provider(stream=True).infer(InferenceRequest())
+
+
+def test_cost_uses_the_requested_model_when_the_answer_names_none() -> None:
+    from agentrig.drivers import ModelPrice, PriceTable
+
+    reply = httpx2.Response(
+        200,
+        json={
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "",
+            "content": [text("x")],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 0, "output_tokens": 1_000_000},
+        },
+    )
+    prices = PriceTable({"claude-test": ModelPrice(input=3.0, output=15.0)})
+    response = FakeServer(reply).provider(prices=prices).infer(InferenceRequest())
+    assert response.usage.cost == pytest.approx(15.0)
+
+
+def test_a_long_unstreamed_request_says_to_stream() -> None:
+    request = InferenceRequest(llm_config=LlmConfig(max_output_tokens=128_000))
+    with pytest.raises(ProviderError, match="stream=True"):
+        FakeServer(message(text("x"))).provider().infer(request)

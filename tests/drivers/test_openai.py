@@ -488,3 +488,131 @@ def test_replay_recorded_rate_limits_and_retries(
     assert "Provider returned error" in str(raised.value)
     assert cassette.play_count == 3  # one attempt and two retries
     assert len(sleeps) == 2
+
+
+# --- answers that are not what was asked for ------------------------------------------------
+
+
+def test_an_html_page_instead_of_json_says_to_check_base_url() -> None:
+    page = httpx2.Response(
+        200, content=b"<html>Welcome</html>", headers={"content-type": "text/html"}
+    )
+    with pytest.raises(ProviderError, match="base_url") as raised:
+        FakeServer(page).provider().infer(InferenceRequest())
+    assert "<html>Welcome" in str(raised.value)
+    assert not raised.value.retryable
+
+
+@pytest.mark.parametrize(("code", "retryable"), [(429, True), (502, True), (400, False)])
+def test_an_error_sent_with_status_200_keeps_its_message(code: int, retryable: bool) -> None:
+    # OpenRouter answers some upstream failures this way.
+    reply = httpx2.Response(
+        200, json={"error": {"message": "Provider returned error", "code": code}}
+    )
+    with pytest.raises(ProviderError, match="Provider returned error") as raised:
+        FakeServer(reply).provider().infer(InferenceRequest())
+    assert (raised.value.retryable, raised.value.provider) == (retryable, "openai")
+
+
+def test_a_choice_without_a_message_is_a_provider_error() -> None:
+    reply = httpx2.Response(
+        200, json={"id": "x", "model": "m", "choices": [{"index": 0, "finish_reason": "error"}]}
+    )
+    with pytest.raises(ProviderError, match="no message"):
+        FakeServer(reply).provider().infer(InferenceRequest())
+
+
+def test_a_tool_call_without_an_id_gets_one_as_when_streamed() -> None:
+    server = FakeServer(
+        completion(
+            {"tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            finish="tool_calls",
+        )
+    )
+    (call,) = server.provider().infer(InferenceRequest()).tool_calls
+    assert (call.name, call.arguments) == ("f", {})
+    assert call.id
+
+
+def test_a_tool_call_without_a_name_is_a_provider_error() -> None:
+    server = FakeServer(
+        completion(
+            {
+                "tool_calls": [
+                    {"id": "a", "type": "function", "function": {"name": "", "arguments": "{}"}}
+                ]
+            },
+            finish="tool_calls",
+        )
+    )
+    with pytest.raises(ProviderError, match="tool call 0 without a name"):
+        server.provider().infer(InferenceRequest())
+
+
+def test_a_streamed_refusal_is_kept_like_a_whole_one() -> None:
+    streamed = FakeServer(sse(delta(refusal="I can't "), delta(refusal="help with that.")))
+    whole = FakeServer(completion({"content": None, "refusal": "I can't help with that."}))
+    request = InferenceRequest()
+    assert streamed.provider(stream=True).infer(request).content == "I can't help with that."
+    assert whole.provider().infer(request).content == "I can't help with that."
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        completion({"content": "hello"}),
+        httpx2.Response(200, content=b"<html></html>", headers={"content-type": "text/html"}),
+    ],
+)
+def test_a_stream_without_any_chunk_is_an_error_not_an_empty_answer(reply: Any) -> None:
+    with pytest.raises(ProviderError, match="stream=False"):
+        FakeServer(reply).provider(stream=True).infer(InferenceRequest())
+
+
+def test_an_error_event_in_a_stream_is_retryable_when_the_server_failed() -> None:
+    body = (
+        f"data: {json.dumps({'id': 'c1', 'object': 'chat.completion.chunk', 'created': 0, 'model': 'm', **delta(content='he')})}\n\n"
+        'data: {"error": {"message": "server overloaded", "type": "server_error"}}\n\n'
+    )
+    reply = httpx2.Response(
+        200, content=body.encode(), headers={"content-type": "text/event-stream"}
+    )
+    with pytest.raises(ProviderError, match="server overloaded") as raised:
+        FakeServer(reply).provider(stream=True).infer(InferenceRequest())
+    assert raised.value.retryable
+    assert "retry" in str(raised.value)
+
+
+@pytest.mark.parametrize("status", [408, 409])
+def test_retryable_statuses_advise_a_retry(status: int) -> None:
+    with pytest.raises(ProviderError) as raised:
+        FakeServer(error_reply(status)).provider().infer(InferenceRequest())
+    assert raised.value.retryable
+    assert "fix the request" not in str(raised.value)
+    assert "retry" in str(raised.value)
+
+
+@pytest.mark.parametrize("answered_model", ["", "some-alias"])
+def test_cost_uses_the_requested_model_when_the_answer_names_an_unknown_one(
+    answered_model: str,
+) -> None:
+    server = FakeServer(
+        httpx2.Response(
+            200,
+            json={
+                "id": "c1",
+                "model": answered_model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": "x"},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 1_000_000, "completion_tokens": 0, "total_tokens": 1},
+            },
+        )
+    )
+    prices = PriceTable({"gpt-test": ModelPrice(input=2.0, output=8.0)}, strict=True)
+    response = server.provider(prices=prices).infer(InferenceRequest())
+    assert response.usage.cost == pytest.approx(2.0)

@@ -10,8 +10,10 @@ from typing import Any
 
 from agentrig._model import JsonObject
 from agentrig.drivers import network
+from agentrig.drivers.pricing import PriceTable
 from agentrig.errors import AgentrigError, ConfigurationError, MissingDependencyError, ProviderError
-from agentrig.state import InferenceRequest, InferenceResponse
+from agentrig.messages import ToolCall
+from agentrig.state import InferenceRequest, InferenceResponse, Usage
 from agentrig.state.status import FinishReason
 
 RAW_ARGUMENTS_KEY = "__raw_arguments__"
@@ -23,7 +25,13 @@ API unchanged in the next request.
 """
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
+# Error types the APIs send in an error body or stream event when another attempt may succeed.
+_RETRYABLE_KINDS = frozenset(
+    {"api_error", "overloaded_error", "rate_limit_error", "server_error", "timeout_error"}
+)
 _REPLAY_MISS = "CannotOverwriteExistingCassetteException"
+_NO_CREDENTIALS = "Could not resolve authentication method"
+_STREAMING_REQUIRED = "Streaming is required"
 
 
 class SdkProvider:
@@ -34,6 +42,7 @@ class SdkProvider:
     key_hint: str
     stream: bool
     model: str
+    prices: PriceTable | None
     _sdk: ModuleType
 
     def infer(self, request: InferenceRequest) -> InferenceResponse:
@@ -65,6 +74,33 @@ class SdkProvider:
                 f"{type(self).__name__} needs a model: pass model= or set LlmConfig(model=...)"
             )
         return model
+
+    def _priced(self, usage: Usage, answered: str, requested: str) -> Usage:
+        """``usage`` with its cost, by the model that answered, else the one requested (some
+        servers name no model, or an alias the table does not know)."""
+        if self.prices is None:
+            return usage
+        names = [name for name in (answered, requested) if name]
+        known = (name for name in names if self.prices.price_of(name) is not None)
+        return self.prices.priced(next(known, names[0] if names else ""), usage)
+
+    def _checked(self, answer: Any, what: str) -> Any:
+        """``answer``, unless the SDK handed back text instead of ``what`` (an HTML page, say)."""
+        if isinstance(answer, str | bytes):
+            text = repr(answer)[:200]
+            raise ProviderError(
+                f"{self.name} API answered with something that is not {what}: {text}; check "
+                "base_url (it must point at the API itself, e.g. .../v1 for compatible servers).",
+                provider=self.name,
+            )
+        return answer
+
+    def _empty_stream(self) -> ProviderError:
+        return ProviderError(
+            f"{self.name} stream ended before its first event: the server may not stream "
+            "(or base_url is wrong); check base_url, or use stream=False.",
+            provider=self.name,
+        )
 
 
 def extra_body(request: InferenceRequest, **fields: Any) -> dict[str, Any]:
@@ -103,6 +139,21 @@ def dump_arguments(arguments: JsonObject) -> str:
     return json.dumps(arguments, ensure_ascii=False)
 
 
+def tool_call(
+    provider: str, index: int, call_id: str | None, name: str | None, arguments: JsonObject
+) -> ToolCall:
+    """Tool call ``index`` of an answer; an id is made up when the API sent none."""
+    if not name:
+        raise ProviderError(
+            f"{provider} returned tool call {index} without a name, so it cannot be run; "
+            "retry, or check that the model supports tool calling.",
+            provider=provider,
+        )
+    if call_id:
+        return ToolCall(id=call_id, name=name, arguments=arguments)
+    return ToolCall(name=name, arguments=arguments)
+
+
 def fallback_finish(reason: FinishReason | None, has_tool_calls: bool) -> FinishReason:
     """The finish reason when the provider sent none (some streams end without one)."""
     if reason is not None:
@@ -122,18 +173,72 @@ def provider_error(error: Exception, sdk: ModuleType, provider: str, key_hint: s
             f"{miss}",
             provider=provider,
         )
-    if isinstance(error, sdk.APIStatusError):
+    if isinstance(error, sdk.APIStatusError) and error.status_code >= 400:
         return _status_error(error, provider, key_hint)
-    if isinstance(error, sdk.APITimeoutError):
+    if isinstance(error, sdk.APITimeoutError) or _is_transport(error, "TimeoutException"):
         return ProviderError(
             f"{provider} request timed out; raise timeout= on the provider or retry later.",
             retryable=True,
             provider=provider,
         )
     if isinstance(error, sdk.APIConnectionError):
+        return _connection_error(error.__cause__, provider)
+    if _is_transport(error, "TransportError"):  # raised while a stream is read, unwrapped
         return _connection_error(error, provider)
+    if isinstance(error, sdk.APIError):  # an error event inside a stream answered with 200
+        return reported_error(provider, getattr(error, "body", None), error.message)
+    if isinstance(error, TypeError) and _NO_CREDENTIALS in str(error):
+        return ProviderError(
+            f"{provider} has no API key: set {key_hint}, or pass api_key= or a ready client=.",
+            provider=provider,
+        )
+    if _STREAMING_REQUIRED in str(error):  # the SDK refuses long non-streamed requests
+        return ProviderError(
+            f"{provider} request refused by the SDK: {error} "
+            "(pass stream=True to the provider, or lower the max tokens)",
+            provider=provider,
+        )
     return ProviderError(
         f"{provider} request failed: {type(error).__name__}: {error}", provider=provider
+    )
+
+
+def reported_error(provider: str, body: object, fallback: str = "") -> ProviderError:
+    """The error for a failure the API reported in an answer that came back as a success (a
+    stream's error event; OpenRouter's 200 with an ``error`` body)."""
+    message, kind, code = _error_fields(body)
+    retryable = kind in _RETRYABLE_KINDS or (
+        code is not None and (code in _RETRYABLE_STATUS or code >= 500)
+    )
+    detail = (message or fallback or "no details") + (f" ({kind})" if kind else "")
+    advice = "retry later, or allow retries (UseLlmConfig(max_retries=...))"
+    return ProviderError(
+        f"{provider} API reported an error: {detail}; "
+        + (advice if retryable else "check the request and the model"),
+        retryable=retryable,
+        provider=provider,
+    )
+
+
+def _error_fields(body: object) -> tuple[str, str, int | None]:
+    """Message, type and numeric code of an API error body (``{"error": {...}}`` or its inside)."""
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = body["error"]
+    if not isinstance(body, dict):
+        return "", "", None
+    message, kind, code = body.get("message"), body.get("type"), body.get("code")
+    return (
+        message if isinstance(message, str) else "",
+        kind if isinstance(kind, str) else "",
+        code if isinstance(code, int) and not isinstance(code, bool) else None,
+    )
+
+
+def _is_transport(error: Exception, name: str) -> bool:
+    """Whether ``error`` is an httpx/httpx2 exception of class ``name`` (or a subclass)."""
+    return any(
+        cls.__name__ == name and cls.__module__.partition(".")[0] in ("httpx", "httpx2")
+        for cls in type(error).__mro__
     )
 
 
@@ -148,6 +253,7 @@ def _agentrig_cause(error: BaseException) -> AgentrigError | None:
 
 def _status_error(error: Any, provider: str, key_hint: str) -> ProviderError:
     status: int = error.status_code
+    retryable = status in _RETRYABLE_STATUS or status >= 500
     advice = {
         401: f"check the API key ({key_hint} or api_key=...)",
         403: "the API key may not use this model or endpoint",
@@ -156,17 +262,18 @@ def _status_error(error: Any, provider: str, key_hint: str) -> ProviderError:
         "(the provider's max_retries=, UseLlmConfig(max_retries=...))",
     }.get(status)
     if advice is None:
-        advice = "the server failed; retry later" if status >= 500 else "fix the request"
+        advice = "retry later" if retryable else "fix the request"
+    message, kind, _ = _error_fields(getattr(error, "body", None))
+    detail = f"{message} ({kind})" if message and kind else message or error.message
     return ProviderError(
-        f"{provider} API returned HTTP {status}: {error.message} ({advice})",
-        retryable=status in _RETRYABLE_STATUS or status >= 500,
+        f"{provider} API returned HTTP {status}: {detail} ({advice})",
+        retryable=retryable,
         status_code=status,
         provider=provider,
     )
 
 
-def _connection_error(error: Exception, provider: str) -> ProviderError:
-    cause = error.__cause__
+def _connection_error(cause: BaseException | None, provider: str) -> ProviderError:
     detail = f": {type(cause).__name__}: {cause}" if cause is not None else ""
     return ProviderError(
         f"could not reach the {provider} API{detail}; check base_url and the network.",

@@ -16,8 +16,10 @@ from agentrig.drivers._sdk import (
     fallback_finish,
     import_sdk,
     parse_arguments,
+    tool_call,
 )
 from agentrig.drivers.pricing import PriceTable
+from agentrig.errors import ConfigurationError
 from agentrig.messages import Message, Role, ToolCall
 from agentrig.state import InferenceRequest, InferenceResponse, ToolSchema, Usage
 from agentrig.state.status import FinishReason
@@ -67,7 +69,13 @@ class AnthropicProvider(SdkProvider):
             }
             if timeout is not None:
                 options["timeout"] = timeout
-            client = self._sdk.Anthropic(**options)
+            try:
+                client = self._sdk.Anthropic(**options)
+            except self._sdk.AnthropicError as error:
+                raise ConfigurationError(
+                    f"cannot build the Anthropic client: {error} "
+                    "(set ANTHROPIC_API_KEY, or pass api_key= or a ready client=)"
+                ) from None
         self.client = client
         self.model = model
         self.max_tokens = max_tokens
@@ -103,31 +111,30 @@ class AnthropicProvider(SdkProvider):
         return body
 
     def _whole(self, body: dict[str, Any]) -> InferenceResponse:
-        message = self.client.messages.create(**body)
+        message = self._checked(self.client.messages.create(**body), "a message")
         assembler = _Assembler()
         assembler.start(message)
         for index, block in enumerate(message.content):
             assembler.block(index, block)
-        return self._answer(assembler)
+        return self._answer(assembler, body["model"])
 
     def _streamed(self, body: dict[str, Any]) -> InferenceResponse:
         assembler = _Assembler()
         with self.client.messages.create(**body) as events:
             for event in events:
                 assembler.event(event)
-        return self._answer(assembler)
+        if not assembler.started:
+            raise self._empty_stream()
+        return self._answer(assembler, body["model"])
 
-    def _answer(self, assembler: _Assembler) -> InferenceResponse:
+    def _answer(self, assembler: _Assembler, requested: str) -> InferenceResponse:
         calls = assembler.tool_calls()
         stop = assembler.stop_reason
         mapped = _STOP.get(stop, FinishReason.OTHER) if stop else None
-        usage = assembler.usage()
-        if self.prices is not None:
-            usage = self.prices.priced(assembler.model, usage)
         return InferenceResponse(
             content="".join(assembler.text),
             tool_calls=calls,
-            usage=usage,
+            usage=self._priced(assembler.usage(), assembler.model, requested),
             finish_reason=fallback_finish(mapped, bool(calls)),
             reasoning_content="".join(assembler.thinking),
             model=assembler.model,
@@ -151,8 +158,10 @@ class _Assembler:
         self.stop_reason: str | None = None
         self.model = ""
         self.id = ""
+        self.started = False
 
     def start(self, message: Any) -> None:
+        self.started = True
         self.id, self.model = message.id or "", message.model or ""
         self.stop_reason = message.stop_reason
         self._count(message.usage)
@@ -214,12 +223,12 @@ class _Assembler:
         )
 
     def tool_calls(self) -> tuple[ToolCall, ...]:
-        calls = []
+        calls: list[ToolCall] = []
         for index in sorted(self.tools):
             tool = self.tools[index]
             joined = "".join(tool["json"])
             arguments = parse_arguments(joined) if joined.strip() else dict(tool["input"] or {})
-            calls.append(ToolCall(id=tool["id"], name=tool["name"], arguments=arguments))
+            calls.append(tool_call("anthropic", len(calls), tool["id"], tool["name"], arguments))
         return tuple(calls)
 
 

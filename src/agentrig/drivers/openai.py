@@ -17,6 +17,8 @@ from agentrig.drivers._sdk import (
     fallback_finish,
     import_sdk,
     parse_arguments,
+    reported_error,
+    tool_call,
 )
 from agentrig.drivers.pricing import PriceTable
 from agentrig.errors import ConfigurationError, ProviderError
@@ -113,18 +115,28 @@ class OpenAIProvider(SdkProvider):
         return body
 
     def _whole(self, body: dict[str, Any]) -> InferenceResponse:
-        completion = self.client.chat.completions.create(**body)
+        completion = self._checked(self.client.chat.completions.create(**body), "a chat completion")
         if not completion.choices:
-            raise ProviderError("OpenAI returned no choices", provider=self.name)
+            # OpenRouter, for one, reports upstream failures as a 200 with an "error" body.
+            error = (completion.model_extra or {}).get("error")
+            raise reported_error(self.name, error, "the answer has no choices")
         choice = completion.choices[0]
         message = choice.message
-        calls = tuple(
-            ToolCall(
-                id=call.id,
-                name=call.function.name,
-                arguments=parse_arguments(call.function.arguments),
+        if message is None:
+            raise ProviderError(
+                f"openai API answered with no message (finish_reason {choice.finish_reason!r}); "
+                "retry, or check the model and the request.",
+                provider=self.name,
             )
-            for call in message.tool_calls or ()
+        calls = tuple(
+            tool_call(
+                self.name,
+                index,
+                call.id,
+                call.function.name,
+                parse_arguments(call.function.arguments),
+            )
+            for index, call in enumerate(message.tool_calls or ())
             if getattr(call, "function", None) is not None
         )
         extra = message.model_extra or {}
@@ -133,7 +145,7 @@ class OpenAIProvider(SdkProvider):
             calls=calls,
             finish=choice.finish_reason,
             usage=completion.usage,
-            model=completion.model or "",
+            model=(completion.model or "", body["model"]),
             response_id=completion.id or "",
             reasoning=str(extra.get("reasoning_content") or extra.get("reasoning") or ""),
         )
@@ -143,12 +155,14 @@ class OpenAIProvider(SdkProvider):
         with self.client.chat.completions.create(**body) as chunks:
             for chunk in chunks:
                 stream.add(chunk)
+        if not stream.chunks:
+            raise self._empty_stream()
         return self._answer(
-            content="".join(stream.content),
+            content="".join(stream.content) or "".join(stream.refusal),
             calls=stream.tool_calls(),
             finish=stream.finish,
             usage=stream.usage,
-            model=stream.model,
+            model=(stream.model, body["model"]),
             response_id=stream.id,
             reasoning="".join(stream.reasoning),
         )
@@ -160,21 +174,20 @@ class OpenAIProvider(SdkProvider):
         calls: tuple[ToolCall, ...],
         finish: str | None,
         usage: Any,
-        model: str,
+        model: tuple[str, str],
         response_id: str,
         reasoning: str,
     ) -> InferenceResponse:
+        """The response; ``model`` is the one that answered and the one requested."""
         mapped = _FINISH.get(finish, FinishReason.OTHER) if finish else None
-        counted = _usage(usage)
-        if self.prices is not None:
-            counted = self.prices.priced(model, counted)
+        answered, requested = model
         return InferenceResponse(
             content=content,
             tool_calls=calls,
-            usage=counted,
+            usage=self._priced(_usage(usage), answered, requested),
             finish_reason=fallback_finish(mapped, bool(calls)),
             reasoning_content=reasoning,
-            model=model,
+            model=answered,
             response_id=response_id,
             provider_data={"finish_reason": finish},
         )
@@ -191,7 +204,9 @@ class _StreamAssembler:
     """
 
     def __init__(self) -> None:
+        self.chunks = 0
         self.content: list[str] = []
+        self.refusal: list[str] = []
         self.reasoning: list[str] = []
         self.calls: dict[int, dict[str, Any]] = {}
         self.finish: str | None = None
@@ -200,6 +215,7 @@ class _StreamAssembler:
         self.id = ""
 
     def add(self, chunk: Any) -> None:
+        self.chunks += 1
         self.id = self.id or chunk.id or ""
         self.model = self.model or chunk.model or ""
         if chunk.usage is not None:
@@ -214,6 +230,8 @@ class _StreamAssembler:
             return
         if delta.content:
             self.content.append(delta.content)
+        if getattr(delta, "refusal", None):
+            self.refusal.append(delta.refusal)
         extra = delta.model_extra or {}
         reasoning = extra.get("reasoning_content") or extra.get("reasoning")
         if isinstance(reasoning, str):
@@ -229,20 +247,16 @@ class _StreamAssembler:
                     slot["arguments"].append(function.arguments)
 
     def tool_calls(self) -> tuple[ToolCall, ...]:
-        calls = []
-        for index in sorted(self.calls):
-            slot = self.calls[index]
-            if not slot["name"]:
-                raise ProviderError(
-                    f"OpenAI stream ended with tool call {index} missing its name",
-                    provider="openai",
-                )
-            arguments = parse_arguments("".join(slot["arguments"]))
-            if slot["id"]:
-                calls.append(ToolCall(id=slot["id"], name=slot["name"], arguments=arguments))
-            else:
-                calls.append(ToolCall(name=slot["name"], arguments=arguments))
-        return tuple(calls)
+        return tuple(
+            tool_call(
+                "openai",
+                index,
+                self.calls[index]["id"],
+                self.calls[index]["name"],
+                parse_arguments("".join(self.calls[index]["arguments"])),
+            )
+            for index in sorted(self.calls)
+        )
 
 
 def _chat_messages(messages: Messages | Iterable[Message]) -> list[dict[str, Any]]:
