@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -74,6 +75,22 @@ class TestEventBus:
         bus.dispatch(event())
         assert len(seen) == 1
         assert not bus.wants(HookExecuted)
+
+    @pytest.mark.parametrize("how", ["wiretap", "subscribe"])
+    def test_an_unsubscribe_called_twice_leaves_other_registrations_alone(self, how) -> None:
+        bus = EventBus()
+        seen: list[AgentEvent] = []
+
+        def register() -> Callable[[], None]:
+            if how == "wiretap":
+                return bus.wiretap(seen.append)
+            return bus.subscribe(HookExecuted, seen.append)
+
+        first, _second = register(), register()
+        first()
+        first()  # a second call (cleanup code, a finally) is a no-op
+        bus.dispatch(event())
+        assert len(seen) == 1
 
     def test_wants_reflects_listeners_here_and_in_parents(self) -> None:
         parent = EventBus()
@@ -268,6 +285,21 @@ class TestListenerErrors:
         agent = make_agent(parent, [], UseSubagents([definition]), events=events)
         with pytest.raises(EventListenerError, match="cannot handle child events"):
             agent.execute(start())
+
+    def test_a_listener_raising_agent_stop_is_told_how_to_stop_the_run(
+        self, make_agent, start
+    ) -> None:
+        events = EventBus()
+
+        def stop_after_first_step(event: AgentStepCompleted) -> None:
+            raise AgentStop("enough")
+
+        events.subscribe(AgentStepCompleted, stop_after_first_step)
+        agent = make_agent(ScriptedLLM([call("lookup", q="a"), "done"]), [lookup], events=events)
+        with pytest.raises(EventListenerError) as raised:
+            agent.execute(start())
+        assert "CancellationToken" in str(raised.value)
+        assert "fix the listener" not in str(raised.value)
 
     def test_the_bus_reports_the_listener_by_name(self) -> None:
         bus = EventBus()

@@ -335,6 +335,14 @@ class TestRegistrationErrors:
         with pytest.raises(InvalidInputError, match="'nope'"):
             HookStack().with_hook(lambda ctx: None, ["before_step", "nope"])
 
+    @pytest.mark.parametrize("triggers", [[], (), set()], ids=["list", "tuple", "set"])
+    def test_no_trigger_at_all_is_refused_rather_than_a_hook_that_never_runs(
+        self, triggers
+    ) -> None:
+        with pytest.raises(InvalidInputError, match="at least one trigger") as raised:
+            HookStack().with_hook(lambda ctx: None, triggers)
+        assert raised.value.field == "triggers"
+
     def test_a_hook_that_is_not_callable_is_refused_when_added(self) -> None:
         with pytest.raises(ConfigurationError, match="not callable"):
             HookStack().with_hook(3, "before_step")  # type: ignore[arg-type]

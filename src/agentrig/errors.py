@@ -205,9 +205,15 @@ class EventListenerError(AgentrigError):
         self.event = event
         self.listener = listener
         self.error = error
+        advice = (
+            "a listener cannot stop the run with AgentStop: install "
+            "UseCooperativeCancellation(token) and call token.cancel() in the listener instead "
+            "(token: a CancellationToken)"
+            if isinstance(error, AgentStop)
+            else "a listener's error stops the run: fix the listener, or catch the error inside it"
+        )
         super().__init__(
-            f"event listener {listener} raised {type(error).__name__} on {event}: {error}; "
-            "a listener's error stops the run: fix the listener, or catch the error inside it"
+            f"event listener {listener} raised {type(error).__name__} on {event}: {error}; {advice}"
         )
 
 

@@ -226,14 +226,14 @@ class EventBus:
         """Receive every event; returns a function that unsubscribes."""
         self._wiretaps.append(listener)
         self._routes.clear()
-        return lambda: self._remove(self._wiretaps, listener)
+        return self._unsubscriber(self._wiretaps, listener)
 
     def subscribe(self, event_type: type[E], listener: Callable[[E], None]) -> Callable[[], None]:
         """Receive events of ``event_type`` and its subclasses; returns an unsubscribe function."""
         listeners = self._by_type.setdefault(event_type, [])
         listeners.append(listener)
         self._routes.clear()
-        return lambda: self._remove(listeners, listener)
+        return self._unsubscriber(listeners, listener)
 
     def child(self) -> EventBus:
         """A bus whose events also reach this one."""
@@ -281,10 +281,18 @@ class EventBus:
             self._routes[event_type] = route
         return route
 
-    def _remove(self, listeners: list[Listener], listener: Listener) -> None:
-        if listener in listeners:
-            listeners.remove(listener)
-        self._routes.clear()
+    def _unsubscriber(self, listeners: list[Listener], listener: Listener) -> Callable[[], None]:
+        """Removes this one registration, once: calling it again must not remove another
+        registration of the same listener."""
+        registered = [listener]
+
+        def unsubscribe() -> None:
+            if registered:
+                registered.clear()
+                listeners.remove(listener)  # equal entries are the same listener: any one will do
+                self._routes.clear()
+
+        return unsubscribe
 
 
 def _name(listener: Listener) -> str:

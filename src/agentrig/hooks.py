@@ -220,18 +220,24 @@ class HookStack:
         return context
 
 
+_VALID = ", ".join(trigger.value for trigger in HookTrigger)
+
+
 def _triggers(triggers: HookTrigger | str | Iterable[HookTrigger | str]) -> frozenset[HookTrigger]:
     if isinstance(triggers, str):
         return frozenset({_trigger(triggers)})
-    return frozenset(_trigger(trigger) for trigger in triggers)
+    parsed = frozenset(_trigger(trigger) for trigger in triggers)
+    if not parsed:
+        reason = f"a hook needs at least one trigger (it would never run); use some of: {_VALID}"
+        raise InvalidInputError("hook triggers", [("triggers", reason)])
+    return parsed
 
 
 def _trigger(trigger: HookTrigger | str) -> HookTrigger:
     try:
         return HookTrigger(trigger)
     except ValueError:
-        valid = ", ".join(t.value for t in HookTrigger)
-        reason = f"{trigger!r} is not a hook trigger; use one of: {valid}"
+        reason = f"{trigger!r} is not a hook trigger; use one of: {_VALID}"
         raise InvalidInputError("hook trigger", [("triggers", reason)]) from None
 
 

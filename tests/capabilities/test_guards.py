@@ -93,6 +93,13 @@ class TestMaxCost:
         assert "cost" in signal.message.lower()
         assert signal.context["max_cost"] == 0.5
 
+    def test_the_message_shows_the_cost_without_float_noise(self, make_agent, start) -> None:
+        llm = ScriptedLLM(tool_turns(4, usage=Usage(input_tokens=1, cost=0.1)))
+        signal = run(make_agent, start, llm, UseGuards(max_cost=0.25)).stop_signal()
+        assert signal is not None
+        assert signal.message == "Cost limit reached: 0.3/0.25"
+        assert signal.context["cost"] == pytest.approx(0.3)  # the exact sum stays in the context
+
 
 class TestTime:
     def test_max_seconds_reads_the_fake_clock(self, make_agent, start, clock: FakeClock) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from agentrig import (
+    AgentBuilder,
     AgentEvent,
     AgentState,
     CancellationToken,
@@ -16,6 +17,7 @@ from agentrig import (
     ExecutionStatus,
     InvalidToolArgumentsError,
     Role,
+    StepRuntime,
     StopReason,
     SubagentCompleted,
     SubagentDefinition,
@@ -23,6 +25,7 @@ from agentrig import (
     SubagentPolicy,
     Subagents,
     SubagentSpawning,
+    ToolCallingDriver,
     ToolExecution,
     Usage,
     UseCooperativeCancellation,
@@ -238,6 +241,36 @@ class TestFailures:
         assert execution.value["stop_reason"] == StopReason.STEPS_LIMIT  # type: ignore[index]
         assert child.remaining == 1
         assert final.status() is ExecutionStatus.COMPLETED
+
+    def test_a_child_that_cannot_be_built_is_not_announced_as_spawning(
+        self, clock, ids, start
+    ) -> None:
+        class PlainDriver:
+            """A driver of one's own: it cannot take another provider."""
+
+            def __init__(self, inner: ToolCallingDriver) -> None:
+                self.inner = inner
+
+            def use_tools(self, state: AgentState, runtime: StepRuntime) -> AgentState:
+                return self.inner.use_tools(state, runtime)
+
+        events = EventBus()
+        seen: list[AgentEvent] = []
+        events.wiretap(seen.append)
+        parent = ToolCallingDriver(ScriptedLLM([spawn(), reply("ok")]))
+        agent = (
+            AgentBuilder.base()
+            .with_clock(clock)
+            .with_ids(ids)
+            .with_driver(PlainDriver(parent))
+            .with_events(events)
+            .with_capability(UseSubagents([researcher(ScriptedLLM([]))]))
+            .build()
+        )
+        execution = spawn_execution(agent.execute(start()))
+        assert execution.error_type == "ConfigurationError"
+        assert "cannot take one" in execution.content
+        assert not [e for e in seen if isinstance(e, SubagentSpawning | SubagentCompleted)]
 
     def test_bad_spawn_arguments(self, make_agent, start) -> None:
         bad = calls(("spawn_subagent", {"subagent": "researcher", "prompt": 3, "x": 1}))

@@ -100,7 +100,8 @@ class UseGuards:
             if max_cost is not None and usage.cost >= max_cost:
                 return _signal(
                     StopReason.TOKEN_LIMIT,
-                    f"Cost limit reached: {usage.cost}/{max_cost}",
+                    # .10g: a sum of prices such as 0.1 + 0.2 reads 0.3, not 0.30000000000000004
+                    f"Cost limit reached: {usage.cost:.10g}/{max_cost:.10g}",
                     cost=usage.cost,
                     max_cost=max_cost,
                 )

@@ -142,6 +142,7 @@ class SpawnSubagentTool(Tool):
         if self.depth >= self.policy.max_depth:
             raise SubagentDepthExceededError(name, self.policy.max_depth)
         definition = self.provider.get(name)
+        child = self._child_loop(definition)  # before announcing: building it may fail
         events = self.build.events
         if events.wants(SubagentSpawning):
             events.dispatch(
@@ -154,7 +155,7 @@ class SpawnSubagentTool(Tool):
                     tool_call_id=context.tool_call.id,
                 )
             )
-        final = self._child_loop(definition).execute(self._child_state(definition, prompt, context))
+        final = child.execute(self._child_state(definition, prompt, context))
         if events.wants(SubagentCompleted):
             events.dispatch(
                 SubagentCompleted.of(
