@@ -390,3 +390,48 @@ class TestErrors:
     def test_no_errors_recorded(self, stopped: AgentState) -> None:
         assert only(expect(errors=["anything"]), stopped).observed == []
         assert check_expectation(expect(errors=[]), stopped) == []
+
+
+class TestStrictValues:
+    def test_a_boolean_argument_is_not_a_number(self) -> None:
+        final = run([Turn(calls=(CallSpec("get_weather", {"city": True}),)), "done"])
+        assert executed_calls(final) == [Call("get_weather", {"city": True})]
+        for wanted in ("get_weather(city=1)", "get_weather(city=1.0)"):
+            mismatch = only(expect(tool_calls={"calls": [wanted]}), final)
+            assert mismatch.field == "tool_calls"
+        partial = {"args": "partial", "calls": ["get_weather(city=1)"]}
+        assert only(expect(tool_calls=partial), final).field == "tool_calls"
+        assert (
+            check_expectation(expect(tool_calls={"calls": ["get_weather(city=true)"]}), final) == []
+        )
+
+    def test_an_integer_matches_the_same_float(self) -> None:
+        final = run([Turn(calls=(CallSpec("get_weather", {"city": [1, {"n": 2.0}]}),)), "done"])
+        same = {"calls": [{"name": "get_weather", "args": {"city": [1.0, {"n": 2}]}}]}
+        assert check_expectation(expect(tool_calls=same), final) == []
+        nested_bool = {"calls": [{"name": "get_weather", "args": {"city": [True, {"n": 2}]}}]}
+        assert only(expect(tool_calls=nested_bool), final).field == "tool_calls"
+
+
+class TestSectionNames:
+    def test_an_unknown_section_is_a_mismatch_not_a_pass(self, failed: AgentState) -> None:
+        mismatch = only(expect(sections={"execution_bufer": []}), failed)
+        assert mismatch.field == "sections.execution_bufer"
+        assert mismatch.message == (
+            "the state has no section 'execution_bufer' (did you mean 'execution_buffer'?); "
+            "sections: summary, buffer, messages, execution_buffer"
+        )
+
+    def test_a_standard_section_that_was_never_written_is_empty(self, failed: AgentState) -> None:
+        assert check_expectation(expect(sections={"buffer": []}), failed) == []
+
+
+class TestNoErrors:
+    def test_an_empty_list_means_no_error_was_recorded(self, failed: AgentState) -> None:
+        mismatch = only(expect(errors=[]), failed)
+        assert mismatch == Mismatch(
+            "errors",
+            "expected no recorded error, found 1: service unavailable",
+            [],
+            ["service unavailable"],
+        )

@@ -1610,3 +1610,56 @@ class TestHandBuiltStates:
         assert checker.observe(more, is_final=False) == []
         found = checker.observe(less, is_final=True)
         assert [v.message for v in found] == ["usage went down: 5 -> 0 tokens"]
+
+
+class TestRegistryMessages:
+    def test_an_unknown_name_suggests_the_close_one_and_how_to_register(self) -> None:
+        with pytest.raises(AgentrigError) as error:
+            select_invariants(["clean_mesages", "my_custom_check"])
+        message = str(error.value)
+        assert "did you mean 'clean_messages'?" in message
+        assert message.endswith(
+            "; a custom invariant must be registered with @register_invariant in a module that "
+            "is imported first (agentrig run --plugin MODULE, or conftest.py under pytest)"
+        )
+
+    def test_a_duplicate_name_says_who_has_it_and_what_to_do(self) -> None:
+        class Clean(Invariant):
+            name = "clean_messages"
+            description = "an impostor"
+
+            def check(self, observation: Observation) -> Iterable[str]:
+                return ()
+
+        with pytest.raises(AgentrigError) as error:
+            register_invariant(Clean)
+        message = str(error.value)
+        assert "agentrig.harness.invariants.CleanMessages" in message
+        assert "give yours another name" in message
+
+
+class TestCheckResults:
+    """A user's ``check`` may return instead of yielding: the natural slips must not mislead."""
+
+    def run_check(self, result: object) -> list[Violation]:
+        class Returning(Invariant):
+            name = "returning"
+            description = "returns a fixed value"
+            final_only: ClassVar[bool] = True
+
+            def check(self, observation: Observation) -> Iterable[str]:
+                return result  # type: ignore[return-value]
+
+        agent = Agent(["done"], invariants=[Returning()])
+        agent.say("hi")
+        return agent.violations
+
+    def test_a_returned_string_is_one_problem_not_one_per_character(self) -> None:
+        [violation] = self.run_check("bad answer")
+        assert str(violation) == "[returning] turn 1, step 1: bad answer"
+
+    def test_returning_none_means_it_holds(self) -> None:
+        assert self.run_check(None) == []
+
+    def test_a_problem_that_is_not_text_is_reported_as_text(self) -> None:
+        assert [v.message for v in self.run_check([42])] == ["42"]

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from textwrap import dedent
 
+import pytest
+
 from agentrig import AgentBuilder, tool
+from agentrig.errors import AgentrigError
+from agentrig.harness.errors import ScenarioFileError
 from agentrig.harness.results import ScenarioResult
-from agentrig.harness.runner import run_scenario, run_suite
+from agentrig.harness.runner import load_plugins, run_scenario, run_suite
 from agentrig.harness.scenario_loader import load_scenario
+from agentrig.harness.scenario_model import Scenario
 
 
 def scenario_file(tmp_path: Path, text: str, name: str = "case.scenario.yaml") -> Path:
@@ -301,3 +307,101 @@ def test_an_unknown_invariant_points_at_the_invariants_field(tmp_path: Path) -> 
     assert failure.kind == "error"
     assert "clean_mesages" in failure.message
     assert failure.location == f"{path}:2"
+
+
+def test_a_failed_check_points_at_the_exact_line_under_expect(tmp_path: Path) -> None:
+    path = scenario_file(
+        tmp_path,
+        """\
+        name: where
+        turns:
+          - user: hi
+            model: [{say: hello}]
+            expect:
+              usage:
+                input: 0
+                output: 7
+              messages:
+                - user
+                - {role: assistant, content: bye}
+              sections:
+                execution_buffer: [assistant]
+        """,
+    )
+    failures = run_scenario(load_scenario(path)).failures
+    located = {failure.field: failure.location for failure in failures}
+    assert located == {
+        "expect.usage.output": f"{path}:{line_of(path, 'output: 7')}",
+        "expect.messages[1]": f"{path}:{line_of(path, 'content: bye')}",
+        "expect.sections.execution_buffer": f"{path}:{line_of(path, 'execution_buffer')}",
+    }
+
+
+def test_an_empty_reply_is_rejected_when_loading_not_mid_run(tmp_path: Path) -> None:
+    path = scenario_file(
+        tmp_path,
+        """\
+        name: empty-reply
+        turns:
+          - user: hi
+            model:
+              - say: ""
+              - error: ""
+        """,
+    )
+    with pytest.raises(ScenarioFileError) as error:
+        load_scenario(path)
+    assert str(error.value).splitlines() == [
+        f"{path}:5:14: turns[0].model[0].say: an empty reply has nothing to play: "
+        "write some text or add a call",
+        f"{path}:6:16: turns[0].model[1].error: an error reply needs a message",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("x = (\n", "broken_plugin.py, line 1"),
+        ("import os\nraise ValueError('config missing')\n", "ValueError: config missing"),
+    ],
+    ids=["syntax", "raises"],
+)
+def test_a_plugin_that_fails_to_import_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, expected: str
+) -> None:
+    (tmp_path / "broken_plugin.py").write_text(source, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "broken_plugin", raising=False)
+    with pytest.raises(AgentrigError) as error:
+        load_plugins(["broken_plugin"])
+    message = str(error.value)
+    assert message.startswith("plugin module 'broken_plugin' failed to import: ")
+    assert expected in message
+    assert "fix the module" in message
+
+
+def test_parallel_runs_of_scenarios_built_in_python_say_what_to_do() -> None:
+    scenarios = [
+        Scenario.model_validate({"name": name, "turns": [{"user": "hi", "model": [{"say": "x"}]}]})
+        for name in ("one", "two")
+    ]
+    with pytest.raises(AgentrigError, match="loaded from files; run them with workers=1"):
+        run_suite(scenarios, workers=2)
+
+
+def test_a_section_name_that_looks_like_a_path_is_reported_not_a_crash(tmp_path: Path) -> None:
+    path = scenario_file(
+        tmp_path,
+        """\
+        name: odd-section
+        turns:
+          - user: hi
+            model: [{say: hello}]
+            expect:
+              sections:
+                "notes[x].v2[3]": []
+        """,
+    )
+    [failure] = run_scenario(load_scenario(path)).failures
+    assert failure.field == "expect.sections.notes[x].v2[3]"
+    assert failure.location == f"{path}:{line_of(path, 'notes[x]')}"

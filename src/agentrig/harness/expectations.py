@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from difflib import get_close_matches
 from typing import Any
 
 from agentrig import AgentState, Message, Messages
 from agentrig.harness.scenario_model import Expectation, MessageExpect
 from agentrig.harness.trajectory import Call, compare_trajectory
+from agentrig.store import INFERENCE_ORDER
 
 _USAGE_FIELDS = {
     "input": "input_tokens",
@@ -27,11 +30,13 @@ class Mismatch:
     message: str
     expected: Any
     observed: Any
+    path: tuple[str | int, ...] = dataclasses.field(default=(), compare=False)
+    """Where under ``expect`` the failed check is written (keys and indices)."""
 
 
 def check_expectation(expect: Expectation, final: AgentState) -> list[Mismatch]:
     """Every way ``final`` differs from ``expect``."""
-    return list(_all(expect, final))
+    return [m if m.path else replace(m, path=(m.field,)) for m in _all(expect, final)]
 
 
 def _all(expect: Expectation, final: AgentState) -> Iterator[Mismatch]:
@@ -44,9 +49,8 @@ def _all(expect: Expectation, final: AgentState) -> Iterator[Mismatch]:
     if expect.tool_calls is not None:
         yield from _tool_calls(expect, final)
     if expect.messages is not None:
-        yield from _section("messages", expect.messages, final.messages())
-    for name, section in (expect.sections or {}).items():
-        yield from _section(f"sections.{name}", section, final.store().messages_of(name))
+        yield from _section(("messages",), expect.messages, final.messages())
+    yield from _sections(expect, final)
     yield from _usage(expect, final)
     yield from _errors(expect, final)
 
@@ -93,18 +97,43 @@ def _tool_calls(expect: Expectation, final: AgentState) -> Iterator[Mismatch]:
         )
 
 
-def _section(field: str, wanted: Sequence[MessageExpect], messages: Messages) -> Iterator[Mismatch]:
+def _section(
+    path: tuple[str, ...], wanted: Sequence[MessageExpect], messages: Messages
+) -> Iterator[Mismatch]:
+    field = ".".join(path)
     observed = [_message_summary(m) for m in messages]
     expected = [spec.model_dump(exclude_none=True) for spec in wanted]
     if len(wanted) != len(messages):
-        yield Mismatch(
-            field, f"{len(messages)} message(s), expected {len(wanted)}", expected, observed
-        )
+        counted = f"{len(messages)} message(s), expected {len(wanted)}"
+        yield Mismatch(field, counted, expected, observed, path)
         return
     for index, (spec, message) in enumerate(zip(wanted, messages, strict=True)):
         problem = _message_problem(spec, message)
         if problem is not None:
-            yield Mismatch(f"{field}[{index}]", problem, expected[index], observed[index])
+            item = Mismatch(f"{field}[{index}]", problem, expected[index], observed[index])
+            yield replace(item, path=(*path, index))
+
+
+def _sections(expect: Expectation, final: AgentState) -> Iterator[Mismatch]:
+    for name, section in (expect.sections or {}).items():
+        missing = _missing_section(name, final)
+        path = ("sections", name)
+        if missing is None:
+            yield from _section(path, section, final.store().messages_of(name))
+        else:
+            wanted = [spec.model_dump(exclude_none=True) for spec in section]
+            yield Mismatch(f"sections.{name}", missing, wanted, None, path)
+
+
+def _missing_section(name: str, final: AgentState) -> str | None:
+    """Why section ``name`` cannot be checked: a typo must not pass as an empty section."""
+    known = [*INFERENCE_ORDER, *final.store().section_names()]
+    if name in known:
+        return None
+    sections = list(dict.fromkeys(known))
+    close = get_close_matches(name, sections, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"the state has no section {name!r}{hint}; sections: {', '.join(sections)}"
 
 
 def _message_problem(spec: MessageExpect, message: Message) -> str | None:
@@ -131,7 +160,8 @@ def _usage(expect: Expectation, final: AgentState) -> Iterator[Mismatch]:
             wanted = getattr(expect.usage, key)
             observed = usage.total() if attribute is None else getattr(usage, attribute)
             if wanted is not None and wanted != observed:
-                yield Mismatch(f"usage.{key}", f"usage {key} is {observed}", wanted, observed)
+                problem = f"usage {key} is {observed}"
+                yield Mismatch(f"usage.{key}", problem, wanted, observed, ("usage", key))
     if expect.cost is not None and not expect.cost.matches(usage.cost):
         wanted_cost = expect.cost.model_dump(exclude_none=True)
         yield Mismatch("cost", f"cost is {usage.cost}", wanted_cost, usage.cost)
@@ -139,8 +169,12 @@ def _usage(expect: Expectation, final: AgentState) -> Iterator[Mismatch]:
 
 def _errors(expect: Expectation, final: AgentState) -> Iterator[Mismatch]:
     recorded = [error.message for error in final.errors()]
+    if expect.errors == () and recorded:
+        listed = "; ".join(recorded)
+        yield Mismatch(
+            "errors", f"expected no recorded error, found {len(recorded)}: {listed}", [], recorded
+        )
     for index, wanted in enumerate(expect.errors or ()):
         if not any(wanted in message for message in recorded):
-            yield Mismatch(
-                f"errors[{index}]", f"no recorded error contains {wanted!r}", wanted, recorded
-            )
+            problem = f"no recorded error contains {wanted!r}"
+            yield Mismatch(f"errors[{index}]", problem, wanted, recorded, ("errors", index))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from difflib import get_close_matches
 from typing import ClassVar, TypeVar
 
 from agentrig import (
@@ -86,7 +87,8 @@ class Observation:
 
 
 class Invariant(ABC):
-    """A named check. ``check`` yields one string per problem; nothing means it holds."""
+    """A named check. ``check`` yields one string per problem (returning one string or None
+    also works); nothing means it holds."""
 
     name: ClassVar[str]
     description: ClassVar[str]
@@ -104,8 +106,12 @@ InvariantT = TypeVar("InvariantT", bound=type[Invariant])
 
 def register_invariant(cls: InvariantT) -> InvariantT:
     """Class decorator: make an invariant available by its ``name``."""
-    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
-        raise AgentrigError(f"an invariant named {cls.name!r} is already registered")
+    holder = _REGISTRY.get(cls.name)
+    if holder is not None and holder is not cls:
+        raise AgentrigError(
+            f"an invariant named {cls.name!r} is already registered "
+            f"({holder.__module__}.{holder.__qualname__}); give yours another name"
+        )
     _REGISTRY[cls.name] = cls
     return cls
 
@@ -128,8 +134,12 @@ def select_invariants(
     excluded = list(exclude)
     unknown = [name for name in (*names, *excluded) if name not in _REGISTRY]
     if unknown:
+        close = [m for name in unknown for m in get_close_matches(name, _REGISTRY, n=1)]
+        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
         raise AgentrigError(
-            f"unknown invariant(s): {', '.join(unknown)}; valid: {', '.join(_REGISTRY)}"
+            f"unknown invariant(s): {', '.join(unknown)}; valid: {', '.join(_REGISTRY)}{hint}; "
+            "a custom invariant must be registered with @register_invariant in a module that is "
+            "imported first (agentrig run --plugin MODULE, or conftest.py under pytest)"
         )
     return [_REGISTRY[name]() for name in names if name not in excluded]
 
@@ -206,7 +216,11 @@ class InvariantChecker:
 
 def _run(invariant: Invariant, observation: Observation) -> Iterator[str]:
     try:
-        yield from invariant.check(observation)
+        problems: Iterable[object] | str | None = invariant.check(observation)
+        if isinstance(problems, str):  # a check that returns its one problem
+            problems = (problems,)
+        for problem in problems or ():
+            yield str(problem)
     except Exception as error:
         yield f"the check itself raised {type(error).__name__}: {error}"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import traceback
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -40,8 +41,12 @@ class _Run:
     transcript: list[TranscriptEntry] = field(default_factory=list)
 
     def where(self, path: FieldPath) -> str | None:
-        location = self.scenario.locate(path)
-        return str(location) if location is not None else _file_of(self.scenario)
+        """Where ``path`` was written, else its nearest written parent, else the file."""
+        for end in range(len(path), 0, -1):
+            location = self.scenario.locate(path[:end])
+            if location is not None:
+                return str(location)
+        return _file_of(self.scenario)
 
     def fail(self, kind: str, message: str, path: FieldPath = (), **extra: object) -> None:
         self.failures.append(
@@ -194,12 +199,11 @@ def _check_turn(run: _Run, number: int, turn: Turn, final: AgentState) -> None:
         )
     _check_tool_scripts(run, number, turn, final)
     for mismatch in check_expectation(turn.expect, final):
-        top = mismatch.field.split(".")[0].split("[")[0]
         why = _recorded_errors(final) if mismatch.field == "status" else ""
         run.fail(
             "expectation",
             f"turn {number}: expect.{mismatch.field}: {mismatch.message}{why}",
-            (*base, "expect", top),
+            (*base, "expect", *mismatch.path),
             turn=number,
             field=f"expect.{mismatch.field}",
             expected=mismatch.expected,
@@ -347,7 +351,9 @@ def _run_parallel(
 ) -> list[ScenarioResult]:
     tasks = [(str(s.source.path) if s.source else "", s.name) for s in scenarios]
     if any(not path for path, _ in tasks):
-        raise AgentrigError("parallel runs need scenarios loaded from files")
+        raise AgentrigError(
+            "parallel runs need scenarios loaded from files; run them with workers=1"
+        )
     chunk = max(1, len(tasks) // (workers * 8))
     with ProcessPoolExecutor(
         max_workers=workers,
@@ -387,5 +393,20 @@ def load_plugins(modules: Iterable[str]) -> None:
     for module in modules:
         try:
             importlib.import_module(module)
-        except ImportError as error:
+        except ModuleNotFoundError as error:
             raise AgentrigError(f"cannot import plugin module {module!r}: {error}") from error
+        except AgentrigError:
+            raise
+        except Exception as error:  # the plugin's own code failed: say where, not a traceback
+            raise AgentrigError(
+                f"plugin module {module!r} failed to import: {_plugin_failure(error)}; "
+                "fix the module and run again"
+            ) from error
+
+
+def _plugin_failure(error: Exception) -> str:
+    if isinstance(error, SyntaxError):
+        return f"{error.msg} ({error.filename}, line {error.lineno})"
+    frames = traceback.extract_tb(error.__traceback__)
+    last = f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
+    return f"{type(error).__name__}: {error}{last}"

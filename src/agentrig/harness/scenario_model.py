@@ -488,6 +488,10 @@ class ModelReply(ScenarioModel):
             yield (), "a reply needs at least one of: say, call, calls, error"
         if self.call is not None and self.calls is not None:
             yield ("calls",), "use either call or calls, not both"
+        if self.say == "" and not self.tool_calls:
+            yield ("say",), "an empty reply has nothing to play: write some text or add a call"
+        if self.error == "":
+            yield ("error",), "an error reply needs a message"
         if self.error is None:
             if self.retryable:
                 yield ("retryable",), "retryable only applies to an error reply"
