@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import (
     TYPE_CHECKING,
     Annotated,
@@ -119,6 +119,22 @@ def _all_json(items: Iterable[Any]) -> bool:
         if not is_json_data(item):
             return False
     return True
+
+
+def json_equal(expected: Any, actual: Any) -> bool:
+    """Equal as JSON values: ``1`` equals ``1.0``, but a boolean never equals a number (Python's
+    ``True == 1`` would let a tool call with ``n=true`` pass for ``n=1``)."""
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return type(expected) is type(actual) and expected == actual
+    if isinstance(expected, Mapping) and isinstance(actual, Mapping):
+        return expected.keys() == actual.keys() and all(
+            json_equal(value, actual[key]) for key, value in expected.items()
+        )
+    if isinstance(expected, list | tuple) and isinstance(actual, list | tuple):
+        return len(expected) == len(actual) and all(
+            json_equal(a, b) for a, b in zip(expected, actual, strict=True)
+        )
+    return bool(expected == actual)
 
 
 _PARSED_JSON: dict[str, Any] = {"agentrig": "parsed JSON without NaN or Infinity"}

@@ -246,3 +246,10 @@ class TestMessagesSayReplyAndWhatToDo:
     def test_unused_llm_turns_say_what_to_do(self) -> None:
         with pytest.raises(UnusedTurnsError, match="turn\\(s\\) 1 were never used; remove"):
             ScriptedLLM(["a"]).assert_complete()
+
+
+def test_when_compares_as_json_a_boolean_is_not_a_number() -> None:
+    reply = ToolReply(returns="on", when={"flag": True, "n": 1})
+    assert reply.matches({"flag": True, "n": 1.0})
+    assert not reply.matches({"flag": 1, "n": 1})
+    assert not reply.matches({"flag": True, "n": True})

@@ -334,3 +334,10 @@ def test_defaults_are_not_shared() -> None:
 
 def test_scenario_needs_a_turn_and_a_good_name() -> None:
     assert _rule_locs(Scenario, {"name": "Bad Name", "turns": []}) == [("name",), ("turns",)]
+
+
+def test_a_reply_when_compares_as_json_a_boolean_is_not_a_number() -> None:
+    reply = ToolReply.model_validate({"when": {"flag": True, "items": [1, {"x": 2}]}, "return": 1})
+    assert reply.matches({"flag": True, "items": [1.0, {"x": 2}]})
+    assert not reply.matches({"flag": 1, "items": [1, {"x": 2}]})
+    assert not reply.matches({"flag": True, "items": [True, {"x": 2}]})

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from agentrig._model import json_equal
 from agentrig.errors import AgentStop, InvalidToolArgumentsError
 from agentrig.fakes.clock import FakeClock
 from agentrig.fakes.errors import (
@@ -57,7 +58,10 @@ class ToolReply:
         """True when every ``when`` key has the same value in ``arguments``."""
         if self.when is None:
             return True
-        return all(key in arguments and arguments[key] == value for key, value in self.when.items())
+        return all(
+            key in arguments and json_equal(value, arguments[key])
+            for key, value in self.when.items()
+        )
 
 
 @dataclass

@@ -38,6 +38,7 @@ from pydantic.config import JsonDict
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, InitErrorDetails, PydanticCustomError
 
+from agentrig._model import json_equal
 from agentrig.errors import InvalidInputError
 from agentrig.harness.errors import ScenarioFileError
 from agentrig.harness.yaml_source import FieldPath, YamlSource, load_yaml_text
@@ -540,7 +541,7 @@ class ToolReply(ScenarioModel):
     def matches(self, args: Mapping[str, Any]) -> bool:
         """Whether a call with ``args`` selects this reply (every ``when`` item is in ``args``)."""
         when = self.when or {}
-        return all(key in args and args[key] == value for key, value in when.items())
+        return all(key in args and json_equal(value, args[key]) for key, value in when.items())
 
     def _problems(self) -> Iterator[tuple[FieldPath, str]]:
         given = [

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentrig._model import json_equal
 from agentrig.errors import AgentrigError
 
 
@@ -30,30 +31,14 @@ ArgsMatcher = Callable[[Mapping[str, Any], Mapping[str, Any]], bool]
 TrajectoryMatcher = Callable[[Sequence[Call], Sequence[Call], ArgsMatcher], str | None]
 
 
-def _same_value(expected: Any, actual: Any) -> bool:
-    """Equal as JSON values: ``1`` equals ``1.0``, but a boolean never equals a number
-    (Python's ``True == 1`` would let ``f(n=true)`` pass for ``f(n=1)``)."""
-    if isinstance(expected, bool) or isinstance(actual, bool):
-        return type(expected) is type(actual) and expected == actual
-    if isinstance(expected, Mapping) and isinstance(actual, Mapping):
-        return expected.keys() == actual.keys() and all(
-            _same_value(value, actual[key]) for key, value in expected.items()
-        )
-    if isinstance(expected, list | tuple) and isinstance(actual, list | tuple):
-        return len(expected) == len(actual) and all(
-            _same_value(a, b) for a, b in zip(expected, actual, strict=True)
-        )
-    return bool(expected == actual)
-
-
 def exact_args(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
     """Arguments are equal."""
-    return _same_value(dict(expected), dict(actual))
+    return json_equal(dict(expected), dict(actual))
 
 
 def partial_args(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
     """Every expected argument is present with the same value."""
-    return all(key in actual and _same_value(value, actual[key]) for key, value in expected.items())
+    return all(key in actual and json_equal(value, actual[key]) for key, value in expected.items())
 
 
 def _same(expected: Call, actual: Call, args: ArgsMatcher) -> bool:
