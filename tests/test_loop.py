@@ -359,9 +359,9 @@ def test_a_different_seed_gives_different_ids() -> None:
         ("before_execution", 0),
         ("before_step", 0),
         ("before_inference_request", 0),
-        ("after_inference_response", 0),
-        ("before_tool_use", 0),
-        ("after_tool_use", 0),
+        ("after_inference_response", 1),  # the model answered: the step is kept (with usage)
+        ("before_tool_use", 1),
+        ("after_tool_use", 1),
         ("after_step", 1),
         ("on_stop", 2),
         ("after_execution", 2),

@@ -273,6 +273,27 @@ class MissingDependencyError(AgentrigError, ImportError):
         super().__init__(f"{package} is not installed: pip install 'agentrig[{extra}]'")
 
 
+class StepInterrupted(AgentrigError):  # carries ``error``; never the run's outcome
+    """An error cut a step short after the model answered: a hook raised around inference or a
+    tool call. It carries the original ``error`` and what the step had, so that nothing is lost:
+    the ``ToolExecutor`` sets ``tool_executions`` (the calls that ran, the failed one, and those
+    that did not run), the ``ToolCallingDriver`` sets ``step``. The loop records that step and
+    fails the execution with ``error`` itself; code outside a step never sees this wrapper.
+    """
+
+    def __init__(
+        self,
+        error: Exception,
+        *,
+        tool_executions: ToolExecutions | None = None,
+        step: AgentStep | None = None,
+    ) -> None:
+        self.error = error
+        self.tool_executions = tool_executions
+        self.step = step
+        super().__init__(f"{type(error).__name__}: {error}")
+
+
 class AgentStop(AgentrigError):
     """Raise anywhere in a step (tool, hook, driver) to stop the execution with ``stop_requested``.
 

@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 from agentrig.clock import Clock, IdFactory, SystemClock, UuidIds, runtime_context
 from agentrig.continuation import StopReason, StopSignal
 from agentrig.drivers.base import Driver, StepRuntime
-from agentrig.errors import AgentStop, EventListenerError
+from agentrig.errors import AgentStop, EventListenerError, StepInterrupted
 from agentrig.events import (
     AgentExecutionCompleted,
     AgentExecutionFailed,
@@ -128,6 +128,10 @@ class AgentLoop:
             if started and stop.step is not None and state.current_step() is None:
                 state = state.with_current_step(stop.step, trace_mode=self.trace_mode)
             state = self._stop_requested(state, stop)
+        except StepInterrupted as interrupted:  # the step is archived with the error
+            if started and interrupted.step is not None and state.current_step() is None:
+                state = state.with_current_step(interrupted.step, trace_mode=self.trace_mode)
+            state = self._on_error(state, interrupted.error)
         except Exception as error:
             state = self._on_error(state, error)
         if started:

@@ -37,6 +37,7 @@ from agentrig.errors import (
     ConfigurationError,
     EventListenerError,
     InvalidToolArgumentsError,
+    StepInterrupted,
     ToolNotFoundError,
 )
 from agentrig.events import EventBus, ToolCallBlocked, ToolCallCompleted, ToolCallStarted
@@ -316,11 +317,10 @@ class ToolExecutor:
         """
         calls = calls if type(calls) is tuple else tuple(calls)
         executions: list[ToolExecution] = []
-        for call in calls:
+        for index, call in enumerate(calls):
             try:
                 execution, state = self._execute_one(call, state, step_number)
             except AgentStop as stop:
-                index = len(executions)
                 message = stop.stop_message or "stop requested"
                 executions.append(_stopped(call, f"Execution stopped: {message}"))
                 executions.extend(
@@ -329,6 +329,16 @@ class ToolExecutor:
                 )
                 stop.tool_executions = ToolExecutions(executions)
                 raise
+            except StepInterrupted as interrupted:  # an after_tool_use hook failed: the call ran
+                executions.extend(interrupted.tool_executions or ())
+                executions.extend(_skipped(later) for later in calls[index + 1 :])
+                interrupted.tool_executions = ToolExecutions(executions)
+                raise
+            except EventListenerError:
+                raise
+            except Exception as error:  # a before_tool_use hook failed: the call did not run
+                executions.extend(_skipped(later) for later in calls[index:])
+                raise StepInterrupted(error, tool_executions=ToolExecutions(executions)) from error
             executions.append(execution)
         return ToolExecutions(executions), state
 
@@ -362,9 +372,16 @@ class ToolExecutor:
         if events.wants(ToolCallCompleted):
             self._completed(state, step_number, call, execution.error)
         if self.hooks.hooks_for(HookTrigger.AFTER_TOOL_USE):
-            context = self.hooks.intercept(
-                HookContext(HookTrigger.AFTER_TOOL_USE, state, tool_execution=execution)
-            )
+            try:
+                context = self.hooks.intercept(
+                    HookContext(HookTrigger.AFTER_TOOL_USE, state, tool_execution=execution)
+                )
+            except (AgentStop, EventListenerError):
+                raise
+            except Exception as error:  # the call ran: keep its result
+                raise StepInterrupted(
+                    error, tool_executions=ToolExecutions((execution,))
+                ) from error
             state, execution = context.state, context.tool_execution or execution
         return execution, state
 
@@ -457,6 +474,10 @@ def _jsonable(value: Any) -> Any:
         return to_jsonable_python(value)
     except (PydanticSerializationError, ValueError):  # ValueError: bytes not UTF-8, a cycle
         return _NOT_JSON
+
+
+def _skipped(call: ToolCall) -> ToolExecution:
+    return _stopped(call, "Not executed: a hook failed before this call.")
 
 
 def _stopped(call: ToolCall, content: str) -> ToolExecution:

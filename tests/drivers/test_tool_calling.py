@@ -202,6 +202,43 @@ class TestInferenceHooks:
         assert all("Not executed" in e.content for e in step.tool_executions)
         assert final.messages().roles() == (Role.USER,)  # the trace was cleared with the buffer
 
+    @pytest.mark.parametrize("trigger", ["after_inference_response", "before_tool_use"])
+    def test_a_hook_failing_after_the_answer_keeps_the_step_and_its_usage(
+        self, make_agent, start, trigger: str
+    ) -> None:
+        def boom(ctx: HookContext) -> HookContext:
+            raise ValueError("hook broke")
+
+        usage = Usage(input_tokens=100, output_tokens=50, cost=1.0)
+        llm = ScriptedLLM([calls(("lookup", {"q": "a"}), ("lookup", {"q": "b"}), usage=usage)])
+        final = make_agent(llm, tools=[lookup], hooks=[(boom, trigger, 0)]).execute(start())
+        assert final.status() is ExecutionStatus.FAILED
+        assert final.last_stop_reason() is StopReason.ERROR
+        (step,) = final.steps()
+        assert [(e.type, e.message) for e in step.all_errors()] == [("ValueError", "hook broke")]
+        assert final.usage() == usage  # budgets count what was paid for
+        assert [e.tool_call.arguments for e in step.tool_executions] == [{"q": "a"}, {"q": "b"}]
+        assert all(e.stopped and e.error is None for e in step.tool_executions)
+        assert all("a hook failed" in e.content for e in step.tool_executions)
+
+    def test_an_after_tool_use_hook_failing_keeps_the_result_of_the_call_that_ran(
+        self, make_agent, start
+    ) -> None:
+        def boom(ctx: HookContext) -> HookContext:
+            raise ValueError("hook broke")
+
+        llm = ScriptedLLM([calls(("lookup", {"q": "a"}), ("lookup", {"q": "b"}))])
+        final = make_agent(llm, tools=[lookup], hooks=[(boom, "after_tool_use", 0)]).execute(
+            start()
+        )
+        (step,) = final.steps()
+        ran, skipped = step.tool_executions
+        assert (ran.tool_call.arguments, ran.stopped, ran.error) == ({"q": "a"}, False, None)
+        assert ran.content == lookup("a")
+        assert skipped.stopped
+        assert "a hook failed" in skipped.content
+        assert final.status() is ExecutionStatus.FAILED
+
     def test_hook_and_event_order(self, make_agent, start) -> None:
         log: list[str] = []
         events = EventBus()

@@ -13,8 +13,10 @@ from agentrig.drivers.provider import InferenceProvider
 from agentrig.errors import (
     AgentStop,
     ConfigurationError,
+    EventListenerError,
     ProviderError,
     RetryLimitExceededError,
+    StepInterrupted,
 )
 from agentrig.events import InferenceRequestStarted, InferenceResponseReceived
 from agentrig.hooks import HookContext, HookTrigger
@@ -101,6 +103,13 @@ class ToolCallingDriver:
                 if stop.step is None:
                     stop.step = _step(state, request, response, _not_run(response.tool_calls))
                 raise
+            except EventListenerError:
+                raise
+            except Exception as error:  # as for a stop: the answer and its usage are kept
+                skipped = _not_run(response.tool_calls, _HOOK_FAILED)
+                raise StepInterrupted(
+                    error, step=_step(state, request, response, skipped)
+                ) from error
             state, response = context.state, context.inference_response or response
         if runtime.events.wants(InferenceResponseReceived):
             runtime.events.dispatch(
@@ -122,6 +131,11 @@ class ToolCallingDriver:
                 stop.step = _step(
                     state, request, response, stop.tool_executions or ToolExecutions()
                 )
+            raise
+        except StepInterrupted as interrupted:  # a tool hook failed: the same, with the error
+            if interrupted.step is None:
+                executions = interrupted.tool_executions or ToolExecutions()
+                interrupted.step = _step(state, request, response, executions)
             raise
         return state.with_current_step(
             _step(state, request, response, executions), trace_mode=runtime.trace_mode
@@ -193,13 +207,17 @@ def _step(
     )
 
 
-def _not_run(calls: tuple[ToolCall, ...]) -> ToolExecutions:
+_STOPPED = "Not executed: the execution was stopped before this call."
+_HOOK_FAILED = "Not executed: a hook failed before this call."
+
+
+def _not_run(calls: tuple[ToolCall, ...], content: str = _STOPPED) -> ToolExecutions:
     """A result for each call, saying that it did not run (the execution stopped before it)."""
     now = clock.now()
     return ToolExecutions(
         ToolExecution(
             tool_call=call,
-            content="Not executed: the execution was stopped before this call.",
+            content=content,
             stopped=True,
             started_at=now,
             completed_at=now,
