@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin, overload
@@ -323,21 +323,18 @@ class ToolExecutor:
             except AgentStop as stop:
                 message = stop.stop_message or "stop requested"
                 executions.append(_stopped(call, f"Execution stopped: {message}"))
-                executions.extend(
-                    _stopped(later, "Not executed: the execution was stopped before this call.")
-                    for later in calls[index + 1 :]
-                )
+                executions.extend(not_run(calls[index + 1 :], NOT_RUN_STOPPED))
                 stop.tool_executions = ToolExecutions(executions)
                 raise
             except StepInterrupted as interrupted:  # an after_tool_use hook failed: the call ran
                 executions.extend(interrupted.tool_executions or ())
-                executions.extend(_skipped(later) for later in calls[index + 1 :])
+                executions.extend(not_run(calls[index + 1 :], NOT_RUN_HOOK_FAILED))
                 interrupted.tool_executions = ToolExecutions(executions)
                 raise
             except EventListenerError:
                 raise
             except Exception as error:  # a before_tool_use hook failed: the call did not run
-                executions.extend(_skipped(later) for later in calls[index:])
+                executions.extend(not_run(calls[index:], NOT_RUN_HOOK_FAILED))
                 raise StepInterrupted(error, tool_executions=ToolExecutions(executions)) from error
             executions.append(execution)
         return ToolExecutions(executions), state
@@ -476,8 +473,19 @@ def _jsonable(value: Any) -> Any:
         return _NOT_JSON
 
 
-def _skipped(call: ToolCall) -> ToolExecution:
-    return _stopped(call, "Not executed: a hook failed before this call.")
+NOT_RUN_STOPPED = "Not executed: the execution was stopped before this call."
+NOT_RUN_HOOK_FAILED = "Not executed: a hook failed before this call."
+
+
+def not_run(calls: Sequence[ToolCall], content: str) -> ToolExecutions:
+    """A result for each call saying, in ``content``, why it did not run (marked ``stopped``)."""
+    now = clock.now()
+    return ToolExecutions(
+        ToolExecution(
+            tool_call=call, content=content, stopped=True, started_at=now, completed_at=now
+        )
+        for call in calls
+    )
 
 
 def _stopped(call: ToolCall, content: str) -> ToolExecution:

@@ -20,17 +20,17 @@ from agentrig.errors import (
 )
 from agentrig.events import InferenceRequestStarted, InferenceResponseReceived
 from agentrig.hooks import HookContext, HookTrigger
-from agentrig.messages import Message, Messages, Role, ToolCall, ToolResult
+from agentrig.messages import Message, Messages, Role, ToolResult
 from agentrig.state import (
     AgentState,
     AgentStep,
     InferenceRequest,
     InferenceResponse,
     LlmConfig,
-    ToolExecution,
     ToolExecutions,
     message_tags,
 )
+from agentrig.tools import NOT_RUN_HOOK_FAILED, NOT_RUN_STOPPED, not_run
 
 
 class ToolCallingDriver:
@@ -101,12 +101,14 @@ class ToolCallingDriver:
                 # The model answered and was paid for: the loop records the step, with every
                 # call it asked for marked as not run.
                 if stop.step is None:
-                    stop.step = _step(state, request, response, _not_run(response.tool_calls))
+                    stop.step = _step(
+                        state, request, response, not_run(response.tool_calls, NOT_RUN_STOPPED)
+                    )
                 raise
             except EventListenerError:
                 raise
             except Exception as error:  # as for a stop: the answer and its usage are kept
-                skipped = _not_run(response.tool_calls, _HOOK_FAILED)
+                skipped = not_run(response.tool_calls, NOT_RUN_HOOK_FAILED)
                 raise StepInterrupted(
                     error, step=_step(state, request, response, skipped)
                 ) from error
@@ -204,25 +206,6 @@ def _step(
         output_messages=_output_messages(state, step_id, response, executions),
         inference_response=response,
         tool_executions=executions,
-    )
-
-
-_STOPPED = "Not executed: the execution was stopped before this call."
-_HOOK_FAILED = "Not executed: a hook failed before this call."
-
-
-def _not_run(calls: tuple[ToolCall, ...], content: str = _STOPPED) -> ToolExecutions:
-    """A result for each call, saying that it did not run (the execution stopped before it)."""
-    now = clock.now()
-    return ToolExecutions(
-        ToolExecution(
-            tool_call=call,
-            content=content,
-            stopped=True,
-            started_at=now,
-            completed_at=now,
-        )
-        for call in calls
     )
 
 
