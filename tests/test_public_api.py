@@ -27,6 +27,8 @@ INTENTIONALLY_PRIVATE = {
     # helpers with public defaults: TokenBudgetCompiler's estimator, the tool value formatter
     "agentrig.compilers.estimate_tokens",
     "agentrig.tools.format_tool_value",
+    # the results ToolExecutor and ToolCallingDriver give the calls a step did not run
+    "agentrig.tools.not_run",
     # the context real providers send in; policies are installed with use_real_call_policy()
     "agentrig.drivers.network.sending",
 }
@@ -44,6 +46,7 @@ DRIVERS_EXPORTS = {
 
 FAKES_INTENTIONALLY_PRIVATE = {
     "agentrig.fakes.tool.ToolCallRecord",  # the element type of ScriptedTool.calls
+    "agentrig.fakes.clock.is_seconds",  # the duration check the fakes share
 }
 
 

@@ -49,6 +49,11 @@ class FakeClock:
         return f"FakeClock({self._now.isoformat()})"
 
 
+def is_seconds(value: object) -> bool:
+    """True when ``value`` is a duration the fakes accept: a finite number of seconds >= 0."""
+    return _seconds_problem(value) is None
+
+
 def _seconds_problem(seconds: object) -> str | None:
     if isinstance(seconds, bool) or not isinstance(seconds, int | float):
         return (

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from agentrig.errors import InvalidInputError, ProviderError
-from agentrig.fakes.clock import FakeClock
+from agentrig.fakes.clock import FakeClock, is_seconds
 from agentrig.fakes.errors import InvalidScriptError, ScriptExhaustedError, UnusedTurnsError
 from agentrig.messages import ToolCall
 from agentrig.state import FinishReason, InferenceRequest, InferenceResponse, Usage
@@ -52,14 +51,8 @@ class Turn:
         type_problem = self._type_problem()
         if type_problem is not None:
             return type_problem
-        latency = self.latency
-        if (
-            not isinstance(latency, int | float)
-            or isinstance(latency, bool)
-            or not math.isfinite(latency)
-            or latency < 0
-        ):
-            return f"latency must be >= 0 seconds (a finite number), got {latency!r}"
+        if not is_seconds(self.latency):
+            return f"latency must be >= 0 seconds (a finite number), got {self.latency!r}"
         if self.error is not None:
             if not isinstance(self.error, str) or not self.error:
                 return f"an error turn needs a message, got {self.error!r}"

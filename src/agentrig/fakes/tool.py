@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -12,7 +11,7 @@ from pydantic import JsonValue
 
 from agentrig._model import json_equal
 from agentrig.errors import AgentStop, InvalidToolArgumentsError
-from agentrig.fakes.clock import FakeClock
+from agentrig.fakes.clock import FakeClock, is_seconds
 from agentrig.fakes.errors import (
     InvalidScriptError,
     ScriptExhaustedError,
@@ -145,10 +144,8 @@ class ScriptedTool(Tool):
         if sum(outcome is not None for outcome in (reply.returns, reply.raises, reply.stop)) > 1:
             return "a reply has one of returns/raises/stop"
         latency = reply.latency
-        if isinstance(latency, bool) or not isinstance(latency, int | float):
-            return f"latency must be a number of seconds >= 0, got {latency!r}"
-        if not latency >= 0 or not math.isfinite(latency):
-            return f"latency must be a finite number of seconds >= 0, got {latency}"
+        if not is_seconds(latency):
+            return f"latency must be a finite number of seconds >= 0, got {latency!r}"
         if latency and self.clock is None:
             return "latency needs a FakeClock: ScriptedTool(..., clock=...)"
         return self._when_problem(reply.when, catch_all)
