@@ -178,18 +178,15 @@ class TestLoopTargetCheck:
 
 
 class TestRounds:
+    @staticmethod
+    def two_quick_rounds(saved: Path, *options: str) -> str:
+        """``rounds.py --quick``, two rounds without pause, results saved to ``saved``."""
+        command = ["--quick", "--rounds", "2", "--pause", "0", *options, "--json", str(saved)]
+        return run_script(str(BENCH / "rounds.py"), *command, timeout=300)
+
     def test_quick(self, tmp_path: Path) -> None:
         saved = tmp_path / "rounds.json"
-        output = run_script(
-            str(BENCH / "rounds.py"),
-            "--quick",
-            "--rounds",
-            "2",
-            "--pause",
-            "0",
-            "--json",
-            str(saved),
-        )
+        output = self.two_quick_rounds(saved)
         assert "agentrig us/step, the worst N of each run:" in output
         data = json.loads(saved.read_text())
         assert [run["round"] for run in data["runs"]] == [1, 2]
@@ -207,19 +204,7 @@ class TestRounds:
     def test_against_an_earlier_revision(self, tmp_path: Path) -> None:
         worktrees = git_worktrees()
         saved = tmp_path / "rounds.json"
-        output = run_script(
-            str(BENCH / "rounds.py"),
-            "--quick",
-            "--rounds",
-            "2",
-            "--pause",
-            "0",
-            "--against",
-            "HEAD",
-            "--json",
-            str(saved),
-            timeout=300,
-        )
+        output = self.two_quick_rounds(saved, "--against", "HEAD")
         data = json.loads(saved.read_text())
         commit = subprocess.run(
             ["git", "-C", str(BENCH.parent), "rev-parse", "HEAD"],
