@@ -11,6 +11,7 @@ from agentrig import (
     AgentEvent,
     AgentExecutionCompleted,
     AgentExecutionStarted,
+    AgentExecutionStopped,
     AgentState,
     AgentStepCompleted,
     AgentStepStarted,
@@ -28,6 +29,7 @@ from agentrig import (
     ToolCallCompleted,
     ToolCallStarted,
     Usage,
+    UseGuards,
     UseSubagents,
 )
 from agentrig.fakes import ScriptedLLM, call, calls, reply
@@ -195,6 +197,30 @@ def test_agent_stop_is_reported(make_agent, start) -> None:
     assert [(e.reason, e.message, e.source) for e in received] == [
         ("stop_requested", "enough", "tool:halt")
     ]
+
+
+def test_stop_events_carry_the_signal_context(make_agent, start) -> None:
+    def halt() -> str:
+        raise AgentStop("enough", source="tool:halt", context={"ticket": 7})
+
+    events = EventBus()
+    seen: list[AgentEvent] = []
+    events.wiretap(seen.append)
+    make_agent(ScriptedLLM([call("halt")]), [halt], events=events).execute(start())
+    received = [e for e in seen if isinstance(e, StopSignalReceived)]
+    stopped = [e for e in seen if isinstance(e, AgentExecutionStopped)]
+    assert [e.context for e in received] == [{"ticket": 7}]
+    assert [(e.stop_reason, e.stop_context) for e in stopped] == [("stop_requested", {"ticket": 7})]
+
+
+def test_a_guard_stop_names_its_limit_in_the_stopped_event(make_agent, start) -> None:
+    events = EventBus()
+    stopped: list[AgentExecutionStopped] = []
+    events.subscribe(AgentExecutionStopped, stopped.append)
+    llm = ScriptedLLM([call("lookup", q="a"), call("lookup", q="b"), reply("done")])
+    make_agent(llm, [lookup], UseGuards(max_steps=1), events=events).execute(start())
+    assert [e.stop_reason for e in stopped] == ["steps_limit"]
+    assert stopped[0].stop_context == {"current_steps": 1, "max_steps": 1}
 
 
 def test_blocked_tool_calls_are_reported(make_agent, start) -> None:

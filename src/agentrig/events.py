@@ -99,16 +99,18 @@ class StopSignalReceived(AgentEvent):
     reason: str
     message: str
     source: str | None
+    context: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentExecutionStopped(AgentEvent):
-    """The loop is stopping; carries the winning stop signal."""
+    """The loop is stopping; carries the winning stop signal (``stop_context`` is its context)."""
 
     stop_reason: str
     stop_message: str
     source: str | None
     total_steps: int
+    stop_context: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -216,6 +216,7 @@ class AgentLoop:
                     stop_message=signal.message,
                     source=signal.source,
                     total_steps=state.step_count(),
+                    stop_context=dict(signal.context),
                 )
             )
         return state
@@ -249,6 +250,7 @@ class AgentLoop:
                     reason=StopReason.STOP_REQUESTED.value,
                     message=stop.stop_message,
                     source=stop.source,
+                    context=dict(stop.context),
                 )
             )
         return state.with_stop_signal(stop.to_signal())
