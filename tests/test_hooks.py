@@ -21,8 +21,10 @@ from agentrig import (
     HookTrigger,
     InferenceRequest,
     InvalidInputError,
+    StepError,
     StopReason,
     ToolCall,
+    ToolCallBlocked,
 )
 from agentrig.fakes import ScriptedLLM, call, reply
 
@@ -312,6 +314,52 @@ def test_on_error_hooks_see_the_errors(make_agent, start) -> None:
 
     make_agent(ScriptedLLM([]), hooks=[(handler, "on_error", 0)]).execute(start())
     assert seen == [("ScriptExhaustedError",)]
+
+
+def test_errors_an_on_error_hook_adds_are_recorded(make_agent, start) -> None:
+    def annotate(ctx: HookContext) -> HookContext:
+        return ctx.with_error(StepError(message="the model was unreachable", type="Diagnosis"))
+
+    agent = make_agent(ScriptedLLM([]), hooks=[(annotate, "on_error", 0)])
+    final = agent.execute(start())
+    assert final.status() is ExecutionStatus.FAILED
+    assert [(e.type, e.message) for e in final.errors()][1:] == [
+        ("Diagnosis", "the model was unreachable")
+    ]
+    assert AgentState.from_json(final.to_json()) == final
+
+
+def test_an_on_error_hook_that_only_reads_the_errors_adds_none(make_agent, start) -> None:
+    def reread(ctx: HookContext) -> HookContext:
+        return dataclasses.replace(ctx, errors=tuple(reversed(ctx.errors)))
+
+    agent = make_agent(ScriptedLLM([]), hooks=[(reread, "on_error", 0)])
+    assert [e.type for e in agent.execute(start()).errors()] == ["ScriptExhaustedError"]
+
+
+def test_an_error_added_before_tool_use_fails_the_call_without_running_it(
+    make_agent, start
+) -> None:
+    ran: list[str] = []
+
+    def tracked(q: str) -> str:
+        """Look something up."""
+        ran.append(q)
+        return q
+
+    def veto(ctx: HookContext) -> HookContext:
+        return ctx.with_error(StepError(message="quota used up", type="QuotaError"))
+
+    events = EventBus()
+    blocked: list[ToolCallBlocked] = []
+    events.subscribe(ToolCallBlocked, blocked.append)
+    llm = ScriptedLLM([call("tracked", q="x"), reply("ok")])
+    agent = make_agent(llm, [tracked], hooks=[(veto, "before_tool_use", 0)], events=events)
+    execution = agent.execute(start()).steps()[0].tool_executions[0]
+    assert ran == []
+    assert execution.was_blocked()
+    assert execution.content == "Error in tool call: quota used up"
+    assert [e.reason for e in blocked] == ["quota used up"]
 
 
 def test_blocking_by_flag_alone_gives_a_default_blocked_execution(make_agent, start) -> None:

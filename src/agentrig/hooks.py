@@ -100,7 +100,12 @@ class HookContext:
         return dataclasses.replace(self, tool_execution=execution)
 
     def with_error(self, error: StepError) -> Self:
-        """A context with an error added (before_tool_use, on_error)."""
+        """A context with an error added.
+
+        In ``before_tool_use`` the call is then not run: the model sees the error as the call's
+        failed result, as for a block. In ``on_error`` the error is recorded in the execution's
+        errors. Other triggers ignore the errors.
+        """
         return dataclasses.replace(self, errors=(*self.errors, error))
 
     def with_inference_request(self, request: InferenceRequest) -> Self:

@@ -22,7 +22,7 @@ from agentrig.events import (
     TokenUsageReported,
 )
 from agentrig.hooks import HookContext, HookStack, HookTrigger
-from agentrig.state import AgentState, ExecutionStatus, TraceMode
+from agentrig.state import AgentState, ExecutionStatus, StepError, TraceMode
 from agentrig.tools import ToolExecutor, Tools
 
 LOOP_SOURCE = "AgentLoop"
@@ -225,8 +225,11 @@ class AgentLoop:
         state = state.with_failure(error)
         if self.hooks.hooks_for(HookTrigger.ON_ERROR):
             try:
-                context = HookContext(HookTrigger.ON_ERROR, state, errors=state.errors())
-                state = self.hooks.intercept(context).state
+                given = state.errors()
+                context = self.hooks.intercept(
+                    HookContext(HookTrigger.ON_ERROR, state, errors=given)
+                )
+                state = _with_errors_added(context.state, given, context.errors)
             except EventListenerError:
                 raise
             except Exception as hook_error:
@@ -286,3 +289,14 @@ class AgentLoop:
             return self._stop_requested(state, stop)
         except Exception as error:
             return self._on_error(state, error)
+
+
+def _with_errors_added(
+    state: AgentState, given: tuple[StepError, ...], errors: tuple[StepError, ...]
+) -> AgentState:
+    """``state`` with the errors an ``on_error`` hook added to the ``given`` ones recorded."""
+    added = tuple(error for error in errors if error not in given)
+    execution = state.execution
+    if not added or execution is None:
+        return state
+    return state.with_execution(execution.evolve(errors=(*execution.errors, *added)))

@@ -347,7 +347,7 @@ class ToolExecutor:
                 HookContext(HookTrigger.BEFORE_TOOL_USE, state, tool_call=call)
             )
             state, call = context.state, context.tool_call or call
-            if context.is_tool_execution_blocked:
+            if context.is_tool_execution_blocked or context.errors:
                 return self._blocked(context, call, step_number), state
         events = self.events
         if events.wants(ToolCallStarted):
@@ -399,7 +399,9 @@ class ToolExecutor:
     def _blocked(self, context: HookContext, call: ToolCall, step_number: int) -> ToolExecution:
         execution = context.tool_execution
         if execution is None or not execution.has_error():
-            execution = context.with_tool_call(call).block_tool_execution().tool_execution
+            # An error a hook added with ``with_error`` is the reason the call does not run.
+            reason = "; ".join(error.message for error in context.errors if error.message)
+            execution = context.with_tool_call(call).block_tool_execution(reason).tool_execution
         assert execution is not None
         if self.events.wants(ToolCallBlocked):
             self.events.dispatch(
