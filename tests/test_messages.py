@@ -115,6 +115,58 @@ def test_message_is_empty_only_without_content_metadata_calls_or_result() -> Non
     assert not Message.assistant("", [ToolCall(name="x")]).is_empty()
 
 
+THINKING = {"anthropic_thinking": [{"type": "thinking", "thinking": "t", "signature": "s"}]}
+
+
+def test_provider_data_is_absent_from_the_serialized_form_when_empty() -> None:
+    message = Message.user("hi")
+    assert message.provider_data == {}
+    assert "provider_data" not in message.to_dict()
+    assert "provider_data" not in message.model_dump()
+    assert '"provider_data"' not in message.to_json()
+
+
+@pytest.mark.parametrize("provider_data", [{}, THINKING], ids=["empty", "thinking"])
+def test_provider_data_round_trips_through_dict_and_json(provider_data: dict[str, object]) -> None:
+    message = Message.assistant("a", [ToolCall(id="c1", name="f")]).evolve(
+        provider_data=provider_data
+    )
+    assert Message.from_dict(message.to_dict()) == message
+    assert Message.from_json(message.to_json()) == message
+    assert Message.from_json(message.to_json()).provider_data == provider_data
+    assert message.with_metadata(step_id="s1").provider_data == provider_data
+
+
+def test_provider_data_comes_after_metadata_in_a_dump() -> None:
+    dumped = Message.assistant("a").evolve(provider_data=THINKING).to_dict()
+    keys = list(dumped)
+    assert keys.index("provider_data") == keys.index("metadata") + 1
+    assert dumped["provider_data"] == THINKING
+
+
+def test_a_dump_written_before_provider_data_existed_loads() -> None:
+    old = {
+        "schema_version": 1,
+        "role": "assistant",
+        "content": "a",
+        "name": "",
+        "tool_calls": [],
+        "tool_result": None,
+        "metadata": {},
+        "id": "m1",
+        "created_at": "2026-01-01T00:00:00Z",
+    }
+    message = Message.from_dict(old)
+    assert message.provider_data == {}
+    assert message.to_dict() == old
+
+
+def test_provider_data_must_be_json() -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        Message(role=Role.ASSISTANT, provider_data={"x": object()})
+    assert raised.value.field == "provider_data"
+
+
 def test_ids_come_from_the_runtime_context() -> None:
     with runtime_context(ids=SeededIds(3)):
         first = Message.user("a").id

@@ -53,7 +53,12 @@ class ToolResult(Serializable):
 
 
 class Message(Serializable):
-    """One immutable message. ``metadata`` carries tags such as ``step_id`` and ``is_trace``."""
+    """One immutable message. ``metadata`` carries tags such as ``step_id`` and ``is_trace``.
+
+    ``provider_data`` holds provider-specific data of the message (Anthropic's thinking blocks),
+    kept as the provider sent it and read only by that provider when the message is sent back.
+    It is left out of the serialized form when empty.
+    """
 
     role: Role
     content: str = ""
@@ -61,6 +66,7 @@ class Message(Serializable):
     tool_calls: tuple[ToolCall, ...] = ()
     tool_result: ToolResult | None = None
     metadata: JsonObject = Field(default_factory=dict)
+    provider_data: JsonObject = Field(default_factory=dict, exclude_if=operator.not_)
     id: str = Field(default_factory=lambda: clock.new_id("message"))
     created_at: datetime = Field(default_factory=clock.now)
 

@@ -15,6 +15,7 @@ from agentrig import (
     ConfigurationError,
     FinishReason,
     InferenceRequest,
+    InvalidInputError,
     LlmConfig,
     Message,
     Messages,
@@ -79,6 +80,17 @@ def sse(*events: dict[str, Any]) -> Any:
     return httpx2.Response(
         200, content=body.encode(), headers={"content-type": "text/event-stream"}
     )
+
+
+def stream_end(stop: str, *, output_tokens: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": output_tokens},
+        },
+        {"type": "message_stop"},
+    ]
 
 
 # --- request mapping ------------------------------------------------------------------------
@@ -260,12 +272,7 @@ def test_a_stream_joins_input_json_deltas_per_block() -> None:
             json_part(1, '{"q": '),
             json_part(2, '{"q": "b"}'),
             json_part(1, '"a"}'),
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-                "usage": {"output_tokens": 30},
-            },
-            {"type": "message_stop"},
+            *stream_end("tool_use", output_tokens=30),
         )
     )
     response = server.provider(stream=True).infer(
@@ -530,3 +537,148 @@ def test_a_long_unstreamed_request_says_to_stream() -> None:
     request = InferenceRequest(llm_config=LlmConfig(max_output_tokens=128_000))
     with pytest.raises(ProviderError, match="stream=True"):
         FakeServer(message(text("x"))).provider().infer(request)
+
+
+# --- extended thinking ----------------------------------------------------------------------
+
+THOUGHT = {"type": "thinking", "thinking": "Tokyo is the capital.", "signature": "EqQBsig=="}
+REDACTED = {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4a"}
+LOOKUP = {"type": "tool_use", "id": "t1", "name": "capital_lookup", "input": {"country": "Japan"}}
+THINKING_ON = LlmConfig(
+    max_output_tokens=2048, options={"thinking": {"type": "enabled", "budget_tokens": 1024}}
+)
+
+
+def thinking_answer() -> Any:
+    return message(THOUGHT, REDACTED, text("Looking it up."), LOOKUP, stop="tool_use")
+
+
+def test_an_answer_keeps_its_thinking_blocks_whole_and_in_order() -> None:
+    server = FakeServer(thinking_answer())
+    response = server.provider().infer(InferenceRequest(messages=Messages.from_text("x")))
+    assert response.provider_data == {
+        "stop_reason": "tool_use",
+        "anthropic_thinking": [THOUGHT, REDACTED],
+    }
+    assert response.reasoning_content == "Tokyo is the capital."
+    assert response.content == "Looking it up."
+    assert response.tool_calls == (
+        ToolCall(id="t1", name="capital_lookup", arguments={"country": "Japan"}),
+    )
+
+
+def test_a_streamed_answer_assembles_thinking_and_signature_deltas_per_block() -> None:
+    def delta(index: int, **part: str) -> dict[str, Any]:
+        return {"type": "content_block_delta", "index": index, "delta": part}
+
+    def begin(index: int, block: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "content_block_start", "index": index, "content_block": block}
+
+    server = FakeServer(
+        sse(
+            stream_start(),
+            begin(0, {"type": "thinking", "thinking": "", "signature": ""}),
+            delta(0, type="thinking_delta", thinking="Tokyo is "),
+            delta(0, type="thinking_delta", thinking="the capital."),
+            delta(0, type="signature_delta", signature="EqQBsig=="),
+            {"type": "content_block_stop", "index": 0},
+            begin(1, REDACTED),
+            {"type": "content_block_stop", "index": 1},
+            begin(2, text("")),
+            delta(2, type="text_delta", text="Looking it up."),
+            begin(3, {**LOOKUP, "input": {}}),
+            delta(3, type="input_json_delta", partial_json='{"country": "Japan"}'),
+            *stream_end("tool_use", output_tokens=40),
+        )
+    )
+    streamed = server.provider(stream=True).infer(
+        InferenceRequest(messages=Messages.from_text("x"))
+    )
+    whole = FakeServer(thinking_answer()).provider().infer(InferenceRequest())
+    assert streamed.provider_data == whole.provider_data
+    assert streamed.reasoning_content == whole.reasoning_content == "Tokyo is the capital."
+    assert (streamed.content, streamed.tool_calls) == (whole.content, whole.tool_calls)
+
+
+def test_an_answer_without_thinking_keeps_only_its_stop_reason() -> None:
+    response = FakeServer(message(text("hi"))).provider().infer(InferenceRequest())
+    assert response.provider_data == {"stop_reason": "end_turn"}
+    assert response.reasoning_content == ""
+
+
+def test_the_next_step_sends_the_thinking_blocks_back_first_in_the_tool_use_turn(
+    run_agent: Callable[..., AgentState],
+) -> None:
+    server = FakeServer(thinking_answer(), message(text("Capital: Tokyo")))
+    final = run_agent(
+        server.provider(), "Capital of Japan?", [capital_lookup], llm_config=THINKING_ON
+    )
+    assert final.errors() == ()
+    assert final.final_response().to_text() == "Capital: Tokyo"
+    assert server.bodies[0]["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+    assert server.bodies[1]["messages"] == [
+        {"role": "user", "content": [text("Capital of Japan?")]},
+        {"role": "assistant", "content": [THOUGHT, REDACTED, text("Looking it up."), LOOKUP]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "Tokyo"}],
+        },
+    ]
+    assistant = final.steps()[0].output_messages[0]
+    assert assistant.provider_data["anthropic_thinking"] == [THOUGHT, REDACTED]
+    assert AgentState.from_json(final.to_json()) == final
+
+
+def test_a_run_recorded_with_thinking_replays_the_same_run(
+    run_agent: Callable[..., AgentState], tmp_path: Any
+) -> None:
+    cassettes = pytest.importorskip("agentrig.harness.cassettes")
+    path = tmp_path / "thinking.yaml"
+    server = FakeServer(thinking_answer(), message(text("Capital: Tokyo")))
+    recorder = cassettes.cassette_provider(path, server.provider(), mode="once")
+    recorded = run_agent(recorder, "Capital of Japan?", [capital_lookup], llm_config=THINKING_ON)
+    replayer = cassettes.cassette_provider(path, mode="none")
+    replayed = run_agent(replayer, "Capital of Japan?", [capital_lookup], llm_config=THINKING_ON)
+    replayer.assert_complete()
+    assert replayed == recorded
+    assert replayed.steps()[0].output_messages[0].provider_data["anthropic_thinking"] == [
+        THOUGHT,
+        REDACTED,
+    ]
+
+
+def test_provider_data_without_thinking_does_not_change_the_request() -> None:
+    plain = Message.assistant("Checking.", [ToolCall(id="t1", name="f")])
+    tagged = plain.evolve(provider_data={"stop_reason": "tool_use", "other": [1]})
+    provider = AnthropicProvider(client=object(), model="m")
+    bodies = [
+        provider.request_body(InferenceRequest(messages=Messages.of(Message.user("x"), m)))
+        for m in (plain, tagged)
+    ]
+    assert bodies[0] == bodies[1]
+
+
+@pytest.mark.parametrize(
+    ("thinking", "field", "says"),
+    [
+        ("not blocks", "", "expected a list of thinking blocks, got str"),
+        (["text"], "[0]", "expected a dict with type 'thinking' or 'redacted_thinking'"),
+        ([THOUGHT, {"type": "text", "text": "t"}], "[1]", "got {'type': 'text'"),
+        ([{"type": "thinking", "thinking": "t"}], "[0].signature", "needs a string signature"),
+        ([{"type": "redacted_thinking", "data": 3}], "[0].data", "needs a string data"),
+    ],
+)
+def test_malformed_thinking_blocks_name_the_message_and_field(
+    thinking: Any, field: str, says: str
+) -> None:
+    assistant = Message.assistant("", [ToolCall(id="t1", name="f")]).evolve(
+        provider_data={"anthropic_thinking": thinking}
+    )
+    request = InferenceRequest(
+        messages=Messages.of(Message.system("s"), Message.user("x"), assistant)
+    )
+    provider = AnthropicProvider(client=object(), model="m")
+    with pytest.raises(InvalidInputError) as raised:
+        provider.request_body(request)
+    assert raised.value.field == f"messages[2].provider_data.anthropic_thinking{field}"
+    assert says in str(raised.value)

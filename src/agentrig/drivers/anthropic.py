@@ -7,7 +7,7 @@ provider is built, never by ``import agentrig``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NoReturn
 
 from agentrig._model import JsonObject
 from agentrig.drivers._sdk import (
@@ -19,7 +19,7 @@ from agentrig.drivers._sdk import (
     tool_call,
 )
 from agentrig.drivers.pricing import PriceTable
-from agentrig.errors import ConfigurationError
+from agentrig.errors import ConfigurationError, InvalidInputError
 from agentrig.messages import Message, Role, ToolCall
 from agentrig.state import InferenceRequest, InferenceResponse, ToolSchema, Usage
 from agentrig.state.status import FinishReason
@@ -33,6 +33,11 @@ _STOP = {
     "refusal": FinishReason.CONTENT_FILTER,
 }
 _SYSTEM_ROLES = (Role.SYSTEM, Role.DEVELOPER)
+_THINKING_KEY = "anthropic_thinking"
+"""The ``provider_data`` key of an answer's thinking and redacted thinking blocks, in order, as
+plain JSON dicts: the API needs them back, unchanged, in the assistant turn of a tool use."""
+# The fields each kind of thinking block must carry (all strings).
+_THINKING_FIELDS = {"thinking": ("thinking", "signature"), "redacted_thinking": ("data",)}
 
 
 class AnthropicProvider(SdkProvider):
@@ -42,6 +47,10 @@ class AnthropicProvider(SdkProvider):
     ``timeout`` to build one. ``model`` is used when the request's ``LlmConfig`` names none;
     ``max_tokens`` (required by the API) when it sets no ``max_output_tokens``. ``stream=True``
     streams the answer and assembles it. ``prices`` sets ``Usage.cost``.
+
+    With extended thinking (``LlmConfig(options={"thinking": {...}})``) an answer's thinking text
+    is its ``reasoning_content`` and its thinking blocks, signatures included, are kept in
+    ``provider_data["anthropic_thinking"]``; they are sent back first in that assistant turn.
     """
 
     name = "anthropic"
@@ -131,15 +140,19 @@ class AnthropicProvider(SdkProvider):
         calls = assembler.tool_calls()
         stop = assembler.stop_reason
         mapped = _STOP.get(stop, FinishReason.OTHER) if stop else None
+        provider_data: JsonObject = {"stop_reason": stop}
+        thinking = assembler.thinking_blocks()
+        if thinking:
+            provider_data[_THINKING_KEY] = thinking
         return InferenceResponse(
             content="".join(assembler.text),
             tool_calls=calls,
             usage=self._priced(assembler.usage(), assembler.model, requested),
             finish_reason=fallback_finish(mapped, bool(calls)),
-            reasoning_content="".join(assembler.thinking),
+            reasoning_content=assembler.reasoning(),
             model=assembler.model,
             response_id=assembler.id,
-            provider_data={"stop_reason": stop},
+            provider_data=provider_data,
         )
 
     def __repr__(self) -> str:
@@ -147,12 +160,15 @@ class AnthropicProvider(SdkProvider):
 
 
 class _Assembler:
-    """One answer from a whole message or from stream events: text, thinking, tool uses by
-    block index (``input_json_delta`` parts joined per block), stop reason and usage."""
+    """One answer from a whole message or from stream events: text, thinking blocks and tool uses
+    by block index (``thinking_delta`` and ``input_json_delta`` parts joined per block, a
+    ``signature_delta`` setting its block's signature), stop reason and usage."""
 
     def __init__(self) -> None:
         self.text: list[str] = []
-        self.thinking: list[str] = []
+        # Per block index: ``{"type": "thinking", "thinking": [parts], "signature": str}`` or a
+        # redacted block as sent.
+        self.thinking: dict[int, dict[str, Any]] = {}
         self.tools: dict[int, dict[str, Any]] = {}
         self.counts: dict[str, int] = {}
         self.stop_reason: str | None = None
@@ -170,7 +186,13 @@ class _Assembler:
         if block.type == "text":
             self.text.append(block.text)
         elif block.type == "thinking":
-            self.thinking.append(block.thinking)
+            self.thinking[index] = {
+                "type": "thinking",
+                "thinking": [block.thinking],
+                "signature": getattr(block, "signature", None) or "",
+            }
+        elif block.type == "redacted_thinking":
+            self.thinking[index] = {"type": "redacted_thinking", "data": block.data}
         elif block.type == "tool_use":
             self.tools[index] = {
                 "id": block.id,
@@ -194,8 +216,10 @@ class _Assembler:
     def _delta(self, index: int, delta: Any) -> None:
         if delta.type == "text_delta":
             self.text.append(delta.text)
-        elif delta.type == "thinking_delta":
-            self.thinking.append(delta.thinking)
+        elif delta.type == "thinking_delta" and index in self.thinking:
+            self.thinking[index]["thinking"].append(delta.thinking)
+        elif delta.type == "signature_delta" and index in self.thinking:
+            self.thinking[index]["signature"] = delta.signature
         elif delta.type == "input_json_delta" and index in self.tools:
             self.tools[index]["json"].append(delta.partial_json)
 
@@ -221,6 +245,23 @@ class _Assembler:
             cache_read_tokens=read,
             cache_write_tokens=write,
         )
+
+    def reasoning(self) -> str:
+        """The text of the thinking blocks, joined."""
+        return "".join(
+            "".join(block["thinking"])
+            for _, block in sorted(self.thinking.items())
+            if block["type"] == "thinking"
+        )
+
+    def thinking_blocks(self) -> list[JsonObject]:
+        """The thinking and redacted thinking blocks as the API wants them back, in order."""
+        return [
+            {**block, "thinking": "".join(block["thinking"])}
+            if block["type"] == "thinking"
+            else block
+            for _, block in sorted(self.thinking.items())
+        ]
 
     def tool_calls(self) -> tuple[ToolCall, ...]:
         calls: list[ToolCall] = []
@@ -256,11 +297,11 @@ def _turns(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """Messages as alternating user/assistant turns: tool results become ``tool_result`` blocks of
     a user turn, and consecutive blocks of one role are merged into one turn."""
     turns: list[dict[str, Any]] = []
-    for message in messages:
+    for index, message in enumerate(messages):
         if message.role in _SYSTEM_ROLES:
             continue
         role = "assistant" if message.role is Role.ASSISTANT else "user"
-        blocks = _blocks(message)
+        blocks = _blocks(index, message)
         if not blocks:
             continue
         if turns and turns[-1]["role"] == role:
@@ -270,7 +311,7 @@ def _turns(messages: Iterable[Message]) -> list[dict[str, Any]]:
     return turns
 
 
-def _blocks(message: Message) -> list[dict[str, Any]]:
+def _blocks(index: int, message: Message) -> list[dict[str, Any]]:
     if message.role is Role.TOOL:
         result = message.tool_result
         block: dict[str, Any] = {
@@ -281,8 +322,8 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
         if result is not None and result.is_error:
             block["is_error"] = True
         return [block]
+    blocks = _thinking(index, message) if message.role is Role.ASSISTANT else []
     # The API rejects empty and whitespace-only text blocks.
-    blocks: list[dict[str, Any]] = []
     if message.content.strip():
         blocks.append({"type": "text", "text": message.content})
     blocks.extend(
@@ -290,6 +331,41 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
         for call in message.tool_calls
     )
     return blocks
+
+
+def _thinking(index: int, message: Message) -> list[dict[str, Any]]:
+    """The thinking blocks an assistant message keeps in ``provider_data``, checked: the API
+    would reject a malformed one with an error that names neither the message nor the field."""
+    blocks = message.provider_data.get(_THINKING_KEY) if message.provider_data else None
+    if blocks is None:
+        return []
+    field = f"messages[{index}].provider_data.{_THINKING_KEY}"
+    if not isinstance(blocks, list):
+        _malformed(field, f"expected a list of thinking blocks, got {type(blocks).__name__}")
+    for position, block in enumerate(blocks):
+        kind = block.get("type") if isinstance(block, dict) else None
+        required = _THINKING_FIELDS.get(kind) if isinstance(kind, str) else None
+        if required is None:
+            _malformed(
+                f"{field}[{position}]",
+                f"expected a dict with type 'thinking' or 'redacted_thinking', got {_shown(block)}",
+            )
+        for name in required:
+            if not isinstance(block.get(name), str):
+                _malformed(f"{field}[{position}].{name}", f"a {kind} block needs a string {name}")
+    return list(blocks)
+
+
+def _malformed(field: str, reason: str) -> NoReturn:
+    raise InvalidInputError(
+        "Anthropic request",
+        [(field, f"{reason}; keep the blocks exactly as AnthropicProvider stored them")],
+    )
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _tool(schema: ToolSchema) -> dict[str, Any]:

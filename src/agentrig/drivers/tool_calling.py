@@ -230,7 +230,14 @@ def _output_messages(
         if not response.content:
             return Messages()
         return Messages._tagged(
-            (Message._trusted(role=Role.ASSISTANT, content=response.content, metadata=tags),),
+            (
+                Message._trusted(
+                    role=Role.ASSISTANT,
+                    content=response.content,
+                    metadata=tags,
+                    provider_data=response.provider_data,
+                ),
+            ),
             traces,
         )
     created_at = clock.now()  # one reading: the step's messages are made together
@@ -240,6 +247,7 @@ def _output_messages(
             content=response.content,
             tool_calls=response.tool_calls,
             metadata=tags,
+            provider_data=response.provider_data,
             created_at=created_at,
         )
     ]
