@@ -171,6 +171,18 @@ def test_defaults_keep_the_body_minimal() -> None:
     }
 
 
+def test_provider_data_of_other_providers_is_not_sent() -> None:
+    plain = Message.assistant("Checking.", [ToolCall(id="t1", name="f")])
+    thinking = {"type": "thinking", "thinking": "t", "signature": "s"}
+    tagged = plain.evolve(provider_data={"anthropic_thinking": [thinking]})
+    provider = OpenAIProvider(client=object(), model="gpt-test")
+    bodies = [
+        provider.request_body(InferenceRequest(messages=Messages.of(Message.user("x"), m)))
+        for m in (plain, tagged)
+    ]
+    assert bodies[0] == bodies[1]
+
+
 def test_a_model_is_required() -> None:
     provider = OpenAIProvider(client=object())
     with pytest.raises(ConfigurationError, match="needs a model"):
@@ -555,6 +567,28 @@ def test_a_streamed_refusal_is_kept_like_a_whole_one() -> None:
     request = InferenceRequest()
     assert streamed.provider(stream=True).infer(request).content == "I can't help with that."
     assert whole.provider().infer(request).content == "I can't help with that."
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_refusal_finishes_with_content_filter_like_anthropic(stream: bool) -> None:
+    if stream:
+        chunks = (delta(refusal="I can't "), delta(refusal="help."), finished("stop"))
+        server = FakeServer(sse(*chunks))
+    else:
+        server = FakeServer(completion({"content": None, "refusal": "I can't help."}))
+    response = server.provider(stream=stream).infer(InferenceRequest())
+    assert response.content == "I can't help."
+    assert response.finish_reason is FinishReason.CONTENT_FILTER
+    assert response.provider_data == {"finish_reason": "stop"}
+
+
+def test_a_refusal_cut_short_keeps_length() -> None:
+    server = FakeServer(completion({"content": None, "refusal": "I can't"}, finish="length"))
+    assert server.provider().infer(InferenceRequest()).finish_reason is FinishReason.LENGTH
+
+
+def finished(reason: str) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]}
 
 
 @pytest.mark.parametrize(

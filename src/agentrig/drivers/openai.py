@@ -142,6 +142,7 @@ class OpenAIProvider(SdkProvider):
         extra = message.model_extra or {}
         return self._answer(
             content=message.content or message.refusal or "",
+            refused=bool(message.refusal),
             calls=calls,
             finish=choice.finish_reason,
             usage=completion.usage,
@@ -159,6 +160,7 @@ class OpenAIProvider(SdkProvider):
             raise self._empty_stream()
         return self._answer(
             content="".join(stream.content) or "".join(stream.refusal),
+            refused=bool(stream.refusal),
             calls=stream.tool_calls(),
             finish=stream.finish,
             usage=stream.usage,
@@ -171,6 +173,7 @@ class OpenAIProvider(SdkProvider):
         self,
         *,
         content: str,
+        refused: bool,
         calls: tuple[ToolCall, ...],
         finish: str | None,
         usage: Any,
@@ -178,8 +181,14 @@ class OpenAIProvider(SdkProvider):
         response_id: str,
         reasoning: str,
     ) -> InferenceResponse:
-        """The response; ``model`` is the one that answered and the one requested."""
+        """The response; ``model`` is the one that answered and the one requested.
+
+        A refusal that ended naturally finishes with ``content_filter``, as Anthropic's does
+        (the API itself says ``stop``).
+        """
         mapped = _FINISH.get(finish, FinishReason.OTHER) if finish else None
+        if refused and not calls and mapped in (None, FinishReason.STOP):
+            mapped = FinishReason.CONTENT_FILTER
         answered, requested = model
         return InferenceResponse(
             content=content,
