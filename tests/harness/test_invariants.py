@@ -649,6 +649,9 @@ class TestToolCallsPaired:
         )
 
 
+START = FakeClock().now()
+
+
 class TestBudgetRespected:
     def test_more_steps_than_max_steps(self) -> None:
         agent = Agent(
@@ -718,35 +721,80 @@ class TestBudgetRespected:
             contains=f"step 2 started after the deadline {deadline.isoformat()}",
         )
 
-    def test_steps_limit_stop_before_max_steps(self) -> None:
-        agent = Agent(
-            [call("lookup", q="a"), call("lookup", q="b"), "never played"],
-            capabilities=[UseGuards(max_steps=2)],
-            budget=ExecutionBudget(max_steps=3),
-        )
+    @pytest.mark.parametrize(
+        ("script", "guard", "budget", "step", "contains"),
+        [
+            (
+                [call("lookup", q="a"), call("lookup", q="b"), "never played"],
+                UseGuards(max_steps=2),
+                ExecutionBudget(max_steps=3),
+                2,
+                "stopped for steps_limit after 2 steps, max_steps is 3",
+            ),
+            (
+                [call("lookup", q="a"), call("lookup", q="b"), "never played"],
+                UseGuards(max_tokens=0),
+                ExecutionBudget(max_tokens=1000),
+                0,
+                "stopped for token_limit with 0 tokens and cost 0.0",
+            ),
+            (
+                [Turn(calls=call("lookup", q="a").calls, latency=10), "never played"],
+                UseGuards(max_seconds=5),
+                ExecutionBudget(max_seconds=100),
+                1,
+                "stopped for time_limit before step 2, 10.0s into the execution: "
+                "max_seconds is 100.0",
+            ),
+            (
+                [Turn(calls=call("lookup", q="a").calls, latency=10), "never played"],
+                UseGuards(deadline=START + timedelta(seconds=5)),
+                ExecutionBudget(deadline=START + timedelta(seconds=100)),
+                1,
+                "stopped for time_limit before step 2, 10.0s into the execution: "
+                f"the deadline is {(START + timedelta(seconds=100)).isoformat()}",
+            ),
+            (
+                ["never played"],
+                UseGuards(max_seconds=0),
+                ExecutionBudget(max_steps=5),
+                0,
+                "stopped for time_limit before step 1, 0.0s into the execution: "
+                "the budget has no max_seconds or deadline",
+            ),
+        ],
+        ids=["steps", "tokens", "max_seconds", "deadline", "no_time_limit"],
+    )
+    def test_a_stop_the_budget_does_not_explain(
+        self,
+        script: list[Turn | str],
+        guard: UseGuards,
+        budget: ExecutionBudget,
+        step: int,
+        contains: str,
+    ) -> None:
+        agent = Agent(script, capabilities=[guard], budget=budget)
         agent.say("the guard and the budget disagree")
-        assert_violation(
-            agent,
-            "budget_respected",
-            turn=1,
-            step=2,
-            contains="stopped for steps_limit after 2 steps, max_steps is 3",
-        )
+        assert_violation(agent, "budget_respected", turn=1, step=step, contains=contains)
 
-    def test_token_limit_stop_below_the_limit(self) -> None:
+    @pytest.mark.parametrize(
+        ("max_seconds", "deadline_in"), [(5, None), (10, None), (100, 10), (None, 3)]
+    )
+    def test_time_limit_stop_at_or_past_a_limit_holds(
+        self, max_seconds: float | None, deadline_in: float | None
+    ) -> None:
+        deadline = None
+        if deadline_in is not None:
+            deadline = FakeClock().now() + timedelta(seconds=deadline_in)
+        budget = ExecutionBudget(max_seconds=max_seconds, deadline=deadline)
         agent = Agent(
-            [call("lookup", q="a"), call("lookup", q="b"), "never played"],
-            capabilities=[UseGuards(max_tokens=0)],
-            budget=ExecutionBudget(max_tokens=1000),
+            [Turn(calls=call("lookup", q="a").calls, latency=10), "never played"],
+            capabilities=[UseGuards(budget)],
+            budget=budget,
         )
-        agent.say("the guard and the budget disagree")
-        assert_violation(
-            agent,
-            "budget_respected",
-            turn=1,
-            step=0,
-            contains="stopped for token_limit with 0 tokens and cost 0.0",
-        )
+        final = agent.say("stopped by its own limit")
+        assert final.last_stop_reason() is StopReason.TIME_LIMIT
+        assert agent.of("budget_respected") == []
 
     def test_forced_stop_with_completed_status(self) -> None:
         class CompletesAnyway(AgentLoop):
@@ -1596,6 +1644,21 @@ class TestHandBuiltStates:
         assert self.observe(state, "budget_respected", ExecutionBudget(max_cost=1.0)) == []
         assert self.observe(state, "budget_respected", ExecutionBudget(max_cost=3.0)) == [
             "stopped for token_limit with 0 tokens and cost 2.0"
+        ]
+
+    def test_a_step_in_progress_started_after_max_seconds(self) -> None:
+        clock = FakeClock()
+        with runtime_context(clock=clock, ids=SeededIds(1)):
+            state = AgentState().with_execution_status(ExecutionStatus.IN_PROGRESS)
+            clock.advance(7.5)
+            started = state.with_step_started()
+        checker = InvariantChecker(
+            select_invariants(["budget_respected"]), budget=ExecutionBudget(max_seconds=5)
+        )
+        checker.begin(1, state)
+        found = checker.observe(started, is_final=False)
+        assert [v.message for v in found] == [
+            "step 1 started 7.5s into the execution, max_seconds is 5.0"
         ]
 
     def test_usage_going_down(self) -> None:

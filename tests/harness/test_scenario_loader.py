@@ -873,6 +873,11 @@ def test_every_field_has_a_description() -> None:
             assert prop.get("description"), f"{name}.{key} has no description"
 
 
+def test_schema_says_the_expected_total_is_input_plus_output() -> None:
+    total = scenario_json_schema()["$defs"]["UsageExpect"]["properties"]["total"]
+    assert "input + output" in total["description"]
+
+
 def test_schema_describes_call_shorthand_as_a_pattern_string() -> None:
     defs = scenario_json_schema()["$defs"]
     shorthand = {

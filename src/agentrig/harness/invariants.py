@@ -361,23 +361,28 @@ class BudgetRespected(Invariant):
     def _no_step_after_crossing(
         self, observation: Observation, budget: ExecutionBudget
     ) -> Iterator[str]:
-        state = observation.state
-        if state.execution is None:
+        execution = observation.state.execution
+        if execution is None:
             return
+        starts = [record.started_at for record in execution.step_executions]
+        if execution.current_step_started_at is not None:  # the step in progress counts too
+            starts.append(execution.current_step_started_at)
+        records = execution.step_executions
         tokens, cost = 0, 0.0
-        for number, record in enumerate(state.step_executions(), start=1):
+        for number, started_at in enumerate(starts, start=1):
             if budget.max_tokens is not None and tokens >= budget.max_tokens:
                 yield f"step {number} started after the token limit was reached ({tokens}/{budget.max_tokens})"
             if budget.max_cost is not None and cost >= budget.max_cost:
                 yield f"step {number} started after the cost limit was reached ({cost}/{budget.max_cost})"
-            elapsed = (record.started_at - state.execution.started_at).total_seconds()
+            elapsed = (started_at - execution.started_at).total_seconds()
             if budget.max_seconds is not None and elapsed >= budget.max_seconds:
                 yield f"step {number} started {elapsed}s into the execution, max_seconds is {budget.max_seconds}"
-            if budget.deadline is not None and record.started_at >= budget.deadline:
+            if budget.deadline is not None and started_at >= budget.deadline:
                 yield f"step {number} started after the deadline {budget.deadline.isoformat()}"
-            usage = record.usage()
-            tokens += usage.total()
-            cost += usage.cost
+            if number <= len(records):
+                usage = records[number - 1].usage()
+                tokens += usage.total()
+                cost += usage.cost
 
     def _reason_matches(self, state: AgentState, budget: ExecutionBudget) -> Iterator[str]:
         reason = state.last_stop_reason()
@@ -390,12 +395,41 @@ class BudgetRespected(Invariant):
             over_cost = budget.max_cost is not None and usage.cost >= budget.max_cost
             if not (over_tokens or over_cost):
                 yield f"stopped for token_limit with {usage.total()} tokens and cost {usage.cost}"
+        if reason is StopReason.TIME_LIMIT:
+            yield from _time_limit_reached(state, budget)
         if (
             reason is not None
             and reason.was_force_stopped()
             and state.status() is ExecutionStatus.COMPLETED
         ):
             yield f"stop reason {reason.value} is a forced stop, yet the status is completed"
+
+
+def _time_limit_reached(state: AgentState, budget: ExecutionBudget) -> Iterator[str]:
+    """A ``time_limit`` stop needs ``max_seconds`` or the deadline reached when it stopped.
+
+    The stop is checked at the execution's end, which is at or after the checkpoint that
+    stopped it: a time below every limit then proves the checkpoint was below them too.
+    """
+    execution = state.execution
+    if execution is None or execution.completed_at is None:
+        return
+    stopped_at = execution.completed_at
+    elapsed = (stopped_at - execution.started_at).total_seconds()
+    if budget.max_seconds is not None and elapsed >= budget.max_seconds:
+        return
+    if budget.deadline is not None and stopped_at >= budget.deadline:
+        return
+    limits = []
+    if budget.max_seconds is not None:
+        limits.append(f"max_seconds is {budget.max_seconds}")
+    if budget.deadline is not None:
+        limits.append(f"the deadline is {budget.deadline.isoformat()}")
+    unmet = " and ".join(limits) or "the budget has no max_seconds or deadline"
+    yield (
+        f"stopped for time_limit before step {state.step_count() + 1}, "
+        f"{elapsed}s into the execution: {unmet}"
+    )
 
 
 @register_invariant

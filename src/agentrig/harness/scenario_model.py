@@ -822,7 +822,10 @@ class UsageExpect(ScenarioModel):
     cache_read: Count | None = Field(default=None, description="Cache-read tokens.")
     cache_write: Count | None = Field(default=None, description="Cache-write tokens.")
     reasoning: Count | None = Field(default=None, description="Reasoning tokens.")
-    total: Count | None = Field(default=None, description="All tokens.")
+    total: Count | None = Field(
+        default=None,
+        description="The total: input + output tokens (cache and reasoning are not added).",
+    )
 
 
 class CostExpect(ScenarioModel):
