@@ -160,3 +160,8 @@ class TestMisuse:
     def test_a_driver_that_is_not_one_is_refused_when_given(self) -> None:
         with pytest.raises(ConfigurationError, match=r"use_tools\(state, runtime\)"):
             AgentBuilder.base().with_driver("gpt-4o")  # type: ignore[arg-type]
+
+
+def test_a_capability_class_instead_of_an_instance_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match=r"is not a capability.*UseGuards\(max_steps"):
+        AgentBuilder.base().with_capability(UseGuards)  # type: ignore[arg-type]

@@ -5,12 +5,14 @@ from __future__ import annotations
 import pytest
 
 from agentrig import (
+    AgentBuilder,
     AgentState,
     AllSections,
     ConfigurationError,
     ContextCompiler,
     ConversationWithCurrentToolTrace,
     ExecutionStatus,
+    InvalidInputError,
     Message,
     Messages,
     SelectedSections,
@@ -171,3 +173,93 @@ class TestRegistry:
     )
     def test_builtins_satisfy_the_protocol(self, compiler: object) -> None:
         assert isinstance(compiler, ContextCompiler)
+
+
+class TestWrongInput:
+    @pytest.mark.parametrize("compiler", [ConversationWithCurrentToolTrace, SelectedSections])
+    def test_one_section_name_as_text(self, compiler: type[SelectedSections]) -> None:
+        state = state_with(Message.user("s"), section="summary")
+        state = state.with_message_store(
+            state.store().section("messages").append(Message.user("m"))
+        )
+        assert compiler("summary").sections == ("summary",)
+        assert texts(compiler("summary").compile(state)) == ["s"]
+
+    @pytest.mark.parametrize(
+        ("sections", "field"),
+        [(None, "sections"), ([None], "sections[0]"), (["a", ""], "sections[1]")],
+    )
+    @pytest.mark.parametrize("compiler", [ConversationWithCurrentToolTrace, SelectedSections])
+    def test_sections_must_be_names(
+        self, compiler: type[SelectedSections], sections: object, field: str
+    ) -> None:
+        with pytest.raises(InvalidInputError) as raised:
+            compiler(sections)  # type: ignore[arg-type]
+        assert raised.value.field == field
+        assert compiler.__name__ in str(raised.value)
+
+    @pytest.mark.parametrize("max_tokens", ["100", True, 10.5, None])
+    def test_token_budget_must_be_a_whole_number(self, max_tokens: object) -> None:
+        with pytest.raises(ConfigurationError, match=r"max_tokens must be a whole number >= 1"):
+            TokenBudgetCompiler(AllSections(), max_tokens)  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize("inner", [None, AllSections])
+    def test_the_inner_compiler_must_be_a_compiler(self, inner: object) -> None:
+        with pytest.raises(ConfigurationError, match=r"inner .* compile\(state\)"):
+            TokenBudgetCompiler(inner, 10)  # type: ignore[arg-type]
+
+    def test_the_estimator_must_be_callable(self) -> None:
+        with pytest.raises(ConfigurationError, match="estimator"):
+            TokenBudgetCompiler(AllSections(), 10, None)  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize("estimate", ["3", -1, None, 2.5])
+    def test_an_estimate_that_is_not_a_count_names_the_estimator(self, estimate: object) -> None:
+        compiler = TokenBudgetCompiler(AllSections(), 10, lambda message: estimate)  # type: ignore[arg-type,return-value]
+        with pytest.raises(ConfigurationError, match=r"estimator returned .* for a user message"):
+            compiler.compile(state_with(Message.user("q")))
+
+    @pytest.mark.parametrize("name", ["", 3, None])
+    def test_a_registered_name_must_be_text(
+        self, name: object, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(compilers, "_REGISTRY", dict(compilers._REGISTRY))
+        with pytest.raises(ConfigurationError, match="name"):
+            register_compiler(name, AllSections)  # type: ignore[arg-type]
+        assert all(isinstance(known, str) for known in compiler_names())
+
+    def test_an_unknown_name_suggests_the_close_one(self) -> None:
+        with pytest.raises(ConfigurationError, match=r"did you mean 'all_sections'\?"):
+            get_compiler("all_section")
+
+    def test_a_name_that_is_not_text(self) -> None:
+        with pytest.raises(ConfigurationError, match=r"unknown context compiler None"):
+            get_compiler(None)  # type: ignore[arg-type]
+
+    def test_a_factory_that_makes_no_compiler(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(compilers, "_REGISTRY", dict(compilers._REGISTRY))
+        register_compiler("broken_for_test", lambda: "messages")  # type: ignore[arg-type,return-value]
+        with pytest.raises(ConfigurationError, match=r"'broken_for_test' made str, not a compiler"):
+            get_compiler("broken_for_test")
+
+    @pytest.mark.parametrize("compiler", ["all_sections", AllSections, 3])
+    def test_the_builder_refuses_what_is_not_a_compiler(self, compiler: object) -> None:
+        with pytest.raises(ConfigurationError, match=r"not a context compiler.*get_compiler"):
+            AgentBuilder.base().with_context_compiler(compiler)  # type: ignore[arg-type]
+
+    def test_the_token_budget_takes_a_plain_list_from_a_custom_compiler(self) -> None:
+        class ListCompiler:
+            def compile(self, state: AgentState) -> list[Message]:
+                return list(state.messages())
+
+        state = state_with(*(Message.user(str(n)) for n in range(4)))
+        compiler = TokenBudgetCompiler(ListCompiler(), 2, lambda message: 1)  # type: ignore[arg-type]
+        assert texts(compiler.compile(state)) == ["0", "3"]
+
+    def test_the_token_budget_names_an_inner_compiler_answering_nonsense(self) -> None:
+        class NoneCompiler:
+            def compile(self, state: AgentState) -> None:
+                return None
+
+        compiler = TokenBudgetCompiler(NoneCompiler(), 2)  # type: ignore[arg-type]
+        with pytest.raises(ConfigurationError, match=r"NoneCompiler.*returned NoneType"):
+            compiler.compile(state_with(Message.user("q")))

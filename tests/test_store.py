@@ -147,3 +147,52 @@ def test_round_trip_of_a_state_with_a_long_execution_buffer() -> None:
         state.store().messages_of("execution_buffer").to_tuple()
     )
     assert restored.messages_for_inference() == state.messages_for_inference()
+
+
+@pytest.mark.parametrize("name", ["", None, 3, b"messages"])
+def test_a_section_name_must_be_non_empty_text(name: object) -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        MessageStore().section(name)  # type: ignore[arg-type]
+    assert raised.value.field == "name"
+    assert "non-empty" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("added", "field"),
+    [
+        ("hello", "messages"),
+        (None, "messages"),
+        (["hello"], "messages[0]"),
+        ([Message.user("a"), {"role": "user", "content": "b"}], "messages[1]"),
+    ],
+)
+def test_append_and_set_refuse_what_is_not_a_message(added: object, field: str) -> None:
+    ref = store_with(messages=["a"]).section("messages")
+    for operation in (ref.append, ref.set):
+        with pytest.raises(InvalidInputError) as raised:
+            operation(added)  # type: ignore[arg-type]
+        assert raised.value.field == field
+        assert "Message.user(" in str(raised.value)
+
+
+def test_set_accepts_any_iterable_of_messages() -> None:
+    messages = (Message.user(text) for text in "ab")
+    store = MessageStore().section("messages").set(messages)
+    assert store.messages_of("messages").to_text() == "a\nb"
+
+
+def test_select_takes_one_name_as_text() -> None:
+    store = store_with(messages=["m"], summary=["s"])
+    assert store.select("summary").to_text() == "s"
+
+
+@pytest.mark.parametrize("names", [None, [["messages"]], [None]])
+def test_select_refuses_what_is_not_section_names(names: object) -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        store_with(messages=["m"]).select(names)  # type: ignore[arg-type]
+    assert raised.value.field.startswith("names")
+
+
+def test_unicode_section_names_round_trip() -> None:
+    store = MessageStore().section("日本 🎉").append(Message.user("é\u2028x"))
+    assert MessageStore.from_json(store.to_json()) == store

@@ -64,7 +64,7 @@ class AgentBuilder:
 
     def with_capability(self, capability: AgentCapability) -> Self:
         """Install ``capability`` now (capabilities are installed in the order given)."""
-        if not callable(getattr(capability, "install", None)):
+        if isinstance(capability, type) or not callable(getattr(capability, "install", None)):
             raise ConfigurationError(
                 f"{capability!r} is not a capability: pass an object with an install(builder) "
                 "method, such as UseLlmConfig(provider) or UseGuards(max_steps=...)"
@@ -112,6 +112,13 @@ class AgentBuilder:
 
     def with_context_compiler(self, compiler: ContextCompiler) -> Self:
         """Use ``compiler`` to prepare messages before each inference."""
+        if compiler is not None and (
+            isinstance(compiler, type) or not isinstance(compiler, ContextCompiler)
+        ):
+            raise ConfigurationError(
+                f"{compiler!r} is not a context compiler (an instance with compile(state)): pass "
+                "e.g. ConversationWithCurrentToolTrace(), or get_compiler(name) for a registered one"
+            )
         self._compiler = compiler
         return self
 

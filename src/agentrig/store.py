@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Self
+from typing import NoReturn, Self
 
 from pydantic import Field, JsonValue, field_validator
 
 from agentrig._model import JsonObject, Serializable
+from agentrig.errors import InvalidInputError
 from agentrig.messages import Message, Messages
 
 MESSAGES = "messages"
@@ -56,7 +57,11 @@ class MessageStore(Serializable):
         return _EMPTY
 
     def select(self, names: Iterable[str]) -> Messages:
-        """Messages of the named sections joined in the given order; missing sections are skipped."""
+        """Messages of the named sections joined in the given order; missing sections are skipped.
+
+        One name may be given as text.
+        """
+        names = _section_names(names, "names", "MessageStore.select() argument")
         by_name = {section.name: section.messages for section in self.sections}
         return Messages.concat(*[by_name[name] for name in names if name in by_name])
 
@@ -101,6 +106,8 @@ class SectionRef:
     __slots__ = ("_name", "_store")
 
     def __init__(self, store: MessageStore, name: str) -> None:
+        if type(name) is not str or not name:
+            _reject_name(name, "name", "section name")
         self._store = store
         self._name = name
 
@@ -138,7 +145,7 @@ class SectionRef:
 
     def set(self, messages: Messages | Iterable[Message]) -> MessageStore:
         """A store with the section's messages replaced."""
-        new = messages if isinstance(messages, Messages) else Messages(messages)
+        new = messages if isinstance(messages, Messages) else Messages(_as_tuple(messages))
         return self._store._with_section(self._name, new)
 
     def clear(self) -> MessageStore:
@@ -152,9 +159,44 @@ class SectionRef:
         return self._store._without_section(self._name)
 
 
+def _section_names(names: Iterable[str], field: str, what: str) -> tuple[str, ...]:
+    """``names`` as a tuple of section names (one name may be given as text); anything else
+    raises ``InvalidInputError`` naming ``field`` (or the item at fault) in ``what``."""
+    if isinstance(names, str):
+        names = (names,)
+    elif type(names) is not tuple:
+        if not isinstance(names, Iterable):
+            _reject_name(names, field, what)
+        names = tuple(names)
+    for index, name in enumerate(names):
+        if type(name) is not str or not name:
+            _reject_name(name, f"{field}[{index}]", what)
+    return names
+
+
+def _reject_name(name: object, field: str, what: str) -> NoReturn:
+    got = repr(name) if isinstance(name, str) else type(name).__name__
+    reason = f"expected a non-empty section name (text) such as 'messages', got {got}"
+    raise InvalidInputError(what, [(field, reason)])
+
+
 def _as_tuple(messages: Messages | Message | Iterable[Message]) -> tuple[Message, ...]:
     if isinstance(messages, Message):
         return (messages,)
     if isinstance(messages, Messages):
         return messages.to_tuple()
-    return tuple(messages)
+    if isinstance(messages, str) or not isinstance(messages, Iterable):
+        _reject_message(messages, "messages")
+    items = tuple(messages)
+    for index, item in enumerate(items):
+        if not isinstance(item, Message):
+            _reject_message(item, f"messages[{index}]")
+    return items
+
+
+def _reject_message(value: object, field: str) -> NoReturn:
+    reason = (
+        f"expected a Message or an iterable of them, got {type(value).__name__}: "
+        "make one with Message.user(text), Message.assistant(text) or Message.system(text)"
+    )
+    raise InvalidInputError("section messages", [(field, reason)])

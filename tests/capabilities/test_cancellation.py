@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
+
 from agentrig import (
     AgentState,
     AgentStepCompleted,
     CancellationSource,
     CancellationToken,
+    ConfigurationError,
     EventBus,
     ExecutionStatus,
+    InvalidInputError,
     StopReason,
     StopSignal,
     UseCooperativeCancellation,
@@ -107,3 +111,31 @@ def test_token_signal() -> None:
     token.cancel("bye")
     assert token.is_cancelled
     assert token.stop_signal() == StopSignal.user_requested("bye", source="CancellationToken")
+
+
+@pytest.mark.parametrize("source", [None, "cancel", CancellationToken])
+def test_something_that_is_not_a_source_is_refused_when_given(source: object) -> None:
+    with pytest.raises(ConfigurationError, match=r"CancellationSource.*CancellationToken\(\)"):
+        UseCooperativeCancellation(source)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("message", [None, 3])
+def test_a_cancel_message_must_be_text(message: object) -> None:
+    token = CancellationToken()
+    with pytest.raises(InvalidInputError) as raised:
+        token.cancel(message)  # type: ignore[arg-type]
+    assert raised.value.field == "message"
+    assert not token.is_cancelled
+
+
+def test_a_source_answering_something_else_fails_the_run_naming_it(make_agent, start) -> None:
+    class Broken:
+        def stop_signal(self) -> object:
+            return "stop please"
+
+    llm = ScriptedLLM(SCRIPT)
+    final = make_agent(llm, [lookup], UseCooperativeCancellation(Broken())).execute(start())
+    assert final.status() is ExecutionStatus.FAILED
+    (error,) = final.errors()
+    assert "stop_signal() returned str" in str(error)
+    assert "StopSignal.user_requested(" in str(error)

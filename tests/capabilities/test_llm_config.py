@@ -66,7 +66,7 @@ def test_retries_then_retry_limit(make_agent, start) -> None:
 
 
 def test_max_retries_below_one_is_rejected() -> None:
-    with pytest.raises(ConfigurationError, match="max_retries must be >= 1, got 0"):
+    with pytest.raises(ConfigurationError, match="max_retries must be a whole number >= 1, got 0"):
         UseLlmConfig(ScriptedLLM([]), max_retries=0)
 
 
@@ -96,3 +96,31 @@ def test_context_config_refuses_bad_values_when_given(
     with pytest.raises(InvalidInputError) as raised:
         UseContextConfig(**arguments)  # type: ignore[arg-type]
     assert raised.value.field == field
+
+
+@pytest.mark.parametrize("max_retries", ["3", 1.5, True, None])
+def test_max_retries_must_be_a_whole_number(max_retries: object) -> None:
+    with pytest.raises(ConfigurationError, match=r"max_retries must be a whole number >= 1"):
+        UseLlmConfig(ScriptedLLM([]), max_retries=max_retries)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        ("gpt-4o", "llm_config"),
+        (3, "llm_config"),
+        ({"temperature": "hot"}, "llm_config.temperature"),
+        ({"modle": "x"}, "llm_config.modle"),
+    ],
+)
+def test_a_bad_llm_config_is_refused_when_given(config: object, field: str) -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        UseLlmConfig(ScriptedLLM([]), llm_config=config)  # type: ignore[arg-type]
+    assert raised.value.field == field
+    assert "UseLlmConfig" in str(raised.value)
+
+
+def test_an_llm_config_may_be_given_as_a_dict() -> None:
+    llm = ScriptedLLM(["hi"])
+    capability = UseLlmConfig(llm, llm_config={"model": "small", "temperature": 0.5})
+    assert capability.llm_config == LlmConfig(model="small", temperature=0.5)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import agentrig as ar
 from agentrig.fakes import ScriptedLLM, reply
 
@@ -35,3 +37,14 @@ def test_without_an_earlier_compiler_it_wraps_the_default() -> None:
     llm = ScriptedLLM([reply("ok")])
     run_with(builder, llm, history=3)
     assert len(llm.requests[0].messages) == 4
+
+
+@pytest.mark.parametrize("max_tokens", [0, -5, "5", True, 2.5, None])
+def test_a_bad_budget_is_refused_when_given(max_tokens: object) -> None:
+    with pytest.raises(ar.ConfigurationError, match=r"UseTokenBudgetContext max_tokens"):
+        ar.UseTokenBudgetContext(max_tokens)  # type: ignore[arg-type]
+
+
+def test_an_estimator_that_cannot_be_called_is_refused_when_given() -> None:
+    with pytest.raises(ar.ConfigurationError, match=r"UseTokenBudgetContext estimator"):
+        ar.UseTokenBudgetContext(100, estimator=None)  # type: ignore[arg-type]

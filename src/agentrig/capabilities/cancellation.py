@@ -6,6 +6,7 @@ import threading
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from agentrig.continuation import StopReason, StopSignal
+from agentrig.errors import ConfigurationError, InvalidInputError
 from agentrig.hooks import HookContext, HookTrigger
 
 if TYPE_CHECKING:
@@ -31,7 +32,10 @@ class CancellationToken:
         self._message = ""
 
     def cancel(self, message: str = "") -> None:
-        """Request cancellation."""
+        """Request cancellation; ``message`` says why."""
+        if not isinstance(message, str):
+            reason = f"expected text, got {type(message).__name__}"
+            raise InvalidInputError("CancellationToken.cancel() argument", [("message", reason)])
         self._message = message
         self._cancelled.set()
 
@@ -59,6 +63,12 @@ class UseCooperativeCancellation:
     """
 
     def __init__(self, source: CancellationSource) -> None:
+        if isinstance(source, type) or not isinstance(source, CancellationSource):
+            raise ConfigurationError(
+                "UseCooperativeCancellation needs a CancellationSource (an object with "
+                f"stop_signal()), got {source!r}: e.g. token = CancellationToken(), then "
+                "UseCooperativeCancellation(token) and token.cancel() to stop"
+            )
         self.source = source
 
     def install(self, builder: AgentBuilder) -> None:
@@ -74,6 +84,12 @@ class UseCooperativeCancellation:
         signal = self.source.stop_signal()
         if signal is None:
             return None
+        if not isinstance(signal, StopSignal):
+            raise ConfigurationError(
+                f"cancellation source {self.source!r}: stop_signal() returned "
+                f"{type(signal).__name__}; it must return None or a StopSignal, e.g. "
+                "StopSignal.user_requested(message)"
+            )
         present = context.state.continuation().stop_signals
         if any(existing.reason is StopReason.USER_REQUESTED for existing in present):
             return None

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import JsonValue
+from pydantic import JsonValue, TypeAdapter, ValidationError
 
+from agentrig._model import JsonObject, problems_of
 from agentrig.errors import InvalidInputError
 from agentrig.hooks import HookContext, HookTrigger
 
@@ -13,6 +14,7 @@ if TYPE_CHECKING:
     from agentrig.builder import AgentBuilder
 
 CONTEXT_CONFIG_PRIORITY = 100
+_JSON_OBJECT: TypeAdapter[dict[str, JsonValue]] = TypeAdapter(JsonObject)
 
 
 class UseContextConfig:
@@ -29,6 +31,11 @@ class UseContextConfig:
             problems.append(
                 ("response_format", f"expected a dict (a JSON Schema) or None, got {got}")
             )
+        elif response_format is not None:
+            try:
+                _JSON_OBJECT.validate_python(response_format)
+            except ValidationError as error:
+                problems.extend(("response_format", why) for _, why in problems_of(error))
         if problems:
             raise InvalidInputError("UseContextConfig", problems)
         self.system_prompt = system_prompt

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 from agentrig.compilers import (
     ConversationWithCurrentToolTrace,
     TokenBudgetCompiler,
+    _check_estimator,
+    _check_max_tokens,
     estimate_tokens,
 )
 from agentrig.messages import Message
@@ -23,6 +25,8 @@ class UseTokenBudgetContext:
     def __init__(
         self, max_tokens: int, estimator: Callable[[Message], int] = estimate_tokens
     ) -> None:
+        _check_max_tokens("UseTokenBudgetContext", max_tokens)
+        _check_estimator("UseTokenBudgetContext", estimator)
         self.max_tokens = max_tokens
         self.estimator = estimator
 
