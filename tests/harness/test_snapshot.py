@@ -234,6 +234,41 @@ class TestExtension:
         with pytest.raises(InvalidInputError, match="exclude/include filters do not apply"):
             AgentrigSnapshotExtension().serialize("x", exclude=lambda **_: True)
 
+    def test_a_matcher_is_refused_not_ignored(self) -> None:
+        with pytest.raises(InvalidInputError, match="matchers do not apply"):
+            AgentrigSnapshotExtension().serialize("x", matcher=lambda data, path: data)
+
+    def test_the_fixture_refuses_a_matcher_and_takes_none(self, pytester: pytest.Pytester) -> None:
+        pytester.makepyfile(
+            test_matcher="""
+            def test_plain(agentrig_snapshot):
+                assert "x" == agentrig_snapshot
+
+            def test_matcher(agentrig_snapshot):
+                assert "x" == agentrig_snapshot(matcher=lambda data, path: data)
+            """
+        )
+        result = pytester.runpytest("--snapshot-update")
+        result.assert_outcomes(passed=1, failed=1)
+        result.stdout.fnmatch_lines(["*matchers do not apply to agentrig text snapshots*"])
+
+
+class TestAwkwardText:
+    def test_every_entry_stays_on_one_line_and_the_text_is_utf8(self) -> None:
+        awkward = "a\u2028b\u2029c\x85d\ud800e é 🎉"
+        agent, state = weather_agent([reply(awkward)])
+        text = state_to_text(agent.execute(state))
+        text.encode("utf-8")
+        assert text.splitlines() == text.split("\n")[:-1]
+        assert '"a\\u2028b\\u2029c\\u0085d\\ud800e é 🎉"' in text
+
+    def test_long_and_tiny_times_keep_every_digit(self) -> None:
+        agent, state = weather_agent([Turn(text="late", latency=123456.7)])
+        lines = state_to_text(agent.execute(state)).splitlines()
+        assert "step 1 | final_response | +0s..+123456.7s" in "\n".join(lines)
+        agent, state = weather_agent([Turn(text="soon", latency=0.000004)])
+        assert "+0s..+0.000004s" in state_to_text(agent.execute(state))
+
 
 # --- docs/snapshots.md ------------------------------------------------------------------------
 

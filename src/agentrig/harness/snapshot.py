@@ -17,6 +17,7 @@ snapshot; the pytest plugin's ``agentrig_snapshot`` fixture uses it::
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from itertools import groupby
@@ -229,11 +230,20 @@ def _signal_lines(state: AgentState) -> list[str]:
 
 def _quote(text: str) -> str:
     """Text on one line: JSON string syntax, non-ASCII kept."""
-    return json.dumps(text, ensure_ascii=False)
+    return _one_line(json.dumps(text, ensure_ascii=False))
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
+    return _one_line(json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(", ", ": ")))
+
+
+_LINE_BREAKS_AND_SURROGATES = re.compile("[\x85\u2028\u2029\ud800-\udfff]")
+
+
+def _one_line(text: str) -> str:
+    """JSON text with what JSON leaves raw but a line split (``str.splitlines``) or UTF-8 would
+    not take (NEL, the Unicode line and paragraph separators, lone surrogates) as ``\\u`` escapes."""
+    return _LINE_BREAKS_AND_SURROGATES.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def _short(identifier: str) -> str:
@@ -241,7 +251,9 @@ def _short(identifier: str) -> str:
 
 
 def _at(moment: datetime, origin: datetime) -> str:
-    return f"+{(moment - origin).total_seconds():g}s"
+    # every microsecond (timedelta's resolution), trailing zeros dropped: 1.5 -> "+1.5s"
+    seconds = f"{(moment - origin).total_seconds():.6f}".rstrip("0").rstrip(".")
+    return f"+{seconds}s"
 
 
 # --- the syrupy extension ---------------------------------------------------------------------
@@ -261,11 +273,28 @@ class AgentrigSnapshotExtension(SingleFileSnapshotExtension):
         include: PropertyFilter | None = None,
         matcher: PropertyMatcher | None = None,
     ) -> SerializedData:
-        """The snapshot text of ``data``. Property filters are refused: under the harness ids and
-        times are deterministic, so nothing needs excluding."""
+        """The snapshot text of ``data``. Property filters and matchers are refused: under the
+        harness ids and times are deterministic, so nothing needs excluding or replacing."""
         if exclude is not None or include is not None:
             raise InvalidInputError(
                 "snapshot options",
                 [("", "exclude/include filters do not apply to agentrig text snapshots")],
             )
+        if _given_matcher(matcher):
+            reason = (
+                "matchers do not apply to agentrig text snapshots: run the agent on a FakeClock "
+                "with SeededIds so that nothing varies between runs"
+            )
+            raise InvalidInputError("snapshot options", [("matcher", reason)])
         return to_snapshot_text(data)
+
+
+def _given_matcher(matcher: PropertyMatcher | None) -> bool:
+    """Whether the user gave a matcher. syrupy 7 always passes its own wrapper, which closes
+    over the assertion and calls the assertion's ``_matcher`` when one was given."""
+    if matcher is None:
+        return False
+    if getattr(matcher, "__module__", None) != "syrupy.assertion":
+        return True
+    owners = (cell.cell_contents for cell in getattr(matcher, "__closure__", None) or ())
+    return any(getattr(owner, "_matcher", None) is not None for owner in owners)
