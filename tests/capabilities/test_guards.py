@@ -147,6 +147,26 @@ class TestConfiguration:
             UseGuards(finish_reasons=["lenght"])
         assert raised.value.field == "finish_reasons[0]"
 
+    def test_no_finish_reasons_may_be_given_as_none(self) -> None:
+        assert UseGuards(finish_reasons=None).finish_reasons == frozenset()
+
+    def test_finish_reasons_that_are_not_a_list_are_named(self) -> None:
+        with pytest.raises(InvalidInputError, match="expected finish reasons") as raised:
+            UseGuards(finish_reasons=3)  # type: ignore[arg-type]
+        assert raised.value.field == "finish_reasons"
+
+    def test_a_budget_may_be_given_as_a_dict_of_its_fields(self) -> None:
+        assert UseGuards({"max_steps": 3}).budget == ExecutionBudget(max_steps=3)
+
+    @pytest.mark.parametrize(
+        ("budget", "field"),
+        [("steps=3", "budget"), ({"max_stepz": 3}, "max_stepz"), ({"max_steps": -1}, "max_steps")],
+    )
+    def test_a_budget_that_is_not_one_is_named(self, budget: object, field: str) -> None:
+        with pytest.raises(InvalidInputError) as raised:
+            UseGuards(budget)  # type: ignore[arg-type]
+        assert raised.value.field == field
+
     def test_exceeded_reports_the_first_limit_reached(self) -> None:
         guards = UseGuards(max_steps=0, max_tokens=0)
         signal = guards.exceeded(AgentState())

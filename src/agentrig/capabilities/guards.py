@@ -31,14 +31,14 @@ class UseGuards:
 
     def __init__(
         self,
-        budget: ExecutionBudget | None = None,
+        budget: ExecutionBudget | dict[str, Any] | None = None,
         *,
         max_steps: int | None = None,
         max_tokens: int | None = None,
         max_seconds: float | None = None,
         max_cost: float | None = None,
         deadline: datetime | None = None,
-        finish_reasons: Iterable[FinishReason | str] = (),
+        finish_reasons: Iterable[FinishReason | str] | None = (),
     ) -> None:
         limits: dict[str, Any] = {
             "max_steps": max_steps,
@@ -48,11 +48,8 @@ class UseGuards:
             "deadline": deadline,
         }
         given = {key: value for key, value in limits.items() if value is not None}
-        self.budget = (
-            (budget or ExecutionBudget()).evolve(**given)
-            if given
-            else (budget or ExecutionBudget())
-        )
+        base = _budget(budget)
+        self.budget = base.evolve(**given) if given else base
         self.finish_reasons = _finish_reasons(finish_reasons)
         self._limits = _limits(self.budget)
 
@@ -151,10 +148,27 @@ class UseGuards:
         return f"UseGuards({self.budget!r})"
 
 
-def _finish_reasons(reasons: Iterable[FinishReason | str]) -> frozenset[FinishReason]:
-    """The finish reasons as enum members (a single string is one reason)."""
+def _budget(budget: object) -> ExecutionBudget:
+    """``budget`` as an ``ExecutionBudget`` (None is no budget; a dict holds its fields)."""
+    if budget is None:
+        return ExecutionBudget()
+    if isinstance(budget, ExecutionBudget):
+        return budget
+    if isinstance(budget, dict):
+        return ExecutionBudget(**{str(key): value for key, value in budget.items()})
+    reason = f"expected an ExecutionBudget or a dict of its fields, got {type(budget).__name__}"
+    raise InvalidInputError("UseGuards", [("budget", reason)])
+
+
+def _finish_reasons(reasons: object) -> frozenset[FinishReason]:
+    """The finish reasons as enum members (a single string is one reason; None is none)."""
+    if reasons is None:
+        return frozenset()
     if isinstance(reasons, str):
         reasons = (reasons,)
+    if not isinstance(reasons, Iterable):
+        reason = f"expected finish reasons such as ['length'], got {type(reasons).__name__}"
+        raise InvalidInputError("UseGuards finish reasons", [("finish_reasons", reason)])
     parsed: list[FinishReason] = []
     for index, reason in enumerate(reasons):
         try:
