@@ -19,11 +19,13 @@ from agentrig import (
     TokenBudgetCompiler,
     ToolCall,
     ToolResult,
+    UseLlmConfig,
     compiler_names,
     compilers,
     get_compiler,
     register_compiler,
 )
+from agentrig.fakes import ScriptedLLM, reply
 
 
 def trace(text: str, execution_id: str) -> Message:
@@ -263,3 +265,41 @@ class TestWrongInput:
         compiler = TokenBudgetCompiler(NoneCompiler(), 2)  # type: ignore[arg-type]
         with pytest.raises(ConfigurationError, match=r"NoneCompiler.*returned NoneType"):
             compiler.compile(state_with(Message.user("q")))
+
+
+class TestCustomCompilersInARun:
+    def test_a_plain_list_is_sent(self) -> None:
+        class ListCompiler:
+            def compile(self, state: AgentState) -> list[Message]:
+                return [Message.user("only this")]
+
+        llm = ScriptedLLM([reply("ok")])
+        agent = (
+            AgentBuilder.base()
+            .with_capability(UseLlmConfig(llm))
+            .with_context_compiler(ListCompiler())  # type: ignore[arg-type]
+            .build()
+        )
+        agent.execute(AgentState().with_user_message("hi"))
+        assert [m.content for m in llm.requests[0].messages] == ["only this"]
+
+    @pytest.mark.parametrize("answer", [None, "text", [1, 2]])
+    def test_a_compiler_answering_nonsense_fails_the_run_naming_it(self, answer: object) -> None:
+        class OddCompiler:
+            def compile(self, state: AgentState) -> object:
+                return answer
+
+            def __repr__(self) -> str:
+                return "OddCompiler()"
+
+        agent = (
+            AgentBuilder.base()
+            .with_capability(UseLlmConfig(ScriptedLLM([reply("ok")])))
+            .with_context_compiler(OddCompiler())  # type: ignore[arg-type]
+            .build()
+        )
+        final = agent.execute(AgentState().with_user_message("hi"))
+        assert final.status() is ExecutionStatus.FAILED
+        [error] = final.errors()
+        assert error.type == "ConfigurationError"
+        assert "the context compiler OddCompiler() returned" in error.message

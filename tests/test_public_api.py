@@ -27,6 +27,8 @@ INTENTIONALLY_PRIVATE = {
     # helpers with public defaults: TokenBudgetCompiler's estimator, the tool value formatter
     "agentrig.compilers.estimate_tokens",
     "agentrig.tools.format_tool_value",
+    # the check of a compiler's answer that the driver and TokenBudgetCompiler share
+    "agentrig.compilers.checked_messages",
     # the results ToolExecutor and ToolCallingDriver give the calls a step did not run
     "agentrig.tools.not_run",
     # the context real providers send in; policies are installed with use_real_call_policy()

@@ -26,6 +26,20 @@ class ContextCompiler(Protocol):
         ...
 
 
+def checked_messages(compiler: ContextCompiler, compiled: object) -> Messages:
+    """What ``compiler.compile`` returned, as ``Messages`` (a list or tuple of ``Message`` is
+    accepted); anything else is the compiler's bug: a ``ConfigurationError`` naming it."""
+    if isinstance(compiled, Messages):
+        return compiled
+    items = tuple(compiled) if isinstance(compiled, list | tuple) else None
+    if items is None or not all(isinstance(item, Message) for item in items):
+        raise ConfigurationError(
+            f"the context compiler {compiler!r} returned {type(compiled).__name__}: "
+            "compile(state) must return Messages (or a list of Message)"
+        )
+    return Messages(items)
+
+
 class ConversationWithCurrentToolTrace:
     """The default: ``summary``, ``buffer``, ``messages``, ``execution_buffer``, minus traces of
     other executions.
@@ -41,7 +55,7 @@ class ConversationWithCurrentToolTrace:
 
     def compile(self, state: AgentState) -> Messages:
         """The conversation plus the current execution's tool trace."""
-        messages = state.context.store.select(self.sections)
+        messages = state.context.store._select(self.sections)
         current = state.execution_id() if state.status() is not None else None
         traces = messages.trace_executions
         if not traces or (len(traces) == 1 and current in traces):
@@ -61,7 +75,7 @@ class SelectedSections:
 
     def compile(self, state: AgentState) -> Messages:
         """The selected sections, unfiltered."""
-        return state.context.store.select(self.sections or (MESSAGES,))
+        return state.context.store._select(self.sections or (MESSAGES,))
 
     def __repr__(self) -> str:
         return f"SelectedSections({self.sections!r})"
@@ -125,17 +139,7 @@ class TokenBudgetCompiler:
         return Messages(kept)
 
     def _inner_messages(self, state: AgentState) -> tuple[Message, ...]:
-        compiled: object = self.inner.compile(state)
-        if isinstance(compiled, Messages):
-            return compiled.to_tuple()
-        items = tuple(compiled) if isinstance(compiled, list | tuple) else None
-        if items is None or not all(isinstance(item, Message) for item in items):
-            raise ConfigurationError(
-                f"TokenBudgetCompiler: the inner compiler {self.inner!r} returned "
-                f"{type(compiled).__name__}; compile(state) must return Messages (or a list of "
-                "Message)"
-            )
-        return items
+        return checked_messages(self.inner, self.inner.compile(state)).to_tuple()
 
     def _estimate(self, message: Message) -> int:
         tokens = self.estimator(message)

@@ -61,7 +61,10 @@ class MessageStore(Serializable):
 
         One name may be given as text.
         """
-        names = _section_names(names, "names", "MessageStore.select() argument")
+        return self._select(_section_names(names, "names", "MessageStore.select() argument"))
+
+    def _select(self, names: tuple[str, ...]) -> Messages:
+        """``select`` for names known to be valid (a compiler's, checked when it was made)."""
         by_name = {section.name: section.messages for section in self.sections}
         return Messages.concat(*[by_name[name] for name in names if name in by_name])
 

@@ -7,7 +7,11 @@ from typing import Self
 from pydantic import JsonValue
 
 from agentrig import clock
-from agentrig.compilers import ContextCompiler, ConversationWithCurrentToolTrace
+from agentrig.compilers import (
+    ContextCompiler,
+    ConversationWithCurrentToolTrace,
+    checked_messages,
+)
 from agentrig.drivers.base import StepRuntime
 from agentrig.drivers.provider import InferenceProvider
 from agentrig.errors import (
@@ -145,6 +149,8 @@ class ToolCallingDriver:
 
     def _request(self, state: AgentState, runtime: StepRuntime) -> InferenceRequest:
         messages = self.compiler.compile(state)
+        if type(messages) is not Messages:
+            messages = checked_messages(self.compiler, messages)
         prompt = state.context.system_prompt
         if prompt:
             messages = Messages.concat(

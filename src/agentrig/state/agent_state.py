@@ -229,7 +229,7 @@ class AgentState(Serializable):
 
     def messages_for_inference(self) -> Messages:
         """``summary``, ``buffer``, ``messages`` and ``execution_buffer``, in that order."""
-        return self.context.store.select(INFERENCE_ORDER)
+        return self.context.store._select(INFERENCE_ORDER)
 
     def status(self) -> ExecutionStatus | None:
         """The execution status, or None between executions."""
