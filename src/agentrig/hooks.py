@@ -96,7 +96,11 @@ class HookContext:
         return dataclasses.replace(self, tool_call=tool_call)
 
     def with_tool_execution(self, execution: ToolExecution) -> Self:
-        """A context with the tool execution replaced (before/after_tool_use)."""
+        """A context with the tool execution replaced (before/after_tool_use).
+
+        In ``before_tool_use`` an execution marked ``blocked`` blocks the call and is recorded
+        as its result, as ``block_tool_execution`` does.
+        """
         return dataclasses.replace(self, tool_execution=execution)
 
     def with_error(self, error: StepError) -> Self:
