@@ -8,6 +8,7 @@ import pytest
 
 from agentrig import (
     AgentState,
+    ConfigurationError,
     ExecutionBudget,
     ExecutionStatus,
     FinishReason,
@@ -148,7 +149,7 @@ class TestConfiguration:
         assert raised.value.field == "finish_reasons[0]"
 
     def test_no_finish_reasons_may_be_given_as_none(self) -> None:
-        assert UseGuards(finish_reasons=None).finish_reasons == frozenset()
+        assert UseGuards(max_steps=1, finish_reasons=None).finish_reasons == frozenset()
 
     def test_finish_reasons_that_are_not_a_list_are_named(self) -> None:
         with pytest.raises(InvalidInputError, match="expected finish reasons") as raised:
@@ -185,8 +186,12 @@ class TestConfiguration:
         )
 
     def test_an_empty_budget_installs_no_hook(self, make_agent) -> None:
-        agent = make_agent(ScriptedLLM([]), (), UseGuards())
+        agent = make_agent(ScriptedLLM([]), (), UseGuards(ExecutionBudget.unlimited()))
         assert len(agent.hooks) == 0
+
+    def test_guards_without_any_limit_are_refused(self) -> None:
+        with pytest.raises(ConfigurationError, match=r"UseGuards\(\) without limits.*max_steps"):
+            UseGuards()
 
     def test_the_limit_is_signalled_once(self, make_agent, start) -> None:
         final = run(make_agent, start, ScriptedLLM([]), UseGuards(max_steps=0))

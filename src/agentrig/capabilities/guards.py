@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from agentrig import clock
 from agentrig.budget import ExecutionBudget
 from agentrig.continuation import StopReason, StopSignal
-from agentrig.errors import InvalidInputError
+from agentrig.errors import ConfigurationError, InvalidInputError
 from agentrig.hooks import HookContext, HookTrigger
 from agentrig.state import AgentState, FinishReason
 
@@ -48,6 +48,12 @@ class UseGuards:
             "deadline": deadline,
         }
         given = {key: value for key, value in limits.items() if value is not None}
+        if budget is None and not given and not finish_reasons:
+            raise ConfigurationError(
+                "UseGuards() without limits guards nothing: give limits such as "
+                "UseGuards(max_steps=20, max_tokens=32_768, max_seconds=300) (the original "
+                "runtime's defaults), or a budget (ExecutionBudget.unlimited() for none)"
+            )
         base = _budget(budget)
         self.budget = base.evolve(**given) if given else base
         self.finish_reasons = _finish_reasons(finish_reasons)
