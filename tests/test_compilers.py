@@ -46,6 +46,16 @@ def texts(messages: Messages) -> list[str]:
 
 
 class TestConversationWithCurrentToolTrace:
+    def test_sections_come_in_inference_order_whatever_the_store_order(self) -> None:
+        state = state_with(Message.user("m"))  # "messages" exists before the others
+        store = state.store()
+        store = store.section("execution_buffer").append(Message.assistant("e"))
+        store = store.section("buffer").append(Message.assistant("b"))
+        store = store.section("summary").append(Message.assistant("s"))
+        state = running(state.with_message_store(store))
+        assert state.store().section_names()[0] == "messages"
+        assert texts(ConversationWithCurrentToolTrace().compile(state)) == ["s", "b", "m", "e"]
+
     def test_hides_traces_of_other_executions(self) -> None:
         state = running(state_with(Message.user("q"), trace("old", "e-old"), Message.user("q2")))
         current = state.execution_id()
