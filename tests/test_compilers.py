@@ -56,6 +56,11 @@ class TestConversationWithCurrentToolTrace:
         assert state.store().section_names()[0] == "messages"
         assert texts(ConversationWithCurrentToolTrace().compile(state)) == ["s", "b", "m", "e"]
 
+    def test_no_sections_at_all_are_refused(self) -> None:
+        with pytest.raises(InvalidInputError, match="name at least one section") as raised:
+            ConversationWithCurrentToolTrace([])
+        assert raised.value.field == "sections"
+
     def test_hides_traces_of_other_executions(self) -> None:
         state = running(state_with(Message.user("q"), trace("old", "e-old"), Message.user("q2")))
         current = state.execution_id()

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from difflib import get_close_matches
 from typing import Protocol, runtime_checkable
 
-from agentrig.errors import ConfigurationError
+from agentrig.errors import ConfigurationError, InvalidInputError
 from agentrig.messages import Message, Messages, Role
 from agentrig.state import AgentState
 from agentrig.store import INFERENCE_ORDER, MESSAGES, _section_names
@@ -52,6 +52,9 @@ class ConversationWithCurrentToolTrace:
 
     def __init__(self, sections: Iterable[str] = INFERENCE_ORDER) -> None:
         self.sections = _section_names(sections, "sections", "ConversationWithCurrentToolTrace")
+        if not self.sections:  # the model would be sent nothing at all
+            reason = f"name at least one section; the default is {', '.join(INFERENCE_ORDER)}"
+            raise InvalidInputError("ConversationWithCurrentToolTrace", [("sections", reason)])
 
     def compile(self, state: AgentState) -> Messages:
         """The conversation plus the current execution's tool trace."""
