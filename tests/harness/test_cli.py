@@ -151,6 +151,24 @@ def test_schema_writes_the_json_schema(tmp_path: Path) -> None:
     assert "turns" in schema["properties"]
 
 
+def test_schema_regenerates_a_schema_but_never_replaces_another_file(tmp_path: Path) -> None:
+    target = tmp_path / "scenario.schema.json"
+    target.write_text('{"title": "agentrig scenario file", "old": true}', encoding="utf-8")
+    code, output = invoke("schema", "-o", target)
+    assert code == 0, output
+    assert "old" not in json.loads(target.read_text())
+    scenario = write(tmp_path, "mine", PASSING.format(name="mine", tag="x"))
+    code, output = invoke("schema", "-o", scenario)
+    assert code == 2
+    flat = " ".join(output.split())
+    assert f"{scenario} already exists and it is not an agentrig scenario schema" in flat
+    assert "--force" in flat
+    assert scenario.read_text(encoding="utf-8") == dedent(PASSING.format(name="mine", tag="x"))
+    code, _ = invoke("schema", "-o", scenario, "--force")
+    assert code == 0
+    assert json.loads(scenario.read_text())["title"] == "agentrig scenario file"
+
+
 def test_the_committed_schema_is_up_to_date() -> None:
     committed = Path(__file__).parents[2] / "scenarios" / "scenario.schema.json"
     code, output = invoke("schema")
@@ -240,6 +258,24 @@ def test_a_folder_without_scenario_files_says_what_was_searched(tmp_path: Path) 
     assert code == 4
     flat = " ".join(output.split())
     assert f"no *.scenario.yaml file found in {tmp_path}" in flat
+
+
+def test_a_symlinked_folder_is_searched_once_even_in_a_loop(suite: Path, tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    write(shared, "linked", PASSING.format(name="linked", tag="shared"))
+    (suite / "shared").symlink_to(shared, target_is_directory=True)
+    (shared / "back").symlink_to(suite, target_is_directory=True)  # a loop
+    code, output = invoke("run", suite, "-q", "--report-dir", tmp_path / "r")
+    assert code == 0, output
+    assert "5 passed, 0 failed" in output
+
+
+def test_a_file_and_its_folder_given_together_run_it_once(suite: Path, tmp_path: Path) -> None:
+    code, output = invoke(
+        "run", suite / "case-1.scenario.yaml", suite, suite, "-q", "--report-dir", tmp_path / "r"
+    )
+    assert code == 0, output
+    assert "4 passed, 0 failed" in output
 
 
 def test_schema_into_a_missing_folder_exits_2_with_a_clear_error(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -23,6 +24,7 @@ from agentrig import (
     UseLlmConfig,
     UseSubagents,
 )
+from agentrig.errors import AgentrigError
 from agentrig.events import AgentStepCompleted
 from agentrig.fakes import (
     CallSpec,
@@ -104,6 +106,13 @@ class ScenarioAgent:
     cancellation: CancellationToken
     budget: ExecutionBudget
     cancel_after: list[int | None] = field(default_factory=lambda: [None])
+    detach: list[Callable[[], None]] = field(default_factory=list)
+    """Unsubscribers of the listeners the harness put on the event bus; ``close()`` calls them."""
+
+    def close(self) -> None:
+        """Take the harness's listeners off the event bus (it may be a user builder's bus)."""
+        while self.detach:
+            self.detach.pop()()
 
 
 def build_agent(
@@ -112,12 +121,20 @@ def build_agent(
     """The agent a scenario describes, on a fake clock with seeded ids.
 
     ``base`` is an agent built in Python (its tools, hooks and capabilities); the scenario adds
-    its scripted model, scripted tools, budget and hooks to it. Its driver is replaced.
+    its scripted model, budget, hooks and the scripted tools ``base`` lacks (its own tools are
+    the ones under test). Its driver is replaced. ``base`` itself is left unchanged, so one
+    builder serves many scenarios.
     """
+    builder = AgentBuilder.base() if base is None else _copy_of(base)
     spec = scenario.agent
     clock, ids = FakeClock(), SeededIds(seed)
     script = TurnScript(clock)
-    tools = {name: _tool(name, tool_spec, clock) for name, tool_spec in spec.tools.items()}
+    own = set(builder.tools().names())
+    tools = {
+        name: _tool(name, tool_spec, clock)
+        for name, tool_spec in spec.tools.items()
+        if name not in own
+    }
     subagent_scripts = {
         name: ScriptedLLM([to_turn(r) for r in sub.model], clock=clock, name=f"subagent {name}")
         for name, sub in spec.subagents.items()
@@ -125,8 +142,7 @@ def build_agent(
     token = CancellationToken()
     budget = to_budget(spec.budget)
     builder = (
-        (base or AgentBuilder.base())
-        .with_clock(clock)
+        builder.with_clock(clock)
         .with_ids(ids)
         .with_separated_tool_trace(spec.trace_mode == "separated")
         .with_tools(list(tools.values()))
@@ -142,8 +158,27 @@ def build_agent(
     agent = ScenarioAgent(
         builder.build(), clock, ids, script, tools, subagent_scripts, token, budget
     )
-    agent.loop.events.subscribe(AgentStepCompleted, _canceller(agent))
+    agent.detach.append(agent.loop.events.subscribe(AgentStepCompleted, _canceller(agent)))
     return agent
+
+
+def _copy_of(base: object) -> AgentBuilder:
+    """A copy of a user's builder that the scenario can add to without changing the original."""
+    if not isinstance(base, AgentBuilder):
+        raise AgentrigError(f"builder: expected an AgentBuilder, got {_wrong_builder(base)}")
+    builder = copy.copy(base)
+    for name, value in vars(base).items():  # the builder grows lists as capabilities install
+        if isinstance(value, list | dict | set):
+            setattr(builder, name, copy.copy(value))
+    return builder
+
+
+def _wrong_builder(value: object) -> str:
+    if isinstance(value, AgentLoop):
+        return "an AgentLoop: pass the AgentBuilder, not the AgentLoop that build() made"
+    if callable(value):
+        return f"{value!r}: pass the builder itself, not a function that makes one"
+    return f"{type(value).__name__} {value!r}"
 
 
 def _canceller(agent: ScenarioAgent) -> Callable[[AgentStepCompleted], None]:

@@ -88,11 +88,20 @@ def run(
             "this shard[/]",
             soft_wrap=True,
         )
-    with _progress(quiet) as bar:
-        task = bar.add_task("scenarios", total=len(scenarios))
-        result = run_suite(
-            scenarios, workers=workers, plugins=plugin or (), progress=lambda _: bar.advance(task)
-        )
+    done: list[ScenarioResult] = []
+
+    def advance(result: ScenarioResult) -> None:
+        done.append(result)
+        bar.advance(task)
+
+    try:
+        with _progress(quiet) as bar:
+            task = bar.add_task("scenarios", total=len(scenarios))
+            result = run_suite(scenarios, workers=workers, plugins=plugin or (), progress=advance)
+    except AgentrigError as error:
+        _fail_usage(error)
+    except KeyboardInterrupt:
+        _interrupted(SuiteResult(scenarios=tuple(done), wall_time_s=0.0), len(scenarios), quiet)
     if not quiet and result.scenarios:
         _summary_table(result)
         _failure_details(result)
@@ -135,14 +144,21 @@ def schema(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Replace the --output file even if it is not a schema."),
+    ] = False,
 ) -> None:
     """Print (or write) the JSON Schema of scenario files, for editors."""
     from agentrig.harness.scenario_loader import scenario_json_schema
 
-    text = json.dumps(scenario_json_schema(), indent=2, sort_keys=True) + "\n"
+    schema = scenario_json_schema()
+    text = json.dumps(schema, indent=2, sort_keys=True) + "\n"
     if output is None:
         typer.echo(text, nl=False)
     else:
+        if not force and output.is_file() and not _is_schema(output, schema["title"]):
+            _refuse_overwrite(output, "it is not an agentrig scenario schema")
         try:
             output.write_text(text, encoding="utf-8")
         except OSError as error:
@@ -160,20 +176,29 @@ def convert(
     name: Annotated[
         str | None, typer.Option(help="Scenario name (default: from the file name).")
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace the --output file if it exists.")
+    ] = False,
 ) -> None:
     """Convert a recorded cassette into an editable scenario file that replays it."""
-    from agentrig.harness.cassettes import cassette_to_scenario, load_cassette, scenario_name
+    from agentrig.harness.cassettes.convert import (
+        cassette_to_scenario,
+        load_recording,
+        scenario_name,
+    )
     from agentrig.harness.scenario_writer import scenario_to_yaml, write_scenario
 
     stem = (output or cassette).name.split(".")[0]
     header = f"Converted from {cassette} by agentrig convert; edit freely."
     try:
         scenario = cassette_to_scenario(
-            load_cassette(cassette), name=name or scenario_name(stem), path=str(cassette)
+            load_recording(cassette), name=name or scenario_name(stem), path=str(cassette)
         )
         if output is None:
             typer.echo(scenario_to_yaml(scenario, header=header), nl=False)
             return
+        if output.exists() and not force:
+            _refuse_overwrite(output, "it may hold your edits")
         write_scenario(scenario, path=output, header=header)
     except AgentrigError as error:
         _fail_usage(error)
@@ -200,7 +225,26 @@ def _nothing_found(paths: list[Path] | None) -> NoReturn:
     raise typer.Exit(4)
 
 
-def _fail_usage(error: AgentrigError) -> None:
+def _is_schema(path: Path, title: str) -> bool:
+    """Whether ``path`` holds a scenario schema written earlier (safe to regenerate)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("title") == title
+
+
+def _refuse_overwrite(path: Path, why: str) -> NoReturn:
+    errors.print(
+        f"[red]error:[/] {escape(str(path))} already exists and {why}; nothing was written: "
+        "choose another --output, or pass --force to replace it",
+        markup=True,
+        soft_wrap=True,
+    )
+    raise typer.Exit(2)
+
+
+def _fail_usage(error: AgentrigError) -> NoReturn:
     errors.print(f"[red]error:[/] {escape(str(error))}", markup=True, soft_wrap=True)
     raise typer.Exit(2)
 
@@ -257,6 +301,19 @@ def _failure_details(result: SuiteResult) -> None:
         if not scenario.passed:
             console.print("")
             console.print(format_scenario_failures(scenario), markup=False, highlight=False)
+
+
+def _interrupted(result: SuiteResult, selected: int, quiet: bool) -> NoReturn:
+    """Ctrl-C: show what ran (no reports: they would look like a whole run) and exit 130."""
+    if not quiet and result.scenarios:
+        _summary_table(result)
+        _failure_details(result)
+    console.print(
+        f"[yellow]interrupted: {len(result.scenarios)} of {selected} scenario(s) ran: "
+        f"{result.passed_count} passed, {result.failed_count} failed; no reports written[/]",
+        soft_wrap=True,
+    )
+    raise typer.Exit(130)
 
 
 def _summary_line(result: SuiteResult, written: list[Path]) -> None:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import sys
 import time
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
@@ -69,12 +74,16 @@ def run_scenario(scenario: Scenario, *, builder: AgentBuilder | None = None) -> 
     try:
         run = _start(scenario, agent)
     except AgentrigError as error:
+        agent.close()
         failure = _invariants_failure(scenario, error)
         return _result(scenario, [failure], [], [], [], time.perf_counter() - started)
-    with runtime_context(clock=run.agent.clock, ids=run.agent.ids):
-        state = AgentState()
-    for number, turn in enumerate(scenario.turns, start=1):
-        state = _run_turn(run, number, turn, state)
+    try:
+        with runtime_context(clock=run.agent.clock, ids=run.agent.ids):
+            state = AgentState()
+        for number, turn in enumerate(scenario.turns, start=1):
+            state = _run_turn(run, number, turn, state)
+    finally:
+        agent.close()
     _check_scripts_used(run)
     outcomes = [
         InvariantOutcome(
@@ -121,7 +130,7 @@ def _start(scenario: Scenario, agent: ScenarioAgent) -> _Run:
     checker = InvariantChecker(
         invariants, trace_mode=TraceMode(scenario.agent.trace_mode), budget=agent.budget
     )
-    agent.loop.events.wiretap(checker.record_event)
+    agent.detach.append(agent.loop.events.wiretap(checker.record_event))
     return _Run(scenario, agent, checker)
 
 
@@ -354,47 +363,108 @@ def _run_parallel(
         raise AgentrigError(
             "parallel runs need scenarios loaded from files; run them with workers=1"
         )
-    chunk = max(1, len(tasks) // (workers * 8))
-    with ProcessPoolExecutor(
+    pool = ProcessPoolExecutor(
         max_workers=workers,
         mp_context=get_context("spawn"),
         initializer=_init_worker,
         initargs=(tuple(plugins),),
-    ) as pool:
-        results = []
-        for result in pool.map(_run_task, tasks, chunksize=chunk):
-            if progress is not None:
-                progress(result)
-            results.append(result)
+    )
+    size = max(1, len(tasks) // (workers * 8))
+    starts = range(0, len(tasks), size)
+    results: list[ScenarioResult] = []
+    try:
+        with _sigint_held():  # the workers start here
+            futures = [pool.submit(_run_chunk, tasks[start : start + size]) for start in starts]
+        for start, future in zip(starts, futures, strict=True):
+            try:
+                outcomes = future.result()
+            except BrokenProcessPool:
+                outcomes = [_worker_died(s) for s in scenarios[start : start + size]]
+            for outcome in outcomes:
+                if isinstance(outcome, str):  # the worker could not start: a usage error
+                    raise AgentrigError(outcome)
+                if progress is not None:
+                    progress(outcome)
+                results.append(outcome)
+    except BaseException:  # Ctrl-C or a usage error: stop now, do not finish the queue
+        _stop(pool)
+        raise
+    pool.shutdown()
     return results
 
 
+@contextlib.contextmanager
+def _sigint_held() -> Iterator[None]:
+    """Hold Ctrl-C back while workers start: they inherit the blocked signal, so a Ctrl-C never
+    interrupts them mid-import with a traceback, and this process gets it when the block ends."""
+    if not hasattr(signal, "pthread_sigmask"):  # Windows: the workers' own handler must do
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and end the workers (they ignore Ctrl-C: see _init_worker)."""
+    processes = list(getattr(pool, "_processes", None) or {})  # no public way before 3.14
+    pool.shutdown(wait=False, cancel_futures=True)
+    for pid in processes:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    pool.shutdown(wait=True)
+
+
+def _worker_died(scenario: Scenario) -> ScenarioResult:
+    failure = Failure(
+        kind="error",
+        message="a worker process died abruptly (killed, out of memory, os._exit or a crash in "
+        "native code) before this scenario finished; run again with --workers 1 to find the "
+        "scenario that causes it",
+        location=_file_of(scenario),
+    )
+    return _result(scenario, [failure], [], [], [], 0.0)
+
+
 _LOADED: dict[str, dict[str, Scenario]] = {}
+_WORKER_PROBLEM: list[str] = []
 
 
 def _init_worker(plugins: tuple[str, ...]) -> None:
-    load_plugins(plugins)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+    try:
+        load_plugins(plugins)
+    except AgentrigError as error:  # raising here would only break the pool, without a reason
+        _WORKER_PROBLEM.append(f"in a worker process: {error}")
 
 
-def _run_task(task: tuple[str, str]) -> ScenarioResult:
+def _run_chunk(tasks: Sequence[tuple[str, str]]) -> list[ScenarioResult | str]:
+    """Run ``(path, name)`` tasks in a worker; a plugin problem comes back as its message."""
     from agentrig.harness.scenario_loader import load_scenario
 
-    path, name = task
-    if path not in _LOADED:
-        scenario = load_scenario(Path(path))
-        _LOADED[path] = {scenario.name: scenario}
-    return run_scenario(_LOADED[path][name])
+    if _WORKER_PROBLEM:
+        return [_WORKER_PROBLEM[0]]
+    results: list[ScenarioResult | str] = []
+    for path, name in tasks:
+        if path not in _LOADED:
+            scenario = load_scenario(Path(path))
+            _LOADED[path] = {scenario.name: scenario}
+        results.append(run_scenario(_LOADED[path][name]))
+    return results
 
 
 def load_plugins(modules: Iterable[str]) -> None:
     """Import modules that register invariants or report writers."""
-    import importlib
-
     for module in modules:
         try:
-            importlib.import_module(module)
+            _import_plugin(module)
         except ModuleNotFoundError as error:
-            raise AgentrigError(f"cannot import plugin module {module!r}: {error}") from error
+            raise AgentrigError(
+                f"cannot import plugin module {module!r}: {error}; give its dotted import name, "
+                "and run agentrig from the folder that holds it or add that folder to PYTHONPATH"
+            ) from error
         except AgentrigError:
             raise
         except Exception as error:  # the plugin's own code failed: say where, not a traceback
@@ -402,6 +472,25 @@ def load_plugins(modules: Iterable[str]) -> None:
                 f"plugin module {module!r} failed to import: {_plugin_failure(error)}; "
                 "fix the module and run again"
             ) from error
+
+
+def _import_plugin(module: str) -> None:
+    """Import ``module``; like ``python -m``, the current folder is searched too."""
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        here = os.getcwd()
+        top = module.partition(".")[0]
+        if error.name != top or here in sys.path or "" in sys.path:
+            raise
+        sys.path.insert(0, here)  # kept: spawned workers inherit it and import the module too
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError:
+            sys.path.remove(here)
+            raise
 
 
 def _plugin_failure(error: Exception) -> str:

@@ -121,8 +121,15 @@ def _expand(path: Path) -> list[Path]:
     if not path.is_dir():
         return [path]
     found: list[Path] = []
-    for root, directories, names in os.walk(path):
-        directories[:] = sorted(name for name in directories if name != SKIPPED_DIRECTORY)
+    visited: set[str] = set()
+    for root, directories, names in os.walk(path, followlinks=True):
+        visited.add(os.path.realpath(root))  # symlinked folders are searched, loops once
+        directories[:] = sorted(
+            name
+            for name in directories
+            if name != SKIPPED_DIRECTORY
+            and os.path.realpath(os.path.join(root, name)) not in visited
+        )
         found.extend(Path(root, name) for name in names if name.endswith(SCENARIO_SUFFIX))
     return sorted(found)
 

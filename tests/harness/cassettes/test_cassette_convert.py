@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 import agentrig as ar
-from agentrig.fakes import FunctionLLM, ScriptedLLM, Turn, call, calls, fail, reply
+from agentrig.fakes import CallSpec, FunctionLLM, ScriptedLLM, Turn, call, calls, fail, reply
 from agentrig.harness.cassettes import (
     CassetteConversionError,
     RecordingProvider,
@@ -26,6 +26,18 @@ from agentrig.harness.scenario_writer import write_scenario
 Build = Callable[..., ar.AgentLoop]
 TwoTurns = Callable[[ar.AgentLoop], ar.AgentState]
 cli = CliRunner()
+HTTP_CASSETTE = """\
+interactions:
+- request:
+    body: '{"model": "gpt-4.1-mini", "messages": []}'
+    headers: {}
+    method: POST
+    uri: https://api.openai.com/v1/chat/completions
+  response:
+    body: {string: '{}'}
+    status: {code: 200, message: OK}
+version: 1
+"""
 
 
 def record(
@@ -148,6 +160,83 @@ class TestEndToEnd:
         )
         assert_passes(recorder, tmp_path)
 
+    def test_a_provider_that_reuses_call_ids_gets_each_calls_own_result(
+        self, tmp_path: Path, build: Build
+    ) -> None:
+        def model(request: ar.InferenceRequest) -> Turn | str:
+            users = [m.content for m in request.messages if m.role is ar.Role.USER]
+            if request.messages[-1].role is ar.Role.USER:  # some providers number ids per reply
+                return Turn(calls=(CallSpec("get_weather", {"city": users[-1]}, id="call_0"),))
+            return f"answered {users[-1]}"
+
+        recorder = RecordingProvider(FunctionLLM(model))
+        loop = build(recorder)
+        state = loop.execute(ar.AgentState().with_user_message("Paris"))
+        loop.execute(state.with_user_message("Rome"))
+        scenario = cassette_to_scenario(recorder.cassette, name="reused-ids")
+        replies = scenario.agent.tools["get_weather"].replies
+        assert [reply.return_ for reply in replies] == ["sunny in Paris", "sunny in Rome"]
+        assert_passes(recorder, tmp_path)
+
+
+@ar.tool
+def lookup_population(country: str) -> int:
+    """Returns the current population of the specified fictional country"""
+    return {"Crumpet": 123124}[country]
+
+
+@ar.tool
+def can_have_dragons(population: int) -> bool:
+    """Returns True if the specified population can have dragons, False otherwise"""
+    return population > 10_000
+
+
+REAL_SESSIONS = {
+    "chain": (
+        "llm/test_tools/test_tool_use_chain_of_two_calls.yaml",
+        {"model": "gpt-4o-mini"},
+        "Can the country of Crumpet have dragons? Answer with only YES or NO",
+    ),
+    "rate-limited": (
+        "pydantic-ai/test_openrouter/test_openrouter_errors_raised.yaml",
+        {"model": "google/gemini-2.0-flash-exp:free", "base_url": "https://openrouter.ai/api/v1"},
+        "Tell me a joke.",
+    ),
+}
+
+
+@pytest.mark.parametrize("session", sorted(REAL_SESSIONS))
+def test_a_real_recorded_session_converts_to_a_scenario_that_passes(
+    session: str,
+    tmp_path: Path,
+    real_cassette: Callable[[str], Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An HTTP cassette another project recorded, replayed through the real SDK driver while
+    recording an agentrig cassette (what convert's error for HTTP cassettes advises)."""
+    from agentrig.drivers import OpenAIProvider
+    from agentrig.harness.http_cassettes import use_http_cassette
+
+    monkeypatch.setattr("time.sleep", lambda seconds: None)  # the SDK's retry back-off
+    relative, options, user = REAL_SESSIONS[session]
+    recorder = RecordingProvider(OpenAIProvider(api_key="sk-replay", max_retries=0, **options))
+    loop = (
+        ar.AgentBuilder.base()
+        .with_tools([lookup_population, can_have_dragons] if session == "chain" else [])
+        .with_capability(ar.UseLlmConfig(recorder, max_retries=3))
+        .with_capability(ar.UseContextConfig("" if session == "chain" else "Be helpful."))
+        .build()
+    )
+    with use_http_cassette(real_cassette(relative)):
+        loop.execute(ar.AgentState().with_user_message(user))
+    recorded = save_cassette(recorder.cassette, tmp_path / f"{session}.yaml")
+    scenario = tmp_path / f"{session}.scenario.yaml"
+    converted = cli.invoke(app, ["convert", str(recorded), "-o", str(scenario)])
+    assert converted.exit_code == 0, converted.output
+    ran = cli.invoke(app, ["run", str(scenario), "-q", "--report-dir", str(tmp_path / "r")])
+    assert ran.exit_code == 0, ran.output
+    assert "1 passed, 0 failed" in ran.output
+
 
 class TestProblems:
     def test_an_empty_cassette_cannot_convert(self) -> None:
@@ -203,6 +292,34 @@ class TestCli:
         result = cli.invoke(app, ["convert", *given])
         assert result.exit_code == 2
         assert message in result.output
+
+    def test_an_existing_file_is_not_replaced_without_force(
+        self, cassette: Path, tmp_path: Path
+    ) -> None:
+        target = tmp_path / "greeting.scenario.yaml"
+        target.write_text("# my edits\n", encoding="utf-8")
+        refused = cli.invoke(app, ["convert", str(cassette), "-o", str(target)])
+        assert refused.exit_code == 2
+        assert f"{target} already exists" in refused.output
+        assert "--force" in refused.output
+        assert target.read_text(encoding="utf-8") == "# my edits\n"
+        forced = cli.invoke(app, ["convert", str(cassette), "-o", str(target), "--force"])
+        assert forced.exit_code == 0, forced.output
+        assert "name: greeting" in target.read_text(encoding="utf-8")
+
+    def test_the_same_cassette_converts_to_the_same_bytes(self, cassette: Path) -> None:
+        first = cli.invoke(app, ["convert", str(cassette)]).output
+        assert first == cli.invoke(app, ["convert", str(cassette)]).output
+
+    def test_an_http_cassette_says_what_convert_reads(self, tmp_path: Path) -> None:
+        path = tmp_path / "vcr.yaml"
+        path.write_text(HTTP_CASSETTE, encoding="utf-8")
+        result = cli.invoke(app, ["convert", str(path)])
+        assert result.exit_code == 2
+        assert f"{path}:2:3: " in result.output
+        assert "an HTTP cassette (vcrpy)" in result.output
+        assert "unknown key" not in result.output
+        assert "docs/record-replay.md" in result.output
 
     def test_a_bad_cassette_names_its_line(self, tmp_path: Path) -> None:
         path = tmp_path / "bad.yaml"

@@ -14,6 +14,7 @@ tool call whose result the recording never shows (the run ended right after it) 
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,7 +23,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentrig.fakes import CallSpec, Turn
-from agentrig.harness.cassettes.errors import CassetteConversionError
+from agentrig.harness.cassettes.errors import CassetteConversionError, CassetteFileError
+from agentrig.harness.cassettes.files import load_cassette
 from agentrig.harness.cassettes.matching import request_key
 from agentrig.harness.cassettes.model import (
     Cassette,
@@ -33,6 +35,7 @@ from agentrig.harness.cassettes.model import (
     RecordedToolCall,
 )
 from agentrig.harness.cassettes.normalize import to_response
+from agentrig.harness.errors import ScenarioFileError
 from agentrig.harness.scenario_model import (
     IDENTIFIER_PATTERN,
     SCENARIO_NAME_PATTERN,
@@ -40,9 +43,16 @@ from agentrig.harness.scenario_model import (
     Scenario,
 )
 from agentrig.harness.scenario_writer import reply_from_turn
+from agentrig.harness.yaml_source import load_yaml_file
 from agentrig.state import FinishReason
 
-__all__ = ["TOOL_ERROR_PREFIX", "UNRECORDED_RESULT", "cassette_to_scenario", "scenario_name"]
+__all__ = [
+    "TOOL_ERROR_PREFIX",
+    "UNRECORDED_RESULT",
+    "cassette_to_scenario",
+    "load_recording",
+    "scenario_name",
+]
 
 TOOL_ERROR_PREFIX = "Error in tool call: "
 """How the runtime shows a failed tool call to the model; stripped to get the error message."""
@@ -57,6 +67,42 @@ def scenario_name(text: str) -> str:
     return name or "recorded-session"
 
 
+def load_recording(path: str | os.PathLike[str]) -> Cassette:
+    """``load_cassette(path)``, telling an HTTP-level (vcrpy) cassette apart: it cannot convert."""
+    try:
+        return load_cassette(path)
+    except CassetteFileError:
+        _refuse_http_cassette(path)
+        raise
+
+
+_HTTP_KEYS = frozenset({"uri", "method", "body", "parsed_body", "headers"})
+_HTTP_CASSETTE = (
+    "this is an HTTP cassette (vcrpy): it holds HTTP requests to a provider's API, while "
+    "agentrig convert reads a cassette recorded at the inference boundary (by the "
+    "agentrig_cassette fixture or cassette_provider); replay this one through the real provider "
+    "wrapped in cassette_provider(path, provider) to record such a cassette, then convert that "
+    "(docs/record-replay.md)"
+)
+
+
+def _refuse_http_cassette(path: str | os.PathLike[str]) -> None:
+    try:
+        source = load_yaml_file(path)
+    except ScenarioFileError:
+        return
+    interactions = source.data.get("interactions") if isinstance(source.data, dict) else None
+    first = interactions[0] if isinstance(interactions, list) and interactions else None
+    request = first.get("request") if isinstance(first, dict) else None
+    if isinstance(request, dict) and _HTTP_KEYS & set(request):
+        where = source.location(("interactions", 0, "request"))
+        line, column = where if where is not None else (None, None)
+        field = "interactions[0].request"
+        raise CassetteFileError(
+            source.path, _HTTP_CASSETTE, line=line, column=column, field=field
+        ) from None
+
+
 def cassette_to_scenario(
     cassette: Cassette, *, name: str, description: str = "", path: str = "<cassette>"
 ) -> Scenario:
@@ -67,7 +113,7 @@ def cassette_to_scenario(
     interactions = cassette.interactions
     if not interactions:
         raise CassetteConversionError(path, None, "the cassette has no interactions")
-    draft = _Draft(path, _results(interactions))
+    draft = _Draft(path, interactions)
     for number, interaction in enumerate(interactions, start=1):
         draft.add(number, interaction)
     data: dict[str, Any] = {
@@ -83,13 +129,36 @@ def cassette_to_scenario(
         raise CassetteConversionError(path, None, f"the scenario is invalid: {error}") from None
 
 
-def _results(interactions: Sequence[Interaction]) -> dict[str, RecordedMessage]:
-    """Tool messages by the id of the call they answer (the first one seen)."""
+def _results(interactions: Sequence[Interaction], index: int) -> dict[str, RecordedMessage]:
+    """The results of the calls in interaction ``index``'s response, by call id.
+
+    They are the tool messages right after that reply in the first later request that carries
+    it (its last copy there): call ids alone are not enough, as providers may reuse them.
+    """
+    response = interactions[index].response
+    if response is None or not response.tool_calls:
+        return {}
+    wanted = [(call.id, call.name) for call in response.tool_calls]
+    for later in interactions[index + 1 :]:
+        messages = later.request.messages
+        for position in range(len(messages) - 1, -1, -1):
+            message = messages[position]
+            if (
+                message.role == "assistant"
+                and [(c.id, c.name) for c in message.tool_calls] == wanted
+            ):
+                return _answers(messages[position + 1 :])
+    return {}
+
+
+def _answers(messages: Sequence[RecordedMessage]) -> dict[str, RecordedMessage]:
+    """The tool messages at the start of ``messages``, by the call id they answer."""
     found: dict[str, RecordedMessage] = {}
-    for interaction in interactions:
-        for message in interaction.request.messages:
-            if message.role == "tool" and message.tool_call_id is not None:
-                found.setdefault(message.tool_call_id, message)
+    for message in messages:
+        if message.role != "tool":
+            break
+        if message.tool_call_id is not None:
+            found.setdefault(message.tool_call_id, message)
     return found
 
 
@@ -119,7 +188,7 @@ class _TurnDraft:
 @dataclass
 class _Draft:
     path: str
-    results: dict[str, RecordedMessage]
+    interactions: Sequence[Interaction]
     turns: list[_TurnDraft] = field(default_factory=list)
     tool_replies: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     bad_arguments: set[str] = field(default_factory=set)
@@ -147,9 +216,10 @@ class _Draft:
             return
         assert interaction.response is not None
         turn.replies.append(self._reply(number, interaction.response))
+        results = _results(self.interactions, number - 1)
         for call in interaction.response.tool_calls:
             turn.calls.append(_call(call))
-            self._tool_result(turn, call)
+            self._tool_result(turn, call, results.get(call.id))
         if not interaction.response.tool_calls:
             turn.final = interaction.response.content
 
@@ -168,8 +238,9 @@ class _Draft:
         )  # written as the scenario writer writes any scripted turn
         return reply_from_turn(turn)
 
-    def _tool_result(self, turn: _TurnDraft, call: RecordedToolCall) -> None:
-        result = self.results.get(call.id)
+    def _tool_result(
+        self, turn: _TurnDraft, call: RecordedToolCall, result: RecordedMessage | None
+    ) -> None:
         replies = self.tool_replies.setdefault(call.name, [])
         if result is None:
             replies.append({"stop": UNRECORDED_RESULT})
