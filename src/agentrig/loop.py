@@ -72,8 +72,7 @@ class AgentLoop:
         """Yield the state after each step, then the final state."""
         scope = self._scope()  # entered around each phase, never across a yield; reusable
         with scope:
-            state = self._before_execution(state)
-            stop_now = state.continuation().should_stop()
+            state, stop_now = self._before_execution(state)
             if stop_now:
                 state = self._evaluated(state, should_stop=True)
                 state = self._on_stop(state)
@@ -88,7 +87,8 @@ class AgentLoop:
 
     # --- phases ---------------------------------------------------------------------------
 
-    def _before_execution(self, state: AgentState) -> AgentState:
+    def _before_execution(self, state: AgentState) -> tuple[AgentState, bool]:
+        """Start or resume the execution; returns the state and whether it stops before a step."""
         status = state.status()
         if status is not None and status.is_terminal():
             state = state.for_next_execution()
@@ -102,7 +102,13 @@ class AgentLoop:
                     available_tools=self.tools.names(),
                 )
             )
-        return self._guarded(HookTrigger.BEFORE_EXECUTION, state)
+        # Signals carried into a resumed execution meet the next step's checkpoint, where a hook
+        # may still ask to continue, as they would have had the run not been cut; only what the
+        # before-execution hooks add stops it here.
+        carried = len(state.continuation().stop_signals)
+        state = self._guarded(HookTrigger.BEFORE_EXECUTION, state)
+        continuation = state.continuation()
+        return state, continuation.should_stop() and len(continuation.stop_signals) > carried
 
     def _step(self, state: AgentState) -> tuple[AgentState, bool]:
         """Run one step; returns the state and whether the loop stops."""
