@@ -108,6 +108,23 @@ def test_build_snapshots_the_builder() -> None:
     assert loop.tools.names() == ("lookup",)
 
 
+def test_a_copy_changes_without_changing_the_original() -> None:
+    original = builder().with_tools([lookup])
+    twin = original.copy()
+    twin.with_tools([FunctionTool(lambda: 1, name="later")])
+    twin.add_hook(lambda ctx: None, "before_step", name="twin-only")
+    twin.add_tool_factory(lambda context: FunctionTool(lambda: 2, name="made"))
+    twin.with_capability(UseContextConfig("twin prompt")).with_separated_tool_trace(False)
+    loop = original.build()
+    assert loop.tools.names() == ("lookup",)
+    assert "twin-only" not in [hook.name for hook in loop.hooks.hooks]
+    assert loop.trace_mode is TraceMode.SEPARATED
+    assert len(original.capabilities()) == 1
+    assert twin.build().tools.names() == ("lookup", "later", "made")
+    assert len(twin.capabilities()) == 2
+    assert twin.event_bus() is original.event_bus()  # listeners reach agents built from both
+
+
 def test_trace_mode() -> None:
     assert builder().build().trace_mode is TraceMode.SEPARATED
     assert builder().with_separated_tool_trace(False).build().trace_mode is TraceMode.INLINE

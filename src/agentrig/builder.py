@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy as _copy
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol, Self, runtime_checkable
@@ -61,6 +62,17 @@ class AgentBuilder:
     def base(cls) -> Self:
         """An empty builder."""
         return cls()
+
+    def copy(self) -> Self:
+        """A builder with the same settings, to change without changing this one.
+
+        Tools, hooks and capabilities are copied; the event bus is shared, so a listener
+        subscribed through either reaches agents built from both.
+        """
+        twin = _copy.copy(self)
+        twin._factories = list(self._factories)
+        twin._capabilities = list(self._capabilities)
+        return twin
 
     def with_capability(self, capability: AgentCapability) -> Self:
         """Install ``capability`` now (capabilities are installed in the order given)."""

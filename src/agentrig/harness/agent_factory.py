@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -166,11 +165,7 @@ def _copy_of(base: object) -> AgentBuilder:
     """A copy of a user's builder that the scenario can add to without changing the original."""
     if not isinstance(base, AgentBuilder):
         raise AgentrigError(f"builder: expected an AgentBuilder, got {_wrong_builder(base)}")
-    builder = copy.copy(base)
-    for name, value in vars(base).items():  # the builder grows lists as capabilities install
-        if isinstance(value, list | dict | set):
-            setattr(builder, name, copy.copy(value))
-    return builder
+    return base.copy()
 
 
 def _wrong_builder(value: object) -> str:
