@@ -143,9 +143,13 @@ class ToolCallingDriver:
                 executions = interrupted.tool_executions or ToolExecutions()
                 interrupted.step = _step(state, request, response, executions)
             raise
-        return state.with_current_step(
-            _step(state, request, response, executions), trace_mode=runtime.trace_mode
-        )
+        step = _step(state, request, response, executions)
+        execution = state.execution
+        if execution is not None and step.output_messages:
+            # ``_output_messages`` tagged them for this execution: the state need not check.
+            is_trace = bool(response.tool_calls)
+            return state._with_tagged_step(execution, step, is_trace, runtime.trace_mode)
+        return state.with_current_step(step, trace_mode=runtime.trace_mode)
 
     def _request(self, state: AgentState, runtime: StepRuntime) -> InferenceRequest:
         messages = self.compiler.compile(state)

@@ -159,6 +159,15 @@ class AgentState(Serializable):
             step = step._replace(output_messages=Messages._tagged(retagged, traces))
         elif outputs.trace_executions != traces:
             step = step._replace(output_messages=Messages._tagged(outputs.to_tuple(), traces))
+        return self._with_tagged_step(execution, step, is_trace, trace_mode)
+
+    def _with_tagged_step(
+        self, execution: ExecutionState, step: AgentStep, is_trace: bool, trace_mode: TraceMode
+    ) -> Self:
+        """``with_current_step`` for a step of ``execution`` whose output messages (not empty)
+        carry the tags already, with the trace executions they imply: a driver that built them
+        with ``message_tags`` for this state (``is_trace``: the step is not a final response)
+        saves the state checking them."""
         section = EXECUTION_BUFFER if is_trace and trace_mode is TraceMode.SEPARATED else MESSAGES
         store = self.context.store._appended(section, step.output_messages)
         return self._with(
