@@ -8,7 +8,7 @@ from typing import Any, NoReturn, Self
 from pydantic import Field, JsonValue, model_validator
 
 from agentrig import clock
-from agentrig._model import Serializable
+from agentrig._model import Serializable, _new_object, _set_record_dict
 from agentrig.continuation import ExecutionContinuation, StopReason, StopSignal
 from agentrig.errors import InvalidInputError
 from agentrig.messages import (
@@ -67,7 +67,12 @@ class AgentState(Serializable):
         """A copy with internal, already-typed ``changes`` and a new ``updated_at``."""
         if "updated_at" not in changes:
             changes["updated_at"] = clock.now()
-        return self._replace(**changes)
+        # ``_replace`` inlined: every state transition of the loop comes through here.
+        data = self.__dict__.copy()
+        data.update(changes)
+        new = _new_object(type(self))
+        _set_record_dict(new, data)
+        return new
 
     def _with_checked(self, **changes: Any) -> Self:
         """Like ``_with`` for values that come from callers: validated."""
