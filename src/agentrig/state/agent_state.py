@@ -68,10 +68,8 @@ class AgentState(Serializable):
         if "updated_at" not in changes:
             changes["updated_at"] = clock.now()
         # ``_replace`` inlined: every state transition of the loop comes through here.
-        data = self.__dict__.copy()
-        data.update(changes)
         new = _new_object(type(self))
-        _set_record_dict(new, data)
+        _set_record_dict(new, {**self.__dict__, **changes})
         return new
 
     def _with_checked(self, **changes: Any) -> Self:
