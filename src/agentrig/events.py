@@ -223,11 +223,18 @@ class EventBus:
     _wiretaps: list[Listener] = field(default_factory=list)
     _by_type: dict[type[AgentEvent], list[Listener]] = field(default_factory=dict)
     _routes: dict[type[AgentEvent], tuple[Listener, ...]] = field(default_factory=dict)
+    _listened: bool = field(default=False, init=False, repr=False, compare=False)
+    """False while no listener can receive anything (none here, no parent). Code that asks
+    ``wants`` several times a step reads it first: an attribute costs less than a call."""
+
+    def __post_init__(self) -> None:
+        self._listened = self.parent is not None or bool(self._wiretaps or self._by_type)
 
     def wiretap(self, listener: Callable[[AgentEvent], None]) -> Callable[[], None]:
         """Receive every event; returns a function that unsubscribes."""
         self._wiretaps.append(listener)
         self._routes.clear()
+        self._listened = True
         return self._unsubscriber(self._wiretaps, listener)
 
     def subscribe(self, event_type: type[E], listener: Callable[[E], None]) -> Callable[[], None]:
@@ -235,6 +242,7 @@ class EventBus:
         listeners = self._by_type.setdefault(event_type, [])
         listeners.append(listener)
         self._routes.clear()
+        self._listened = True
         return self._unsubscriber(listeners, listener)
 
     def child(self) -> EventBus:
@@ -243,7 +251,7 @@ class EventBus:
 
     def wants(self, event_type: type[AgentEvent]) -> bool:
         """True when some listener (here or in a parent) would receive ``event_type``."""
-        if not self._wiretaps and not self._by_type and self.parent is None:
+        if not self._listened:
             return False  # nobody listens at all: the common case of an unobserved loop
         route = self._routes.get(event_type)
         if route is None:

@@ -220,7 +220,7 @@ class HookStack:
             if result is not None and result is not context:
                 _check_contract(registered.name, context, result)
                 context = result
-            if events is not None and events.wants(HookExecuted):
+            if events is not None and events._listened and events.wants(HookExecuted):
                 events.dispatch(
                     HookExecuted.of(
                         context.state, trigger=context.trigger.value, hook_name=registered.name

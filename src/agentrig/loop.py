@@ -115,7 +115,7 @@ class AgentLoop:
         step_number = state.step_count() + 1
         started = False
         try:
-            if self.events.wants(AgentStepStarted):
+            if self.events._listened and self.events.wants(AgentStepStarted):
                 self.events.dispatch(
                     AgentStepStarted.of(
                         state, step_number=step_number, message_count=len(state.messages())
@@ -165,7 +165,10 @@ class AgentLoop:
 
     def _after_step(self, state: AgentState, step_number: int) -> AgentState:
         state = self._guarded(HookTrigger.AFTER_STEP, state)
-        if not (self.events.wants(AgentStepCompleted) or self.events.wants(TokenUsageReported)):
+        events = self.events
+        if not events._listened or not (
+            events.wants(AgentStepCompleted) or events.wants(TokenUsageReported)
+        ):
             return state
         step = state.current_step()
         if step is None and state.step_count() == step_number:
@@ -265,7 +268,7 @@ class AgentLoop:
         return state.with_stop_signal(stop.to_signal())
 
     def _evaluated(self, state: AgentState, *, should_stop: bool) -> AgentState:
-        if self.events.wants(ContinuationEvaluated):
+        if self.events._listened and self.events.wants(ContinuationEvaluated):
             reason = state.last_stop_reason() if should_stop else None
             self.events.dispatch(
                 ContinuationEvaluated.of(

@@ -355,7 +355,7 @@ class ToolExecutor:
             ):
                 return self._blocked(context, call, step_number), state
         events = self.events
-        if events.wants(ToolCallStarted):
+        if events._listened and events.wants(ToolCallStarted):
             events.dispatch(
                 ToolCallStarted.of(
                     state,
@@ -371,7 +371,7 @@ class ToolExecutor:
             if events.wants(ToolCallCompleted):
                 self._completed(state, step_number, call, f"stopped: {stop}")
             raise
-        if events.wants(ToolCallCompleted):
+        if events._listened and events.wants(ToolCallCompleted):
             self._completed(state, step_number, call, execution.error)
         if self.hooks.hooks_for(HookTrigger.AFTER_TOOL_USE):
             try:

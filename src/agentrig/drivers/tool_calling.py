@@ -117,7 +117,7 @@ class ToolCallingDriver:
                     error, step=_step(state, request, response, skipped)
                 ) from error
             state, response = context.state, context.inference_response or response
-        if runtime.events.wants(InferenceResponseReceived):
+        if runtime.events._listened and runtime.events.wants(InferenceResponseReceived):
             runtime.events.dispatch(
                 InferenceResponseReceived.of(
                     state,
@@ -178,7 +178,7 @@ class ToolCallingDriver:
     def _infer(
         self, state: AgentState, request: InferenceRequest, runtime: StepRuntime
     ) -> InferenceResponse:
-        if runtime.events.wants(InferenceRequestStarted):
+        if runtime.events._listened and runtime.events.wants(InferenceRequestStarted):
             model = request.llm_config.model if request.llm_config else ""
             runtime.events.dispatch(
                 InferenceRequestStarted.of(
