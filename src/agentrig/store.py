@@ -65,8 +65,15 @@ class MessageStore(Serializable):
 
     def _select(self, names: tuple[str, ...]) -> Messages:
         """``select`` for names known to be valid (a compiler's, checked when it was made)."""
-        by_name = {section.name: section.messages for section in self.sections}
-        return Messages.concat(*[by_name[name] for name in names if name in by_name])
+        # Plain loops: a comprehension is a call of its own, and this runs before every step.
+        by_name: dict[str, Messages] = {}
+        for section in self.sections:
+            by_name[section.name] = section.messages
+        parts: list[Messages] = []
+        for name in names:
+            if name in by_name:
+                parts.append(by_name[name])
+        return Messages.concat(*parts)
 
     def to_messages(self) -> Messages:
         """Messages of every section, in store order."""
