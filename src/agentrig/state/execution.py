@@ -83,10 +83,10 @@ class ExecutionState(Serializable):
 
     def with_step_started(self, at: datetime | None = None) -> Self:
         """Mark the start time of the next step (``at``, default now)."""
-        return self._replace(
-            current_step_started_at=at or clock.now(),
-            continuation=self.continuation.with_continuation_requested(False),
-        )
+        continuation = self.continuation
+        if continuation.is_continuation_requested:
+            continuation = continuation.with_continuation_requested(False)
+        return self._replace(current_step_started_at=at or clock.now(), continuation=continuation)
 
     def with_current_step(self, step: AgentStep) -> Self:
         """Set the step in progress."""
@@ -113,7 +113,9 @@ class ExecutionState(Serializable):
             return self._replace(continuation=self.continuation.with_continuation_requested(False))
         step = self.current_step
         now = at or clock.now()
-        continuation = self.continuation.with_continuation_requested(False)
+        continuation = self.continuation
+        if continuation.is_continuation_requested:
+            continuation = continuation.with_continuation_requested(False)
         record = StepExecution._trusted(
             id=step.id,
             step=step,

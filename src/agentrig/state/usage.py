@@ -26,6 +26,8 @@ class Usage(Serializable):
         return self is _ZERO or self.__dict__ == _ZERO_FIELDS
 
     def __add__(self, other: Usage) -> Usage:
+        if other is _ZERO:  # the usual case (no usage reported), without a call
+            return self
         if other.is_zero():
             return self
         if self.is_zero():
