@@ -59,7 +59,8 @@ class ConversationWithCurrentToolTrace:
     def compile(self, state: AgentState) -> Messages:
         """The conversation plus the current execution's tool trace."""
         messages = state.context.store._select(self.sections)
-        current = state.execution_id() if state.status() is not None else None
+        execution = state.execution
+        current = execution.execution_id if execution is not None else None
         traces = messages.trace_executions
         if not traces or (len(traces) == 1 and current in traces):
             return messages

@@ -12,6 +12,7 @@ from agentrig.continuation import StopReason, StopSignal
 from agentrig.errors import ConfigurationError, InvalidInputError
 from agentrig.hooks import HookContext, HookTrigger
 from agentrig.state import AgentState, FinishReason
+from agentrig.state.usage import ZERO_USAGE
 
 if TYPE_CHECKING:
     from agentrig.builder import AgentBuilder
@@ -82,8 +83,9 @@ class UseGuards:
         if limits[0] is not self.budget:  # read once per budget: this runs before every step
             limits = self._limits = _limits(self.budget)
         _, max_steps, max_tokens, max_cost, timed = limits
+        execution = state.execution  # read directly: this runs before every step
         if max_steps is not None:
-            steps = state.step_count()
+            steps = execution.step_count() if execution is not None else 0
             if steps >= max_steps:
                 return _signal(
                     StopReason.STEPS_LIMIT,
@@ -92,7 +94,7 @@ class UseGuards:
                     max_steps=max_steps,
                 )
         if max_tokens is not None or max_cost is not None:
-            usage = state.usage()
+            usage = execution.usage() if execution is not None else ZERO_USAGE
             if max_tokens is not None and usage.total() >= max_tokens:
                 return _signal(
                     StopReason.TOKEN_LIMIT,

@@ -170,7 +170,7 @@ class ToolCallingDriver:
         )
         return make(
             messages=messages,
-            tools=runtime.tools.schemas() if len(runtime.tools) else (),
+            tools=runtime.tools.schemas(),
             response_format=state.context.response_format,
             llm_config=llm_config,
         )
