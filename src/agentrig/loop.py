@@ -27,6 +27,11 @@ from agentrig.tools import ToolExecutor, Tools
 
 LOOP_SOURCE = "AgentLoop"
 
+# Enum members read every step, bound once: in Python 3.11 reading a member off its Enum class
+# takes the slow attribute path of a metaclass with __getattr__ (about ten global reads).
+_BEFORE_STEP = HookTrigger.BEFORE_STEP
+_AFTER_STEP = HookTrigger.AFTER_STEP
+
 
 class AgentLoop:
     """Runs an agent: before-execution, then steps until the state says stop, then the end.
@@ -121,7 +126,7 @@ class AgentLoop:
                         state, step_number=step_number, message_count=len(state.messages())
                     )
                 )
-            state = self._intercept(HookTrigger.BEFORE_STEP, state)
+            state = self._intercept(_BEFORE_STEP, state)
             if state.continuation().should_stop():
                 state = self._evaluated(state, should_stop=True)
                 return self._on_stop(state), True
@@ -164,7 +169,7 @@ class AgentLoop:
         )
 
     def _after_step(self, state: AgentState, step_number: int) -> AgentState:
-        state = self._guarded(HookTrigger.AFTER_STEP, state)
+        state = self._guarded(_AFTER_STEP, state)
         events = self.events
         if not events._listened or not (
             events.wants(AgentStepCompleted) or events.wants(TokenUsageReported)

@@ -292,6 +292,11 @@ def format_tool_value(value: Any) -> str:
 
 _NUMBERS = (int, float)
 
+# Enum members read every step, bound once: in Python 3.11 reading a member off its Enum class
+# takes the slow attribute path of a metaclass with __getattr__ (about ten global reads).
+_BEFORE_TOOL_USE = HookTrigger.BEFORE_TOOL_USE
+_AFTER_TOOL_USE = HookTrigger.AFTER_TOOL_USE
+
 
 class ToolExecutor:
     """Runs tool calls in order. Failures become failed executions the model sees; the loop goes on.
@@ -342,7 +347,7 @@ class ToolExecutor:
     def _execute_one(
         self, call: ToolCall, state: AgentState, step_number: int
     ) -> tuple[ToolExecution, AgentState]:
-        if self.hooks.hooks_for(HookTrigger.BEFORE_TOOL_USE):
+        if self.hooks.hooks_for(_BEFORE_TOOL_USE):
             context = self.hooks.intercept(
                 HookContext(HookTrigger.BEFORE_TOOL_USE, state, tool_call=call)
             )
@@ -373,7 +378,7 @@ class ToolExecutor:
             raise
         if events._listened and events.wants(ToolCallCompleted):
             self._completed(state, step_number, call, execution.error)
-        if self.hooks.hooks_for(HookTrigger.AFTER_TOOL_USE):
+        if self.hooks.hooks_for(_AFTER_TOOL_USE):
             try:
                 context = self.hooks.intercept(
                     HookContext(HookTrigger.AFTER_TOOL_USE, state, tool_execution=execution)

@@ -36,6 +36,13 @@ from agentrig.state import (
 )
 from agentrig.tools import NOT_RUN_HOOK_FAILED, NOT_RUN_STOPPED, not_run
 
+# Enum members read every step, bound once: in Python 3.11 reading a member off its Enum class
+# takes the slow attribute path of a metaclass with __getattr__ (about ten global reads).
+_BEFORE_INFERENCE_REQUEST = HookTrigger.BEFORE_INFERENCE_REQUEST
+_AFTER_INFERENCE_RESPONSE = HookTrigger.AFTER_INFERENCE_RESPONSE
+_ASSISTANT = Role.ASSISTANT
+_TOOL = Role.TOOL
+
 
 class ToolCallingDriver:
     """Compiles the context, asks the provider, runs the tool calls, and records the step.
@@ -88,13 +95,13 @@ class ToolCallingDriver:
         if state.llm_config is None and self.llm_config is not None:
             state = state.with_llm_config(self.llm_config)
         request = self._request(state, runtime)
-        if runtime.hooks.hooks_for(HookTrigger.BEFORE_INFERENCE_REQUEST):
+        if runtime.hooks.hooks_for(_BEFORE_INFERENCE_REQUEST):
             context = runtime.hooks.intercept(
                 HookContext(HookTrigger.BEFORE_INFERENCE_REQUEST, state, inference_request=request)
             )
             state, request = context.state, context.inference_request or request
         response = self._infer(state, request, runtime)
-        if runtime.hooks.hooks_for(HookTrigger.AFTER_INFERENCE_RESPONSE):
+        if runtime.hooks.hooks_for(_AFTER_INFERENCE_RESPONSE):
             try:
                 context = runtime.hooks.intercept(
                     HookContext(
@@ -242,7 +249,7 @@ def _output_messages(
         return Messages._tagged(
             (
                 Message._trusted(
-                    role=Role.ASSISTANT,
+                    role=_ASSISTANT,
                     content=response.content,
                     metadata=tags,
                     provider_data=response.provider_data,
@@ -253,7 +260,7 @@ def _output_messages(
     created_at = clock.now()  # one reading: the step's messages are made together
     messages = [
         Message._trusted(
-            role=Role.ASSISTANT,
+            role=_ASSISTANT,
             content=response.content,
             tool_calls=response.tool_calls,
             metadata=tags,
@@ -270,7 +277,7 @@ def _output_messages(
         )
         messages.append(
             Message._trusted(
-                role=Role.TOOL,
+                role=_TOOL,
                 content=result.content,
                 tool_result=result,
                 metadata={"tool_execution_id": execution.id, **tags},

@@ -28,6 +28,10 @@ from agentrig.state.step import AgentStep, StepError, StepExecution, StepExecuti
 from agentrig.state.usage import Usage
 from agentrig.store import EXECUTION_BUFFER, INFERENCE_ORDER, MESSAGES, MessageStore
 
+# Enum members read every step, bound once: in Python 3.11 reading a member off its Enum class
+# takes the slow attribute path of a metaclass with __getattr__ (about ten global reads).
+_SEPARATED = TraceMode.SEPARATED
+
 
 class AgentState(Serializable):
     """Identity, session context and the (nullable) execution in progress.
@@ -171,7 +175,7 @@ class AgentState(Serializable):
         carry the tags already, with the trace executions they imply: a driver that built them
         with ``message_tags`` for this state (``is_trace``: the step is not a final response)
         saves the state checking them."""
-        section = EXECUTION_BUFFER if is_trace and trace_mode is TraceMode.SEPARATED else MESSAGES
+        section = EXECUTION_BUFFER if is_trace and trace_mode is _SEPARATED else MESSAGES
         store = self.context.store._appended(section, step.output_messages)
         return self._with(
             execution=execution.with_current_step(step),

@@ -15,6 +15,10 @@ from agentrig.state.status import ExecutionStatus
 from agentrig.state.step import AgentStep, StepError, StepExecution, StepExecutions
 from agentrig.state.usage import ZERO_USAGE, Usage
 
+# Enum members read every step, bound once: in Python 3.11 reading a member off its Enum class
+# takes the slow attribute path of a metaclass with __getattr__ (about ten global reads).
+_FAILED = ExecutionStatus.FAILED
+
 
 class ExecutionState(Serializable):
     """Id, status, timing, completed steps, continuation and the step in progress.
@@ -46,7 +50,7 @@ class ExecutionState(Serializable):
     def should_stop(self) -> bool:
         """Stop when failed or on signals (unless continuation was requested); continue while
         tools are called."""
-        if self.status is ExecutionStatus.FAILED or self.continuation.should_stop():
+        if self.status is _FAILED or self.continuation.should_stop():
             return True
         if self.continuation.is_continuation_requested:
             return False
