@@ -397,9 +397,12 @@ def _generated_trusted(record: type[Serializable]) -> Any:
             entries.append(f"{name!r}: {name}")
     if not params:
         return classmethod(Serializable._trusted.__func__)  # type: ignore[attr-defined]
+    # A static method bound to its class: calling it skips making a bound method each time
+    # (every subclass gets its own, so the class is fixed).
+    namespace["_cls"] = record
     source = (
-        f"def _trusted(cls, *, {', '.join(params)}):\n"
-        "    new = _new(cls)\n"
+        f"def _trusted(*, {', '.join(params)}):\n"
+        "    new = _new(_cls)\n"
         f"    _set_dict(new, {{{', '.join(entries)}}})\n"
         "    return new\n"
     )
@@ -407,7 +410,7 @@ def _generated_trusted(record: type[Serializable]) -> Any:
     function = namespace["_trusted"]
     function.__qualname__ = f"{record.__name__}._trusted"
     function.__doc__ = Serializable._trusted.__doc__
-    return classmethod(function)
+    return staticmethod(function)
 
 
 class FrozenList(Generic[T]):
