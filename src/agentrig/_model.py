@@ -226,6 +226,13 @@ class Serializable:
         pydantic_dataclass(cls, frozen=True, kw_only=True, eq=False, config=_RECORD_CONFIG)
         type.__setattr__(cls, "__init__", _validating_init)
         type.__setattr__(cls, "_trusted", _generated_trusted(cls))
+        # Every instance holds every field in its ``__dict__``, so the defaults left on the class
+        # (``FieldInfo`` objects, enum members, shared values) serve no read. They are removed:
+        # CPython 3.11 does not specialize an attribute read whose name is also a class attribute
+        # of a Python-defined type, which made every field read take the slow generic path.
+        for name in cls.__pydantic_fields__:
+            if name in cls.__dict__:
+                type.__delattr__(cls, name)
 
     def __eq__(self, other: object) -> bool:
         if type(other) is type(self):
