@@ -180,10 +180,15 @@ class _RuntimeScope:
         self._ids_token: Token[IdFactory] | None = None
 
     def __enter__(self) -> None:
-        if self._clock is not None:
-            self._clock_token = _clock.set(self._clock)
-        if self._ids is not None:
-            self._ids_token = _ids.set(self._ids)
+        # The system clock and UUID ids hold no state of their own: when the context already
+        # reads from one, setting another changes nothing but costs a context copy per step.
+        clock, ids = self._clock, self._ids
+        if clock is not None and not (
+            type(clock) is SystemClock and type(_clock.get()) is SystemClock
+        ):
+            self._clock_token = _clock.set(clock)
+        if ids is not None and not (type(ids) is UuidIds and type(_ids.get()) is UuidIds):
+            self._ids_token = _ids.set(ids)
 
     def __exit__(self, *exc_info: object) -> None:
         if self._ids_token is not None:
