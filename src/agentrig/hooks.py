@@ -169,6 +169,8 @@ class HookStack:
         ordered = sorted(hooks, key=lambda registered: -registered.priority)
         self._hooks: tuple[RegisteredHook, ...] = tuple(ordered)
         self._events = events
+        # ``hooks_for`` as a plain dict: the loop, the driver and the executor read it directly
+        # at their six per-step hook points (a method call each otherwise).
         self._by_trigger: dict[HookTrigger, tuple[RegisteredHook, ...]] = {
             trigger: tuple(h for h in self._hooks if trigger in h.triggers)
             for trigger in HookTrigger

@@ -289,7 +289,7 @@ class AgentLoop:
     # --- hooks ----------------------------------------------------------------------------
 
     def _intercept(self, trigger: HookTrigger, state: AgentState) -> AgentState:
-        if not self.hooks.hooks_for(trigger):
+        if not self.hooks._by_trigger[trigger]:
             return state
         return self.hooks.intercept(HookContext(trigger, state)).state
 

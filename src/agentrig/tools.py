@@ -347,7 +347,7 @@ class ToolExecutor:
     def _execute_one(
         self, call: ToolCall, state: AgentState, step_number: int
     ) -> tuple[ToolExecution, AgentState]:
-        if self.hooks.hooks_for(_BEFORE_TOOL_USE):
+        if self.hooks._by_trigger[_BEFORE_TOOL_USE]:
             context = self.hooks.intercept(
                 HookContext(HookTrigger.BEFORE_TOOL_USE, state, tool_call=call)
             )
@@ -378,7 +378,7 @@ class ToolExecutor:
             raise
         if events._listened and events.wants(ToolCallCompleted):
             self._completed(state, step_number, call, execution.error)
-        if self.hooks.hooks_for(_AFTER_TOOL_USE):
+        if self.hooks._by_trigger[_AFTER_TOOL_USE]:
             try:
                 context = self.hooks.intercept(
                     HookContext(HookTrigger.AFTER_TOOL_USE, state, tool_execution=execution)

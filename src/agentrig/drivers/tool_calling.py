@@ -95,13 +95,13 @@ class ToolCallingDriver:
         if state.llm_config is None and self.llm_config is not None:
             state = state.with_llm_config(self.llm_config)
         request = self._request(state, runtime)
-        if runtime.hooks.hooks_for(_BEFORE_INFERENCE_REQUEST):
+        if runtime.hooks._by_trigger[_BEFORE_INFERENCE_REQUEST]:
             context = runtime.hooks.intercept(
                 HookContext(HookTrigger.BEFORE_INFERENCE_REQUEST, state, inference_request=request)
             )
             state, request = context.state, context.inference_request or request
         response = self._infer(state, request, runtime)
-        if runtime.hooks.hooks_for(_AFTER_INFERENCE_RESPONSE):
+        if runtime.hooks._by_trigger[_AFTER_INFERENCE_RESPONSE]:
             try:
                 context = runtime.hooks.intercept(
                     HookContext(
