@@ -58,7 +58,8 @@ class ExecutionState(Serializable):
 
     def step_count(self) -> int:
         """Completed steps, plus one if a step is in progress."""
-        return len(self.step_executions) + (self.current_step is not None)
+        # The tuple's length: no __len__ call (this runs twice a step).
+        return len(self.step_executions._items) + (self.current_step is not None)
 
     def usage(self) -> Usage:
         """Usage of every step, the one in progress included."""
