@@ -429,3 +429,14 @@ class TestWrongValuesInAllowedFields:
         assert [error.message for error in final.errors()] == [
             "Hook 'bad' set 'state' to dict, expected AgentState"
         ]
+
+
+def test_blocks_the_call_answers_for_each_way_a_hook_blocks() -> None:
+    context = HookContext(HookTrigger.BEFORE_TOOL_USE, AgentState(), tool_call=ToolCall(name="f"))
+    assert not context.blocks_the_call()
+    assert context.block_tool_execution("no").blocks_the_call()
+    assert dataclasses.replace(context, is_tool_execution_blocked=True).blocks_the_call()
+    assert context.with_error(StepError(message="quota", type="QuotaError")).blocks_the_call()
+    blocked = context.block_tool_execution("no").tool_execution
+    assert blocked is not None
+    assert context.with_tool_execution(blocked).blocks_the_call()

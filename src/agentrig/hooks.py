@@ -120,6 +120,16 @@ class HookContext:
         """A context with the inference response replaced."""
         return dataclasses.replace(self, inference_response=response)
 
+    def blocks_the_call(self) -> bool:
+        """True when ``before_tool_use`` hooks left the call blocked: the flag is set, the tool
+        execution they supplied is a blocked one, or they added an error."""
+        execution = self.tool_execution
+        return (
+            self.is_tool_execution_blocked
+            or bool(self.errors)
+            or (execution is not None and execution.blocked)
+        )
+
     def block_tool_execution(self, message: str = "") -> Self:
         """Block the tool call (before_tool_use): the model sees ``message`` as a failed result."""
         call = self.tool_call

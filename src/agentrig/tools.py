@@ -352,12 +352,7 @@ class ToolExecutor:
                 HookContext(HookTrigger.BEFORE_TOOL_USE, state, tool_call=call)
             )
             state, call = context.state, context.tool_call or call
-            supplied = context.tool_execution  # a blocked execution blocks, flag or not
-            if (
-                context.is_tool_execution_blocked
-                or context.errors
-                or (supplied is not None and supplied.blocked)
-            ):
+            if context.blocks_the_call():
                 return self._blocked(context, call, step_number), state
         events = self.events
         if events._listened and events.wants(ToolCallStarted):
