@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentrig.harness.cli import app
-from agentrig.harness.scenario_loader import load_scenarios
+from agentrig.harness.scenarios.loader import load_scenarios
 
 SCENARIOS = Path(__file__).parents[1] / "scenarios"
 

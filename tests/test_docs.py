@@ -45,10 +45,10 @@ import pytest
 from typer.testing import CliRunner
 
 import agentrig
+from agentrig.harness.cassettes.network_block import block_real_llm_calls
 from agentrig.harness.cli import app
-from agentrig.harness.network_block import block_real_llm_calls
 from agentrig.harness.runner import run_scenario
-from agentrig.harness.scenario_loader import load_scenario
+from agentrig.harness.scenarios.loader import load_scenario
 
 ROOT = Path(__file__).parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

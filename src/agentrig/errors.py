@@ -258,7 +258,7 @@ class RealLlmCallBlockedError(ProviderError):
         self.url = url
         super().__init__(
             f"Real {provider} call to {url} blocked: agentrig blocks real LLM calls in tests. "
-            "Replay a recorded HTTP cassette (agentrig.harness.http_cassettes), use a fake "
+            "Replay a recorded HTTP cassette (agentrig.harness.cassettes.http), use a fake "
             "(agentrig.fakes), or mark the test @pytest.mark.agentrig_real_llm to allow it.",
             provider=provider,
         )

@@ -31,7 +31,7 @@ from agentrig.drivers import AnthropicProvider
 
 anthropic = pytest.importorskip("anthropic")
 httpx2 = pytest.importorskip("httpx2")
-http_cassettes = pytest.importorskip("agentrig.harness.http_cassettes")
+http_cassettes = pytest.importorskip("agentrig.harness.cassettes.http")
 
 
 class FakeServer:

@@ -32,7 +32,7 @@ from agentrig.drivers import ModelPrice, OpenAIProvider, PriceTable
 
 openai = pytest.importorskip("openai")
 httpx2 = pytest.importorskip("httpx2")
-http_cassettes = pytest.importorskip("agentrig.harness.http_cassettes")
+http_cassettes = pytest.importorskip("agentrig.harness.cassettes.http")
 
 Handler = Callable[[Any], Any]
 

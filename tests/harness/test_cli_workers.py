@@ -15,8 +15,8 @@ from textwrap import dedent
 import pytest
 from typer.testing import CliRunner
 
+from agentrig.harness.checks.invariants import unregister_invariant
 from agentrig.harness.cli import app
-from agentrig.harness.invariants import unregister_invariant
 
 runner = CliRunner()
 
@@ -30,7 +30,7 @@ turns:
 
 INVARIANT = """\
 import os
-from agentrig.harness.invariants import Invariant, register_invariant
+from agentrig.harness.checks.invariants import Invariant, register_invariant
 
 @register_invariant
 class {cls}(Invariant):

@@ -13,8 +13,8 @@ from agentrig.errors import AgentrigError
 from agentrig.harness.errors import ScenarioFileError
 from agentrig.harness.results import ScenarioResult
 from agentrig.harness.runner import load_plugins, run_scenario, run_suite
-from agentrig.harness.scenario_loader import load_scenario
-from agentrig.harness.scenario_model import Scenario
+from agentrig.harness.scenarios.loader import load_scenario
+from agentrig.harness.scenarios.model import Scenario
 
 
 def scenario_file(tmp_path: Path, text: str, name: str = "case.scenario.yaml") -> Path:

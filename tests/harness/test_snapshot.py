@@ -27,7 +27,7 @@ from agentrig import (
 from agentrig.fakes import FakeClock, ScriptedLLM, SeededIds, Turn, calls, reply
 from agentrig.harness.results import SuiteResult, TranscriptEntry
 from agentrig.harness.runner import run_scenario, run_suite
-from agentrig.harness.scenario_loader import load_scenario
+from agentrig.harness.scenarios.loader import load_scenario
 from agentrig.harness.snapshot import (
     SNAPSHOT_FORMAT_VERSION,
     AgentrigSnapshotExtension,

@@ -26,7 +26,7 @@ from agentrig import (
 from agentrig.fakes import FakeClock, SeededIds
 from agentrig.harness.cassettes import cassette_provider, cassette_to_scenario, load_cassette
 from agentrig.harness.cli import app
-from agentrig.harness.scenario_writer import write_scenario
+from agentrig.harness.scenarios.writer import write_scenario
 from agentrig.sessions import SqliteSessionStore
 
 pytest.importorskip("vcr")
@@ -34,7 +34,7 @@ pytest.importorskip("openai")
 pytest.importorskip("anthropic")
 
 from agentrig.drivers import AnthropicProvider, OpenAIProvider
-from agentrig.harness import http_cassettes
+from agentrig.harness.cassettes import http as http_cassettes
 
 
 @tool

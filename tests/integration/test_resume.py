@@ -49,7 +49,7 @@ from agentrig.fakes import (
     calls,
     reply,
 )
-from agentrig.harness import strategies as ars
+from agentrig.harness.property import strategies as ars
 
 CHILD_TURNS = 8
 """Text answers scripted for the subagent: more than any drawn script spawns, so it never runs

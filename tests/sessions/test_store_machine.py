@@ -25,7 +25,7 @@ from agentrig import (
     runtime_context,
 )
 from agentrig.fakes import FakeClock, ScriptedLLM, SeededIds, call, reply
-from agentrig.harness.hypothesis_profiles import agentrig_settings
+from agentrig.harness.property.profiles import agentrig_settings
 
 
 def lookup(q: str) -> str:

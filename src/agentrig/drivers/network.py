@@ -4,7 +4,7 @@ Real providers (``OpenAIProvider``, ``AnthropicProvider``) send every request in
 :func:`sending`. By default that does nothing. A :class:`RealCallPolicy` installed with
 :func:`use_real_call_policy` sees each of those calls and may refuse real network access during
 them; agentrig's pytest plugin installs one that blocks every test not marked
-``agentrig_real_llm`` (``agentrig.harness.network_block``). A policy works at the connection
+``agentrig_real_llm`` (``agentrig.harness.cassettes.network_block``). A policy works at the connection
 level, so HTTP cassettes replayed by vcrpy, which answer before any connection is opened, still play.
 """
 

@@ -34,7 +34,7 @@ PathsArgument = Annotated[
 
 
 def _load(paths: list[Path] | None) -> list:  # type: ignore[type-arg]
-    from agentrig.harness.scenario_loader import load_scenarios
+    from agentrig.harness.scenarios.loader import load_scenarios
 
     return load_scenarios(paths or [Path("scenarios")])
 
@@ -65,7 +65,7 @@ def run(
     """Run scenario files; exit 0 only when every selected scenario passes."""
     from agentrig.harness.reporting import get_writer, write_reports
     from agentrig.harness.runner import load_plugins, run_suite
-    from agentrig.harness.selection import parse_shard, select
+    from agentrig.harness.scenarios.selection import parse_shard, select
 
     try:
         load_plugins(plugin or ())
@@ -150,7 +150,7 @@ def schema(
     ] = False,
 ) -> None:
     """Print (or write) the JSON Schema of scenario files, for editors."""
-    from agentrig.harness.scenario_loader import scenario_json_schema
+    from agentrig.harness.scenarios.loader import scenario_json_schema
 
     schema = scenario_json_schema()
     text = json.dumps(schema, indent=2, sort_keys=True) + "\n"
@@ -186,7 +186,7 @@ def convert(
         load_recording,
         scenario_name,
     )
-    from agentrig.harness.scenario_writer import scenario_to_yaml, write_scenario
+    from agentrig.harness.scenarios.writer import scenario_to_yaml, write_scenario
 
     stem = (output or cassette).name.split(".")[0]
     header = f"Converted from {cassette} by agentrig convert; edit freely."
@@ -295,7 +295,7 @@ def _outcome(scenario: ScenarioResult) -> str:
 
 
 def _failure_details(result: SuiteResult) -> None:
-    from agentrig.harness.formatting import format_scenario_failures
+    from agentrig.harness.reporting.terminal import format_scenario_failures
 
     for scenario in result.scenarios:
         if not scenario.passed:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from agentrig.fakes import FakeClock, ScriptedLLM, SeededIds, Turn
     from agentrig.harness.cassettes.fixture import CassetteFactory
     from agentrig.harness.results import ScenarioResult
-    from agentrig.harness.scenario_model import Scenario
+    from agentrig.harness.scenarios.model import Scenario
 
 SUFFIX = ".scenario.yaml"
 
@@ -93,7 +93,7 @@ def _configure_hypothesis(config: pytest.Config) -> None:
         raise pytest.UsageError(
             "--agentrig-deep needs hypothesis: pip install 'agentrig[hypothesis]'"
         )
-    from agentrig.harness.hypothesis_profiles import load_profile, register_profiles
+    from agentrig.harness.property.profiles import load_profile, register_profiles
 
     register_profiles()
     if deep:
@@ -124,7 +124,7 @@ class ScenarioFile(pytest.File):
 
     def collect(self) -> Iterable[pytest.Item]:
         """Load the file; errors name the file, line and field."""
-        from agentrig.harness.scenario_loader import load_scenario
+        from agentrig.harness.scenarios.loader import load_scenario
 
         scenario = load_scenario(self.path)
         yield ScenarioItem.from_parent(self, name=scenario.name, scenario=scenario)
@@ -167,7 +167,7 @@ class ScenarioItem(pytest.Item):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         """The domain diff: expected vs observed turn, failing invariant, file and line."""
         if isinstance(excinfo.value, ScenarioFailed):
-            from agentrig.harness.formatting import format_scenario_failures
+            from agentrig.harness.reporting.terminal import format_scenario_failures
 
             return format_scenario_failures(excinfo.value.result)
         return str(super().repr_failure(excinfo))
@@ -207,7 +207,7 @@ def _agentrig_block_real_llm_calls(request: pytest.FixtureRequest) -> Iterator[N
         with use_real_call_policy(None):
             yield
         return
-    from agentrig.harness.network_block import block_real_llm_calls
+    from agentrig.harness.cassettes.network_block import block_real_llm_calls
 
     with block_real_llm_calls() as blocker:
         yield
@@ -258,7 +258,7 @@ class Harness:
 
     def load(self, path: str | Path) -> Scenario:
         """Load a scenario file."""
-        from agentrig.harness.scenario_loader import load_scenario
+        from agentrig.harness.scenarios.loader import load_scenario
 
         return load_scenario(path)
 
@@ -275,7 +275,7 @@ class Harness:
         self, scenario: Scenario | str | Path, *, builder: AgentBuilder | None = None
     ) -> ScenarioResult:
         """Run ``scenario`` and fail the test with the domain diff unless it passes."""
-        from agentrig.harness.formatting import format_scenario_failures
+        from agentrig.harness.reporting.terminal import format_scenario_failures
 
         result = self.run(scenario, builder=builder)
         if not result.passed:

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from agentrig import AgentBuilder, AgentState, runtime_context
 from agentrig.errors import AgentrigError
-from agentrig.harness.agent_factory import ScenarioAgent, build_agent
-from agentrig.harness.expectations import check_expectation
-from agentrig.harness.invariants import InvariantChecker, select_invariants, snapshot_of
+from agentrig.harness.checks.expectations import check_expectation
+from agentrig.harness.checks.invariants import InvariantChecker, select_invariants, snapshot_of
+from agentrig.harness.reporting.transcript import turn_transcript
 from agentrig.harness.results import (
     Failure,
     InvariantOutcome,
@@ -28,8 +28,8 @@ from agentrig.harness.results import (
     TranscriptEntry,
     TurnResult,
 )
-from agentrig.harness.scenario_model import CancelAfterStep, Scenario, Turn
-from agentrig.harness.transcript import turn_transcript
+from agentrig.harness.scenarios.agent_factory import ScenarioAgent, build_agent
+from agentrig.harness.scenarios.model import CancelAfterStep, Scenario, Turn
 
 FieldPath = tuple[str | int, ...]
 
@@ -174,7 +174,7 @@ def _iterate(run: _Run, number: int, state: AgentState) -> AgentState:
 
 
 def _record_violations(run: _Run, violations: Iterable[object]) -> None:
-    from agentrig.harness.invariants import Violation
+    from agentrig.harness.checks.invariants import Violation
 
     for violation in violations:
         assert isinstance(violation, Violation)
@@ -442,7 +442,7 @@ def _init_worker(plugins: tuple[str, ...]) -> None:
 
 def _run_chunk(tasks: Sequence[tuple[str, str]]) -> list[ScenarioResult | str]:
     """Run ``(path, name)`` tasks in a worker; a plugin problem comes back as its message."""
-    from agentrig.harness.scenario_loader import load_scenario
+    from agentrig.harness.scenarios.loader import load_scenario
 
     if _WORKER_PROBLEM:
         return [_WORKER_PROBLEM[0]]

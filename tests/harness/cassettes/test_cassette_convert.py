@@ -20,8 +20,8 @@ from agentrig.harness.cassettes import (
 from agentrig.harness.cassettes.convert import UNRECORDED_RESULT
 from agentrig.harness.cli import app
 from agentrig.harness.runner import run_scenario
-from agentrig.harness.scenario_loader import load_scenario
-from agentrig.harness.scenario_writer import write_scenario
+from agentrig.harness.scenarios.loader import load_scenario
+from agentrig.harness.scenarios.writer import write_scenario
 
 Build = Callable[..., ar.AgentLoop]
 TwoTurns = Callable[[ar.AgentLoop], ar.AgentState]
@@ -215,7 +215,7 @@ def test_a_real_recorded_session_converts_to_a_scenario_that_passes(
     """An HTTP cassette another project recorded, replayed through the real SDK driver while
     recording an agentrig cassette (what convert's error for HTTP cassettes advises)."""
     from agentrig.drivers import OpenAIProvider
-    from agentrig.harness.http_cassettes import use_http_cassette
+    from agentrig.harness.cassettes.http import use_http_cassette
 
     monkeypatch.setattr("time.sleep", lambda seconds: None)  # the SDK's retry back-off
     relative, options, user = REAL_SESSIONS[session]

@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 import agentrig as ar
 from agentrig.errors import InvalidInputError
 from agentrig.fakes import ScriptedLLM, Turn
-from agentrig.harness import strategies as ars
 from agentrig.harness.cassettes import (
     Cassette,
     Interaction,
@@ -18,7 +17,8 @@ from agentrig.harness.cassettes import (
     cassette_from_yaml,
     cassette_to_yaml,
 )
-from agentrig.harness.hypothesis_profiles import agentrig_settings
+from agentrig.harness.property import strategies as ars
+from agentrig.harness.property.profiles import agentrig_settings
 
 
 @agentrig_settings(max_examples=60)

@@ -36,14 +36,14 @@ from agentrig.harness.cassettes.model import (
 )
 from agentrig.harness.cassettes.normalize import to_response
 from agentrig.harness.errors import ScenarioFileError
-from agentrig.harness.scenario_model import (
+from agentrig.harness.scenarios.model import (
     IDENTIFIER_PATTERN,
     SCENARIO_NAME_PATTERN,
     ModelReply,
     Scenario,
 )
-from agentrig.harness.scenario_writer import reply_from_turn
-from agentrig.harness.yaml_source import load_yaml_file
+from agentrig.harness.scenarios.writer import reply_from_turn
+from agentrig.harness.scenarios.yaml_source import load_yaml_file
 from agentrig.state import FinishReason
 
 __all__ = [

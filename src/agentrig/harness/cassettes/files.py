@@ -13,9 +13,9 @@ from pydantic import ValidationError
 from agentrig.harness.cassettes.errors import CassetteFileError
 from agentrig.harness.cassettes.model import CASSETTE_VERSION, Cassette, to_data
 from agentrig.harness.errors import ScenarioFileError
-from agentrig.harness.scenario_loader import _file_error
-from agentrig.harness.scenario_writer import _NEEDS_ESCAPES
-from agentrig.harness.yaml_source import YamlSource, load_yaml_file, load_yaml_text
+from agentrig.harness.scenarios.loader import _file_error
+from agentrig.harness.scenarios.writer import _NEEDS_ESCAPES
+from agentrig.harness.scenarios.yaml_source import YamlSource, load_yaml_file, load_yaml_text
 
 __all__ = ["cassette_from_yaml", "cassette_to_yaml", "load_cassette", "save_cassette"]
 

@@ -30,21 +30,21 @@ from agentrig import (
     Usage,
 )
 from agentrig.fakes import CallSpec, Turn, call, reply
-from agentrig.harness import strategies as ars
-from agentrig.harness.hypothesis_profiles import (
+from agentrig.harness.checks.invariants import Violation
+from agentrig.harness.property import strategies as ars
+from agentrig.harness.property.profiles import (
     CI_PROFILE,
     DEEP_FACTOR,
     DEEP_PROFILE,
     agentrig_settings,
     register_profiles,
 )
-from agentrig.harness.invariants import Violation
+from agentrig.harness.property.stateful import Playback, play
 from agentrig.harness.results import SuiteResult
 from agentrig.harness.runner import run_suite
-from agentrig.harness.scenario_loader import load_scenario
-from agentrig.harness.scenario_model import AgentSpec, Scenario
-from agentrig.harness.scenario_writer import budget_spec, scenario_to_yaml, write_scenario
-from agentrig.harness.stateful import Playback, play
+from agentrig.harness.scenarios.loader import load_scenario
+from agentrig.harness.scenarios.model import AgentSpec, Scenario
+from agentrig.harness.scenarios.writer import budget_spec, scenario_to_yaml, write_scenario
 from agentrig.store import EXECUTION_BUFFER
 
 # --- serializers ------------------------------------------------------------------------------
@@ -281,7 +281,7 @@ def test_the_unbroken_runs_pass_every_check() -> None:
 
 # --- the docs and the profiles ----------------------------------------------------------------
 
-DOCS = Path(__file__).parents[2] / "docs"
+DOCS = Path(__file__).parents[3] / "docs"
 
 
 def test_the_documented_examples_run(pytester: pytest.Pytester) -> None:
@@ -296,7 +296,7 @@ def test_the_documented_examples_run(pytester: pytest.Pytester) -> None:
 PROFILE_CHECK = """
 from hypothesis import settings
 
-from agentrig.harness.hypothesis_profiles import DEEP_FACTOR, agentrig_settings
+from agentrig.harness.property.profiles import DEEP_FACTOR, agentrig_settings
 
 
 def test_profile():

@@ -29,11 +29,11 @@ from agentrig import (
     tool,
 )
 from agentrig.fakes import CallSpec, Turn, call, reply
-from agentrig.harness.hypothesis_profiles import agentrig_settings
+from agentrig.harness.property.profiles import agentrig_settings
+from agentrig.harness.property.stateful import AgentMachine, play
+from agentrig.harness.property.strategies import DEFAULT_TOOL_SPECS, llm_turns, params_of
 from agentrig.harness.runner import run_scenario
-from agentrig.harness.scenario_model import AgentSpec, CancelAfterStep, Expectation
-from agentrig.harness.stateful import AgentMachine, play
-from agentrig.harness.strategies import DEFAULT_TOOL_SPECS, llm_turns, params_of
+from agentrig.harness.scenarios.model import AgentSpec, CancelAfterStep, Expectation
 
 # --- the machine as a test --------------------------------------------------------------------
 
@@ -247,7 +247,7 @@ class TestToScenario:
         path = m.write_failure(tmp_path)
         assert path is not None
         assert path.name == "agent-machine.scenario.yaml"
-        from agentrig.harness.scenario_loader import load_scenario
+        from agentrig.harness.scenarios.loader import load_scenario
 
         result = run_scenario(load_scenario(path))
         assert result.passed, result.failures

@@ -20,7 +20,7 @@ are ignored. Each interaction plays once.
 
 With pytest-recording, in ``conftest.py``::
 
-    from agentrig.harness import http_cassettes
+    from agentrig.harness.cassettes import http as http_cassettes
 
     def pytest_recording_configure(config, vcr):
         http_cassettes.configure_vcr(vcr)

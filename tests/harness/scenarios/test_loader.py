@@ -15,12 +15,12 @@ import pytest
 import yaml
 
 from agentrig.harness.errors import ScenarioFileError
-from agentrig.harness.scenario_loader import (
+from agentrig.harness.scenarios.loader import (
     load_scenario,
     load_scenarios,
     scenario_json_schema,
 )
-from agentrig.harness.scenario_model import (
+from agentrig.harness.scenarios.model import (
     CALL_SHORTHAND_PATTERN,
     CancelAfterStep,
     CostExpect,
@@ -30,9 +30,9 @@ from agentrig.harness.scenario_model import (
     TextMatch,
     ToolCallSpec,
 )
-from agentrig.harness.yaml_source import load_yaml_file, load_yaml_text
+from agentrig.harness.scenarios.yaml_source import load_yaml_file, load_yaml_text
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FULL = Path(__file__).parent / "data" / "full-example.yaml"
 DOCS = ROOT / "docs" / "scenario-format.md"
 

@@ -1,4 +1,4 @@
-"""Load scenario files into :class:`~agentrig.harness.scenario_model.Scenario` objects.
+"""Load scenario files into :class:`~agentrig.harness.scenarios.model.Scenario` objects.
 
 Every problem in a file raises one :class:`~agentrig.harness.errors.ScenarioFileError` that
 lists all of them, each with file, line, column and field path::
@@ -27,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from agentrig.harness.errors import ScenarioFileError
-from agentrig.harness.scenario_model import (
+from agentrig.harness.scenarios.model import (
     IDENTIFIER_PATTERN,
     INVARIANT_NAME_PATTERN,
     SCENARIO_NAME_PATTERN,
@@ -37,7 +37,7 @@ from agentrig.harness.scenario_model import (
     ToolCallSpec,
     parse_call_shorthand,
 )
-from agentrig.harness.yaml_source import FieldPath, Location, YamlSource, load_yaml_file
+from agentrig.harness.scenarios.yaml_source import FieldPath, Location, YamlSource, load_yaml_file
 
 __all__ = [
     "JSON_SCHEMA_DIALECT",

@@ -34,7 +34,7 @@ from agentrig.fakes import (
     ToolReply,
     Turn,
 )
-from agentrig.harness.scenario_model import AgentSpec, BudgetSpec, HookSpec, ModelReply, Scenario
+from agentrig.harness.scenarios.model import AgentSpec, BudgetSpec, HookSpec, ModelReply, Scenario
 from agentrig.state import FinishReason, Usage
 
 HOOK_SOURCE = "scenario-hook"
@@ -186,7 +186,7 @@ def _canceller(agent: ScenarioAgent) -> Callable[[AgentStepCompleted], None]:
 
 
 def _tool(name: str, spec: object, clock: FakeClock) -> ScriptedTool:
-    from agentrig.harness.scenario_model import ToolSpec
+    from agentrig.harness.scenarios.model import ToolSpec
 
     assert isinstance(spec, ToolSpec)
     replies = [

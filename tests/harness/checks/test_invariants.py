@@ -65,7 +65,7 @@ from agentrig.fakes import (
     calls,
     reply,
 )
-from agentrig.harness.invariants import (
+from agentrig.harness.checks.invariants import (
     Invariant,
     InvariantChecker,
     Observation,
@@ -1697,7 +1697,7 @@ class TestRegistryMessages:
         with pytest.raises(AgentrigError) as error:
             register_invariant(Clean)
         message = str(error.value)
-        assert "agentrig.harness.invariants.CleanMessages" in message
+        assert "agentrig.harness.checks.invariants.CleanMessages" in message
         assert "give yours another name" in message
 
 

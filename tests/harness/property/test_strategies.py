@@ -21,9 +21,9 @@ from agentrig import (
 )
 from agentrig.fakes import CallSpec, ScriptedLLM, ScriptedTool, ToolReply, Turn
 from agentrig.fakes.clock import DEFAULT_START
-from agentrig.harness import strategies as ars
-from agentrig.harness.hypothesis_profiles import agentrig_settings
-from agentrig.harness.scenario_model import ModelReply, Scenario, ToolSpec
+from agentrig.harness.property import strategies as ars
+from agentrig.harness.property.profiles import agentrig_settings
+from agentrig.harness.scenarios.model import ModelReply, Scenario, ToolSpec
 
 TOOLS = {"search": {"query": "string", "limit": "integer?"}, "ping": {}}
 

@@ -49,9 +49,17 @@ from agentrig import (
 )
 from agentrig.errors import AgentStop, InvalidInputError
 from agentrig.fakes import FakeClock, ScriptedLLM, ScriptedTool, SeededIds, ToolReply, Turn
-from agentrig.harness.agent_factory import ScenarioAgent, build_agent
-from agentrig.harness.invariants import InvariantChecker, Violation, select_invariants
-from agentrig.harness.scenario_model import (
+from agentrig.harness.checks.invariants import InvariantChecker, Violation, select_invariants
+from agentrig.harness.property.strategies import (
+    DEFAULT_TOOL_SPECS,
+    budgets,
+    llm_turns,
+    params_of,
+    scripts,
+    texts,
+)
+from agentrig.harness.scenarios.agent_factory import ScenarioAgent, build_agent
+from agentrig.harness.scenarios.model import (
     SCENARIO_NAME_PATTERN,
     AgentSpec,
     CancelAfterStep,
@@ -60,16 +68,8 @@ from agentrig.harness.scenario_model import (
     Scenario,
     ToolSpec,
 )
-from agentrig.harness.scenario_model import Turn as ScenarioTurn
-from agentrig.harness.scenario_writer import budget_spec, reply_from_turn, write_scenario
-from agentrig.harness.strategies import (
-    DEFAULT_TOOL_SPECS,
-    budgets,
-    llm_turns,
-    params_of,
-    scripts,
-    texts,
-)
+from agentrig.harness.scenarios.model import Turn as ScenarioTurn
+from agentrig.harness.scenarios.writer import budget_spec, reply_from_turn, write_scenario
 
 __all__ = ["AgentMachine", "AgentModel", "Playback", "play"]
 

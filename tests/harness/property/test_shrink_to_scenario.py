@@ -20,12 +20,12 @@ from typer.testing import CliRunner
 from agentrig import AgentState, ExecutionBudget, Role, StepRuntime, ToolCallingDriver
 from agentrig.fakes import Turn
 from agentrig.harness.cli import app
-from agentrig.harness.hypothesis_profiles import agentrig_settings
+from agentrig.harness.property.profiles import agentrig_settings
+from agentrig.harness.property.stateful import AgentMachine
+from agentrig.harness.property.strategies import llm_turns, params_of, scripts
 from agentrig.harness.results import SuiteResult
 from agentrig.harness.runner import run_scenario
-from agentrig.harness.scenario_loader import load_scenario
-from agentrig.harness.stateful import AgentMachine
-from agentrig.harness.strategies import llm_turns, params_of, scripts
+from agentrig.harness.scenarios.loader import load_scenario
 
 
 def tool_calls_so_far(state: AgentState) -> int:

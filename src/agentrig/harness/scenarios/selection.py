@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from agentrig.errors import AgentrigError
-from agentrig.harness.scenario_model import Scenario
+from agentrig.harness.scenarios.model import Scenario
 
 _TOKEN = re.compile(r"""\s*(\(|\)|'[^']*'|"[^"]*"|[^\s()]+)""")
 _KEYWORDS = {"and", "or", "not"}

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from agentrig.errors import InvalidInputError
-from agentrig.harness.scenario_model import (
+from agentrig.harness.scenarios.model import (
     AgentSpec,
     CostExpect,
     Expectation,

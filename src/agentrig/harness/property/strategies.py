@@ -4,7 +4,7 @@ Every strategy is a plain function with keyword-only, validated arguments (a bad
 :class:`~agentrig.errors.InvalidInputError` when the strategy is built, not when it draws)::
 
     from hypothesis import given
-    from agentrig.harness import strategies as ars
+    from agentrig.harness.property import strategies as ars
 
     @given(script=ars.scripts(tools={"lookup": {"query": "string"}}), budget=ars.budgets())
     def test_my_agent(script, budget): ...
@@ -59,8 +59,8 @@ from agentrig.harness.cassettes import (
     RecordedToolCall,
     record_usage,
 )
-from agentrig.harness.invariants import invariant_names
-from agentrig.harness.scenario_model import (
+from agentrig.harness.checks.invariants import invariant_names
+from agentrig.harness.scenarios.model import (
     AgentSpec,
     CancelAfterStep,
     CostExpect,
@@ -76,8 +76,8 @@ from agentrig.harness.scenario_model import (
     ToolSpec,
     UsageExpect,
 )
-from agentrig.harness.scenario_model import Turn as ScenarioTurn
-from agentrig.harness.scenario_writer import budget_spec, reply_from_turn
+from agentrig.harness.scenarios.model import Turn as ScenarioTurn
+from agentrig.harness.scenarios.writer import budget_spec, reply_from_turn
 
 __all__ = [
     "DEFAULT_TOOLS",
@@ -826,7 +826,7 @@ def _states(
     max_steps: int,
     modes: tuple[str, ...],
 ) -> AgentState:
-    from agentrig.harness.stateful import play  # stateful imports this module
+    from agentrig.harness.property.stateful import play  # stateful imports this module
 
     agent = AgentSpec(
         trace_mode=draw(st.sampled_from(modes)),

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from agentrig.harness.errors import ScenarioFileError
-from agentrig.harness.yaml_source import Location, load_yaml_file, load_yaml_text
+from agentrig.harness.scenarios.yaml_source import Location, load_yaml_file, load_yaml_text
 
 
 def _text(source: str) -> str:

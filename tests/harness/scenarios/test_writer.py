@@ -10,10 +10,10 @@ import pytest
 from agentrig import ExecutionBudget, Usage
 from agentrig.errors import InvalidInputError
 from agentrig.fakes import CallSpec, Turn, call, calls, fail, reply
-from agentrig.harness.agent_factory import to_turn
 from agentrig.harness.runner import run_scenario
-from agentrig.harness.scenario_loader import load_scenario
-from agentrig.harness.scenario_model import (
+from agentrig.harness.scenarios.agent_factory import to_turn
+from agentrig.harness.scenarios.loader import load_scenario
+from agentrig.harness.scenarios.model import (
     AgentSpec,
     BudgetSpec,
     Expectation,
@@ -23,8 +23,8 @@ from agentrig.harness.scenario_model import (
     ToolReply,
     ToolSpec,
 )
-from agentrig.harness.scenario_model import Turn as ScenarioTurn
-from agentrig.harness.scenario_writer import (
+from agentrig.harness.scenarios.model import Turn as ScenarioTurn
+from agentrig.harness.scenarios.writer import (
     budget_spec,
     reply_from_turn,
     scenario_from_script,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agentrig.harness.formatting import format_failure
 from agentrig.harness.reporting.base import SHOWN_CHARACTERS, format_json, format_json_excerpt
+from agentrig.harness.reporting.terminal import format_failure
 from agentrig.harness.results import Failure
 
 

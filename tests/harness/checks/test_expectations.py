@@ -23,9 +23,9 @@ from agentrig.fakes import (
     ToolReply,
     Turn,
 )
-from agentrig.harness.expectations import Mismatch, check_expectation, executed_calls
-from agentrig.harness.scenario_model import Expectation
-from agentrig.harness.trajectory import Call
+from agentrig.harness.checks.expectations import Mismatch, check_expectation, executed_calls
+from agentrig.harness.checks.trajectory import Call
+from agentrig.harness.scenarios.model import Expectation
 
 FINAL_TEXT = "Paris is sunny; Oslo's service is down."
 

@@ -9,8 +9,8 @@ from difflib import get_close_matches
 from typing import Any
 
 from agentrig import AgentState, Message, Messages
-from agentrig.harness.scenario_model import Expectation, MessageExpect
-from agentrig.harness.trajectory import Call, compare_trajectory
+from agentrig.harness.checks.trajectory import Call, compare_trajectory
+from agentrig.harness.scenarios.model import Expectation, MessageExpect
 from agentrig.store import INFERENCE_ORDER
 
 _USAGE_FIELDS = {

@@ -26,8 +26,8 @@ vcr = pytest.importorskip("vcr")
 openai = pytest.importorskip("openai")
 httpx2 = pytest.importorskip("httpx2")
 
-from agentrig.harness import http_cassettes  # noqa: E402
-from agentrig.harness.http_cassettes import (  # noqa: E402
+from agentrig.harness.cassettes import http as http_cassettes  # noqa: E402
+from agentrig.harness.cassettes.http import (  # noqa: E402
     HttpCassetteFileError,
     HttpCassetteMismatchError,
     HttpCassetteNotFoundError,
@@ -328,7 +328,7 @@ def test_pytest_recording_replays_with_the_documented_setup(
     pytester.makeconftest(
         """
         import pytest
-        from agentrig.harness import http_cassettes
+        from agentrig.harness.cassettes import http as http_cassettes
 
         def pytest_recording_configure(config, vcr):
             http_cassettes.configure_vcr(vcr)
@@ -407,7 +407,7 @@ def test_a_blocked_call_fails_at_once_without_sdk_retries(
     make: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("anthropic")
-    from agentrig.harness.network_block import block_real_llm_calls
+    from agentrig.harness.cassettes.network_block import block_real_llm_calls
 
     sleeps: list[float] = []
     monkeypatch.setattr("time.sleep", sleeps.append)

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 pytest.importorskip("vcr")
 
-from agentrig.harness.http_cassettes import deserialize, serialize
+from agentrig.harness.cassettes.http import deserialize, serialize
 
-REAL = Path(__file__).resolve().parents[3] / "shared" / "cassettes" / "real"
+REAL = Path(__file__).resolve().parents[4] / "shared" / "cassettes" / "real"
 
 _json_scalars = st.none() | st.booleans() | st.integers() | st.text(max_size=12)
 _json = st.recursive(

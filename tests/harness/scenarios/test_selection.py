@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from agentrig.errors import AgentrigError
-from agentrig.harness.scenario_model import Scenario, Turn
-from agentrig.harness.selection import SelectionError, matches, parse_shard, select
+from agentrig.harness.scenarios.model import Scenario, Turn
+from agentrig.harness.scenarios.selection import SelectionError, matches, parse_shard, select
 
 
 def scenario(name: str, *tags: str) -> Scenario:

@@ -41,7 +41,7 @@ from pydantic_core import CoreSchema, InitErrorDetails, PydanticCustomError
 from agentrig._model import json_equal
 from agentrig.errors import InvalidInputError
 from agentrig.harness.errors import ScenarioFileError
-from agentrig.harness.yaml_source import FieldPath, YamlSource, load_yaml_text
+from agentrig.harness.scenarios.yaml_source import FieldPath, YamlSource, load_yaml_text
 
 __all__ = [
     "CALL_SHORTHAND_PATTERN",

@@ -26,8 +26,8 @@ from pydantic import BaseModel
 from agentrig import ExecutionBudget, FinishReason
 from agentrig.errors import InvalidInputError
 from agentrig.fakes import Turn as ScriptTurn
-from agentrig.harness.scenario_loader import SCENARIO_SUFFIX
-from agentrig.harness.scenario_model import (
+from agentrig.harness.scenarios.loader import SCENARIO_SUFFIX
+from agentrig.harness.scenarios.model import (
     SCENARIO_NAME_PATTERN,
     AgentSpec,
     BudgetSpec,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from agentrig.errors import AgentrigError
-from agentrig.harness.trajectory import (
+from agentrig.harness.checks.trajectory import (
     ARGS_MODES,
     TRAJECTORY_MODES,
     Call,

@@ -11,10 +11,10 @@ import pytest
 import agentrig as ar
 from agentrig.errors import AgentrigError
 from agentrig.fakes import ScriptedLLM
-from agentrig.harness.agent_factory import build_agent
 from agentrig.harness.runner import run_scenario
-from agentrig.harness.scenario_loader import load_scenario
-from agentrig.harness.scenario_model import Scenario
+from agentrig.harness.scenarios.agent_factory import build_agent
+from agentrig.harness.scenarios.loader import load_scenario
+from agentrig.harness.scenarios.model import Scenario
 
 WEATHER = """\
 name: weather

@@ -1,0 +1,2 @@
+"""What is checked of a run: the invariants after every step, a turn's ``expect:`` block, and
+tool-call trajectories."""
