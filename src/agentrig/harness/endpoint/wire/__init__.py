@@ -1,0 +1,1 @@
+"""The three provider wire formats the endpoint speaks."""

@@ -1,0 +1,79 @@
+"""What every wire format shares: the request as the endpoint reads it, the answer it plays, and
+the error a request that cannot be read is answered with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from agentrig._model import JsonObject
+from agentrig.messages import Message, ToolCall
+from agentrig.state import ToolSchema, Usage
+from agentrig.state.status import FinishReason
+
+FormatName = Literal["chat", "responses", "anthropic"]
+
+
+@dataclass(frozen=True)
+class WireRequest:
+    """One request as it crossed the wire, in the provider-neutral terms the checks read.
+
+    ``messages`` holds the conversation without the system prompt (user, assistant with its tool
+    calls, one TOOL message per tool result, in the order sent); ``system`` is the system prompt or
+    instructions, joined when the format carries several. ``settings`` keeps every other body
+    field (temperature, tool_choice, max tokens, ...) as sent.
+    """
+
+    format: FormatName
+    model: str
+    messages: tuple[Message, ...]
+    system: str | None = None
+    tools: tuple[ToolSchema, ...] = ()
+    stream: bool = False
+    include_usage: bool = False
+    settings: JsonObject = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WireAnswer:
+    """One scripted answer to play: text, tool calls (ids already assigned), or a refusal."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    refusal: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: FinishReason = FinishReason.STOP
+
+
+class WireError(Exception):
+    """A request the endpoint cannot read; ``param`` names the body field at fault, if known."""
+
+    def __init__(self, message: str, *, param: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+
+
+class WireFormat(Protocol):
+    """One provider API's request and answer shapes, byte-compatible with its official SDK."""
+
+    name: FormatName
+    path: str
+
+    def parse_request(self, body: bytes) -> WireRequest:
+        """Read a request body; raise ``WireError`` naming the field when it cannot be read."""
+        ...
+
+    def response_body(self, answer: WireAnswer, *, model: str, response_id: str) -> JsonObject:
+        """The JSON body of a plain (not streamed) answer."""
+        ...
+
+    def stream_chunks(
+        self, answer: WireAnswer, *, model: str, response_id: str, include_usage: bool
+    ) -> list[bytes]:
+        """The answer as server-sent events, one complete event (ending in a blank line) each."""
+        ...
+
+    def error_body(self, status: int, message: str, *, param: str | None = None) -> JsonObject:
+        """The provider's error body for an HTTP ``status`` with ``message``."""
+        ...
