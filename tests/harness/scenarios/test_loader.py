@@ -189,7 +189,7 @@ def test_error_message_names_file_line_column_field_and_valid_values(tmp_path: P
             5,
             7,
             "unknown key 'stauts' (did you mean 'status'?); allowed keys: status, stop_reason, "
-            "final_response, steps, tool_calls, messages, sections, usage, cost, errors",
+            "final_response, steps, model_calls, tool_results, tool_calls, messages, sections, usage, cost, errors",
             id="unknown-key",
         ),
         pytest.param(
@@ -387,7 +387,7 @@ def test_error_message_names_file_line_column_field_and_valid_values(tmp_path: P
             "turns[0].model[0]",
             5,
             9,
-            "a reply needs at least one of: say, call, calls, error",
+            "a reply needs at least one of: say, call, calls, error, refuse, fault",
             id="empty-reply",
         ),
         pytest.param(
@@ -447,7 +447,9 @@ def test_unknown_keys_list_the_allowed_keys(tmp_path: Path) -> None:
         "say",
         "call",
         "calls",
+        "refuse",
         "error",
+        "fault",
         "retryable",
         "usage",
         "cost",

@@ -10,7 +10,7 @@ from typing import Any
 
 from agentrig import AgentState, Message, Messages
 from agentrig.harness.checks.trajectory import Call, compare_trajectory
-from agentrig.harness.scenarios.model import Expectation, MessageExpect
+from agentrig.harness.scenarios.model import Expectation, MessageExpect, ToolResultExpect
 from agentrig.store import INFERENCE_ORDER
 
 _USAGE_FIELDS = {
@@ -34,20 +34,59 @@ class Mismatch:
     """Where under ``expect`` the failed check is written (keys and indices)."""
 
 
+@dataclass(frozen=True)
+class ReturnedResult:
+    """A tool result as the model received it."""
+
+    tool: str
+    content: str
+    is_error: bool
+
+
+@dataclass(frozen=True)
+class ObservedTurn:
+    """What a turn showed the model's side: the checks that hold for any agent, on agentrig's
+    runtime or across the wire of the scenario endpoint."""
+
+    final_response: str
+    calls: Sequence[Call]
+    model_calls: int
+    tool_results: Sequence[ReturnedResult]
+
+
 def check_expectation(expect: Expectation, final: AgentState) -> list[Mismatch]:
     """Every way ``final`` differs from ``expect``."""
-    return [m if m.path else replace(m, path=(m.field,)) for m in _all(expect, final)]
+    return _with_paths(_all(expect, final))
+
+
+def check_observed(expect: Expectation, observed: ObservedTurn) -> list[Mismatch]:
+    """Every way ``observed`` differs from the parts of ``expect`` any agent shows."""
+    return _with_paths(_observed(expect, observed))
+
+
+def _with_paths(mismatches: Iterator[Mismatch]) -> list[Mismatch]:
+    return [m if m.path else replace(m, path=(m.field,)) for m in mismatches]
+
+
+def observed_turn(final: AgentState) -> ObservedTurn:
+    """The model-side view of an execution of agentrig's runtime."""
+    results = [
+        ReturnedResult(m.tool_result.tool_name, m.tool_result.content, m.tool_result.is_error)
+        for step in final.steps()
+        for m in step.output_messages
+        if m.tool_result is not None
+    ]
+    return ObservedTurn(
+        final_response=final.final_response().to_text(),
+        calls=executed_calls(final),
+        model_calls=final.step_count(),
+        tool_results=results,
+    )
 
 
 def _all(expect: Expectation, final: AgentState) -> Iterator[Mismatch]:
     yield from _simple(expect, final)
-    if expect.final_response is not None:
-        text = final.final_response().to_text()
-        if not expect.final_response.matches(text):
-            wanted = expect.final_response.model_dump(exclude_none=True)
-            yield Mismatch("final_response", "final response does not match", wanted, text)
-    if expect.tool_calls is not None:
-        yield from _tool_calls(expect, final)
+    yield from _observed(expect, observed_turn(final))
     if expect.messages is not None:
         yield from _section(("messages",), expect.messages, final.messages())
     yield from _sections(expect, final)
@@ -81,10 +120,57 @@ def executed_calls(final: AgentState) -> list[Call]:
     ]
 
 
-def _tool_calls(expect: Expectation, final: AgentState) -> Iterator[Mismatch]:
+def _observed(expect: Expectation, observed: ObservedTurn) -> Iterator[Mismatch]:
+    if expect.final_response is not None:
+        text = observed.final_response
+        if not expect.final_response.matches(text):
+            wanted = expect.final_response.model_dump(exclude_none=True)
+            yield Mismatch("final_response", "final response does not match", wanted, text)
+    if expect.tool_calls is not None:
+        yield from _tool_calls(expect, observed.calls)
+    if expect.model_calls is not None and expect.model_calls != observed.model_calls:
+        message = f"the model was called {observed.model_calls} time(s)"
+        yield Mismatch("model_calls", message, expect.model_calls, observed.model_calls)
+    if expect.tool_results is not None:
+        yield from _tool_results(expect.tool_results, observed.tool_results)
+
+
+def _tool_results(
+    wanted: Sequence[ToolResultExpect], actual: Sequence[ReturnedResult]
+) -> Iterator[Mismatch]:
+    shown = [{"tool": r.tool, "content": r.content, "is_error": r.is_error} for r in actual]
+    expected = [spec.model_dump(exclude_none=True) for spec in wanted]
+    if len(wanted) != len(actual):
+        message = f"{len(actual)} tool result(s) were returned, {len(wanted)} expected"
+        yield Mismatch("tool_results", message, expected, shown)
+        return
+    for index, (spec, result) in enumerate(zip(wanted, actual, strict=True)):
+        problem = _result_problem(spec, result)
+        if problem is not None:
+            yield Mismatch(
+                f"tool_results[{index}]",
+                f"tool result {index + 1}: {problem}",
+                expected[index],
+                shown[index],
+                path=("tool_results", index),
+            )
+
+
+def _result_problem(spec: ToolResultExpect, result: ReturnedResult) -> str | None:
+    if spec.tool is not None and spec.tool != result.tool:
+        return f"answers {result.tool}, not {spec.tool}"
+    if spec.content is not None and spec.content != result.content:
+        return "content differs"
+    if spec.contains is not None and spec.contains not in result.content:
+        return f"does not contain {spec.contains!r}"
+    if spec.is_error is not None and spec.is_error != result.is_error:
+        return "is an error" if result.is_error else "is not an error"
+    return None
+
+
+def _tool_calls(expect: Expectation, actual: Sequence[Call]) -> Iterator[Mismatch]:
     assert expect.tool_calls is not None
     wanted = [Call(c.name, dict(c.args)) for c in expect.tool_calls.calls]
-    actual = executed_calls(final)
     problem = compare_trajectory(
         wanted, actual, mode=expect.tool_calls.mode, args=expect.tool_calls.args
     )

@@ -43,8 +43,15 @@ HOOK_SOURCE = "scenario-hook"
 def to_turn(reply: ModelReply) -> Turn:
     """A scenario model reply as a fake LLM turn."""
     usage = reply.usage
+    if reply.fault is not None:
+        # agentrig's own runtime has no wire to break: a fault is a provider error.
+        message = f"scripted fault: {reply.fault.describe()}"
+        return Turn(error=message, retryable=reply.fault.retryable, latency=reply.latency)
+    finish = FinishReason.CONTENT_FILTER if reply.refuse is not None else None
+    if reply.finish_reason:
+        finish = FinishReason(reply.finish_reason)
     return Turn(
-        text=reply.say or "",
+        text=reply.say or reply.refuse or "",
         calls=tuple(CallSpec(c.name, dict(c.args), c.id) for c in reply.tool_calls),
         usage=Usage(
             input_tokens=usage.input if usage else 0,
@@ -54,7 +61,7 @@ def to_turn(reply: ModelReply) -> Turn:
             reasoning_tokens=usage.reasoning if usage else 0,
             cost=reply.cost or 0.0,
         ),
-        finish_reason=FinishReason(reply.finish_reason) if reply.finish_reason else None,
+        finish_reason=finish,
         latency=reply.latency,
         error=reply.error,
         retryable=reply.retryable,

@@ -55,6 +55,7 @@ __all__ = [
     "CancelAfterStep",
     "CostExpect",
     "Expectation",
+    "FaultSpec",
     "FinishReason",
     "HookAction",
     "HookSpec",
@@ -76,6 +77,7 @@ __all__ = [
     "ToolCallsExpect",
     "ToolMode",
     "ToolReply",
+    "ToolResultExpect",
     "ToolSpec",
     "TraceMode",
     "TrajectoryMode",
@@ -440,21 +442,82 @@ class UsageSpec(ScenarioModel):
     reasoning: Count = Field(default=0, description="Reasoning tokens.")
 
 
-class ModelReply(ScenarioModel):
-    """One scripted reply of the model: text, tool calls, or a provider error.
+class FaultSpec(ScenarioModel):
+    """A failure the scenario endpoint plays for one request: exactly one of ``status``,
+    ``cut_after`` or ``malformed_at``.
 
-    A reply has at least one of ``say``, ``call``, ``calls`` or ``error``; ``call`` and ``calls``
-    exclude each other; ``error`` excludes everything a response would carry.
+    ``status`` answers with that HTTP error (with ``Retry-After`` when ``retry_after`` is
+    given) and nothing else; ``cut_after`` and ``malformed_at`` stream the reply's ``say`` /
+    ``call`` but cut the stream after that many events, or replace that event (1-based) with a
+    malformed one. A run on agentrig's own runtime plays any fault as a provider error.
     """
 
     model_config = ConfigDict(
         json_schema_extra={
-            "anyOf": [{"required": [key]} for key in ("say", "call", "calls", "error")],
+            "oneOf": [{"required": [key]} for key in ("status", "cut_after", "malformed_at")]
+        }
+    )
+
+    status: Annotated[int, Strict(), Field(ge=400, le=599)] | None = Field(
+        default=None, description="Answer with this HTTP error status (400-599)."
+    )
+    retry_after: NonNegative | None = Field(
+        default=None, description="With status: seconds sent in the Retry-After header."
+    )
+    message: Text | None = Field(
+        default=None, description="With status: the error message of the provider's error body."
+    )
+    cut_after: Count | None = Field(
+        default=None, description="Stream this many events of the reply, then drop the connection."
+    )
+    malformed_at: Positive | None = Field(
+        default=None, description="Replace this event of the stream (1-based) with malformed JSON."
+    )
+
+    @property
+    def retryable(self) -> bool:
+        """Whether a well-behaved client retries this fault."""
+        return self.status is None or self.status in (408, 409, 429) or self.status >= 500
+
+    def describe(self) -> str:
+        """A short account of the fault, for messages."""
+        if self.status is not None:
+            return f"HTTP {self.status}" + (f": {self.message}" if self.message else "")
+        if self.cut_after is not None:
+            return f"stream cut after {self.cut_after} events"
+        return f"malformed stream event {self.malformed_at}"
+
+    def _problems(self) -> Iterator[tuple[FieldPath, str]]:
+        given = [k for k in ("status", "cut_after", "malformed_at") if getattr(self, k) is not None]
+        if len(given) != 1:
+            yield (), "use exactly one of: status, cut_after, malformed_at"
+        if self.status is None:
+            for key in ("retry_after", "message"):
+                if getattr(self, key) is not None:
+                    yield (key,), f"{key} only applies to a status fault"
+
+
+_REPLY_KEYS = ("say", "call", "calls", "error", "refuse", "fault")
+
+
+class ModelReply(ScenarioModel):
+    """One scripted reply of the model: text, tool calls, a refusal, a provider error, or a fault.
+
+    A reply has at least one of ``say``, ``call``, ``calls``, ``refuse``, ``error`` or
+    ``fault``; ``call`` and ``calls`` exclude each other; ``error`` excludes everything a
+    response would carry, and so does a ``fault`` with a ``status``.
+    """
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [{"required": [key]} for key in _REPLY_KEYS],
             "allOf": [
                 {"not": {"required": ["call", "calls"]}},
                 {"not": {"required": ["error", "say"]}},
                 {"not": {"required": ["error", "call"]}},
                 {"not": {"required": ["error", "calls"]}},
+                {"not": {"required": ["error", "fault"]}},
+                {"not": {"required": ["refuse", "say"]}},
             ],
         }
     )
@@ -464,8 +527,15 @@ class ModelReply(ScenarioModel):
     calls: Annotated[tuple[CallSpec, ...], Field(min_length=1)] | None = Field(
         default=None, description="Several tool calls in one reply."
     )
+    refuse: Text | None = Field(
+        default=None,
+        description="The model refuses with this text (finish reason content_filter).",
+    )
     error: Text | None = Field(
         default=None, description="The provider raises with this message instead of replying."
+    )
+    fault: FaultSpec | None = Field(
+        default=None, description="A failure the scenario endpoint plays for this request."
     )
     retryable: Flag = Field(
         default=False, description="With error: whether another attempt may succeed."
@@ -485,11 +555,16 @@ class ModelReply(ScenarioModel):
         return (self.call,) if self.call is not None else self.calls or ()
 
     def _problems(self) -> Iterator[tuple[FieldPath, str]]:
-        if all(getattr(self, key) is None for key in ("say", "call", "calls", "error")):
-            yield (), "a reply needs at least one of: say, call, calls, error"
+        if all(getattr(self, key) is None for key in _REPLY_KEYS):
+            yield (), "a reply needs at least one of: " + ", ".join(_REPLY_KEYS)
+        if self.refuse is not None and self.say is not None:
+            yield ("refuse",), "use either say or refuse, not both"
+        if self.refuse == "":
+            yield ("refuse",), "a refusal needs a text"
+        yield from self._fault_problems()
         if self.call is not None and self.calls is not None:
             yield ("calls",), "use either call or calls, not both"
-        if self.say == "" and not self.tool_calls:
+        if self.say == "" and not self.tool_calls and self.fault is None:
             yield ("say",), "an empty reply has nothing to play: write some text or add a call"
         if self.error == "":
             yield ("error",), "an error reply needs a message"
@@ -497,9 +572,21 @@ class ModelReply(ScenarioModel):
             if self.retryable:
                 yield ("retryable",), "retryable only applies to an error reply"
             return
-        for key in ("say", "call", "calls", "usage", "cost", "finish_reason"):
+        for key in ("say", "call", "calls", "refuse", "fault", "usage", "cost", "finish_reason"):
             if getattr(self, key) is not None:
                 yield (key,), f"an error reply cannot have {key}: the provider raises instead"
+
+    def _fault_problems(self) -> Iterator[tuple[FieldPath, str]]:
+        fault = self.fault
+        if fault is None or self.error is not None:
+            return
+        if fault.status is not None:
+            for key in ("say", "call", "calls", "refuse", "usage", "cost", "finish_reason"):
+                if getattr(self, key) is not None:
+                    problem = f"a status fault cannot have {key}: the answer is the HTTP error"
+                    yield (key,), problem
+        elif self.say is None and self.refuse is None and not self.tool_calls:
+            yield ("fault",), "a stream fault streams the reply: give it say, call or calls"
 
 
 # --- tools ------------------------------------------------------------------------------------
@@ -690,6 +777,11 @@ class AgentSpec(ScenarioModel):
     """The agent under test; every part is optional."""
 
     system_prompt: Text = Field(default="", description="The system prompt.")
+    model: Text | None = Field(
+        default=None,
+        description="The model name the agent asks for; the scenario endpoint checks each "
+        "request names it.",
+    )
     trace_mode: TraceMode = Field(
         default="separated",
         description="separated: tool traces go to the execution buffer; inline: to messages.",
@@ -814,6 +906,21 @@ class ToolCallsExpect(ScenarioModel):
     calls: tuple[CallSpec, ...] = Field(description="The expected calls.")
 
 
+class ToolResultExpect(ScenarioModel):
+    """An expected tool result: of which tool, its text (exact or a substring), whether an error."""
+
+    tool: Identifier | None = Field(default=None, description="The tool whose call it answers.")
+    content: Text | None = Field(default=None, description="The exact text of the result.")
+    contains: Text | None = Field(default=None, description="A substring of the result.")
+    is_error: Flag | None = Field(
+        default=None, description="Whether the result reports an error (when the API says so)."
+    )
+
+    def _problems(self) -> Iterator[tuple[FieldPath, str]]:
+        if self.content is not None and self.contains is not None:
+            yield ("contains",), "use either content or contains, not both"
+
+
 class UsageExpect(ScenarioModel):
     """Expected token usage of the execution; only the given counts are checked."""
 
@@ -870,6 +977,13 @@ class Expectation(ScenarioModel):
         default=None, description="The final response: exact text, or one check."
     )
     steps: Count | None = Field(default=None, description="The number of steps.")
+    model_calls: Count | None = Field(
+        default=None, description="The number of model calls (answered requests) in the turn."
+    )
+    tool_results: tuple[ToolResultExpect, ...] | None = Field(
+        default=None,
+        description="The tool results returned to the model during the turn, in order.",
+    )
     tool_calls: ToolCallsExpect | None = Field(
         default=None, description="The tool calls made during the turn."
     )
