@@ -1,0 +1,244 @@
+"""The over-the-wire invariants: what must hold of every request an agent sends.
+
+Each check reads the request, the conversation the endpoint expects it to carry (everything it
+was sent before plus every answer it got) and the scripted answer about to be played, and
+returns its problems. The names are documented in ``docs/endpoint.md``; a scenario's
+``invariants: {only | exclude}`` selects among them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from agentrig.harness.endpoint.wire.base import WireAnswer, WireRequest
+from agentrig.messages import Message, Role
+
+
+@dataclass(frozen=True)
+class WireView:
+    """What one check sees: the request, what came before it, and the answer to be played."""
+
+    request: WireRequest
+    expected_history: tuple[Message, ...] | None
+    """The previous request's conversation plus the answer it got; ``None`` for a first request
+    and after a new user turn began."""
+    answer: WireAnswer | None
+    expected_model: str | None
+    expected_system: str | None
+    expected_user: str | None
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken invariant: its name, what is wrong, and the two sides when there are two."""
+
+    invariant: str
+    message: str
+    expected: Any = None
+    observed: Any = None
+
+
+WireCheck = Callable[[WireView], Iterator[Violation]]
+
+
+def item(message: Message) -> dict[str, Any]:
+    """A conversation item reduced to what an agent must send back unchanged."""
+    entry: dict[str, Any] = {"role": message.role.value}
+    if message.content:
+        entry["content"] = message.content
+    if message.tool_calls:
+        entry["tool_calls"] = [
+            {"id": call.id, "name": call.name, "arguments": call.arguments}
+            for call in message.tool_calls
+        ]
+    if message.tool_result is not None:
+        entry["tool_result"] = {
+            "call_id": message.tool_result.call_id,
+            "content": message.tool_result.content,
+        }
+    return entry
+
+
+def _same(expected: Message, sent: Message) -> bool:
+    if expected.role is not sent.role or expected.content.strip() != sent.content.strip():
+        return False
+    calls = [(c.id, c.name, _canonical(c.arguments)) for c in expected.tool_calls]
+    if calls != [(c.id, c.name, _canonical(c.arguments)) for c in sent.tool_calls]:
+        return False
+    if expected.tool_result is None or sent.tool_result is None:
+        return expected.tool_result is None and sent.tool_result is None
+    return (expected.tool_result.call_id, expected.tool_result.content) == (
+        sent.tool_result.call_id,
+        sent.tool_result.content,
+    )
+
+
+def _canonical(arguments: Any) -> str:
+    return json.dumps(arguments, sort_keys=True)
+
+
+def history_grows(view: WireView) -> Iterator[Violation]:
+    """The conversation only grows: nothing sent or answered before is dropped, edited or
+    reordered."""
+    history = view.expected_history
+    if history is None:
+        return
+    sent = view.request.messages
+    for index, expected in enumerate(history):
+        if index >= len(sent):
+            yield Violation(
+                "history_grows",
+                f"conversation item {index + 1} of {len(history)} was dropped",
+                [item(m) for m in history[index:]],
+                [],
+            )
+            return
+        if not _same(expected, sent[index]):
+            yield Violation(
+                "history_grows",
+                f"conversation item {index + 1} differs from what was sent or answered before",
+                item(expected),
+                item(sent[index]),
+            )
+            return
+
+
+def tool_results_answer_calls(view: WireView) -> Iterator[Violation]:
+    """Every tool result answers a call of the assistant turn before it (by id), and every call
+    is answered before the next model turn."""
+    pending: dict[str, str] = {}
+    for index, message in enumerate(view.request.messages, start=1):
+        if message.role is Role.TOOL and message.tool_result is not None:
+            call_id = message.tool_result.call_id
+            if call_id not in pending:
+                yield Violation(
+                    "tool_results_answer_calls",
+                    f"conversation item {index}: tool result for call id {call_id!r}, which "
+                    "the assistant turn before it did not make",
+                    sorted(pending),
+                    call_id,
+                )
+            pending.pop(call_id, None)
+            continue
+        if pending:
+            yield _unanswered(pending, f"before conversation item {index} ({message.role.value})")
+            pending = {}
+        if message.role is Role.ASSISTANT:
+            pending = {call.id: call.name for call in message.tool_calls}
+    if pending:
+        yield _unanswered(pending, "before this model call")
+
+
+def _unanswered(pending: dict[str, str], where: str) -> Violation:
+    calls = [f"{name} (id {call_id!r})" for call_id, name in pending.items()]
+    return Violation(
+        "tool_results_answer_calls",
+        f"tool call(s) not answered {where}: {', '.join(calls)}",
+        sorted(pending),
+        [],
+    )
+
+
+def tools_offered(view: WireView) -> Iterator[Violation]:
+    """Each tool the scripted answer calls was offered, with a schema that accepts the scripted
+    arguments."""
+    if view.answer is None:
+        return
+    offered = {tool.name: tool for tool in view.request.tools}
+    for call in view.answer.tool_calls:
+        tool = offered.get(call.name)
+        if tool is None:
+            yield Violation(
+                "tools_offered",
+                f"the script calls {call.name}, which the request does not offer",
+                call.name,
+                sorted(offered),
+            )
+            continue
+        problem = _schema_problem(tool.parameters, call.arguments)
+        if problem is not None:
+            yield Violation(
+                "tools_offered",
+                f"the scripted arguments of {call.name} do not fit the offered schema: {problem}",
+                tool.parameters,
+                call.arguments,
+            )
+
+
+def _schema_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+    if not schema:
+        return None
+    try:
+        validator = Draft202012Validator(schema)
+        error = next(iter(sorted(validator.iter_errors(arguments), key=str)), None)
+    except SchemaError as exc:
+        return f"the offered schema is invalid: {exc.message}"
+    if error is None:
+        return None
+    at = "/".join(str(part) for part in error.absolute_path)
+    return f"{at or 'arguments'}: {error.message}"
+
+
+def model_named(view: WireView) -> Iterator[Violation]:
+    """The request names the model the scenario expects (``agent.model``)."""
+    if view.expected_model is not None and view.request.model != view.expected_model:
+        yield Violation(
+            "model_named",
+            f"the request asks for model {view.request.model!r}",
+            view.expected_model,
+            view.request.model,
+        )
+
+
+def system_prompt_sent(view: WireView) -> Iterator[Violation]:
+    """The request carries the scenario's ``agent.system_prompt`` (when it gives one)."""
+    expected = view.expected_system
+    if expected and (view.request.system or "").strip() != expected.strip():
+        yield Violation(
+            "system_prompt_sent",
+            "the system prompt sent differs from agent.system_prompt",
+            expected,
+            view.request.system,
+        )
+
+
+def user_turn_sent(view: WireView) -> Iterator[Violation]:
+    """The newest user message is the scenario turn's ``user:`` text."""
+    users = [m for m in view.request.messages if m.role is Role.USER]
+    if view.expected_user is None or not users:
+        return
+    if users[-1].content.strip() != view.expected_user.strip():
+        yield Violation(
+            "user_turn_sent",
+            "the newest user message differs from the turn's user text",
+            view.expected_user,
+            users[-1].content,
+        )
+
+
+WIRE_INVARIANTS: dict[str, WireCheck] = {
+    "tool_results_answer_calls": tool_results_answer_calls,
+    "history_grows": history_grows,
+    "tools_offered": tools_offered,
+    "model_named": model_named,
+    "system_prompt_sent": system_prompt_sent,
+    "user_turn_sent": user_turn_sent,
+}
+"""Every per-request check by name. ``script_not_exceeded`` (no request after the script is used
+up) is checked by the session itself, since it decides what is answered."""
+
+SCRIPT_NOT_EXCEEDED = "script_not_exceeded"
+ALL_INVARIANT_NAMES = (*WIRE_INVARIANTS, SCRIPT_NOT_EXCEEDED)
+
+
+def selected(only: Sequence[str] | None, exclude: Sequence[str] | None) -> tuple[str, ...]:
+    """The names to check, given a scenario's ``invariants:`` selection."""
+    if only is not None:
+        return tuple(name for name in ALL_INVARIANT_NAMES if name in only)
+    return tuple(name for name in ALL_INVARIANT_NAMES if name not in (exclude or ()))

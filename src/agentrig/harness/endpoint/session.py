@@ -1,0 +1,514 @@
+"""One scenario played to one agent: which turn a request belongs to, which scripted reply
+answers it, what the invariants say of it, and the result once the agent is done."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from agentrig.harness.checks.expectations import (
+    ObservedTurn,
+    ReturnedResult,
+    check_observed,
+)
+from agentrig.harness.checks.trajectory import Call
+from agentrig.harness.endpoint.compatibility import check_endpoint_scenario
+from agentrig.harness.endpoint.invariants import (
+    SCRIPT_NOT_EXCEEDED,
+    WIRE_INVARIANTS,
+    Violation,
+    WireView,
+    selected,
+)
+from agentrig.harness.endpoint.wire.base import WireAnswer, WireRequest
+from agentrig.harness.results import (
+    Failure,
+    FailureKind,
+    InvariantOutcome,
+    ScenarioResult,
+    TranscriptEntry,
+    TurnResult,
+)
+from agentrig.harness.scenarios.model import FaultSpec, ModelReply, Scenario
+from agentrig.harness.scenarios.yaml_source import FieldPath
+from agentrig.messages import Message, Role, ToolCall
+from agentrig.state import Usage
+from agentrig.state.status import FinishReason
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How the endpoint answers one request: a scripted answer (possibly with a stream fault),
+    or an HTTP error with its message."""
+
+    response_id: str
+    answer: WireAnswer | None = None
+    status: int = 200
+    error: str | None = None
+    retry_after: float | None = None
+    fault: FaultSpec | None = None
+    latency: float = 0.0
+
+
+@dataclass
+class Exchange:
+    """One request and how it was answered."""
+
+    number: int
+    turn: int
+    request: WireRequest
+    conversation: tuple[Message, ...]
+    plan: Plan
+
+    @property
+    def answered(self) -> bool:
+        """Whether the agent received a complete scripted answer."""
+        return self.plan.answer is not None and self.plan.fault is None
+
+
+@dataclass
+class _Tally:
+    checks: int = 0
+    failures: int = 0
+
+
+@dataclass
+class EndpointSession:
+    """The state of one agent's conversation with the endpoint (one API key)."""
+
+    scenario: Scenario
+    key: str
+    exchanges: list[Exchange] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+    _cursor: dict[int, int] = field(default_factory=dict)
+    _overruns: dict[int, int] = field(default_factory=dict)
+    _tallies: dict[str, _Tally] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _started: float = field(default_factory=time.perf_counter)
+    _finished: ScenarioResult | None = None
+
+    def __post_init__(self) -> None:
+        check_endpoint_scenario(self.scenario)
+        chosen = self.scenario.invariants
+        self._checks = selected(chosen.only, chosen.exclude)
+        self._tallies = {name: _Tally() for name in self._checks}
+
+    # --- answering -----------------------------------------------------------------------
+
+    def plan(self, request: WireRequest) -> Plan:
+        """Decide the answer to ``request``, check it, and remember the exchange."""
+        with self._lock:
+            number = len(self.exchanges) + 1
+            conversation = self._conversation(request)
+            turn = self._turn_of(conversation)
+            plan = self._choose(number, turn, request)
+            if plan.status == 200 or plan.fault is not None:
+                self._check(number, turn, request, conversation, plan)
+            self.exchanges.append(Exchange(number, turn, request, conversation, plan))
+            return plan
+
+    def refuse(self, request_number_hint: str, message: str) -> Plan:
+        """Record a request the endpoint could not read; it is answered with HTTP 400."""
+        with self._lock:
+            self._fail("script", f"{request_number_hint}: {message}", ())
+            return Plan(response_id="", status=400, error=message)
+
+    def _conversation(self, request: WireRequest) -> tuple[Message, ...]:
+        """The request's conversation, with a Responses ``previous_response_id`` expanded."""
+        previous = request.settings.get("previous_response_id")
+        if not isinstance(previous, str):
+            return request.messages
+        for exchange in self.exchanges:
+            if exchange.plan.response_id == previous:
+                return (*self._after(exchange), *request.messages)
+        return request.messages
+
+    def _turn_of(self, conversation: tuple[Message, ...]) -> int:
+        users = sum(1 for m in conversation if m.role is Role.USER)
+        return max(users, 1)
+
+    def _choose(self, number: int, turn: int, request: WireRequest) -> Plan:
+        response_id = f"{number}"
+        turns = self.scenario.turns
+        if turn > len(turns):
+            message = (
+                f"request {number} carries {turn} user messages, but the scenario has "
+                f"{len(turns)} turn(s)"
+            )
+            self._fail("script", message, ("turns",), turn=None)
+            return Plan(response_id, status=400, error=f"agentrig endpoint: {message}")
+        replies = turns[turn - 1].model
+        index = self._cursor.get(turn, 0)
+        if index >= len(replies):
+            self._overruns[turn] = self._overruns.get(turn, 0) + 1
+            message = (
+                f"turn {turn}: request {number} came after the script was used up (the turn "
+                f"scripts {len(replies)} reply(ies)); add a reply or check why the agent did "
+                "not stop"
+            )
+            self._record(
+                SCRIPT_NOT_EXCEEDED,
+                [Violation(SCRIPT_NOT_EXCEEDED, message)],
+                turn,
+                number,
+                ("turns", turn - 1, "model"),
+            )
+            return Plan(response_id, status=400, error=f"agentrig endpoint: {message}")
+        self._cursor[turn] = index + 1
+        if SCRIPT_NOT_EXCEEDED in self._tallies:
+            self._tallies[SCRIPT_NOT_EXCEEDED].checks += 1
+        return _plan_reply(replies[index], response_id, turn, number)
+
+    # --- checking ------------------------------------------------------------------------
+
+    def _check(
+        self,
+        number: int,
+        turn: int,
+        request: WireRequest,
+        conversation: tuple[Message, ...],
+        plan: Plan,
+    ) -> None:
+        spec = self.scenario.turns[turn - 1]
+        view = WireView(
+            request=_with_messages(request, conversation),
+            expected_history=self._expected_history(),
+            answer=plan.answer,
+            expected_model=self.scenario.agent.model,
+            expected_system=self.scenario.agent.system_prompt or None,
+            expected_user=spec.user,
+        )
+        for name in self._checks:
+            check = WIRE_INVARIANTS.get(name)
+            if check is not None:
+                self._record(name, list(check(view)), turn, number, ("turns", turn - 1))
+
+    def _expected_history(self) -> tuple[Message, ...] | None:
+        if not self.exchanges:
+            return None
+        return self._after(self.exchanges[-1])
+
+    def _after(self, exchange: Exchange) -> tuple[Message, ...]:
+        """The conversation as it stands after ``exchange`` was answered."""
+        if not exchange.answered or exchange.plan.answer is None:
+            return exchange.conversation
+        return (*exchange.conversation, _assistant(exchange.plan.answer))
+
+    def _record(
+        self, name: str, violations: list[Violation], turn: int, number: int, path: FieldPath
+    ) -> None:
+        tally = self._tallies.get(name)
+        if tally is None:
+            return
+        tally.checks += 1
+        for violation in violations:
+            tally.failures += 1
+            self._fail(
+                "invariant",
+                f"request {number}: {violation.invariant}: {violation.message}",
+                path,
+                turn=turn,
+                step=number,
+                invariant=violation.invariant,
+                expected=violation.expected,
+                observed=violation.observed,
+            )
+
+    def _fail(
+        self,
+        kind: FailureKind,
+        message: str,
+        path: FieldPath,
+        *,
+        turn: int | None = None,
+        **extra: object,
+    ) -> None:
+        failure = Failure.model_validate(
+            {"kind": kind, "message": message, "turn": turn, "location": self._where(path), **extra}
+        )
+        self.failures.append(failure)
+
+    def _where(self, path: FieldPath) -> str | None:
+        for end in range(len(path), 0, -1):
+            location = self.scenario.locate(path[:end])
+            if location is not None:
+                return str(location)
+        source = self.scenario.source
+        return str(source) if source is not None else None
+
+    # --- the result ----------------------------------------------------------------------
+
+    @property
+    def unused_replies(self) -> int:
+        """Scripted replies no request has taken yet."""
+        return sum(
+            len(turn.model) - self._cursor.get(index, 0)
+            for index, turn in enumerate(self.scenario.turns, start=1)
+        )
+
+    def result(self) -> ScenarioResult:
+        """The scenario's outcome so far: expectations of every turn, unused script, invariants.
+
+        The first call ends the session; later calls return the same result."""
+        with self._lock:
+            if self._finished is None:
+                self._finished = self._result()
+            return self._finished
+
+    def _result(self) -> ScenarioResult:
+        failures = list(self.failures)
+        turns: list[TurnResult] = []
+        transcript: list[TranscriptEntry] = []
+        for index, spec in enumerate(self.scenario.turns, start=1):
+            exchanges = [e for e in self.exchanges if e.turn == index]
+            failures.extend(self._turn_failures(index, exchanges))
+            turns.append(_turn_result(index, spec.user, exchanges))
+            transcript.extend(_transcript(index, exchanges, self._previous_of(exchanges)))
+        source = self.scenario.source
+        return ScenarioResult(
+            name=self.scenario.name,
+            file=source.path if source is not None else "",
+            line=source.line if source is not None else None,
+            tags=self.scenario.tags,
+            description=self.scenario.description,
+            passed=not failures,
+            turns=tuple(turns),
+            failures=tuple(failures),
+            invariants=tuple(
+                InvariantOutcome(name=name, checks=t.checks, failures=t.failures)
+                for name, t in self._tallies.items()
+            ),
+            transcript=tuple(transcript),
+            wall_time_s=time.perf_counter() - self._started,
+        )
+
+    def _previous_of(self, exchanges: list[Exchange]) -> Exchange | None:
+        if not exchanges:
+            return None
+        first = exchanges[0].number
+        return self.exchanges[first - 2] if first > 1 else None
+
+    def _turn_failures(self, index: int, exchanges: list[Exchange]) -> Iterator[Failure]:
+        spec = self.scenario.turns[index - 1]
+        base: FieldPath = ("turns", index - 1)
+        if not exchanges and spec.model:
+            yield self._failure(
+                "script",
+                f"turn {index} was never reached: no request carried its user message",
+                base,
+                index,
+            )
+            return
+        used = self._cursor.get(index, 0)
+        for unused in range(used + 1, len(spec.model) + 1):
+            yield self._failure(
+                "script",
+                f"turn {index}: scripted model reply {unused} was never used",
+                (*base, "model", unused - 1),
+                index,
+            )
+        for mismatch in check_observed(spec.expect, _observed(exchanges)):
+            yield self._failure(
+                "expectation",
+                f"turn {index}: expect.{mismatch.field}: {mismatch.message}",
+                (*base, "expect", *mismatch.path),
+                index,
+                field=f"expect.{mismatch.field}",
+                expected=mismatch.expected,
+                observed=mismatch.observed,
+            )
+
+    def _failure(
+        self, kind: FailureKind, message: str, path: FieldPath, turn: int, **extra: object
+    ) -> Failure:
+        return Failure.model_validate(
+            {"kind": kind, "message": message, "turn": turn, "location": self._where(path), **extra}
+        )
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def _plan_reply(reply: ModelReply, response_id: str, turn: int, number: int) -> Plan:
+    fault = reply.fault
+    if reply.error is not None:
+        status = 503 if reply.retryable else 400
+        return Plan(response_id, status=status, error=reply.error, latency=reply.latency)
+    if fault is not None and fault.status is not None:
+        message = fault.message or f"scripted fault: HTTP {fault.status}"
+        return Plan(
+            response_id,
+            status=fault.status,
+            error=message,
+            retry_after=fault.retry_after,
+            fault=fault,
+            latency=reply.latency,
+        )
+    return Plan(
+        response_id, answer=_answer(reply, turn, number), fault=fault, latency=reply.latency
+    )
+
+
+def _answer(reply: ModelReply, turn: int, number: int) -> WireAnswer:
+    calls = tuple(
+        ToolCall(
+            id=spec.id or f"call_{turn}_{number}_{index}", name=spec.name, arguments=dict(spec.args)
+        )
+        for index, spec in enumerate(reply.tool_calls, start=1)
+    )
+    if reply.finish_reason is not None:
+        finish = FinishReason(reply.finish_reason)
+    elif reply.refuse is not None:
+        finish = FinishReason.CONTENT_FILTER
+    else:
+        finish = FinishReason.TOOL_CALLS if calls else FinishReason.STOP
+    usage = reply.usage
+    return WireAnswer(
+        text=reply.say or "",
+        tool_calls=calls,
+        refusal=reply.refuse,
+        usage=Usage(
+            input_tokens=usage.input if usage else 0,
+            output_tokens=usage.output if usage else 0,
+            cache_read_tokens=usage.cache_read if usage else 0,
+            cache_write_tokens=usage.cache_write if usage else 0,
+            reasoning_tokens=usage.reasoning if usage else 0,
+        ),
+        finish_reason=finish,
+    )
+
+
+def _assistant(answer: WireAnswer) -> Message:
+    return Message(role=Role.ASSISTANT, content=answer.text, tool_calls=answer.tool_calls)
+
+
+def _with_messages(request: WireRequest, messages: tuple[Message, ...]) -> WireRequest:
+    if messages is request.messages:
+        return request
+    from dataclasses import replace
+
+    return replace(request, messages=messages)
+
+
+def _new_items(exchange: Exchange, previous: Exchange | None) -> tuple[Message, ...]:
+    """What ``exchange`` added to the conversation since the one before."""
+    if previous is None:
+        return exchange.conversation
+    start = len(previous.conversation) + (1 if previous.answered else 0)
+    return exchange.conversation[start:]
+
+
+def _observed(exchanges: list[Exchange]) -> ObservedTurn:
+    answered = [e for e in exchanges if e.answered and e.plan.answer is not None]
+    calls = [
+        Call(call.name, dict(call.arguments))
+        for e in answered
+        for call in (e.plan.answer.tool_calls if e.plan.answer else ())
+    ]
+    names = {
+        call.id: call.name
+        for e in answered
+        for call in (e.plan.answer.tool_calls if e.plan.answer else ())
+    }
+    results: list[ReturnedResult] = []
+    seen: set[str] = set()
+    for exchange in exchanges:
+        for message in exchange.conversation:
+            result = message.tool_result
+            if result is None or result.call_id not in names or result.call_id in seen:
+                continue
+            seen.add(result.call_id)
+            tool = result.tool_name or names[result.call_id]
+            results.append(ReturnedResult(tool, result.content, result.is_error))
+    last = answered[-1].plan.answer if answered else None
+    final = (last.text or last.refusal or "") if last is not None else ""
+    return ObservedTurn(
+        final_response=final, calls=calls, model_calls=len(answered), tool_results=results
+    )
+
+
+def _turn_result(index: int, user: str, exchanges: list[Exchange]) -> TurnResult:
+    total = Usage()
+    for exchange in exchanges:
+        if exchange.answered and exchange.plan.answer is not None:
+            total = total + exchange.plan.answer.usage
+    observed = _observed(exchanges)
+    return TurnResult(
+        index=index,
+        user=user,
+        status=None,
+        stop_reason=None,
+        steps=len(exchanges),
+        final_response=observed.final_response,
+        usage={key: int(value) for key, value in total.summary().items() if key != "cost"},
+        cost=0.0,
+    )
+
+
+def _transcript(
+    turn: int, exchanges: list[Exchange], previous: Exchange | None
+) -> Iterator[TranscriptEntry]:
+    for step, exchange in enumerate(exchanges, start=1):
+        for message in _new_items(exchange, previous):
+            yield _entry_of(turn, step, message)
+        previous = exchange
+        plan = exchange.plan
+        if plan.answer is None:
+            text = f"HTTP {plan.status}: {plan.error}"
+            yield TranscriptEntry(
+                turn=turn, step=step, kind="event", role=None, text=text, is_error=True
+            )
+            continue
+        answer = plan.answer
+        if answer.text or answer.refusal:
+            text = answer.text or f"refusal: {answer.refusal}"
+            yield TranscriptEntry(
+                turn=turn, step=step, kind="assistant", role="assistant", text=text
+            )
+        for call in answer.tool_calls:
+            yield TranscriptEntry(
+                turn=turn,
+                step=step,
+                kind="tool_call",
+                role="assistant",
+                text=str(call),
+                name=call.name,
+                args=dict(call.arguments),
+            )
+        if plan.fault is not None:
+            yield TranscriptEntry(
+                turn=turn,
+                step=step,
+                kind="event",
+                role=None,
+                text=f"fault: {plan.fault.describe()}",
+                is_error=True,
+            )
+
+
+def _entry_of(turn: int, step: int, message: Message) -> TranscriptEntry:
+    if message.tool_result is not None:
+        result = message.tool_result
+        return TranscriptEntry(
+            turn=turn,
+            step=step,
+            kind="tool_result",
+            role="tool",
+            text=result.content,
+            name=result.tool_name or None,
+            is_error=result.is_error,
+        )
+    if message.role is Role.USER:
+        return TranscriptEntry(turn=turn, step=None, kind="user", role="user", text=message.content)
+    if message.role is Role.ASSISTANT and message.tool_calls:
+        text = message.content or ", ".join(str(c) for c in message.tool_calls)
+        return TranscriptEntry(turn=turn, step=step, kind="assistant", role="assistant", text=text)
+    return TranscriptEntry(
+        turn=turn,
+        step=step,
+        kind="system" if message.role is Role.SYSTEM else "assistant",
+        role=message.role.value,
+        text=message.content,
+    )
