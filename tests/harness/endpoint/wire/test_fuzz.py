@@ -1,0 +1,124 @@
+"""Whatever a request body holds, reading it either succeeds or raises ``WireError``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agentrig.harness.endpoint.wire import FORMATS, WireError, WireFormat
+
+hypothesis = pytest.importorskip("hypothesis")
+st = pytest.importorskip("hypothesis.strategies")
+
+KEYS = [
+    "model",
+    "messages",
+    "role",
+    "content",
+    "type",
+    "text",
+    "tool_calls",
+    "tool_call_id",
+    "function",
+    "name",
+    "arguments",
+    "tools",
+    "parameters",
+    "stream",
+    "stream_options",
+    "include_usage",
+    "input",
+    "instructions",
+    "call_id",
+    "output",
+    "system",
+    "max_tokens",
+    "id",
+    "input_schema",
+    "tool_use_id",
+    "is_error",
+    "refusal",
+]
+ROLES = ["user", "assistant", "system", "developer", "tool"]
+TYPES = [
+    "text",
+    "function",
+    "message",
+    "input_text",
+    "output_text",
+    "function_call",
+    "function_call_output",
+    "reasoning",
+    "refusal",
+    "tool_use",
+    "tool_result",
+    "image",
+]
+
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8)
+    | st.sampled_from(ROLES + TYPES)
+)
+json_values = st.recursive(
+    scalars,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=4), children, max_size=6)
+    ),
+    max_leaves=40,
+)
+
+
+def read(fmt: WireFormat, body: bytes) -> None:
+    try:
+        fmt.parse_request(body)
+    except WireError as error:
+        assert error.message
+
+
+@pytest.mark.parametrize("fmt", FORMATS.values(), ids=FORMATS.keys())
+@hypothesis.settings(max_examples=150, deadline=None)
+@hypothesis.given(data=json_values)
+def test_any_json_is_read_or_refused_with_a_wire_error(fmt: WireFormat, data: Any) -> None:
+    read(fmt, json.dumps(data).encode())
+
+
+@pytest.mark.parametrize("fmt", FORMATS.values(), ids=FORMATS.keys())
+@hypothesis.settings(max_examples=150, deadline=None)
+@hypothesis.given(
+    model=scalars,
+    conversation=st.lists(json_values, max_size=4),
+    extra=st.dictionaries(st.sampled_from(KEYS), json_values, max_size=3),
+)
+def test_any_conversation_is_read_or_refused_with_a_wire_error(
+    fmt: WireFormat, model: Any, conversation: list[Any], extra: dict[str, Any]
+) -> None:
+    for key in ("messages", "input"):
+        body = {"model": model, "max_tokens": 10, key: conversation, **extra}
+        read(fmt, json.dumps(body).encode())
+
+
+@pytest.mark.parametrize("fmt", FORMATS.values(), ids=FORMATS.keys())
+@hypothesis.settings(max_examples=150, deadline=None)
+@hypothesis.given(body=st.binary(max_size=64))
+def test_any_bytes_are_read_or_refused_with_a_wire_error(fmt: WireFormat, body: bytes) -> None:
+    read(fmt, body)
+
+
+@pytest.mark.parametrize("fmt", FORMATS.values(), ids=FORMATS.keys())
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"model": "m", "messages": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+    ],
+    ids=["deep-array", "deep-messages"],
+)
+def test_deep_nesting_is_refused_with_a_wire_error(fmt: WireFormat, body: bytes) -> None:
+    read(fmt, body)
