@@ -356,7 +356,7 @@ def test_arguments_that_are_not_a_json_object_are_kept_as_sent() -> None:
         (b'{"model": "m", "messages": [{"role": "bot"}]}', "messages[0].role: 'bot' is not one of"),
         (
             b'{"model": "m", "messages": [{"role": "user", "content": 5}]}',
-            "messages[0].content: expected an array, got an integer",
+            "messages[0].content: expected a string or an array, got an integer",
         ),
         (
             b'{"model": "m", "messages": [{"role": "user", "content": [{"text": "x"}]}]}',
@@ -372,7 +372,7 @@ def test_arguments_that_are_not_a_json_object_are_kept_as_sent() -> None:
         ),
         (
             b'{"model": "m", "messages": [{"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": ""}}]}]}',
-            "messages[0].tool_calls[0].name: empty",
+            "messages[0].tool_calls[0].function.name: empty",
         ),
         (
             b'{"model": "m", "messages": [{"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": {}}}]}]}',

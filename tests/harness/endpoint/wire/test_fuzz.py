@@ -76,10 +76,16 @@ json_values = st.recursive(
 
 
 def read(fmt: WireFormat, body: bytes) -> None:
+    """Read ``body``; a refusal must name a field and say what is wrong with it."""
+    refused: WireError | None = None
     try:
         fmt.parse_request(body)
     except WireError as error:
-        assert error.message
+        refused = error
+    if refused is not None:
+        field, _, reason = refused.message.partition(": ")
+        assert field
+        assert reason
 
 
 @pytest.mark.parametrize("fmt", FORMATS.values(), ids=FORMATS.keys())

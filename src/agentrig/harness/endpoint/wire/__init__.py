@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agentrig.harness.endpoint.wire.anthropic import ANTHROPIC
 from agentrig.harness.endpoint.wire.base import (
     FormatName,
     WireAnswer,
@@ -11,7 +12,7 @@ from agentrig.harness.endpoint.wire.base import (
 )
 from agentrig.harness.endpoint.wire.chat import CHAT
 
-FORMATS: dict[FormatName, WireFormat] = {CHAT.name: CHAT}
+FORMATS: dict[FormatName, WireFormat] = {fmt.name: fmt for fmt in (CHAT, ANTHROPIC)}
 """Every wire format by its name."""
 
 FORMATS_BY_PATH: dict[str, WireFormat] = {fmt.path: fmt for fmt in FORMATS.values()}

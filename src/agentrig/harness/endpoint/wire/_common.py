@@ -141,6 +141,8 @@ def text_of(
         return ""
     if isinstance(content, str):
         return content
+    if not isinstance(content, list):
+        raise fail(path, f"expected a string or an array, got {kind_of(content)}")
     parts: list[str] = []
     for where, part in objects(content, path):
         kind = required(part, "type", str, where)
@@ -166,12 +168,14 @@ def arguments_json(call: ToolCall) -> str:
     return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
 
 
-def tool_call(call_id: str, name: str, arguments: JsonObject, path: str) -> ToolCall:
-    """A ``ToolCall``; an empty name or id is an error of the field at ``path``."""
+def tool_call(
+    call_id: str, name: str, arguments: JsonObject, *, id_path: str, name_path: str
+) -> ToolCall:
+    """A ``ToolCall``; an empty id or name is an error of the field at its path."""
     if not call_id:
-        raise fail(join(path, "id"), "empty")
+        raise fail(id_path, "empty")
     if not name:
-        raise fail(join(path, "name"), "empty")
+        raise fail(name_path, "empty")
     return ToolCall(id=call_id, name=name, arguments=arguments)
 
 

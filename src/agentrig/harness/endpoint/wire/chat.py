@@ -234,7 +234,8 @@ def _assistant(entry: dict[str, Any], where: str, content: str, calls: dict[str,
             required(call, "id", str, call_where),
             required(function, "name", str, function_where),
             arguments_of(optional(function, "arguments", str, "", function_where)),
-            call_where,
+            id_path=join(call_where, "id"),
+            name_path=join(function_where, "name"),
         )
         calls[made.id] = made.name
         tool_calls.append(made)
