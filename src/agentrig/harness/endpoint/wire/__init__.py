@@ -11,8 +11,9 @@ from agentrig.harness.endpoint.wire.base import (
     WireRequest,
 )
 from agentrig.harness.endpoint.wire.chat import CHAT
+from agentrig.harness.endpoint.wire.responses import RESPONSES
 
-FORMATS: dict[FormatName, WireFormat] = {fmt.name: fmt for fmt in (CHAT, ANTHROPIC)}
+FORMATS: dict[FormatName, WireFormat] = {fmt.name: fmt for fmt in (CHAT, RESPONSES, ANTHROPIC)}
 """Every wire format by its name."""
 
 FORMATS_BY_PATH: dict[str, WireFormat] = {fmt.path: fmt for fmt in FORMATS.values()}
