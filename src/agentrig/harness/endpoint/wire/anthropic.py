@@ -11,6 +11,7 @@ from agentrig.harness.endpoint.wire._common import (
     join,
     kind_of,
     load_object,
+    message,
     objects,
     optional,
     parse_guarded,
@@ -231,7 +232,7 @@ def _user(content: object, where: str, calls: dict[str, str]) -> list[Message]:
             is_error = optional(block, "is_error", bool, False, path)
             messages.append(tool_message(call_id, result, calls, is_error))
     if texts:
-        messages.append(Message(role=Role.USER, content="".join(texts)))
+        messages.append(message(Role.USER, "".join(texts)))
     return messages
 
 
@@ -252,7 +253,7 @@ def _assistant(content: object, where: str, calls: dict[str, str]) -> Message:
             )
             calls[made.id] = made.name
             tool_calls.append(made)
-    return Message(role=Role.ASSISTANT, content="".join(texts), tool_calls=tuple(tool_calls))
+    return message(Role.ASSISTANT, "".join(texts), tool_calls=tuple(tool_calls))
 
 
 def _tools(data: dict[str, Any]) -> tuple[ToolSchema, ...]:

@@ -12,6 +12,7 @@ from agentrig.harness.endpoint.wire._common import (
     fail,
     join,
     load_object,
+    message,
     objects,
     optional,
     parse_guarded,
@@ -88,16 +89,16 @@ class ChatFormat:
 
     def response_body(self, answer: WireAnswer, *, model: str, response_id: str) -> JsonObject:
         """A ``chat.completion`` object."""
-        message: dict[str, Any] = {
+        reply: dict[str, Any] = {
             "role": "assistant",
             "content": answer.text if answer.text or answer.refusal is None else None,
             "refusal": answer.refusal,
             "annotations": [],
         }
         if answer.tool_calls:
-            message["tool_calls"] = [_call(call) for call in answer.tool_calls]
+            reply["tool_calls"] = [_call(call) for call in answer.tool_calls]
         if answer.tool_calls and not answer.text:
-            message["content"] = None
+            reply["content"] = None
         return {
             "id": response_id,
             "object": "chat.completion",
@@ -106,7 +107,7 @@ class ChatFormat:
             "choices": [
                 {
                     "index": 0,
-                    "message": message,
+                    "message": reply,
                     "logprobs": None,
                     "finish_reason": finish_reason(answer),
                 }
@@ -199,7 +200,7 @@ def _parse(body: bytes) -> WireRequest:
         if role in ("system", "developer"):
             system.append(content)
         elif role == "user":
-            messages.append(Message(role=Role.USER, content=content, name=_name(entry, where)))
+            messages.append(message(Role.USER, content, name=_name(entry, where)))
         elif role == "assistant":
             messages.append(_assistant(entry, where, content, calls))
         else:
@@ -239,12 +240,7 @@ def _assistant(entry: dict[str, Any], where: str, content: str, calls: dict[str,
         )
         calls[made.id] = made.name
         tool_calls.append(made)
-    return Message(
-        role=Role.ASSISTANT,
-        content=content,
-        name=_name(entry, where),
-        tool_calls=tuple(tool_calls),
-    )
+    return message(Role.ASSISTANT, content, name=_name(entry, where), tool_calls=tuple(tool_calls))
 
 
 def _tools(data: dict[str, Any]) -> tuple[ToolSchema, ...]:

@@ -13,6 +13,7 @@ from agentrig.harness.endpoint.wire._common import (
     join,
     kind_of,
     load_object,
+    message,
     objects,
     optional,
     parse_guarded,
@@ -256,7 +257,7 @@ def _parse(body: bytes) -> WireRequest:
     messages: list[Message] = []
     raw = required(data, "input", object)
     if isinstance(raw, str):
-        messages.append(Message(role=Role.USER, content=raw))
+        messages.append(message(Role.USER, raw))
     else:
         _conversation(raw, system, messages)
     return WireRequest(
@@ -291,7 +292,7 @@ def _conversation(raw: object, system: list[str], messages: list[Message]) -> No
             if role in ("system", "developer"):
                 system.append(content)
             else:
-                messages.append(Message(role=Role(role), content=content))
+                messages.append(message(Role(role), content))
         elif kind == "function_call":
             call = tool_call(
                 required(item, "call_id", str, where),
@@ -303,9 +304,9 @@ def _conversation(raw: object, system: list[str], messages: list[Message]) -> No
             calls[call.id] = call.name
             last = messages[-1] if messages else None
             if last is not None and last.role is Role.ASSISTANT:
-                messages[-1] = last.evolve(tool_calls=(*last.tool_calls, call))
+                messages[-1] = last._replace(tool_calls=(*last.tool_calls, call))
             else:
-                messages.append(Message(role=Role.ASSISTANT, tool_calls=(call,)))
+                messages.append(message(Role.ASSISTANT, tool_calls=(call,)))
         elif kind == "function_call_output":
             call_id = required(item, "call_id", str, where)
             output = text_of(
