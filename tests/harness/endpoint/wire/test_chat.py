@@ -273,6 +273,8 @@ def test_a_whole_conversation_is_read() -> None:
                 "content": [{"type": "text", "text": "noon"}],
             },
             {"role": "assistant", "content": "Sunny at noon."},
+            {"role": "user", "content": "Tomorrow?"},
+            {"role": "assistant", "content": [{"type": "refusal", "refusal": "No more."}]},
         ],
         "tools": [
             {
@@ -304,6 +306,8 @@ def test_a_whole_conversation_is_read() -> None:
         ("tool", "sunny", (), ("call_a", "weather", False)),
         ("tool", "noon", (), ("call_b", "time", False)),
         ("assistant", "Sunny at noon.", (), None),
+        ("user", "Tomorrow?", (), None),
+        ("assistant", "No more.", (), None),
     ]
     assert request.messages[0].name == "ann"
     assert [(t.name, t.description, t.parameters) for t in request.tools] == [

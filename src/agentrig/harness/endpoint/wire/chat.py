@@ -34,7 +34,7 @@ from agentrig.state.status import FinishReason
 
 _KNOWN = frozenset({"model", "messages", "tools", "stream", "stream_options"})
 _ROLES = ("system", "developer", "user", "assistant", "tool")
-_TEXT_PARTS = frozenset({"text"})
+_TEXT_PARTS = frozenset({"text", "refusal"})
 _FINISH = {
     FinishReason.STOP: "stop",
     FinishReason.LENGTH: "length",
@@ -63,6 +63,10 @@ def openai_error(status: int, message: str, param: str | None) -> JsonObject:
     """
     kind, code = _ERRORS.get(status) or _ERRORS[500 if status >= 500 else 400]
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def _part_text_key(kind: str) -> str:
+    return "refusal" if kind == "refusal" else "text"
 
 
 def finish_reason(answer: WireAnswer) -> str:
@@ -196,7 +200,9 @@ def _parse(body: bytes) -> WireRequest:
         role = required(entry, "role", str, where)
         if role not in _ROLES:
             raise fail(join(where, "role"), f"{role!r} is not one of {', '.join(_ROLES)}")
-        content = text_of(entry.get("content"), join(where, "content"), _TEXT_PARTS)
+        content = text_of(
+            entry.get("content"), join(where, "content"), _TEXT_PARTS, text_key=_part_text_key
+        )
         if role in ("system", "developer"):
             system.append(content)
         elif role == "user":
