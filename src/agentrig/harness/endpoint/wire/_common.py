@@ -169,7 +169,7 @@ def arguments_of(raw: str) -> JsonObject:
     if not raw.strip():
         return {}
     try:
-        value = json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
+        value = _DECODER.decode(raw)
     except (ValueError, RecursionError):
         return {RAW_ARGUMENTS_KEY: raw}
     return value if isinstance(value, dict) else {RAW_ARGUMENTS_KEY: raw}
