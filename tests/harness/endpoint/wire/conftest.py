@@ -131,6 +131,28 @@ def recorded(real_cassette: Callable[[str], Path]) -> Callable[[str], list[Recor
     return load
 
 
+def async_openai_client(handler: Callable[[Any], Any]) -> Any:
+    """An ``openai.AsyncOpenAI`` client whose requests ``handler`` answers in process."""
+    openai = pytest.importorskip("openai")
+    return openai.AsyncOpenAI(
+        api_key="k",
+        base_url="http://test/v1",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
+    )
+
+
+def async_anthropic_client(handler: Callable[[Any], Any]) -> Any:
+    """An ``anthropic.AsyncAnthropic`` client whose requests ``handler`` answers in process."""
+    anthropic = pytest.importorskip("anthropic")
+    return anthropic.AsyncAnthropic(
+        api_key="k",
+        base_url="http://test",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
+    )
+
+
 class Wire:
     """The helpers above, handed to tests by the ``wire`` fixture."""
 
@@ -141,6 +163,8 @@ class Wire:
     anthropic = staticmethod(anthropic_client)
     event_stream = staticmethod(event_stream)
     json_answer = staticmethod(json_answer)
+    async_openai = staticmethod(async_openai_client)
+    async_anthropic = staticmethod(async_anthropic_client)
 
 
 @pytest.fixture

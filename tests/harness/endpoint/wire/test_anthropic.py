@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -118,6 +119,23 @@ def test_a_streamed_answer_accumulates_to_the_plain_one(wire: Any, answer: WireA
     ]
     assert streamed.stop_reason == plain.stop_reason
     assert streamed.usage == plain.usage
+
+
+def test_the_async_client_reads_plain_and_streamed_answers(wire: Any) -> None:
+    client = wire.async_anthropic(wire.Played(ANTHROPIC, CALLS))
+
+    async def run() -> tuple[Any, Any]:
+        plain = await client.messages.create(model="claude-x", max_tokens=100, messages=USER)
+        async with client.messages.stream(
+            model="claude-x", max_tokens=100, messages=USER
+        ) as stream:
+            return plain, await stream.get_final_message()
+
+    plain, streamed = asyncio.run(run())
+
+    assert [block.type for block in plain.content] == ["text", "tool_use", "tool_use"]
+    assert [block.type for block in streamed.content] == ["text", "tool_use", "tool_use"]
+    assert streamed.content[1].input == {"city": "Paris", "days": [1, 2]}
 
 
 def test_stream_events_follow_the_api_sequence(wire: Any) -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -131,6 +132,20 @@ def test_a_streamed_answer_accumulates_to_the_plain_one(wire: Any, answer: WireA
     ] == [(c.id, c.function.name, c.function.arguments) for c in expected.message.tool_calls or ()]
     assert choice.finish_reason == expected.finish_reason
     assert streamed.usage == plain.usage
+
+
+def test_the_async_client_reads_plain_and_streamed_answers(wire: Any) -> None:
+    client = wire.async_openai(wire.Played(CHAT, CALLS))
+
+    async def run() -> tuple[Any, list[Any]]:
+        plain = await client.chat.completions.create(model="gpt-x", messages=USER)
+        chunks = await client.chat.completions.create(model="gpt-x", messages=USER, stream=True)
+        return plain, [chunk async for chunk in chunks]
+
+    plain, chunks = asyncio.run(run())
+
+    assert [call.id for call in plain.choices[0].message.tool_calls] == ["call_a", "call_b"]
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
 
 
 def test_stream_chunks_follow_the_api_sequence(wire: Any) -> None:

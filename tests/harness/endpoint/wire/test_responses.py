@@ -3,6 +3,7 @@ sessions (agentrig has no Responses provider of its own)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -151,6 +152,20 @@ def test_a_streamed_answer_assembles_to_the_plain_one(wire: Any, answer: WireAns
     assert final.status == plain.status
     text = "".join(event.delta for event in events if event.type == "response.output_text.delta")
     assert text == answer.text
+
+
+def test_the_async_client_reads_plain_and_streamed_answers(wire: Any) -> None:
+    client = wire.async_openai(wire.Played(RESPONSES, CALLS))
+
+    async def run() -> tuple[Any, Any]:
+        plain = await client.responses.create(model="gpt-x", input="Weather?")
+        async with client.responses.stream(model="gpt-x", input="Weather?") as stream:
+            return plain, await stream.get_final_response()
+
+    plain, streamed = asyncio.run(run())
+
+    assert outputs(streamed) == outputs(plain)
+    assert [item.type for item in plain.output] == ["message", "function_call", "function_call"]
 
 
 def test_stream_events_follow_the_api_sequence(wire: Any) -> None:
