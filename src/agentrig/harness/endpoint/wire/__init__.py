@@ -1,1 +1,48 @@
-"""The three provider wire formats the endpoint speaks."""
+"""The three provider wire formats the endpoint speaks, by name and by request path."""
+
+from __future__ import annotations
+
+from agentrig.harness.endpoint.wire._common import CREATED, json_bytes
+from agentrig.harness.endpoint.wire.anthropic import ANTHROPIC
+from agentrig.harness.endpoint.wire.base import (
+    FormatName,
+    WireAnswer,
+    WireError,
+    WireFormat,
+    WireRequest,
+)
+from agentrig.harness.endpoint.wire.chat import CHAT
+from agentrig.harness.endpoint.wire.responses import RESPONSES
+
+FORMATS: dict[FormatName, WireFormat] = {fmt.name: fmt for fmt in (CHAT, RESPONSES, ANTHROPIC)}
+"""Every wire format by its name."""
+
+FORMATS_BY_PATH: dict[str, WireFormat] = {fmt.path: fmt for fmt in FORMATS.values()}
+"""Every wire format by the path its requests are posted to (``/v1/chat/completions``...)."""
+
+
+def format_for_path(path: str) -> WireFormat | None:
+    """The format whose requests go to ``path``: its own path, that path behind a prefix
+    (``/openai/v1/responses``) or without its ``/v1`` (``/chat/completions``); None if none."""
+    found = FORMATS_BY_PATH.get(path)
+    if found is not None:
+        return found
+    trimmed = path.rstrip("/")
+    for known, fmt in FORMATS_BY_PATH.items():
+        if trimmed.endswith(known) or trimmed == known.removeprefix("/v1"):
+            return fmt
+    return None
+
+
+__all__ = [
+    "CREATED",
+    "FORMATS",
+    "FORMATS_BY_PATH",
+    "FormatName",
+    "WireAnswer",
+    "WireError",
+    "WireFormat",
+    "WireRequest",
+    "format_for_path",
+    "json_bytes",
+]

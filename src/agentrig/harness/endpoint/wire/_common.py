@@ -1,0 +1,255 @@
+"""What the three wire formats share: reading a JSON body field by field (every error names the
+field), tool-call arguments, and server-sent events."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
+from pydantic_core import to_json
+
+from agentrig._model import JsonObject, problems_of
+from agentrig.drivers._sdk import RAW_ARGUMENTS_KEY, dump_arguments
+from agentrig.harness.endpoint.wire.base import WireError
+from agentrig.messages import Message, Role, ToolCall, ToolResult
+from agentrig.state import ToolSchema
+
+CREATED = 1_767_225_600
+"""The ``created`` time (2026-01-01T00:00:00Z) the OpenAI formats put in every answer by default,
+so the bytes an answer is encoded to never depend on the clock."""
+
+T = TypeVar("T")
+
+_TYPE_NAMES: dict[type, str] = {
+    str: "a string",
+    bool: "a boolean",
+    int: "an integer",
+    dict: "an object",
+    list: "an array",
+}
+
+
+def load_object(body: bytes) -> dict[str, Any]:
+    """The request body as a JSON object; ``WireError`` when it is not one."""
+    try:
+        data = _DECODER.decode(body.decode())
+    except (ValueError, RecursionError) as error:
+        raise WireError(f"body: not valid JSON ({_reason(error)})", param=None) from None
+    if not isinstance(data, dict):
+        raise WireError(f"body: expected a JSON object, got {kind_of(data)}")
+    return data
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text[:20]} is too large")
+    return value
+
+
+# Built once: ``json.loads`` with hooks builds a decoder on every call.
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
+
+
+def parse_guarded(parse: Callable[[bytes], T], body: bytes) -> T:
+    """``parse(body)``, with the errors a body can still cause past the field checks (a value
+    agentrig's models reject, nesting too deep to walk) turned into ``WireError`` too."""
+    try:
+        return parse(body)
+    except ValidationError as error:
+        where, reason = problems_of(error)[0]
+        raise WireError(f"body: {where}: {reason}" if where else f"body: {reason}") from None
+    except RecursionError:
+        raise WireError("body: nested too deeply") from None
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, RecursionError):
+        return "nested too deeply"
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
+
+
+def kind_of(value: object) -> str:
+    """A JSON value's type in words: ``a string``, ``null``..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, float):
+        return "a number"
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def join(path: str, key: str | int) -> str:
+    """The path of a member: ``messages[2].content``."""
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def fail(path: str, reason: str) -> WireError:
+    """The error for the field at ``path``; ``param`` is the path too."""
+    return WireError(f"{path}: {reason}", param=path)
+
+
+def typed(value: object, expected: type[T], path: str) -> T:
+    """``value`` if it is an ``expected`` (a bool is never an int here), else ``WireError``."""
+    if type(value) is expected or (
+        isinstance(value, expected) and not (expected is int and isinstance(value, bool))
+    ):
+        return value
+    wanted = _TYPE_NAMES.get(expected, expected.__name__)
+    raise fail(path, f"expected {wanted}, got {kind_of(value)}")
+
+
+def required(data: Mapping[str, Any], key: str, expected: type[T], path: str = "") -> T:
+    """Member ``key`` of ``data``, which must be there and be an ``expected``."""
+    try:
+        value = data[key]
+    except KeyError:
+        raise fail(join(path, key), "missing") from None
+    if type(value) is expected:  # the usual case, without building the member's path
+        return value
+    return typed(value, expected, join(path, key))
+
+
+def optional(data: Mapping[str, Any], key: str, expected: type[T], default: T, path: str = "") -> T:
+    """Member ``key`` of ``data``, or ``default`` when absent or null."""
+    value = data.get(key)
+    if value is None:
+        return default
+    if type(value) is expected:
+        return value
+    return typed(value, expected, join(path, key))
+
+
+def objects(value: object, path: str) -> list[tuple[str, dict[str, Any]]]:
+    """The members of a JSON array that must hold objects, each with its path."""
+    items = typed(value, list, path)
+    return [
+        (join(path, index), typed(item, dict, join(path, index)))
+        for index, item in enumerate(items)
+    ]
+
+
+def text_of(
+    content: object,
+    path: str,
+    text_types: frozenset[str],
+    *,
+    text_key: Callable[[str], str] = lambda kind: "text",
+) -> str:
+    """The text of a content that is a string, null, or a list of parts; parts whose type is in
+    ``text_types`` give their text (joined without separator), other parts are skipped."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise fail(path, f"expected a string or an array, got {kind_of(content)}")
+    parts: list[str] = []
+    for where, part in objects(content, path):
+        kind = required(part, "type", str, where)
+        if kind in text_types:
+            parts.append(required(part, text_key(kind), str, where))
+    return "".join(parts)
+
+
+def arguments_of(raw: str) -> JsonObject:
+    """Tool-call arguments sent as JSON text, as the dict agentrig keeps (text that is not a JSON
+    object, NaN and infinities included, is kept whole, as agentrig's own providers keep it)."""
+    if not raw.strip():
+        return {}
+    try:
+        value = _DECODER.decode(raw)
+    except (ValueError, RecursionError):
+        return {RAW_ARGUMENTS_KEY: raw}
+    return value if isinstance(value, dict) else {RAW_ARGUMENTS_KEY: raw}
+
+
+def arguments_json(call: ToolCall) -> str:
+    """A tool call's arguments as the compact JSON text the APIs send."""
+    arguments = call.arguments
+    if len(arguments) == 1 and RAW_ARGUMENTS_KEY in arguments:
+        return dump_arguments(arguments)
+    return to_json(arguments).decode()
+
+
+def tool_call(
+    call_id: str, name: str, arguments: JsonObject, *, id_path: str, name_path: str
+) -> ToolCall:
+    """A ``ToolCall``; an empty id or name is an error of the field at its path."""
+    if not call_id:
+        raise fail(id_path, "empty")
+    if not name:
+        raise fail(name_path, "empty")
+    return ToolCall._trusted(id=call_id, name=name, arguments=arguments)
+
+
+def tool_schema(name: str, description: str, parameters: dict[str, Any], path: str) -> ToolSchema:
+    """A ``ToolSchema``; an empty name is an error of the field at ``path``."""
+    if not name:
+        raise fail(join(path, "name"), "empty")
+    return ToolSchema._trusted(name=name, description=description, parameters=parameters)
+
+
+def tool_message(
+    call_id: str, content: str, calls: Mapping[str, str], is_error: bool = False
+) -> Message:
+    """The TOOL message answering call ``call_id`` (its tool named from the ``calls`` seen so far:
+    id to name, empty when no call had that id)."""
+    result = ToolResult._trusted(
+        content=content, call_id=call_id, tool_name=calls.get(call_id, ""), is_error=is_error
+    )
+    return Message._trusted(role=Role.TOOL, content=content, tool_result=result)
+
+
+def message(
+    role: Role, content: str = "", *, name: str = "", tool_calls: tuple[ToolCall, ...] = ()
+) -> Message:
+    """A message of values this module has checked already (built without a second validation:
+    the endpoint reads a whole conversation on every model call)."""
+    return Message._trusted(role=role, content=content, name=name, tool_calls=tool_calls)
+
+
+def pieces(text: str) -> list[str]:
+    """``text`` cut into word-sized deltas (each word with the spaces before it), as models stream
+    text; joined, they give ``text`` back."""
+    return [piece for piece in _WORD_START.split(text) if piece]
+
+
+_WORD_START = re.compile(r"(?<=\S)(?=\s)")
+
+
+def slices(text: str, size: int = 8) -> list[str]:
+    """``text`` cut into pieces of ``size`` characters (tool-call arguments, which the APIs stream
+    in fragments that ignore JSON structure)."""
+    return [text[start : start + size] for start in range(0, len(text), size)]
+
+
+def json_bytes(data: object) -> bytes:
+    """Compact UTF-8 JSON (``pydantic_core.to_json``: several times faster than ``json.dumps``)."""
+    return to_json(data)
+
+
+def sse_data(data: object) -> bytes:
+    """One ``data:`` server-sent event."""
+    return b"data: " + to_json(data) + b"\n\n"
+
+
+def sse_event(name: str, data: object) -> bytes:
+    """One named server-sent event."""
+    return b"event: " + name.encode() + b"\ndata: " + to_json(data) + b"\n\n"
+
+
+def settings_of(data: Mapping[str, Any], known: frozenset[str]) -> JsonObject:
+    """The body fields the request keeps as settings: all but the ``known`` ones."""
+    return {key: value for key, value in data.items() if key not in known}

@@ -1,0 +1,272 @@
+"""OpenAI Chat Completions (``POST /v1/chat/completions``), plain and streamed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentrig._model import JsonObject
+from agentrig.harness.endpoint.wire._common import (
+    CREATED,
+    arguments_json,
+    arguments_of,
+    fail,
+    join,
+    load_object,
+    message,
+    objects,
+    optional,
+    parse_guarded,
+    pieces,
+    required,
+    settings_of,
+    slices,
+    sse_data,
+    text_of,
+    tool_call,
+    tool_message,
+    tool_schema,
+    typed,
+)
+from agentrig.harness.endpoint.wire.base import FormatName, WireAnswer, WireRequest
+from agentrig.messages import Message, Role, ToolCall
+from agentrig.state import ToolSchema, Usage
+from agentrig.state.status import FinishReason
+
+_KNOWN = frozenset({"model", "messages", "tools", "stream", "stream_options"})
+_ROLES = ("system", "developer", "user", "assistant", "tool")
+_TEXT_PARTS = frozenset({"text", "refusal"})
+_FINISH = {
+    FinishReason.STOP: "stop",
+    FinishReason.LENGTH: "length",
+    FinishReason.TOOL_CALLS: "tool_calls",
+    FinishReason.CONTENT_FILTER: "content_filter",
+}
+DONE = b"data: [DONE]\n\n"
+"""The event that ends a Chat Completions stream."""
+
+# HTTP status -> (error type, error code), as the OpenAI API words them.
+_ERRORS: dict[int, tuple[str, str | None]] = {
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    403: ("invalid_request_error", "unsupported_country_region_territory"),
+    404: ("invalid_request_error", "model_not_found"),
+    429: ("requests", "rate_limit_exceeded"),
+    500: ("server_error", None),
+    503: ("server_error", None),
+}
+
+
+def openai_error(status: int, message: str, param: str | None) -> JsonObject:
+    """The error body both OpenAI APIs send: ``{"error": {message, type, param, code}}``.
+
+    Statuses without an entry of their own take 400's type below 500 and 500's from 500 on.
+    """
+    kind, code = _ERRORS.get(status) or _ERRORS[500 if status >= 500 else 400]
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def _part_text_key(kind: str) -> str:
+    return "refusal" if kind == "refusal" else "text"
+
+
+def finish_reason(answer: WireAnswer) -> str:
+    """The ``finish_reason`` of ``answer``: ``tool_calls`` whenever it calls tools and ended
+    normally; ``error`` and ``other``, which the API has no word for, become ``stop``."""
+    if answer.tool_calls and answer.finish_reason in (FinishReason.STOP, FinishReason.TOOL_CALLS):
+        return "tool_calls"
+    return _FINISH.get(answer.finish_reason, "stop")
+
+
+class ChatFormat:
+    """OpenAI Chat Completions. ``created`` is the time every answer carries (fixed, so that an
+    answer's bytes are the same on every run)."""
+
+    name: FormatName = "chat"
+    path: str = "/v1/chat/completions"
+
+    def __init__(self, *, created: int = CREATED) -> None:
+        self.created = created
+
+    def parse_request(self, body: bytes) -> WireRequest:
+        """Read a Chat Completions request body; ``WireError`` names the field at fault."""
+        return parse_guarded(_parse, body)
+
+    def response_body(self, answer: WireAnswer, *, model: str, response_id: str) -> JsonObject:
+        """A ``chat.completion`` object."""
+        reply: dict[str, Any] = {
+            "role": "assistant",
+            "content": answer.text if answer.text or answer.refusal is None else None,
+            "refusal": answer.refusal,
+            "annotations": [],
+        }
+        if answer.tool_calls:
+            reply["tool_calls"] = [_call(call) for call in answer.tool_calls]
+        if answer.tool_calls and not answer.text:
+            reply["content"] = None
+        return {
+            "id": response_id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": reply,
+                    "logprobs": None,
+                    "finish_reason": finish_reason(answer),
+                }
+            ],
+            "usage": _usage(answer.usage),
+            "service_tier": "default",
+        }
+
+    def stream_chunks(
+        self, answer: WireAnswer, *, model: str, response_id: str, include_usage: bool
+    ) -> list[bytes]:
+        """``chat.completion.chunk`` events: the role, the text (or refusal) word by word, each
+        tool call (id and name first, then its arguments in fragments), the finish reason, the
+        usage when ``include_usage`` (with no choices), then ``[DONE]``."""
+        head = {
+            "id": response_id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": model,
+        }
+
+        def chunk(delta: JsonObject, finish: str | None = None) -> bytes:
+            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+            return sse_data({**head, "choices": [choice]})
+
+        first: JsonObject = {"role": "assistant", "content": "", "refusal": None}
+        if not answer.text and answer.refusal is None:
+            first["content"] = None
+        events = [chunk(first)]
+        events.extend(chunk({"content": piece}) for piece in pieces(answer.text))
+        if answer.refusal is not None:
+            events.extend(chunk({"refusal": piece}) for piece in pieces(answer.refusal))
+        for index, call in enumerate(answer.tool_calls):
+            opening = {
+                "index": index,
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": ""},
+            }
+            events.append(chunk({"tool_calls": [opening]}))
+            events.extend(
+                chunk({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})
+                for fragment in slices(arguments_json(call))
+            )
+        events.append(chunk({}, finish_reason(answer)))
+        if include_usage:
+            events.append(sse_data({**head, "choices": [], "usage": _usage(answer.usage)}))
+        events.append(DONE)
+        return events
+
+    def error_body(self, status: int, message: str, *, param: str | None = None) -> JsonObject:
+        """``{"error": {"message", "type", "param", "code"}}`` with OpenAI's type and code."""
+        return openai_error(status, message, param)
+
+
+def _call(call: ToolCall) -> JsonObject:
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": arguments_json(call)},
+    }
+
+
+def _usage(usage: Usage) -> JsonObject:
+    return {
+        "prompt_tokens": usage.input_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": usage.total(),
+        "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": usage.reasoning_tokens,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    }
+
+
+def _parse(body: bytes) -> WireRequest:
+    data = load_object(body)
+    model = required(data, "model", str)
+    system: list[str] = []
+    messages: list[Message] = []
+    calls: dict[str, str] = {}
+    for where, entry in objects(required(data, "messages", list), "messages"):
+        role = required(entry, "role", str, where)
+        if role not in _ROLES:
+            raise fail(join(where, "role"), f"{role!r} is not one of {', '.join(_ROLES)}")
+        content = text_of(
+            entry.get("content"), join(where, "content"), _TEXT_PARTS, text_key=_part_text_key
+        )
+        if role in ("system", "developer"):
+            system.append(content)
+        elif role == "user":
+            messages.append(message(Role.USER, content, name=_name(entry, where)))
+        elif role == "assistant":
+            messages.append(_assistant(entry, where, content, calls))
+        else:
+            call_id = required(entry, "tool_call_id", str, where)
+            messages.append(tool_message(call_id, content, calls))
+    stream_options = optional(data, "stream_options", dict, {})
+    return WireRequest(
+        format="chat",
+        model=model,
+        messages=tuple(messages),
+        system="\n\n".join(system) if system else None,
+        tools=_tools(data),
+        stream=optional(data, "stream", bool, False),
+        include_usage=optional(stream_options, "include_usage", bool, False, "stream_options"),
+        settings=settings_of(data, _KNOWN),
+    )
+
+
+def _name(entry: dict[str, Any], where: str) -> str:
+    return optional(entry, "name", str, "", where)
+
+
+def _assistant(entry: dict[str, Any], where: str, content: str, calls: dict[str, str]) -> Message:
+    """An assistant message; its tool calls are remembered in ``calls`` (id to name)."""
+    if not content and entry.get("refusal") is not None:
+        content = typed(entry["refusal"], str, join(where, "refusal"))
+    tool_calls: list[ToolCall] = []
+    for call_where, call in objects(entry.get("tool_calls") or [], join(where, "tool_calls")):
+        function = required(call, "function", dict, call_where)
+        function_where = join(call_where, "function")
+        made = tool_call(
+            required(call, "id", str, call_where),
+            required(function, "name", str, function_where),
+            arguments_of(optional(function, "arguments", str, "", function_where)),
+            id_path=join(call_where, "id"),
+            name_path=join(function_where, "name"),
+        )
+        calls[made.id] = made.name
+        tool_calls.append(made)
+    return message(Role.ASSISTANT, content, name=_name(entry, where), tool_calls=tuple(tool_calls))
+
+
+def _tools(data: dict[str, Any]) -> tuple[ToolSchema, ...]:
+    """The function tools offered (tools of other types are not the endpoint's to play)."""
+    schemas: list[ToolSchema] = []
+    for where, tool in objects(data.get("tools") or [], "tools"):
+        if optional(tool, "type", str, "function", where) != "function":
+            continue
+        function = required(tool, "function", dict, where)
+        function_where = join(where, "function")
+        schemas.append(
+            tool_schema(
+                required(function, "name", str, function_where),
+                optional(function, "description", str, "", function_where),
+                optional(function, "parameters", dict, {}, function_where),
+                function_where,
+            )
+        )
+    return tuple(schemas)
+
+
+CHAT = ChatFormat()
+"""The Chat Completions format, with the default ``created`` time."""

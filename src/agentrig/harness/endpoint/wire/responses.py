@@ -1,0 +1,340 @@
+"""OpenAI Responses (``POST /v1/responses``), plain and streamed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentrig._model import JsonObject
+from agentrig.harness.endpoint.wire._common import (
+    CREATED,
+    arguments_json,
+    arguments_of,
+    fail,
+    join,
+    kind_of,
+    load_object,
+    message,
+    objects,
+    optional,
+    parse_guarded,
+    pieces,
+    required,
+    settings_of,
+    slices,
+    sse_event,
+    text_of,
+    tool_call,
+    tool_message,
+    tool_schema,
+)
+from agentrig.harness.endpoint.wire.base import FormatName, WireAnswer, WireRequest
+from agentrig.harness.endpoint.wire.chat import openai_error
+from agentrig.messages import Message, Role, ToolCall
+from agentrig.state import ToolSchema, Usage
+from agentrig.state.status import FinishReason
+
+_KNOWN = frozenset({"model", "input", "instructions", "tools", "stream"})
+_ROLES = ("system", "developer", "user", "assistant")
+_TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal"})
+# Why a response is incomplete, by the finish reason that made it so.
+_INCOMPLETE = {
+    FinishReason.LENGTH: "max_output_tokens",
+    FinishReason.CONTENT_FILTER: "content_filter",
+}
+
+
+def _part_text_key(kind: str) -> str:
+    return "refusal" if kind == "refusal" else "text"
+
+
+class ResponsesFormat:
+    """OpenAI Responses. ``created`` is the ``created_at`` time every answer carries (fixed, so
+    that an answer's bytes are the same on every run).
+
+    Output item ids are made from the response id: ``msg_<response_id>`` for the message,
+    ``fc_<response_id>_<n>`` for the n-th function call (whose ``call_id`` is the tool call's id).
+    """
+
+    name: FormatName = "responses"
+    path: str = "/v1/responses"
+
+    def __init__(self, *, created: int = CREATED) -> None:
+        self.created = created
+
+    def parse_request(self, body: bytes) -> WireRequest:
+        """Read a Responses request body; ``WireError`` names the field at fault."""
+        return parse_guarded(_parse, body)
+
+    def response_body(self, answer: WireAnswer, *, model: str, response_id: str) -> JsonObject:
+        """A ``response`` object: a message item (text or refusal) if there is one, then a
+        ``function_call`` item per tool call; ``incomplete`` with its reason for an answer cut
+        by length or filtered content."""
+        items = _items(answer, response_id)
+        return self._response(answer, model, response_id, status=_status(answer), output=items)
+
+    def stream_chunks(
+        self, answer: WireAnswer, *, model: str, response_id: str, include_usage: bool
+    ) -> list[bytes]:
+        """``response.created``, ``response.in_progress``, then per output item
+        ``output_item.added``, its parts and deltas and ``output_item.done``, and last
+        ``response.completed`` (``response.incomplete`` for an incomplete answer), each with its
+        ``sequence_number``. Usage is always in the last event (``include_usage`` is a Chat
+        Completions option)."""
+        events = _Events()
+        started = self._response(answer, model, response_id, status="in_progress", output=[])
+        started["usage"] = None
+        events.add("response.created", response=started)
+        events.add("response.in_progress", response=started)
+        items = _items(answer, response_id)
+        for index, item in enumerate(items):
+            if item["type"] == "message":
+                _stream_message(events, index, item)
+            else:
+                _stream_call(events, index, item)
+        status = _status(answer)
+        final = self._response(answer, model, response_id, status=status, output=items)
+        events.add(
+            "response.completed" if status == "completed" else "response.incomplete", response=final
+        )
+        return events.chunks
+
+    def error_body(self, status: int, message: str, *, param: str | None = None) -> JsonObject:
+        """``{"error": {"message", "type", "param", "code"}}`` with OpenAI's type and code."""
+        return openai_error(status, message, param)
+
+    def _response(
+        self,
+        answer: WireAnswer,
+        model: str,
+        response_id: str,
+        *,
+        status: str,
+        output: list[JsonObject],
+    ) -> JsonObject:
+        incomplete = _INCOMPLETE.get(answer.finish_reason) if status == "incomplete" else None
+        return {
+            "id": response_id,
+            "object": "response",
+            "created_at": self.created,
+            "status": status,
+            "background": False,
+            "error": None,
+            "incomplete_details": None if incomplete is None else {"reason": incomplete},
+            "instructions": None,
+            "max_output_tokens": None,
+            "model": model,
+            "output": output,
+            "parallel_tool_calls": True,
+            "previous_response_id": None,
+            "reasoning": {"effort": None, "summary": None},
+            "store": False,
+            "temperature": 1.0,
+            "text": {"format": {"type": "text"}},
+            "tool_choice": "auto",
+            "tools": [],
+            "top_p": 1.0,
+            "truncation": "disabled",
+            "usage": _usage(answer.usage),
+            "user": None,
+            "metadata": {},
+        }
+
+
+def _status(answer: WireAnswer) -> str:
+    return (
+        "incomplete"
+        if answer.finish_reason in _INCOMPLETE and answer.refusal is None
+        else "completed"
+    )
+
+
+def _items(answer: WireAnswer, response_id: str) -> list[JsonObject]:
+    items: list[JsonObject] = []
+    parts: list[JsonObject] = []
+    if answer.text:
+        parts.append(
+            {"type": "output_text", "annotations": [], "logprobs": [], "text": answer.text}
+        )
+    if answer.refusal is not None:
+        parts.append({"type": "refusal", "refusal": answer.refusal})
+    if parts:
+        items.append(
+            {
+                "id": f"msg_{response_id}",
+                "type": "message",
+                "status": "completed",
+                "role": "assistant",
+                "content": parts,
+            }
+        )
+    items.extend(
+        _call_item(index, call, response_id) for index, call in enumerate(answer.tool_calls)
+    )
+    return items
+
+
+def _call_item(index: int, call: ToolCall, response_id: str) -> JsonObject:
+    return {
+        "id": f"fc_{response_id}_{index}",
+        "type": "function_call",
+        "status": "completed",
+        "arguments": arguments_json(call),
+        "call_id": call.id,
+        "name": call.name,
+    }
+
+
+def _usage(usage: Usage) -> JsonObject:
+    return {
+        "input_tokens": usage.input_tokens,
+        "input_tokens_details": {"cached_tokens": usage.cache_read_tokens},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+        "total_tokens": usage.total(),
+    }
+
+
+class _Events:
+    """Named events with their ``sequence_number``, counted from 0."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+
+    def add(self, kind: str, **fields: Any) -> None:
+        data = {"type": kind, **fields, "sequence_number": len(self.chunks)}
+        self.chunks.append(sse_event(kind, data))
+
+
+def _stream_message(events: _Events, index: int, item: JsonObject) -> None:
+    item_id = item["id"]
+    where = {"item_id": item_id, "output_index": index}
+    events.add(
+        "response.output_item.added",
+        output_index=index,
+        item={**item, "status": "in_progress", "content": []},
+    )
+    for position, part in enumerate(item["content"]):
+        at = {**where, "content_index": position}
+        if part["type"] == "output_text":
+            events.add("response.content_part.added", **at, part={**part, "text": ""})
+            for piece in pieces(part["text"]):
+                events.add("response.output_text.delta", **at, delta=piece, logprobs=[])
+            events.add("response.output_text.done", **at, text=part["text"], logprobs=[])
+        else:
+            events.add("response.content_part.added", **at, part={**part, "refusal": ""})
+            for piece in pieces(part["refusal"]):
+                events.add("response.refusal.delta", **at, delta=piece)
+            events.add("response.refusal.done", **at, refusal=part["refusal"])
+        events.add("response.content_part.done", **at, part=part)
+    events.add("response.output_item.done", output_index=index, item=item)
+
+
+def _stream_call(events: _Events, index: int, item: JsonObject) -> None:
+    where = {"item_id": item["id"], "output_index": index}
+    events.add(
+        "response.output_item.added",
+        output_index=index,
+        item={**item, "status": "in_progress", "arguments": ""},
+    )
+    for fragment in slices(item["arguments"]):
+        events.add("response.function_call_arguments.delta", **where, delta=fragment)
+    events.add(
+        "response.function_call_arguments.done",
+        **where,
+        name=item["name"],
+        arguments=item["arguments"],
+    )
+    events.add("response.output_item.done", output_index=index, item=item)
+
+
+def _parse(body: bytes) -> WireRequest:
+    data = load_object(body)
+    model = required(data, "model", str)
+    system: list[str] = []
+    instructions = optional(data, "instructions", str, "")
+    if instructions:
+        system.append(instructions)
+    messages: list[Message] = []
+    raw = required(data, "input", object)
+    if isinstance(raw, str):
+        messages.append(message(Role.USER, raw))
+    else:
+        _conversation(raw, system, messages)
+    return WireRequest(
+        format="responses",
+        model=model,
+        messages=tuple(messages),
+        system="\n\n".join(system) if system else None,
+        tools=_tools(data),
+        stream=optional(data, "stream", bool, False),
+        settings=settings_of(data, _KNOWN),
+    )
+
+
+def _conversation(raw: object, system: list[str], messages: list[Message]) -> None:
+    """The ``input`` items as messages: consecutive function calls join the assistant message
+    before them; reasoning and other item types are left out."""
+    if not isinstance(raw, list):
+        raise fail("input", f"expected a string or an array, got {kind_of(raw)}")
+    calls: dict[str, str] = {}
+    for where, item in objects(raw, "input"):
+        kind = optional(item, "type", str, "message", where)
+        if kind == "message":
+            role = required(item, "role", str, where)
+            if role not in _ROLES:
+                raise fail(join(where, "role"), f"{role!r} is not one of {', '.join(_ROLES)}")
+            content = text_of(
+                required(item, "content", object, where),
+                join(where, "content"),
+                _TEXT_PARTS,
+                text_key=_part_text_key,
+            )
+            if role in ("system", "developer"):
+                system.append(content)
+            else:
+                messages.append(message(Role(role), content))
+        elif kind == "function_call":
+            call = tool_call(
+                required(item, "call_id", str, where),
+                required(item, "name", str, where),
+                arguments_of(required(item, "arguments", str, where)),
+                id_path=join(where, "call_id"),
+                name_path=join(where, "name"),
+            )
+            calls[call.id] = call.name
+            last = messages[-1] if messages else None
+            if last is not None and last.role is Role.ASSISTANT:
+                messages[-1] = last._replace(tool_calls=(*last.tool_calls, call))
+            else:
+                messages.append(message(Role.ASSISTANT, tool_calls=(call,)))
+        elif kind == "function_call_output":
+            call_id = required(item, "call_id", str, where)
+            output = text_of(
+                required(item, "output", object, where),
+                join(where, "output"),
+                _TEXT_PARTS,
+                text_key=_part_text_key,
+            )
+            messages.append(tool_message(call_id, output, calls))
+
+
+def _tools(data: dict[str, Any]) -> tuple[ToolSchema, ...]:
+    """The function tools offered, in the flat Responses shape (built-in tools such as web
+    search are not the endpoint's to play)."""
+    schemas: list[ToolSchema] = []
+    for where, tool in objects(data.get("tools") or [], "tools"):
+        if required(tool, "type", str, where) != "function":
+            continue
+        schemas.append(
+            tool_schema(
+                required(tool, "name", str, where),
+                optional(tool, "description", str, "", where),
+                optional(tool, "parameters", dict, {}, where),
+                where,
+            )
+        )
+    return tuple(schemas)
+
+
+RESPONSES = ResponsesFormat()
+"""The Responses format, with the default ``created_at`` time."""
