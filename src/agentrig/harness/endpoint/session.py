@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from agentrig.harness.checks.expectations import (
     ObservedTurn,
@@ -109,11 +109,11 @@ class EndpointSession:
             self.exchanges.append(Exchange(number, turn, request, conversation, plan))
             return plan
 
-    def refuse(self, request_number_hint: str, message: str) -> Plan:
-        """Record a request the endpoint could not read; it is answered with HTTP 400."""
+    def unreadable(self, message: str) -> None:
+        """Record a request the endpoint could not read (it is answered with HTTP 400)."""
         with self._lock:
-            self._fail("script", f"{request_number_hint}: {message}", ())
-            return Plan(response_id="", status=400, error=message)
+            number = len(self.exchanges) + 1
+            self._fail("script", f"request {number} could not be read: {message}", ())
 
     def _conversation(self, request: WireRequest) -> tuple[Message, ...]:
         """The request's conversation, with a Responses ``previous_response_id`` expanded."""
@@ -385,11 +385,7 @@ def _assistant(answer: WireAnswer) -> Message:
 
 
 def _with_messages(request: WireRequest, messages: tuple[Message, ...]) -> WireRequest:
-    if messages is request.messages:
-        return request
-    from dataclasses import replace
-
-    return replace(request, messages=messages)
+    return request if messages is request.messages else replace(request, messages=messages)
 
 
 def _new_items(exchange: Exchange, previous: Exchange | None) -> tuple[Message, ...]:

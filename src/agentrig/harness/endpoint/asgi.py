@@ -1,0 +1,67 @@
+"""The endpoint as an ASGI application (starlette), for uvicorn or any ASGI server.
+
+Needs the ``serve`` extra: ``pip install 'agentrig[serve]'``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from agentrig.harness.endpoint.service import EndpointReply, ScenarioEndpoint
+
+
+class ConnectionCut(Exception):
+    """Raised inside a response body to drop the connection, as a scripted fault asks."""
+
+
+class _QuietCuts(logging.Filter):
+    """Keeps the server's log free of the tracebacks of connections a scenario cut on purpose."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _is_cut(record.exc_info[1] if record.exc_info else None)
+
+
+def _is_cut(error: BaseException | None) -> bool:
+    if error is None:
+        return False
+    if isinstance(error, ConnectionCut):
+        return True
+    if isinstance(error, BaseExceptionGroup):
+        return any(_is_cut(inner) for inner in error.exceptions)
+    return _is_cut(error.__cause__ or error.__context__)
+
+
+logging.getLogger("uvicorn.error").addFilter(_QuietCuts())
+
+
+def endpoint_app(endpoint: ScenarioEndpoint) -> Starlette:
+    """An ASGI app that answers every request with ``endpoint``."""
+
+    async def answer(request: Request) -> Response:
+        body = await request.body()
+        path = request.url.path
+        reply = endpoint.handle(request.method, path, dict(request.headers), body)
+        if reply.delay:
+            await anyio.sleep(reply.delay)
+        if reply.chunks is None and not reply.drop:
+            return Response(reply.body, status_code=reply.status, headers=reply.headers)
+        return StreamingResponse(_events(reply), status_code=reply.status, headers=reply.headers)
+
+    routes = [Route("/{path:path}", answer, methods=["GET", "POST", "PUT", "DELETE", "PATCH"])]
+    app = Starlette(routes=routes)
+    app.state.endpoint = endpoint
+    return app
+
+
+async def _events(reply: EndpointReply) -> AsyncIterator[bytes]:
+    for chunk in reply.chunks or ():
+        yield chunk
+    if reply.drop:
+        raise ConnectionCut("a scripted fault cut this connection")

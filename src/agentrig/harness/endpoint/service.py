@@ -1,0 +1,231 @@
+"""The endpoint itself, apart from any HTTP stack: one request in (method, path, headers, body),
+one reply out. The ASGI app, the in-process transports and the pytest fixture all wrap it.
+
+Sessions are keyed by the API key the agent sends (``Authorization: Bearer KEY`` or
+``x-api-key: KEY``). With one scenario, every distinct key is a session of it. With several, a
+key names its scenario: ``SCENARIO`` or ``SCENARIO/ANYTHING`` (the part after ``/`` tells
+concurrent sessions of one scenario apart). Two sessions never share a script.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from agentrig.errors import AgentrigError
+from agentrig.harness.endpoint.session import EndpointSession, Plan
+from agentrig.harness.endpoint.wire import (
+    CREATED,
+    FORMATS,
+    WireError,
+    WireFormat,
+    format_for_path,
+    json_bytes,
+)
+from agentrig.harness.results import ScenarioResult
+from agentrig.harness.scenarios.model import Scenario
+
+JSON = "application/json"
+EVENT_STREAM = "text/event-stream"
+MALFORMED_EVENT = b'data: {"this is": not json\n\n'
+"""What a ``malformed_at`` fault sends in place of an event."""
+
+
+class EndpointKeyError(AgentrigError):
+    """A request's API key names no scenario the endpoint serves."""
+
+
+@dataclass(frozen=True)
+class EndpointReply:
+    """What to send back: a status, headers, and a body or a stream of events.
+
+    ``drop`` means the connection is cut after ``chunks`` (or instead of a body): the client sees
+    a broken connection, as when a provider's stream dies. ``delay`` is the seconds to wait first.
+    """
+
+    status: int
+    headers: dict[str, str]
+    body: bytes = b""
+    chunks: tuple[bytes, ...] | None = None
+    drop: bool = False
+    delay: float = 0.0
+
+
+@dataclass
+class ScenarioEndpoint:
+    """Serves ``scenarios`` over the OpenAI Chat, OpenAI Responses and Anthropic Messages APIs."""
+
+    scenarios: Sequence[Scenario]
+    sessions: dict[str, EndpointSession] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        if not self.scenarios:
+            raise ValueError("a ScenarioEndpoint needs at least one scenario")
+        self._by_name = {scenario.name: scenario for scenario in self.scenarios}
+        for scenario in self.scenarios:  # refuse what the endpoint cannot honour, up front
+            EndpointSession(scenario, key="")
+
+    # --- sessions --------------------------------------------------------------------------
+
+    def session(self, key: str) -> EndpointSession:
+        """The session of ``key``, made on first use; ``EndpointKeyError`` if it names no
+        scenario."""
+        with self._lock:
+            found = self.sessions.get(key)
+            if found is None:
+                found = EndpointSession(self._scenario_for(key), key=key)
+                self.sessions[key] = found
+            return found
+
+    def _scenario_for(self, key: str) -> Scenario:
+        if len(self.scenarios) == 1:
+            return self.scenarios[0]
+        name = key.split("/", 1)[0]
+        scenario = self._by_name.get(name)
+        if scenario is None:
+            names = ", ".join(sorted(self._by_name))
+            raise EndpointKeyError(
+                f"the API key {key!r} names no scenario; use the scenario's name, or "
+                f"NAME/ANYTHING for one of several sessions, with NAME one of: {names}"
+            )
+        return scenario
+
+    def results(self) -> list[ScenarioResult]:
+        """The result of every session so far, ending each (in the order they began)."""
+        with self._lock:
+            sessions = list(self.sessions.values())
+        return [session.result() for session in sessions]
+
+    # --- requests --------------------------------------------------------------------------
+
+    def handle(
+        self, method: str, path: str, headers: Mapping[str, str], body: bytes
+    ) -> EndpointReply:
+        """Answer one HTTP request. Never raises for a bad request: it gets an error reply."""
+        lowered = {name.lower(): value for name, value in headers.items()}
+        path = path.split("?", 1)[0]
+        fmt = format_for_path(path)
+        anthropic = fmt is FORMATS["anthropic"] or "anthropic-version" in lowered
+        errors = FORMATS["anthropic"] if anthropic else FORMATS["chat"]
+        if method == "GET" and path.rstrip("/").endswith("/models"):
+            return self._models(anthropic)
+        if fmt is None or method != "POST":
+            message = f"agentrig endpoint: no route for {method} {path}; it serves " + ", ".join(
+                f"POST {f.path}" for f in FORMATS.values()
+            )
+            return _error(errors, 404, message)
+        key = _api_key(lowered)
+        if key is None:
+            return _error(fmt, 401, "agentrig endpoint: no API key (Authorization or x-api-key)")
+        try:
+            session = self.session(key)
+        except EndpointKeyError as error:
+            return _error(fmt, 401, str(error))
+        try:
+            request = fmt.parse_request(body)
+        except WireError as error:
+            session.unreadable(f"{fmt.path}: {error.message}")
+            return _error(fmt, 400, f"agentrig endpoint: {error.message}", param=error.param)
+        return _reply(
+            fmt,
+            session.plan(request),
+            stream=request.stream,
+            include_usage=request.include_usage,
+            model=request.model,
+        )
+
+    def _models(self, anthropic: bool) -> EndpointReply:
+        names = sorted({s.agent.model for s in self.scenarios if s.agent.model} or {"agentrig"})
+        if anthropic:
+            data = [
+                {
+                    "type": "model",
+                    "id": name,
+                    "display_name": name,
+                    "created_at": "2026-01-01T00:00:00Z",
+                }
+                for name in names
+            ]
+            body = {"data": data, "has_more": False, "first_id": names[0], "last_id": names[-1]}
+        else:
+            body = {
+                "object": "list",
+                "data": [
+                    {"id": name, "object": "model", "created": CREATED, "owned_by": "agentrig"}
+                    for name in names
+                ],
+            }
+        return EndpointReply(200, {"content-type": JSON}, json_bytes(body))
+
+
+def _api_key(headers: Mapping[str, str]) -> str | None:
+    bearer = headers.get("authorization", "")
+    if bearer.lower().startswith("bearer ") and bearer[7:].strip():
+        return bearer[7:].strip()
+    key = headers.get("x-api-key", "").strip()
+    return key or None
+
+
+def _error(
+    fmt: WireFormat,
+    status: int,
+    message: str,
+    *,
+    param: str | None = None,
+    retry_after: float | None = None,
+    delay: float = 0.0,
+) -> EndpointReply:
+    headers = {"content-type": JSON}
+    if retry_after is not None:
+        headers["retry-after"] = f"{retry_after:g}"
+    body = json_bytes(fmt.error_body(status, message, param=param))
+    return EndpointReply(status, headers, body, delay=delay)
+
+
+def _reply(
+    fmt: WireFormat, plan: Plan, *, stream: bool, include_usage: bool, model: str
+) -> EndpointReply:
+    answer = plan.answer
+    if answer is None:
+        return _error(
+            fmt,
+            plan.status,
+            plan.error or f"HTTP {plan.status}",
+            retry_after=plan.retry_after,
+            delay=plan.latency,
+        )
+    fault = plan.fault
+    response_id = _response_id(fmt, plan.response_id)
+    if stream:
+        chunks = list(
+            fmt.stream_chunks(
+                answer, model=model, response_id=response_id, include_usage=include_usage
+            )
+        )
+        drop = False
+        if fault is not None and fault.cut_after is not None:
+            chunks, drop = chunks[: fault.cut_after], True
+        elif fault is not None and fault.malformed_at is not None:
+            at = min(fault.malformed_at, len(chunks)) - 1
+            chunks[at] = MALFORMED_EVENT
+        headers = {"content-type": EVENT_STREAM, "cache-control": "no-cache"}
+        return EndpointReply(200, headers, chunks=tuple(chunks), drop=drop, delay=plan.latency)
+    body = json_bytes(fmt.response_body(answer, model=model, response_id=response_id))
+    if fault is not None and fault.cut_after is not None:
+        return EndpointReply(200, {"content-type": JSON}, drop=True, delay=plan.latency)
+    if fault is not None and fault.malformed_at is not None:
+        body = body[: max(1, len(body) // 2)]
+    return EndpointReply(200, {"content-type": JSON}, body, delay=plan.latency)
+
+
+_ID_PREFIX = {
+    "chat": "chatcmpl-agentrig-",
+    "responses": "resp_agentrig_",
+    "anthropic": "msg_agentrig_",
+}
+
+
+def _response_id(fmt: WireFormat, number: str) -> str:
+    return _ID_PREFIX[fmt.name] + number

@@ -1,0 +1,96 @@
+"""In-process transports: give one to an httpx or httpx2 client (the official SDKs take one
+through ``http_client=``) and its requests reach the endpoint without a socket.
+
+httpx2 (which the ``openai`` 3.x and ``anthropic`` 2.x SDKs use) and httpx are separate
+packages with the same transport interface; each gets its own transport class, made from one
+template. A cut stream or dropped connection raises the library's ``RemoteProtocolError``, as a
+real broken connection does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from collections.abc import AsyncIterator, Iterator
+from types import ModuleType
+from typing import Any
+
+from agentrig.harness.endpoint.service import EndpointReply, ScenarioEndpoint
+
+DROPPED = "agentrig endpoint: the scenario cut this connection (a scripted fault)"
+
+
+@functools.cache
+def _transport_class(http: ModuleType) -> type[Any]:
+    """A transport class for ``http`` (the httpx or the httpx2 module)."""
+
+    class _Stream(http.SyncByteStream, http.AsyncByteStream):  # type: ignore[name-defined,misc]
+        def __init__(self, reply: EndpointReply, request: Any) -> None:
+            self._reply = reply
+            self._request = request
+
+        def _pieces(self) -> list[bytes]:
+            reply = self._reply
+            return list(reply.chunks) if reply.chunks is not None else [reply.body]
+
+        def __iter__(self) -> Iterator[bytes]:
+            yield from self._pieces()
+            if self._reply.drop:
+                raise http.RemoteProtocolError(DROPPED, request=self._request)
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            for piece in self._pieces():
+                yield piece
+            if self._reply.drop:
+                raise http.RemoteProtocolError(DROPPED, request=self._request)
+
+    class EndpointTransport(http.BaseTransport, http.AsyncBaseTransport):  # type: ignore[name-defined,misc]
+        """Answers every request with the scenario endpoint, in this process."""
+
+        def __init__(self, endpoint: ScenarioEndpoint) -> None:
+            self.endpoint = endpoint
+
+        def _reply(self, request: Any, body: bytes) -> EndpointReply:
+            path = request.url.raw_path.decode("ascii")
+            return self.endpoint.handle(request.method, path, dict(request.headers), body)
+
+        def _response(self, request: Any, reply: EndpointReply) -> Any:
+            if reply.drop and reply.chunks is None:
+                raise http.RemoteProtocolError(DROPPED, request=request)
+            stream = _Stream(reply, request)
+            return http.Response(
+                reply.status, headers=reply.headers, stream=stream, request=request
+            )
+
+        def handle_request(self, request: Any) -> Any:
+            reply = self._reply(request, request.read())
+            if reply.delay:
+                time.sleep(reply.delay)
+            return self._response(request, reply)
+
+        async def handle_async_request(self, request: Any) -> Any:
+            reply = self._reply(request, await request.aread())
+            if reply.delay:
+                await asyncio.sleep(reply.delay)
+            return self._response(request, reply)
+
+    EndpointTransport.__qualname__ = EndpointTransport.__name__ = (
+        f"EndpointTransport[{http.__name__}]"
+    )
+    return EndpointTransport
+
+
+def httpx_transport(endpoint: ScenarioEndpoint) -> Any:
+    """A transport for ``httpx.Client`` / ``httpx.AsyncClient`` that answers with ``endpoint``."""
+    import httpx
+
+    return _transport_class(httpx)(endpoint)
+
+
+def httpx2_transport(endpoint: ScenarioEndpoint) -> Any:
+    """A transport for ``httpx2.Client`` / ``httpx2.AsyncClient`` (the clients of the ``openai``
+    and ``anthropic`` SDKs) that answers with ``endpoint``."""
+    import httpx2
+
+    return _transport_class(httpx2)(endpoint)
