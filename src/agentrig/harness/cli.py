@@ -1,4 +1,4 @@
-"""The ``agentrig`` command line: ``run``, ``validate``, ``schema`` and ``convert``."""
+"""The ``agentrig`` command line: ``run``, ``validate``, ``schema``, ``convert`` and ``serve``."""
 
 from __future__ import annotations
 
@@ -205,6 +205,49 @@ def convert(
     except OSError as error:
         _fail_write(output, error, "--output")
     console.print(f"wrote {escape(str(output))}", soft_wrap=True)
+
+
+@app.command()
+def serve(
+    paths: PathsArgument = None,
+    host: Annotated[str, typer.Option(help="Address to listen on (keep it on loopback).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port; 0 picks a free one.")] = 0,
+    report_dir: Annotated[Path, typer.Option(help="Where reports are written.")] = Path("reports"),
+    report: Annotated[
+        list[str] | None,
+        typer.Option(help="Report formats (default: all): junit, json, markdown, html."),
+    ] = None,
+) -> None:
+    """Serve scenarios' scripted models over the OpenAI and Anthropic HTTP APIs until Ctrl-C,
+    then report every session; exit 0 only when every session passed."""
+    from agentrig.harness.endpoint.command import serve_until_interrupted
+    from agentrig.harness.reporting import get_writer, write_reports
+
+    try:
+        for name in report or ():
+            get_writer(name)
+        loaded = _load(paths)
+    except AgentrigError as error:
+        _fail_usage(error)
+    if not loaded:
+        _nothing_found(paths)
+    try:
+        result = serve_until_interrupted(loaded, host=host, port=port, say=console.print)
+    except AgentrigError as error:
+        _fail_usage(error)
+    if not result.scenarios:
+        errors.print("[yellow]no agent sent a request: nothing to report[/]")
+        raise typer.Exit(4)
+    _failure_details(result)
+    try:
+        written = write_reports(result, report_dir, report or None)
+    except OSError as error:
+        _summary_line(result, [])
+        _fail_write(report_dir, error, "--report-dir", what="reports to ")
+    _summary_line(result, written)
+    raise typer.Exit(0 if result.passed else 1)
 
 
 @app.command()

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from agentrig import AgentBuilder
     from agentrig.fakes import FakeClock, ScriptedLLM, SeededIds, Turn
     from agentrig.harness.cassettes.fixture import CassetteFactory
+    from agentrig.harness.endpoint.handle import EndpointHandle
     from agentrig.harness.results import ScenarioResult
     from agentrig.harness.scenarios.model import Scenario
 
@@ -322,6 +323,41 @@ def agentrig_cassette(request: pytest.FixtureRequest) -> Iterator[CassetteFactor
     )
     yield factory
     problems = factory.problems()
+    if problems:
+        pytest.fail("\n\n".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def agentrig_endpoint(request: pytest.FixtureRequest) -> Iterator[Callable[..., EndpointHandle]]:
+    """Serve a scenario's scripted model to the agent under test:
+    ``agentrig_endpoint("weather.scenario.yaml")`` gives an ``EndpointHandle`` (API key, base
+    URLs, in-process clients; ``live=True`` for a real loopback server). A relative path is
+    looked up from the current folder, then next to the test file. At teardown the test fails
+    with the domain diff if a check failed or scripted replies went unused."""
+    from agentrig.harness.endpoint.handle import EndpointCheckFailed, EndpointHandle
+    from agentrig.harness.scenarios.model import Scenario as LoadedScenario
+
+    handles: list[EndpointHandle] = []
+
+    def open_endpoint(scenario: str | Path | Scenario, *, live: bool = False) -> EndpointHandle:
+        if not isinstance(scenario, LoadedScenario):
+            path = Path(scenario)
+            if not path.is_absolute() and not path.exists():
+                path = request.node.path.parent / path
+            scenario = path
+        handle = EndpointHandle(scenario, live=live)
+        handles.append(handle)
+        return handle
+
+    yield open_endpoint
+    problems = []
+    for handle in handles:
+        try:
+            handle.check()
+        except EndpointCheckFailed as failure:
+            problems.append(str(failure))
+        finally:
+            handle.close()
     if problems:
         pytest.fail("\n\n".join(problems), pytrace=False)
 

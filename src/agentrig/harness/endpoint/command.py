@@ -1,0 +1,52 @@
+"""``agentrig serve``: a live endpoint in the foreground until Ctrl-C, then the sessions' results."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from agentrig.harness.endpoint.server import EndpointServer
+from agentrig.harness.endpoint.service import ScenarioEndpoint
+from agentrig.harness.results import SuiteResult
+from agentrig.harness.scenarios.model import Scenario
+
+
+def serve_until_interrupted(
+    scenarios: Sequence[Scenario],
+    *,
+    host: str,
+    port: int,
+    say: Callable[[str], object],
+    stop: threading.Event | None = None,
+) -> SuiteResult:
+    """Serve ``scenarios`` on ``host:port`` until Ctrl-C (or ``stop`` is set); the result of
+    every session that sent a request."""
+    endpoint = ScenarioEndpoint(scenarios)
+    started = time.perf_counter()
+    with EndpointServer(endpoint, host=host, port=port) as server:
+        for line in _banner(server, scenarios):
+            say(line)
+        try:
+            while not (stop is not None and stop.is_set()):
+                time.sleep(0.1)
+        except KeyboardInterrupt:
+            say("stopping")
+    return SuiteResult(
+        scenarios=tuple(endpoint.results()), wall_time_s=time.perf_counter() - started
+    )
+
+
+def _banner(server: EndpointServer, scenarios: Sequence[Scenario]) -> list[str]:
+    if len(scenarios) == 1:
+        keys = f"any API key; each key is one session of {scenarios[0].name}"
+    else:
+        names = ", ".join(s.name for s in scenarios)
+        keys = f"the scenario's name, or NAME/SESSION for several sessions; NAME one of: {names}"
+    return [
+        f"agentrig endpoint serving {len(scenarios)} scenario(s) on {server.base_url}",
+        f"  OpenAI (Chat Completions, Responses) base URL: {server.openai_base_url}",
+        f"  Anthropic (Messages) base URL:                 {server.anthropic_base_url}",
+        f"  API key: {keys}",
+        "Press Ctrl-C to stop and write the reports.",
+    ]
