@@ -180,10 +180,18 @@ class EndpointSession:
             expected_system=self.scenario.agent.system_prompt or None,
             expected_user=spec.user,
         )
+        reply = self._cursor.get(turn, 1) - 1
+        paths: dict[str, FieldPath] = {
+            "model_named": ("agent", "model"),
+            "system_prompt_sent": ("agent", "system_prompt"),
+            "user_turn_sent": ("turns", turn - 1, "user"),
+            "tools_offered": ("turns", turn - 1, "model", reply),
+        }
         for name in self._checks:
             check = WIRE_INVARIANTS.get(name)
             if check is not None:
-                self._record(name, list(check(view)), turn, number, ("turns", turn - 1))
+                path = paths.get(name, ("turns", turn - 1))
+                self._record(name, list(check(view)), turn, number, path)
 
     def _expected_history(self) -> tuple[Message, ...] | None:
         if not self.exchanges:
