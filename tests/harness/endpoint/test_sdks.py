@@ -1,0 +1,231 @@
+"""The official SDKs (sync and async; Chat, Responses and Messages; streamed and not) and
+agentrig's own providers run one scenario unchanged against the endpoint, in-process and live."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import agentrig as ar
+from agentrig.harness.endpoint.handle import EndpointHandle
+
+from .sdk_agents import SYSTEM, anthropic_agent, chat_agent, get_weather, responses_agent
+
+openai = pytest.importorskip("openai")
+anthropic = pytest.importorskip("anthropic")
+
+SCENARIO = """\
+name: weather
+agent:
+  system_prompt: You answer weather questions.
+turns:
+  - user: Weather in Paris?
+    model:
+      - call: get_weather(city=Paris)
+        usage: {input: 30, output: 5}
+      - say: It is sunny in Paris today.
+        usage: {input: 50, output: 7}
+    expect:
+      final_response: It is sunny in Paris today.
+      tool_calls: {calls: [get_weather(city=Paris)]}
+      model_calls: 2
+      tool_results: [{tool: get_weather, content: sunny in Paris}]
+"""
+
+
+@pytest.fixture
+def weather(write_scenario: Callable[[str], Path]) -> Path:
+    return write_scenario(SCENARIO)
+
+
+def _openai(handle: EndpointHandle) -> Any:
+    client = None if handle.live else handle.httpx2_client()
+    return openai.OpenAI(
+        api_key=handle.api_key, base_url=handle.openai_base_url, http_client=client, max_retries=0
+    )
+
+
+def _async_openai(handle: EndpointHandle) -> Any:
+    client = None if handle.live else handle.async_httpx2_client()
+    return openai.AsyncOpenAI(
+        api_key=handle.api_key, base_url=handle.openai_base_url, http_client=client, max_retries=0
+    )
+
+
+def _anthropic(handle: EndpointHandle) -> Any:
+    client = None if handle.live else handle.httpx2_client()
+    return anthropic.Anthropic(
+        api_key=handle.api_key,
+        base_url=handle.anthropic_base_url,
+        http_client=client,
+        max_retries=0,
+    )
+
+
+def _chat_messages() -> list[dict[str, Any]]:
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Weather in Paris?"}]
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["in-process", "live"])
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+class TestOpenAISync:
+    def test_chat_completions(self, weather: Path, live: bool, stream: bool) -> None:
+        with EndpointHandle(weather, live=live) as handle:
+            text = chat_agent(_openai(handle), _chat_messages(), stream=stream)
+            assert text == "It is sunny in Paris today."
+            handle.check()
+
+    def test_responses(self, weather: Path, live: bool, stream: bool) -> None:
+        with EndpointHandle(weather, live=live) as handle:
+            items: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
+            assert responses_agent(_openai(handle), items, stream=stream) == (
+                "It is sunny in Paris today."
+            )
+            handle.check()
+
+    def test_anthropic_messages(self, weather: Path, live: bool, stream: bool) -> None:
+        with EndpointHandle(weather, live=live) as handle:
+            messages = [{"role": "user", "content": "Weather in Paris?"}]
+            assert anthropic_agent(_anthropic(handle), messages, stream=stream) == (
+                "It is sunny in Paris today."
+            )
+            handle.check()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_async_openai_chat(weather: Path, stream: bool) -> None:
+    async def agent(client: Any) -> str:
+        messages = _chat_messages()
+        while True:
+            if stream:
+                text, calls = "", {}
+                async for chunk in await client.chat.completions.create(
+                    model="m", messages=messages, tools=_tools(), stream=True
+                ):
+                    for choice in chunk.choices:
+                        text += choice.delta.content or ""
+                        for delta in choice.delta.tool_calls or ():
+                            entry = calls.setdefault(
+                                delta.index, [delta.id, delta.function.name, ""]
+                            )
+                            entry[2] += delta.function.arguments or ""
+                tool_calls = [
+                    {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+                    for i, n, a in calls.values()
+                ]
+            else:
+                message = (
+                    (
+                        await client.chat.completions.create(
+                            model="m", messages=messages, tools=_tools()
+                        )
+                    )
+                    .choices[0]
+                    .message
+                )
+                text = message.content or ""
+                tool_calls = [c.model_dump() for c in message.tool_calls or ()]
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": text or None,
+                    **({"tool_calls": tool_calls} if tool_calls else {}),
+                }
+            )
+            if not tool_calls:
+                return text
+            for call in tool_calls:
+                messages.append(
+                    {"role": "tool", "tool_call_id": call["id"], "content": get_weather("Paris")}
+                )
+
+    handle = EndpointHandle(weather)
+    assert asyncio.run(agent(_async_openai(handle))) == "It is sunny in Paris today."
+    handle.check()
+
+
+def test_async_anthropic_streamed(weather: Path) -> None:
+    async def agent(client: Any) -> str:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "Weather in Paris?"}]
+        while True:
+            async with client.messages.stream(
+                model="c",
+                max_tokens=100,
+                system=SYSTEM,
+                messages=messages,
+                tools=[{"name": "get_weather", "input_schema": {"type": "object"}}],
+            ) as events:
+                message = await events.get_final_message()
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": [b.model_dump(exclude_none=True) for b in message.content],
+                }
+            )
+            if message.stop_reason != "tool_use":
+                return str(message.content[0].text)
+            messages.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": b.id,
+                            "content": get_weather(**b.input),
+                        }
+                        for b in message.content
+                        if b.type == "tool_use"
+                    ],
+                }
+            )
+
+    handle = EndpointHandle(weather)
+    client = anthropic.AsyncAnthropic(
+        api_key=handle.api_key,
+        base_url=handle.anthropic_base_url,
+        http_client=handle.async_httpx2_client(),
+        max_retries=0,
+    )
+    assert asyncio.run(agent(client)) == "It is sunny in Paris today."
+    handle.check()
+
+
+def _tools() -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+            },
+        }
+    ]
+
+
+@pytest.mark.parametrize("provider_name", ["openai", "anthropic"])
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_agentrigs_own_providers(weather: Path, provider_name: str, stream: bool) -> None:
+    from agentrig.drivers import AnthropicProvider, OpenAIProvider
+
+    handle = EndpointHandle(weather)
+    provider: ar.InferenceProvider
+    if provider_name == "openai":
+        provider = OpenAIProvider(client=_openai(handle), model="gpt-test", stream=stream)
+    else:
+        provider = AnthropicProvider(client=_anthropic(handle), model="claude-test", stream=stream)
+    agent = (
+        ar.AgentBuilder.base()
+        .with_tools([ar.FunctionTool(get_weather)])
+        .with_capability(ar.UseLlmConfig(provider))
+        .with_capability(ar.UseContextConfig(SYSTEM))
+        .with_capability(ar.UseGuards(max_steps=5, max_tokens=10_000))
+        .build()
+    )
+    state = agent.execute(ar.AgentState().with_user_message("Weather in Paris?"))
+    assert state.final_response().to_text() == "It is sunny in Paris today."
+    assert state.usage().input_tokens == 80
+    handle.check()
