@@ -1,0 +1,269 @@
+"""Sessions: multi-turn conversations, isolation by key, faults, and what endpoint mode refuses."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentrig.harness.endpoint.handle import EndpointHandle
+from agentrig.harness.endpoint.service import ScenarioEndpoint
+from agentrig.harness.errors import ScenarioFileError
+from agentrig.harness.scenarios.loader import load_scenario
+
+from .conftest import WEATHER, RawChatAgent, assistant_of, first_turn
+from .sdk_agents import SYSTEM, chat_agent
+
+openai = pytest.importorskip("openai")
+
+TWO_TURNS = """\
+name: two-turns
+agent: {system_prompt: You answer weather questions.}
+turns:
+  - user: Weather in Paris?
+    model:
+      - call: get_weather(city=Paris)
+      - say: Sunny in Paris.
+    expect: {final_response: Sunny in Paris., model_calls: 2}
+  - user: And in Oslo?
+    model:
+      - call: get_weather(city=Oslo)
+      - say: Sunny in Oslo too.
+    expect:
+      final_response: {contains: Oslo}
+      tool_calls: {calls: [get_weather(city=Oslo)]}
+      tool_results: [{content: sunny in Oslo}]
+"""
+
+
+def _client(handle: EndpointHandle, **options: Any) -> Any:
+    return openai.OpenAI(
+        api_key=handle.api_key,
+        base_url=handle.openai_base_url,
+        http_client=handle.httpx2_client(),
+        **{"max_retries": 0, **options},
+    )
+
+
+def test_a_multi_turn_conversation_plays_each_turns_script(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    handle = EndpointHandle(write_scenario(TWO_TURNS))
+    client = _client(handle)
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Weather in Paris?"},
+    ]
+    assert chat_agent(client, messages) == "Sunny in Paris."
+    messages.append({"role": "user", "content": "And in Oslo?"})
+    assert chat_agent(client, messages) == "Sunny in Oslo too."
+    result = handle.check()
+    assert [(t.index, t.steps, t.final_response) for t in result.turns] == [
+        (1, 2, "Sunny in Paris."),
+        (2, 2, "Sunny in Oslo too."),
+    ]
+    kinds = [(e.turn, e.kind) for e in result.transcript]
+    assert kinds == [
+        (1, "user"),
+        (1, "tool_call"),
+        (1, "tool_result"),
+        (1, "assistant"),
+        (2, "user"),
+        (2, "tool_call"),
+        (2, "tool_result"),
+        (2, "assistant"),
+    ]
+
+
+def test_a_turn_never_reached_and_unused_replies_fail(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    handle = EndpointHandle(write_scenario(TWO_TURNS))
+    RawChatAgent(handle).post(first_turn())
+    messages = [failure.message for failure in handle.result().failures]
+    assert "turn 1: scripted model reply 2 was never used" in messages
+    assert "turn 2 was never reached: no request carried its user message" in messages
+
+
+def test_an_agent_that_forgets_the_first_turn(write_scenario: Callable[[str], Path]) -> None:
+    handle = EndpointHandle(write_scenario(TWO_TURNS))
+    client = _client(handle)
+    first = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Weather in Paris?"},
+    ]
+    chat_agent(client, first)
+    forgetful = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "And in Oslo?"}]
+    with pytest.raises(openai.BadRequestError, match="came after the script was used up"):
+        chat_agent(client, forgetful)
+    failures = handle.result().failures
+    # Seen as the first turn again: its script is used up, and the history was dropped.
+    assert any(f.invariant == "history_grows" for f in failures)
+    assert any(f.invariant == "script_not_exceeded" for f in failures)
+
+
+def test_sessions_with_different_keys_never_share_a_script(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    scenario = load_scenario(write_scenario(WEATHER))
+    endpoint = ScenarioEndpoint([scenario])
+    handles = []
+    errors: list[BaseException] = []
+
+    def agent(number: int) -> None:
+        try:
+            handle = EndpointHandle(scenario)
+            handle.endpoint = endpoint
+            handle.api_key = f"weather/{number}"
+            handles.append(handle)
+            messages = first_turn()
+            raw = RawChatAgent(handle)
+            answer = raw.post(messages)
+            call_id = answer.json()["choices"][0]["message"]["tool_calls"][0]["id"]
+            raw.post(
+                [
+                    *messages,
+                    assistant_of(answer),
+                    {"role": "tool", "tool_call_id": call_id, "content": "sunny"},
+                ]
+            )
+        except BaseException as error:  # reported below, in the test's thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=agent, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(endpoint.sessions) == 8
+    assert all(result.passed for result in endpoint.results())
+
+
+def test_several_scenarios_are_told_apart_by_key(write_scenario: Callable[[str], Path]) -> None:
+    endpoint = ScenarioEndpoint(
+        [load_scenario(write_scenario(WEATHER, "a")), load_scenario(write_scenario(TWO_TURNS, "b"))]
+    )
+    headers = {"authorization": "Bearer nobody"}
+    reply = endpoint.handle("POST", "/v1/chat/completions", headers, b"{}")
+    assert reply.status == 401
+    assert b"names no scenario" in reply.body
+    assert b"two-turns, weather" in reply.body
+    assert endpoint.session("two-turns/x").scenario.name == "two-turns"
+    assert endpoint.session("weather").scenario.name == "weather"
+
+
+def test_unknown_routes_and_missing_keys_get_provider_errors(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    endpoint = ScenarioEndpoint([load_scenario(write_scenario(WEATHER))])
+    missing = endpoint.handle("POST", "/v1/embeddings", {"authorization": "Bearer k"}, b"{}")
+    assert missing.status == 404
+    assert b"POST /v1/chat/completions" in missing.body
+    anonymous = endpoint.handle("POST", "/v1/messages", {"anthropic-version": "x"}, b"{}")
+    assert anonymous.status == 401
+    assert b'"type":"error"' in anonymous.body.replace(b" ", b"")
+    models = endpoint.handle("GET", "/v1/models", {}, b"")
+    assert models.status == 200
+    assert b'"owned_by":"agentrig"' in models.body.replace(b" ", b"")
+
+
+FAULTS = """\
+name: faults
+agent: {system_prompt: You answer weather questions.}
+turns:
+  - user: Weather in Paris?
+    model:
+      - fault: {status: 429, retry_after: 0, message: slow down}
+      - fault: {status: 529}
+      - call: get_weather(city=Paris)
+      - say: Sunny.
+    expect: {final_response: Sunny., model_calls: 2}
+"""
+
+
+def test_status_faults_are_retried_by_the_sdk(write_scenario: Callable[[str], Path]) -> None:
+    handle = EndpointHandle(write_scenario(FAULTS))
+    client = _client(handle, max_retries=2)
+    messages = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Weather in Paris?"},
+    ]
+    assert chat_agent(client, messages) == "Sunny."
+    result = handle.check()
+    events = [e.text for e in result.transcript if e.kind == "event"]
+    assert events == ["HTTP 429: slow down", "HTTP 529: scripted fault: HTTP 529"]
+
+
+def test_a_status_fault_carries_retry_after(write_scenario: Callable[[str], Path]) -> None:
+    handle = EndpointHandle(write_scenario(FAULTS))
+    response = RawChatAgent(handle).post(first_turn())
+    assert response.status_code == 429
+    assert response.headers["retry-after"] == "0"
+    assert response.json()["error"]["message"] == "slow down"
+
+
+STREAM_FAULTS = """\
+name: stream-faults
+turns:
+  - user: Weather in Paris?
+    model:
+      - say: It is sunny in Paris today.
+        fault: {cut_after: 2}
+      - say: It is sunny in Paris today.
+        fault: {malformed_at: 2}
+      - say: It is sunny in Paris today.
+"""
+
+
+def test_stream_faults_reach_the_agent_as_broken_streams(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    handle = EndpointHandle(write_scenario(STREAM_FAULTS))
+    client = _client(handle)
+    messages = [{"role": "user", "content": "Weather in Paris?"}]
+
+    def stream() -> str:
+        chunks = client.chat.completions.create(model="m", messages=messages, stream=True)
+        return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+
+    with pytest.raises(openai.APIConnectionError):
+        stream()
+    with pytest.raises(ValueError, match=r"Expecting value|Extra data|JSON"):
+        stream()
+    assert stream() == "It is sunny in Paris today."
+    result = handle.check()
+    assert [e.text for e in result.transcript if e.kind == "event"] == [
+        "fault: stream cut after 2 events",
+        "fault: malformed stream event 2",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("addition", "field", "line"),
+    [
+        ("    expect: {status: completed}\n", "turns[0].expect.status", 10),
+        ("    expect: {messages: [user]}\n", "turns[0].expect.messages", 10),
+        ("    cancel: {after_step: 1}\n", "turns[0].cancel", 10),
+    ],
+)
+def test_what_only_agentrigs_runtime_can_do_is_refused_naming_the_line(
+    write_scenario: Callable[[str], Path], addition: str, field: str, line: int
+) -> None:
+    text = WEATHER.split("    expect:")[0] + addition
+    path = write_scenario(text)
+    with pytest.raises(ScenarioFileError) as caught:
+        EndpointHandle(path)
+    assert (caught.value.field, caught.value.line, caught.value.path) == (field, line, str(path))
+    assert "the endpoint" in caught.value.reason
+
+
+def test_agent_settings_of_agentrigs_runtime_are_refused(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    text = WEATHER.replace("  model: gpt-test\n", "  model: gpt-test\n  budget: {max_steps: 3}\n")
+    with pytest.raises(ScenarioFileError, match=r"agent\.budget: agent\.budget configures"):
+        EndpointHandle(write_scenario(text))
