@@ -25,9 +25,9 @@ def serve_until_interrupted(
     endpoint = ScenarioEndpoint(scenarios)
     started = time.perf_counter()
     with EndpointServer(endpoint, host=host, port=port) as server:
-        for line in _banner(server, scenarios):
-            say(line)
         try:
+            for line in _banner(server, scenarios):
+                say(line)
             while not (stop is not None and stop.is_set()):
                 time.sleep(0.1)
         except KeyboardInterrupt:

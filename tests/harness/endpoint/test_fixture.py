@@ -1,0 +1,85 @@
+"""The ``agentrig_endpoint`` pytest fixture, as a user's test file uses it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .conftest import WEATHER
+
+pytest.importorskip("openai")
+
+TEST_FILE = """
+import openai
+
+def agent(client):
+    messages = [{"role": "system", "content": "You answer weather questions."},
+                {"role": "user", "content": "Weather in Paris?"}]
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}}]
+    while True:
+        message = client.chat.completions.create(
+            model=MODEL, messages=messages, tools=tools).choices[0].message
+        messages.append(message.model_dump(exclude_none=True))
+        if not message.tool_calls:
+            return message.content
+        for call in message.tool_calls:
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": "sunny"})
+
+def test_in_process(agentrig_endpoint):
+    ep = agentrig_endpoint("weather.scenario.yaml")
+    client = openai.OpenAI(api_key=ep.api_key, base_url=ep.openai_base_url,
+                           http_client=ep.httpx2_client())
+    assert "sunny" in agent(client)
+
+def test_live(agentrig_endpoint):
+    ep = agentrig_endpoint("weather.scenario.yaml", live=True)
+    client = openai.OpenAI(api_key=ep.api_key, base_url=ep.openai_base_url)
+    assert "sunny" in agent(client)
+
+def test_intercepted(agentrig_endpoint, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "placeholder")
+    ep = agentrig_endpoint("weather.scenario.yaml")
+    with ep.intercept():
+        assert "sunny" in agent(openai.OpenAI())
+"""
+
+
+def test_a_passing_agent_passes_in_process_live_and_intercepted(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(".scenario.yaml", weather=WEATHER)
+    pytester.makepyfile(test_agent=TEST_FILE.replace("MODEL", '"gpt-test"'))
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3)
+
+
+def test_a_broken_agent_fails_with_the_domain_diff(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".scenario.yaml", weather=WEATHER)
+    pytester.makepyfile(test_agent=TEST_FILE.replace("MODEL", '"gpt-wrong"'))
+    result = pytester.runpytest("-p", "no:cacheprovider", "-k", "in_process")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*scenario weather (*weather.scenario.yaml:1) failed:*",
+            "*[[]invariant: model_named[]] request 1: model_named: the request asks for model "
+            "'gpt-wrong'*",
+            "*at *weather.scenario.yaml:4*",
+            '*expected: "gpt-test"*',
+            '*observed: "gpt-wrong"*',
+        ]
+    )
+
+
+def test_an_agent_that_never_calls_fails_with_the_unused_script(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    pytester.makefile(".scenario.yaml", weather=WEATHER)
+    pytester.makepyfile(
+        test_agent="def test_idle(agentrig_endpoint):\n"
+        "    agentrig_endpoint('weather.scenario.yaml')\n"
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*turn 1 was never reached: no request carried its user message*"])

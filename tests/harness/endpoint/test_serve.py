@@ -1,0 +1,130 @@
+"""``agentrig serve``: a real process on loopback, reached by the SDK, stopped with Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from .conftest import WEATHER
+from .sdk_agents import SYSTEM, chat_agent
+
+openai = pytest.importorskip("openai")
+
+
+def _serve(folder: Path, *paths: Path) -> tuple[subprocess.Popen[str], str]:
+    command = [
+        sys.executable,
+        "-c",
+        "from agentrig.harness.cli import main; main()",
+        "serve",
+        *map(str, paths),
+    ]
+    process = subprocess.Popen(
+        command,
+        cwd=folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert process.stdout is not None
+    deadline = time.monotonic() + 60
+    lines = []
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        lines.append(line)
+        found = re.search(r"OpenAI .* base URL: (\S+)", line)
+        if found:
+            return process, found.group(1)
+        if not line and process.poll() is not None:
+            break
+    process.kill()
+    raise AssertionError("agentrig serve printed no base URL:\n" + "".join(lines))
+
+
+def _stop(process: subprocess.Popen[str]) -> tuple[int, str]:
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    return process.returncode, output
+
+
+def test_serve_answers_the_sdk_and_reports_on_ctrl_c(
+    tmp_path: Path, write_scenario: Callable[[str], Path]
+) -> None:
+    path = write_scenario(WEATHER.replace("content: sunny", "contains: sunny"))
+    process, base_url = _serve(tmp_path, path)
+    try:
+        client = openai.OpenAI(api_key="any", base_url=base_url, max_retries=0)
+        messages = [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": "Weather in Paris?"},
+        ]
+        assert "sunny" in chat_agent(client, messages)
+    finally:
+        code, output = _stop(process)
+    assert code == 0, output
+    assert "1 passed, 0 failed" in output
+    report = json.loads((tmp_path / "reports" / "report.json").read_text())
+    [scenario] = report["scenarios"]
+    assert scenario["name"] == "weather"
+    assert scenario["passed"] is True
+    assert [entry["kind"] for entry in scenario["transcript"]] == [
+        "user",
+        "tool_call",
+        "tool_result",
+        "assistant",
+    ]
+    assert (tmp_path / "reports" / "junit.xml").exists()
+
+
+def test_serve_exits_1_when_a_session_failed(
+    tmp_path: Path, write_scenario: Callable[[str], Path]
+) -> None:
+    process, base_url = _serve(tmp_path, write_scenario(WEATHER))
+    try:
+        client = openai.OpenAI(api_key="any", base_url=base_url, max_retries=0)
+        client.chat.completions.create(
+            model="gpt-test", messages=[{"role": "user", "content": "Weather in Paris?"}]
+        )
+    finally:
+        code, output = _stop(process)
+    assert code == 1
+    assert "system_prompt_sent" in output
+    assert "0 passed, 1 failed" in output
+
+
+def test_serve_with_no_request_exits_4(
+    tmp_path: Path, write_scenario: Callable[[str], Path]
+) -> None:
+    process, _ = _serve(tmp_path, write_scenario(WEATHER))
+    code, output = _stop(process)
+    assert code == 4
+    assert "no agent sent a request" in output
+
+
+def test_serve_refuses_a_scenario_it_cannot_honour(
+    tmp_path: Path, write_scenario: Callable[[str], Path]
+) -> None:
+    path = write_scenario(
+        WEATHER.replace("final_response:", "status: completed\n      final_response:")
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", "from agentrig.harness.cli import main; main()", "serve", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert completed.returncode == 2
+    assert f"{path}:11:15: turns[0].expect.status: expect.status needs agentrig's own state" in (
+        completed.stderr + completed.stdout
+    ).replace("\n", " ").replace("  ", " ")
