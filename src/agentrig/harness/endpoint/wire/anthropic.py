@@ -200,7 +200,7 @@ def _parse(body: bytes) -> WireRequest:
         format="anthropic",
         model=model,
         messages=tuple(messages),
-        system=None if system is None else text_of(system, "system", _TEXT_BLOCKS),
+        system=None if system is None else text_of(system, "", "system", _TEXT_BLOCKS),
         tools=_tools(data),
         stream=optional(data, "stream", bool, False),
         settings=settings_of(data, _KNOWN),
@@ -228,7 +228,7 @@ def _user(content: object, where: str, calls: dict[str, str]) -> list[Message]:
             texts.append(required(block, "text", str, path))
         elif kind == "tool_result":
             call_id = required(block, "tool_use_id", str, path)
-            result = text_of(block.get("content"), join(path, "content"), _TEXT_BLOCKS)
+            result = text_of(block.get("content"), path, "content", _TEXT_BLOCKS)
             is_error = optional(block, "is_error", bool, False, path)
             messages.append(tool_message(call_id, result, calls, is_error))
     if texts:
@@ -248,8 +248,9 @@ def _assistant(content: object, where: str, calls: dict[str, str]) -> Message:
                 required(block, "id", str, path),
                 required(block, "name", str, path),
                 typed(block.get("input", {}), dict, join(path, "input")),
-                id_path=join(path, "id"),
-                name_path=join(path, "name"),
+                path,
+                id_key="id",
+                name_key="name",
             )
             calls[made.id] = made.name
             tool_calls.append(made)

@@ -201,7 +201,7 @@ def _parse(body: bytes) -> WireRequest:
         if role not in _ROLES:
             raise fail(join(where, "role"), f"{role!r} is not one of {', '.join(_ROLES)}")
         content = text_of(
-            entry.get("content"), join(where, "content"), _TEXT_PARTS, text_key=_part_text_key
+            entry.get("content"), where, "content", _TEXT_PARTS, text_key=_part_text_key
         )
         if role in ("system", "developer"):
             system.append(content)
@@ -241,8 +241,9 @@ def _assistant(entry: dict[str, Any], where: str, content: str, calls: dict[str,
             required(call, "id", str, call_where),
             required(function, "name", str, function_where),
             arguments_of(optional(function, "arguments", str, "", function_where)),
-            id_path=join(call_where, "id"),
-            name_path=join(function_where, "name"),
+            call_where,
+            id_key="id",
+            name_key="function.name",
         )
         calls[made.id] = made.name
         tool_calls.append(made)
