@@ -125,7 +125,8 @@ class ChatFormat:
     ) -> list[bytes]:
         """``chat.completion.chunk`` events: the role, the text (or refusal) word by word, each
         tool call (id and name first, then its arguments in fragments), the finish reason, the
-        usage when ``include_usage`` (with no choices), then ``[DONE]``."""
+        usage when ``include_usage`` (with no choices), then ``[DONE]``. As the API does, an
+        answer of tool calls only names the role in the chunk that opens the first call."""
         head = {
             "id": response_id,
             "object": "chat.completion.chunk",
@@ -138,9 +139,10 @@ class ChatFormat:
             return sse_data({**head, "choices": [choice]})
 
         first: JsonObject = {"role": "assistant", "content": "", "refusal": None}
-        if not answer.text and answer.refusal is None:
+        calls_only = not answer.text and answer.refusal is None
+        if calls_only:
             first["content"] = None
-        events = [chunk(first)]
+        events = [] if calls_only and answer.tool_calls else [chunk(first)]
         events.extend(chunk({"content": piece}) for piece in pieces(answer.text))
         if answer.refusal is not None:
             events.extend(chunk({"refusal": piece}) for piece in pieces(answer.refusal))
@@ -151,7 +153,8 @@ class ChatFormat:
                 "type": "function",
                 "function": {"name": call.name, "arguments": ""},
             }
-            events.append(chunk({"tool_calls": [opening]}))
+            opens = {"tool_calls": [opening]}
+            events.append(chunk({**first, **opens} if not events else opens))
             events.extend(
                 chunk({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})
                 for fragment in slices(arguments_json(call))
