@@ -485,3 +485,30 @@ def test_real_conversations_are_read_as_sent(recorded: Callable[[str], list[Any]
         ),
         ("tool", "Sammy", (), ("toolu_01N8a4jWyf116qKTMqKKmjyt", "pelican_name_generator", False)),
     ]
+
+
+def event_shapes(events: Iterable[Any]) -> list[str]:
+    """Each event's type (with its delta's type), consecutive repeats collapsed."""
+    shapes: list[str] = []
+    for event in events:
+        delta = getattr(event, "delta", None)
+        kind = getattr(delta, "type", None) if event.type == "content_block_delta" else None
+        shape = f"{event.type}:{kind}" if kind else event.type
+        if not shapes or shapes[-1] != shape:
+            shapes.append(shape)
+    return shapes
+
+
+def test_a_real_stream_and_its_encoding_have_the_same_shape(
+    wire: Any, recorded: Callable[[str], list[Any]]
+) -> None:
+    for interaction in recorded("llm-anthropic/test_anthropic/test_tools.yaml"):
+        answer = as_answer(parsed_by_provider(wire, interaction.replay, stream=True))
+        content = b"".join(
+            ANTHROPIC.stream_chunks(answer, model="m", response_id="r", include_usage=False)
+        )
+
+        real = list(create(wire.anthropic(interaction.replay), stream=True))
+        ours = list(create(wire.anthropic(lambda _, c=content: wire.event_stream(c)), stream=True))
+
+        assert event_shapes(ours) == event_shapes(real)

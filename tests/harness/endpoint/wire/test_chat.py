@@ -558,3 +558,51 @@ def test_a_real_request_with_instructions_has_its_system_prompt(
         ("call_bhZkmIKKItNGJ41whHUHB7p9", "get_temperature", False),
     )
     assert request.settings == {"n": 1, "tool_choice": "auto"}
+
+
+def chunk_shapes(chunks: Iterable[Any]) -> list[str]:
+    """What each chunk carries, consecutive repeats collapsed: ``role``, ``content``,
+    ``tool_call`` (an opening: id and name), ``arguments``, ``finish``, ``usage``."""
+    shapes: list[str] = []
+    for chunk in chunks:
+        if not chunk.choices:
+            shape = "usage"
+        else:
+            choice = chunk.choices[0]
+            delta, parts = choice.delta, []
+            if delta.role:
+                parts.append("role")
+            if delta.content:
+                parts.append("content")
+            for call in delta.tool_calls or ():
+                parts.append("tool_call" if call.id else "arguments")
+            if choice.finish_reason:
+                parts.append("finish")
+            shape = "+".join(parts) or "empty"
+        if not shapes or shapes[-1] != shape:
+            shapes.append(shape)
+    return shapes
+
+
+def test_a_real_stream_and_its_encoding_have_the_same_shape(
+    wire: Any, recorded: Callable[[str], list[Any]]
+) -> None:
+    for interaction in recorded("llm/test_tools/test_tool_use_basic.yaml"):
+        answer = as_answer(parsed_by_provider(wire, interaction.replay, stream=True))
+        content = b"".join(
+            CHAT.stream_chunks(answer, model="m", response_id="r", include_usage=True)
+        )
+
+        def chunks(handler: Callable[[Any], Any]) -> list[Any]:
+            return list(
+                wire.openai(handler).chat.completions.create(
+                    model="m", messages=USER, stream=True, stream_options={"include_usage": True}
+                )
+            )
+
+        real = chunks(interaction.replay)
+        ours = chunks(lambda _, c=content: wire.event_stream(c))
+
+        assert chunk_shapes(ours) == chunk_shapes(real)
+        assert interaction.response_body.endswith(b"data: [DONE]\n\n")
+        assert content.endswith(b"data: [DONE]\n\n")

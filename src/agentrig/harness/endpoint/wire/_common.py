@@ -134,25 +134,29 @@ def optional(data: Mapping[str, Any], key: str, expected: type[T], default: T, p
 def objects(value: object, path: str) -> list[tuple[str, dict[str, Any]]]:
     """The members of a JSON array that must hold objects, each with its path."""
     items = typed(value, list, path)
-    return [
-        (join(path, index), typed(item, dict, join(path, index)))
-        for index, item in enumerate(items)
-    ]
+    found: list[tuple[str, dict[str, Any]]] = []
+    for index, item in enumerate(items):
+        where = f"{path}[{index}]"
+        found.append((where, item if type(item) is dict else typed(item, dict, where)))
+    return found
 
 
 def text_of(
     content: object,
-    path: str,
+    parent: str,
+    key: str,
     text_types: frozenset[str],
     *,
     text_key: Callable[[str], str] = lambda kind: "text",
 ) -> str:
-    """The text of a content that is a string, null, or a list of parts; parts whose type is in
-    ``text_types`` give their text (joined without separator), other parts are skipped."""
+    """The text of member ``key`` of the object at ``parent``, a string, null, or a list of parts:
+    parts whose type is in ``text_types`` give their text (joined without separator), other
+    parts are skipped."""
     if content is None:
         return ""
-    if isinstance(content, str):
+    if type(content) is str:
         return content
+    path = join(parent, key)
     if not isinstance(content, list):
         raise fail(path, f"expected a string or an array, got {kind_of(content)}")
     parts: list[str] = []
@@ -184,13 +188,14 @@ def arguments_json(call: ToolCall) -> str:
 
 
 def tool_call(
-    call_id: str, name: str, arguments: JsonObject, *, id_path: str, name_path: str
+    call_id: str, name: str, arguments: JsonObject, path: str, *, id_key: str, name_key: str
 ) -> ToolCall:
-    """A ``ToolCall``; an empty id or name is an error of the field at its path."""
+    """A ``ToolCall``; an empty id or name is an error of its member (``id_key``, ``name_key``:
+    dotted paths below ``path``)."""
     if not call_id:
-        raise fail(id_path, "empty")
+        raise fail(join(path, id_key), "empty")
     if not name:
-        raise fail(name_path, "empty")
+        raise fail(join(path, name_key), "empty")
     return ToolCall._trusted(id=call_id, name=name, arguments=arguments)
 
 

@@ -90,17 +90,15 @@ class AnthropicFormat:
     def stream_chunks(
         self, answer: WireAnswer, *, model: str, response_id: str, include_usage: bool
     ) -> list[bytes]:
-        """``message_start``, a ``ping``, then per block ``content_block_start``, its deltas
-        (``text_delta`` word by word, ``input_json_delta`` in fragments) and
-        ``content_block_stop``; ``message_delta`` with the stop reason and usage, then
-        ``message_stop``. Usage is always sent (``include_usage`` is an OpenAI option)."""
+        """``message_start``, then per block ``content_block_start``, its deltas (``text_delta``
+        word by word, ``input_json_delta`` in fragments) and ``content_block_stop``;
+        ``message_delta`` with the stop reason and usage, then ``message_stop``. A ``ping``
+        follows the first block's start, as the API sends it. Usage is always sent
+        (``include_usage`` is an OpenAI option)."""
         usage = _usage(answer.usage)
         start = {**_message(model, response_id), "content": [], "stop_reason": None}
         start["usage"] = {**usage, "output_tokens": min(1, answer.usage.output_tokens)}
-        events = [
-            sse_event("message_start", {"type": "message_start", "message": start}),
-            sse_event("ping", {"type": "ping"}),
-        ]
+        events = [sse_event("message_start", {"type": "message_start", "message": start})]
         index = 0
         for block in _text_blocks(answer):
             events.append(_block_start(index, {"type": "text", "text": ""}))
@@ -118,6 +116,7 @@ class AnthropicFormat:
             )
             events.append(_block_stop(index))
             index += 1
+        events.insert(2 if len(events) > 1 else 1, _PING)
         delta = {"stop_reason": stop_reason(answer), "stop_sequence": None}
         events.append(
             sse_event("message_delta", {"type": "message_delta", "delta": delta, "usage": usage})
@@ -133,6 +132,9 @@ class AnthropicFormat:
         if param and param not in message:
             message = f"{param}: {message}"
         return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+_PING = sse_event("ping", {"type": "ping"})
 
 
 def _message(model: str, response_id: str) -> JsonObject:
@@ -200,7 +202,7 @@ def _parse(body: bytes) -> WireRequest:
         format="anthropic",
         model=model,
         messages=tuple(messages),
-        system=None if system is None else text_of(system, "system", _TEXT_BLOCKS),
+        system=None if system is None else text_of(system, "", "system", _TEXT_BLOCKS),
         tools=_tools(data),
         stream=optional(data, "stream", bool, False),
         settings=settings_of(data, _KNOWN),
@@ -228,7 +230,7 @@ def _user(content: object, where: str, calls: dict[str, str]) -> list[Message]:
             texts.append(required(block, "text", str, path))
         elif kind == "tool_result":
             call_id = required(block, "tool_use_id", str, path)
-            result = text_of(block.get("content"), join(path, "content"), _TEXT_BLOCKS)
+            result = text_of(block.get("content"), path, "content", _TEXT_BLOCKS)
             is_error = optional(block, "is_error", bool, False, path)
             messages.append(tool_message(call_id, result, calls, is_error))
     if texts:
@@ -248,8 +250,9 @@ def _assistant(content: object, where: str, calls: dict[str, str]) -> Message:
                 required(block, "id", str, path),
                 required(block, "name", str, path),
                 typed(block.get("input", {}), dict, join(path, "input")),
-                id_path=join(path, "id"),
-                name_path=join(path, "name"),
+                path,
+                id_key="id",
+                name_key="name",
             )
             calls[made.id] = made.name
             tool_calls.append(made)

@@ -125,7 +125,8 @@ class ChatFormat:
     ) -> list[bytes]:
         """``chat.completion.chunk`` events: the role, the text (or refusal) word by word, each
         tool call (id and name first, then its arguments in fragments), the finish reason, the
-        usage when ``include_usage`` (with no choices), then ``[DONE]``."""
+        usage when ``include_usage`` (with no choices), then ``[DONE]``. As the API does, an
+        answer of tool calls only names the role in the chunk that opens the first call."""
         head = {
             "id": response_id,
             "object": "chat.completion.chunk",
@@ -138,9 +139,10 @@ class ChatFormat:
             return sse_data({**head, "choices": [choice]})
 
         first: JsonObject = {"role": "assistant", "content": "", "refusal": None}
-        if not answer.text and answer.refusal is None:
+        calls_only = not answer.text and answer.refusal is None
+        if calls_only:
             first["content"] = None
-        events = [chunk(first)]
+        events = [] if calls_only and answer.tool_calls else [chunk(first)]
         events.extend(chunk({"content": piece}) for piece in pieces(answer.text))
         if answer.refusal is not None:
             events.extend(chunk({"refusal": piece}) for piece in pieces(answer.refusal))
@@ -151,7 +153,8 @@ class ChatFormat:
                 "type": "function",
                 "function": {"name": call.name, "arguments": ""},
             }
-            events.append(chunk({"tool_calls": [opening]}))
+            opens = {"tool_calls": [opening]}
+            events.append(chunk({**first, **opens} if not events else opens))
             events.extend(
                 chunk({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})
                 for fragment in slices(arguments_json(call))
@@ -201,7 +204,7 @@ def _parse(body: bytes) -> WireRequest:
         if role not in _ROLES:
             raise fail(join(where, "role"), f"{role!r} is not one of {', '.join(_ROLES)}")
         content = text_of(
-            entry.get("content"), join(where, "content"), _TEXT_PARTS, text_key=_part_text_key
+            entry.get("content"), where, "content", _TEXT_PARTS, text_key=_part_text_key
         )
         if role in ("system", "developer"):
             system.append(content)
@@ -241,8 +244,9 @@ def _assistant(entry: dict[str, Any], where: str, content: str, calls: dict[str,
             required(call, "id", str, call_where),
             required(function, "name", str, function_where),
             arguments_of(optional(function, "arguments", str, "", function_where)),
-            id_path=join(call_where, "id"),
-            name_path=join(function_where, "name"),
+            call_where,
+            id_key="id",
+            name_key="function.name",
         )
         calls[made.id] = made.name
         tool_calls.append(made)

@@ -285,7 +285,8 @@ def _conversation(raw: object, system: list[str], messages: list[Message]) -> No
                 raise fail(join(where, "role"), f"{role!r} is not one of {', '.join(_ROLES)}")
             content = text_of(
                 required(item, "content", object, where),
-                join(where, "content"),
+                where,
+                "content",
                 _TEXT_PARTS,
                 text_key=_part_text_key,
             )
@@ -298,8 +299,9 @@ def _conversation(raw: object, system: list[str], messages: list[Message]) -> No
                 required(item, "call_id", str, where),
                 required(item, "name", str, where),
                 arguments_of(required(item, "arguments", str, where)),
-                id_path=join(where, "call_id"),
-                name_path=join(where, "name"),
+                where,
+                id_key="call_id",
+                name_key="name",
             )
             calls[call.id] = call.name
             last = messages[-1] if messages else None
@@ -311,7 +313,8 @@ def _conversation(raw: object, system: list[str], messages: list[Message]) -> No
             call_id = required(item, "call_id", str, where)
             output = text_of(
                 required(item, "output", object, where),
-                join(where, "output"),
+                where,
+                "output",
                 _TEXT_PARTS,
                 text_key=_part_text_key,
             )
