@@ -219,12 +219,36 @@ def serve(
         list[str] | None,
         typer.Option(help="Report formats (default: all): junit, json, markdown, html."),
     ] = None,
+    upstream: Annotated[
+        str | None,
+        typer.Option(help="Forward every request to this provider URL instead (with --record)."),
+    ] = None,
+    record: Annotated[
+        Path | None,
+        typer.Option(help="With --upstream: the agentrig cassette to record the exchanges to."),
+    ] = None,
 ) -> None:
     """Serve scenarios' scripted models over the OpenAI and Anthropic HTTP APIs until Ctrl-C,
-    then report every session; exit 0 only when every session passed."""
-    from agentrig.harness.endpoint.command import serve_until_interrupted
+    then report every session; exit 0 only when every session passed. With --upstream and
+    --record, forward to a real provider and record a cassette instead."""
+    from agentrig.harness.endpoint.command import record_until_interrupted, serve_until_interrupted
     from agentrig.harness.reporting import get_writer, write_reports
 
+    if (upstream is None) != (record is None):
+        errors.print("[red]error:[/] --upstream and --record go together", soft_wrap=True)
+        raise typer.Exit(2)
+    if upstream is not None and record is not None:
+        if paths:
+            errors.print("[red]error:[/] with --upstream, give no scenario files", soft_wrap=True)
+            raise typer.Exit(2)
+        try:
+            count = record_until_interrupted(
+                upstream, record, host=host, port=port, say=console.print
+            )
+        except AgentrigError as error:
+            _fail_usage(error)
+        console.print(f"recorded {count} model call(s) to {escape(str(record))}", soft_wrap=True)
+        raise typer.Exit(0)
     try:
         for name in report or ():
             get_writer(name)

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from agentrig.harness.endpoint.service import EndpointReply, ScenarioEndpoint
+from agentrig.harness.endpoint.service import EndpointReply, RequestHandler
 
 
 class ConnectionCut(Exception):
@@ -41,7 +41,7 @@ def _is_cut(error: BaseException | None) -> bool:
 logging.getLogger("uvicorn.error").addFilter(_QuietCuts())
 
 
-def endpoint_app(endpoint: ScenarioEndpoint) -> Starlette:
+def endpoint_app(endpoint: RequestHandler) -> Starlette:
     """An ASGI app that answers every request with ``endpoint``."""
 
     async def answer(request: Request) -> Response:

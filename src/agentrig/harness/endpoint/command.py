@@ -5,7 +5,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
+from agentrig.harness.endpoint.recording import RecordThrough
 from agentrig.harness.endpoint.server import EndpointServer
 from agentrig.harness.endpoint.service import ScenarioEndpoint
 from agentrig.harness.results import SuiteResult
@@ -28,13 +30,42 @@ def serve_until_interrupted(
         try:
             for line in _banner(server, scenarios):
                 say(line)
-            while not (stop is not None and stop.is_set()):
-                time.sleep(0.1)
+            _wait(stop)
         except KeyboardInterrupt:
             say("stopping")
     return SuiteResult(
         scenarios=tuple(endpoint.results()), wall_time_s=time.perf_counter() - started
     )
+
+
+def record_until_interrupted(
+    upstream: str,
+    cassette: Path,
+    *,
+    host: str,
+    port: int,
+    say: Callable[[str], object],
+    stop: threading.Event | None = None,
+) -> int:
+    """Forward to ``upstream`` and record to ``cassette`` until Ctrl-C (or ``stop``); the number
+    of model calls recorded."""
+    recorder = RecordThrough(upstream, cassette)
+    with EndpointServer(recorder, host=host, port=port) as server:
+        try:
+            say(f"agentrig endpoint recording {upstream} to {cassette} on {server.base_url}")
+            say(f"  OpenAI (Chat Completions, Responses) base URL: {server.openai_base_url}")
+            say(f"  Anthropic (Messages) base URL:                 {server.anthropic_base_url}")
+            say("  API keys are passed on to the upstream; the cassette is scrubbed of them.")
+            say("Press Ctrl-C to stop.")
+            _wait(stop)
+        except KeyboardInterrupt:
+            say("stopping")
+    return recorder.recorded
+
+
+def _wait(stop: threading.Event | None) -> None:
+    while not (stop is not None and stop.is_set()):
+        time.sleep(0.1)
 
 
 def _banner(server: EndpointServer, scenarios: Sequence[Scenario]) -> list[str]:

@@ -10,7 +10,7 @@ import time
 from types import TracebackType
 
 from agentrig.errors import AgentrigError
-from agentrig.harness.endpoint.service import ScenarioEndpoint
+from agentrig.harness.endpoint.service import RequestHandler
 
 
 class EndpointServerError(AgentrigError):
@@ -24,9 +24,7 @@ class EndpointServer:
     SDKs once it has started.
     """
 
-    def __init__(
-        self, endpoint: ScenarioEndpoint, *, host: str = "127.0.0.1", port: int = 0
-    ) -> None:
+    def __init__(self, endpoint: RequestHandler, *, host: str = "127.0.0.1", port: int = 0) -> None:
         import uvicorn
 
         from agentrig.harness.endpoint.asgi import endpoint_app

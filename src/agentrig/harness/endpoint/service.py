@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from agentrig.errors import AgentrigError
 from agentrig.harness.endpoint.session import EndpointSession, Plan
@@ -30,6 +31,17 @@ JSON = "application/json"
 EVENT_STREAM = "text/event-stream"
 MALFORMED_EVENT = b'data: {"this is": not json\n\n'
 """What a ``malformed_at`` fault sends in place of an event."""
+
+
+class RequestHandler(Protocol):
+    """Anything that answers the endpoint's HTTP requests: ``ScenarioEndpoint``, or
+    ``RecordThrough`` forwarding to a real provider."""
+
+    def handle(
+        self, method: str, path: str, headers: Mapping[str, str], body: bytes
+    ) -> EndpointReply:
+        """Answer one HTTP request."""
+        ...
 
 
 class EndpointKeyError(AgentrigError):
