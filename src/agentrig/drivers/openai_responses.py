@@ -85,11 +85,12 @@ class OpenAIResponsesProvider(SdkProvider):
         }
         if timeout is not None:
             self._options["timeout"] = timeout
+        # A provider given a ready client builds no other: it cannot know that client's options.
+        self._async_given = async_client is not None or client is not None
         if client is None and async_client is None:
             client = self._build("OpenAI")
         self.client = client
         self.async_client = async_client
-        self._async_given = async_client is not None or client is not None
         self.model = model
         self.stream = stream
         self.prices = prices
