@@ -26,6 +26,7 @@ from agentrig import (
     Messages,
     MissingDependencyError,
     ProviderError,
+    RealLlmCallBlockedError,
     ToolCall,
     ToolResult,
     ToolSchema,
@@ -833,6 +834,30 @@ def test_ainfer_gives_the_answer_infer_gives(stream: bool) -> None:
     got = run(asynchronous.async_provider(stream=stream).ainfer(request))
     assert got == expected
     assert asynchronous.bodies == sync.bodies
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_real_call_is_blocked_at_once_in_both_paths(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentrig.harness.cassettes.network_block import block_real_llm_calls
+
+    slept: list[float] = []
+
+    async def no_sleep(delay: float, *args: Any) -> None:
+        slept.append(delay)
+
+    monkeypatch.setattr("time.sleep", slept.append)
+    monkeypatch.setattr("asyncio.sleep", no_sleep)
+    provider = OpenAIResponsesProvider(api_key="sk", base_url="http://127.0.0.1:9/v1", model="m")
+    request = InferenceRequest(messages=CONVERSATION)
+    def send() -> Any:
+        return run(provider.ainfer(request)) if mode == "async" else provider.infer(request)
+
+    with block_real_llm_calls() as blocker, pytest.raises(RealLlmCallBlockedError):
+        send()
+    assert blocker.blocked == [("openai", "http://127.0.0.1:9/v1/responses")]
+    assert slept == []  # the SDK's own retries (2 by default) did not run
 
 
 # --- replays of real recorded Responses API sessions --------------------------------------
