@@ -679,6 +679,19 @@ def test_a_failed_response_is_a_provider_error(mode: str, code: str, retryable: 
         assert code in str(raised.value)
 
 
+@pytest.mark.parametrize(("code", "retryable"), [(429, True), (400, False)])
+def test_an_error_body_answered_with_status_200_keeps_its_message(
+    code: int, retryable: bool
+) -> None:
+    # OpenRouter answers some upstream failures this way.
+    reply = httpx2.Response(
+        200, json={"error": {"message": "Provider returned error", "code": code}}
+    )
+    with pytest.raises(ProviderError, match="Provider returned error") as raised:
+        FakeServer(reply).provider().infer(InferenceRequest())
+    assert raised.value.retryable is retryable
+
+
 @pytest.mark.parametrize(("code", "retryable"), [("server_error", True), ("invalid_prompt", False)])
 def test_an_error_event_is_a_provider_error(code: str, retryable: bool) -> None:
     events = events_of(response_body(said("partial")))[:2]
@@ -851,6 +864,7 @@ def test_a_real_call_is_blocked_at_once_in_both_paths(
     monkeypatch.setattr("asyncio.sleep", no_sleep)
     provider = OpenAIResponsesProvider(api_key="sk", base_url="http://127.0.0.1:9/v1", model="m")
     request = InferenceRequest(messages=CONVERSATION)
+
     def send() -> Any:
         return run(provider.ainfer(request)) if mode == "async" else provider.infer(request)
 

@@ -299,9 +299,11 @@ class ResponseAssembler:
             self._usage = response.usage
         failure = getattr(response, "error", None)
         if self.status == "failed" or failure is not None:
-            body = {
+            code = getattr(failure, "code", None)
+            body = {  # a string code is the error's kind; some servers send an HTTP status
                 "message": getattr(failure, "message", "") or "",
-                "type": getattr(failure, "code", "") or "",
+                "type": code if isinstance(code, str) else "",
+                "code": code if isinstance(code, int) else None,
             }
             self.error = reported_error("openai", body, "the response failed")
 
