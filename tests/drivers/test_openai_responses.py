@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentrig import (
     AgentState,
@@ -488,6 +490,45 @@ def test_a_stream_split_anywhere_assembles_to_the_whole_answer(size: int) -> Non
         FakeServer(streamed(*output, size=size)).provider(stream=True).infer(InferenceRequest())
     )
     assert pieces_ == whole
+
+
+_texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+_arguments = st.dictionaries(st.sampled_from(["q", "n", "ü"]), _texts | st.integers(), max_size=2)
+
+
+@st.composite
+def outputs(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A message and up to three parallel calls, in any order."""
+    items: list[dict[str, Any]] = [said(draw(_texts.filter(str.strip)))]
+    for n in range(draw(st.integers(0, 3))):
+        arguments = json.dumps(draw(_arguments), ensure_ascii=draw(st.booleans()))
+        items.append(called(f"call_{n}", f"tool_{n}", arguments, f"fc_{n}"))
+    return draw(st.permutations(items))
+
+
+@settings(max_examples=40, deadline=None)
+@given(outputs(), st.integers(1, 5), st.booleans(), st.randoms(use_true_random=False))
+def test_interleaved_streams_assemble_to_the_whole_answer(
+    output: list[dict[str, Any]], size: int, done_events: bool, shuffle: Any
+) -> None:
+    """Each item's events stay in order, the items' events interleave at random; without
+    ``output_item.done`` events the answer comes from the deltas alone."""
+    body = response_body(*output)
+    events = events_of(body, size)
+    per_item: dict[int, list[dict[str, Any]]] = {}
+    for event in events[1:-1]:
+        if done_events or event["type"] != "response.output_item.done":
+            per_item.setdefault(event["output_index"], []).append(event)
+    merged = []
+    while per_item:
+        index = shuffle.choice(sorted(per_item))
+        merged.append(per_item[index].pop(0))
+        if not per_item[index]:
+            del per_item[index]
+    finished = {**events[-1], "response": {**body, "output": []}}  # no output at the end
+    stream = sse(events[0], *merged, finished)
+    whole = FakeServer(answer(*output)).provider().infer(InferenceRequest())
+    assert FakeServer(stream).provider(stream=True).infer(InferenceRequest()) == whole
 
 
 def test_parallel_calls_are_assembled_by_output_index_when_their_deltas_interleave() -> None:
