@@ -76,14 +76,25 @@ class FakeServer:
         return OpenAIResponsesProvider(async_client=client, model="gpt-test", **options)
 
 
-def run(coroutine: Any) -> Any:
-    return asyncio.run(coroutine)
+def run(coroutine: Any, provider: OpenAIResponsesProvider | None = None) -> Any:
+    """``coroutine`` run to completion; then ``provider``'s async client, if any, is closed in
+    the same event loop (its connections belong to that loop)."""
+
+    async def main() -> Any:
+        try:
+            return await coroutine
+        finally:
+            if provider is not None and provider.async_client is not None:
+                await provider.async_client.close()
+
+    return asyncio.run(main())
 
 
 def infer(server: FakeServer, request: InferenceRequest, mode: str, **options: Any) -> Any:
     """``request`` answered through the sync ``infer`` or the async ``ainfer``."""
     if mode == "async":
-        return run(server.async_provider(**options).ainfer(request))
+        provider = server.async_provider(**options)
+        return run(provider.ainfer(request), provider)
     return server.provider(**options).infer(request)
 
 
@@ -415,7 +426,7 @@ def test_the_async_client_is_built_when_first_needed(
     assert isinstance(provider.client, openai.OpenAI)
     assert provider.async_client is None
     with http_cassettes.use_http_cassette(path) as cassette:
-        replayed = run(provider.ainfer(request))
+        replayed = run(provider.ainfer(request), provider)
     assert isinstance(provider.async_client, openai.AsyncOpenAI)
     assert replayed == recorded
     assert cassette.play_count == 1
@@ -885,7 +896,8 @@ def test_ainfer_gives_the_answer_infer_gives(stream: bool) -> None:
     request = InferenceRequest(messages=CONVERSATION, tools=(LOOKUP,))
     sync, asynchronous = FakeServer(reply()), FakeServer(reply())
     expected = sync.provider(stream=stream).infer(request)
-    got = run(asynchronous.async_provider(stream=stream).ainfer(request))
+    provider = asynchronous.async_provider(stream=stream)
+    got = run(provider.ainfer(request), provider)
     assert got == expected
     assert asynchronous.bodies == sync.bodies
 
@@ -907,7 +919,9 @@ def test_a_real_call_is_blocked_at_once_in_both_paths(
     request = InferenceRequest(messages=CONVERSATION)
 
     def send() -> Any:
-        return run(provider.ainfer(request)) if mode == "async" else provider.infer(request)
+        if mode == "async":
+            return run(provider.ainfer(request), provider)
+        return provider.infer(request)
 
     with block_real_llm_calls() as blocker, pytest.raises(RealLlmCallBlockedError):
         send()
@@ -1086,7 +1100,7 @@ def test_ainfer_replays_the_real_sessions(
         return first, second
 
     with http_cassettes.use_http_cassette(real_cassette(relative)) as cassette:
-        first, second = run(tool_loop())
+        first, second = run(tool_loop(), provider)
     assert first.tool_calls[0].arguments == arguments
     assert second.content == final_text
     assert cassette.play_count == 2
