@@ -1106,6 +1106,23 @@ def test_ainfer_replays_the_real_sessions(
     assert cassette.play_count == 2
 
 
+def test_a_real_session_replayed_over_http_records_an_inference_cassette_that_replays(
+    real_cassette: Callable[[str], Path], run_agent: Callable[..., AgentState], tmp_path: Path
+) -> None:
+    cassettes = pytest.importorskip("agentrig.harness.cassettes")
+    path = tmp_path / "multiply.yaml"
+    question = "What is 1231 * 2331? Use the multiply tool."
+    provider = replay_provider(model="gpt-5.5", stream=True)
+    recorder = cassettes.cassette_provider(path, provider, mode="once")
+    with http_cassettes.use_http_cassette(real_cassette(LLM_STREAMED)):
+        recorded = run_agent(recorder, question, [multiply], llm_config=LOW_EFFORT)
+    replayer = cassettes.cassette_provider(path, mode="none")
+    replayed = run_agent(replayer, question, [multiply], llm_config=LOW_EFFORT)
+    replayer.assert_complete()
+    assert replayed == recorded
+    assert replayed.final_response().to_text() == PRODUCT_TEXT
+
+
 # --- its own traffic through both cassette layers ----------------------------------------
 
 
