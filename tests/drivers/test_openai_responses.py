@@ -414,6 +414,15 @@ def test_each_path_needs_its_client() -> None:
         only_async.infer(request)
 
 
+def test_an_async_client_given_as_client_serves_ainfer() -> None:
+    server = FakeServer(answer(said("hi")))
+    given = server.async_provider().async_client
+    provider = OpenAIResponsesProvider(client=given, model="gpt-test")
+    assert (provider.client, provider.async_client) == (None, given)
+    response = run(provider.ainfer(InferenceRequest(messages=CONVERSATION)), provider)
+    assert response.content == "hi"
+
+
 def test_the_async_client_is_built_when_first_needed(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -48,7 +48,7 @@ class OpenAIResponsesProvider(SdkProvider):
     """Answers inference requests with the OpenAI Responses API.
 
     Pass a ready ``openai.OpenAI`` client (``client=``) and/or ``openai.AsyncOpenAI`` client
-    (``async_client=``), or ``api_key``/``base_url``/``max_retries``/``timeout`` to build them
+    (``async_client=``, or ``client=`` when it is the only one), or ``api_key``/``base_url``/``max_retries``/``timeout`` to build them
     (the async one when ``ainfer`` first needs it). ``model`` is used when the request's
     ``LlmConfig`` names none. ``stream=True`` streams the answer and assembles it.
     ``prices`` sets ``Usage.cost``.
@@ -85,6 +85,8 @@ class OpenAIResponsesProvider(SdkProvider):
         }
         if timeout is not None:
             self._options["timeout"] = timeout
+        if async_client is None and isinstance(client, self._sdk.AsyncOpenAI):
+            client, async_client = None, client  # an async client given as client= serves ainfer
         # A provider given a ready client builds no other: it cannot know that client's options.
         self._async_given = async_client is not None or client is not None
         if client is None and async_client is None:
@@ -209,7 +211,7 @@ class OpenAIResponsesProvider(SdkProvider):
             finish: FinishReason | None = _INCOMPLETE.get(
                 assembler.incomplete_reason or "", FinishReason.OTHER
             )
-        elif status in ("cancelled",):
+        elif status == "cancelled":
             finish = FinishReason.OTHER
         else:  # completed, or a stream that ended without saying
             finish = FinishReason.CONTENT_FILTER if refused and not calls else None
