@@ -321,13 +321,37 @@ def test_defaults_keep_the_body_minimal() -> None:
         "model": "gpt-test",
         "input": [{"role": "user", "content": "x"}],
         "store": False,
-        "include": ["reasoning.encrypted_content"],
     }
+
+
+@pytest.mark.parametrize(
+    ("model", "options", "included"),
+    [
+        ("gpt-5-mini", {}, True),
+        ("o4-mini", {}, True),
+        ("openai/o3", {}, True),
+        ("gpt-5.5", {}, True),
+        ("gpt-5-chat-latest", {}, False),
+        ("gpt-4o", {}, False),  # it answers HTTP 400 "Encrypted content is not supported"
+        ("gpt-4.1-mini", {}, False),
+        ("my-finetune", {"reasoning": {"effort": "low"}}, True),
+    ],
+)
+def test_encrypted_reasoning_is_asked_of_reasoning_models_only(
+    model: str, options: dict[str, Any], included: bool
+) -> None:
+    provider = OpenAIResponsesProvider(client=object(), model=model)
+    body = provider.request_body(InferenceRequest(llm_config=LlmConfig(options=options)))
+    assert ("include" in body) is included
+    assert body.get("include", ["reasoning.encrypted_content"]) == ["reasoning.encrypted_content"]
+    stored = OpenAIResponsesProvider(client=object(), model=model, store=True)
+    assert "include" not in stored.request_body(InferenceRequest())
 
 
 @pytest.mark.parametrize(
     ("options", "store", "include"),
     [
+        ({}, False, ["reasoning.encrypted_content"]),
         ({"store": True}, True, None),
         ({"include": ()}, False, None),
         (
@@ -338,10 +362,10 @@ def test_defaults_keep_the_body_minimal() -> None:
     ],
 )
 def test_store_and_include(options: dict[str, Any], store: bool, include: Any) -> None:
-    server = FakeServer(answer(said("hi")))
-    server.provider(**options).infer(InferenceRequest(messages=CONVERSATION))
-    assert server.bodies[0]["store"] is store
-    assert server.bodies[0].get("include") == include
+    provider = OpenAIResponsesProvider(client=object(), model="gpt-5-mini", **options)
+    body = provider.request_body(InferenceRequest(messages=CONVERSATION))
+    assert body["store"] is store
+    assert body.get("include") == include
 
 
 @pytest.mark.parametrize(

@@ -54,9 +54,11 @@ class OpenAIResponsesProvider(SdkProvider):
     ``prices`` sets ``Usage.cost``.
 
     ``store`` is sent as is (default False: the API keeps nothing). ``include`` is the API's
-    ``include`` list; by default ``["reasoning.encrypted_content"]`` when ``store`` is False, so
-    that reasoning items come back with their encrypted content, are kept in
-    ``provider_data["openai_reasoning"]`` and are sent back in the next request of a tool loop.
+    ``include`` list. By default it is ``["reasoning.encrypted_content"]`` when ``store`` is
+    False and the model reasons (the request sets a ``reasoning`` option, or the model's name
+    starts with ``o1``, ``o3``, ``o4``, ``gpt-5`` but not ``gpt-5-chat``, or ``codex``), so that reasoning items come back with
+    their encrypted content, are kept in ``provider_data["openai_reasoning"]`` and are sent back
+    in the next request of a tool loop; other models refuse it (HTTP 400).
     """
 
     name = "openai"
@@ -97,9 +99,7 @@ class OpenAIResponsesProvider(SdkProvider):
         self.stream = stream
         self.prices = prices
         self.store = store
-        self.include: tuple[str, ...] = (
-            tuple(include) if include is not None else (() if store else (ENCRYPTED_REASONING,))
-        )
+        self.include: tuple[str, ...] | None = tuple(include) if include is not None else None
 
     def _build(self, kind: str) -> Any:
         try:
@@ -123,8 +123,12 @@ class OpenAIResponsesProvider(SdkProvider):
         instructions = _instructions(request)
         if instructions:
             body["instructions"] = instructions
-        if self.include:
-            body["include"] = list(self.include)
+        include = self.include
+        if include is None:
+            wanted = not self.store and _reasons(body["model"], request)
+            include = (ENCRYPTED_REASONING,) if wanted else ()
+        if include:
+            body["include"] = list(include)
         if request.tools:
             body["tools"] = [_tool(schema) for schema in request.tools]
             if request.tool_choice != "auto":
@@ -234,6 +238,22 @@ class OpenAIResponsesProvider(SdkProvider):
 
     def __repr__(self) -> str:
         return f"OpenAIResponsesProvider(model={self.model!r}, stream={self.stream})"
+
+
+_REASONING_MODELS = ("o1", "o3", "o4", "gpt-5", "codex")
+_NOT_REASONING = ("gpt-5-chat",)
+
+
+def _reasons(model: str, request: InferenceRequest) -> bool:
+    """Whether ``model`` is taken for a reasoning model, whose reasoning items the provider asks
+    to get back encrypted: the request sets a ``reasoning`` option, or the model's name (after
+    any ``vendor/`` prefix) starts with ``o1``, ``o3``, ``o4``, ``gpt-5`` (not ``gpt-5-chat``) or
+    ``codex``. Pass ``include=`` to the provider to decide for yourself."""
+    config = request.llm_config
+    if "reasoning" in request.options or (config is not None and "reasoning" in config.options):
+        return True
+    name = model.rpartition("/")[2].lower()
+    return name.startswith(_REASONING_MODELS) and not name.startswith(_NOT_REASONING)
 
 
 class ResponseAssembler:
