@@ -679,6 +679,16 @@ def test_finish_reasons(
 
 
 @pytest.mark.parametrize("stream", [False, True])
+def test_items_of_other_kinds_are_left_out(stream: bool) -> None:
+    search = {"type": "web_search_call", "id": "ws_1", "status": "completed"}
+    output = (search, said("Found it."))
+    reply = streamed(*output) if stream else answer(*output)
+    response = FakeServer(reply).provider(stream=stream).infer(InferenceRequest())
+    assert (response.content, response.tool_calls) == ("Found it.", ())
+    assert response.provider_data == {"status": "completed"}
+
+
+@pytest.mark.parametrize("stream", [False, True])
 def test_a_refusal_is_the_content(stream: bool) -> None:
     reply = streamed(refused("I can't help.")) if stream else answer(refused("I can't help."))
     response = FakeServer(reply).provider(stream=stream).infer(InferenceRequest())
