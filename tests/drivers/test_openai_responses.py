@@ -678,6 +678,27 @@ def test_finish_reasons(
         assert response.provider_data["incomplete_reason"] == fields["incomplete"]
 
 
+def test_a_sparse_answer_from_a_compatible_server_is_read() -> None:
+    # no id, model, status or usage; a content part without a type; a call without an id
+    sparse = {
+        "output": [
+            {"type": "message", "content": [{"text": "On it."}]},
+            {"type": "function_call", "name": "lookup", "arguments": '{"q": "x"}'},
+        ]
+    }
+    response = FakeServer(httpx2.Response(200, json=sparse)).provider().infer(InferenceRequest())
+    assert response.content == "On it."
+    ((call),) = response.tool_calls
+    assert (call.name, call.arguments) == ("lookup", {"q": "x"})
+    assert call.id
+    assert (response.finish_reason, response.usage) == (FinishReason.TOOL_CALLS, Usage())
+    assert (response.model, response.response_id, response.provider_data) == (
+        "",
+        "",
+        {"status": None},
+    )
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_items_of_other_kinds_are_left_out(stream: bool) -> None:
     search = {"type": "web_search_call", "id": "ws_1", "status": "completed"}

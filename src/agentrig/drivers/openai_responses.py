@@ -341,8 +341,9 @@ class ResponseAssembler:
             slot = self._slot(index, "message")
             parts = item.content or ()
             if parts:  # a done item: its parts replace the deltas
-                slot["text"] = [p.text for p in parts if p.type == "output_text"]
-                slot["refusal"] = [p.refusal for p in parts if p.type == "refusal"]
+                # a part without a type (some compatible servers) counts as text
+                slot["text"] = [p.text for p in parts if p.type in ("output_text", None) and p.text]
+                slot["refusal"] = [p.refusal for p in parts if p.type == "refusal" and p.refusal]
         elif kind == "function_call":
             slot = self._slot(index, "function_call")
             slot["call_id"] = item.call_id or slot["call_id"]
