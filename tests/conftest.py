@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
@@ -42,8 +43,12 @@ class Start(Protocol):
     def __call__(self, text: str = ..., **fields: Any) -> AgentState: ...
 
 
-REAL_CASSETTES = Path(__file__).resolve().parents[2] / "shared" / "cassettes" / "real"
-"""Cassettes other projects recorded against the real APIs (read in place, never copied)."""
+REAL_CASSETTES = Path(
+    os.environ.get("AGENTRIG_REAL_CASSETTES")
+    or Path(__file__).resolve().parents[2] / "shared" / "cassettes" / "real"
+)
+"""Cassettes other projects recorded against the real APIs (read in place, never copied);
+``AGENTRIG_REAL_CASSETTES`` names the folder when the checkout is not beside it."""
 
 
 @pytest.fixture

@@ -33,11 +33,15 @@ INTENTIONALLY_PRIVATE = {
     "agentrig.tools.not_run",
     # the context real providers send in; policies are installed with use_real_call_policy()
     "agentrig.drivers.network.sending",
+    # OpenAIResponsesProvider's assembler of a Responses answer, public in its module for code
+    # that feeds it stream events one at a time
+    "agentrig.drivers.openai_responses.ResponseAssembler",
 }
 """``module.name`` of public-looking definitions deliberately left out of ``agentrig.__all__``."""
 
 DRIVERS_EXPORTS = {
     "agentrig.drivers.openai.OpenAIProvider",
+    "agentrig.drivers.openai_responses.OpenAIResponsesProvider",
     "agentrig.drivers.anthropic.AnthropicProvider",
     "agentrig.drivers.pricing.ModelPrice",
     "agentrig.drivers.pricing.PriceTable",

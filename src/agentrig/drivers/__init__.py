@@ -15,6 +15,7 @@ from agentrig.drivers.tool_calling import ToolCallingDriver
 if TYPE_CHECKING:
     from agentrig.drivers.anthropic import AnthropicProvider
     from agentrig.drivers.openai import OpenAIProvider
+    from agentrig.drivers.openai_responses import OpenAIResponsesProvider
 
 __all__ = [
     "AnthropicProvider",
@@ -22,6 +23,7 @@ __all__ = [
     "InferenceProvider",
     "ModelPrice",
     "OpenAIProvider",
+    "OpenAIResponsesProvider",
     "PriceTable",
     "RealCallPolicy",
     "StepRuntime",
@@ -31,6 +33,7 @@ __all__ = [
 
 _LAZY = {
     "OpenAIProvider": "agentrig.drivers.openai",
+    "OpenAIResponsesProvider": "agentrig.drivers.openai_responses",
     "AnthropicProvider": "agentrig.drivers.anthropic",
 }
 

@@ -27,7 +27,14 @@ API unchanged in the next request.
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
 # Error types the APIs send in an error body or stream event when another attempt may succeed.
 _RETRYABLE_KINDS = frozenset(
-    {"api_error", "overloaded_error", "rate_limit_error", "server_error", "timeout_error"}
+    {
+        "api_error",
+        "overloaded_error",
+        "rate_limit_error",
+        "rate_limit_exceeded",
+        "server_error",
+        "timeout_error",
+    }
 )
 _REPLAY_MISS = "CannotOverwriteExistingCassetteException"
 _NO_CREDENTIALS = "Could not resolve authentication method"

@@ -167,6 +167,47 @@ def test_the_matcher_names_the_first_difference(recorded: dict[str, Any], named:
         llm_request(Req(sent), Req(recorded))
 
 
+def test_a_responses_body_is_compared_like_a_chat_body() -> None:
+    """Responses API bodies: ``instructions`` is the system prompt, ``input`` the conversation
+    (a bare string is one user message), ``function_call`` / ``function_call_output`` items are
+    tool calls and results, reasoning items do not count."""
+    chat_body = chat(
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "2"},
+        tools=[{"type": "function", "function": {"name": "f"}}],
+    )
+    responses_body = {
+        "model": "m",
+        "instructions": "Be brief.",
+        "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+            {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e"},
+            {"type": "function_call", "call_id": "c1", "name": "f", "arguments": '{"a":1}'},
+            {"type": "function_call_output", "call_id": "c1", "output": "2"},
+        ],
+        "tools": [{"type": "function", "name": "f", "strict": False}],
+        "store": False,
+        "include": ["reasoning.encrypted_content"],
+    }
+    assert request_fingerprint(json.dumps(responses_body)) == request_fingerprint(
+        json.dumps(chat_body)
+    )
+    bare = {"model": "m", "input": "hi"}
+    assert request_fingerprint(json.dumps(bare)) == request_fingerprint(
+        json.dumps(chat({"role": "user", "content": "hi"}))
+    )
+    changed = {**responses_body, "input": [*responses_body["input"][:3]]}
+    with pytest.raises(AssertionError, match="conversation item 3"):
+        llm_request(Req(json.dumps(changed).encode()), Req(json.dumps(responses_body).encode()))
+
+
 def test_bodies_that_are_not_json_must_be_equal() -> None:
     llm_request(Req(b"a=1"), Req(b"a=1"))
     with pytest.raises(AssertionError, match="bodies differ"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,10 @@ pytest.importorskip("vcr")
 
 from agentrig.harness.cassettes.http import deserialize, serialize
 
-REAL = Path(__file__).resolve().parents[4] / "shared" / "cassettes" / "real"
+REAL = Path(
+    os.environ.get("AGENTRIG_REAL_CASSETTES")
+    or Path(__file__).resolve().parents[4] / "shared" / "cassettes" / "real"
+)
 
 _json_scalars = st.none() | st.booleans() | st.integers() | st.text(max_size=12)
 _json = st.recursive(

@@ -163,7 +163,8 @@ def llm_request(live: Any, recorded: Any) -> None:
 
 
 def request_fingerprint(body: bytes | str | None) -> dict[str, Any] | None:
-    """What :func:`llm_request` compares of a Chat Completions or Messages request body."""
+    """What :func:`llm_request` compares of a Chat Completions, Messages or Responses request
+    body."""
     data = _json(body)
     if not isinstance(data, dict):
         return None
@@ -171,9 +172,20 @@ def request_fingerprint(body: bytes | str | None) -> dict[str, Any] | None:
         "model": data.get("model"),
         "stream": bool(data.get("stream")),
         "system": _system(data),
-        "conversation": [item for m in data.get("messages") or () for item in _items(m)],
+        "conversation": [item for m in _conversation(data) for item in _items(m)],
         "tools": sorted(_tool_name(tool) for tool in data.get("tools") or ()),
     }
+
+
+def _conversation(data: dict[str, Any]) -> list[Any]:
+    """The messages of a Chat Completions or Messages body, or the ``input`` items of a
+    Responses body (a bare string is one user message)."""
+    if "messages" in data:
+        return list(data.get("messages") or ())
+    given = data.get("input")
+    if isinstance(given, str):
+        return [{"role": "user", "content": given}]
+    return list(given) if isinstance(given, list) else []
 
 
 def _difference(key: str, ours: Any, theirs: Any) -> str:
@@ -206,10 +218,10 @@ def _text(content: Any) -> str:
 
 
 def _system(data: dict[str, Any]) -> str:
-    parts = [_text(data.get("system"))]
+    parts = [_text(data.get("system")), _text(data.get("instructions"))]
     parts.extend(
         _text(m.get("content"))
-        for m in data.get("messages") or ()
+        for m in _conversation(data)
         if isinstance(m, dict) and m.get("role") in ("system", "developer")
     )
     return "\n".join(part for part in parts if part)
@@ -226,8 +238,23 @@ def _arguments(value: Any) -> str:
 
 
 def _items(message: Any) -> list[tuple[str, ...]]:
-    """One message as comparable items: texts by role, tool calls, tool results."""
+    """One message (or Responses input item) as comparable items: texts by role, tool calls,
+    tool results. Responses reasoning items are left out, like other providers' kept data."""
     if not isinstance(message, dict) or message.get("role") in ("system", "developer"):
+        return []
+    kind = message.get("type")
+    if kind == "function_call":
+        return [
+            (
+                "tool_call",
+                str(message.get("call_id")),
+                str(message.get("name")),
+                _arguments(message.get("arguments")),
+            )
+        ]
+    if kind == "function_call_output":
+        return [("tool_result", str(message.get("call_id")), _text(message.get("output")))]
+    if "role" not in message:  # reasoning and other items the answer does not depend on
         return []
     role = str(message.get("role"))
     if role == "tool":
@@ -239,7 +266,7 @@ def _items(message: Any) -> list[tuple[str, ...]]:
         if not isinstance(block, dict):
             continue
         kind = block.get("type")
-        if kind == "text" and str(block.get("text", "")).strip():
+        if kind in _TEXT_BLOCKS and str(block.get("text", "")).strip():
             items.append((role, str(block["text"])))
         elif kind == "tool_use":
             items.append(
@@ -265,6 +292,9 @@ def _items(message: Any) -> list[tuple[str, ...]]:
             )
         )
     return items
+
+
+_TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
 
 
 def _tool_name(tool: Any) -> str:

@@ -2,8 +2,8 @@
 ``agentrig_real_llm``.
 
 While a real provider sends (``agentrig.drivers.network.sending``), opening a connection raises
-``RealLlmCallBlockedError``. The check sits in the HTTP connection pool (httpcore2 and httpcore,
-whichever the SDKs loaded), below vcrpy's patch of the transport, so a replayed HTTP cassette never
+``RealLlmCallBlockedError``. The check sits in the HTTP connection pools (httpcore2 and httpcore,
+whichever the SDKs loaded, sync and async), below vcrpy's patch of the transport, so a replayed HTTP cassette never
 reaches it; only a request that would really leave the machine does.
 """
 
@@ -38,7 +38,7 @@ class RealCallBlocker:
 
     def __init__(self) -> None:
         self.blocked: list[tuple[str, str]] = []
-        self._undo: list[tuple[type[Any], Any]] = []
+        self._undo: list[tuple[type[Any], str, Any]] = []
 
     @contextmanager
     def sending(self, provider: str) -> Iterator[None]:
@@ -53,32 +53,49 @@ class RealCallBlocker:
             _sending.reset(token)
 
     def _patch_pools(self) -> None:
-        patched = {pool for pool, _ in self._undo}
+        patched = {(pool, method) for pool, method, _ in self._undo}
         for name in _POOL_MODULES:
             module = sys.modules.get(name)
-            pool = getattr(module, "ConnectionPool", None)
-            if pool is not None and pool not in patched:
-                self._undo.append((pool, pool.__dict__["handle_request"]))
-                pool.handle_request = self._guard(pool.__dict__["handle_request"])
+            for cls, method, guard in (
+                ("ConnectionPool", "handle_request", self._guard),
+                ("AsyncConnectionPool", "handle_async_request", self._async_guard),
+            ):
+                pool = getattr(module, cls, None)
+                if pool is not None and (pool, method) not in patched:
+                    original = pool.__dict__[method]
+                    self._undo.append((pool, method, original))
+                    setattr(pool, method, guard(original))
+
+    def _refuse(self, request: Any) -> None:
+        """Refuse ``request`` if a real provider is sending (an SDK's own calls pass)."""
+        provider = _sending.get()
+        if provider is None:
+            return
+        url = request.url
+        port = f":{url.port}" if url.port is not None else ""
+        target = f"{url.scheme.decode()}://{url.host.decode()}{port}{url.target.decode()}"
+        self.blocked.append((provider, target))
+        raise _Refused(RealLlmCallBlockedError(provider, target))
 
     def _guard(self, real: Any) -> Any:
         def handle_request(pool: Any, request: Any) -> Any:
-            provider = _sending.get()
-            if provider is None:
-                return real(pool, request)
-            url = request.url
-            port = f":{url.port}" if url.port is not None else ""
-            target = f"{url.scheme.decode()}://{url.host.decode()}{port}{url.target.decode()}"
-            self.blocked.append((provider, target))
-            raise _Refused(RealLlmCallBlockedError(provider, target))
+            self._refuse(request)
+            return real(pool, request)
 
         return handle_request
+
+    def _async_guard(self, real: Any) -> Any:
+        async def handle_async_request(pool: Any, request: Any) -> Any:
+            self._refuse(request)
+            return await real(pool, request)
+
+        return handle_async_request
 
     def close(self) -> None:
         """Put the connection pools back as they were."""
         while self._undo:
-            pool, original = self._undo.pop()
-            pool.handle_request = original
+            pool, method, original = self._undo.pop()
+            setattr(pool, method, original)
 
 
 @contextmanager
