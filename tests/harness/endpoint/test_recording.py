@@ -18,7 +18,7 @@ from agentrig.harness.endpoint.recording import RecordThrough
 from agentrig.harness.endpoint.server import EndpointServer
 from agentrig.harness.scenarios.loader import load_scenario
 
-from .sdk_agents import SYSTEM, anthropic_agent, chat_agent
+from .sdk_agents import SYSTEM, anthropic_agent, chat_agent, responses_agent
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -42,8 +42,10 @@ def _record(
 ) -> Path:
     cassette = tmp_path / "recorded.cassette.yaml"
     with EndpointHandle(write_scenario(SCENARIO), live=True) as upstream:
-        recorder = RecordThrough(upstream.base_url, cassette)
-        with EndpointServer(recorder) as through:
+        with (
+            RecordThrough(upstream.base_url, cassette) as recorder,
+            EndpointServer(recorder) as through,
+        ):
             run(through.base_url)
         assert recorder.recorded == 2
         # The upstream saw the agent's own requests, unchanged, as the session of its key.
@@ -62,6 +64,7 @@ def test_recording_the_openai_sdk_through_to_an_upstream(
             {"role": "user", "content": "Weather in Paris?"},
         ]
         assert chat_agent(client, messages, stream=True) == "It is sunny in Paris today."
+        client.close()
 
     cassette_path = _record(write_scenario, tmp_path, run)
     text = cassette_path.read_text()
@@ -91,9 +94,31 @@ def test_recording_the_anthropic_sdk(write_scenario: Callable[[str], Path], tmp_
         client = anthropic.Anthropic(api_key=SECRET, base_url=base_url, max_retries=0)
         messages = [{"role": "user", "content": "Weather in Paris?"}]
         assert anthropic_agent(client, messages) == "It is sunny in Paris today."
+        client.close()
 
     cassette = load_cassette(_record(write_scenario, tmp_path, run))
     assert [i.response.usage.input_tokens for i in cassette.interactions if i.response] == [30, 50]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_recording_the_responses_api(
+    write_scenario: Callable[[str], Path], tmp_path: Path, stream: bool
+) -> None:
+    def run(base_url: str) -> None:
+        client = openai.OpenAI(api_key=SECRET, base_url=f"{base_url}/v1", max_retries=0)
+        items: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
+        assert responses_agent(client, items, stream=stream) == "It is sunny in Paris today."
+        client.close()
+
+    cassette = load_cassette(_record(write_scenario, tmp_path, run))
+    first, second = cassette.interactions
+    assert first.request.messages[0].content == SYSTEM
+    assert first.response is not None
+    assert [(c.name, c.arguments) for c in first.response.tool_calls] == [
+        ("get_weather", {"city": "Paris"})
+    ]
+    assert second.response is not None
+    assert second.response.content == "It is sunny in Paris today."
 
 
 def test_serve_refuses_half_of_the_recording_options(tmp_path: Path) -> None:

@@ -49,8 +49,10 @@ def record_until_interrupted(
 ) -> int:
     """Forward to ``upstream`` and record to ``cassette`` until Ctrl-C (or ``stop``); the number
     of model calls recorded."""
-    recorder = RecordThrough(upstream, cassette)
-    with EndpointServer(recorder, host=host, port=port) as server:
+    with (
+        RecordThrough(upstream, cassette) as recorder,
+        EndpointServer(recorder, host=host, port=port) as server,
+    ):
         try:
             say(f"agentrig endpoint recording {upstream} to {cassette} on {server.base_url}")
             say(f"  OpenAI (Chat Completions, Responses) base URL: {server.openai_base_url}")
@@ -60,7 +62,7 @@ def record_until_interrupted(
             _wait(stop)
         except KeyboardInterrupt:
             say("stopping")
-    return recorder.recorded
+        return recorder.recorded
 
 
 def _wait(stop: threading.Event | None) -> None:

@@ -49,6 +49,16 @@ class RecordThrough:
         self._recorder: RecordingProvider | None = None
         self.recorded = 0
 
+    def close(self) -> None:
+        """Close the connections to the upstream."""
+        self._client.close()
+
+    def __enter__(self) -> RecordThrough:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def handle(
         self, method: str, path: str, headers: Mapping[str, str], body: bytes
     ) -> EndpointReply:
