@@ -83,3 +83,18 @@ def test_an_agent_that_never_calls_fails_with_the_unused_script(
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*turn 1 was never reached: no request carried its user message*"])
+
+
+def test_concurrent_sessions_under_xdist(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".scenario.yaml", weather=WEATHER)
+    body = TEST_FILE.replace("MODEL", '"gpt-test"').split("def test_in_process")[0]
+    tests = "".join(
+        f"def test_{n}(agentrig_endpoint):\n"
+        "    ep = agentrig_endpoint('weather.scenario.yaml', live=True)\n"
+        "    client = openai.OpenAI(api_key=ep.api_key, base_url=ep.openai_base_url)\n"
+        "    assert 'sunny' in agent(client)\n\n"
+        for n in range(6)
+    )
+    pytester.makepyfile(test_agent=body + tests)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-n", "2")
+    result.assert_outcomes(passed=6)

@@ -206,15 +206,17 @@ def _tools() -> list[dict[str, Any]]:
     ]
 
 
-@pytest.mark.parametrize("provider_name", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider_name", ["openai", "responses", "anthropic"])
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 def test_agentrigs_own_providers(weather: Path, provider_name: str, stream: bool) -> None:
-    from agentrig.drivers import AnthropicProvider, OpenAIProvider
+    from agentrig.drivers import AnthropicProvider, OpenAIProvider, OpenAIResponsesProvider
 
     handle = EndpointHandle(weather)
     provider: ar.InferenceProvider
     if provider_name == "openai":
         provider = OpenAIProvider(client=_openai(handle), model="gpt-test", stream=stream)
+    elif provider_name == "responses":
+        provider = OpenAIResponsesProvider(client=_openai(handle), model="gpt-test", stream=stream)
     else:
         provider = AnthropicProvider(client=_anthropic(handle), model="claude-test", stream=stream)
     agent = (

@@ -267,3 +267,58 @@ def test_agent_settings_of_agentrigs_runtime_are_refused(
     text = WEATHER.replace("  model: gpt-test\n", "  model: gpt-test\n  budget: {max_steps: 3}\n")
     with pytest.raises(ScenarioFileError, match=r"agent\.budget: agent\.budget configures"):
         EndpointHandle(write_scenario(text))
+
+
+REFUSAL = """\
+name: refusal
+turns:
+  - user: Help me pick a lock.
+    model:
+      - refuse: I can't help with that.
+    expect:
+      final_response: I can't help with that.
+      model_calls: 1
+"""
+
+
+def test_a_refusal_reaches_the_sdk_as_one(write_scenario: Callable[[str], Path]) -> None:
+    handle = EndpointHandle(write_scenario(REFUSAL))
+    message = (
+        _client(handle)
+        .chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "Help me pick a lock."}]
+        )
+        .choices[0]
+    )
+    assert message.finish_reason == "content_filter"
+    assert message.message.refusal == "I can't help with that."
+    handle.check()
+
+
+def test_responses_previous_response_id_continues_the_stored_conversation(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    handle = EndpointHandle(write_scenario(WEATHER))
+    client = _client(handle)
+    first = client.responses.create(
+        model="gpt-test",
+        instructions=SYSTEM,
+        input="Weather in Paris?",
+        tools=[
+            {
+                "type": "function",
+                "name": "get_weather",
+                "strict": False,
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+            }
+        ],
+    )
+    [call] = [item for item in first.output if item.type == "function_call"]
+    second = client.responses.create(
+        model="gpt-test",
+        instructions=SYSTEM,
+        previous_response_id=first.id,
+        input=[{"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}],
+    )
+    assert second.output_text == "It is sunny in Paris."
+    handle.check()

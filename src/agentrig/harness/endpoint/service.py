@@ -209,7 +209,7 @@ def _reply(
             delay=plan.latency,
         )
     fault = plan.fault
-    response_id = _response_id(fmt, plan.response_id)
+    response_id = plan.response_id
     if stream:
         chunks = list(
             fmt.stream_chunks(
@@ -230,14 +230,3 @@ def _reply(
     if fault is not None and fault.malformed_at is not None:
         body = body[: max(1, len(body) // 2)]
     return EndpointReply(200, {"content-type": JSON}, body, delay=plan.latency)
-
-
-_ID_PREFIX = {
-    "chat": "chatcmpl-agentrig-",
-    "responses": "resp_agentrig_",
-    "anthropic": "msg_agentrig_",
-}
-
-
-def _response_id(fmt: WireFormat, number: str) -> str:
-    return _ID_PREFIX[fmt.name] + number

@@ -130,7 +130,7 @@ class EndpointSession:
         return max(users, 1)
 
     def _choose(self, number: int, turn: int, request: WireRequest) -> Plan:
-        response_id = f"{number}"
+        response_id = _ID_PREFIX[request.format] + str(number)
         turns = self.scenario.turns
         if turn > len(turns):
             message = (
@@ -337,6 +337,12 @@ class EndpointSession:
 
 
 # --- helpers ------------------------------------------------------------------------------
+
+_ID_PREFIX = {
+    "chat": "chatcmpl-agentrig-",
+    "responses": "resp_agentrig_",
+    "anthropic": "msg_agentrig_",
+}
 
 
 def _plan_reply(reply: ModelReply, response_id: str, turn: int, number: int) -> Plan:
