@@ -15,6 +15,7 @@ from agentrig import (
     InvalidInputError,
     Message,
     Messages,
+    Role,
     SelectedSections,
     TokenBudgetCompiler,
     ToolCall,
@@ -25,6 +26,7 @@ from agentrig import (
     get_compiler,
     register_compiler,
 )
+from agentrig.compilers import estimate_tokens
 from agentrig.fakes import ScriptedLLM, reply
 
 
@@ -154,6 +156,134 @@ class TestTokenBudgetCompiler:
     def test_rejects_a_budget_below_one(self) -> None:
         with pytest.raises(ConfigurationError, match="max_tokens"):
             TokenBudgetCompiler(AllSections(), 0)
+
+    @staticmethod
+    def by_length(message: Message) -> int:
+        return len(message.content)
+
+    def test_without_a_user_message_the_most_recent_messages_are_kept(self) -> None:
+        state = state_with(*(Message.assistant(str(n)) for n in range(4)))
+        compiled = TokenBudgetCompiler(AllSections(), 2, self.one_token_each).compile(state)
+        assert texts(compiled) == ["2", "3"]
+
+    def test_the_newest_message_is_kept_even_when_it_does_not_fit(self) -> None:
+        state = state_with(Message.assistant("old"), Message.assistant("newest"))
+        compiled = TokenBudgetCompiler(AllSections(), 1, self.by_length).compile(state)
+        assert texts(compiled) == ["newest"]
+
+    def test_a_budget_of_one_token_keeps_the_first_user_message_and_the_newest(self) -> None:
+        state = state_with(Message.user("q"), Message.assistant("a"), Message.assistant("b"))
+        compiled = TokenBudgetCompiler(AllSections(), 1, self.one_token_each).compile(state)
+        assert texts(compiled) == ["q", "b"]
+
+    def test_the_first_user_message_is_kept_even_when_it_alone_exceeds_the_budget(self) -> None:
+        state = state_with(Message.user("a long question"))
+        compiled = TokenBudgetCompiler(AllSections(), 1, self.by_length).compile(state)
+        assert texts(compiled) == ["a long question"]
+
+    def test_a_newest_tool_result_that_does_not_fit_is_kept_with_its_call(self) -> None:
+        call = ToolCall(name="f")
+        result = Message.tool(ToolResult(content="a long result", call_id=call.id, tool_name="f"))
+        state = state_with(Message.user("q"), Message.assistant("x"), Message.assistant("", [call]))
+        state = state.with_message_store(state.store().section("messages").append(result))
+        compiled = TokenBudgetCompiler(AllSections(), 3, self.by_length).compile(state)
+        assert [m.role.value for m in compiled] == ["user", "assistant", "tool"]
+        assert compiled[1].tool_calls == (call,)
+
+    def test_a_leading_system_message_that_fits_is_kept(self) -> None:
+        state = state_with(
+            Message.system("s"), Message.user("q"), Message.assistant("a"), Message.assistant("b")
+        )
+        compiled = TokenBudgetCompiler(AllSections(), 3, self.one_token_each).compile(state)
+        assert texts(compiled) == ["s", "q", "b"]
+
+    def test_leading_instructions_come_after_the_first_user_message(self) -> None:
+        state = state_with(
+            Message.system("rules"),
+            Message(role=Role.DEVELOPER, content="more"),
+            Message.user("q"),
+            Message.assistant("answer"),
+            Message.assistant("ok"),
+        )
+
+        def kept(max_tokens: int) -> list[str]:
+            return texts(
+                TokenBudgetCompiler(AllSections(), max_tokens, self.by_length).compile(state)
+            )
+
+        assert kept(12) == ["rules", "more", "q", "ok"]  # "answer" no longer fits
+        assert kept(8) == ["rules", "q", "ok"]  # "more" does not fit, nor what follows it
+        assert kept(3) == ["q", "ok"]  # the instructions do not fit: dropped
+
+    def test_a_system_message_that_is_not_leading_is_an_ordinary_message(self) -> None:
+        state = state_with(Message.user("q"), Message.system("s"), Message.assistant("a"))
+        compiled = TokenBudgetCompiler(AllSections(), 2, self.one_token_each).compile(state)
+        assert texts(compiled) == ["q", "a"]
+
+    def test_the_first_user_message_is_charged_once(self) -> None:
+        state = state_with(Message.system("s"), Message.user("q"), Message.assistant("a"))
+        compiled = TokenBudgetCompiler(AllSections(), 3, self.one_token_each).compile(state)
+        assert texts(compiled) == ["s", "q", "a"]
+
+    def test_each_message_is_charged_its_own_size(self) -> None:
+        sizes = ["q", "aaaa", "b", "cc"]
+        state = state_with(Message.user(sizes[0]), *(Message.assistant(t) for t in sizes[1:]))
+        compiler = TokenBudgetCompiler(AllSections(), 4, self.by_length)
+        assert texts(compiler.compile(state)) == ["q", "b", "cc"]
+        compiler = TokenBudgetCompiler(AllSections(), 3, self.by_length)
+        assert texts(compiler.compile(state)) == ["q", "cc"]
+        compiler = TokenBudgetCompiler(AllSections(), 8, self.by_length)
+        assert texts(compiler.compile(state)) == sizes
+
+    def test_the_window_has_no_gaps(self) -> None:
+        state = state_with(
+            Message.user("q"), Message.assistant("b"), Message.assistant("long"), Message.user("c")
+        )
+        compiled = TokenBudgetCompiler(AllSections(), 4, self.by_length).compile(state)
+        assert texts(compiled) == ["q", "c"]  # "b" would fit, but not without "long"
+
+    def test_the_estimator_runs_once_per_message(self) -> None:
+        seen: list[str] = []
+
+        def counting(message: Message) -> int:
+            seen.append(message.content)
+            return 2
+
+        state = state_with(
+            Message.system("s"), Message.user("q"), *(Message.assistant(str(n)) for n in range(4))
+        )
+        compiled = TokenBudgetCompiler(AllSections(), 6, counting).compile(state)
+        assert texts(compiled) == ["s", "q", "3"]
+        assert sorted(seen) == sorted(["s", "q", "3", "2"])  # "2" is where the window ends
+
+    def test_an_estimate_of_zero_keeps_everything_as_it_was(self) -> None:
+        state = state_with(Message.system("s"), Message.user("q"), Message.assistant("a"))
+        inner = AllSections().compile(state)
+        compiled = TokenBudgetCompiler(AllSections(), 1, lambda message: 0).compile(state)
+        assert compiled == inner
+
+    def test_nothing_to_compile(self) -> None:
+        compiled = TokenBudgetCompiler(AllSections(), 1, self.one_token_each).compile(AgentState())
+        assert compiled == Messages()
+
+    def test_the_default_estimator(self) -> None:
+        compiler = TokenBudgetCompiler(AllSections(), 6)
+        assert compiler.estimator is estimate_tokens
+        state = state_with(Message.user("q"), Message.assistant("12345678"))
+        assert texts(compiler.compile(state)) == ["q", "12345678"]  # 4 + 0 and 4 + 2 = 6
+
+
+class TestEstimateTokens:
+    @pytest.mark.parametrize(
+        ("text", "tokens"), [("", 4), ("123", 4), ("1234", 5), ("1234567", 5), ("12345678", 6)]
+    )
+    def test_four_per_message_and_one_per_four_characters(self, text: str, tokens: int) -> None:
+        assert estimate_tokens(Message.user(text)) == tokens
+
+    def test_tool_calls_count_as_their_text(self) -> None:
+        call = ToolCall(name="f", arguments={"q": "x"})  # f(q='x'): 8 characters
+        assert estimate_tokens(Message.assistant("", [call])) == 4 + 8 // 4
+        assert estimate_tokens(Message.assistant("abcd", [call, call])) == 4 + (4 + 16) // 4
 
 
 class TestRegistry:
