@@ -196,3 +196,70 @@ def test_select_refuses_what_is_not_section_names(names: object) -> None:
 def test_unicode_section_names_round_trip() -> None:
     store = MessageStore().section("日本 🎉").append(Message.user("é\u2028x"))
     assert MessageStore.from_json(store.to_json()) == store
+
+
+def three_sections() -> MessageStore:
+    return store_with(summary=["s"], messages=["m1", "m2"], buffer=["b"])
+
+
+def contents(store: MessageStore) -> dict[str, list[str]]:
+    return {name: [m.content for m in store.messages_of(name)] for name in store.section_names()}
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda ref: ref.set([Message.user("x")]), ["x"]),
+        (lambda ref: ref.set(Messages.of(Message.user("x"))), ["x"]),
+        (lambda ref: ref.clear(), []),
+        (lambda ref: ref.append([Message.user("x")]), ["m1", "m2", "x"]),
+        (lambda ref: ref.append(Message.user("x")), ["m1", "m2", "x"]),
+        (lambda ref: ref.append(Messages.of(Message.user("x"))), ["m1", "m2", "x"]),
+    ],
+    ids=["set-list", "set-messages", "clear", "append-list", "append-one", "append-messages"],
+)
+def test_changing_a_middle_section_leaves_its_neighbours_alone(change, expected) -> None:
+    changed = change(three_sections().section("messages"))
+    assert contents(changed) == {"summary": ["s"], "messages": expected, "buffer": ["b"]}
+
+
+@pytest.mark.parametrize("name", ["summary", "messages", "buffer"])
+def test_changing_any_section_keeps_the_store_order(name: str) -> None:
+    store = three_sections()
+    for changed in (
+        store.section(name).set([Message.user("x")]),
+        store.section(name).append([Message.user("x")]),
+        store.section(name).append(Messages.of(Message.user("x"))),
+        store.section(name).clear(),
+    ):
+        assert changed.section_names() == ("summary", "messages", "buffer")
+        others = {key: value for key, value in contents(changed).items() if key != name}
+        assert others == {key: value for key, value in contents(store).items() if key != name}
+
+
+def test_removing_a_middle_section_keeps_the_others_in_order() -> None:
+    store = three_sections().section("messages").remove()
+    assert contents(store) == {"summary": ["s"], "buffer": ["b"]}
+
+
+def test_removing_or_clearing_what_is_not_there_returns_the_same_store() -> None:
+    store = store_with(messages=["m"]).section("buffer").set([])
+    assert store.section_names() == ("messages", "buffer")
+    assert store.section("nope").remove() is store
+    assert store.section("buffer").clear() is store
+
+
+def test_set_creates_a_missing_section_at_the_end() -> None:
+    store = three_sections().section("notes").set([Message.user("n")])
+    assert store.section_names() == ("summary", "messages", "buffer", "notes")
+    assert contents(store)["notes"] == ["n"]
+
+
+def test_select_takes_a_generator_of_names() -> None:
+    store = three_sections()
+    names = (name for name in ["buffer", "summary"])
+    assert [m.content for m in store.select(names)] == ["b", "s"]
+
+
+def test_select_of_no_names_is_empty() -> None:
+    assert three_sections().select([]) == Messages()
