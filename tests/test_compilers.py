@@ -165,6 +165,33 @@ class TestTokenBudgetCompiler:
         state = state_with(*(Message.assistant(str(n)) for n in range(4)))
         compiled = TokenBudgetCompiler(AllSections(), 2, self.one_token_each).compile(state)
         assert texts(compiled) == ["2", "3"]
+        compiled = TokenBudgetCompiler(AllSections(), 4, self.one_token_each).compile(state)
+        assert texts(compiled) == ["0", "1", "2", "3"]
+
+    def test_a_single_message_that_does_not_fit_is_kept(self) -> None:
+        state = state_with(Message.assistant("too long"))
+        compiled = TokenBudgetCompiler(AllSections(), 1, self.by_length).compile(state)
+        assert texts(compiled) == ["too long"]
+
+    def test_a_call_first_in_the_conversation_is_kept_with_its_newest_result(self) -> None:
+        call = ToolCall(name="f")
+        result = Message.tool(ToolResult(content="a long result", call_id=call.id, tool_name="f"))
+        state = state_with(Message.assistant("", [call]), result)
+        compiled = TokenBudgetCompiler(AllSections(), 1, self.by_length).compile(state)
+        assert [m.role.value for m in compiled] == ["assistant", "tool"]
+
+    def test_the_window_starts_after_results_whose_call_did_not_fit(self) -> None:
+        call = ToolCall(name="f")
+        result = Message.tool(ToolResult(content="r", call_id=call.id, tool_name="f"))
+        state = state_with(Message.user("q"), Message.assistant("", [call]))
+        state = state.with_message_store(
+            state.store().section("messages").append([result, Message.assistant("a")])
+        )
+        state = state.with_message_store(
+            state.store().section("messages").append(Message.assistant("b"))
+        )
+        compiled = TokenBudgetCompiler(AllSections(), 4, self.one_token_each).compile(state)
+        assert texts(compiled) == ["q", "a", "b"]
 
     def test_the_newest_message_is_kept_even_when_it_does_not_fit(self) -> None:
         state = state_with(Message.assistant("old"), Message.assistant("newest"))
@@ -212,6 +239,7 @@ class TestTokenBudgetCompiler:
             )
 
         assert kept(12) == ["rules", "more", "q", "ok"]  # "answer" no longer fits
+        assert kept(6) == ["rules", "q", "ok"]  # "rules" fits exactly, then nothing else does
         assert kept(8) == ["rules", "q", "ok"]  # "more" does not fit, nor what follows it
         assert kept(3) == ["q", "ok"]  # the instructions do not fit: dropped
 
@@ -257,10 +285,14 @@ class TestTokenBudgetCompiler:
         assert sorted(seen) == sorted(["s", "q", "3", "2"])  # "2" is where the window ends
 
     def test_an_estimate_of_zero_keeps_everything_as_it_was(self) -> None:
-        state = state_with(Message.system("s"), Message.user("q"), Message.assistant("a"))
-        inner = AllSections().compile(state)
-        compiled = TokenBudgetCompiler(AllSections(), 1, lambda message: 0).compile(state)
-        assert compiled == inner
+        inner = Messages.of(Message.system("s"), Message.user("q"), Message.assistant("a"))
+
+        class Fixed:
+            def compile(self, state: AgentState) -> Messages:
+                return inner
+
+        compiled = TokenBudgetCompiler(Fixed(), 1, lambda message: 0).compile(AgentState())
+        assert compiled is inner  # kept whole: returned as it came
 
     def test_nothing_to_compile(self) -> None:
         compiled = TokenBudgetCompiler(AllSections(), 1, self.one_token_each).compile(AgentState())

@@ -174,9 +174,8 @@ class TokenBudgetCompiler:
             start -= 1
         while start < count and messages[start].role is Role.TOOL:
             start += 1  # results whose call did not fit
-        newest = count - 1
-        if newest >= 0 and newest not in pinned and start > newest:
-            start = newest  # the newest turn does not fit: keep it anyway, with its call
+        if start == count and count and count - 1 not in pinned:
+            start = count - 1  # the newest turn does not fit: keep it anyway, with its call
             while start > 0 and messages[start].role is Role.TOOL:
                 start -= 1
         kept = sorted(pinned.union(range(start, count)))

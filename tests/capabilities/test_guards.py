@@ -12,6 +12,7 @@ from agentrig import (
     ExecutionBudget,
     ExecutionStatus,
     FinishReason,
+    HookTrigger,
     InvalidInputError,
     StopReason,
     Usage,
@@ -185,6 +186,25 @@ class TestConfiguration:
             StopReason.TOKEN_LIMIT,
             "Token limit reached: 0/0",
         )
+
+    def test_the_hooks_it_installs(self, make_agent) -> None:
+        guards = UseGuards(max_steps=3, finish_reasons=["length"])
+        agent = make_agent(ScriptedLLM([]), (), guards)
+        installed = {hook.name: hook for hook in agent.hooks.hooks}
+        budget, finish = installed["guard:budget"], installed["guard:finish_reason"]
+        assert budget.triggers == {HookTrigger.BEFORE_EXECUTION, HookTrigger.BEFORE_STEP}
+        assert budget.priority == 200  # early: other before_step hooks see the limit's signal
+        assert finish.triggers == {HookTrigger.AFTER_STEP}
+        assert finish.priority == -200  # late: after the hooks that may change the step
+
+    def test_finish_reasons_alone_install_only_their_hook(self, make_agent) -> None:
+        agent = make_agent(ScriptedLLM([]), (), UseGuards(finish_reasons="length"))
+        assert [hook.name for hook in agent.hooks.hooks] == ["guard:finish_reason"]
+
+    def test_an_unknown_finish_reason_is_named_by_its_place(self) -> None:
+        with pytest.raises(InvalidInputError, match="'lenght'") as raised:
+            UseGuards(finish_reasons=["stop", "lenght"])
+        assert raised.value.field == "finish_reasons[1]"
 
     def test_an_empty_budget_installs_no_hook(self, make_agent) -> None:
         agent = make_agent(ScriptedLLM([]), (), UseGuards(ExecutionBudget.unlimited()))
