@@ -413,6 +413,25 @@ class TestWrongInput:
     def test_a_name_that_is_not_text(self) -> None:
         with pytest.raises(ConfigurationError, match=r"unknown context compiler None"):
             get_compiler(None)  # type: ignore[arg-type]
+        with pytest.raises(
+            ConfigurationError, match=r"unknown context compiler \['all_sections'\]"
+        ):
+            get_compiler(["all_sections"])  # type: ignore[arg-type]
+
+    def test_only_the_closest_name_is_suggested(self) -> None:
+        with pytest.raises(ConfigurationError) as raised:
+            get_compiler("sections")  # close to all_sections and selected_sections
+        assert str(raised.value).count("did you mean") == 1
+        assert "did you mean 'all_sections'?" in str(raised.value)
+
+    def test_no_suggestion_for_a_name_close_to_none(self) -> None:
+        with pytest.raises(ConfigurationError) as raised:
+            get_compiler("zzz")
+        assert str(raised.value) == (
+            "unknown context compiler 'zzz'; valid: "
+            f"{', '.join(compiler_names())} (a custom one must be registered first with "
+            "register_compiler)"
+        )
 
     def test_a_factory_that_makes_no_compiler(self, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(compilers, "_REGISTRY", dict(compilers._REGISTRY))

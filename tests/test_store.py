@@ -149,12 +149,17 @@ def test_round_trip_of_a_state_with_a_long_execution_buffer() -> None:
     assert restored.messages_for_inference() == state.messages_for_inference()
 
 
-@pytest.mark.parametrize("name", ["", None, 3, b"messages"])
-def test_a_section_name_must_be_non_empty_text(name: object) -> None:
+@pytest.mark.parametrize(
+    ("name", "got"), [("", "''"), (None, "NoneType"), (3, "int"), (b"messages", "bytes")]
+)
+def test_a_section_name_must_be_non_empty_text(name: object, got: str) -> None:
     with pytest.raises(InvalidInputError) as raised:
         MessageStore().section(name)  # type: ignore[arg-type]
     assert raised.value.field == "name"
-    assert "non-empty" in str(raised.value)
+    assert str(raised.value) == (
+        "invalid section name: name: expected a non-empty section name (text) such as "
+        f"'messages', got {got}"
+    )
 
 
 @pytest.mark.parametrize(
@@ -172,7 +177,14 @@ def test_append_and_set_refuse_what_is_not_a_message(added: object, field: str) 
         with pytest.raises(InvalidInputError) as raised:
             operation(added)  # type: ignore[arg-type]
         assert raised.value.field == field
+        assert str(raised.value).startswith(f"invalid section messages: {field}: expected a ")
         assert "Message.user(" in str(raised.value)
+
+
+@pytest.mark.parametrize(("added", "got"), [("hello", "str"), (None, "NoneType"), ([3], "int")])
+def test_a_refused_message_names_what_it_got(added: object, got: str) -> None:
+    with pytest.raises(InvalidInputError, match=f"an iterable of them, got {got}: make one"):
+        MessageStore().section("messages").append(added)  # type: ignore[arg-type]
 
 
 def test_set_accepts_any_iterable_of_messages() -> None:
@@ -191,6 +203,7 @@ def test_select_refuses_what_is_not_section_names(names: object) -> None:
     with pytest.raises(InvalidInputError) as raised:
         store_with(messages=["m"]).select(names)  # type: ignore[arg-type]
     assert raised.value.field.startswith("names")
+    assert str(raised.value).startswith("invalid MessageStore.select() argument: names")
 
 
 def test_unicode_section_names_round_trip() -> None:
