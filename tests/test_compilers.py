@@ -248,6 +248,13 @@ class TestTokenBudgetCompiler:
         compiled = TokenBudgetCompiler(AllSections(), 2, self.one_token_each).compile(state)
         assert texts(compiled) == ["q", "a"]
 
+    def test_the_window_reaches_past_the_first_user_message_without_charging_it_again(
+        self,
+    ) -> None:
+        state = state_with(Message.assistant("before"), Message.user("q"), Message.assistant("a"))
+        compiled = TokenBudgetCompiler(AllSections(), 3, self.one_token_each).compile(state)
+        assert texts(compiled) == ["before", "q", "a"]
+
     def test_the_first_user_message_is_charged_once(self) -> None:
         state = state_with(Message.system("s"), Message.user("q"), Message.assistant("a"))
         compiled = TokenBudgetCompiler(AllSections(), 3, self.one_token_each).compile(state)
@@ -375,7 +382,7 @@ class TestWrongInput:
         with pytest.raises(InvalidInputError) as raised:
             compiler(sections)  # type: ignore[arg-type]
         assert raised.value.field == field
-        assert compiler.__name__ in str(raised.value)
+        assert str(raised.value).startswith(f"invalid {compiler.__name__}: {field}: expected")
 
     @pytest.mark.parametrize("max_tokens", ["100", True, 10.5, None])
     def test_token_budget_must_be_a_whole_number(self, max_tokens: object) -> None:

@@ -187,6 +187,11 @@ def test_a_refused_message_names_what_it_got(added: object, got: str) -> None:
         MessageStore().section("messages").append(added)  # type: ignore[arg-type]
 
 
+def test_set_keeps_the_messages_it_is_given() -> None:
+    messages = Messages.of(Message.user("a"))
+    assert MessageStore().section("messages").set(messages).messages_of("messages") is messages
+
+
 def test_set_accepts_any_iterable_of_messages() -> None:
     messages = (Message.user(text) for text in "ab")
     store = MessageStore().section("messages").set(messages)

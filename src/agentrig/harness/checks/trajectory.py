@@ -82,9 +82,10 @@ def _unmatched(wanted: Sequence[Call], pool: Sequence[Call], args: ArgsMatcher) 
 
 def strict(expected: Sequence[Call], actual: Sequence[Call], args: ArgsMatcher) -> str | None:
     """The same calls in the same order."""
-    for index, (want, got) in enumerate(zip(expected, actual, strict=False), start=1):
+    for index in range(min(len(expected), len(actual))):
+        want, got = expected[index], actual[index]
         if not _same(want, got, args):
-            return f"call {index}: expected {want}, got {got}"
+            return f"call {index + 1}: expected {want}, got {got}"
     if len(expected) != len(actual):
         return f"expected {len(expected)} call(s), got {len(actual)}"
     return None
