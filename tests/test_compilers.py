@@ -248,6 +248,16 @@ class TestTokenBudgetCompiler:
         compiled = TokenBudgetCompiler(AllSections(), 2, self.one_token_each).compile(state)
         assert texts(compiled) == ["q", "a"]
 
+    def test_results_with_no_call_before_them_are_kept_when_newest(self) -> None:
+        results = [
+            Message.tool(ToolResult(content=text, call_id=text, tool_name="f"))
+            for text in ("first result", "second result")
+        ]
+        compiled = TokenBudgetCompiler(AllSections(), 1, self.by_length).compile(
+            state_with(*results)
+        )
+        assert texts(compiled) == ["first result", "second result"]
+
     def test_the_window_reaches_past_the_first_user_message_without_charging_it_again(
         self,
     ) -> None:
@@ -386,8 +396,11 @@ class TestWrongInput:
 
     @pytest.mark.parametrize("max_tokens", ["100", True, 10.5, None])
     def test_token_budget_must_be_a_whole_number(self, max_tokens: object) -> None:
-        with pytest.raises(ConfigurationError, match=r"max_tokens must be a whole number >= 1"):
+        with pytest.raises(ConfigurationError) as raised:
             TokenBudgetCompiler(AllSections(), max_tokens)  # type: ignore[arg-type]
+        assert str(raised.value).startswith(
+            f"TokenBudgetCompiler max_tokens must be a whole number >= 1, got {max_tokens!r}: "
+        )
 
     @pytest.mark.parametrize("inner", [None, AllSections])
     def test_the_inner_compiler_must_be_a_compiler(self, inner: object) -> None:
@@ -395,8 +408,10 @@ class TestWrongInput:
             TokenBudgetCompiler(inner, 10)  # type: ignore[arg-type]
 
     def test_the_estimator_must_be_callable(self) -> None:
-        with pytest.raises(ConfigurationError, match="estimator"):
+        with pytest.raises(ConfigurationError, match="TokenBudgetCompiler estimator must be"):
             TokenBudgetCompiler(AllSections(), 10, None)  # type: ignore[arg-type]
+        with pytest.raises(ConfigurationError, match=r"its token count, got int: leave it out"):
+            TokenBudgetCompiler(AllSections(), 10, 3)  # type: ignore[arg-type]
 
     @pytest.mark.parametrize("estimate", ["3", -1, None, 2.5])
     def test_an_estimate_that_is_not_a_count_names_the_estimator(self, estimate: object) -> None:
@@ -505,4 +520,6 @@ class TestCustomCompilersInARun:
         assert final.status() is ExecutionStatus.FAILED
         [error] = final.errors()
         assert error.type == "ConfigurationError"
-        assert "the context compiler OddCompiler() returned" in error.message
+        assert f"the context compiler OddCompiler() returned {type(answer).__name__}: " in (
+            error.message
+        )
