@@ -51,6 +51,10 @@ def test_a_naive_time_to_check_against_is_rejected() -> None:
     with pytest.raises(InvalidInputError, match="timezone") as raised:
         budget.is_exhausted(at=datetime(2026, 1, 1, 13))
     assert raised.value.field == "at"
+    assert str(raised.value) == (
+        "invalid time to check the budget at: at: needs timezone info, as the deadline has: "
+        "e.g. datetime.now(UTC)"
+    )
     with pytest.raises(InvalidInputError, match="timezone"):  # whatever the answer would be
         ExecutionBudget(max_steps=0).is_exhausted(at=datetime(2026, 1, 1, 13))
 

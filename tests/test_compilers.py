@@ -15,6 +15,7 @@ from agentrig import (
     InvalidInputError,
     Message,
     Messages,
+    Role,
     SelectedSections,
     TokenBudgetCompiler,
     ToolCall,
@@ -25,6 +26,7 @@ from agentrig import (
     get_compiler,
     register_compiler,
 )
+from agentrig.compilers import estimate_tokens
 from agentrig.fakes import ScriptedLLM, reply
 
 
@@ -155,6 +157,183 @@ class TestTokenBudgetCompiler:
         with pytest.raises(ConfigurationError, match="max_tokens"):
             TokenBudgetCompiler(AllSections(), 0)
 
+    @staticmethod
+    def by_length(message: Message) -> int:
+        return len(message.content)
+
+    def test_without_a_user_message_the_most_recent_messages_are_kept(self) -> None:
+        state = state_with(*(Message.assistant(str(n)) for n in range(4)))
+        compiled = TokenBudgetCompiler(AllSections(), 2, self.one_token_each).compile(state)
+        assert texts(compiled) == ["2", "3"]
+        compiled = TokenBudgetCompiler(AllSections(), 4, self.one_token_each).compile(state)
+        assert texts(compiled) == ["0", "1", "2", "3"]
+
+    def test_a_single_message_that_does_not_fit_is_kept(self) -> None:
+        state = state_with(Message.assistant("too long"))
+        compiled = TokenBudgetCompiler(AllSections(), 1, self.by_length).compile(state)
+        assert texts(compiled) == ["too long"]
+
+    def test_a_call_first_in_the_conversation_is_kept_with_its_newest_result(self) -> None:
+        call = ToolCall(name="f")
+        result = Message.tool(ToolResult(content="a long result", call_id=call.id, tool_name="f"))
+        state = state_with(Message.assistant("", [call]), result)
+        compiled = TokenBudgetCompiler(AllSections(), 1, self.by_length).compile(state)
+        assert [m.role.value for m in compiled] == ["assistant", "tool"]
+
+    def test_the_window_starts_after_results_whose_call_did_not_fit(self) -> None:
+        call = ToolCall(name="f")
+        result = Message.tool(ToolResult(content="r", call_id=call.id, tool_name="f"))
+        state = state_with(Message.user("q"), Message.assistant("", [call]))
+        state = state.with_message_store(
+            state.store().section("messages").append([result, Message.assistant("a")])
+        )
+        state = state.with_message_store(
+            state.store().section("messages").append(Message.assistant("b"))
+        )
+        compiled = TokenBudgetCompiler(AllSections(), 4, self.one_token_each).compile(state)
+        assert texts(compiled) == ["q", "a", "b"]
+
+    def test_the_newest_message_is_kept_even_when_it_does_not_fit(self) -> None:
+        state = state_with(Message.assistant("old"), Message.assistant("newest"))
+        compiled = TokenBudgetCompiler(AllSections(), 1, self.by_length).compile(state)
+        assert texts(compiled) == ["newest"]
+
+    def test_a_budget_of_one_token_keeps_the_first_user_message_and_the_newest(self) -> None:
+        state = state_with(Message.user("q"), Message.assistant("a"), Message.assistant("b"))
+        compiled = TokenBudgetCompiler(AllSections(), 1, self.one_token_each).compile(state)
+        assert texts(compiled) == ["q", "b"]
+
+    def test_the_first_user_message_is_kept_even_when_it_alone_exceeds_the_budget(self) -> None:
+        state = state_with(Message.user("a long question"))
+        compiled = TokenBudgetCompiler(AllSections(), 1, self.by_length).compile(state)
+        assert texts(compiled) == ["a long question"]
+
+    def test_a_newest_tool_result_that_does_not_fit_is_kept_with_its_call(self) -> None:
+        call = ToolCall(name="f")
+        result = Message.tool(ToolResult(content="a long result", call_id=call.id, tool_name="f"))
+        state = state_with(Message.user("q"), Message.assistant("x"), Message.assistant("", [call]))
+        state = state.with_message_store(state.store().section("messages").append(result))
+        compiled = TokenBudgetCompiler(AllSections(), 3, self.by_length).compile(state)
+        assert [m.role.value for m in compiled] == ["user", "assistant", "tool"]
+        assert compiled[1].tool_calls == (call,)
+
+    def test_a_leading_system_message_that_fits_is_kept(self) -> None:
+        state = state_with(
+            Message.system("s"), Message.user("q"), Message.assistant("a"), Message.assistant("b")
+        )
+        compiled = TokenBudgetCompiler(AllSections(), 3, self.one_token_each).compile(state)
+        assert texts(compiled) == ["s", "q", "b"]
+
+    def test_leading_instructions_come_after_the_first_user_message(self) -> None:
+        state = state_with(
+            Message.system("rules"),
+            Message(role=Role.DEVELOPER, content="more"),
+            Message.user("q"),
+            Message.assistant("answer"),
+            Message.assistant("ok"),
+        )
+
+        def kept(max_tokens: int) -> list[str]:
+            return texts(
+                TokenBudgetCompiler(AllSections(), max_tokens, self.by_length).compile(state)
+            )
+
+        assert kept(12) == ["rules", "more", "q", "ok"]  # "answer" no longer fits
+        assert kept(6) == ["rules", "q", "ok"]  # "rules" fits exactly, then nothing else does
+        assert kept(8) == ["rules", "q", "ok"]  # "more" does not fit, nor what follows it
+        assert kept(3) == ["q", "ok"]  # the instructions do not fit: dropped
+
+    def test_a_system_message_that_is_not_leading_is_an_ordinary_message(self) -> None:
+        state = state_with(Message.user("q"), Message.system("s"), Message.assistant("a"))
+        compiled = TokenBudgetCompiler(AllSections(), 2, self.one_token_each).compile(state)
+        assert texts(compiled) == ["q", "a"]
+
+    def test_results_with_no_call_before_them_are_kept_when_newest(self) -> None:
+        results = [
+            Message.tool(ToolResult(content=text, call_id=text, tool_name="f"))
+            for text in ("first result", "second result")
+        ]
+        compiled = TokenBudgetCompiler(AllSections(), 1, self.by_length).compile(
+            state_with(*results)
+        )
+        assert texts(compiled) == ["first result", "second result"]
+
+    def test_the_window_reaches_past_the_first_user_message_without_charging_it_again(
+        self,
+    ) -> None:
+        state = state_with(Message.assistant("before"), Message.user("q"), Message.assistant("a"))
+        compiled = TokenBudgetCompiler(AllSections(), 3, self.one_token_each).compile(state)
+        assert texts(compiled) == ["before", "q", "a"]
+
+    def test_the_first_user_message_is_charged_once(self) -> None:
+        state = state_with(Message.system("s"), Message.user("q"), Message.assistant("a"))
+        compiled = TokenBudgetCompiler(AllSections(), 3, self.one_token_each).compile(state)
+        assert texts(compiled) == ["s", "q", "a"]
+
+    def test_each_message_is_charged_its_own_size(self) -> None:
+        sizes = ["q", "aaaa", "b", "cc"]
+        state = state_with(Message.user(sizes[0]), *(Message.assistant(t) for t in sizes[1:]))
+        compiler = TokenBudgetCompiler(AllSections(), 4, self.by_length)
+        assert texts(compiler.compile(state)) == ["q", "b", "cc"]
+        compiler = TokenBudgetCompiler(AllSections(), 3, self.by_length)
+        assert texts(compiler.compile(state)) == ["q", "cc"]
+        compiler = TokenBudgetCompiler(AllSections(), 8, self.by_length)
+        assert texts(compiler.compile(state)) == sizes
+
+    def test_the_window_has_no_gaps(self) -> None:
+        state = state_with(
+            Message.user("q"), Message.assistant("b"), Message.assistant("long"), Message.user("c")
+        )
+        compiled = TokenBudgetCompiler(AllSections(), 4, self.by_length).compile(state)
+        assert texts(compiled) == ["q", "c"]  # "b" would fit, but not without "long"
+
+    def test_the_estimator_runs_once_per_message(self) -> None:
+        seen: list[str] = []
+
+        def counting(message: Message) -> int:
+            seen.append(message.content)
+            return 2
+
+        state = state_with(
+            Message.system("s"), Message.user("q"), *(Message.assistant(str(n)) for n in range(4))
+        )
+        compiled = TokenBudgetCompiler(AllSections(), 6, counting).compile(state)
+        assert texts(compiled) == ["s", "q", "3"]
+        assert sorted(seen) == sorted(["s", "q", "3", "2"])  # "2" is where the window ends
+
+    def test_an_estimate_of_zero_keeps_everything_as_it_was(self) -> None:
+        inner = Messages.of(Message.system("s"), Message.user("q"), Message.assistant("a"))
+
+        class Fixed:
+            def compile(self, state: AgentState) -> Messages:
+                return inner
+
+        compiled = TokenBudgetCompiler(Fixed(), 1, lambda message: 0).compile(AgentState())
+        assert compiled is inner  # kept whole: returned as it came
+
+    def test_nothing_to_compile(self) -> None:
+        compiled = TokenBudgetCompiler(AllSections(), 1, self.one_token_each).compile(AgentState())
+        assert compiled == Messages()
+
+    def test_the_default_estimator(self) -> None:
+        compiler = TokenBudgetCompiler(AllSections(), 6)
+        assert compiler.estimator is estimate_tokens
+        state = state_with(Message.user("q"), Message.assistant("12345678"))
+        assert texts(compiler.compile(state)) == ["q", "12345678"]  # 4 + 0 and 4 + 2 = 6
+
+
+class TestEstimateTokens:
+    @pytest.mark.parametrize(
+        ("text", "tokens"), [("", 4), ("123", 4), ("1234", 5), ("1234567", 5), ("12345678", 6)]
+    )
+    def test_four_per_message_and_one_per_four_characters(self, text: str, tokens: int) -> None:
+        assert estimate_tokens(Message.user(text)) == tokens
+
+    def test_tool_calls_count_as_their_text(self) -> None:
+        call = ToolCall(name="f", arguments={"q": "x"})  # f(q='x'): 8 characters
+        assert estimate_tokens(Message.assistant("", [call])) == 4 + 8 // 4
+        assert estimate_tokens(Message.assistant("abcd", [call, call])) == 4 + (4 + 16) // 4
+
 
 class TestRegistry:
     def test_builtins_by_name(self) -> None:
@@ -213,12 +392,15 @@ class TestWrongInput:
         with pytest.raises(InvalidInputError) as raised:
             compiler(sections)  # type: ignore[arg-type]
         assert raised.value.field == field
-        assert compiler.__name__ in str(raised.value)
+        assert str(raised.value).startswith(f"invalid {compiler.__name__}: {field}: expected")
 
     @pytest.mark.parametrize("max_tokens", ["100", True, 10.5, None])
     def test_token_budget_must_be_a_whole_number(self, max_tokens: object) -> None:
-        with pytest.raises(ConfigurationError, match=r"max_tokens must be a whole number >= 1"):
+        with pytest.raises(ConfigurationError) as raised:
             TokenBudgetCompiler(AllSections(), max_tokens)  # type: ignore[arg-type]
+        assert str(raised.value).startswith(
+            f"TokenBudgetCompiler max_tokens must be a whole number >= 1, got {max_tokens!r}: "
+        )
 
     @pytest.mark.parametrize("inner", [None, AllSections])
     def test_the_inner_compiler_must_be_a_compiler(self, inner: object) -> None:
@@ -226,8 +408,10 @@ class TestWrongInput:
             TokenBudgetCompiler(inner, 10)  # type: ignore[arg-type]
 
     def test_the_estimator_must_be_callable(self) -> None:
-        with pytest.raises(ConfigurationError, match="estimator"):
+        with pytest.raises(ConfigurationError, match="TokenBudgetCompiler estimator must be"):
             TokenBudgetCompiler(AllSections(), 10, None)  # type: ignore[arg-type]
+        with pytest.raises(ConfigurationError, match=r"its token count, got int: leave it out"):
+            TokenBudgetCompiler(AllSections(), 10, 3)  # type: ignore[arg-type]
 
     @pytest.mark.parametrize("estimate", ["3", -1, None, 2.5])
     def test_an_estimate_that_is_not_a_count_names_the_estimator(self, estimate: object) -> None:
@@ -251,6 +435,25 @@ class TestWrongInput:
     def test_a_name_that_is_not_text(self) -> None:
         with pytest.raises(ConfigurationError, match=r"unknown context compiler None"):
             get_compiler(None)  # type: ignore[arg-type]
+        with pytest.raises(
+            ConfigurationError, match=r"unknown context compiler \['all_sections'\]"
+        ):
+            get_compiler(["all_sections"])  # type: ignore[arg-type]
+
+    def test_only_the_closest_name_is_suggested(self) -> None:
+        with pytest.raises(ConfigurationError) as raised:
+            get_compiler("sections")  # close to all_sections and selected_sections
+        assert str(raised.value).count("did you mean") == 1
+        assert "did you mean 'all_sections'?" in str(raised.value)
+
+    def test_no_suggestion_for_a_name_close_to_none(self) -> None:
+        with pytest.raises(ConfigurationError) as raised:
+            get_compiler("zzz")
+        assert str(raised.value) == (
+            "unknown context compiler 'zzz'; valid: "
+            f"{', '.join(compiler_names())} (a custom one must be registered first with "
+            "register_compiler)"
+        )
 
     def test_a_factory_that_makes_no_compiler(self, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(compilers, "_REGISTRY", dict(compilers._REGISTRY))
@@ -317,4 +520,6 @@ class TestCustomCompilersInARun:
         assert final.status() is ExecutionStatus.FAILED
         [error] = final.errors()
         assert error.type == "ConfigurationError"
-        assert "the context compiler OddCompiler() returned" in error.message
+        assert f"the context compiler OddCompiler() returned {type(answer).__name__}: " in (
+            error.message
+        )

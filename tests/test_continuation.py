@@ -71,6 +71,7 @@ def test_highest_on_a_tie_keeps_the_first_inserted() -> None:
 def test_highest_of_nothing_is_none() -> None:
     assert StopSignals().highest() is None
     assert not StopSignals().has_any()
+    assert StopSignals([signal(StopReason.COMPLETED)]).has_any()
 
 
 def test_signal_str() -> None:

@@ -149,12 +149,17 @@ def test_round_trip_of_a_state_with_a_long_execution_buffer() -> None:
     assert restored.messages_for_inference() == state.messages_for_inference()
 
 
-@pytest.mark.parametrize("name", ["", None, 3, b"messages"])
-def test_a_section_name_must_be_non_empty_text(name: object) -> None:
+@pytest.mark.parametrize(
+    ("name", "got"), [("", "''"), (None, "NoneType"), (3, "int"), (b"messages", "bytes")]
+)
+def test_a_section_name_must_be_non_empty_text(name: object, got: str) -> None:
     with pytest.raises(InvalidInputError) as raised:
         MessageStore().section(name)  # type: ignore[arg-type]
     assert raised.value.field == "name"
-    assert "non-empty" in str(raised.value)
+    assert str(raised.value) == (
+        "invalid section name: name: expected a non-empty section name (text) such as "
+        f"'messages', got {got}"
+    )
 
 
 @pytest.mark.parametrize(
@@ -172,7 +177,19 @@ def test_append_and_set_refuse_what_is_not_a_message(added: object, field: str) 
         with pytest.raises(InvalidInputError) as raised:
             operation(added)  # type: ignore[arg-type]
         assert raised.value.field == field
+        assert str(raised.value).startswith(f"invalid section messages: {field}: expected a ")
         assert "Message.user(" in str(raised.value)
+
+
+@pytest.mark.parametrize(("added", "got"), [("hello", "str"), (None, "NoneType"), ([3], "int")])
+def test_a_refused_message_names_what_it_got(added: object, got: str) -> None:
+    with pytest.raises(InvalidInputError, match=f"an iterable of them, got {got}: make one"):
+        MessageStore().section("messages").append(added)  # type: ignore[arg-type]
+
+
+def test_set_keeps_the_messages_it_is_given() -> None:
+    messages = Messages.of(Message.user("a"))
+    assert MessageStore().section("messages").set(messages).messages_of("messages") is messages
 
 
 def test_set_accepts_any_iterable_of_messages() -> None:
@@ -191,8 +208,76 @@ def test_select_refuses_what_is_not_section_names(names: object) -> None:
     with pytest.raises(InvalidInputError) as raised:
         store_with(messages=["m"]).select(names)  # type: ignore[arg-type]
     assert raised.value.field.startswith("names")
+    assert str(raised.value).startswith("invalid MessageStore.select() argument: names")
 
 
 def test_unicode_section_names_round_trip() -> None:
     store = MessageStore().section("日本 🎉").append(Message.user("é\u2028x"))
     assert MessageStore.from_json(store.to_json()) == store
+
+
+def three_sections() -> MessageStore:
+    return store_with(summary=["s"], messages=["m1", "m2"], buffer=["b"])
+
+
+def contents(store: MessageStore) -> dict[str, list[str]]:
+    return {name: [m.content for m in store.messages_of(name)] for name in store.section_names()}
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda ref: ref.set([Message.user("x")]), ["x"]),
+        (lambda ref: ref.set(Messages.of(Message.user("x"))), ["x"]),
+        (lambda ref: ref.clear(), []),
+        (lambda ref: ref.append([Message.user("x")]), ["m1", "m2", "x"]),
+        (lambda ref: ref.append(Message.user("x")), ["m1", "m2", "x"]),
+        (lambda ref: ref.append(Messages.of(Message.user("x"))), ["m1", "m2", "x"]),
+    ],
+    ids=["set-list", "set-messages", "clear", "append-list", "append-one", "append-messages"],
+)
+def test_changing_a_middle_section_leaves_its_neighbours_alone(change, expected) -> None:
+    changed = change(three_sections().section("messages"))
+    assert contents(changed) == {"summary": ["s"], "messages": expected, "buffer": ["b"]}
+
+
+@pytest.mark.parametrize("name", ["summary", "messages", "buffer"])
+def test_changing_any_section_keeps_the_store_order(name: str) -> None:
+    store = three_sections()
+    for changed in (
+        store.section(name).set([Message.user("x")]),
+        store.section(name).append([Message.user("x")]),
+        store.section(name).append(Messages.of(Message.user("x"))),
+        store.section(name).clear(),
+    ):
+        assert changed.section_names() == ("summary", "messages", "buffer")
+        others = {key: value for key, value in contents(changed).items() if key != name}
+        assert others == {key: value for key, value in contents(store).items() if key != name}
+
+
+def test_removing_a_middle_section_keeps_the_others_in_order() -> None:
+    store = three_sections().section("messages").remove()
+    assert contents(store) == {"summary": ["s"], "buffer": ["b"]}
+
+
+def test_removing_or_clearing_what_is_not_there_returns_the_same_store() -> None:
+    store = store_with(messages=["m"]).section("buffer").set([])
+    assert store.section_names() == ("messages", "buffer")
+    assert store.section("nope").remove() is store
+    assert store.section("buffer").clear() is store
+
+
+def test_set_creates_a_missing_section_at_the_end() -> None:
+    store = three_sections().section("notes").set([Message.user("n")])
+    assert store.section_names() == ("summary", "messages", "buffer", "notes")
+    assert contents(store)["notes"] == ["n"]
+
+
+def test_select_takes_a_generator_of_names() -> None:
+    store = three_sections()
+    names = (name for name in ["buffer", "summary"])
+    assert [m.content for m in store.select(names)] == ["b", "s"]
+
+
+def test_select_of_no_names_is_empty() -> None:
+    assert three_sections().select([]) == Messages()

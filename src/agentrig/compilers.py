@@ -97,16 +97,32 @@ class AllSections:
 
 
 def estimate_tokens(message: Message) -> int:
-    """A rough token count: four characters per token, plus a little per message and call."""
+    """A rough token count: four characters per token, plus four per message.
+
+    The characters are the content's and, for each tool call, its ``str`` (``name(key='value')``):
+    ``Message.user("12345678")`` is 4 + 8 // 4 = 6 tokens.
+    """
     size = len(message.content) + sum(len(str(call)) for call in message.tool_calls)
     return 4 + size // 4
+
+
+_INSTRUCTIONS = (Role.SYSTEM, Role.DEVELOPER)
 
 
 class TokenBudgetCompiler:
     """Wraps another compiler and keeps only the most recent messages that fit ``max_tokens``.
 
-    The first user message is always kept, and a tool result is never kept without the assistant
-    message that called it.
+    What is kept, in this order of precedence, always in the inner compiler's order:
+
+    1. the first user message (the task), even when it alone exceeds the budget;
+    2. the leading system (or developer) messages, the instructions before anything else, each
+       while it fits what the first user message left;
+    3. the most recent messages that fit the rest, newest first, without gaps.
+
+    A tool result is never kept without the assistant message that called it. The newest message
+    is always sent: when it does not fit (with its call, for a tool result), it is kept anyway, as
+    a request without the latest turn would make the model answer a stale conversation. Each
+    message is charged once, at the ``estimator``'s count (default ``estimate_tokens``).
     """
 
     def __init__(
@@ -127,23 +143,45 @@ class TokenBudgetCompiler:
         self.estimator = estimator
 
     def compile(self, state: AgentState) -> Messages:
-        """The inner compiler's messages, trimmed from the front to fit the budget."""
-        messages = self._inner_messages(state)
-        first_user = next((m for m in messages if m.role is Role.USER), None)
-        budget = self.max_tokens - (self._estimate(first_user) if first_user else 0)
-        start = len(messages)
-        while start > 0 and budget - self._estimate(messages[start - 1]) >= 0:
-            start -= 1
-            budget -= self._estimate(messages[start])
-        while start < len(messages) and messages[start].role is Role.TOOL:
-            start += 1
-        kept = messages[start:]
-        if first_user is not None and first_user not in kept:
-            kept = (first_user, *kept)
-        return Messages(kept)
+        """The inner compiler's messages, trimmed to fit the budget (see the class)."""
+        compiled = checked_messages(self.inner, self.inner.compile(state))
+        messages = compiled.to_tuple()
+        count = len(messages)
+        sizes: dict[int, int] = {}
 
-    def _inner_messages(self, state: AgentState) -> tuple[Message, ...]:
-        return checked_messages(self.inner, self.inner.compile(state)).to_tuple()
+        def size(index: int) -> int:  # the estimator runs once per message
+            if index not in sizes:
+                sizes[index] = self._estimate(messages[index])
+            return sizes[index]
+
+        pinned: set[int] = set()
+        budget = self.max_tokens
+        first_user = next((i for i, m in enumerate(messages) if m.role is Role.USER), None)
+        if first_user is not None:
+            pinned.add(first_user)
+            budget -= size(first_user)
+        for index, message in enumerate(messages):
+            if message.role not in _INSTRUCTIONS or size(index) > budget:
+                break
+            pinned.add(index)
+            budget -= size(index)
+        start = count  # the recent window is messages[start:], pinned ones aside
+        while start > 0:
+            if start - 1 not in pinned:
+                if size(start - 1) > budget:
+                    break
+                budget -= size(start - 1)
+            start -= 1
+        while start < count and messages[start].role is Role.TOOL:
+            start += 1  # results whose call did not fit
+        if start == count and count and count - 1 not in pinned:
+            start = count - 1  # the newest turn does not fit: keep it anyway, with its call
+            while start > 0 and messages[start].role is Role.TOOL:
+                start -= 1
+        kept = sorted(pinned.union(range(start, count)))
+        if len(kept) == count:
+            return compiled
+        return Messages(tuple(messages[index] for index in kept))
 
     def _estimate(self, message: Message) -> int:
         tokens = self.estimator(message)
@@ -216,7 +254,7 @@ def get_compiler(name: str) -> ContextCompiler:
     factory = _REGISTRY.get(name) if isinstance(name, str) else None
     if factory is None:
         close = get_close_matches(name, _REGISTRY, n=1) if isinstance(name, str) else []
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = "".join(f"; did you mean {match!r}?" for match in close)
         raise ConfigurationError(
             f"unknown context compiler {name!r}; valid: {', '.join(compiler_names())}{hint} "
             "(a custom one must be registered first with register_compiler)"

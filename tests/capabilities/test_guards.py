@@ -12,10 +12,12 @@ from agentrig import (
     ExecutionBudget,
     ExecutionStatus,
     FinishReason,
+    HookTrigger,
     InvalidInputError,
     StopReason,
     Usage,
     UseGuards,
+    runtime_context,
 )
 from agentrig.fakes import FakeClock, ScriptedLLM, ScriptedTool, ToolReply, Turn, calls
 
@@ -185,6 +187,25 @@ class TestConfiguration:
             "Token limit reached: 0/0",
         )
 
+    def test_the_hooks_it_installs(self, make_agent) -> None:
+        guards = UseGuards(max_steps=3, finish_reasons=["length"])
+        agent = make_agent(ScriptedLLM([]), (), guards)
+        installed = {hook.name: hook for hook in agent.hooks.hooks}
+        budget, finish = installed["guard:budget"], installed["guard:finish_reason"]
+        assert budget.triggers == {HookTrigger.BEFORE_EXECUTION, HookTrigger.BEFORE_STEP}
+        assert budget.priority == 200  # early: other before_step hooks see the limit's signal
+        assert finish.triggers == {HookTrigger.AFTER_STEP}
+        assert finish.priority == -200  # late: after the hooks that may change the step
+
+    def test_finish_reasons_alone_install_only_their_hook(self, make_agent) -> None:
+        agent = make_agent(ScriptedLLM([]), (), UseGuards(finish_reasons="length"))
+        assert [hook.name for hook in agent.hooks.hooks] == ["guard:finish_reason"]
+
+    def test_an_unknown_finish_reason_is_named_by_its_place(self) -> None:
+        with pytest.raises(InvalidInputError, match="'lenght'") as raised:
+            UseGuards(finish_reasons=["stop", "lenght"])
+        assert raised.value.field == "finish_reasons[1]"
+
     def test_an_empty_budget_installs_no_hook(self, make_agent) -> None:
         agent = make_agent(ScriptedLLM([]), (), UseGuards(ExecutionBudget.unlimited()))
         assert len(agent.hooks) == 0
@@ -197,3 +218,131 @@ class TestConfiguration:
         final = run(make_agent, start, ScriptedLLM([]), UseGuards(max_steps=0))
         reasons = [s.reason for s in final.continuation().stop_signals]
         assert reasons == [StopReason.STEPS_LIMIT]
+
+
+class TestFinishReasons:
+    def test_a_listed_finish_reason_stops_as_a_natural_ending(self, make_agent, start) -> None:
+        llm = ScriptedLLM(tool_turns(3, finish_reason=FinishReason.LENGTH))
+        final = run(make_agent, start, llm, UseGuards(finish_reasons=["length"]))
+        assert final.last_stop_reason() is StopReason.FINISH_REASON
+        assert final.step_count() == 1
+        signal = final.stop_signal()
+        assert signal is not None
+        assert signal.message == 'Finish reason "length" matched stop condition'
+        assert signal.context == {"finish_reason": "length"}
+        assert signal.source == "UseGuards"
+
+    def test_a_finish_reason_not_listed_leaves_the_run_alone(self, make_agent, start) -> None:
+        llm = ScriptedLLM([*tool_turns(2), "done"])  # tool_calls, tool_calls, then stop
+        final = run(make_agent, start, llm, UseGuards(finish_reasons=["length", "content_filter"]))
+        assert final.status() is ExecutionStatus.COMPLETED
+        assert final.last_stop_reason() is StopReason.COMPLETED
+        assert final.step_count() == 3
+        assert [s.reason for s in final.continuation().stop_signals] == [StopReason.COMPLETED]
+
+
+class TestSignalContext:
+    def test_a_token_limit_names_the_total_and_the_limit(self, make_agent, start) -> None:
+        llm = ScriptedLLM(tool_turns(4, usage=Usage(input_tokens=50, output_tokens=10)))
+        signal = run(make_agent, start, llm, UseGuards(max_tokens=100)).stop_signal()
+        assert signal is not None
+        assert signal.context == {"total_tokens": 120, "max_tokens": 100}
+
+    def test_a_time_limit_names_the_elapsed_seconds_and_the_limit(
+        self, make_agent, start, clock: FakeClock
+    ) -> None:
+        llm = ScriptedLLM(tool_turns(4, latency=6.0), clock=clock)
+        signal = run(make_agent, start, llm, UseGuards(max_seconds=10)).stop_signal()
+        assert signal is not None
+        assert signal.message == "Execution time limit reached: 12.00s/10.00s"
+        assert signal.context == {"elapsed_seconds": 12.0, "max_seconds": 10}
+
+    def test_a_deadline_names_itself(self, make_agent, start, clock: FakeClock) -> None:
+        deadline = clock.now() + timedelta(seconds=10)
+        llm = ScriptedLLM(tool_turns(4, latency=6.0), clock=clock)
+        signal = run(make_agent, start, llm, UseGuards(deadline=deadline)).stop_signal()
+        assert signal is not None
+        assert signal.reason is StopReason.TIME_LIMIT
+        assert signal.message == f"Deadline reached: {deadline.isoformat()}"
+        assert signal.context == {"deadline": deadline.isoformat()}
+
+    def test_a_cost_limit_names_the_cost_and_the_limit(self, make_agent, start) -> None:
+        llm = ScriptedLLM(tool_turns(4, usage=Usage(input_tokens=1, cost=0.25)))
+        signal = run(make_agent, start, llm, UseGuards(max_cost=0.4)).stop_signal()
+        assert signal is not None
+        assert signal.context == {"cost": 0.5, "max_cost": 0.4}
+
+
+class TestBoundaries:
+    def test_a_cost_exactly_at_the_limit_stops(self, make_agent, start) -> None:
+        llm = ScriptedLLM(tool_turns(4, usage=Usage(input_tokens=1, cost=0.25)))
+        final = run(make_agent, start, llm, UseGuards(max_cost=0.5))  # 0.25 + 0.25 == 0.5
+        assert_stopped(final, StopReason.TOKEN_LIMIT, 2)
+        assert final.stop_signal().message == "Cost limit reached: 0.5/0.5"  # type: ignore[union-attr]
+
+    def test_a_cost_just_below_the_limit_goes_on(self, make_agent, start) -> None:
+        llm = ScriptedLLM(tool_turns(4, usage=Usage(input_tokens=1, cost=0.25)))
+        final = run(make_agent, start, llm, UseGuards(max_cost=0.5000001))
+        assert_stopped(final, StopReason.TOKEN_LIMIT, 3)
+
+    def test_tokens_just_below_the_limit_go_on(self, make_agent, start) -> None:
+        llm = ScriptedLLM(tool_turns(3, usage=Usage(input_tokens=50)))
+        final = run(make_agent, start, llm, UseGuards(max_tokens=101))
+        assert_stopped(final, StopReason.TOKEN_LIMIT, 3)
+
+    def test_time_exactly_at_the_limit_stops(self, make_agent, start, clock: FakeClock) -> None:
+        llm = ScriptedLLM(tool_turns(4, latency=5.0), clock=clock)
+        final = run(make_agent, start, llm, UseGuards(max_seconds=10))
+        assert_stopped(final, StopReason.TIME_LIMIT, 2)
+
+    def test_a_deadline_exactly_now_stops(self, make_agent, start, clock: FakeClock) -> None:
+        llm = ScriptedLLM(tool_turns(4, latency=5.0), clock=clock)
+        final = run(make_agent, start, llm, UseGuards(deadline=clock.now() + timedelta(seconds=10)))
+        assert_stopped(final, StopReason.TIME_LIMIT, 2)
+
+
+class TestWithoutAnExecution:
+    """``exceeded`` on a state no execution has started yet: nothing has been spent."""
+
+    def test_no_step_has_run(self) -> None:
+        assert UseGuards(max_steps=1).exceeded(AgentState()) is None
+        signal = UseGuards(max_steps=0).exceeded(AgentState())
+        assert signal is not None
+        assert signal.context == {"current_steps": 0, "max_steps": 0}
+        assert signal.message == "Step limit reached: 0/0"
+
+    def test_no_token_or_cost_has_been_spent(self) -> None:
+        assert UseGuards(max_tokens=1, max_cost=0.01).exceeded(AgentState()) is None
+        signal = UseGuards(max_cost=0).exceeded(AgentState())
+        assert signal is not None
+        assert (signal.reason, signal.context) == (
+            StopReason.TOKEN_LIMIT,
+            {"cost": 0.0, "max_cost": 0},
+        )
+
+    def test_no_time_has_passed_but_a_deadline_may_have(self, clock: FakeClock) -> None:
+        assert UseGuards(max_seconds=0).exceeded(AgentState()) is None
+        with runtime_context(clock=clock):
+            assert (
+                UseGuards(deadline=clock.now() + timedelta(seconds=1)).exceeded(AgentState())
+                is None
+            )
+            signal = UseGuards(deadline=clock.now()).exceeded(AgentState())
+        assert signal is not None
+        assert signal.reason is StopReason.TIME_LIMIT
+
+
+class TestSignalledOnce:
+    def test_a_run_resumed_past_its_limit_keeps_one_signal(self, make_agent, start) -> None:
+        """A checkpoint saved after the guard signalled, then resumed: both checkpoints of the
+        resumed run see the limit again, and neither adds a second signal."""
+        agent = make_agent(ScriptedLLM(tool_turns(2)), [lookup], UseGuards(max_steps=1))
+        after_one_step = next(iter(agent.iterate(start())))
+        assert after_one_step.status() is ExecutionStatus.IN_PROGRESS
+        guards = UseGuards(max_steps=1)
+        signal = guards.exceeded(after_one_step)
+        assert signal is not None
+        saved = after_one_step.with_stop_signal(signal)
+        resumed = make_agent(ScriptedLLM([]), [lookup], guards).execute(saved)
+        assert_stopped(resumed, StopReason.STEPS_LIMIT, 1)
+        assert [s.reason for s in resumed.continuation().stop_signals] == [StopReason.STEPS_LIMIT]

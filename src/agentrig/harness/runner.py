@@ -410,11 +410,17 @@ def _sigint_held() -> Iterator[None]:
 def _stop(pool: ProcessPoolExecutor) -> None:
     """Cancel what has not started and end the workers (they ignore Ctrl-C: see _init_worker)."""
     processes = list(getattr(pool, "_processes", None) or {})  # no public way before 3.14
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for pid in processes:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
     pool.shutdown(wait=True)
+    if manager is not None:
+        # shutdown(wait=True) after shutdown(wait=False) no longer waits for the pool's manager
+        # thread; one still closing its pipe at exit races the interpreter's own wake-up of it
+        # (CPython writes to it unlocked) into an "OSError: Bad file descriptor" traceback.
+        manager.join()
 
 
 def _worker_died(scenario: Scenario) -> ScenarioResult:

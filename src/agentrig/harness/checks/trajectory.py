@@ -82,9 +82,10 @@ def _unmatched(wanted: Sequence[Call], pool: Sequence[Call], args: ArgsMatcher) 
 
 def strict(expected: Sequence[Call], actual: Sequence[Call], args: ArgsMatcher) -> str | None:
     """The same calls in the same order."""
-    for index, (want, got) in enumerate(zip(expected, actual, strict=False), start=1):
+    for index in range(min(len(expected), len(actual))):
+        want, got = expected[index], actual[index]
         if not _same(want, got, args):
-            return f"call {index}: expected {want}, got {got}"
+            return f"call {index + 1}: expected {want}, got {got}"
     if len(expected) != len(actual):
         return f"expected {len(expected)} call(s), got {len(actual)}"
     return None
@@ -92,32 +93,34 @@ def strict(expected: Sequence[Call], actual: Sequence[Call], args: ArgsMatcher) 
 
 def unordered(expected: Sequence[Call], actual: Sequence[Call], args: ArgsMatcher) -> str | None:
     """The same calls in any order."""
+    parts = []
     missing = _unmatched(expected, actual, args)
+    if missing:
+        parts.append(_missing(missing))
     extra = _unmatched(actual, expected, lambda a, e: args(e, a))
-    if missing or extra:
-        return _listing(missing, extra)
-    return None
+    if extra:
+        parts.append(_unexpected(extra))
+    return "; ".join(parts) or None
 
 
 def subset(expected: Sequence[Call], actual: Sequence[Call], args: ArgsMatcher) -> str | None:
     """Every actual call is among the expected ones."""
     extra = _unmatched(actual, expected, lambda a, e: args(e, a))
-    return _listing([], extra) if extra else None
+    return _unexpected(extra) if extra else None
 
 
 def superset(expected: Sequence[Call], actual: Sequence[Call], args: ArgsMatcher) -> str | None:
     """Every expected call was made."""
     missing = _unmatched(expected, actual, args)
-    return _listing(missing, []) if missing else None
+    return _missing(missing) if missing else None
 
 
-def _listing(missing: Sequence[Call], extra: Sequence[Call]) -> str:
-    parts = []
-    if missing:
-        parts.append("missing " + ", ".join(str(call) for call in missing))
-    if extra:
-        parts.append("unexpected " + ", ".join(str(call) for call in extra))
-    return "; ".join(parts)
+def _missing(calls: Sequence[Call]) -> str:
+    return "missing " + ", ".join(str(call) for call in calls)
+
+
+def _unexpected(calls: Sequence[Call]) -> str:
+    return "unexpected " + ", ".join(str(call) for call in calls)
 
 
 TRAJECTORY_MODES: dict[str, TrajectoryMatcher] = {
