@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import pytest
 
@@ -21,6 +22,12 @@ from agentrig import (
     runtime_context,
 )
 from agentrig.fakes import FakeClock, SeededIds
+
+R = TypeVar("R")
+
+HANG_BOUND_S = 60.0
+"""How long a call may take before ``within_bound`` calls it a hang: far beyond any honest run
+on a busy machine, far below the hours a hang takes. Not a speed check."""
 
 HookSpec = tuple[Callable[..., Any], HookTrigger | str | Iterable[HookTrigger | str], int]
 
@@ -40,6 +47,39 @@ class MakeAgent(Protocol):
 
 class Start(Protocol):
     def __call__(self, text: str = ..., **fields: Any) -> AgentState: ...
+
+
+class Bounded(Protocol):
+    def __call__(self, call: Callable[[], R], seconds: float = ...) -> R: ...
+
+
+@pytest.fixture
+def bounded() -> Bounded:
+    """``bounded(call)``: see :func:`within_bound`."""
+    return within_bound
+
+
+def within_bound(call: Callable[[], R], seconds: float = HANG_BOUND_S) -> R:
+    """``call()``'s result (or its exception), failing the test if it has not returned after
+    ``seconds``: a regression test of a hang fails instead of hanging the suite. The call runs
+    in a daemon thread, left behind if it hangs."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as error:
+            outcome.append((False, error))
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if not outcome:
+        pytest.fail(f"still running after {seconds:.0f} s: a hang", pytrace=False)
+    returned, value = outcome[0]
+    if not returned:
+        raise value
+    return value  # type: ignore[no-any-return]
 
 
 REAL_CASSETTES = Path(__file__).resolve().parents[2] / "shared" / "cassettes" / "real"
