@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Annotated, Any, Literal, Self, get_args
 
+import regex
 from pydantic import (
     AfterValidator,
     AwareDatetime,
@@ -727,6 +728,10 @@ class AgentSpec(ScenarioModel):
 # --- expectations -----------------------------------------------------------------------------
 
 
+REGEX_TIMEOUT_S = 2.0
+"""How long an expectation's ``regex`` may search one text before the check fails."""
+
+
 class TextMatch(ScenarioModel):
     """A check on a text: exactly one of ``equals``, ``contains``, ``regex`` or ``empty``."""
 
@@ -735,20 +740,25 @@ class TextMatch(ScenarioModel):
     equals: Text | None = Field(default=None, description="The exact text.")
     contains: Text | None = Field(default=None, description="A substring of the text.")
     regex: Text | None = Field(
-        default=None, description="A regular expression found in the text (re.search)."
+        default=None,
+        description="A regular expression found in the text (Python re syntax, as re.search); "
+        f"a search that takes longer than {REGEX_TIMEOUT_S:g} s fails the check.",
     )
     empty: Flag | None = Field(
         default=None, description="true: the text is empty; false: it is not."
     )
 
     def matches(self, text: str) -> bool:
-        """Whether ``text`` passes this check."""
+        """Whether ``text`` passes this check; ``TimeoutError`` when a ``regex`` search takes
+        longer than :data:`REGEX_TIMEOUT_S`."""
         if self.equals is not None:
             return text == self.equals
         if self.contains is not None:
             return self.contains in text
         if self.regex is not None:
-            return re.search(self.regex, text) is not None
+            # The regex module stops a search at a time limit: a pattern with nested repeats
+            # such as (a+)+$ backtracks exponentially on a long text, and re cannot be stopped.
+            return regex.search(self.regex, text, timeout=REGEX_TIMEOUT_S) is not None
         return (text == "") == bool(self.empty)
 
     def _problems(self) -> Iterator[tuple[FieldPath, str]]:
@@ -761,8 +771,8 @@ class TextMatch(ScenarioModel):
             yield (), "use exactly one of: equals, contains, regex, empty"
         if self.regex is not None:
             try:
-                re.compile(self.regex)
-            except re.error as exc:
+                regex.compile(self.regex)
+            except regex.error as exc:
                 yield ("regex",), f"invalid regular expression: {exc}"
 
 
