@@ -35,6 +35,7 @@ __all__ = [
     "FieldPath",
     "Location",
     "YamlSource",
+    "check_yaml_limits",
     "load_yaml_file",
     "load_yaml_text",
 ]
@@ -105,8 +106,25 @@ def load_yaml_file(path: str | os.PathLike[str]) -> YamlSource:
 
 def load_yaml_text(text: str, path: str = "<string>") -> YamlSource:
     """Parse one YAML document given as text; ``path`` is only used in locations and errors."""
+    root = _composed(text, path)
+    builder = _Builder(path)
+    data = None if root is None else builder.build(root, ())
+    return YamlSource(path, data, builder.locations, builder.key_locations)
+
+
+def check_yaml_limits(text: str, path: str = "<string>") -> None:
+    """Check that ``text`` is one YAML document within :data:`MAX_VALUES` and :data:`MAX_DEPTH`,
+    before another YAML loader (whose tags may differ) builds it; ``ScenarioFileError`` if not."""
+    root = _composed(text, path)
+    if root is not None:
+        builder = _Builder(path)
+        builder._charge(root, 0)
+        builder._charge_contents(root, 0)
+
+
+def _composed(text: str, path: str) -> Node | None:
     try:
-        root = _compose(text)
+        return _compose(text)
     except RecursionError:
         raise _too_deep(text, path) from None
     except yaml.MarkedYAMLError as exc:
@@ -118,9 +136,6 @@ def load_yaml_text(text: str, path: str = "<string>") -> YamlSource:
         raise ScenarioFileError(path, reason, line=line, column=column) from None
     except yaml.YAMLError as exc:
         raise ScenarioFileError(path, f"invalid YAML: {exc}") from None
-    builder = _Builder(path)
-    data = None if root is None else builder.build(root, ())
-    return YamlSource(path, data, builder.locations, builder.key_locations)
 
 
 _FAST_LOADER: type[Any] | None = getattr(yaml, "CSafeLoader", None)
