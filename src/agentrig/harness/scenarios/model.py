@@ -13,6 +13,7 @@ Dump with ``model_dump(by_alias=True, exclude_unset=True)`` to get the file's sh
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -241,10 +242,11 @@ def _check_json_data(value: Any) -> Any:
 def _not_json(value: Any, at: str = "") -> str | None:
     """Why ``value`` is not JSON data (the runtime accepts nothing else), or None."""
     where = f"at {at}: " if at else ""
-    # Non-finite floats pass: the shorthand renders them, and the runtime reports them itself.
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{where}{value!r} is not JSON data: JSON has no NaN or infinity, use a number"
     if value is None or isinstance(value, str | int | float):
         return None
-    if isinstance(value, list | tuple):
+    if isinstance(value, list):
         found = (_not_json(item, f"{at}[{index}]") for index, item in enumerate(value))
         return next((problem for problem in found if problem is not None), None)
     if isinstance(value, dict) and all(isinstance(key, str) for key in value):
@@ -254,6 +256,8 @@ def _not_json(value: Any, at: str = "") -> str | None:
         what = f"the {type(value).__name__} {value.isoformat()} is"
         return f"{where}{what} not JSON data: quote it to make it text"
     what = "bytes are" if isinstance(value, bytes) else f"a {type(value).__name__} is"
+    if isinstance(value, tuple):
+        what = "a pair of a !!pairs or !!omap value is"
     return f"{where}{what} not JSON data: use text, numbers, booleans, null, lists and mappings"
 
 
