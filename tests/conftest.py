@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import os
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import pytest
 
@@ -22,6 +24,12 @@ from agentrig import (
     runtime_context,
 )
 from agentrig.fakes import FakeClock, SeededIds
+
+R = TypeVar("R")
+
+HANG_BOUND_S = 60.0
+"""How long a call may take before ``within_bound`` calls it a hang: far beyond any honest run
+on a busy machine, far below the hours a hang takes. Not a speed check."""
 
 HookSpec = tuple[Callable[..., Any], HookTrigger | str | Iterable[HookTrigger | str], int]
 
@@ -41,6 +49,39 @@ class MakeAgent(Protocol):
 
 class Start(Protocol):
     def __call__(self, text: str = ..., **fields: Any) -> AgentState: ...
+
+
+class Bounded(Protocol):
+    def __call__(self, call: Callable[[], R], seconds: float = ...) -> R: ...
+
+
+@pytest.fixture
+def bounded() -> Bounded:
+    """``bounded(call)``: see :func:`within_bound`."""
+    return within_bound
+
+
+def within_bound(call: Callable[[], R], seconds: float = HANG_BOUND_S) -> R:
+    """``call()``'s result (or its exception), failing the test if it has not returned after
+    ``seconds``: a regression test of a hang fails instead of hanging the suite. The call runs
+    in a daemon thread, left behind if it hangs."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as error:
+            outcome.append((False, error))
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if not outcome:
+        pytest.fail(f"still running after {seconds:.0f} s: a hang", pytrace=False)
+    returned, value = outcome[0]
+    if not returned:
+        raise value
+    return value  # type: ignore[no-any-return]
 
 
 REAL_CASSETTES = Path(
@@ -118,3 +159,161 @@ def start(clock: FakeClock, ids: SeededIds) -> Start:
             return AgentState(**fields).with_user_message(text)
 
     return make
+
+
+# --- hostile input: strategies shared by the loaders' fuzz tests ---------------------------------
+
+
+class Hostile:
+    """Hypothesis strategies for the fuzz tests of every loader: odd values, structural mutants
+    of real data, damaged text. ``check(load, documented)`` runs one load within the hang bound
+    and fails on any exception that is not a documented one."""
+
+    TOKENS = (
+        *("&a ", "*a", "!!set ", "!!pairs ", "!!omap ", "!!bool ", "!!int ", "!!binary "),
+        *("!!timestamp ", "!!python/object ", "? ", "<<: ", "- ", ": ", "{", "}", "[", "]"),
+        *(", ", "'", '"', "\\", "#", "|", ">", "\t", "\n", "\n  ", "\x00", "\ufeff", "\ud800"),
+        *("name", "turns", "user", "version", "interactions", "2001-13-45", "maybe", ".nan"),
+        *("1" + "0" * 4400, "NaN", "Infinity", "[" * 120, "{a: " * 60, "%YAML 1.1\n", "---\n"),
+    )
+
+    @staticmethod
+    def values() -> Any:
+        """Values a loader must refuse cleanly or accept: wrong types, huge and odd numbers,
+        deep nesting, odd text."""
+        from hypothesis import strategies as st
+
+        leaves = st.one_of(
+            st.none(),
+            st.booleans(),
+            st.integers(),
+            st.sampled_from([4300, 4301, 19, 20]).map(lambda digits: 10**digits),
+            st.floats(),
+            st.text(max_size=12),
+            st.sampled_from(["", "2001-13-45", "yes", "\ud800", "\x00", "a" * 5000, "1e999"]),
+        )
+        nested = st.integers(min_value=95, max_value=300).map(Hostile._nested)
+        shallow = st.recursive(
+            leaves,
+            lambda inner: (
+                st.lists(inner, max_size=3)
+                | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+            ),
+            max_leaves=6,
+        )
+        return st.one_of(shallow, nested)
+
+    @staticmethod
+    def _nested(depth: int) -> Any:
+        value: Any = "x"
+        for level in range(depth):
+            value = [value] if level % 2 else {"k": value}
+        return value
+
+    @staticmethod
+    def mutant(data: Any, base: Any) -> Any:
+        """A structural mutant of ``base`` (plain data): a few nodes replaced, removed, added,
+        wrapped or copied elsewhere. ``data`` is hypothesis's ``st.data()`` object."""
+        from hypothesis import strategies as st
+
+        value = copy.deepcopy(base)
+        for _ in range(data.draw(st.integers(min_value=1, max_value=3), label="edits")):
+            paths = list(Hostile._paths(value))
+            path = data.draw(st.sampled_from(paths), label="at")
+            action = data.draw(
+                st.sampled_from(["replace", "remove", "add", "wrap", "copy"]), label="action"
+            )
+            if not path:
+                value = data.draw(Hostile.values()) if action == "replace" else [value]
+                continue
+            *parent_path, last = path
+            parent = value
+            for part in parent_path:
+                parent = parent[part]
+            if action == "replace":
+                parent[last] = data.draw(Hostile.values(), label="value")
+            elif action == "remove":
+                del parent[last]
+            elif action == "add" and isinstance(parent, dict):
+                key = data.draw(
+                    st.sampled_from(["extra", "on", "<<", "", "1"]) | st.text(max_size=5)
+                )
+                parent[key] = data.draw(Hostile.values(), label="value")
+            elif action == "wrap":
+                parent[last] = [parent[last]] if data.draw(st.booleans()) else {"k": parent[last]}
+            else:
+                other = data.draw(st.sampled_from(paths), label="from")
+                source = value
+                for part in other:
+                    source = source[part]
+                parent[last] = copy.deepcopy(source) if source is not value else None
+        return value
+
+    @staticmethod
+    def _paths(value: Any, path: tuple[Any, ...] = ()) -> Iterable[tuple[Any, ...]]:
+        yield path
+        if len(path) > 12:
+            return
+        items = (
+            value.items()
+            if isinstance(value, dict)
+            else enumerate(value)
+            if isinstance(value, list)
+            else ()
+        )
+        for key, item in items:
+            yield from Hostile._paths(item, (*path, key))
+
+    @staticmethod
+    def damaged(data: Any, raw: bytes) -> bytes:
+        """``raw`` with a few bytes flipped, cut, or YAML/JSON tokens spliced in."""
+        from hypothesis import strategies as st
+
+        out = bytearray(raw)
+        for _ in range(data.draw(st.integers(min_value=1, max_value=4), label="damages")):
+            at = data.draw(st.integers(min_value=0, max_value=len(out)), label="offset")
+            kind = data.draw(st.sampled_from(["flip", "cut", "token", "truncate"]), label="kind")
+            if kind == "flip" and at < len(out):
+                out[at] = data.draw(st.integers(min_value=0, max_value=255))
+            elif kind == "cut":
+                del out[at : at + data.draw(st.integers(min_value=1, max_value=40))]
+            elif kind == "token":
+                token = data.draw(st.sampled_from(Hostile.TOKENS), label="token")
+                out[at:at] = token.encode("utf-8", "surrogatepass")
+            else:
+                del out[at:]
+        return bytes(out)
+
+    @staticmethod
+    def yaml_texts() -> Any:
+        """Random text made of YAML's tokens and a little noise."""
+        from hypothesis import strategies as st
+
+        pieces = st.sampled_from(Hostile.TOKENS) | st.text(max_size=4)
+        return st.lists(pieces, max_size=30).map("".join)
+
+    @staticmethod
+    def check(
+        load: Callable[[], Any], documented: tuple[type[BaseException], ...]
+    ) -> BaseException | None:
+        """Run ``load()`` within the hang bound; a documented error is returned, any other
+        exception fails the test."""
+        from hypothesis import event
+
+        try:
+            within_bound(load)
+        except documented as error:
+            event(f"refused: {type(error).__name__}")
+            return error
+        except Exception as error:
+            pytest.fail(
+                f"undocumented {type(error).__name__} escaped: {error!r}"[:2000], pytrace=True
+            )
+        event("accepted")
+        return None
+
+
+@pytest.fixture(scope="session")
+def hostile() -> type[Hostile]:
+    """The :class:`Hostile` strategies (a session fixture, so ``@given`` tests can use it)."""
+    return Hostile

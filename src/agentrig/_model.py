@@ -17,6 +17,7 @@ from typing import (
     overload,
 )
 
+from jiter import from_json as _jiter_json
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -34,7 +35,6 @@ from pydantic_core import (
     SchemaValidator,
     core_schema,
 )
-from pydantic_core import from_json as _from_json
 from pydantic_core import to_json as _to_json
 
 from agentrig.errors import InvalidInputError
@@ -95,28 +95,61 @@ class FrozenModel(BaseModel):
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
 
-def is_json_data(value: Any) -> bool:
-    """True when ``value`` is plain JSON data (finite floats only; dicts with str keys)."""
+MAX_JSON_DEPTH = 100
+"""The deepest JSON data may nest (``{}`` is one level): JSON parsers and serializers give up
+near 200 levels, and a value must stay readable once it sits inside a saved state."""
+_INT_LIMIT = 10**4300
+"""Integers must have at most 4,300 digits, the most Python's ``int(str)`` and JSON parsers
+read back."""
+
+
+def is_json_data(value: Any, _depth: int = 0) -> bool:
+    """True when ``value`` is plain JSON data: finite floats only, integers of at most 4,300
+    digits, dicts with str keys, at most :data:`MAX_JSON_DEPTH` levels deep."""
     kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:
+    if kind is str or kind is bool or value is None:
         return True
+    if kind is int:
+        return bool(-_INT_LIMIT < value < _INT_LIMIT)
     if kind is float:
         return math.isfinite(value)
+    if _depth >= MAX_JSON_DEPTH:
+        return False
     if kind is dict:
-        return all(type(key) is str for key in value) and _all_json(value.values())
+        return all(type(key) is str for key in value) and _all_json(value.values(), _depth + 1)
     if kind is list:
-        return _all_json(value)
+        return _all_json(value, _depth + 1)
     return False
 
 
-def _all_json(items: Iterable[Any]) -> bool:
+def _all_json(items: Iterable[Any], depth: int) -> bool:
     for item in items:
         # Scalars are checked inline: most of a JSON document is leaves, and a call each would
         # dominate the check (it runs on every JSON field of every validated object).
         leaf = type(item)
-        if leaf is str or leaf is int or leaf is bool or item is None:
+        if leaf is str or leaf is bool or item is None:
             continue
-        if not is_json_data(item):
+        if leaf is int and -_INT_LIMIT < item < _INT_LIMIT:
+            continue
+        if not is_json_data(item, depth):
+            return False
+    return True
+
+
+def _within_depth(value: Any, depth: int = 1) -> bool:
+    """Whether the containers of parsed JSON ``value`` nest at most ``MAX_JSON_DEPTH`` deep."""
+    kind = type(value)
+    if kind is dict:
+        items: Iterable[Any] = value.values()
+    elif kind is list:
+        items = value
+    else:
+        return True
+    if depth > MAX_JSON_DEPTH:
+        return False
+    for item in items:
+        leaf = type(item)
+        if (leaf is dict or leaf is list) and not _within_depth(item, depth + 1):
             return False
     return True
 
@@ -144,6 +177,8 @@ that holds no ``NaN`` or ``Infinity`` token. ``_check_json`` then has nothing to
 
 def _check_json(value: Any, info: ValidationInfo) -> Any:
     if info.context is _PARSED_JSON:
+        if not _within_depth(value):
+            raise ValueError(f"must be JSON data nested at most {MAX_JSON_DEPTH} levels deep")
         return value
     if not is_json_data(value):
         raise ValueError(
@@ -153,20 +188,24 @@ def _check_json(value: Any, info: ValidationInfo) -> Any:
     return value
 
 
-def _first_non_json(value: Any, path: str) -> str:
+def _first_non_json(value: Any, path: str, depth: int = 0) -> str:
     """What makes ``value`` not JSON data, and where: ``tuple at ['k']``, ``nan at [2]``."""
     where = f" at {path}" if path else ""
     kind = type(value)
+    if kind is int:
+        return f"an integer of more than 4300 digits{where}"
+    if kind in (dict, list) and depth >= MAX_JSON_DEPTH:
+        return f"data nested more than {MAX_JSON_DEPTH} levels deep{where}"
     if kind is dict:
         for key, item in value.items():
             if type(key) is not str:
                 return f"the non-string key {key!r}{where}"
-            if not is_json_data(item):
-                return _first_non_json(item, f"{path}[{key!r}]")
+            if not is_json_data(item, depth + 1):
+                return _first_non_json(item, f"{path}[{key!r}]", depth + 1)
     elif kind is list:
         for index, item in enumerate(value):
-            if not is_json_data(item):
-                return _first_non_json(item, f"{path}[{index}]")
+            if not is_json_data(item, depth + 1):
+                return _first_non_json(item, f"{path}[{index}]", depth + 1)
     elif kind is float:
         return f"{value!r}{where}"
     return f"{kind.__name__}{where}"
@@ -341,15 +380,11 @@ class Serializable:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Self:
-        """Restore an object from ``to_json()`` output."""
-        try:
-            data = _from_json(text, allow_inf_nan=True)
-        except ValueError:
-            try:  # the json module words the error (and may accept what jiter did not)
-                data = json.loads(text)
-            except json.JSONDecodeError as error:
-                raise InvalidInputError(cls.__name__, [("", f"not valid JSON: {error}")]) from None
-            return cls.from_dict(data)
+        """Restore an object from ``to_json()`` output (UTF-8 text; a key given twice in one
+        object is an error, not silently resolved)."""
+        data, fast = _parse_json(cls.__name__, text)
+        if not fast:
+            return cls._from_dict(data, None)
         # Parsed JSON holds only JSON data, except for the NaN and Infinity tokens JSON itself
         # lacks: without them, the JSON fields need no second check.
         if isinstance(text, str):
@@ -357,6 +392,45 @@ class Serializable:
         else:
             plain = b"NaN" not in text and b"Infinity" not in text
         return cls._from_dict(data, _PARSED_JSON if plain else None)
+
+
+def _parse_json(what: str, text: str | bytes) -> tuple[Any, bool]:
+    """JSON text as data, and whether the fast parser read it (its data needs no check of the
+    JSON fields but their depth); every problem is an ``InvalidInputError``."""
+    if isinstance(text, str):
+        try:
+            raw = text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            reason = f"not valid JSON: a lone surrogate at position {error.start}"
+            raise InvalidInputError(what, [("", reason)]) from None
+    elif isinstance(text, bytes | bytearray):
+        raw = bytes(text)
+    else:
+        reason = f"expected JSON text (str or bytes), got {type(text).__name__}"
+        raise InvalidInputError(what, [("", reason)])
+    try:
+        return _jiter_json(raw, allow_inf_nan=True, catch_duplicate_keys=True), True
+    except ValueError as error:
+        message = str(error)
+    if "duplicate key" in message:
+        raise InvalidInputError(what, [("", f"not valid JSON: {message}")])
+    try:  # the json module reads escaped lone surrogates, and words most errors better
+        return json.loads(raw, object_pairs_hook=unique_keys), False
+    except json.JSONDecodeError as error:
+        message = str(error)
+    except (ValueError, RecursionError) as error:  # bad UTF-8, too many digits, too deep
+        message = str(error) or type(error).__name__
+    raise InvalidInputError(what, [("", f"not valid JSON: {message}")])
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An ``object_pairs_hook`` for ``json.loads``: a key given twice is a ``ValueError``."""
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        raise ValueError(f"duplicate key {twice!r}")
+    return data
 
 
 _set_record_dict = Serializable.__dict__["__dict__"].__set__

@@ -405,3 +405,28 @@ def test_a_section_name_that_looks_like_a_path_is_reported_not_a_crash(tmp_path:
     [failure] = run_scenario(load_scenario(path)).failures
     assert failure.field == "expect.sections.notes[x].v2[3]"
     assert failure.location == f"{path}:{line_of(path, 'notes[x]')}"
+
+
+def test_a_scenario_that_cannot_run_fails_alone_not_the_suite(tmp_path: Path) -> None:
+    good = load_scenario(scenario_file(tmp_path, TOOL_AGENT))
+    # A call the runtime refuses (NaN is not JSON), slipped past loading: the loader refuses it.
+    reply = good.turns[0].model[0]
+    call = reply.call.model_copy(update={"args": {"a": float("nan"), "b": 2}})  # type: ignore[union-attr]
+    turn = good.turns[0].model_copy(
+        update={"model": (reply.model_copy(update={"call": call}), *good.turns[0].model[1:])}
+    )
+    bad = good.model_copy(update={"name": "bad", "turns": (turn,)})
+    result = run_suite([bad, good])
+    failed, passed = result.scenarios
+    assert passed.passed
+    assert not failed.passed
+    assert "turn 1: " in failed.failures[0].message
+    assert "nan" in failed.failures[0].message
+
+
+def test_validate_refuses_what_run_would_refuse(tmp_path: Path) -> None:
+    for args in ("{a: .nan, b: 2}", "{a: !!pairs [{x: 1}], b: 2}", "{a: .inf, b: 2}"):
+        text = TOOL_AGENT.replace("call: add(a=1, b=2)", f"call: {{name: add, args: {args}}}")
+        with pytest.raises(ScenarioFileError, match="not JSON data") as raised:
+            load_scenario(scenario_file(tmp_path, text))
+        assert raised.value.field == "turns[0].model[0].call.args.a"

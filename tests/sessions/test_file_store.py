@@ -126,8 +126,10 @@ class TestAtomicWrites:
             raise OSError(28, "No space left on device")
 
         monkeypatch.setattr(os, "replace", disk_full)
-        with pytest.raises(OSError, match="No space left"):
+        with pytest.raises(SessionError, match="No space left on device") as raised:
             file_store.save(stored.state.with_metadata("lost", True), expected_version=1)
+        assert "the stored version, if any, is unchanged" in str(raised.value)
+        assert raised.value.session_id == stored.session_id
         monkeypatch.undo()
         assert file_store.path_of(stored.session_id).read_bytes() == before
         assert sorted(p.suffix for p in directory.iterdir()) == [".json", ".lock"]
@@ -158,6 +160,87 @@ class TestAtomicWrites:
         assert file_store.load(stored.session_id) == stored
         assert file_store.list_ids() == [stored.session_id]
         assert file_store.save(stored.state, expected_version=1).version == 2
+        assert [p for p in directory.iterdir() if p.suffix == ".tmp"] == []  # cleaned up
+
+    @pytest.mark.parametrize("errno_name", ["EACCES", "EROFS", "ENOSPC"])
+    def test_a_refused_write_is_a_session_error_and_keeps_the_old_version(
+        self,
+        file_store: FileSessionStore,
+        stored: StoredSession,
+        monkeypatch: pytest.MonkeyPatch,
+        errno_name: str,
+    ) -> None:
+        # Simulated: the suite may run as root, whom chmod does not stop.
+        import errno
+        import tempfile
+
+        code = getattr(errno, errno_name)
+
+        def refuse(*args: object, **kwargs: object) -> None:
+            raise OSError(code, os.strerror(code), str(file_store.directory))
+
+        monkeypatch.setattr(tempfile, "mkstemp", refuse)
+        with pytest.raises(SessionError, match=os.strerror(code)):
+            file_store.save(stored.state.with_metadata("lost", True), expected_version=1)
+        with pytest.raises(SessionError, match=os.strerror(code)):
+            file_store.create(stored.state.evolve(agent_id="another"))
+        monkeypatch.undo()
+        assert file_store.load(stored.session_id) == stored
+
+    def test_an_unlockable_folder_is_a_session_error(
+        self, file_store: FileSessionStore, stored: StoredSession, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        real_open = os.open
+
+        def no_lock_file(path: Any, flags: int, *args: Any) -> int:
+            if str(path).endswith(".lock"):
+                raise PermissionError(13, "Permission denied", str(path))
+            return real_open(path, flags, *args)
+
+        monkeypatch.setattr(os, "open", no_lock_file)
+        with pytest.raises(SessionError, match="Permission denied"):
+            file_store.delete(stored.session_id)
+        monkeypatch.undo()
+        assert file_store.load(stored.session_id) == stored
+
+
+class TestNotRegularFiles:
+    @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+    def test_a_fifo_in_place_of_a_session_file_is_corrupt_not_a_hang(
+        self, file_store: FileSessionStore, stored: StoredSession, bounded: Any
+    ) -> None:
+        path = file_store.path_of(stored.session_id)
+        path.unlink()
+        os.mkfifo(path)
+        with pytest.raises(SessionCorruptError, match="not a regular file") as raised:
+            bounded(lambda: file_store.load(stored.session_id))
+        assert raised.value.location == str(path)
+        with pytest.raises(SessionCorruptError):
+            bounded(lambda: file_store.save(stored.state, expected_version=1))
+
+    def test_a_symlink_loop_is_corrupt(
+        self, file_store: FileSessionStore, stored: StoredSession
+    ) -> None:
+        path = file_store.path_of(stored.session_id)
+        path.unlink()
+        path.symlink_to(path)
+        with pytest.raises(SessionCorruptError, match="cannot be read") as raised:
+            file_store.load(stored.session_id)
+        assert raised.value.location == str(path)
+
+    def test_an_unreadable_file_is_a_session_error(
+        self, file_store: FileSessionStore, stored: StoredSession, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        real_open = os.open
+
+        def refuse(path: Any, flags: int, *args: Any) -> int:
+            if str(path).endswith(".json"):
+                raise PermissionError(13, "Permission denied", str(path))
+            return real_open(path, flags, *args)
+
+        monkeypatch.setattr(os, "open", refuse)
+        with pytest.raises(SessionError, match="Permission denied"):
+            file_store.load(stored.session_id)
 
 
 Damage = Any  # (file text, parsed document) -> new text or document

@@ -132,6 +132,68 @@ class TestDamagedRows:
         assert reason in message
 
 
+class TestHostileDatabases:
+    @pytest.mark.parametrize(
+        "value",
+        ["[" * 5000 + "]" * 5000, '{"schema_version": 1, "n": 1' + "0" * 5000 + "}"],
+        ids=["deep", "long-integer"],
+    )
+    def test_a_state_that_is_not_readable_json_is_corrupt(
+        self, sqlite_store: SqliteSessionStore, stored: StoredSession, db_path: Path, value: str
+    ) -> None:
+        execute(
+            db_path,
+            "UPDATE agentrig_sessions SET state = ? WHERE session_id = ?",
+            value,
+            stored.session_id,
+        )
+        with pytest.raises(SessionCorruptError, match="not valid JSON"):
+            sqlite_store.load(stored.session_id)
+
+    def test_text_that_is_not_utf8_is_corrupt(
+        self, sqlite_store: SqliteSessionStore, stored: StoredSession, db_path: Path
+    ) -> None:
+        execute(
+            db_path,
+            "UPDATE agentrig_sessions SET state = CAST(X'7BFF7D' AS TEXT) WHERE session_id = ?",
+            stored.session_id,
+        )
+        with pytest.raises(SessionCorruptError, match="UTF-8"):
+            sqlite_store.load(stored.session_id)
+
+    def test_a_dropped_table_is_corrupt(
+        self, sqlite_store: SqliteSessionStore, stored: StoredSession, db_path: Path
+    ) -> None:
+        execute(db_path, "DROP TABLE agentrig_sessions")
+        for operation in (
+            lambda: sqlite_store.load(stored.session_id),
+            sqlite_store.list_ids,
+            lambda: sqlite_store.save(stored.state, expected_version=1),
+        ):
+            with pytest.raises(SessionCorruptError, match="no such table"):
+                operation()
+
+    def test_a_damaged_file_is_corrupt(self, db_path: Path, start) -> None:
+        with SqliteSessionStore(db_path) as store:
+            store.create(start("hello"))
+        data = bytearray(db_path.read_bytes())
+        data[100:] = b"\xff" * (len(data) - 100)  # keep the header, wreck the pages
+        db_path.write_bytes(bytes(data))
+        with pytest.raises(SessionCorruptError), SqliteSessionStore(db_path) as store:
+            store.list_ids()
+
+    def test_a_refused_write_is_a_session_error_and_keeps_the_old_version(
+        self, sqlite_store: SqliteSessionStore, stored: StoredSession
+    ) -> None:
+        # As a read-only file would (the suite may run as root, whom chmod does not stop).
+        sqlite_store._connection.execute("PRAGMA query_only = ON")
+        with pytest.raises(SessionError, match="readonly") as raised:
+            sqlite_store.save(stored.state.with_metadata("lost", True), expected_version=1)
+        assert not isinstance(raised.value, SessionCorruptError)
+        sqlite_store._connection.execute("PRAGMA query_only = OFF")
+        assert sqlite_store.load(stored.session_id) == stored
+
+
 class TestConcurrency:
     def test_threads_with_their_own_stores_lose_no_update(
         self, sqlite_store: SqliteSessionStore, db_path: Path, increment, in_threads

@@ -276,6 +276,61 @@ class TestInvalidData:
         with pytest.raises(InvalidInputError, match="not valid JSON"):
             AgentState.from_json("{nope")
 
+    @pytest.mark.parametrize(
+        ("text", "words"),
+        [
+            (b'{"schema_version": 1, "\xff": 1}', "not valid JSON"),
+            ('{"schema_version": 1, "x": 1' + "0" * 4400 + "}", "not valid JSON"),
+            ("[" * 5000 + "]" * 5000, "not valid JSON"),
+            ('{"schema_version": 1, "schema_version": 1}', "duplicate key"),
+            ('{"schema_version": 1, "context": {"metadata": {"a": 1, "a": 2}}}', "duplicate key"),
+            ("\ud800", "lone surrogate"),
+        ],
+        ids=[
+            "not-utf8",
+            "too-many-digits",
+            "too-deep",
+            "duplicate-key",
+            "nested-duplicate",
+            "surrogate",
+        ],
+    )
+    def test_json_text_that_is_not_a_state_is_invalid_input(
+        self, text: str | bytes, words: str
+    ) -> None:
+        with pytest.raises(InvalidInputError, match=words) as raised:
+            AgentState.from_json(text)
+        assert raised.value.field == ""
+
+    @pytest.mark.parametrize("depth", [100, 101, 260])
+    def test_metadata_is_accepted_only_if_the_state_can_be_saved_and_read_back(
+        self, depth: int
+    ) -> None:
+        nested: Any = 1
+        for _ in range(depth):
+            nested = {"a": nested}
+        data = AgentState().to_dict()
+        data["context"]["metadata"] = nested  # ``depth`` levels of objects
+        text = json.dumps(data)
+        if depth <= 100:
+            state = AgentState.from_dict(data)
+            assert AgentState.from_json(state.to_json()) == state
+            assert AgentState.from_json(text) == state
+            return
+        for load, given in ((AgentState.from_dict, data), (AgentState.from_json, text)):
+            with pytest.raises(InvalidInputError, match="nested") as raised:
+                load(given)
+            assert raised.value.field == "context.metadata"
+
+    def test_an_integer_too_long_to_read_back_is_invalid(self) -> None:
+        data = AgentState().to_dict()
+        data["context"]["metadata"] = {"n": 10**4300}
+        with pytest.raises(InvalidInputError, match="more than 4300 digits") as raised:
+            AgentState.from_dict(data)
+        assert raised.value.field == "context.metadata"
+        data["context"]["metadata"] = {"n": 10**4300 - 1}
+        assert AgentState.from_json(AgentState.from_dict(data).to_json()).metadata()["n"] > 0
+
     @staticmethod
     def assert_invalid(data: dict[str, Any], field: str) -> InvalidInputError:
         with pytest.raises(InvalidInputError) as raised:

@@ -81,7 +81,13 @@ def run_scenario(scenario: Scenario, *, builder: AgentBuilder | None = None) -> 
         with runtime_context(clock=run.agent.clock, ids=run.agent.ids):
             state = AgentState()
         for number, turn in enumerate(scenario.turns, start=1):
-            state = _run_turn(run, number, turn, state)
+            try:
+                state = _run_turn(run, number, turn, state)
+            except Exception as error:  # a bad scenario fails alone, never the whole suite
+                where = ("turns", number - 1)
+                message = f"turn {number}: {type(error).__name__}: {error}"
+                run.fail("error", message, where, turn=number)
+                break
     finally:
         agent.close()
     _check_scripts_used(run)

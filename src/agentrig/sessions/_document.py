@@ -8,7 +8,7 @@ from typing import Any, Literal, NoReturn, TypeVar
 
 from pydantic import AwareDatetime, Field
 
-from agentrig._model import FrozenModel, json_text
+from agentrig._model import FrozenModel, json_text, unique_keys
 from agentrig.errors import InvalidInputError, SessionCorruptError
 from agentrig.sessions.base import StoredSession
 from agentrig.state import AgentState
@@ -117,12 +117,16 @@ def session_from(header: Header, state: AgentState) -> StoredSession:
 
 def _document(text: str | bytes, session_id: str, location: str) -> _Document:
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as error:
         reason = f"not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
         _corrupt(session_id, location, "", reason)
     except UnicodeDecodeError as error:
         _corrupt(session_id, location, "", f"not UTF-8 text ({error.reason})")
+    except ValueError as error:  # an integer of more digits than Python converts
+        _corrupt(session_id, location, "", f"not valid JSON ({error})")
+    except RecursionError:
+        _corrupt(session_id, location, "", "not valid JSON (nested too deeply)")
     document = _validated(_Document, data, session_id, location)
     _check_owner(document.session_id, session_id, location)
     return document

@@ -6,6 +6,7 @@ descriptions in this one, so threads are covered too) and ``msvcrt.locking`` on 
 
 from __future__ import annotations
 
+import glob
 import os
 import sys
 import tempfile
@@ -85,6 +86,14 @@ def atomic_write(path: Path, data: bytes) -> None:
             os.unlink(temporary)
         raise
     _sync_directory(path.parent)
+
+
+def remove_orphans(path: Path) -> None:
+    """Remove the temporary files writers of ``path`` left behind when they were killed (call
+    it holding the lock of ``path``, so no live writer's file is among them)."""
+    for orphan in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        with suppress(FileNotFoundError):
+            orphan.unlink()
 
 
 def _sync_directory(directory: Path) -> None:

@@ -13,7 +13,13 @@ from typing import Any, Self
 
 from agentrig.clock import Clock
 from agentrig.errors import SessionConflictError, SessionCorruptError, SessionError
-from agentrig.sessions._document import Header, header_from, session_from, state_from
+from agentrig.sessions._document import (
+    Header,
+    header_from,
+    is_session_id,
+    session_from,
+    state_from,
+)
 from agentrig.sessions._versioned import VersionedStore
 from agentrig.sessions.base import StoredSession
 
@@ -32,6 +38,17 @@ CREATE TABLE IF NOT EXISTS agentrig_sessions (
 _COLUMNS = ("session_id", "version", "created_at", "updated_at")
 _HEADER = f"SELECT {', '.join(_COLUMNS)} FROM agentrig_sessions WHERE session_id = ?"
 _SESSION = f"SELECT {', '.join(_COLUMNS)}, state FROM agentrig_sessions WHERE session_id = ?"
+
+
+_REFUSED = {
+    sqlite3.SQLITE_READONLY,
+    sqlite3.SQLITE_FULL,
+    sqlite3.SQLITE_IOERR,
+    sqlite3.SQLITE_CANTOPEN,
+    sqlite3.SQLITE_PERM,
+    sqlite3.SQLITE_AUTH,
+}
+"""Primary result codes of an operation the system refused; the data is not damaged."""
 
 
 def _connect(path: str, timeout: float) -> sqlite3.Connection:
@@ -99,7 +116,9 @@ class SqliteSessionStore(VersionedStore):
     def _migrate(self) -> None:
         with self._transaction():
             self._execute("CREATE TABLE IF NOT EXISTS agentrig_schema (version INTEGER NOT NULL)")
-            versions = [row[0] for row in self._execute("SELECT version FROM agentrig_schema")]
+            with self._translated():
+                rows = self._execute("SELECT version FROM agentrig_schema").fetchall()
+            versions = [row[0] for row in rows]
             if not versions:
                 self._execute("INSERT INTO agentrig_schema (version) VALUES (?)", SCHEMA_VERSION)
             elif versions != [SCHEMA_VERSION]:
@@ -130,24 +149,40 @@ class SqliteSessionStore(VersionedStore):
                     f"Session store {self.path!r} is closed: open a new "
                     f"SqliteSessionStore({self.path!r}), or use the store inside its with block.",
                 )
-            try:
+            with self._translated():
                 return self._connection.execute(sql, parameters)
-            except sqlite3.OperationalError as error:
-                primary = error.sqlite_errorcode & 0xFF  # an extended code's low byte
-                if primary not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-                    raise
+
+    @contextmanager
+    def _translated(self) -> Iterator[None]:
+        """SQLite's errors as session errors: a damaged database is corrupt, a refused write
+        (read-only file, full disk) or a held lock is a ``SessionError``."""
+        try:
+            yield
+        except sqlite3.OperationalError as error:
+            # An extended code's low byte; errors of the Python module itself have no code.
+            primary = getattr(error, "sqlite_errorcode", sqlite3.SQLITE_ERROR) & 0xFF
+            if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
                 raise SessionError(
                     "",
                     f"Session store {self.path!r}: the database stayed locked by another "
                     f"connection for the whole timeout ({self._timeout} s), so nothing was "
                     "changed. Try again, or open the store with a longer timeout=.",
                 ) from error
-            except sqlite3.DatabaseError as error:
-                # The base class itself means a damaged or foreign file ("file is not a
-                # database", "disk image is malformed"); subclasses (busy, closed, ...) do not.
-                if type(error) is not sqlite3.DatabaseError:
-                    raise
-                raise SessionCorruptError("", self.path, "", str(error)) from error
+            if primary in _REFUSED:
+                raise SessionError(
+                    "",
+                    f"Session store {self.path!r}: SQLite refused the operation ({error}); "
+                    "nothing was changed. Check the file's and its folder's permissions and the "
+                    "free space.",
+                ) from error
+            # No such table or column, text that is not UTF-8, ...: not a database we wrote.
+            raise SessionCorruptError("", self.path, "", str(error)) from error
+        except sqlite3.DatabaseError as error:
+            # The base class means a damaged or foreign file ("file is not a database", "disk
+            # image is malformed"); a constraint broken by hand is damage too.
+            if type(error) not in (sqlite3.DatabaseError, sqlite3.IntegrityError):
+                raise
+            raise SessionCorruptError("", self.path, "", str(error)) from error
 
     def _location(self, session_id: str) -> str:
         return f"{self.path} (table agentrig_sessions, session_id {session_id!r})"
@@ -202,10 +237,12 @@ class SqliteSessionStore(VersionedStore):
         self._execute("DELETE FROM agentrig_sessions WHERE session_id = ?", session_id)
 
     def _ids(self) -> Iterable[str]:
-        return [row[0] for row in self._execute("SELECT session_id FROM agentrig_sessions")]
+        with self._lock, self._translated():
+            rows = self._execute("SELECT session_id FROM agentrig_sessions").fetchall()
+        return [row[0] for row in rows if isinstance(row[0], str) and is_session_id(row[0])]
 
     def _row(self, sql: str, *parameters: Any) -> tuple[Any, ...] | None:
-        with self._lock:
+        with self._lock, self._translated():
             row: tuple[Any, ...] | None = self._execute(sql, *parameters).fetchone()
         return row
 

@@ -255,6 +255,28 @@ class TestProblems:
         with pytest.raises(CassetteConversionError, match="interaction 1: the response is empty"):
             cassette_to_scenario(recorder.cassette, name="x", path="c.yaml")
 
+    @pytest.mark.parametrize(
+        "schema",
+        [
+            {"properties": {"q": {"type": ["string", "null"]}}},
+            {"properties": {"q": {"type": "string"}}, "required": [["q"], {"a": 1}, "q"]},
+            {"properties": {"q": {"type": {"const": 1}}}},
+        ],
+    )
+    def test_a_tool_schema_of_any_shape_converts(
+        self, build: Build, schema: dict[str, object]
+    ) -> None:
+        recorder = record(build, [call("t", q="x"), reply("done")], "hi")
+        tool = recorder.cassette.interactions[0].request.tools[0]
+        odd = tool.model_copy(update={"parameters": schema})
+        request = recorder.cassette.interactions[0].request.model_copy(update={"tools": (odd,)})
+        first = recorder.cassette.interactions[0].model_copy(update={"request": request})
+        cassette = recorder.cassette.model_copy(
+            update={"interactions": (first, *recorder.cassette.interactions[1:])}
+        )
+        scenario = cassette_to_scenario(cassette, name="odd")
+        assert scenario.name == "odd"
+
     def test_names_come_from_file_names(self) -> None:
         assert scenario_name("Weather Two_Cities") == "weather-two_cities"
         assert scenario_name("***") == "recorded-session"

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from textwrap import dedent
+from typing import Any
 
 import pytest
 
@@ -177,3 +179,26 @@ class TestBadFiles:
     def test_a_missing_file_is_a_file_error(self, tmp_path: Path) -> None:
         with pytest.raises(CassetteFileError, match="cannot read the file"):
             load_cassette(tmp_path / "absent.yaml")
+
+
+def test_a_bad_value_deep_in_json_data_is_located_quickly(
+    tmp_path: Path, bounded: Callable[..., Any]
+) -> None:
+    # Locating the problem used to try every reading of pydantic's error location (union tags
+    # at each level): 2**depth readings.
+    depth = 40
+    text = (
+        "version: 1\ninteractions:\n- request:\n    options: "
+        + "{a: " * depth
+        + "2001-01-01"
+        + "}" * depth
+        + "\n  response: {}\n"
+    )
+    path = tmp_path / "deep.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(CassetteFileError) as raised:
+        bounded(lambda: load_cassette(path))
+    assert (raised.value.line, raised.value.field) == (
+        4,
+        "interactions[0].request.options" + ".a" * depth,
+    )

@@ -457,3 +457,86 @@ def test_a_blocked_call_fails_at_once_without_sdk_retries(
         provider.infer(InferenceRequest(messages=Messages.from_text("hi")))
     assert len(blocker.blocked) == 1
     assert sleeps == []
+
+
+# --- hostile cassette files ---------------------------------------------------------------
+
+_GOOD_REQUEST = "method: POST\n    uri: https://api.openai.com/v1/chat/completions\n    body: '{}'"
+_GOOD_RESPONSE = "status: {code: 200, message: OK}\n    headers: {}\n    body: {string: '{}'}"
+
+
+def _cassette(request: str = _GOOD_REQUEST, response: str = _GOOD_RESPONSE) -> str:
+    return f"interactions:\n- request:\n    {request}\n  response:\n    {response}\nversion: 1\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("interactions:\n- request: [1]\n  response: {}\n", "request: expected a mapping"),
+        ("interactions:\n- request: {}\n  response: []\n", "request: method must be text"),
+        (_cassette(_GOOD_REQUEST + "\n    headers: {A: []}"), "request headers A: expected a"),
+        (_cassette(_GOOD_REQUEST + "\n    headers: [a]"), "request headers: expected a mapping"),
+        (_cassette(_GOOD_REQUEST + "\n    headers: {1: [a]}"), "header names must be text"),
+        (_cassette(_GOOD_REQUEST + "\n    extra: 1"), "unknown key 'extra'"),
+        (_cassette("method: 1\n    uri: u"), "method must be text"),
+        (_cassette(_GOOD_REQUEST.replace("'{}'", "[1]")), "body: expected text or binary"),
+        (_cassette(response="status: 200"), "status: expected a mapping"),
+        (_cassette(response="status: {code: x, message: OK}"), "code must be an HTTP status"),
+        (_cassette(response="status: {code: 200, message: 1}"), "message must be text"),
+        (_cassette(response="status: {code: 200, message: OK}\n    body: 1"), "body: expected a"),
+        (
+            _cassette(response="status: {code: 200, message: OK}\n    body: {string: [1]}"),
+            "body string: expected text",
+        ),
+        (
+            _cassette(response="status: {code: 200, message: OK}\n    headers: {A: 1}"),
+            "response headers A: expected a non-empty list",
+        ),
+        (
+            _cassette(_GOOD_REQUEST.replace("body: '{}'", "parsed_body: !!binary AAAA")),
+            "parsed_body: not JSON data",
+        ),
+        (_cassette().replace("version: 1", "version: " + "[" * 150 + "]" * 150), "nested"),
+        (_cassette().replace("version: 1", "x: !!int 0x"), "invalid"),
+    ],
+)
+def test_every_malformed_part_of_a_cassette_is_a_file_error(
+    tmp_path: Path, text: str, reason: str
+) -> None:
+    with pytest.raises(ValueError, match=reason):
+        http_cassettes.deserialize(text)
+    path = tmp_path / "malformed.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(HttpCassetteFileError, match=reason) as raised, use_http_cassette(path):
+        pass
+    assert raised.value.path == str(path)
+
+
+def test_an_alias_bomb_is_refused_before_it_expands(tmp_path: Path, bounded: Any) -> None:
+    lines = ["a0: &a0 [x, x]"]
+    lines += [f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}]" for i in range(1, 22)]  # 4 million
+    bomb = _cassette(_GOOD_REQUEST.replace("body: '{}'", "parsed_body: {b: *a21}"))
+    text = "\n".join(lines) + "\n" + bomb
+    with pytest.raises(ValueError, match="aliases expand"):
+        bounded(lambda: http_cassettes.deserialize(text))
+
+
+@pytest.mark.parametrize("mode", ["once", "new_episodes", "none"])
+def test_a_cassette_with_a_non_utf8_byte_is_an_error_never_a_reason_to_record(
+    tmp_path: Path, mode: str
+) -> None:
+    path = tmp_path / "damaged.yaml"
+    path.write_bytes(_cassette().encode().replace(b"OK", b"O\xff"))
+    with (
+        pytest.raises(HttpCassetteFileError, match=r"not UTF-8 text \(byte 0xff on line 7\)"),
+        use_http_cassette(path, record_mode=mode),
+    ):
+        pass
+    assert b"\xff" in path.read_bytes()  # left as it was
+
+
+def test_a_well_formed_cassette_of_the_same_shape_loads(tmp_path: Path) -> None:
+    path = tmp_path / "good.yaml"
+    path.write_text(_cassette(), encoding="utf-8")
+    with use_http_cassette(path, check_all_played=False) as cassette:
+        assert len(cassette) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -435,3 +436,13 @@ class TestNoErrors:
             [],
             ["service unavailable"],
         )
+
+
+def test_a_backtracking_regex_fails_its_check_instead_of_hanging(
+    bounded: Callable[..., Any],
+) -> None:
+    final = run(["a" * 5000 + "b"])
+    mismatch = bounded(lambda: only(expect(final_response={"regex": "(a+)+$"}), final))
+    assert (mismatch.field, mismatch.path) == ("final_response", ("final_response", "regex"))
+    assert "regex '(a+)+$' gave up after" in mismatch.message
+    assert "5,001-character final response" in mismatch.message

@@ -938,3 +938,27 @@ def test_schema_rejects_what_the_models_reject(
     assert checker.errors(checker.root, data)
     with pytest.raises(ValueError, match="validation error"):
         Scenario.model_validate(data)
+
+
+def test_an_alias_bomb_in_a_pairs_value_is_an_error_not_a_hang(
+    tmp_path: Path, bounded: Callable[..., Any]
+) -> None:
+    lines = [
+        "name: bomb",
+        "agent:",
+        "  tools:",
+        "    t:",
+        "      params: {x: string}",
+        "      replies:",
+        "        - return:",
+        "            a0: &a0 !!pairs [{k: v}, {k: v}]",
+    ]
+    lines += [
+        f"            a{i}: &a{i} !!pairs [{{k: *a{i - 1}}}, {{k: *a{i - 1}}}]"
+        for i in range(1, 30)
+    ]
+    lines += ["turns:", "  - user: hi", "    model:", "      - say: ok"]
+    path = _write(tmp_path, "\n".join(lines) + "\n")
+    with pytest.raises(ScenarioFileError, match="aliases expand") as caught:
+        bounded(lambda: load_scenario(path))
+    assert caught.value.line is not None

@@ -108,7 +108,7 @@ _scalars = (
     st.none()
     | st.booleans()
     | st.integers()
-    | st.floats(allow_nan=False)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(st.characters(categories=["L", "N", "P", "S", "Zs"]), max_size=12)
 )
 _values = st.recursive(

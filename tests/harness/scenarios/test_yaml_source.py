@@ -181,6 +181,56 @@ def test_alias_bombs_are_cut_short() -> None:
     assert "aliases expand" in _syntax_error("\n".join(lines) + "\n").reason
 
 
+@pytest.mark.parametrize("tag", ["!!pairs", "!!omap", "!!set"])
+def test_alias_bombs_inside_other_collection_tags_are_cut_short(tag: str) -> None:
+    # PyYAML's own constructor builds these; their expansion counts all the same.
+    lines = [f"a0: &a0 {tag} {{k: v}}" if tag == "!!set" else f"a0: &a0 {tag} [{{k: v}}]"]
+    for i in range(1, 30):
+        twice = f"[*a{i - 1}, *a{i - 1}]"
+        body = f"{{k: {twice}}}" if tag == "!!set" else f"[{{k: {twice}}}]"
+        lines.append(f"a{i}: &a{i} {tag} {body}")
+    assert "aliases expand" in _syntax_error("\n".join(lines) + "\n").reason
+
+
+@pytest.mark.parametrize(
+    ("source", "where", "words"),
+    [
+        ("name: 2001-13-45\n", (1, 7), "invalid !!timestamp value '2001-13-45': month"),
+        ("user: !!bool maybe\n", (1, 7), "invalid !!bool value 'maybe'"),
+        ("n: !!int 0x\n", (1, 4), "invalid !!int value '0x'"),
+        ("n: !!float x\n", (1, 4), "invalid !!float value 'x'"),
+        ("n: 1" + "0" * 5000 + "\n", (1, 4), "(5001 characters)"),
+    ],
+)
+def test_values_their_tag_cannot_parse_are_errors(
+    source: str, where: tuple[int, int], words: str
+) -> None:
+    error = _syntax_error(source)
+    assert (error.line, error.column) == where
+    assert words in error.reason
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "a: " + "[" * 1000 + "]" * 1000 + "\n",  # beyond what libyaml composes
+        "a: " + "[" * 150 + "]" * 150 + "\n",
+        "a:\n" + "".join("  " * i + "-\n" for i in range(150)),
+    ],
+)
+def test_collections_nested_too_deep_are_errors(source: str) -> None:
+    error = _syntax_error(source)
+    assert "nested more than 100 levels deep" in error.reason
+    assert error.line is not None
+
+
+def test_nesting_up_to_the_limit_loads() -> None:
+    data = load_yaml_text("a: " + "[" * 99 + "]" * 99 + "\n").data
+    for _ in range(99):
+        data = data["a"] if isinstance(data, dict) else data[0]
+    assert data == []
+
+
 def test_aliases_share_values() -> None:
     data = load_yaml_text("a: &x {k: [1, 2]}\nb: *x\n").data
     assert data == {"a": {"k": [1, 2]}, "b": {"k": [1, 2]}}

@@ -304,11 +304,18 @@ def _params(schema: dict[str, Any]) -> dict[str, str] | None:
     if not isinstance(properties, dict):
         return None
     required = schema.get("required")
-    needed = set(required) if isinstance(required, list) else set()
+    needed = (
+        {name for name in required if isinstance(name, str)}
+        if isinstance(required, list)
+        else set()
+    )
     params: dict[str, str] = {}
     for name, prop in properties.items():
         kind = prop.get("type") if isinstance(prop, dict) else None
-        if kind not in _PARAM_TYPES or not re.match(IDENTIFIER_PATTERN, name):
+        # A type may also be a list (["string", "null"]): not a plain type.
+        if not isinstance(kind, str) or kind not in _PARAM_TYPES:
+            return None
+        if not re.match(IDENTIFIER_PATTERN, name):
             return None
         params[name] = kind if name in needed else f"{kind}?"
     return params

@@ -103,21 +103,38 @@ class HttpCassetteNotFoundError(AgentrigError, FileNotFoundError):
 
 
 def deserialize(cassette_string: str) -> dict[str, Any]:
-    """Load a cassette in either shape into vcrpy's dict form (``parsed_body`` → JSON body)."""
+    """Load a cassette in either shape into vcrpy's dict form (``parsed_body`` → JSON body).
+
+    Anything that is not a cassette vcrpy can play raises ``ValueError`` naming the part:
+    YAML errors, alias bombs and deep nesting (the limits of scenario files), and every field
+    of the wrong type."""
     import yaml
     from vcr.serializers import yamlserializer
 
+    from agentrig.harness.errors import ScenarioFileError
+    from agentrig.harness.scenarios.yaml_source import check_yaml_limits
+
+    if not isinstance(cassette_string, str):
+        raise ValueError(f"expected YAML text, got {type(cassette_string).__name__}")
+    try:
+        check_yaml_limits(cassette_string)
+    except ScenarioFileError as error:
+        where = f"line {error.line}, column {error.column}: " if error.line else ""
+        raise ValueError(f"{where}{error.reason}") from None
     try:
         data = yamlserializer.deserialize(cassette_string)
     except yaml.YAMLError as error:
         raise ValueError(f"invalid YAML: {error}") from None
+    except (ValueError, TypeError, OverflowError) as error:  # a tagged value that does not parse
+        raise ValueError(f"invalid YAML value: {error}") from None
     if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
         raise ValueError("not a vcrpy cassette: expected a mapping with an 'interactions' list")
     for number, interaction in enumerate(data["interactions"], start=1):
         if not isinstance(interaction, dict) or not {"request", "response"} <= interaction.keys():
             raise ValueError(f"interaction {number} needs a 'request' and a 'response'")
-        _request_body(interaction["request"])
-        _response_body(interaction["response"])
+        where = f"interaction {number}"
+        _request_body(interaction["request"], f"{where} request")
+        _response_body(interaction["response"], f"{where} response")
     return data
 
 
@@ -128,22 +145,96 @@ def serialize(cassette_dict: dict[str, Any]) -> str:
     return str(yamlserializer.serialize(cassette_dict))
 
 
-def _request_body(request: dict[str, Any]) -> None:
+_REQUEST_KEYS = ("method", "uri", "body", "headers")
+
+
+def _request_body(request: Any, where: str) -> None:
+    _mapping(request, where)
     if "parsed_body" in request:
-        request["body"] = json.dumps(request.pop("parsed_body"))
+        request["body"] = _json_text(request.pop("parsed_body"), f"{where} parsed_body")
     request.setdefault("body", None)
+    request.setdefault("headers", {})
+    unknown = sorted(str(key) for key in request if key not in _REQUEST_KEYS)
+    if unknown:
+        allowed = ", ".join((*_REQUEST_KEYS, "parsed_body"))
+        raise ValueError(f"{where}: unknown key {unknown[0]!r}; allowed keys: {allowed}")
+    for key in ("method", "uri"):
+        if not isinstance(request.get(key), str):
+            raise ValueError(f"{where}: {key} must be text, got {_kind(request.get(key))}")
+    _body(request["body"], f"{where} body")
+    _headers(request["headers"], f"{where} headers")
 
 
-def _response_body(response: dict[str, Any]) -> None:
-    if "parsed_body" not in response:
-        response.setdefault("body", {"string": ""})
-        return
-    text = json.dumps(response.pop("parsed_body"))
-    response["body"] = {"string": text}
-    headers = response.get("headers") or {}
-    for name in headers:
-        if name.lower() == "content-length":
-            headers[name] = [str(len(text.encode()))]
+def _response_body(response: Any, where: str) -> None:
+    _mapping(response, where)
+    if "parsed_body" in response:
+        text = _json_text(response.pop("parsed_body"), f"{where} parsed_body")
+        response["body"] = {"string": text}
+        headers = response.get("headers") or {}
+        if isinstance(headers, dict):
+            for name in headers:
+                if isinstance(name, str) and name.lower() == "content-length":
+                    headers[name] = [str(len(text.encode()))]
+    response.setdefault("body", {"string": ""})
+    response.setdefault("headers", {})
+    status = response.get("status")
+    _mapping(status, f"{where} status")
+    code, message = status.get("code"), status.get("message")
+    if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 999:
+        raise ValueError(f"{where} status: code must be an HTTP status number, got {_kind(code)}")
+    if not isinstance(message, str):
+        raise ValueError(f"{where} status: message must be text, got {_kind(message)}")
+    body = response["body"]
+    _mapping(body, f"{where} body")
+    _body(body.get("string"), f"{where} body string")
+    _headers(response["headers"], f"{where} headers")
+
+
+def _mapping(value: Any, where: str) -> None:
+    if not isinstance(value, dict):
+        raise ValueError(f"{where}: expected a mapping, got {_kind(value)}")
+
+
+def _body(value: Any, where: str) -> None:
+    if value is not None and not isinstance(value, str | bytes):
+        raise ValueError(f"{where}: expected text or binary data, got {_kind(value)}")
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise ValueError(f"{where}: text that is not UTF-8 ({error.reason})") from None
+
+
+def _headers(value: Any, where: str) -> None:
+    _mapping(value, where)
+    for name, values in value.items():
+        if not isinstance(name, str):
+            raise ValueError(f"{where}: header names must be text, got {_kind(name)}")
+        listed = values if isinstance(values, list) else [values]
+        if not listed or not all(isinstance(item, str) for item in listed):
+            raise ValueError(
+                f"{where} {name}: expected a non-empty list of texts, got {_kind(values)}"
+            )
+    for name, values in list(value.items()):
+        if not isinstance(values, list):
+            value[name] = [values]
+
+
+def _json_text(value: Any, where: str) -> str:
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError, RecursionError) as error:
+        raise ValueError(f"{where}: not JSON data ({error})") from None
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, str | int | float | bool):
+        return f"{type(value).__name__} {value!r}"[:60]
+    if isinstance(value, dict | list):
+        return "a mapping" if isinstance(value, dict) else "a list"
+    return f"a {type(value).__name__}"
 
 
 # --- matcher ------------------------------------------------------------------------------
@@ -173,7 +264,7 @@ def request_fingerprint(body: bytes | str | None) -> dict[str, Any] | None:
         "stream": bool(data.get("stream")),
         "system": _system(data),
         "conversation": [item for m in _conversation(data) for item in _items(m)],
-        "tools": sorted(_tool_name(tool) for tool in data.get("tools") or ()),
+        "tools": sorted(_tool_name(tool) for tool in _list(data.get("tools"))),
     }
 
 
@@ -181,7 +272,7 @@ def _conversation(data: dict[str, Any]) -> list[Any]:
     """The messages of a Chat Completions or Messages body, or the ``input`` items of a
     Responses body (a bare string is one user message)."""
     if "messages" in data:
-        return list(data.get("messages") or ())
+        return _list(data.get("messages"))
     given = data.get("input")
     if isinstance(given, str):
         return [{"role": "user", "content": given}]
@@ -201,12 +292,16 @@ def _difference(key: str, ours: Any, theirs: Any) -> str:
 
 
 def _json(body: bytes | str | None) -> Any:
-    if not body:
+    if not body or not isinstance(body, bytes | str):
         return None
     try:
         return json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _text(content: Any) -> str:
@@ -234,7 +329,10 @@ def _arguments(value: Any) -> str:
         if parsed is None and value.strip():
             return value
         value = parsed or {}
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)
 
 
 def _items(message: Any) -> list[tuple[str, ...]]:
@@ -281,8 +379,10 @@ def _items(message: Any) -> list[tuple[str, ...]]:
             items.append(
                 ("tool_result", str(block.get("tool_use_id")), _text(block.get("content")))
             )
-    for call in message.get("tool_calls") or ():
-        function = call.get("function") or {}
+    for call in _list(message.get("tool_calls")):
+        function = call.get("function") if isinstance(call, dict) else None
+        function = function if isinstance(function, dict) else {}
+        call = call if isinstance(call, dict) else {}
         items.append(
             (
                 "tool_call",
@@ -316,11 +416,61 @@ def _vcr_module() -> Any:
 
 
 def configure_vcr(vcr_instance: Any) -> Any:
-    """Register the serializer (as ``yaml``) and the ``llm_request`` matcher on a ``vcr.VCR``
-    (for pytest-recording: call it from ``pytest_recording_configure``). Returns it."""
+    """Register the serializer (as ``yaml``), the ``llm_request`` matcher and a strict file
+    persister on a ``vcr.VCR`` (for pytest-recording: call it from
+    ``pytest_recording_configure``). Returns it.
+
+    The persister reads cassette files as vcrpy's does, except that a file that exists but
+    cannot be read or played (not UTF-8, not a cassette) raises :class:`HttpCassetteFileError`:
+    vcrpy would treat an undecodable file as absent, and record it again from the real API.
+    """
+    from vcr.persisters.filesystem import FilesystemPersister
+
     vcr_instance.register_serializer(SERIALIZER, _Serializer())
     vcr_instance.register_matcher(MATCHER, llm_request)
+    # pytest-recording installs its own persister (it also loads the extra cassettes a
+    # ``vcr`` marker names): only vcrpy's default one is replaced.
+    if getattr(vcr_instance, "persister", FilesystemPersister) is FilesystemPersister:
+        vcr_instance.register_persister(_StrictPersister)
     return vcr_instance
+
+
+class _StrictPersister:
+    """vcrpy's file persister, with damaged files as :class:`HttpCassetteFileError`."""
+
+    @classmethod
+    def load_cassette(cls, cassette_path: Any, serializer: Any) -> Any:
+        from vcr.persisters.filesystem import CassetteNotFoundError
+        from vcr.serialize import deserialize as vcr_deserialize
+
+        path = Path(cassette_path)
+        where = str(cassette_path)
+        if not path.is_file():
+            raise CassetteNotFoundError()
+        try:
+            raw = path.read_bytes()
+        except OSError as error:
+            raise HttpCassetteFileError(where, f"cannot read it ({error.strerror})") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            line = raw.count(b"\n", 0, error.start) + 1
+            reason = f"not UTF-8 text (byte 0x{raw[error.start]:02x} on line {line})"
+            raise HttpCassetteFileError(where, reason) from None
+        if not text.strip():  # an empty file is recorded again, as vcrpy (and Ruby VCR) do
+            raise CassetteNotFoundError()
+        try:
+            return vcr_deserialize(text, serializer)
+        except HttpCassetteFileError:
+            raise
+        except Exception as error:  # vcrpy's own checks raise whatever they hit
+            raise HttpCassetteFileError(where, str(error) or type(error).__name__) from None
+
+    @staticmethod
+    def save_cassette(cassette_path: Any, cassette_dict: Any, serializer: Any) -> None:
+        from vcr.persisters.filesystem import FilesystemPersister
+
+        FilesystemPersister.save_cassette(cassette_path, cassette_dict, serializer)
 
 
 class _Serializer:
@@ -374,6 +524,8 @@ def use_http_cassette(
     with ExitStack() as stack:
         try:
             cassette = stack.enter_context(http_vcr().use_cassette(where, **options))
+        except HttpCassetteFileError:
+            raise
         except ValueError as error:  # what deserialize() refuses
             raise HttpCassetteFileError(where, str(error)) from None
         misses = _record_misses(cassette)

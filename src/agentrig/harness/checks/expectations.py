@@ -10,7 +10,12 @@ from typing import Any
 
 from agentrig import AgentState, Message, Messages
 from agentrig.harness.checks.trajectory import Call, compare_trajectory
-from agentrig.harness.scenarios.model import Expectation, MessageExpect, ToolResultExpect
+from agentrig.harness.scenarios.model import (
+    REGEX_TIMEOUT_S,
+    Expectation,
+    MessageExpect,
+    ToolResultExpect,
+)
 from agentrig.store import INFERENCE_ORDER
 
 _USAGE_FIELDS = {
@@ -123,9 +128,19 @@ def executed_calls(final: AgentState) -> list[Call]:
 def _observed(expect: Expectation, observed: ObservedTurn) -> Iterator[Mismatch]:
     if expect.final_response is not None:
         text = observed.final_response
-        if not expect.final_response.matches(text):
-            wanted = expect.final_response.model_dump(exclude_none=True)
-            yield Mismatch("final_response", "final response does not match", wanted, text)
+        wanted = expect.final_response.model_dump(exclude_none=True)
+        try:
+            matched = expect.final_response.matches(text)
+        except TimeoutError:
+            problem = (
+                f"regex {expect.final_response.regex!r} gave up after {REGEX_TIMEOUT_S:g} s on "
+                f"the {len(text):,}-character final response: it backtracks too much (nested "
+                "repeats such as (a+)+ take exponential time); simplify the pattern"
+            )
+            yield Mismatch("final_response", problem, wanted, text, ("final_response", "regex"))
+        else:
+            if not matched:
+                yield Mismatch("final_response", "final response does not match", wanted, text)
     if expect.tool_calls is not None:
         yield from _tool_calls(expect, observed.calls)
     if expect.model_calls is not None and expect.model_calls != observed.model_calls:

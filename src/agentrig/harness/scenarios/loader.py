@@ -229,25 +229,43 @@ def _match_loc(data: Any, loc: tuple[int | str, ...]) -> tuple[FieldPath, bool]:
     """The data path a pydantic ``loc`` points at, and whether its last item is in the data.
 
     ``loc`` may hold items that are not in the data (union tags, ``[key]``, a missing key);
-    the best reading consumes the last item and as many others as possible.
+    the best reading consumes the last item and as many others as possible (on a tie, the one
+    that consumes earlier items). Each item is either consumed or skipped, so the readings are
+    found by dynamic programming over (position in ``loc``, data node), not by trying them all.
     """
-    best: tuple[bool, FieldPath] = (False, ())
-    for path, last in _readings(data, loc):
-        if (last, len(path)) > (best[0], len(best[1])):
-            best = (last, path)
-    return best[1], best[0]
+    levels = [[data]]  # levels[k]: the nodes a reading of loc[:k] can reach
+    for part in loc:
+        reached = {id(node): node for node in levels[-1]}
+        for node in levels[-1]:
+            child = _child(node, part)
+            if child is not _ABSENT:
+                reached.setdefault(id(child), child)
+        levels.append(list(reached.values()))
+    # ``levels`` keeps every node alive, so the ids in ``best`` stay unique.
+    best: dict[tuple[int, int], tuple[bool, FieldPath]] = {}
+    for start in range(len(loc), -1, -1):
+        for node in levels[start]:
+            best[(start, id(node))] = _best_reading(node, loc, start, best)
+    last, path = best[(0, id(data))]
+    return path, last
 
 
-def _readings(node: Any, loc: tuple[int | str, ...]) -> Iterable[tuple[FieldPath, bool]]:
-    if not loc:
-        yield (), False
-        return
-    head, rest = loc[0], loc[1:]
+def _best_reading(
+    node: Any,
+    loc: tuple[int | str, ...],
+    start: int,
+    best: dict[tuple[int, int], tuple[bool, FieldPath]],
+) -> tuple[bool, FieldPath]:
+    if start == len(loc):
+        return False, ()
+    head = loc[start]
+    skipped = best[(start + 1, id(node))]
     child = _child(node, head)
-    if child is not _ABSENT:
-        for path, last in _readings(child, rest):
-            yield (head, *path), last or not rest
-    yield from _readings(node, rest)
+    if child is _ABSENT:
+        return skipped
+    last, path = best[(start + 1, id(child))]
+    consumed = (last or start + 1 == len(loc), (head, *path))
+    return consumed if (consumed[0], len(consumed[1])) >= (skipped[0], len(skipped[1])) else skipped
 
 
 _ABSENT = object()

@@ -13,12 +13,14 @@ Dump with ``model_dump(by_alias=True, exclude_unset=True)`` to get the file's sh
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Annotated, Any, Literal, Self, get_args
 
+import regex
 from pydantic import (
     AfterValidator,
     AwareDatetime,
@@ -242,10 +244,11 @@ def _check_json_data(value: Any) -> Any:
 def _not_json(value: Any, at: str = "") -> str | None:
     """Why ``value`` is not JSON data (the runtime accepts nothing else), or None."""
     where = f"at {at}: " if at else ""
-    # Non-finite floats pass: the shorthand renders them, and the runtime reports them itself.
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{where}{value!r} is not JSON data: JSON has no NaN or infinity, use a number"
     if value is None or isinstance(value, str | int | float):
         return None
-    if isinstance(value, list | tuple):
+    if isinstance(value, list):
         found = (_not_json(item, f"{at}[{index}]") for index, item in enumerate(value))
         return next((problem for problem in found if problem is not None), None)
     if isinstance(value, dict) and all(isinstance(key, str) for key in value):
@@ -255,6 +258,8 @@ def _not_json(value: Any, at: str = "") -> str | None:
         what = f"the {type(value).__name__} {value.isoformat()} is"
         return f"{where}{what} not JSON data: quote it to make it text"
     what = "bytes are" if isinstance(value, bytes) else f"a {type(value).__name__} is"
+    if isinstance(value, tuple):
+        what = "a pair of a !!pairs or !!omap value is"
     return f"{where}{what} not JSON data: use text, numbers, booleans, null, lists and mappings"
 
 
@@ -819,6 +824,10 @@ class AgentSpec(ScenarioModel):
 # --- expectations -----------------------------------------------------------------------------
 
 
+REGEX_TIMEOUT_S = 2.0
+"""How long an expectation's ``regex`` may search one text before the check fails."""
+
+
 class TextMatch(ScenarioModel):
     """A check on a text: exactly one of ``equals``, ``contains``, ``regex`` or ``empty``."""
 
@@ -827,20 +836,25 @@ class TextMatch(ScenarioModel):
     equals: Text | None = Field(default=None, description="The exact text.")
     contains: Text | None = Field(default=None, description="A substring of the text.")
     regex: Text | None = Field(
-        default=None, description="A regular expression found in the text (re.search)."
+        default=None,
+        description="A regular expression found in the text (Python re syntax, as re.search); "
+        f"a search that takes longer than {REGEX_TIMEOUT_S:g} s fails the check.",
     )
     empty: Flag | None = Field(
         default=None, description="true: the text is empty; false: it is not."
     )
 
     def matches(self, text: str) -> bool:
-        """Whether ``text`` passes this check."""
+        """Whether ``text`` passes this check; ``TimeoutError`` when a ``regex`` search takes
+        longer than :data:`REGEX_TIMEOUT_S`."""
         if self.equals is not None:
             return text == self.equals
         if self.contains is not None:
             return self.contains in text
         if self.regex is not None:
-            return re.search(self.regex, text) is not None
+            # The regex module stops a search at a time limit: a pattern with nested repeats
+            # such as (a+)+$ backtracks exponentially on a long text, and re cannot be stopped.
+            return regex.search(self.regex, text, timeout=REGEX_TIMEOUT_S) is not None
         return (text == "") == bool(self.empty)
 
     def _problems(self) -> Iterator[tuple[FieldPath, str]]:
@@ -853,8 +867,8 @@ class TextMatch(ScenarioModel):
             yield (), "use exactly one of: equals, contains, regex, empty"
         if self.regex is not None:
             try:
-                re.compile(self.regex)
-            except re.error as exc:
+                regex.compile(self.regex)
+            except regex.error as exc:
                 yield ("regex",), f"invalid regular expression: {exc}"
 
 

@@ -9,8 +9,10 @@ Locations are 1-based ``(line, column)`` pairs keyed by a *field path*: a tuple 
 (``str``) and sequence indices (``int``); ``()`` is the document root.
 
 Every problem raises :class:`~agentrig.harness.errors.ScenarioFileError` with file, line and
-column: YAML syntax errors, duplicate keys (both lines named), unsupported tags, recursive
-aliases, and files that are not UTF-8.
+column: YAML syntax errors, duplicate keys (both lines named), unsupported tags, tagged values
+that do not parse (``!!bool maybe``, the date ``2001-13-45``), recursive aliases, files that are
+not UTF-8, and hostile shapes: more than ``MAX_VALUES`` values once aliases are expanded (a
+"billion laughs" file), or collections nested more than ``MAX_DEPTH`` levels deep.
 """
 
 from __future__ import annotations
@@ -27,7 +29,16 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from agentrig.harness.errors import ScenarioFileError
 
-__all__ = ["FieldPath", "Location", "YamlSource", "load_yaml_file", "load_yaml_text"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_VALUES",
+    "FieldPath",
+    "Location",
+    "YamlSource",
+    "check_yaml_limits",
+    "load_yaml_file",
+    "load_yaml_text",
+]
 
 FieldPath = tuple[str | int, ...]
 
@@ -35,7 +46,10 @@ _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _ABSENT = object()
-_MAX_NODES = 200_000
+MAX_VALUES = 200_000
+"""The most values a document may hold once its aliases are expanded."""
+MAX_DEPTH = 100
+"""The deepest collections may nest (JSON tools and serializers give up near 200)."""
 
 
 class Location(NamedTuple):
@@ -92,8 +106,27 @@ def load_yaml_file(path: str | os.PathLike[str]) -> YamlSource:
 
 def load_yaml_text(text: str, path: str = "<string>") -> YamlSource:
     """Parse one YAML document given as text; ``path`` is only used in locations and errors."""
+    root = _composed(text, path)
+    builder = _Builder(path)
+    data = None if root is None else builder.build(root, ())
+    return YamlSource(path, data, builder.locations, builder.key_locations)
+
+
+def check_yaml_limits(text: str, path: str = "<string>") -> None:
+    """Check that ``text`` is one YAML document within :data:`MAX_VALUES` and :data:`MAX_DEPTH`,
+    before another YAML loader (whose tags may differ) builds it; ``ScenarioFileError`` if not."""
+    root = _composed(text, path)
+    if root is not None:
+        builder = _Builder(path)
+        builder._charge(root, 0)
+        builder._charge_contents(root, 0)
+
+
+def _composed(text: str, path: str) -> Node | None:
     try:
-        root = _compose(text)
+        return _compose(text)
+    except RecursionError:
+        raise _too_deep(text, path) from None
     except yaml.MarkedYAMLError as exc:
         raise _syntax_error(exc, path) from None
     except yaml.reader.ReaderError as exc:
@@ -103,9 +136,6 @@ def load_yaml_text(text: str, path: str = "<string>") -> YamlSource:
         raise ScenarioFileError(path, reason, line=line, column=column) from None
     except yaml.YAMLError as exc:
         raise ScenarioFileError(path, f"invalid YAML: {exc}") from None
-    builder = _Builder(path)
-    data = None if root is None else builder.build(root, ())
-    return YamlSource(path, data, builder.locations, builder.key_locations)
 
 
 _FAST_LOADER: type[Any] | None = getattr(yaml, "CSafeLoader", None)
@@ -132,14 +162,12 @@ class _Builder:
         self.key_locations: dict[FieldPath, Location] = {}
         self._constructor = SafeConstructor()
         self._active: set[int] = set()
-        self._budget = _MAX_NODES
+        self._budget = MAX_VALUES
 
     def build(self, node: Node, path: FieldPath) -> Any:
         if id(node) in self._active:
             raise self.error(node.start_mark, "an alias refers to a node that contains it")
-        self._budget -= 1
-        if self._budget < 0:
-            raise self.error(node.start_mark, f"more than {_MAX_NODES} values (aliases expand)")
+        self._charge(node, len(path))
         self.locations[path] = _location(node.start_mark)
         self._active.add(id(node))
         try:
@@ -152,10 +180,37 @@ class _Builder:
             return self._mapping(node, path)
         if isinstance(node, SequenceNode) and node.tag == _SEQ_TAG:
             return [self.build(item, (*path, index)) for index, item in enumerate(node.value)]
+        if isinstance(node, MappingNode | SequenceNode):  # !!set, !!omap, !!pairs and the like
+            self._charge_contents(node, len(path))
         try:
             return self._constructor.construct_object(node, deep=True)
         except yaml.MarkedYAMLError as exc:
             raise _syntax_error(exc, self.path) from None
+        except Exception as exc:  # PyYAML's scalar constructors raise what their parsers raise
+            value = f" {_clip(node.value)!r}" if isinstance(node, ScalarNode) else ""
+            reason = f"invalid {_short_tag(node.tag)} value{value}: {_describe(exc)}"
+            raise self.error(node.start_mark, reason) from None
+
+    def _charge(self, node: Node, depth: int) -> None:
+        """Count one more value against the document's limits."""
+        self._budget -= 1
+        if self._budget < 0:
+            reason = f"more than {MAX_VALUES} values (aliases expand)"
+            raise self.error(node.start_mark, reason)
+        if depth > MAX_DEPTH:
+            reason = f"collections nested more than {MAX_DEPTH} levels deep"
+            raise self.error(node.start_mark, reason)
+
+    def _charge_contents(self, node: Node, depth: int) -> None:
+        """Count what PyYAML's constructor will expand below ``node``, before it does."""
+        children: list[Node] = []
+        if isinstance(node, MappingNode):
+            children = [part for pair in node.value for part in pair]
+        elif isinstance(node, SequenceNode):
+            children = node.value
+        for child in children:
+            self._charge(child, depth + 1)
+            self._charge_contents(child, depth + 1)
 
     def _mapping(self, node: MappingNode, path: FieldPath) -> dict[str, Any]:
         merged: dict[str, Any] = {}
@@ -197,6 +252,39 @@ class _Builder:
     def error(self, mark: Mark, reason: str) -> ScenarioFileError:
         line, column = _location(mark)
         return ScenarioFileError(self.path, reason, line=line, column=column)
+
+
+def _short_tag(tag: str) -> str:
+    return "!!" + tag.removeprefix("tag:yaml.org,2002:") if tag.startswith("tag:yaml") else tag
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= 40 else f"{text[:30]}...({len(text)} characters)"
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, KeyError):  # the bool and int constructors look the text up in a table
+        return "not a value of this type"
+    return _clip(str(exc)) if len(str(exc)) > 200 else str(exc) or type(exc).__name__
+
+
+def _too_deep(text: str, path: str) -> ScenarioFileError:
+    """The error for text whose nesting exhausted the recursive composer: where it gets too
+    deep, found by the parser's event stream (which does not recurse)."""
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH and isinstance(event.start_mark, Mark):
+                    line, column = _location(event.start_mark)
+                    reason = f"collections nested more than {MAX_DEPTH} levels deep"
+                    return ScenarioFileError(path, reason, line=line, column=column)
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.MarkedYAMLError as exc:
+        return _syntax_error(exc, path)
+    return ScenarioFileError(path, f"collections nested more than {MAX_DEPTH} levels deep")
 
 
 def _child(node: Any, part: str | int) -> Any:
