@@ -366,7 +366,14 @@ def test_a_failure_is_shown_in_detail_without_the_table(
     [(0, 2, 1), (105, 2, 1), (399, 8, 1), (800, 2, 2), (1000, 2, 2), (5000, 2, 2), (5000, 8, 8)],
 )
 def test_workers_are_chosen_by_suite_size_and_cpus(count: int, cpus: int, workers: int) -> None:
-    assert auto_workers(count, cpus) == workers
+    assert auto_workers(count, cpus, load=0.0) == workers
+
+
+@pytest.mark.parametrize(
+    ("cpus", "load", "workers"), [(2, 0.4, 2), (2, 1.2, 1), (2, 12.0, 1), (8, 5.0, 3), (8, 0.0, 8)]
+)
+def test_a_busy_machine_gets_fewer_workers(cpus: int, load: float, workers: int) -> None:
+    assert auto_workers(5000, cpus, load=load) == workers
 
 
 def test_an_explicit_workers_option_wins(suite: Path, tmp_path: Path) -> None:

@@ -286,11 +286,18 @@ SCENARIOS_PER_WORKER = 400
 scenarios in the main process."""
 
 
-def auto_workers(count: int, cpus: int | None = None) -> int:
+def auto_workers(count: int, cpus: int | None = None, load: float | None = None) -> int:
     """How many worker processes a suite of ``count`` scenarios gets when ``--workers`` is not
-    given: one per ``SCENARIOS_PER_WORKER`` scenarios, at least one, at most one per CPU."""
+    given: one per ``SCENARIOS_PER_WORKER`` scenarios, at least one, at most one per idle CPU.
+
+    ``cpus`` defaults to the CPUs this process may use, ``load`` to the one-minute load average:
+    on a machine already busy, more processes only take turns (measured: with a load of 11 to
+    14 on 2 CPUs, 2 workers took 1.4 to 2.7 times as long as 1 on 200 to 1,000 scenarios).
+    """
     available = cpus if cpus is not None else _cpu_count()
-    return max(1, min(available, count // SCENARIOS_PER_WORKER))
+    busy = load if load is not None else _load_average()
+    idle = max(1, round(available - busy))
+    return max(1, min(available, idle, count // SCENARIOS_PER_WORKER))
 
 
 def _cpu_count() -> int:
@@ -299,6 +306,14 @@ def _cpu_count() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on every platform
         return os.cpu_count() or 1
+
+
+def _load_average() -> float:
+    """The one-minute load average (0 where the platform has none)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0.0
 
 
 def _progress(quiet: bool) -> Progress:
