@@ -631,3 +631,13 @@ def test_html_usage_is_compact_and_a_failed_status_says_why(suite: SuiteResult) 
 )
 def test_format_usage(usage: dict[str, int], text: str) -> None:
     assert format_usage(usage) == text
+
+
+def test_markdown_says_why_a_status_is_failed(suite: SuiteResult) -> None:
+    """The status rule stays (a recorded tool error fails the run); the report says which."""
+    weather = suite.scenarios[0]
+    recovered = weather.model_copy(
+        update={"turns": (weather.turns[0].model_copy(update={"status": "failed"}),)}
+    )
+    text = MarkdownWriter().render(suite.model_copy(update={"scenarios": (recovered,)}))
+    assert "| failed: 1 tool error / end\\_turn |" in text

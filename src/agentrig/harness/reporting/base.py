@@ -165,11 +165,12 @@ def format_seconds(seconds: float) -> str:
 
 
 def last_turn_outcome(scenario: ScenarioResult) -> str:
-    """``"status / stop_reason"`` of the last turn (``"-"`` for what is unknown)."""
+    """``"status / stop_reason"`` of the last turn (``"-"`` for what is unknown), a failed status
+    with why: ``"failed: 1 tool error / completed"``."""
     if not scenario.turns:
         return "-"
     last = scenario.turns[-1]
-    return f"{last.status or '-'} / {last.stop_reason or '-'}"
+    return f"{status_explained(scenario, last)} / {last.stop_reason or '-'}"
 
 
 def status_explained(scenario: ScenarioResult, turn: TurnResult) -> str:
