@@ -16,7 +16,8 @@ The rules a doc writer follows (one test item per block, named ``docs/x.md:LINE`
   agentrig's plugin: first with ``--agentrig-record-mode=once --snapshot-update``, then, when
   that wrote files (cassettes, snapshots), again as a plain ``pytest`` run that replays them.
 - **yaml** blocks with ``name:`` and ``turns:`` are scenarios: loaded and run; they must pass.
-  A block marked ``<!-- fragment -->`` is loaded inside a minimal scenario.
+  A block marked ``<!-- fragment -->`` is loaded inside a minimal scenario; one marked
+  ``<!-- file: PATH -->`` is saved as ``PATH`` (in the doc's directory), for later blocks to use.
 - **bash**/**console** lines that start with ``agentrig`` run through typer's ``CliRunner``, lines
   that start with ``pytest`` through pytest in process; a trailing ``# ... exits N`` sets the
   expected exit code (default 0). Other lines (installing, benchmarks) are not run.
@@ -304,7 +305,8 @@ class DocRun:
         text = block.text
         if block.mark("fragment") is not None:
             text += MINIMAL_SCENARIO
-        path = self.workdir / f"doc-{block.line}.scenario.yaml"
+        path = self.workdir / (block.mark("file") or f"doc-{block.line}.scenario.yaml")
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         result = run_scenario(load_scenario(path))
         assert result.passed, result

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentrig.harness.checks.invariants import unregister_invariant
-from agentrig.harness.cli import app
+from agentrig.harness.cli import app, auto_workers
 
 runner = CliRunner()
 
@@ -237,7 +237,7 @@ def test_a_report_dir_that_cannot_be_created_exits_2_with_a_clear_error(
     assert blocker.read_text(encoding="utf-8") == "not a folder"
 
 
-def test_paths_and_tags_with_brackets_are_printed_as_written(tmp_path: Path) -> None:
+def test_paths_with_brackets_are_printed_as_written(tmp_path: Path) -> None:
     folder = tmp_path / "[wip]"
     bad = write(folder, "bad", "name: bad\nturns:\n  - user: hi\n    expect: {status: complete}\n")
     code, output = invoke("validate", bad)
@@ -247,8 +247,10 @@ def test_paths_and_tags_with_brackets_are_printed_as_written(tmp_path: Path) -> 
     write(folder, "bad", PASSING.format(name="good", tag="'[b]'"))
     code, output = invoke("run", folder, "--report-dir", folder / "out")
     assert code == 0, output
+    assert f"reports in {folder / 'out'}/" in "".join(output.split("\n"))
+    code, output = invoke("run", folder, "--report-dir", folder / "out", "-v")
     flat = "".join(output.split())
-    assert "[b]" in flat
+    assert "good" in flat
     assert str(folder / "out" / "report.json") in flat
 
 
@@ -328,3 +330,53 @@ class TestValidateChecksWhatRunWould:
             unregister_invariant("always_fine_for_validate")
         assert code == 0, output
         assert "1 scenario file(s) valid" in output
+
+
+def test_the_default_output_fits_80_columns_and_the_table_waits_for_verbose(
+    suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, output = invoke("run", "scenarios", "--report-dir", "out")
+    assert code == 0, output
+    lines = output.splitlines()
+    assert len(lines) == 1, output  # no terminal here, so no progress line: just the summary
+    assert max(len(line) for line in lines) <= 80
+    assert "4 passed, 0 failed" in lines[0]
+    assert lines[0].endswith("; reports in out/ (html, json, junit, markdown)")
+    code, verbose = invoke("run", "scenarios", "--report-dir", "out", "-v")
+    assert code == 0
+    assert all(f"case-{index}" in verbose for index in range(4))
+    assert "case-0.scenario.yaml" in verbose
+    assert max(len(line) for line in verbose.splitlines()) <= 80
+
+
+def test_a_failure_is_shown_in_detail_without_the_table(
+    suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, output = invoke("run", "scenarios/failing", "--report-dir", "out")
+    assert code == 1
+    assert "scenario / file" not in output
+    assert output.splitlines()[-1].startswith("0 passed, 1 failed")
+    assert "expect.final_response" in output
+
+
+@pytest.mark.parametrize(
+    ("count", "cpus", "workers"),
+    [(0, 2, 1), (105, 2, 1), (399, 8, 1), (800, 2, 2), (1000, 2, 2), (5000, 2, 2), (5000, 8, 8)],
+)
+def test_workers_are_chosen_by_suite_size_and_cpus(count: int, cpus: int, workers: int) -> None:
+    assert auto_workers(count, cpus, load=0.0) == workers
+
+
+@pytest.mark.parametrize(
+    ("cpus", "load", "workers"), [(2, 0.4, 2), (2, 1.2, 1), (2, 12.0, 1), (8, 5.0, 3), (8, 0.0, 8)]
+)
+def test_a_busy_machine_gets_fewer_workers(cpus: int, load: float, workers: int) -> None:
+    assert auto_workers(5000, cpus, load=load) == workers
+
+
+def test_an_explicit_workers_option_wins(suite: Path, tmp_path: Path) -> None:
+    code, output = invoke("run", suite, "--workers", "2", "--report-dir", tmp_path / "out")
+    assert code == 0, output
+    assert "4 passed, 0 failed" in output

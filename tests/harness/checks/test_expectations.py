@@ -24,7 +24,12 @@ from agentrig.fakes import (
     ToolReply,
     Turn,
 )
-from agentrig.harness.checks.expectations import Mismatch, check_expectation, executed_calls
+from agentrig.harness.checks.expectations import (
+    BUFFER_HINT,
+    Mismatch,
+    check_expectation,
+    executed_calls,
+)
 from agentrig.harness.checks.trajectory import Call
 from agentrig.harness.scenarios.model import Expectation
 
@@ -288,7 +293,7 @@ class TestMessages:
     @pytest.mark.parametrize(
         ("spec", "problem"),
         [
-            ("tool", "role is assistant, expected tool"),
+            ("tool", "role is assistant, expected tool" + BUFFER_HINT),
             ({"role": "assistant", "content": "Paris is sunny."}, "content differs"),
             ({"role": "assistant", "contains": "rain"}, "content does not contain 'rain'"),
         ],
@@ -306,6 +311,21 @@ class TestMessages:
             ("messages[0]", "role is user, expected assistant"),
             ("messages[1]", "role is assistant, expected user"),
         ]
+
+    def test_expecting_the_tool_trace_in_messages_says_where_it_went(
+        self, failed: AgentState
+    ) -> None:
+        spec = ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+        mismatch = only(expect(messages=spec), failed)
+        assert mismatch.message == "2 message(s), expected 6" + BUFFER_HINT
+        assert "execution buffer, which the end of the execution cleared" in mismatch.message
+        one_item = only(expect(messages=["user", "tool"]), failed)
+        assert one_item.message == "role is assistant, expected tool" + BUFFER_HINT
+
+    def test_no_hint_when_the_trace_is_not_the_question(self, failed: AgentState) -> None:
+        assert only(expect(messages=["user"]), failed).message == "2 message(s), expected 1"
+        wrong = only(expect(messages=["user", "user"]), failed)
+        assert wrong.message == "role is assistant, expected user"
 
     def test_stopped_run_has_no_answer(self, stopped: AgentState) -> None:
         assert check_expectation(expect(messages=["user"]), stopped) == []

@@ -3,14 +3,24 @@
 Needs a Chromium binary: ``$AGENTRIG_CHROMIUM``, else ``chromium`` / ``chromium-browser`` /
 ``google-chrome`` on PATH, else ``/usr/bin/chromium`` (Debian: ``apt-get install -y chromium``).
 Skipped only when none exists. Each test starts one browser (under a second).
+
+The report of a real run (the bundled tools and failing scenarios) is measured inside the
+browser, framed at an exact viewport size: the first failure must be visible without scrolling at
+1400x1000 and at 420x900, with no sideways scrolling at 420 px. Screenshots at both widths are
+kept in the test's temporary folder; their paths are printed and recorded as JUnit properties
+(``screenshot-1400``, ``screenshot-420``).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import os
 import shutil
 import struct
 import subprocess
+from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -88,7 +98,11 @@ class Dom(HTMLParser):
         return next(attrs for name, attrs in self.tags if name == tag)
 
     def scenarios(self) -> dict[str | None, dict[str, str | None]]:
-        return {a.get("id"): a for name, a in self.tags if name == "details"}
+        return {
+            a.get("id"): a
+            for name, a in self.tags
+            if name == "details" and a.get("class") == "scenario"
+        }
 
 
 def dump_dom(binary: str, profile: Path, url: str) -> Dom:
@@ -159,3 +173,138 @@ def test_screenshot_is_a_png_of_the_window(chromium: str, report: Path, tmp_path
     assert data[12:16] == b"IHDR"
     assert struct.unpack(">II", data[16:24]) == WINDOW
     assert len(data) > 10_000, "the screenshot looks blank"
+
+
+# --- the report a newcomer opens: a real run with failures, measured in the browser ------------
+
+SCENARIOS = Path(__file__).parents[3] / "scenarios"
+PROBE = """
+(function () {
+  "use strict";
+  var first = document.querySelector("nav.failure-summary li");
+  var box = first.getBoundingClientRect();
+  var root = document.documentElement;
+  var card = document.querySelector("details.scenario[data-status=failed]");
+  var order = Array.prototype.map.call(
+    card.querySelectorAll("section.failures, ol.transcript, details.invariants"),
+    function (el) { return el.tagName.toLowerCase() + "." + el.className; });
+  var folded = card.querySelector("details.invariants");
+  parent.postMessage(JSON.stringify({
+    width: window.innerWidth, height: window.innerHeight,
+    top: box.top, bottom: box.bottom, text: first.textContent,
+    scrollWidth: root.scrollWidth, order: order, foldedOpen: folded ? folded.open : null,
+    linkTarget: first.querySelector("a").getAttribute("href"),
+    cardOpen: card.open
+  }), "*");
+})();
+"""
+HOLDER = """<!DOCTYPE html><html><body style="margin:0">
+<iframe src="{page}" width="{width}" height="{height}" style="border:0;display:block"></iframe>
+<script>
+window.addEventListener("message", function (event) {{
+  document.body.setAttribute("data-probe", event.data);
+}});
+</script></body></html>"""
+
+
+@pytest.fixture(scope="module")
+def real_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The HTML report of a real run: the bundled tools suite and the deliberately wrong one."""
+    from agentrig.harness.runner import run_suite
+    from agentrig.harness.scenarios.loader import load_scenarios
+
+    scenarios = load_scenarios([SCENARIOS / "failing", SCENARIOS / "tools"])
+    result = run_suite(scenarios, workers=1)
+    assert 0 < result.failed_count < result.total
+    path = tmp_path_factory.mktemp("real") / "report.html"
+    path.write_text(HtmlWriter().render(result), encoding="utf-8")
+    return path
+
+
+def measure(binary: str, report: Path, tmp_path: Path, width: int, height: int) -> dict[str, Any]:
+    """Where things sit when ``report`` is shown in a ``width`` x ``height`` viewport: the page
+    gets a measuring script (and its hash in the page's CSP) and is framed at that size."""
+    html = report.read_text(encoding="utf-8")
+    digest = base64.b64encode(hashlib.sha256(PROBE.encode()).digest()).decode()
+    html = html.replace("script-src ", f"script-src 'sha256-{digest}' ", 1)
+    html = html.replace("</body>", f"<script>{PROBE}</script>\n</body>", 1)
+    probed = tmp_path / f"probed-{width}.html"
+    probed.write_text(html, encoding="utf-8")
+    holder = tmp_path / f"holder-{width}.html"
+    holder.write_text(HOLDER.format(page=probed.name, width=width, height=height), "utf-8")
+    window = f"--window-size={width + 100},{height + 300}"
+    done = run_chromium(
+        binary, tmp_path / "profile", window, "--virtual-time-budget=10000", "--dump-dom",
+        holder.as_uri(),
+    )  # fmt: skip
+    probe = Dom(done.stdout.decode("utf-8")).first("body").get("data-probe")
+    assert probe, "the measuring script did not report"
+    data: dict[str, Any] = json.loads(probe)
+    assert (data["width"], data["height"]) == (width, height)
+    return data
+
+
+def screenshot(binary: str, report: Path, tmp_path: Path, width: int, height: int) -> Path:
+    shot = tmp_path / f"report-{width}x{height}.png"
+    size = f"--window-size={width},{height}"
+    run_chromium(binary, tmp_path / "profile", size, f"--screenshot={shot}", report.as_uri())
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert struct.unpack(">II", data[16:24]) == (width, height)
+    return shot
+
+
+def test_the_first_failure_is_visible_without_scrolling_and_screenshots_are_kept(
+    chromium: str,
+    real_report: Path,
+    tmp_path: Path,
+    record_property: Callable[[str, object], None],
+) -> None:
+    wide = measure(chromium, real_report, tmp_path, 1400, 1000)
+    assert wide["top"] >= 0, wide
+    assert wide["bottom"] <= 1000, wide
+    assert "[script]" in wide["text"] or "[expectation]" in wide["text"], wide["text"]
+    assert wide["linkTarget"].startswith("#scenario-failing-")
+    assert wide["cardOpen"] is True
+    assert wide["order"][0] == "section.failures", "a card starts with why it failed"
+    assert wide["foldedOpen"] is False, "passing invariants are folded"
+    narrow = measure(chromium, real_report, tmp_path, 420, 900)
+    assert narrow["scrollWidth"] <= 420, "the page scrolls sideways at 420 px"
+    assert narrow["top"] >= 0, narrow
+    assert narrow["bottom"] <= 900, narrow
+    for width, height in ((1400, 1000), (420, 900)):
+        shot = screenshot(chromium, real_report, tmp_path, width, height)
+        record_property(f"screenshot-{width}", str(shot))
+        print(f"screenshot at {width}x{height}: {shot}")
+
+
+def test_a_link_to_a_card_opens_it(chromium: str, real_report: Path, tmp_path: Path) -> None:
+    html = real_report.read_text(encoding="utf-8").replace(
+        'data-status="failed" data-name="failing-wrong-final-response"',
+        'data-status="failed" data-name="failing-wrong-final-response" data-closed="1"',
+    )
+    # the card starts closed (as a passed one does); following its link opens it
+    html = html.replace(' data-closed="1" open>', ">", 1)
+    page = tmp_path / "report.html"
+    page.write_text(html, encoding="utf-8")
+    dom = dump_dom(
+        chromium, tmp_path / "profile", page.as_uri() + "#scenario-failing-wrong-final-response"
+    )
+    card = dom.scenarios()["scenario-failing-wrong-final-response"]
+    assert "open" in card, card
+    assert "hidden" not in card
+
+
+def test_control_a_failure_pushed_below_the_fold_is_seen_there(
+    chromium: str, real_report: Path, tmp_path: Path
+) -> None:
+    """Control: the measurement is real; 1,200 px of content above the summary push it out."""
+    html = real_report.read_text(encoding="utf-8")
+    html = html.replace(
+        '<nav class="failure-summary"',
+        '<div style="height:1200px"></div><nav class="failure-summary"',
+        1,
+    )
+    pushed = tmp_path / "report.html"
+    pushed.write_text(html, encoding="utf-8")
+    assert measure(chromium, pushed, tmp_path, 1400, 1000)["top"] > 1000

@@ -29,6 +29,7 @@ from agentrig.harness.reporting import (
     write_reports,
     writer_names,
 )
+from agentrig.harness.reporting.html import format_usage
 from agentrig.harness.reporting.junit import classname_for
 from agentrig.harness.reporting.markdown import markdown_code, markdown_text
 from agentrig.harness.results import Failure, SuiteResult, TranscriptEntry
@@ -465,7 +466,7 @@ def _parse(text: str) -> _Elements:
 
 def test_html_scenario_elements(suite: SuiteResult) -> None:
     page = _parse(HtmlWriter().render(suite))
-    scenarios = [attrs for tag, attrs in page.tags if tag == "details"]
+    scenarios = [a for tag, a in page.tags if tag == "details" and a.get("class") == "scenario"]
     assert [(a["id"], a["data-status"]) for a in scenarios] == [
         ("scenario-weather-two-cities", "passed"),
         ("scenario-budget-exceeded", "failed"),
@@ -497,7 +498,7 @@ def test_html_escapes_attribute_values(suite: SuiteResult) -> None:
     )
     result = suite.model_copy(update={"scenarios": (scenario,)})
     page = _parse(HtmlWriter().render(result))
-    (details,) = [attrs for tag, attrs in page.tags if tag == "details"]
+    (details,) = [a for tag, a in page.tags if tag == "details" and a.get("class") == "scenario"]
     assert details["id"] == 'scenario-q"><script>alert(1)</script>'
     assert details["data-tags"] == "a\"'<>"
     assert [tag for tag, _ in page.tags].count("script") == 1
@@ -506,7 +507,10 @@ def test_html_escapes_attribute_values(suite: SuiteResult) -> None:
 def test_html_is_self_contained(suite: SuiteResult) -> None:
     text = HtmlWriter().render(suite)
     page = _parse(text)
-    assert not [a for _, attrs in page.tags for a in attrs if a in ("src", "href", "action")]
+    assert not [a for _, attrs in page.tags for a in attrs if a in ("src", "action")]
+    links = [attrs["href"] for tag, attrs in page.tags if "href" in attrs]
+    assert links, "the failure summary links each failed scenario's card"
+    assert all(link.startswith("#scenario-") for link in links)
     assert "http:" not in text
     assert "https:" not in text
     assert "@import" not in text
@@ -530,7 +534,9 @@ def test_html_shows_transcript_invariants_and_failures(suite: SuiteResult) -> No
         "stop",
     ]
     assert '<li class="entry kind-tool_result is-error" data-kind="tool_result">' in text
-    assert "&quot;city&quot;: &quot;Paris&quot;" in text
+    call = "get_weather(city=&quot;Paris&quot;, units=&quot;C&quot;)"
+    assert text.count(call) == 1  # one rendering of the call, not its arguments twice
+    assert text.count("&quot;Paris&quot;") == 1
     assert "<td>budget_respected</td><td>5</td><td>1</td>" in text
     assert '<pre class="expected">&quot;end_turn&quot;</pre>' in text
     assert '<pre class="observed">&quot;max_steps&quot;</pre>' in text
@@ -543,7 +549,7 @@ def test_html_orders_args_keys(suite: SuiteResult) -> None:
     )
     scenario = suite.scenarios[0].model_copy(update={"transcript": (entry,)})
     text = HtmlWriter().render(suite.model_copy(update={"scenarios": (scenario,)}))
-    assert text.index("&quot;a&quot;") < text.index("&quot;b&quot;")
+    assert "f(a=2, b=1)" in text
 
 
 class _CustomWriter(ReportWriter):
@@ -569,3 +575,69 @@ def test_markdown_cuts_long_values_and_json_keeps_them(suite: SuiteResult) -> No
     assert len(markdown) < 10_000
     restored = SuiteResult.from_dict(json.loads(JsonWriter().render(result)))
     assert restored.scenarios[0].failures[0].observed == long
+
+
+def test_html_opens_on_a_failure_summary_linked_to_each_failed_card(suite: SuiteResult) -> None:
+    text = HtmlWriter().render(suite)
+    summary = text[text.index('<nav class="failure-summary"') : text.index("</nav>")]
+    assert text.index("</nav>") < text.index('<details class="scenario"')
+    assert '<a href="#scenario-budget-exceeded">budget-exceeded</a>' in summary
+    assert "and 1 more" in summary  # budget-exceeded has two failures
+    assert "[expectation] stop reason differs | see\nturn 2 (turn 2, step 2, at " in summary
+    assert '<a href="#scenario-xss-probe">' in summary
+    assert "weather-two-cities" not in summary
+
+
+def test_html_has_no_failure_summary_when_everything_passed(suite: SuiteResult) -> None:
+    passed = suite.model_copy(update={"scenarios": suite.scenarios[:1]})
+    assert "failure-summary" not in HtmlWriter().render(passed).split("<style>")[0]
+    assert "<nav" not in HtmlWriter().render(passed)
+
+
+def test_html_card_shows_the_failure_first_and_folds_passing_invariants(
+    suite: SuiteResult,
+) -> None:
+    text = HtmlWriter().render(suite)
+    card = text[text.index('id="scenario-budget-exceeded"') : text.index('id="scenario-xss-probe"')]
+    assert card.index("Why it failed") < card.index("<h3>Turns</h3>")
+    assert "<h3>Failed invariants</h3>" in card
+    weather = text[text.index('id="scenario-weather-two-cities"') : text.index(card[:40])]
+    assert '<details class="invariants"><summary>1 invariant passed (4 checks)</summary>' in weather
+    assert weather.index("<h3>Transcript</h3>") < weather.index('<details class="invariants">')
+
+
+def test_html_usage_is_compact_and_a_failed_status_says_why(suite: SuiteResult) -> None:
+    text = HtmlWriter().render(suite)
+    assert "tokens: 40 in, 8 out" in text
+    assert "cost 0.00012" in text
+    assert "cache_read_tokens=" not in text
+    recovered = suite.scenarios[0].model_copy(
+        update={"turns": (suite.scenarios[0].turns[0].model_copy(update={"status": "failed"}),)}
+    )
+    page = HtmlWriter().render(suite.model_copy(update={"scenarios": (recovered,)}))
+    assert '<span class="bad">failed: 1 tool error</span>' in page
+
+
+@pytest.mark.parametrize(
+    ("usage", "text"),
+    [
+        ({}, "no tokens"),
+        ({"input_tokens": 0, "output_tokens": 0, "total": 0}, "no tokens"),
+        (
+            {"input_tokens": 1200, "output_tokens": 28, "cache_read_tokens": 5, "total": 1233},
+            "tokens: 1,200 in, 28 out, 5 cache read",
+        ),
+    ],
+)
+def test_format_usage(usage: dict[str, int], text: str) -> None:
+    assert format_usage(usage) == text
+
+
+def test_markdown_says_why_a_status_is_failed(suite: SuiteResult) -> None:
+    """The status rule stays (a recorded tool error fails the run); the report says which."""
+    weather = suite.scenarios[0]
+    recovered = weather.model_copy(
+        update={"turns": (weather.turns[0].model_copy(update={"status": "failed"}),)}
+    )
+    text = MarkdownWriter().render(suite.model_copy(update={"scenarios": (recovered,)}))
+    assert "| failed: 1 tool error / end\\_turn |" in text

@@ -93,7 +93,8 @@ def _all(expect: Expectation, final: AgentState) -> Iterator[Mismatch]:
     yield from _simple(expect, final)
     yield from _observed(expect, observed_turn(final))
     if expect.messages is not None:
-        yield from _section(("messages",), expect.messages, final.messages())
+        for mismatch in _section(("messages",), expect.messages, final.messages()):
+            yield _with_buffer_hint(mismatch, expect.messages, final)
     yield from _sections(expect, final)
     yield from _usage(expect, final)
     yield from _errors(expect, final)
@@ -213,6 +214,26 @@ def _section(
         if problem is not None:
             item = Mismatch(f"{field}[{index}]", problem, expected[index], observed[index])
             yield replace(item, path=(*path, index))
+
+
+BUFFER_HINT = (
+    "; tool calls and results live in the execution buffer, which the end of the execution "
+    "cleared: `messages` keeps user messages and final answers (check calls with `tool_calls:`)"
+)
+
+
+def _with_buffer_hint(
+    mismatch: Mismatch, wanted: Sequence[MessageExpect], final: AgentState
+) -> Mismatch:
+    """A ``messages`` mismatch that looks like tool traces were expected in ``messages``, with
+    where they went: the first surprise of a new user (2 messages where 4 were expected)."""
+    separated = not any(message.is_trace for message in final.messages())
+    traced = any(step.requested_tool_calls() for step in final.steps())
+    expects_tool = any(spec.role == "tool" for spec in wanted)
+    too_many = mismatch.field == "messages" and len(wanted) > len(final.messages())
+    if separated and traced and (expects_tool or too_many):
+        return replace(mismatch, message=mismatch.message + BUFFER_HINT)
+    return mismatch
 
 
 def _sections(expect: Expectation, final: AgentState) -> Iterator[Mismatch]:

@@ -16,7 +16,7 @@ from typing import ClassVar, TypeVar
 from pydantic import JsonValue
 
 from agentrig.errors import AgentrigError, ConfigurationError
-from agentrig.harness.results import ScenarioResult, SuiteResult
+from agentrig.harness.results import ScenarioResult, SuiteResult, TurnResult
 
 __all__ = [
     "ReportWriter",
@@ -26,6 +26,7 @@ __all__ = [
     "get_writer",
     "last_turn_outcome",
     "register_writer",
+    "status_explained",
     "unregister_writer",
     "write_reports",
     "writer_names",
@@ -164,8 +165,33 @@ def format_seconds(seconds: float) -> str:
 
 
 def last_turn_outcome(scenario: ScenarioResult) -> str:
-    """``"status / stop_reason"`` of the last turn (``"-"`` for what is unknown)."""
+    """``"status / stop_reason"`` of the last turn (``"-"`` for what is unknown), a failed status
+    with why: ``"failed: 1 tool error / completed"``."""
     if not scenario.turns:
         return "-"
     last = scenario.turns[-1]
-    return f"{last.status or '-'} / {last.stop_reason or '-'}"
+    return f"{status_explained(scenario, last)} / {last.stop_reason or '-'}"
+
+
+def status_explained(scenario: ScenarioResult, turn: TurnResult) -> str:
+    """A turn's status, with why when it failed: ``"failed: 1 tool error"``.
+
+    The status rule stays the runtime's (any recorded error fails the execution, even one the
+    model recovered from); this says which errors the turn's transcript shows.
+    """
+    status = turn.status or "-"
+    if status != "failed":
+        return status
+    entries = [entry for entry in scenario.transcript if entry.turn == turn.index]
+    tool_errors = sum(1 for e in entries if e.is_error and e.kind == "tool_result")
+    other_errors = sum(1 for e in entries if e.is_error and e.kind != "tool_result")
+    reasons = [
+        _counted(tool_errors, "tool error"),
+        _counted(other_errors, "error"),
+    ]
+    shown = [reason for reason in reasons if reason]
+    return f"failed: {', '.join(shown)}" if shown else status
+
+
+def _counted(count: int, noun: str) -> str:
+    return "" if count == 0 else f"{count} {noun}" + ("" if count == 1 else "s")

@@ -1,9 +1,13 @@
 """A self-contained HTML report: inline CSS and JS, no external resources, every value escaped.
 
-Each scenario is a ``<details class="scenario" id="scenario-NAME" data-status="passed|failed">``
-with its turns, transcript, invariants and failures. The page filters scenarios by name or tag
-and can show failed ones only; a URL fragment presets both, e.g. ``report.html#filter=tools``
-or ``#filter=paris&failed=1``. Once its script has run, ``<body>`` carries
+The page opens on a summary of the failures (``<nav class="failure-summary">``), each failed
+scenario's first failure spelled out and linked to its card. Each scenario is a
+``<details class="scenario" id="scenario-NAME" data-status="passed|failed">``, open when it
+failed: why it failed first, then its file, its turns in one line each, the transcript (a tool
+call rendered once, as ``name(key=value)``), and the invariants (the passing ones folded). The
+page reads at 420 px and by keyboard. It filters scenarios by name or tag and can show failed
+ones only; a URL fragment presets both, e.g. ``report.html#filter=tools`` or
+``#filter=paris&failed=1``, and ``#scenario-NAME`` opens that card. Once its script has run, ``<body>`` carries
 ``data-report-ready="1"``. Wall times appear only in elements labelled "Wall time".
 """
 
@@ -13,11 +17,14 @@ import base64
 import hashlib
 from html import escape
 
+from pydantic import JsonValue
+
 from agentrig.harness.reporting.base import (
     ReportWriter,
     format_json,
     format_seconds,
     register_writer,
+    status_explained,
 )
 from agentrig.harness.results import (
     Failure,
@@ -28,48 +35,68 @@ from agentrig.harness.results import (
     TurnResult,
 )
 
-__all__ = ["HtmlWriter"]
+__all__ = ["HtmlWriter", "format_usage"]
 
 _CSS = """
-:root { --ok: #1a7f37; --bad: #cf222e; --muted: #57606a; --line: #d0d7de; --soft: #f6f8fa; }
+:root { --ok: #1a7f37; --bad: #cf222e; --muted: #57606a; --line: #d0d7de; --soft: #f6f8fa;
+  --focus: #0969da; }
 * { box-sizing: border-box; }
-body { font: 14px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1100px; padding: 1rem;
-  color: #1f2328; }
+body { font: 14px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1100px; padding: .75rem;
+  color: #1f2328; overflow-wrap: anywhere; }
 [hidden] { display: none !important; }
-h1 { margin: 0 0 .25rem; font-size: 1.5rem; }
+h1 { margin: 0 0 .25rem; font-size: 1.4rem; }
+h2 { font-size: 1.1rem; margin: .75rem 0 .25rem; }
+h3 { font-size: 1rem; margin: .75rem 0 .25rem; }
+a { color: var(--focus); }
+:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
 .counts span { margin-right: 1rem; font-weight: 600; }
 .passed-count, .ok { color: var(--ok); }
 .failed-count, .bad { color: var(--bad); }
-.wall-time { color: var(--muted); font-variant-numeric: tabular-nums; }
-.controls { display: flex; gap: 1rem; align-items: center; margin: .75rem 0; flex-wrap: wrap; }
-.controls input[type=search] { padding: .3rem .5rem; min-width: 18rem; }
+.wall-time, .muted { color: var(--muted); font-variant-numeric: tabular-nums; }
+nav.failure-summary { border: 1px solid var(--bad); border-radius: 6px; padding: .25rem .75rem;
+  background: #fff8f7; }
+nav.failure-summary ol { margin: .25rem 0; padding-left: 1.5rem; }
+nav.failure-summary li { margin: .3rem 0; }
+nav.failure-summary .first { display: block; color: #1f2328; white-space: pre-wrap; }
+.controls { display: flex; gap: .5rem 1rem; align-items: center; margin: .75rem 0;
+  flex-wrap: wrap; }
+.controls input[type=search] { padding: .3rem .5rem; flex: 1 1 14rem; min-width: 0;
+  max-width: 24rem; }
 details.scenario { border: 1px solid var(--line); border-left: 6px solid var(--ok);
   border-radius: 6px; margin: .5rem 0; padding: .25rem .75rem; }
 details.scenario[data-status=failed] { border-left-color: var(--bad); }
-summary { cursor: pointer; display: flex; gap: .75rem; align-items: baseline; flex-wrap: wrap; }
+summary { cursor: pointer; }
+details.scenario > summary { display: flex; gap: .25rem .75rem; align-items: baseline;
+  flex-wrap: wrap; padding: .2rem 0; }
 summary .name { font-weight: 600; }
 .badge { font-size: .75rem; font-weight: 700; padding: 0 .4rem; border-radius: 4px; color: #fff;
   background: var(--ok); }
 [data-status=failed] .badge { background: var(--bad); }
 .tag { background: var(--soft); border: 1px solid var(--line); border-radius: 1rem;
   padding: 0 .5rem; font-size: .8rem; }
-table { border-collapse: collapse; margin: .5rem 0; }
+table { border-collapse: collapse; margin: .5rem 0; max-width: 100%; }
 th, td { border: 1px solid var(--line); padding: .2rem .5rem; text-align: left;
   vertical-align: top; }
 th { background: var(--soft); }
 pre, .text { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0; }
 pre { background: var(--soft); padding: .3rem .5rem; border-radius: 4px; }
+ol.turns { list-style: none; padding: 0; margin: .25rem 0; }
+ol.turns li { margin: .15rem 0; }
 ol.transcript { list-style: none; padding: 0; }
 ol.transcript li { border-left: 3px solid var(--line); margin: .25rem 0; padding: .2rem .6rem; }
 li.turn-marker { border: 0 !important; font-weight: 700; margin-top: .75rem !important; }
 .who { font-weight: 600; margin-right: .5rem; }
 .pos, .section { color: var(--muted); font-size: .8rem; margin-right: .5rem; }
+code.call { white-space: pre-wrap; }
 .kind-user { border-left-color: #0969da !important; }
 .kind-assistant { border-left-color: #8250df !important; }
 .kind-tool_call, .kind-tool_result { border-left-color: #bf8700 !important; }
 li.is-error { border-left-color: var(--bad) !important; background: #ffebe9; }
-.diff { display: grid; grid-template-columns: 1fr 1fr; gap: .5rem; }
+section.failures { border-left: 3px solid var(--bad); padding-left: .6rem; }
+ol.failures { padding-left: 1.25rem; }
 ol.failures > li { margin: .5rem 0; }
+.diff { display: grid; grid-template-columns: repeat(auto-fit, minmax(14rem, 1fr)); gap: .5rem; }
+details.invariants > summary { color: var(--muted); margin: .5rem 0; }
 """
 
 _SCRIPT = """
@@ -97,18 +124,28 @@ _SCRIPT = """
     document.getElementById("shown").textContent = String(shown);
   }
   function readHash() {
-    var params = new URLSearchParams(window.location.hash.slice(1));
+    var hash = window.location.hash.slice(1);
+    var target = null;
+    try { target = hash ? document.getElementById(decodeURIComponent(hash)) : null; }
+    catch (error) { target = null; }
+    if (target && target.matches("details.scenario")) {
+      target.hidden = false;
+      target.open = true;
+      return;
+    }
+    var params = new URLSearchParams(hash);
     if (params.has("filter")) { filterBox.value = params.get("filter"); }
     if (params.has("failed")) { failedOnly.checked = params.get("failed") === "1"; }
+    apply();
   }
   function setAll(open) { scenarios.forEach(function (el) { el.open = open; }); }
   filterBox.addEventListener("input", apply);
   failedOnly.addEventListener("change", apply);
   document.getElementById("expand-all").addEventListener("click", function () { setAll(true); });
   document.getElementById("collapse-all").addEventListener("click", function () { setAll(false); });
-  window.addEventListener("hashchange", function () { readHash(); apply(); });
-  readHash();
+  window.addEventListener("hashchange", readHash);
   apply();
+  readHash();
   document.body.setAttribute("data-report-ready", "1");
 })();
 """
@@ -129,7 +166,9 @@ class HtmlWriter(ReportWriter):
 
     def render(self, result: SuiteResult) -> str:
         """The HTML document."""
-        body = "\n".join([_header(result), *(_scenario(s) for s in result.scenarios)])
+        parts = [_header(result), _failure_summary(result), _CONTROLS]
+        parts += [_scenario(s) for s in result.scenarios]
+        body = "\n".join(part for part in parts if part)
         return (
             '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
@@ -147,6 +186,10 @@ def _title(result: SuiteResult) -> str:
     return f"agentrig report: {result.passed_count} passed, {result.failed_count} failed"
 
 
+def _anchor(scenario: ScenarioResult) -> str:
+    return f"scenario-{scenario.name}"
+
+
 def _header(result: SuiteResult) -> str:
     counts = (
         f'<span class="passed-count">{result.passed_count} passed</span>'
@@ -156,7 +199,32 @@ def _header(result: SuiteResult) -> str:
     )
     wall = f'<p class="wall-time">Wall time: {format_seconds(result.wall_time_s)} s</p>'
     heading = f'<h1>agentrig report</h1>\n<p class="counts">{counts}</p>'
-    return f"<header>\n{heading}\n{wall}\n{_CONTROLS}\n</header>"
+    return f"<header>\n{heading}\n{wall}\n</header>"
+
+
+def _failure_summary(result: SuiteResult) -> str:
+    """Every failed scenario at the top, its first failure spelled out, linked to its card."""
+    failed = [scenario for scenario in result.scenarios if not scenario.passed]
+    if not failed:
+        return ""
+    items = "\n".join(_failure_link(scenario) for scenario in failed)
+    return (
+        '<nav class="failure-summary" aria-labelledby="failures-heading">\n'
+        f'<h2 id="failures-heading" class="bad">{len(failed)} failed</h2>\n'
+        f"<ol>\n{items}\n</ol>\n</nav>"
+    )
+
+
+def _failure_link(scenario: ScenarioResult) -> str:
+    first = scenario.failures[0]
+    where = first.where()
+    more = len(scenario.failures) - 1
+    text = f"[{first.kind}] {first.message}" + (f" ({where})" if where else "")
+    extra = f' <span class="muted">and {more} more</span>' if more else ""
+    return (
+        f'<li><a href="#{_e(_anchor(scenario))}">{_e(scenario.name)}</a>{extra}'
+        f'<span class="first">{_e(text)}</span></li>'
+    )
 
 
 _CONTROLS = """<div class="controls">
@@ -169,58 +237,72 @@ _CONTROLS = """<div class="controls">
 
 def _scenario(scenario: ScenarioResult) -> str:
     attributes = (
-        f'class="scenario" id="scenario-{_e(scenario.name)}" data-status="{scenario.status}" '
+        f'class="scenario" id="{_e(_anchor(scenario))}" data-status="{scenario.status}" '
         f'data-name="{_e(scenario.name)}" data-tags="{_e(" ".join(scenario.tags))}"'
     )
     opened = "" if scenario.passed else " open"
-    parts = [_summary(scenario), _about(scenario), _turns(scenario.turns), _transcript(scenario)]
-    parts += [_invariants(scenario.invariants), _failures(scenario.failures)]
+    parts = [_summary(scenario), _failures(scenario.failures), _about(scenario)]
+    parts += [_turns(scenario), _transcript(scenario), _invariants(scenario.invariants)]
     return f"<details {attributes}{opened}>\n" + "\n".join(p for p in parts if p) + "\n</details>"
 
 
 def _summary(scenario: ScenarioResult) -> str:
     badge = "PASS" if scenario.passed else "FAIL"
     tags = "".join(f'<span class="tag">{_e(tag)}</span>' for tag in scenario.tags)
+    outcome = ""
+    if scenario.turns:
+        outcome = f'<span class="muted">{_e(status_explained(scenario, scenario.turns[-1]))}</span>'
     wall = f'<span class="wall-time">Wall time: {format_seconds(scenario.wall_time_s)} s</span>'
     return (
         f'<summary><span class="badge">{badge}</span><span class="name">{_e(scenario.name)}</span>'
-        f"{tags}{wall}</summary>"
+        f"{outcome}{tags}{wall}</summary>"
     )
 
 
 def _about(scenario: ScenarioResult) -> str:
-    tags = ", ".join(scenario.tags) or "(none)"
-    return (
-        f'<p class="description">{_e(scenario.description)}</p>\n'
-        f'<p class="where">File: <code>{_e(scenario.location)}</code> · Tags: {_e(tags)}</p>'
+    description = (
+        f'<p class="description">{_e(scenario.description)}</p>\n' if scenario.description else ""
     )
+    return f'{description}<p class="where">File: <code>{_e(scenario.location)}</code></p>'
 
 
-def _table(headers: tuple[str, ...], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{h}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _turns(turns: tuple[TurnResult, ...]) -> str:
-    if not turns:
+def _turns(scenario: ScenarioResult) -> str:
+    """One compact line a turn: status (and why it failed), stop reason, steps, usage, cost."""
+    if not scenario.turns:
         return ""
-    headers = ("Turn", "User", "Status", "Stop reason", "Steps", "Final response", "Usage", "Cost")
-    return "<h3>Turns</h3>\n" + _table(headers, [_turn_row(turn) for turn in turns])
+    items = "\n".join(f"<li>{_turn_line(scenario, turn)}</li>" for turn in scenario.turns)
+    return f'<h3>Turns</h3>\n<ol class="turns">\n{items}\n</ol>'
 
 
-def _turn_row(turn: TurnResult) -> list[str]:
-    usage = ", ".join(f"{key}={value}" for key, value in sorted(turn.usage.items()))
-    return [
-        str(turn.index),
-        f'<div class="text">{_e(turn.user)}</div>',
-        _e(turn.status or "-"),
-        _e(turn.stop_reason or "-"),
-        str(turn.steps),
-        f'<div class="text">{_e(turn.final_response)}</div>',
-        _e(usage or "-"),
-        _e(f"{turn.cost:.6g}"),
+def _turn_line(scenario: ScenarioResult, turn: TurnResult) -> str:
+    status = status_explained(scenario, turn)
+    colour = "bad" if (turn.status or "").startswith("failed") else ""
+    parts = [
+        f"<strong>Turn {turn.index}</strong>",
+        f'<span class="{colour}">{_e(status)}</span>' if colour else _e(status),
+        f"stop: {_e(turn.stop_reason or '-')}",
+        f"{turn.steps} step{'' if turn.steps == 1 else 's'}",
+        _e(format_usage(turn.usage)),
     ]
+    if turn.cost:
+        parts.append(_e(f"cost {turn.cost:.6g}"))
+    return " · ".join(part for part in parts if part)
+
+
+def format_usage(usage: dict[str, int]) -> str:
+    """Usage in a few words, only the counters that are not zero: ``"tokens: 180 in, 28 out"``."""
+    labels = {"input_tokens": "in", "input": "in", "output_tokens": "out", "output": "out"}
+    shown = [
+        f"{value:,} {labels.get(key, key.removesuffix('_tokens').replace('_', ' '))}"
+        for key, value in sorted(usage.items(), key=lambda item: _usage_order(item[0]))
+        if value and key != "total"
+    ]
+    return f"tokens: {', '.join(shown)}" if shown else "no tokens"
+
+
+def _usage_order(key: str) -> tuple[int, str]:
+    order = ("input_tokens", "input", "output_tokens", "output")
+    return (order.index(key) if key in order else len(order), key)
 
 
 def _transcript(scenario: ScenarioResult) -> str:
@@ -238,39 +320,65 @@ def _transcript(scenario: ScenarioResult) -> str:
 
 def _entry(entry: TranscriptEntry) -> str:
     classes = f"entry kind-{entry.kind}" + (" is-error" if entry.is_error else "")
-    who = entry.kind.replace("_", " ") + (f" {entry.name}" if entry.name else "")
+    kind = entry.kind.replace("_", " ")
+    who = kind if entry.args is not None else kind + (f" {entry.name}" if entry.name else "")
     meta = f'<span class="who">{_e(who)}</span>'
     meta += f'<span class="pos">step {entry.step}</span>' if entry.step is not None else ""
     meta += f'<span class="section">{_e(entry.section)}</span>' if entry.section else ""
     meta += '<span class="bad">error</span>' if entry.is_error else ""
-    args = (
-        f'<pre class="args">{_e(format_json(entry.args, indent=2))}</pre>'
-        if entry.args is not None
-        else ""
-    )
-    text = f'<div class="text">{_e(entry.text)}</div>' if entry.text else ""
-    return f'<li class="{_e(classes)}" data-kind="{_e(entry.kind)}">{meta}{args}{text}</li>'
+    if entry.args is not None:  # a tool call: one rendering, name(key=value, ...)
+        body = (
+            f'<div><code class="call">{_e(_call_text(entry.name or "", entry.args))}</code></div>'
+        )
+    else:
+        body = f'<div class="text">{_e(entry.text)}</div>' if entry.text else ""
+    return f'<li class="{_e(classes)}" data-kind="{_e(entry.kind)}">{meta}{body}</li>'
+
+
+def _call_text(name: str, args: dict[str, JsonValue]) -> str:
+    """``get_weather(city="Paris", units="C")``: keys sorted, values as JSON."""
+    inner = ", ".join(f"{key}={format_json(args[key])}" for key in sorted(args))
+    return f"{name}({inner})"
 
 
 def _invariants(invariants: tuple[InvariantOutcome, ...]) -> str:
+    """Failed invariants in a table; the passing ones folded."""
     if not invariants:
         return ""
-    rows = [
-        [_e(inv.name), str(inv.checks), str(inv.failures), _verdict(inv.failures == 0)]
-        for inv in invariants
-    ]
-    return "<h3>Invariants</h3>\n" + _table(("Invariant", "Checks", "Failures", "Result"), rows)
+    failed = [inv for inv in invariants if inv.failures]
+    passed = [inv for inv in invariants if not inv.failures]
+    parts: list[str] = []
+    if failed:
+        rows = [[_e(inv.name), str(inv.checks), str(inv.failures)] for inv in failed]
+        parts.append(
+            "<h3>Failed invariants</h3>\n" + _table(("Invariant", "Checks", "Failures"), rows)
+        )
+    if passed:
+        checks = sum(inv.checks for inv in passed)
+        rows = [[_e(inv.name), str(inv.checks)] for inv in passed]
+        parts.append(
+            f'<details class="invariants"><summary>{len(passed)} invariant'
+            f"{'' if len(passed) == 1 else 's'} passed ({checks:,} checks)</summary>\n"
+            + _table(("Invariant", "Checks"), rows)
+            + "\n</details>"
+        )
+    return "\n".join(parts)
 
 
-def _verdict(ok: bool) -> str:
-    return '<span class="ok">✔ ok</span>' if ok else '<span class="bad">✘ failed</span>'
+def _table(headers: tuple[str, ...], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{h}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _failures(failures: tuple[Failure, ...]) -> str:
     if not failures:
         return ""
     items = "\n".join(_failure(failure) for failure in failures)
-    return f'<h3>Failures</h3>\n<ol class="failures">\n{items}\n</ol>'
+    return (
+        f'<section class="failures"><h3 class="bad">Why it failed</h3>\n'
+        f'<ol class="failures">\n{items}\n</ol></section>'
+    )
 
 
 def _failure(failure: Failure) -> str:
