@@ -1,0 +1,126 @@
+"""The bundled endpoint scenarios, run unchanged by a pydantic-ai agent on its OpenAI Chat,
+OpenAI Responses and Anthropic models, plain and streamed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pydantic_ai", reason="needs the frameworks extra (pydantic-ai-slim)")
+
+from anthropic import AsyncAnthropic
+from openai import AsyncOpenAI
+from pydantic_ai.models import Model
+from pydantic_ai.models.anthropic import AnthropicModel
+from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+from pydantic_ai.providers.anthropic import AnthropicProvider
+from pydantic_ai.providers.openai import OpenAIProvider
+from weather_pydantic_ai import build_agent
+
+from agentrig.harness.endpoint.handle import EndpointHandle
+
+SCENARIOS = Path(__file__).resolve().parents[3] / "examples" / "endpoint" / "scenarios"
+
+
+def openai_chat(ep: EndpointHandle) -> Model:
+    client = AsyncOpenAI(
+        base_url=ep.openai_base_url, api_key=ep.api_key, http_client=ep.async_httpx2_client()
+    )
+    return OpenAIChatModel("gpt-4.1", provider=OpenAIProvider(openai_client=client))
+
+
+def openai_responses(ep: EndpointHandle) -> Model:
+    client = AsyncOpenAI(
+        base_url=ep.openai_base_url, api_key=ep.api_key, http_client=ep.async_httpx2_client()
+    )
+    return OpenAIResponsesModel("gpt-4.1", provider=OpenAIProvider(openai_client=client))
+
+
+def anthropic(ep: EndpointHandle) -> Model:
+    client = AsyncAnthropic(
+        base_url=ep.anthropic_base_url, api_key=ep.api_key, http_client=ep.async_httpx2_client()
+    )
+    return AnthropicModel("claude-sonnet-5-5", provider=AnthropicProvider(anthropic_client=client))
+
+
+MODELS: dict[str, Callable[[EndpointHandle], Model]] = {
+    "openai-chat": openai_chat,
+    "openai-responses": openai_responses,
+    "anthropic": anthropic,
+}
+
+Endpoint = Callable[..., EndpointHandle]
+
+
+def ask(agent: Any, question: str, *, streamed: bool, history: Any = None) -> tuple[str, Any]:
+    """The agent's answer to ``question`` and the conversation so far, run plain or streamed."""
+    if not streamed:
+        result = agent.run_sync(question, message_history=history)
+        return result.output, result.all_messages()
+    with agent.run_stream_sync(question, message_history=history) as streamed_result:
+        return streamed_result.get_output(), streamed_result.all_messages()
+
+
+MODES = pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
+ON_EVERY_MODEL = pytest.mark.parametrize("model", MODELS)
+
+
+@MODES
+@ON_EVERY_MODEL
+def test_weather(agentrig_endpoint: Endpoint, model: str, streamed: bool) -> None:
+    ep = agentrig_endpoint(SCENARIOS / "weather.scenario.yaml")
+    agent = build_agent(MODELS[model](ep))
+
+    answer, _ = ask(agent, "What is the weather in Paris?", streamed=streamed)
+
+    assert answer == "It is sunny in Paris."
+
+
+@MODES
+@ON_EVERY_MODEL
+def test_parallel_tool_calls(agentrig_endpoint: Endpoint, model: str, streamed: bool) -> None:
+    ep = agentrig_endpoint(SCENARIOS / "parallel_weather.scenario.yaml")
+    agent = build_agent(MODELS[model](ep))
+
+    answer, _ = ask(agent, "What is the weather in Paris and in Oslo?", streamed=streamed)
+
+    assert answer == "It is sunny in Paris and in Oslo."
+
+
+@MODES
+@ON_EVERY_MODEL
+def test_two_turns(agentrig_endpoint: Endpoint, model: str, streamed: bool) -> None:
+    ep = agentrig_endpoint(SCENARIOS / "two_turns.scenario.yaml")
+    agent = build_agent(MODELS[model](ep))
+
+    _, history = ask(agent, "What is the weather in Paris?", streamed=streamed)
+    answer, _ = ask(agent, "And in Oslo?", streamed=streamed, history=history)
+
+    assert answer == "It is sunny in Oslo too."
+
+
+@ON_EVERY_MODEL
+def test_rate_limited_then_retried(agentrig_endpoint: Endpoint, model: str) -> None:
+    ep = agentrig_endpoint(SCENARIOS / "rate_limited.scenario.yaml")
+    agent = build_agent(MODELS[model](ep))  # the SDK client retries the 429 itself
+
+    answer, _ = ask(agent, "What is the weather in Paris?", streamed=False)
+
+    assert answer == "It is sunny in Paris."
+
+
+@ON_EVERY_MODEL
+def test_an_agent_without_the_tool_is_reported(model: str) -> None:
+    with EndpointHandle(SCENARIOS / "weather.scenario.yaml") as ep:
+        agent = build_agent(MODELS[model](ep), tools=[])
+        ask(agent, "What is the weather in Paris?", streamed=False)
+        result = ep.result()
+
+    assert not result.passed
+    offered = [f for f in result.failures if f.invariant == "tools_offered"]
+    assert [f.message for f in offered] == [
+        "request 1: tools_offered: the script calls get_weather, which the request does not offer"
+    ]
