@@ -22,6 +22,7 @@ from agentrig.harness.endpoint.wire import (
     WireFormat,
     format_for_path,
     json_bytes,
+    response_id,
 )
 from agentrig.harness.results import ScenarioResult
 from agentrig.harness.scenarios.model import Scenario
@@ -197,11 +198,11 @@ def _reply(
             delay=plan.latency,
         )
     fault = plan.fault
-    response_id = _response_id(fmt, plan.response_id)
+    answer_id = response_id(fmt.name, plan.response_id)
     if stream:
         chunks = list(
             fmt.stream_chunks(
-                answer, model=model, response_id=response_id, include_usage=include_usage
+                answer, model=model, response_id=answer_id, include_usage=include_usage
             )
         )
         drop = False
@@ -212,20 +213,9 @@ def _reply(
             chunks[at] = MALFORMED_EVENT
         headers = {"content-type": EVENT_STREAM, "cache-control": "no-cache"}
         return EndpointReply(200, headers, chunks=tuple(chunks), drop=drop, delay=plan.latency)
-    body = json_bytes(fmt.response_body(answer, model=model, response_id=response_id))
+    body = json_bytes(fmt.response_body(answer, model=model, response_id=answer_id))
     if fault is not None and fault.cut_after is not None:
         return EndpointReply(200, {"content-type": JSON}, drop=True, delay=plan.latency)
     if fault is not None and fault.malformed_at is not None:
         body = body[: max(1, len(body) // 2)]
     return EndpointReply(200, {"content-type": JSON}, body, delay=plan.latency)
-
-
-_ID_PREFIX = {
-    "chat": "chatcmpl-agentrig-",
-    "responses": "resp_agentrig_",
-    "anthropic": "msg_agentrig_",
-}
-
-
-def _response_id(fmt: WireFormat, number: str) -> str:
-    return _ID_PREFIX[fmt.name] + number
