@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic_ai import Agent
 from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
 
 SYSTEM_PROMPT = "You answer weather questions."
 
@@ -18,7 +19,11 @@ def get_weather(city: str) -> str:
 
 
 def build_agent(
-    model: Model, tools: Sequence[Callable[..., Any]] = (get_weather,)
+    model: Model,
+    tools: Sequence[Callable[..., Any]] = (get_weather,),
+    model_settings: ModelSettings | None = None,
 ) -> Agent[None, str]:
     """The weather agent on ``model``."""
-    return Agent(model, system_prompt=SYSTEM_PROMPT, tools=list(tools))
+    return Agent(
+        model, system_prompt=SYSTEM_PROMPT, tools=list(tools), model_settings=model_settings
+    )

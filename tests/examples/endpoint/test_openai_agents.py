@@ -128,3 +128,18 @@ async def test_an_agent_without_the_tool_is_reported(model: str) -> None:
     assert [f.message for f in offered] == [
         "request 1: tools_offered: the script calls get_weather, which the request does not offer"
     ]
+
+
+async def test_two_turns_on_a_stored_responses_conversation(agentrig_endpoint: Endpoint) -> None:
+    ep = agentrig_endpoint(SCENARIOS / "two_turns.scenario.yaml")
+    agent = build_agent(responses(ep))
+
+    first = await Runner.run(agent, "What is the weather in Paris?", auto_previous_response_id=True)
+    result = await Runner.run(
+        agent,
+        "And in Oslo?",
+        previous_response_id=first.last_response_id,
+        auto_previous_response_id=True,
+    )
+
+    assert result.final_output == "It is sunny in Oslo too."

@@ -15,7 +15,11 @@ from anthropic import AsyncAnthropic
 from openai import AsyncOpenAI
 from pydantic_ai.models import Model
 from pydantic_ai.models.anthropic import AnthropicModel
-from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+from pydantic_ai.models.openai import (
+    OpenAIChatModel,
+    OpenAIResponsesModel,
+    OpenAIResponsesModelSettings,
+)
 from pydantic_ai.providers.anthropic import AnthropicProvider
 from pydantic_ai.providers.openai import OpenAIProvider
 from weather_pydantic_ai import build_agent
@@ -124,3 +128,14 @@ def test_an_agent_without_the_tool_is_reported(model: str) -> None:
     assert [f.message for f in offered] == [
         "request 1: tools_offered: the script calls get_weather, which the request does not offer"
     ]
+
+
+def test_two_turns_on_a_stored_responses_conversation(agentrig_endpoint: Endpoint) -> None:
+    ep = agentrig_endpoint(SCENARIOS / "two_turns.scenario.yaml")
+    settings = OpenAIResponsesModelSettings(openai_previous_response_id="auto")
+    agent = build_agent(openai_responses(ep), model_settings=settings)
+
+    _, history = ask(agent, "What is the weather in Paris?", streamed=False)
+    answer, _ = ask(agent, "And in Oslo?", streamed=False, history=history)
+
+    assert answer == "It is sunny in Oslo too."
