@@ -16,6 +16,6 @@ def get_weather(city: str) -> str:
     return f"It is sunny in {city}."
 
 
-def build_agent(model: Model, tools: Sequence[FunctionTool] = (get_weather,)) -> Agent[None]:
-    """The weather agent on ``model``."""
+def build_agent(model: Model | str, tools: Sequence[FunctionTool] = (get_weather,)) -> Agent[None]:
+    """The weather agent on ``model`` (a model, or a model name for the default client)."""
     return Agent(name="weather", instructions=INSTRUCTIONS, model=model, tools=list(tools))

@@ -19,11 +19,11 @@ def get_weather(city: str) -> str:
 
 
 def build_agent(
-    model: Model,
+    model: Model | str,
     tools: Sequence[Callable[..., Any]] = (get_weather,),
     model_settings: ModelSettings | None = None,
 ) -> Agent[None, str]:
-    """The weather agent on ``model``."""
+    """The weather agent on ``model`` (a model, or a name such as ``"openai:gpt-4.1"``)."""
     return Agent(
         model, system_prompt=SYSTEM_PROMPT, tools=list(tools), model_settings=model_settings
     )

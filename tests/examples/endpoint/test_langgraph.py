@@ -101,3 +101,29 @@ def test_an_agent_without_the_tool_is_reported(responses: bool) -> None:
     assert [f.message for f in offered] == [
         "request 1: tools_offered: the script calls get_weather, which the request does not offer"
     ]
+
+
+def test_an_agent_that_makes_its_own_client(
+    agentrig_endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-placeholder")
+    ep = agentrig_endpoint(SCENARIOS / "weather.scenario.yaml")
+
+    with ep.intercept():  # api.openai.com is answered by the endpoint
+        agent = build_agent(ChatOpenAI(model="gpt-4.1"))
+        state = agent.invoke({"messages": [("user", "What is the weather in Paris?")]})
+
+    assert answer_of(state) == "It is sunny in Paris."
+
+
+def test_on_a_live_server(agentrig_endpoint: Endpoint) -> None:
+    ep = agentrig_endpoint(SCENARIOS / "parallel_weather.scenario.yaml", live=True)
+    model = ChatOpenAI(
+        model="gpt-4.1", base_url=ep.openai_base_url, api_key=ep.api_key, streaming=True
+    )
+
+    state = build_agent(model).invoke(
+        {"messages": [("user", "What is the weather in Paris and in Oslo?")]}
+    )
+
+    assert answer_of(state) == "It is sunny in Paris and in Oslo."

@@ -143,3 +143,15 @@ async def test_two_turns_on_a_stored_responses_conversation(agentrig_endpoint: E
     )
 
     assert result.final_output == "It is sunny in Oslo too."
+
+
+async def test_an_agent_that_makes_its_own_client(
+    agentrig_endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-placeholder")
+    ep = agentrig_endpoint(SCENARIOS / "weather.scenario.yaml")
+
+    with ep.intercept():  # api.openai.com is answered by the endpoint
+        result = await Runner.run(build_agent("gpt-4.1"), "What is the weather in Paris?")
+
+    assert result.final_output == "It is sunny in Paris."

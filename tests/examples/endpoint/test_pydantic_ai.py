@@ -139,3 +139,17 @@ def test_two_turns_on_a_stored_responses_conversation(agentrig_endpoint: Endpoin
     answer, _ = ask(agent, "And in Oslo?", streamed=False, history=history)
 
     assert answer == "It is sunny in Oslo too."
+
+
+@pytest.mark.parametrize("model", ["openai:gpt-4.1", "anthropic:claude-sonnet-5-5"])
+def test_an_agent_that_makes_its_own_client(
+    agentrig_endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch, model: str
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-placeholder")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-placeholder")
+    ep = agentrig_endpoint(SCENARIOS / "weather.scenario.yaml")
+
+    with ep.intercept():  # the providers' own hosts are answered by the endpoint
+        answer, _ = ask(build_agent(model), "What is the weather in Paris?", streamed=False)
+
+    assert answer == "It is sunny in Paris."
