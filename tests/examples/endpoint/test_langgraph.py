@@ -18,7 +18,9 @@ from weather_langgraph import build_agent
 
 from agentrig.harness.endpoint.handle import EndpointHandle
 
-SCENARIOS = Path(__file__).resolve().parents[3] / "examples" / "endpoint" / "scenarios"
+ROOT = Path(__file__).resolve().parents[3]
+SCENARIOS = ROOT / "scenarios" / "endpoint"  # also run on agentrig's runtime by `agentrig run`
+RATE_LIMITED = ROOT / "examples" / "endpoint" / "scenarios" / "rate_limited.scenario.yaml"
 
 Endpoint = Callable[..., EndpointHandle]
 
@@ -81,7 +83,7 @@ def test_two_turns(agentrig_endpoint: Endpoint, responses: bool, streamed: bool)
 
 @API
 def test_rate_limited_then_retried(agentrig_endpoint: Endpoint, responses: bool) -> None:
-    ep = agentrig_endpoint(SCENARIOS / "rate_limited.scenario.yaml")
+    ep = agentrig_endpoint(RATE_LIMITED)
     agent = build_agent(chat_model(ep, responses=responses, streamed=False))
 
     state = agent.invoke({"messages": [("user", "What is the weather in Paris?")]})

@@ -25,7 +25,9 @@ from weather_openai_agents import build_agent
 
 from agentrig.harness.endpoint.handle import EndpointHandle
 
-SCENARIOS = Path(__file__).resolve().parents[3] / "examples" / "endpoint" / "scenarios"
+ROOT = Path(__file__).resolve().parents[3]
+SCENARIOS = ROOT / "scenarios" / "endpoint"  # also run on agentrig's runtime by `agentrig run`
+RATE_LIMITED = ROOT / "examples" / "endpoint" / "scenarios" / "rate_limited.scenario.yaml"
 
 set_tracing_disabled(True)  # no trace export to the OpenAI platform from tests
 
@@ -107,7 +109,7 @@ async def test_two_turns(agentrig_endpoint: Endpoint, model: str, streamed: bool
 
 @ON_EVERY_MODEL
 async def test_rate_limited_then_retried(agentrig_endpoint: Endpoint, model: str) -> None:
-    ep = agentrig_endpoint(SCENARIOS / "rate_limited.scenario.yaml")
+    ep = agentrig_endpoint(RATE_LIMITED)
     agent = build_agent(MODELS[model](ep))  # the SDK client retries the 429 itself
 
     result = await ask(agent, "What is the weather in Paris?", streamed=False)

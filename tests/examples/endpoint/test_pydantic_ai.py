@@ -26,7 +26,9 @@ from weather_pydantic_ai import build_agent
 
 from agentrig.harness.endpoint.handle import EndpointHandle
 
-SCENARIOS = Path(__file__).resolve().parents[3] / "examples" / "endpoint" / "scenarios"
+ROOT = Path(__file__).resolve().parents[3]
+SCENARIOS = ROOT / "scenarios" / "endpoint"  # also run on agentrig's runtime by `agentrig run`
+RATE_LIMITED = ROOT / "examples" / "endpoint" / "scenarios" / "rate_limited.scenario.yaml"
 
 
 def openai_chat(ep: EndpointHandle) -> Model:
@@ -108,7 +110,7 @@ def test_two_turns(agentrig_endpoint: Endpoint, model: str, streamed: bool) -> N
 
 @ON_EVERY_MODEL
 def test_rate_limited_then_retried(agentrig_endpoint: Endpoint, model: str) -> None:
-    ep = agentrig_endpoint(SCENARIOS / "rate_limited.scenario.yaml")
+    ep = agentrig_endpoint(RATE_LIMITED)
     agent = build_agent(MODELS[model](ep))  # the SDK client retries the 429 itself
 
     answer, _ = ask(agent, "What is the weather in Paris?", streamed=False)
