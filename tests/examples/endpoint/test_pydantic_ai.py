@@ -61,14 +61,18 @@ MODELS: dict[str, Callable[[EndpointHandle], Model]] = {
 Endpoint = Callable[..., EndpointHandle]
 
 
-def ask(agent: Any, question: str, *, streamed: bool, history: Any = None) -> tuple[str, Any]:
+async def ask(agent: Any, question: str, *, streamed: bool, history: Any = None) -> tuple[str, Any]:
     """The agent's answer to ``question`` and the conversation so far, run plain or streamed."""
     if not streamed:
-        result = agent.run_sync(question, message_history=history)
+        result = await agent.run(question, message_history=history)
         return result.output, result.all_messages()
-    with agent.run_stream_sync(question, message_history=history) as streamed_result:
-        return streamed_result.get_output(), streamed_result.all_messages()
+    async with agent.run_stream(question, message_history=history) as streamed_result:
+        return await streamed_result.get_output(), streamed_result.all_messages()
 
+
+# Async tests, on asyncio: ``run_sync`` leaves the event loop it makes open as the thread's
+# loop, and a later test's loop replacing it warns that it was never closed.
+pytestmark = pytest.mark.anyio
 
 MODES = pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 ON_EVERY_MODEL = pytest.mark.parametrize("model", MODELS)
@@ -76,53 +80,53 @@ ON_EVERY_MODEL = pytest.mark.parametrize("model", MODELS)
 
 @MODES
 @ON_EVERY_MODEL
-def test_weather(agentrig_endpoint: Endpoint, model: str, streamed: bool) -> None:
+async def test_weather(agentrig_endpoint: Endpoint, model: str, streamed: bool) -> None:
     ep = agentrig_endpoint(SCENARIOS / "weather.scenario.yaml")
     agent = build_agent(MODELS[model](ep))
 
-    answer, _ = ask(agent, "What is the weather in Paris?", streamed=streamed)
+    answer, _ = await ask(agent, "What is the weather in Paris?", streamed=streamed)
 
     assert answer == "It is sunny in Paris."
 
 
 @MODES
 @ON_EVERY_MODEL
-def test_parallel_tool_calls(agentrig_endpoint: Endpoint, model: str, streamed: bool) -> None:
+async def test_parallel_tool_calls(agentrig_endpoint: Endpoint, model: str, streamed: bool) -> None:
     ep = agentrig_endpoint(SCENARIOS / "parallel_weather.scenario.yaml")
     agent = build_agent(MODELS[model](ep))
 
-    answer, _ = ask(agent, "What is the weather in Paris and in Oslo?", streamed=streamed)
+    answer, _ = await ask(agent, "What is the weather in Paris and in Oslo?", streamed=streamed)
 
     assert answer == "It is sunny in Paris and in Oslo."
 
 
 @MODES
 @ON_EVERY_MODEL
-def test_two_turns(agentrig_endpoint: Endpoint, model: str, streamed: bool) -> None:
+async def test_two_turns(agentrig_endpoint: Endpoint, model: str, streamed: bool) -> None:
     ep = agentrig_endpoint(SCENARIOS / "two_turns.scenario.yaml")
     agent = build_agent(MODELS[model](ep))
 
-    _, history = ask(agent, "What is the weather in Paris?", streamed=streamed)
-    answer, _ = ask(agent, "And in Oslo?", streamed=streamed, history=history)
+    _, history = await ask(agent, "What is the weather in Paris?", streamed=streamed)
+    answer, _ = await ask(agent, "And in Oslo?", streamed=streamed, history=history)
 
     assert answer == "It is sunny in Oslo too."
 
 
 @ON_EVERY_MODEL
-def test_rate_limited_then_retried(agentrig_endpoint: Endpoint, model: str) -> None:
+async def test_rate_limited_then_retried(agentrig_endpoint: Endpoint, model: str) -> None:
     ep = agentrig_endpoint(RATE_LIMITED)
     agent = build_agent(MODELS[model](ep))  # the SDK client retries the 429 itself
 
-    answer, _ = ask(agent, "What is the weather in Paris?", streamed=False)
+    answer, _ = await ask(agent, "What is the weather in Paris?", streamed=False)
 
     assert answer == "It is sunny in Paris."
 
 
 @ON_EVERY_MODEL
-def test_an_agent_without_the_tool_is_reported(model: str) -> None:
+async def test_an_agent_without_the_tool_is_reported(model: str) -> None:
     with EndpointHandle(SCENARIOS / "weather.scenario.yaml") as ep:
         agent = build_agent(MODELS[model](ep), tools=[])
-        ask(agent, "What is the weather in Paris?", streamed=False)
+        await ask(agent, "What is the weather in Paris?", streamed=False)
         result = ep.result()
 
     assert not result.passed
@@ -132,19 +136,19 @@ def test_an_agent_without_the_tool_is_reported(model: str) -> None:
     ]
 
 
-def test_two_turns_on_a_stored_responses_conversation(agentrig_endpoint: Endpoint) -> None:
+async def test_two_turns_on_a_stored_responses_conversation(agentrig_endpoint: Endpoint) -> None:
     ep = agentrig_endpoint(SCENARIOS / "two_turns.scenario.yaml")
     settings = OpenAIResponsesModelSettings(openai_previous_response_id="auto")
     agent = build_agent(openai_responses(ep), model_settings=settings)
 
-    _, history = ask(agent, "What is the weather in Paris?", streamed=False)
-    answer, _ = ask(agent, "And in Oslo?", streamed=False, history=history)
+    _, history = await ask(agent, "What is the weather in Paris?", streamed=False)
+    answer, _ = await ask(agent, "And in Oslo?", streamed=False, history=history)
 
     assert answer == "It is sunny in Oslo too."
 
 
 @pytest.mark.parametrize("model", ["openai:gpt-4.1", "anthropic:claude-sonnet-5-5"])
-def test_an_agent_that_makes_its_own_client(
+async def test_an_agent_that_makes_its_own_client(
     agentrig_endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch, model: str
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-placeholder")
@@ -152,6 +156,6 @@ def test_an_agent_that_makes_its_own_client(
     ep = agentrig_endpoint(SCENARIOS / "weather.scenario.yaml")
 
     with ep.intercept():  # the providers' own hosts are answered by the endpoint
-        answer, _ = ask(build_agent(model), "What is the weather in Paris?", streamed=False)
+        answer, _ = await ask(build_agent(model), "What is the weather in Paris?", streamed=False)
 
     assert answer == "It is sunny in Paris."
