@@ -23,6 +23,7 @@ from agentrig.harness.endpoint.wire import (
     WireFormat,
     format_for_path,
     json_bytes,
+    response_id,
 )
 from agentrig.harness.results import ScenarioResult
 from agentrig.harness.scenarios.model import Scenario
@@ -209,11 +210,11 @@ def _reply(
             delay=plan.latency,
         )
     fault = plan.fault
-    response_id = plan.response_id
+    answer_id = response_id(fmt.name, plan.response_id)
     if stream:
         chunks = list(
             fmt.stream_chunks(
-                answer, model=model, response_id=response_id, include_usage=include_usage
+                answer, model=model, response_id=answer_id, include_usage=include_usage
             )
         )
         drop = False
@@ -224,7 +225,7 @@ def _reply(
             chunks[at] = MALFORMED_EVENT
         headers = {"content-type": EVENT_STREAM, "cache-control": "no-cache"}
         return EndpointReply(200, headers, chunks=tuple(chunks), drop=drop, delay=plan.latency)
-    body = json_bytes(fmt.response_body(answer, model=model, response_id=response_id))
+    body = json_bytes(fmt.response_body(answer, model=model, response_id=answer_id))
     if fault is not None and fault.cut_after is not None:
         return EndpointReply(200, {"content-type": JSON}, drop=True, delay=plan.latency)
     if fault is not None and fault.malformed_at is not None:

@@ -22,6 +22,7 @@ from agentrig.harness.endpoint.invariants import (
     WireView,
     selected,
 )
+from agentrig.harness.endpoint.wire import response_id
 from agentrig.harness.endpoint.wire.base import WireAnswer, WireRequest
 from agentrig.harness.results import (
     Failure,
@@ -115,22 +116,37 @@ class EndpointSession:
             number = len(self.exchanges) + 1
             self._fail("script", f"request {number} could not be read: {message}", ())
 
-    def _conversation(self, request: WireRequest) -> tuple[Message, ...]:
-        """The request's conversation, with a Responses ``previous_response_id`` expanded."""
+    def _continued(self, request: WireRequest) -> Exchange | None:
+        """The exchange whose answer a Responses ``previous_response_id`` names, if any."""
         previous = request.settings.get("previous_response_id")
         if not isinstance(previous, str):
-            return request.messages
+            return None
         for exchange in self.exchanges:
-            if exchange.plan.response_id == previous:
-                return (*self._after(exchange), *request.messages)
-        return request.messages
+            if response_id(exchange.request.format, exchange.plan.response_id) == previous:
+                return exchange
+        return None
+
+    def _conversation(self, request: WireRequest) -> tuple[Message, ...]:
+        """The request's conversation, with a Responses ``previous_response_id`` expanded."""
+        continued = self._continued(request)
+        if continued is None:
+            return request.messages
+        return (*self._after(continued), *request.messages)
+
+    def _system(self, request: WireRequest) -> str | None:
+        """The system prompt in force: the request's own or, when it sends none and continues
+        a stored response, the one of the conversation it continues (the API keeps it)."""
+        if request.system is not None:
+            return request.system
+        continued = self._continued(request)
+        return None if continued is None else self._system(continued.request)
 
     def _turn_of(self, conversation: tuple[Message, ...]) -> int:
         users = sum(1 for m in conversation if m.role is Role.USER)
         return max(users, 1)
 
     def _choose(self, number: int, turn: int, request: WireRequest) -> Plan:
-        response_id = _ID_PREFIX[request.format] + str(number)
+        response_id = str(number)
         turns = self.scenario.turns
         if turn > len(turns):
             message = (
@@ -173,7 +189,7 @@ class EndpointSession:
     ) -> None:
         spec = self.scenario.turns[turn - 1]
         view = WireView(
-            request=_with_messages(request, conversation),
+            request=_with_context(request, conversation, self._system(request)),
             expected_history=self._expected_history(),
             answer=plan.answer,
             expected_model=self.scenario.agent.model,
@@ -398,8 +414,12 @@ def _assistant(answer: WireAnswer) -> Message:
     return Message(role=Role.ASSISTANT, content=answer.text, tool_calls=answer.tool_calls)
 
 
-def _with_messages(request: WireRequest, messages: tuple[Message, ...]) -> WireRequest:
-    return request if messages is request.messages else replace(request, messages=messages)
+def _with_context(
+    request: WireRequest, messages: tuple[Message, ...], system: str | None
+) -> WireRequest:
+    if messages is request.messages and system == request.system:
+        return request
+    return replace(request, messages=messages, system=system)
 
 
 def _new_items(exchange: Exchange, previous: Exchange | None) -> tuple[Message, ...]:

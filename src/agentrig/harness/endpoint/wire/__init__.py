@@ -21,6 +21,20 @@ FORMATS_BY_PATH: dict[str, WireFormat] = {fmt.path: fmt for fmt in FORMATS.value
 """Every wire format by the path its requests are posted to (``/v1/chat/completions``...)."""
 
 
+RESPONSE_ID_PREFIX: dict[FormatName, str] = {
+    "chat": "chatcmpl-agentrig-",
+    "responses": "resp_agentrig_",
+    "anthropic": "msg_agentrig_",
+}
+"""What the id of an answer starts with, in each format."""
+
+
+def response_id(fmt: FormatName, number: str) -> str:
+    """The id an answer carries in format ``fmt`` (a Responses client sends it back as
+    ``previous_response_id``)."""
+    return RESPONSE_ID_PREFIX[fmt] + number
+
+
 def format_for_path(path: str) -> WireFormat | None:
     """The format whose requests go to ``path``: its own path, that path behind a prefix
     (``/openai/v1/responses``) or without its ``/v1`` (``/chat/completions``); None if none."""
@@ -38,6 +52,7 @@ __all__ = [
     "CREATED",
     "FORMATS",
     "FORMATS_BY_PATH",
+    "RESPONSE_ID_PREFIX",
     "FormatName",
     "WireAnswer",
     "WireError",
@@ -45,4 +60,5 @@ __all__ = [
     "WireRequest",
     "format_for_path",
     "json_bytes",
+    "response_id",
 ]

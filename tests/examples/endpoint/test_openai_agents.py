@@ -1,0 +1,159 @@
+"""The bundled endpoint scenarios, run unchanged by an OpenAI Agents SDK agent on its Responses
+and Chat Completions models, plain and streamed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agents", reason="needs the frameworks extra (openai-agents)")
+
+from agents import (
+    Agent,
+    Model,
+    ModelBehaviorError,
+    OpenAIChatCompletionsModel,
+    OpenAIResponsesModel,
+    Runner,
+    set_tracing_disabled,
+)
+from openai import AsyncOpenAI
+from weather_openai_agents import build_agent
+
+from agentrig.harness.endpoint.handle import EndpointHandle
+
+ROOT = Path(__file__).resolve().parents[3]
+SCENARIOS = ROOT / "scenarios" / "endpoint"  # also run on agentrig's runtime by `agentrig run`
+RATE_LIMITED = ROOT / "examples" / "endpoint" / "scenarios" / "rate_limited.scenario.yaml"
+
+set_tracing_disabled(True)  # no trace export to the OpenAI platform from tests
+
+
+def client(ep: EndpointHandle) -> AsyncOpenAI:
+    return AsyncOpenAI(
+        base_url=ep.openai_base_url, api_key=ep.api_key, http_client=ep.async_httpx2_client()
+    )
+
+
+def responses(ep: EndpointHandle) -> Model:
+    return OpenAIResponsesModel(model="gpt-4.1", openai_client=client(ep))
+
+
+def chat_completions(ep: EndpointHandle) -> Model:
+    return OpenAIChatCompletionsModel(model="gpt-4.1", openai_client=client(ep))
+
+
+MODELS: dict[str, Callable[[EndpointHandle], Model]] = {
+    "responses": responses,
+    "chat-completions": chat_completions,
+}
+
+Endpoint = Callable[..., EndpointHandle]
+
+
+async def ask(agent: Agent[None], conversation: str | list[Any], *, streamed: bool) -> Any:
+    """The agent's run on ``conversation``, plain or streamed."""
+    if not streamed:
+        return await Runner.run(agent, conversation)
+    result = Runner.run_streamed(agent, conversation)
+    async for _ in result.stream_events():
+        pass
+    return result
+
+
+# Async tests, on asyncio: ``Runner.run_sync`` shuts down the async generators of the thread's
+# loop after each run and keeps the loop, so a later run on that thread warns about httpx's.
+pytestmark = pytest.mark.anyio
+
+MODES = pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
+ON_EVERY_MODEL = pytest.mark.parametrize("model", MODELS)
+
+
+@MODES
+@ON_EVERY_MODEL
+async def test_weather(agentrig_endpoint: Endpoint, model: str, streamed: bool) -> None:
+    ep = agentrig_endpoint(SCENARIOS / "weather.scenario.yaml")
+    agent = build_agent(MODELS[model](ep))
+
+    result = await ask(agent, "What is the weather in Paris?", streamed=streamed)
+
+    assert result.final_output == "It is sunny in Paris."
+
+
+@MODES
+@ON_EVERY_MODEL
+async def test_parallel_tool_calls(agentrig_endpoint: Endpoint, model: str, streamed: bool) -> None:
+    ep = agentrig_endpoint(SCENARIOS / "parallel_weather.scenario.yaml")
+    agent = build_agent(MODELS[model](ep))
+
+    result = await ask(agent, "What is the weather in Paris and in Oslo?", streamed=streamed)
+
+    assert result.final_output == "It is sunny in Paris and in Oslo."
+
+
+@MODES
+@ON_EVERY_MODEL
+async def test_two_turns(agentrig_endpoint: Endpoint, model: str, streamed: bool) -> None:
+    ep = agentrig_endpoint(SCENARIOS / "two_turns.scenario.yaml")
+    agent = build_agent(MODELS[model](ep))
+
+    first = await ask(agent, "What is the weather in Paris?", streamed=streamed)
+    follow_up = [*first.to_input_list(), {"role": "user", "content": "And in Oslo?"}]
+    result = await ask(agent, follow_up, streamed=streamed)
+
+    assert result.final_output == "It is sunny in Oslo too."
+
+
+@ON_EVERY_MODEL
+async def test_rate_limited_then_retried(agentrig_endpoint: Endpoint, model: str) -> None:
+    ep = agentrig_endpoint(RATE_LIMITED)
+    agent = build_agent(MODELS[model](ep))  # the SDK client retries the 429 itself
+
+    result = await ask(agent, "What is the weather in Paris?", streamed=False)
+
+    assert result.final_output == "It is sunny in Paris."
+
+
+@ON_EVERY_MODEL
+async def test_an_agent_without_the_tool_is_reported(model: str) -> None:
+    with EndpointHandle(SCENARIOS / "weather.scenario.yaml") as ep:
+        agent = build_agent(MODELS[model](ep), tools=[])
+        with pytest.raises(ModelBehaviorError, match="Tool get_weather not found"):
+            await ask(agent, "What is the weather in Paris?", streamed=False)
+        result = ep.result()
+
+    assert not result.passed
+    offered = [f for f in result.failures if f.invariant == "tools_offered"]
+    assert [f.message for f in offered] == [
+        "request 1: tools_offered: the script calls get_weather, which the request does not offer"
+    ]
+
+
+async def test_two_turns_on_a_stored_responses_conversation(agentrig_endpoint: Endpoint) -> None:
+    ep = agentrig_endpoint(SCENARIOS / "two_turns.scenario.yaml")
+    agent = build_agent(responses(ep))
+
+    first = await Runner.run(agent, "What is the weather in Paris?", auto_previous_response_id=True)
+    result = await Runner.run(
+        agent,
+        "And in Oslo?",
+        previous_response_id=first.last_response_id,
+        auto_previous_response_id=True,
+    )
+
+    assert result.final_output == "It is sunny in Oslo too."
+
+
+async def test_an_agent_that_makes_its_own_client(
+    agentrig_endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-placeholder")
+    ep = agentrig_endpoint(SCENARIOS / "weather.scenario.yaml")
+
+    with ep.intercept():  # api.openai.com is answered by the endpoint
+        result = await Runner.run(build_agent("gpt-4.1"), "What is the weather in Paris?")
+
+    assert result.final_output == "It is sunny in Paris."
