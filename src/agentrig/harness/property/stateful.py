@@ -13,7 +13,7 @@ model of what it should hold. Use it as a test::
 Subclass it to test your own agent: override :meth:`AgentMachine.base_builder` to add tools,
 hooks and capabilities, and set ``agent_tools`` for scripted tools. Set ``failure_dir`` and the
 shrunk failing run is written there as a ``*.scenario.yaml`` file that ``agentrig run``
-replays. :func:`play` runs scripts against a scenario agent and returns every state it yielded.
+replays.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from agentrig import (
     AgentBuilder,
-    AgentLoop,
     AgentState,
     ExecutionBudget,
     ExecutionStatus,
@@ -49,7 +48,9 @@ from agentrig import (
 )
 from agentrig.errors import AgentStop, InvalidInputError
 from agentrig.fakes import FakeClock, ScriptedLLM, ScriptedTool, SeededIds, ToolReply, Turn
-from agentrig.harness.checks.invariants import InvariantChecker, Violation, select_invariants
+from agentrig.harness.checks.invariant import InvariantChecker, Violation, select_invariants
+from agentrig.harness.checks.watch import is_terminal, run_checked, watch
+from agentrig.harness.property.play import build_spec_agent
 from agentrig.harness.property.strategies import (
     DEFAULT_TOOL_SPECS,
     budgets,
@@ -58,7 +59,7 @@ from agentrig.harness.property.strategies import (
     scripts,
     texts,
 )
-from agentrig.harness.scenarios.agent_factory import ScenarioAgent, build_agent
+from agentrig.harness.scenarios.agent_factory import ScenarioAgent
 from agentrig.harness.scenarios.model import (
     SCENARIO_NAME_PATTERN,
     AgentSpec,
@@ -71,102 +72,10 @@ from agentrig.harness.scenarios.model import (
 from agentrig.harness.scenarios.model import Turn as ScenarioTurn
 from agentrig.harness.scenarios.writer import budget_spec, reply_from_turn, write_scenario
 
-__all__ = ["AgentMachine", "AgentModel", "Playback", "play"]
+__all__ = ["AgentMachine", "AgentModel"]
 
 TraceModeName = Literal["separated", "inline"]
 _SIGNAL_REASONS = (StopReason.USER_REQUESTED, StopReason.STOP_REQUESTED, StopReason.FINISH_REASON)
-
-
-# --- driving the loop -------------------------------------------------------------------------
-
-
-def _terminal(state: AgentState) -> bool:
-    status = state.status()
-    return status is not None and status.is_terminal()
-
-
-def _drive(
-    loop: AgentLoop, checker: InvariantChecker, number: int, state: AgentState, *, limit: int | None
-) -> list[AgentState]:
-    """Iterate from ``state`` until the execution ends or ``limit`` states were yielded, checking
-    each yielded state."""
-    checker.begin(number, state)
-    yielded: list[AgentState] = []
-    iterator = loop.iterate(state)
-    try:
-        for item in iterator:
-            final = _terminal(item)
-            checker.observe(item, is_final=final)
-            yielded.append(item)
-            if final or (limit is not None and len(yielded) >= limit):
-                break
-    finally:
-        close = getattr(iterator, "close", None)
-        if close is not None:
-            close()  # the loop is a generator: leave the execution where it is
-    return yielded
-
-
-def _stub(agent: AgentSpec) -> Scenario:
-    return Scenario(name="agentrig-play", agent=agent, turns=(ScenarioTurn(user=""),))
-
-
-def _checker(
-    agent: ScenarioAgent, spec: AgentSpec, names: Sequence[str] | None
-) -> InvariantChecker:
-    checker = InvariantChecker(
-        select_invariants(names), trace_mode=TraceMode(spec.trace_mode), budget=agent.budget
-    )
-    agent.loop.events.wiretap(checker.record_event)
-    return checker
-
-
-@dataclass(frozen=True)
-class Playback:
-    """What :func:`play` saw: the states each execution yielded, and the invariant violations."""
-
-    executions: tuple[tuple[AgentState, ...], ...]
-    violations: tuple[Violation, ...]
-
-    @property
-    def final(self) -> AgentState:
-        """The last state of the last execution."""
-        return self.executions[-1][-1]
-
-    def all_states(self) -> tuple[AgentState, ...]:
-        """Every yielded state, in order."""
-        return tuple(state for execution in self.executions for state in execution)
-
-
-def play(
-    *,
-    agent: AgentSpec,
-    turns: Sequence[tuple[str, Sequence[Turn]]],
-    builder: AgentBuilder | None = None,
-    invariants: Sequence[str] | None = None,
-) -> Playback:
-    """Run ``turns`` (a user message and the model's script for it) against the agent a scenario's
-    ``agent:`` section describes, exactly as the scenario runner builds it, checking invariants
-    (all, or the named ones) after every yielded state."""
-    if not isinstance(agent, AgentSpec):
-        reason = f"expected an AgentSpec (a scenario's agent: section), got {type(agent).__name__}"
-        raise InvalidInputError("play(agent=...)", [("", reason)])
-    if not turns:
-        reason = "needs at least one (user message, script) pair"
-        raise InvalidInputError("play(turns=...)", [("", reason)])
-    built = build_agent(_stub(agent), base=builder)
-    checker = _checker(built, agent, invariants)
-    with runtime_context(clock=built.clock, ids=built.ids):
-        state = AgentState()
-    executions = []
-    for number, (user, script) in enumerate(turns, start=1):
-        built.script.current = ScriptedLLM(script, clock=built.clock, name=f"turn {number}")
-        with runtime_context(clock=built.clock, ids=built.ids):
-            state = state.with_user_message(user)
-        yielded = _drive(built.loop, checker, number, state, limit=None)
-        executions.append(tuple(yielded))
-        state = yielded[-1]
-    return Playback(tuple(executions), tuple(checker.violations))
 
 
 # --- the model --------------------------------------------------------------------------------
@@ -547,9 +456,9 @@ class AgentMachine(RuleBasedStateMachine):
             budget=budget_spec(budget),
             tools=dict(self.agent_tools),
         )
-        agent = build_agent(_stub(self._spec), base=self.base_builder())
+        agent = build_spec_agent(self._spec, builder=self.base_builder())
         self.agent = agent
-        self._checker = _checker(agent, self._spec, self.checked_invariants)
+        self._checker = watch(agent, select_invariants(self.checked_invariants))
         self._oracle = _ToolOracle(self.agent_tools, agent.loop.tools.names())
         self.model = AgentModel(TraceMode(trace_mode), agent.budget)
         with runtime_context(clock=agent.clock, ids=agent.ids):
@@ -670,13 +579,12 @@ class AgentMachine(RuleBasedStateMachine):
             predicted = self.model.run(script, limit=limit, clock=model_clock, tools=self._oracle)
         except UnpredictableError:
             predicted = None
-        try:
-            yielded = _drive(agent.loop, checker, len(self.records), self.state, limit=limit)
-        except Exception as error:
-            self.failure, self.failure_kind = f"the loop raised {error!r}", "loop-error"
-            raise
+        run = run_checked(agent.loop, checker, len(self.records), self.state, limit=limit)
+        if run.error is not None:
+            self.failure, self.failure_kind = f"the loop raised {run.error!r}", "loop-error"
+            raise run.error
         self.violations.extend(checker.violations[before:])
-        self.state = yielded[-1]
+        self.state = run.states[-1]
         self._pending = False
         consumed = len(script) - llm.remaining
         self._record(record, script[:consumed])
@@ -697,7 +605,7 @@ class AgentMachine(RuleBasedStateMachine):
                 and any(_not_found(call.name) in message for message in recorded)
             )
         record.steps = self.state.step_count()
-        record.finished = _terminal(self.state)
+        record.finished = is_terminal(self.state)
 
     # --- writing the run as a scenario ----------------------------------------------------------
 

@@ -59,7 +59,8 @@ from agentrig.harness.cassettes import (
     RecordedToolCall,
     record_usage,
 )
-from agentrig.harness.checks.invariants import invariant_names
+from agentrig.harness.checks.invariant import invariant_names
+from agentrig.harness.property.play import play
 from agentrig.harness.scenarios.model import (
     AgentSpec,
     CancelAfterStep,
@@ -826,8 +827,6 @@ def _states(
     max_steps: int,
     modes: tuple[str, ...],
 ) -> AgentState:
-    from agentrig.harness.property.stateful import play  # stateful imports this module
-
     agent = AgentSpec(
         trace_mode=draw(st.sampled_from(modes)),
         budget=budget_spec(draw(budgets())),

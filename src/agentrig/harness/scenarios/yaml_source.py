@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import date
 from typing import Any, NamedTuple
 
 import yaml
@@ -25,9 +26,17 @@ from yaml.constructor import SafeConstructor
 from yaml.error import Mark
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from agentrig._model import find_non_json
 from agentrig.harness.errors import ScenarioFileError
 
-__all__ = ["FieldPath", "Location", "YamlSource", "load_yaml_file", "load_yaml_text"]
+__all__ = [
+    "FieldPath",
+    "Location",
+    "YamlSource",
+    "load_yaml_file",
+    "load_yaml_text",
+    "not_json_data",
+]
 
 FieldPath = tuple[str | int, ...]
 
@@ -241,3 +250,20 @@ def _decode(raw: bytes, path: str) -> str:
 def _position(text: str, offset: int) -> Location:
     line = text.count("\n", 0, offset) + 1
     return Location(line, offset - (text.rfind("\n", 0, offset) + 1) + 1)
+
+
+def not_json_data(value: Any) -> str | None:
+    """Why ``value`` is not JSON data (YAML also reads dates, sets and bytes; the runtime accepts
+    nothing but JSON data), or None. Non-finite floats pass: the runtime reports them itself."""
+    found = find_non_json(value, lenient=True)
+    if found is None:
+        return None
+    at = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in found.path)
+    where = f"at {at.removeprefix('.')}: " if at else ""
+    if found.is_key:
+        return f"{where}the key {found.value!r} is not JSON data: keys are text"
+    if isinstance(found.value, date):
+        what = f"the {type(found.value).__name__} {found.value.isoformat()} is"
+        return f"{where}{what} not JSON data: quote it to make it text"
+    what = "bytes are" if isinstance(found.value, bytes) else f"a {type(found.value).__name__} is"
+    return f"{where}{what} not JSON data: use text, numbers, booleans, null, lists and mappings"
