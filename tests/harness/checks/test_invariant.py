@@ -12,7 +12,6 @@ from agentrig import (
     ExecutionBudget,
     TraceMode,
 )
-from agentrig.errors import AgentrigError
 from agentrig.fakes import (
     call,
 )
@@ -25,6 +24,7 @@ from agentrig.harness.checks.invariant import (
     select_invariants,
     unregister_invariant,
 )
+from agentrig.harness.errors import InvariantError
 
 from .conftest import Agent, ForceRouting, assert_violation
 
@@ -67,7 +67,7 @@ class TestRegistry:
             def check(self, observation: Observation) -> Iterable[str]:
                 return ()
 
-        with pytest.raises(AgentrigError, match="'clean_messages' is already registered"):
+        with pytest.raises(InvariantError, match="'clean_messages' is already registered"):
             register_invariant(Clean)
         assert select_invariants(["clean_messages"])[0].description != "an impostor"
 
@@ -119,7 +119,7 @@ class TestRegistry:
     def test_unknown_names_list_the_valid_ones(
         self, only: list[str] | None, exclude: Sequence[str], unknown: str
     ) -> None:
-        with pytest.raises(AgentrigError) as error:
+        with pytest.raises(InvariantError) as error:
             select_invariants(only, exclude)
         message = str(error.value)
         assert f"unknown invariant(s): {unknown};" in message
@@ -222,7 +222,7 @@ class TestViolation:
 
 class TestRegistryMessages:
     def test_an_unknown_name_suggests_the_close_one_and_how_to_register(self) -> None:
-        with pytest.raises(AgentrigError) as error:
+        with pytest.raises(InvariantError) as error:
             select_invariants(["clean_mesages", "my_custom_check"])
         message = str(error.value)
         assert "did you mean 'clean_messages'?" in message
@@ -239,7 +239,7 @@ class TestRegistryMessages:
             def check(self, observation: Observation) -> Iterable[str]:
                 return ()
 
-        with pytest.raises(AgentrigError) as error:
+        with pytest.raises(InvariantError) as error:
             register_invariant(Clean)
         message = str(error.value)
         assert "agentrig.harness.checks.builtin_invariants.CleanMessages" in message

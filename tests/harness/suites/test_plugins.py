@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentrig.errors import AgentrigError
+from agentrig.harness.errors import PluginError
 from agentrig.harness.suites.plugins import load_plugins
 
 
@@ -25,7 +25,7 @@ def test_a_plugin_that_fails_to_import_is_a_clear_error(
     (tmp_path / "broken_plugin.py").write_text(source, encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "broken_plugin", raising=False)
-    with pytest.raises(AgentrigError) as error:
+    with pytest.raises(PluginError) as error:
         load_plugins(["broken_plugin"])
     message = str(error.value)
     assert message.startswith("plugin module 'broken_plugin' failed to import: ")

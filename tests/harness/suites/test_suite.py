@@ -7,7 +7,7 @@ from textwrap import dedent
 
 import pytest
 
-from agentrig.errors import AgentrigError
+from agentrig.harness.errors import SuiteError
 from agentrig.harness.results import normalized
 from agentrig.harness.scenarios.loader import load_scenario
 from agentrig.harness.scenarios.model import Scenario
@@ -60,5 +60,5 @@ def test_parallel_runs_of_scenarios_built_in_python_say_what_to_do() -> None:
         Scenario.model_validate({"name": name, "turns": [{"user": "hi", "model": [{"say": "x"}]}]})
         for name in ("one", "two")
     ]
-    with pytest.raises(AgentrigError, match="loaded from files; run them with workers=1"):
+    with pytest.raises(SuiteError, match="loaded from files; run them with workers=1"):
         run_suite(scenarios, workers=2)

@@ -20,10 +20,10 @@ from agentrig import (
     ExecutionBudget,
     TraceMode,
 )
-from agentrig.errors import AgentrigError
 from agentrig.events import (
     AgentEvent,
 )
+from agentrig.harness.errors import InvariantError
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def register_invariant(cls: InvariantT) -> InvariantT:
     """Class decorator: make an invariant available by its ``name``."""
     holder = _REGISTRY.get(cls.name)
     if holder is not None and holder is not cls:
-        raise AgentrigError(
+        raise InvariantError(
             f"an invariant named {cls.name!r} is already registered "
             f"({holder.__module__}.{holder.__qualname__}); give yours another name"
         )
@@ -123,7 +123,7 @@ def select_invariants(
     if unknown:
         close = [m for name in unknown for m in get_close_matches(name, _REGISTRY, n=1)]
         hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-        raise AgentrigError(
+        raise InvariantError(
             f"unknown invariant(s): {', '.join(unknown)}; valid: {', '.join(_REGISTRY)}{hint}; "
             "a custom invariant must be registered with @register_invariant in a module that is "
             "imported first (agentrig run --plugin MODULE, or conftest.py under pytest)"
@@ -175,7 +175,7 @@ class InvariantChecker:
         also catches a mutation made by the very next step.
         """
         if self._initial is None:
-            raise AgentrigError("InvariantChecker.observe() called before begin()")
+            raise InvariantError("InvariantChecker.observe() called before begin()")
         self._states.append(state)
         self._snapshots.append(snapshot if snapshot is not None else snapshot_of(state))
         observation = Observation(

@@ -23,7 +23,7 @@ from agentrig import (
     UseLlmConfig,
     UseSubagents,
 )
-from agentrig.errors import AgentrigError
+from agentrig.errors import ConfigurationError
 from agentrig.events import AgentStepCompleted
 from agentrig.fakes import (
     CallSpec,
@@ -164,7 +164,7 @@ def build_agent(
 def _copy_of(base: object) -> AgentBuilder:
     """A copy of a user's builder that the scenario can add to without changing the original."""
     if not isinstance(base, AgentBuilder):
-        raise AgentrigError(f"builder: expected an AgentBuilder, got {_wrong_builder(base)}")
+        raise ConfigurationError(f"builder: expected an AgentBuilder, got {_wrong_builder(base)}")
     return base.copy()
 
 

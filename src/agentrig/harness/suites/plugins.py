@@ -9,25 +9,26 @@ import traceback
 from collections.abc import Iterable
 
 from agentrig.errors import AgentrigError
+from agentrig.harness.errors import PluginError
 
 __all__ = ["load_plugins"]
 
 
 def load_plugins(modules: Iterable[str]) -> None:
     """Import modules that register invariants or report writers; raises
-    an error naming the module and what failed."""
+    :class:`~agentrig.harness.errors.PluginError` naming the module and what failed."""
     for module in modules:
         try:
             _import_plugin(module)
         except ModuleNotFoundError as error:
-            raise AgentrigError(
+            raise PluginError(
                 f"cannot import plugin module {module!r}: {error}; give its dotted import name, "
                 "and run agentrig from the folder that holds it or add that folder to PYTHONPATH"
             ) from error
         except AgentrigError:
             raise
         except Exception as error:  # the plugin's own code failed: say where, not a traceback
-            raise AgentrigError(
+            raise PluginError(
                 f"plugin module {module!r} failed to import: {_plugin_failure(error)}; "
                 "fix the module and run again"
             ) from error

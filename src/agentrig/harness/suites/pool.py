@@ -17,6 +17,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from agentrig.errors import AgentrigError
+from agentrig.harness.errors import PluginError, SuiteError
 from agentrig.harness.results import ScenarioResult
 from agentrig.harness.scenarios.loader import load_scenario
 from agentrig.harness.scenarios.model import Scenario
@@ -48,9 +49,7 @@ def run_in_workers(
     """``run`` each scenario in one of ``workers`` processes that import ``plugins`` first."""
     tasks = [(str(s.source.path) if s.source else "", s.name) for s in scenarios]
     if any(not path for path, _ in tasks):
-        raise AgentrigError(
-            "parallel runs need scenarios loaded from files; run them with workers=1"
-        )
+        raise SuiteError("parallel runs need scenarios loaded from files; run them with workers=1")
     pool = ProcessPoolExecutor(
         max_workers=workers,
         mp_context=get_context("spawn"),
@@ -71,8 +70,8 @@ def run_in_workers(
             except BrokenProcessPool:
                 outcomes = [died(s, _WORKER_DIED) for s in scenarios[start : start + size]]
             for outcome in outcomes:
-                if isinstance(outcome, str):  # the worker could not start: a usage error
-                    raise AgentrigError(outcome)
+                if isinstance(outcome, str):  # a worker could not import the plugins
+                    raise PluginError(outcome)
                 if progress is not None:
                     progress(outcome)
                 results.append(outcome)

@@ -26,7 +26,8 @@ def run_suite(
     """Run ``scenarios`` (in worker processes when ``workers > 1``), keeping their order.
 
     Workers import ``plugins`` first and load each scenario from its file, so parallel runs need
-    scenarios loaded from files.
+    scenarios loaded from files (else :class:`~agentrig.harness.errors.SuiteError`); a plugin
+    that does not import raises :class:`~agentrig.harness.errors.PluginError`.
     """
     started = time.perf_counter()
     if workers <= 1 or len(scenarios) < 2:
