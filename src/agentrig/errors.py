@@ -9,9 +9,7 @@ live next to their code, in the module named on the right::
     ├── InvalidInputError          bad data: a message, a budget, a state dict, tool arguments
     │   └── InvalidToolArgumentsError
     ├── ToolError                  a tool call that could not run (the model sees it as a failed result)
-    │   ├── ToolNotFoundError
-    │   ├── ToolExecutionError
-    │   └── ToolBlockedError
+    │   └── ToolNotFoundError
     ├── SubagentError              spawn_subagent failures (the parent model sees a failed result)
     │   ├── SubagentNotFoundError
     │   ├── SubagentDepthExceededError
@@ -109,18 +107,6 @@ class ToolNotFoundError(ToolError):
         self.available = available
         names = ", ".join(sorted(available)) or "(none)"
         super().__init__(f"Tool '{name}' not found. Available tools: {names}")
-
-
-class ToolExecutionError(ToolError):
-    """A tool raised while running; the original exception is ``__cause__``."""
-
-    def __init__(self, name: str, message: str) -> None:
-        self.name = name
-        super().__init__(message)
-
-
-class ToolBlockedError(ToolError):
-    """A ``before_tool_use`` hook blocked the call."""
 
 
 class SubagentError(AgentrigError):

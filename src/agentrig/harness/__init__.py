@@ -57,7 +57,13 @@ if TYPE_CHECKING:
         select_invariants,
         unregister_invariant,
     )
-    from agentrig.harness.errors import ScenarioFileError
+    from agentrig.harness.errors import (
+        DataFileError,
+        InvariantError,
+        PluginError,
+        ScenarioFileError,
+        SuiteError,
+    )
     from agentrig.harness.property.play import Playback, play
     from agentrig.harness.property.stateful import AgentMachine
     from agentrig.harness.reporting.base import (
@@ -95,6 +101,7 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     # scenario files
     "Scenario": "agentrig.harness.scenarios.model",
+    "DataFileError": "agentrig.harness.errors",
     "ScenarioFileError": "agentrig.harness.errors",
     "load_scenario": "agentrig.harness.scenarios.loader",
     "load_scenarios": "agentrig.harness.scenarios.loader",
@@ -105,6 +112,8 @@ _EXPORTS: dict[str, str] = {
     "run_scenario": "agentrig.harness.runner",
     "run_suite": "agentrig.harness.suites.suite",
     "load_plugins": "agentrig.harness.suites.plugins",
+    "PluginError": "agentrig.harness.errors",
+    "SuiteError": "agentrig.harness.errors",
     # results
     "Failure": "agentrig.harness.results",
     "InvariantOutcome": "agentrig.harness.results",
@@ -121,6 +130,7 @@ _EXPORTS: dict[str, str] = {
     "writer_names": "agentrig.harness.reporting.base",
     # invariants
     "Invariant": "agentrig.harness.checks.invariant",
+    "InvariantError": "agentrig.harness.errors",
     "InvariantChecker": "agentrig.harness.checks.invariant",
     "Observation": "agentrig.harness.checks.invariant",
     "Violation": "agentrig.harness.checks.invariant",
@@ -163,17 +173,21 @@ __all__ = [
     "CassetteMismatchError",
     "CassetteNotFoundError",
     "CassetteProvider",
+    "DataFileError",
     "Failure",
     "Invariant",
     "InvariantChecker",
+    "InvariantError",
     "InvariantOutcome",
     "Observation",
     "Playback",
+    "PluginError",
     "RecordMode",
     "ReportWriter",
     "Scenario",
     "ScenarioFileError",
     "ScenarioResult",
+    "SuiteError",
     "SuiteResult",
     "TranscriptEntry",
     "TurnResult",

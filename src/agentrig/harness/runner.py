@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from agentrig import AgentBuilder, AgentState, runtime_context
 from agentrig.errors import AgentrigError
+from agentrig.fakes import ScriptedLLM
 from agentrig.harness.checks.expectations import check_expectation
 from agentrig.harness.checks.invariant import InvariantChecker, select_invariants
 from agentrig.harness.checks.watch import run_checked, watch
@@ -23,7 +24,7 @@ from agentrig.harness.results import (
     TurnResult,
 )
 from agentrig.harness.scenarios.agent_factory import ScenarioAgent, build_agent
-from agentrig.harness.scenarios.model import CancelAfterStep, Scenario, Turn
+from agentrig.harness.scenarios.model import CancelAfterStep, Scenario, ScenarioTurn
 
 FieldPath = tuple[str | int, ...]
 
@@ -123,7 +124,7 @@ def _start(scenario: Scenario, agent: ScenarioAgent) -> _Run:
     return _Run(scenario, agent, watch(agent, invariants))
 
 
-def _run_turn(run: _Run, number: int, turn: Turn, state: AgentState) -> AgentState:
+def _run_turn(run: _Run, number: int, turn: ScenarioTurn, state: AgentState) -> AgentState:
     agent = run.agent
     agent.script.start_turn(number, turn.model)
     agent.cancellation.reset()
@@ -162,24 +163,14 @@ def _iterate(run: _Run, number: int, state: AgentState) -> AgentState:
     return checked.states[-1] if checked.states else state
 
 
-def _check_turn(run: _Run, number: int, turn: Turn, final: AgentState) -> None:
+def _check_turn(run: _Run, number: int, turn: ScenarioTurn, final: AgentState) -> None:
     base: FieldPath = ("turns", number - 1)
     script = run.agent.script.current
-    for call in script.overruns:
-        run.fail(
-            "script",
-            f"turn {number}: model call {call} was not scripted (the turn scripts "
-            f"{len(script.turns)} reply(ies)); add a reply or check why the agent did not stop",
-            (*base, "model"),
-            turn=number,
-        )
-    for unused in range(len(script.turns) - script.remaining + 1, len(script.turns) + 1):
-        run.fail(
-            "script",
-            f"turn {number}: scripted model reply {unused} was never used",
-            (*base, "model", unused - 1),
-            turn=number,
-        )
+    overrun = (
+        f"(the turn scripts {len(script.turns)} reply(ies)); "
+        "add a reply or check why the agent did not stop"
+    )
+    _check_model_script(run, script, f"turn {number}", overrun, (*base, "model"), turn=number)
     _check_tool_scripts(run, number, turn, final)
     for mismatch in check_expectation(turn.expect, final):
         why = _recorded_errors(final) if mismatch.field == "status" else ""
@@ -213,7 +204,7 @@ _SCRIPT_ERRORS = {
 }
 
 
-def _check_tool_scripts(run: _Run, number: int, turn: Turn, final: AgentState) -> None:
+def _check_tool_scripts(run: _Run, number: int, turn: ScenarioTurn, final: AgentState) -> None:
     """Calls the scripts do not cover are scenario mistakes, unless expected as errors."""
     expected_errors = turn.expect.errors or ()
     available = ", ".join(run.agent.loop.tools.names()) or "none"
@@ -236,20 +227,9 @@ def _check_tool_scripts(run: _Run, number: int, turn: Turn, final: AgentState) -
 
 def _check_scripts_used(run: _Run) -> None:
     for name, script in run.agent.subagent_scripts.items():
+        overrun = f"({len(script.turns)} reply(ies) scripted)"
         path: FieldPath = ("agent", "subagents", name, "model")
-        for call in script.overruns:
-            run.fail(
-                "script",
-                f"subagent {name}: model call {call} was not scripted "
-                f"({len(script.turns)} reply(ies) scripted)",
-                path,
-            )
-        for unused in range(len(script.turns) - script.remaining + 1, len(script.turns) + 1):
-            run.fail(
-                "script",
-                f"subagent {name}: scripted model reply {unused} was never used",
-                (*path, unused - 1),
-            )
+        _check_model_script(run, script, f"subagent {name}", overrun, path)
     for name, tool in run.agent.tools.items():
         if tool.mode.value != "sequence":
             continue
@@ -261,7 +241,19 @@ def _check_scripts_used(run: _Run) -> None:
             )
 
 
-def _turn_result(number: int, turn: Turn, final: AgentState) -> TurnResult:
+def _check_model_script(
+    run: _Run, script: ScriptedLLM, who: str, overrun: str, path: FieldPath, **extra: object
+) -> None:
+    """Calls past the end of a scripted model and replies it never played, as script failures
+    at ``path`` (the model's replies)."""
+    for call in script.overruns:
+        run.fail("script", f"{who}: model call {call} was not scripted {overrun}", path, **extra)
+    for unused in range(len(script.turns) - script.remaining + 1, len(script.turns) + 1):
+        message = f"{who}: scripted model reply {unused} was never used"
+        run.fail("script", message, (*path, unused - 1), **extra)
+
+
+def _turn_result(number: int, turn: ScenarioTurn, final: AgentState) -> TurnResult:
     status, reason, usage = final.status(), final.last_stop_reason(), final.usage()
     return TurnResult(
         index=number,

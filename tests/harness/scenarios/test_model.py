@@ -2,26 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
+from enum import Enum
+from typing import Any, get_args
 
 import pytest
 from pydantic import ValidationError
 
+import agentrig
 from agentrig.harness.scenarios.model import (
     AgentSpec,
     CostExpect,
     Expectation,
+    FinishReasonName,
     HookSpec,
+    HookTriggerName,
     InvariantSelection,
     MessageExpect,
     ModelReply,
+    RoleName,
     Scenario,
+    ScenarioTurn,
     SourceLocation,
+    Status,
+    StopReasonName,
     TextMatch,
     ToolCallSpec,
-    ToolReply,
+    ToolReplySpec,
     ToolSpec,
-    Turn,
+    TraceModeName,
 )
 
 
@@ -69,22 +77,22 @@ def test_an_error_reply_may_be_retryable() -> None:
 
 
 def test_tool_reply_has_exactly_one_outcome() -> None:
-    assert _rule_locs(ToolReply, {"when": {"a": 1}}) == [()]
-    assert _rule_locs(ToolReply, {"return": 1, "raise": "x", "stop": "y"}) == [
+    assert _rule_locs(ToolReplySpec, {"when": {"a": 1}}) == [()]
+    assert _rule_locs(ToolReplySpec, {"return": 1, "raise": "x", "stop": "y"}) == [
         ("raise",),
         ("stop",),
     ]
-    assert ToolReply.model_validate({"return": None}).outcome == "return"
-    assert ToolReply(raise_="boom").outcome == "raise"
-    assert ToolReply(stop="enough").outcome == "stop"
+    assert ToolReplySpec.model_validate({"return": None}).outcome == "return"
+    assert ToolReplySpec(raise_="boom").outcome == "raise"
+    assert ToolReplySpec(stop="enough").outcome == "stop"
 
 
 def test_tool_reply_matches_partially() -> None:
-    reply = ToolReply(when={"city": "Paris"}, return_="sunny")
+    reply = ToolReplySpec(when={"city": "Paris"}, return_="sunny")
     assert reply.matches({"city": "Paris", "days": 2})
     assert not reply.matches({"city": "Oslo"})
     assert not reply.matches({})
-    assert ToolReply(return_=1).matches({"anything": True})
+    assert ToolReplySpec(return_=1).matches({"anything": True})
 
 
 def test_tool_rules() -> None:
@@ -180,13 +188,15 @@ def test_message_expectations() -> None:
 
 def test_turn_and_invariant_rules() -> None:
     turn = {"user": "hi", "cancel": "before", "model": [{"say": "never"}]}
-    assert _rule_locs(Turn, turn) == [("model",)]
-    assert Turn.model_validate({"user": "hi", "cancel": {"after_step": 2}}).cancel is not None
+    assert _rule_locs(ScenarioTurn, turn) == [("model",)]
+    assert (
+        ScenarioTurn.model_validate({"user": "hi", "cancel": {"after_step": 2}}).cancel is not None
+    )
     assert _rule_locs(InvariantSelection, {"only": ["a"], "exclude": ["b"]}) == [("exclude",)]
 
 
 def test_strict_scalars_reject_yaml_surprises() -> None:
-    assert _rule_locs(Turn, {"user": True}) == [("user",)]
+    assert _rule_locs(ScenarioTurn, {"user": True}) == [("user",)]
     assert _rule_locs(ModelReply, {"say": "x", "latency": "1"}) == [("latency",)]
     assert _rule_locs(Expectation, {"steps": True}) == [("steps",)]
 
@@ -239,7 +249,25 @@ def test_scenario_needs_a_turn_and_a_good_name() -> None:
 
 
 def test_a_reply_when_compares_as_json_a_boolean_is_not_a_number() -> None:
-    reply = ToolReply.model_validate({"when": {"flag": True, "items": [1, {"x": 2}]}, "return": 1})
+    reply = ToolReplySpec.model_validate(
+        {"when": {"flag": True, "items": [1, {"x": 2}]}, "return": 1}
+    )
     assert reply.matches({"flag": True, "items": [1.0, {"x": 2}]})
     assert not reply.matches({"flag": 1, "items": [1, {"x": 2}]})
     assert not reply.matches({"flag": True, "items": [True, {"x": 2}]})
+
+
+@pytest.mark.parametrize(
+    ("names", "values"),
+    [
+        (FinishReasonName, list(agentrig.FinishReason)),
+        (TraceModeName, list(agentrig.TraceMode)),
+        (HookTriggerName, list(agentrig.HookTrigger)),
+        (RoleName, list(agentrig.Role)),
+        (StopReasonName, list(agentrig.StopReason)),
+        (Status, [status for status in agentrig.ExecutionStatus if status.is_terminal()]),
+    ],
+    ids=["finish_reason", "trace_mode", "hook_trigger", "role", "stop_reason", "status"],
+)
+def test_the_format_names_every_value_of_the_runtime_enum(names: Any, values: list[Enum]) -> None:
+    assert list(get_args(names)) == [value.value for value in values]

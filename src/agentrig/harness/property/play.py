@@ -16,8 +16,7 @@ from agentrig.fakes import ScriptedLLM, Turn
 from agentrig.harness.checks.invariant import Violation, select_invariants
 from agentrig.harness.checks.watch import run_checked, watch
 from agentrig.harness.scenarios.agent_factory import ScenarioAgent, build_agent
-from agentrig.harness.scenarios.model import AgentSpec, Scenario
-from agentrig.harness.scenarios.model import Turn as ScenarioTurn
+from agentrig.harness.scenarios.model import AgentSpec, Scenario, ScenarioTurn
 
 __all__ = ["Playback", "build_spec_agent", "play"]
 

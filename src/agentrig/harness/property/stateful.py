@@ -47,7 +47,7 @@ from agentrig import (
     runtime_context,
 )
 from agentrig.errors import AgentStop, InvalidInputError
-from agentrig.fakes import FakeClock, ScriptedLLM, ScriptedTool, SeededIds, ToolReply, Turn
+from agentrig.fakes import FakeClock, ScriptedLLM, SeededIds, Turn
 from agentrig.harness.checks.invariant import InvariantChecker, Violation, select_invariants
 from agentrig.harness.checks.watch import is_terminal, run_checked, watch
 from agentrig.harness.property.play import build_spec_agent
@@ -59,7 +59,7 @@ from agentrig.harness.property.strategies import (
     scripts,
     texts,
 )
-from agentrig.harness.scenarios.agent_factory import ScenarioAgent
+from agentrig.harness.scenarios.agent_factory import ScenarioAgent, scripted_tool
 from agentrig.harness.scenarios.model import (
     SCENARIO_NAME_PATTERN,
     AgentSpec,
@@ -67,9 +67,9 @@ from agentrig.harness.scenarios.model import (
     Expectation,
     ModelReply,
     Scenario,
+    ScenarioTurn,
     ToolSpec,
 )
-from agentrig.harness.scenarios.model import Turn as ScenarioTurn
 from agentrig.harness.scenarios.writer import budget_spec, reply_from_turn, write_scenario
 
 __all__ = ["AgentMachine", "AgentModel"]
@@ -87,7 +87,7 @@ class _ToolOracle:
     def __init__(self, specs: Mapping[str, ToolSpec], available: Sequence[str]) -> None:
         self.clock = FakeClock()
         self.available = set(available)
-        self.tools = {name: _scripted(name, spec, self.clock) for name, spec in specs.items()}
+        self.tools = {name: scripted_tool(name, spec, self.clock) for name, spec in specs.items()}
         with runtime_context(clock=self.clock, ids=SeededIds(0)):
             self.context = ToolContext(AgentState(), ToolCall(name="oracle"))
 
@@ -106,16 +106,6 @@ class _ToolOracle:
         else:
             kind = "ok"
         return kind, (self.clock.now() - before).total_seconds()
-
-
-def _scripted(name: str, spec: ToolSpec, clock: FakeClock) -> ScriptedTool:
-    replies = [
-        ToolReply(returns=r.return_, raises=r.raise_, stop=r.stop, when=r.when, latency=r.latency)
-        for r in spec.replies
-    ]
-    return ScriptedTool(
-        name, replies, params=spec.params, description=spec.description, mode=spec.mode, clock=clock
-    )
 
 
 class UnpredictableError(Exception):

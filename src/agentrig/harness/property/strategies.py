@@ -70,14 +70,14 @@ from agentrig.harness.scenarios.model import (
     MessageExpect,
     ModelReply,
     Scenario,
+    ScenarioTurn,
     TextMatch,
     ToolCallsExpect,
     ToolCallSpec,
-    ToolReply,
+    ToolReplySpec,
     ToolSpec,
     UsageExpect,
 )
-from agentrig.harness.scenarios.model import Turn as ScenarioTurn
 from agentrig.harness.scenarios.writer import budget_spec, reply_from_turn
 
 __all__ = [
@@ -119,17 +119,17 @@ DEFAULT_TOOL_SPECS: dict[str, ToolSpec] = {
         description="Looks something up.",
         params={"query": "string", "limit": "integer?"},
         replies=(
-            ToolReply.model_validate({"when": {"limit": 0}, "raise": "limit must be positive"}),
-            ToolReply.model_validate({"return": {"hits": 1}}),
+            ToolReplySpec.model_validate({"when": {"limit": 0}, "raise": "limit must be positive"}),
+            ToolReplySpec.model_validate({"return": {"hits": 1}}),
         ),
     ),
     "explode": ToolSpec(
-        description="Always fails.", replies=(ToolReply.model_validate({"raise": "boom"}),)
+        description="Always fails.", replies=(ToolReplySpec.model_validate({"raise": "boom"}),)
     ),
     "halt": ToolSpec(
         description="Stops the agent.",
         params={"why": "string?"},
-        replies=(ToolReply.model_validate({"stop": "halted by the tool"}),),
+        replies=(ToolReplySpec.model_validate({"stop": "halted by the tool"}),),
     ),
 }
 """Three scripted tools: ``lookup`` (returns, or raises for ``limit=0``), ``explode`` (raises)
@@ -639,7 +639,7 @@ def _tool_spec(draw: st.DrawFn, params: dict[str, str], outcomes: tuple[Outcome,
         description=draw(texts(max_size=16)),
         params=params,
         mode=mode,
-        replies=tuple(ToolReply.model_validate(fields) for fields in replies),
+        replies=tuple(ToolReplySpec.model_validate(fields) for fields in replies),
     )
 
 

@@ -34,7 +34,14 @@ from agentrig.fakes import (
     ToolReply,
     Turn,
 )
-from agentrig.harness.scenarios.model import AgentSpec, BudgetSpec, HookSpec, ModelReply, Scenario
+from agentrig.harness.scenarios.model import (
+    AgentSpec,
+    BudgetSpec,
+    HookSpec,
+    ModelReply,
+    Scenario,
+    ToolSpec,
+)
 from agentrig.state import FinishReason, Usage
 
 HOOK_SOURCE = "scenario-hook"
@@ -130,7 +137,7 @@ def build_agent(
     script = TurnScript(clock)
     own = set(builder.tools().names())
     tools = {
-        name: _tool(name, tool_spec, clock)
+        name: scripted_tool(name, tool_spec, clock)
         for name, tool_spec in spec.tools.items()
         if name not in own
     }
@@ -185,10 +192,8 @@ def _canceller(agent: ScenarioAgent) -> Callable[[AgentStepCompleted], None]:
     return cancel_when_due
 
 
-def _tool(name: str, spec: object, clock: FakeClock) -> ScriptedTool:
-    from agentrig.harness.scenarios.model import ToolSpec
-
-    assert isinstance(spec, ToolSpec)
+def scripted_tool(name: str, spec: ToolSpec, clock: FakeClock) -> ScriptedTool:
+    """The scripted tool a scenario's ``agent.tools.<name>`` describes, on ``clock``."""
     replies = [
         ToolReply(returns=r.return_, raises=r.raise_, stop=r.stop, when=r.when, latency=r.latency)
         for r in spec.replies

@@ -54,17 +54,18 @@ __all__ = [
     "CancelAfterStep",
     "CostExpect",
     "Expectation",
-    "FinishReason",
+    "FinishReasonName",
     "HookAction",
     "HookSpec",
-    "HookTrigger",
+    "HookTriggerName",
     "InvariantSelection",
     "MessageExpect",
     "ModelReply",
     "ParamType",
-    "Role",
+    "RoleName",
     "Scenario",
     "ScenarioModel",
+    "ScenarioTurn",
     "SourceLocation",
     "Status",
     "StopReasonName",
@@ -74,11 +75,10 @@ __all__ = [
     "ToolCallSpec",
     "ToolCallsExpect",
     "ToolMode",
-    "ToolReply",
+    "ToolReplySpec",
     "ToolSpec",
-    "TraceMode",
+    "TraceModeName",
     "TrajectoryMode",
-    "Turn",
     "UsageExpect",
     "UsageSpec",
     "parse_call_shorthand",
@@ -102,9 +102,9 @@ StopReasonName = Literal[
     "completed",
     "unknown",
 ]
-FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error", "other"]
-TraceMode = Literal["separated", "inline"]
-HookTrigger = Literal[
+FinishReasonName = Literal["stop", "length", "tool_calls", "content_filter", "error", "other"]
+TraceModeName = Literal["separated", "inline"]
+HookTriggerName = Literal[
     "before_execution",
     "before_step",
     "before_inference_request",
@@ -120,7 +120,7 @@ HookAction = Literal["block_tool", "stop", "request_continuation", "raise", "set
 ToolMode = Literal["match", "sequence"]
 TrajectoryMode = Literal["strict", "unordered", "subset", "superset"]
 ArgsMatch = Literal["exact", "partial"]
-Role = Literal["system", "user", "assistant", "tool"]
+RoleName = Literal["system", "developer", "user", "assistant", "tool"]
 ParamType = Literal[
     "string",
     "string?",
@@ -275,7 +275,7 @@ def _coerce_call(value: Any) -> Any:
         raise PydanticCustomError("call_shorthand", exc.problems[0][1]) from None
 
 
-CallSpec = Annotated[
+CallField = Annotated[
     ToolCallSpec,
     BeforeValidator(_coerce_call),
     _AlsoAccepts(
@@ -321,8 +321,8 @@ class ModelReply(ScenarioModel):
     )
 
     say: Text | None = Field(default=None, description="The text of the reply.")
-    call: CallSpec | None = Field(default=None, description="One tool call.")
-    calls: Annotated[tuple[CallSpec, ...], Field(min_length=1)] | None = Field(
+    call: CallField | None = Field(default=None, description="One tool call.")
+    calls: Annotated[tuple[CallField, ...], Field(min_length=1)] | None = Field(
         default=None, description="Several tool calls in one reply."
     )
     error: Text | None = Field(
@@ -333,7 +333,7 @@ class ModelReply(ScenarioModel):
     )
     usage: UsageSpec | None = Field(default=None, description="Token usage of this reply.")
     cost: Cost | None = Field(default=None, description="Cost of this reply.")
-    finish_reason: FinishReason | None = Field(
+    finish_reason: FinishReasonName | None = Field(
         default=None, description="The finish reason; derived from the reply when absent."
     )
     latency: Latency = Field(
@@ -366,7 +366,7 @@ class ModelReply(ScenarioModel):
 # --- tools ------------------------------------------------------------------------------------
 
 
-class ToolReply(ScenarioModel):
+class ToolReplySpec(ScenarioModel):
     """One scripted outcome of a tool: exactly one of ``return``, ``raise`` or ``stop``."""
 
     model_config = ConfigDict(
@@ -434,7 +434,7 @@ class ToolSpec(ScenarioModel):
         description="match: the first reply whose `when` matches, reusable. "
         "sequence: the replies in order, one per call.",
     )
-    replies: Annotated[tuple[ToolReply, ...], Field(min_length=1)] = Field(
+    replies: Annotated[tuple[ToolReplySpec, ...], Field(min_length=1)] = Field(
         description="The scripted replies."
     )
 
@@ -456,7 +456,7 @@ class ToolSpec(ScenarioModel):
                 catch_all = index
             yield from self._unknown_params(index, reply)
 
-    def _unknown_params(self, index: int, reply: ToolReply) -> Iterator[tuple[FieldPath, str]]:
+    def _unknown_params(self, index: int, reply: ToolReplySpec) -> Iterator[tuple[FieldPath, str]]:
         for key in (reply.when or {}) if self.params else ():
             if key not in self.params:
                 names = ", ".join(self.params)
@@ -515,7 +515,7 @@ class SubagentPolicySpec(ScenarioModel):
 class HookSpec(ScenarioModel):
     """A declarative hook the runner installs on the agent."""
 
-    on: HookTrigger = Field(description="The trigger the hook runs on.")
+    on: HookTriggerName = Field(description="The trigger the hook runs on.")
     priority: Annotated[int, Strict()] = Field(
         default=0, description="Higher priorities run first."
     )
@@ -551,12 +551,12 @@ class AgentSpec(ScenarioModel):
     """The agent under test; every part is optional."""
 
     system_prompt: Text = Field(default="", description="The system prompt.")
-    trace_mode: TraceMode = Field(
+    trace_mode: TraceModeName = Field(
         default="separated",
         description="separated: tool traces go to the execution buffer; inline: to messages.",
     )
     budget: BudgetSpec | None = Field(default=None, description="Execution limits.")
-    finish_reasons: tuple[FinishReason, ...] = Field(
+    finish_reasons: tuple[FinishReasonName, ...] = Field(
         default=(), description="Stop when the model returns one of these finish reasons."
     )
     max_retries: Positive | None = Field(default=None, description="Inference attempts per step.")
@@ -641,7 +641,7 @@ TextMatchSpec = Annotated[
 class MessageExpect(ScenarioModel):
     """An expected message: its role, and optionally its exact content or a substring."""
 
-    role: Role = Field(description="The message's role.")
+    role: RoleName = Field(description="The message's role.")
     content: Text | None = Field(default=None, description="The exact content.")
     contains: Text | None = Field(default=None, description="A substring of the content.")
 
@@ -657,7 +657,7 @@ def _role_as_message(value: Any) -> Any:
 MessageSpec = Annotated[
     MessageExpect,
     BeforeValidator(_role_as_message),
-    _AlsoAccepts({"enum": list(get_args(Role)), "description": "Just the role."}),
+    _AlsoAccepts({"enum": list(get_args(RoleName)), "description": "Just the role."}),
 ]
 
 
@@ -672,7 +672,7 @@ class ToolCallsExpect(ScenarioModel):
     args: ArgsMatch = Field(
         default="exact", description="exact: arguments equal; partial: the given ones match."
     )
-    calls: tuple[CallSpec, ...] = Field(description="The expected calls.")
+    calls: tuple[CallField, ...] = Field(description="The expected calls.")
 
 
 class UsageExpect(ScenarioModel):
@@ -774,7 +774,7 @@ Cancel = Annotated[
 ]
 
 
-class Turn(ScenarioModel):
+class ScenarioTurn(ScenarioModel):
     """One user message, the model's scripted replies to it, and what to expect."""
 
     user: Text = Field(description="The user's message.")
@@ -824,7 +824,7 @@ class Scenario(ScenarioModel):
     description: Text = Field(default="", description="What the scenario shows.")
     tags: tuple[Text, ...] = Field(default=(), description="Labels for selecting scenarios.")
     agent: AgentSpec = Field(default_factory=AgentSpec, description="The agent under test.")
-    turns: Annotated[tuple[Turn, ...], Field(min_length=1)] = Field(
+    turns: Annotated[tuple[ScenarioTurn, ...], Field(min_length=1)] = Field(
         description="The user turns, run in order against one agent state."
     )
     invariants: InvariantSelection = Field(

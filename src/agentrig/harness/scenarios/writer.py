@@ -33,9 +33,9 @@ from agentrig.harness.scenarios.model import (
     BudgetSpec,
     ModelReply,
     Scenario,
+    ScenarioTurn,
     ToolCallSpec,
-    ToolReply,
-    Turn,
+    ToolReplySpec,
     UsageSpec,
     parse_call_shorthand,
 )
@@ -104,7 +104,7 @@ def scenario_from_script(
         name=name,
         description=description,
         agent=agent if agent is not None else AgentSpec(),
-        turns=(Turn(user=user, model=replies),),
+        turns=(ScenarioTurn(user=user, model=replies),),
     )
 
 
@@ -185,7 +185,7 @@ def _model(model: BaseModel) -> dict[str, Any]:
         if name not in model.model_fields_set:
             continue
         value = getattr(model, name)
-        keep = isinstance(model, ToolReply) and name == "return_"
+        keep = isinstance(model, ToolReplySpec) and name == "return_"
         if (
             not keep
             and not field.is_required()
