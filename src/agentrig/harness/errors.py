@@ -61,7 +61,17 @@ class DataFileError(AgentrigError):
             raise ValueError("combine() needs at least one problem")
         if len(problems) == 1:
             return problems[0]
-        first = problems[0]
+        return cls._like(problems[0], problems)
+
+    @classmethod
+    def of(cls, error: DataFileError) -> Self:
+        """The same problems as ``error``, as this class (a cassette file read as YAML, say)."""
+        if len(error.errors) == 1:
+            return cls._like(error, ())
+        return cls._like(error, [cls.of(problem) for problem in error.errors])
+
+    @classmethod
+    def _like(cls, first: DataFileError, errors: Sequence[Self]) -> Self:
         return cls(
             first.path,
             first.reason,
@@ -69,7 +79,7 @@ class DataFileError(AgentrigError):
             column=first.column,
             field=first.field,
             valid=first.valid,
-            errors=problems,
+            errors=errors,
         )
 
     @property

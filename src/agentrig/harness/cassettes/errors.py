@@ -34,19 +34,6 @@ class CassetteFileError(DataFileError):
     """A cassette file could not be read, parsed or validated; ``str()`` lists every problem as
     ``path:line:column: field: reason``."""
 
-    @classmethod
-    def of(cls, error: DataFileError) -> CassetteFileError:
-        """The same problems, as a cassette error."""
-        return cls(
-            error.path,
-            error.reason,
-            line=error.line,
-            column=error.column,
-            field=error.field,
-            valid=error.valid,
-            errors=[cls.of(problem) for problem in error.errors] if len(error.errors) > 1 else (),
-        )
-
 
 class CassetteNotFoundError(CassetteError):
     """Replay needs a cassette file that does not exist."""

@@ -1,4 +1,5 @@
-"""Line-aware YAML loading: plain data, plus where every value sits in the file.
+"""Line-aware YAML loading (plain data, plus where every value sits in the file), and the
+stable YAML dumping the scenario and cassette writers share.
 
 Built on PyYAML's safe node graph (``yaml.compose`` with ``SafeLoader``). Scalars resolve as
 ``yaml.safe_load`` resolves them, with one deliberate difference: **mapping keys are always
@@ -16,6 +17,7 @@ aliases, and files that are not UTF-8.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
@@ -33,6 +35,7 @@ __all__ = [
     "FieldPath",
     "Location",
     "YamlSource",
+    "dump_yaml",
     "load_yaml_file",
     "load_yaml_text",
     "not_json_data",
@@ -267,3 +270,41 @@ def not_json_data(value: Any) -> str | None:
         return f"{where}{what} not JSON data: quote it to make it text"
     what = "bytes are" if isinstance(found.value, bytes) else f"a {type(found.value).__name__} is"
     return f"{where}{what} not JSON data: use text, numbers, booleans, null, lists and mappings"
+
+
+_NEEDS_ESCAPES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff]|[^\x00-\ufffd]")
+"""Characters a YAML reader would fold, drop or refuse in a plain or block scalar."""
+
+
+class _Dumper(yaml.SafeDumper):
+    """A safe dumper that escapes the characters YAML readers would fold or drop."""
+
+
+class _BlockDumper(_Dumper):
+    """The same, with multi-line text as ``|`` blocks."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style: str | None = None
+    if _NEEDS_ESCAPES.search(value):
+        style = '"'
+    elif "\n" in value and isinstance(dumper, _BlockDumper):
+        style = "|"
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def dump_yaml(data: Any, *, blocks: bool = False) -> str:
+    """``data`` as block-style YAML, keys in their order, text as written (escaped only where a
+    reader would change it); with ``blocks``, multi-line text as ``|`` blocks."""
+    text: str = yaml.dump(
+        data,
+        Dumper=_BlockDumper if blocks else _Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=100,
+    )
+    return text
