@@ -76,6 +76,7 @@ from agentrig.harness.scenarios.model import (
     ToolCallSpec,
     ToolReplySpec,
     ToolSpec,
+    TraceModeName,
     UsageExpect,
 )
 from agentrig.harness.scenarios.writer import budget_spec, reply_from_turn
@@ -656,7 +657,7 @@ def scenarios(
     tools: Mapping[str, ToolSpec] | None = None,
     outcomes: Sequence[Outcome] = ("return", "raise", "stop"),
     expectations: bool = False,
-    trace_modes: Sequence[Literal["separated", "inline"]] = ("separated", "inline"),
+    trace_modes: Sequence[TraceModeName] = ("separated", "inline"),
 ) -> SearchStrategy[Scenario]:
     """Complete scenarios: an agent (prompt, trace mode, budget, scripted tools), one to
     ``max_turns`` user turns with scripted model replies, and an invariant selection.
@@ -808,7 +809,7 @@ def agent_states(
     tools: Mapping[str, ToolSpec] = DEFAULT_TOOL_SPECS,
     max_turns: int = 2,
     max_steps: int = 3,
-    trace_modes: Sequence[Literal["separated", "inline"]] = ("separated", "inline"),
+    trace_modes: Sequence[TraceModeName] = ("separated", "inline"),
 ) -> SearchStrategy[AgentState]:
     """States the real loop produces: a scripted agent with ``tools`` and a drawn budget runs one
     to ``max_turns`` user turns; one of the states it yields is drawn."""
