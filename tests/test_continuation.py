@@ -88,7 +88,7 @@ def test_user_requested_factory() -> None:
 
 def test_agent_stop_becomes_stop_requested() -> None:
     stop = AgentStop("enough", context={"n": 1}, source="tool:x")
-    made = stop.to_signal()
+    made = StopSignal.requested_by(stop)
     assert made == StopSignal(
         reason=StopReason.STOP_REQUESTED, message="enough", context={"n": 1}, source="tool:x"
     )

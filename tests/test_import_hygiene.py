@@ -99,3 +99,29 @@ def test_the_fakes_do_not_import_the_harness() -> None:
 )
 def test_the_checker_sees_every_import_form(source: str, expected: set[str]) -> None:
     assert imports_of(source, PACKAGE / "capabilities" / "probe.py") >= expected
+
+
+def test_errors_sit_below_every_other_module() -> None:
+    assert {name for name in imported_modules(PACKAGE / "errors.py") if "agentrig" in name} == set()
+
+
+HARNESS_STAGES = {
+    "scenarios": {"errors"},
+    "checks": {"errors", "scenarios"},
+    "cassettes": {"errors", "scenarios"},
+    "property": {"errors", "scenarios", "checks", "cassettes"},
+    "reporting": {"errors", "results"},
+    "suites": {"errors", "scenarios", "results", "runner"},
+}
+"""What each harness subpackage may import from the rest of the harness: the stages before it."""
+
+
+@pytest.mark.parametrize("stage", sorted(HARNESS_STAGES))
+def test_each_harness_stage_imports_only_the_stages_before_it(stage: str) -> None:
+    reached = {
+        name.split(".")[2]
+        for path in modules_under(PACKAGE / "harness" / stage)
+        for name in imported_modules(path)
+        if name.startswith("agentrig.harness.") and name.split(".")[2] != stage
+    }
+    assert reached <= HARNESS_STAGES[stage]

@@ -1,18 +1,22 @@
-"""The curated front doors: ``agentrig.__all__`` and ``agentrig.fakes.__all__`` match what they
-export, and every public class or function of the runtime modules is exported (or listed here as
-intentionally private)."""
+"""The curated front doors: ``agentrig.__all__``, ``agentrig.fakes.__all__`` and
+``agentrig.harness.__all__`` match what they export, every public class or function of the
+runtime modules is exported (or listed here as intentionally private), and the harness's front
+door imports nothing until a name is used."""
 
 from __future__ import annotations
 
 import importlib
 import inspect
 import pkgutil
+import subprocess
+import sys
 from types import ModuleType
 
 import pytest
 
 import agentrig
 import agentrig.fakes
+import agentrig.harness
 
 INTENTIONALLY_PRIVATE = {
     # plumbing behind runtime_context(); users inject a Clock / IdFactory instead
@@ -90,18 +94,27 @@ RUNTIME_MODULES = submodules(agentrig, skip=("agentrig.fakes", "agentrig.harness
 FAKES_MODULES = submodules(agentrig.fakes)
 
 
-@pytest.mark.parametrize("package", [agentrig, agentrig.fakes], ids=lambda p: p.__name__)
+FRONT_DOORS = [agentrig, agentrig.fakes, agentrig.harness]
+
+
+@pytest.mark.parametrize("package", FRONT_DOORS, ids=lambda p: p.__name__)
 def test_every_name_in_all_exists(package: ModuleType) -> None:
     missing = [name for name in package.__all__ if not hasattr(package, name)]
     assert missing == []
 
 
-@pytest.mark.parametrize("package", [agentrig, agentrig.fakes], ids=lambda p: p.__name__)
+FRONT_DOORS = [agentrig, agentrig.fakes, agentrig.harness]
+
+
+@pytest.mark.parametrize("package", FRONT_DOORS, ids=lambda p: p.__name__)
 def test_all_has_no_duplicates(package: ModuleType) -> None:
     assert len(set(package.__all__)) == len(package.__all__)
 
 
-@pytest.mark.parametrize("package", [agentrig, agentrig.fakes], ids=lambda p: p.__name__)
+FRONT_DOORS = [agentrig, agentrig.fakes, agentrig.harness]
+
+
+@pytest.mark.parametrize("package", FRONT_DOORS, ids=lambda p: p.__name__)
 def test_public_names_imported_into_the_package_are_in_all(package: ModuleType) -> None:
     exported = set(package.__all__)
     stray = {
@@ -149,3 +162,65 @@ def test_exported_errors_share_the_root() -> None:
 
 def test_version() -> None:
     assert agentrig.__version__ == "0.1.0"
+
+
+# --- the harness's front door -----------------------------------------------------------------
+
+
+def test_harness_names_are_the_ones_their_modules_define() -> None:
+    for name in agentrig.harness.__all__:
+        value = getattr(agentrig.harness, name)
+        if not (inspect.isclass(value) or inspect.isfunction(value)):
+            continue  # a type alias (CassetteProvider)
+        module = importlib.import_module(value.__module__)
+        assert module.__name__.startswith("agentrig.harness."), name
+        assert getattr(module, name) is value, name
+
+
+def test_harness_front_door_lists_its_names() -> None:
+    assert set(agentrig.harness.__all__) <= set(dir(agentrig.harness))
+
+
+def test_an_unknown_harness_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match=r"'agentrig\.harness' has no attribute 'run_all'"):
+        agentrig.harness.run_all  # noqa: B018
+
+
+def test_importing_the_harness_loads_none_of_it() -> None:
+    code = (
+        "import sys, agentrig.harness\n"
+        "print(sorted(m for m in sys.modules if m.startswith('agentrig.harness.') "
+        "or m.split('.')[0] in ('hypothesis', 'syrupy', 'vcr', 'yaml', 'typer', 'rich')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert loaded.strip() == "[]"
+
+
+def test_the_harness_front_door_runs_a_suite(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from agentrig.harness import load_scenarios, normalized, run_suite, write_reports
+
+    folder = Path(str(tmp_path))
+    (folder / "hello.scenario.yaml").write_text(
+        "name: hello\nturns:\n  - user: hi\n    model: [{say: hello}]\n"
+        "    expect: {final_response: hello}\n",
+        encoding="utf-8",
+    )
+    result = normalized(run_suite(load_scenarios(folder)))
+    assert result.passed
+    write_reports(result, folder / "reports")
+    assert (folder / "reports" / "report.json").is_file()
+
+
+def test_exported_harness_errors_share_the_root() -> None:
+    errors = [
+        getattr(agentrig.harness, name)
+        for name in agentrig.harness.__all__
+        if inspect.isclass(getattr(agentrig.harness, name))
+        and issubclass(getattr(agentrig.harness, name), BaseException)
+    ]
+    assert errors
+    assert all(issubclass(error, agentrig.AgentrigError) for error in errors)

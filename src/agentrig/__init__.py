@@ -56,9 +56,7 @@ from agentrig.errors import (
     SubagentError,
     SubagentFailedError,
     SubagentNotFoundError,
-    ToolBlockedError,
     ToolError,
-    ToolExecutionError,
     ToolNotFoundError,
 )
 from agentrig.events import (
@@ -211,7 +209,6 @@ __all__ = [
     "TokenBudgetCompiler",
     "TokenUsageReported",
     "Tool",
-    "ToolBlockedError",
     "ToolCall",
     "ToolCallBlocked",
     "ToolCallCompleted",
@@ -220,7 +217,6 @@ __all__ = [
     "ToolContext",
     "ToolError",
     "ToolExecution",
-    "ToolExecutionError",
     "ToolExecutions",
     "ToolExecutor",
     "ToolNotFoundError",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import (
     TYPE_CHECKING,
     Annotated,
@@ -183,32 +184,78 @@ def _check_json(value: Any, info: ValidationInfo) -> Any:
     if not is_json_data(value):
         raise ValueError(
             "must be JSON data (str, int, finite float, bool, None, list, dict with str keys), "
-            f"got {_first_non_json(value, '')}"
+            f"got {_first_non_json(value)}"
         )
     return value
 
 
-def _first_non_json(value: Any, path: str, depth: int = 0) -> str:
+def _first_non_json(value: Any) -> str:
     """What makes ``value`` not JSON data, and where: ``tuple at ['k']``, ``nan at [2]``."""
-    where = f" at {path}" if path else ""
-    kind = type(value)
+    found = find_non_json(value)
+    if found is None:
+        return "JSON data"
+    where = "".join(f"[{part!r}]" for part in found.path)
+    where = f" at {where}" if where else ""
+    kind = type(found.value)
+    if found.is_key:
+        return f"the non-string key {found.value!r}{where}"
+    if kind is float:
+        return f"{found.value!r}{where}"
     if kind is int:
         return f"an integer of more than 4300 digits{where}"
-    if kind in (dict, list) and depth >= MAX_JSON_DEPTH:
+    if kind in (dict, list):
         return f"data nested more than {MAX_JSON_DEPTH} levels deep{where}"
-    if kind is dict:
-        for key, item in value.items():
-            if type(key) is not str:
-                return f"the non-string key {key!r}{where}"
-            if not is_json_data(item, depth + 1):
-                return _first_non_json(item, f"{path}[{key!r}]", depth + 1)
-    elif kind is list:
-        for index, item in enumerate(value):
-            if not is_json_data(item, depth + 1):
-                return _first_non_json(item, f"{path}[{index}]", depth + 1)
-    elif kind is float:
-        return f"{value!r}{where}"
     return f"{kind.__name__}{where}"
+
+
+@dataclass(frozen=True)
+class NonJson:
+    """The first part of a value that is not JSON data: the ``path`` to it (dict keys and list
+    indices) and that ``value``; when ``is_key``, ``value`` is a dict key that is not a string."""
+
+    path: tuple[str | int, ...]
+    value: Any
+    is_key: bool = False
+
+
+def find_non_json(value: Any, *, lenient: bool = False) -> NonJson | None:
+    """Where ``value`` stops being JSON data, or None when it is JSON data.
+
+    Strict by default, as the runtime checks its fields (exact types, lists, finite floats).
+    ``lenient`` also accepts subclasses of the JSON types and integers of any size, as scenario
+    data (read from YAML) is checked; tuples and non-finite floats are refused either way.
+    """
+    return _non_json_at(value, (), lenient)
+
+
+def _non_json_at(value: Any, path: tuple[str | int, ...], lenient: bool) -> NonJson | None:
+    if lenient:
+        if isinstance(value, float) and not math.isfinite(value):
+            return NonJson(path, value)
+        if value is None or isinstance(value, str | int | float):
+            return None
+        is_dict, is_list = isinstance(value, dict), isinstance(value, list)
+    else:
+        if is_json_data(value, len(path)):
+            return None
+        is_dict, is_list = type(value) is dict, type(value) is list
+        if (is_dict or is_list) and len(path) >= MAX_JSON_DEPTH:
+            return NonJson(path, value)
+    if is_dict:
+        for key, item in value.items():
+            if not isinstance(key, str) or (not lenient and type(key) is not str):
+                return NonJson(path, key, is_key=True)
+            found = _non_json_at(item, (*path, key), lenient)
+            if found is not None:
+                return found
+        return None
+    if is_list:
+        for index, item in enumerate(value):
+            found = _non_json_at(item, (*path, index), lenient)
+            if found is not None:
+                return found
+        return None
+    return NonJson(path, value)
 
 
 JsonData = Annotated[Any, AfterValidator(_check_json), WithJsonSchema({})]

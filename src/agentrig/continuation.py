@@ -8,6 +8,7 @@ from typing import Self
 from pydantic import Field
 
 from agentrig._model import FrozenList, JsonObject, Serializable
+from agentrig.errors import AgentStop
 
 
 class StopReason(StrEnum):
@@ -64,6 +65,16 @@ class StopSignal(Serializable):
     def user_requested(cls, message: str = "", source: str | None = None) -> Self:
         """A ``user_requested`` signal, as cancellation produces."""
         return cls(reason=StopReason.USER_REQUESTED, message=message, source=source)
+
+    @classmethod
+    def requested_by(cls, stop: AgentStop) -> Self:
+        """The ``stop_requested`` signal an :class:`~agentrig.errors.AgentStop` stands for."""
+        return cls(
+            reason=StopReason.STOP_REQUESTED,
+            message=stop.stop_message,
+            context=stop.context,
+            source=stop.source,
+        )
 
     def outranks(self, other: StopSignal) -> bool:
         """True when this signal has a strictly higher priority than ``other``."""

@@ -1,14 +1,15 @@
-"""Errors raised by agentrig.
+"""Errors raised by agentrig: the one tree of every error the runtime, the fakes and the harness
+raise.
 
-Every error agentrig raises derives from one root, so ``except AgentrigError`` catches them all::
+Every error derives from one root, so ``except AgentrigError`` catches them all. This module
+sits below every other one (it imports nothing of agentrig); the fakes' and the harness's errors
+live next to their code, in the module named on the right::
 
     AgentrigError
     ├── InvalidInputError          bad data: a message, a budget, a state dict, tool arguments
     │   └── InvalidToolArgumentsError
     ├── ToolError                  a tool call that could not run (the model sees it as a failed result)
-    │   ├── ToolNotFoundError
-    │   ├── ToolExecutionError
-    │   └── ToolBlockedError
+    │   └── ToolNotFoundError
     ├── SubagentError              spawn_subagent failures (the parent model sees a failed result)
     │   ├── SubagentNotFoundError
     │   ├── SubagentDepthExceededError
@@ -20,24 +21,52 @@ Every error agentrig raises derives from one root, so ``except AgentrigError`` c
     │   └── SessionCorruptError    a stored session that cannot be read back
     ├── HookContractViolationError a hook changed a field its trigger does not allow
     ├── EventListenerError         an event listener raised (it propagates: the run stops)
-    ├── ConfigurationError         a builder or loop that cannot work as configured
+    ├── ConfigurationError         a builder, loop or scenario agent that cannot work as configured
     ├── ProviderError              an inference provider failed
     │   ├── RetryLimitExceededError
-    │   └── RealLlmCallBlockedError  a test reached for a real LLM API without allowing it
+    │   ├── RealLlmCallBlockedError  a test reached for a real LLM API without allowing it
+    │   └── ReplayedProviderError    a recorded provider failure, raised again   harness.cassettes
     ├── MissingDependencyError     an optional extra is not installed
-    └── AgentStop                  raised by tools, hooks or drivers to stop the execution
-                                   (not a failure: it ends with reason ``stop_requested``)
+    ├── StepInterrupted            internal: carries a cut step's parts to the loop, never seen
+    ├── AgentStop                  raised by tools, hooks or drivers to stop the execution
+    │                              (not a failure: it ends with reason ``stop_requested``)
+    ├── ScriptError                a fake used differently from its script        fakes.errors
+    │   ├── InvalidScriptError
+    │   ├── ScriptExhaustedError
+    │   ├── UnusedTurnsError
+    │   └── UnexpectedToolCallError
+    ├── DataFileError              a harness file that cannot be read or is invalid;
+    │   │                          str() is ``path:line:column: field: reason``   harness.errors
+    │   ├── ScenarioFileError      a scenario file                               harness.errors
+    │   └── CassetteFileError      a cassette file                         harness.cassettes
+    ├── CassetteError              record or replay went wrong                 harness.cassettes
+    │   ├── CassetteNotFoundError  replay asked for a cassette that does not exist
+    │   ├── CassetteMismatchError  a live request matches no recorded interaction
+    │   ├── UnusedInteractionsError  recorded interactions were never played
+    │   ├── CassetteConversionError  a cassette that cannot become a scenario
+    │   ├── HttpCassetteFileError  an HTTP cassette file that cannot be read    (ValueError)
+    │   ├── HttpCassetteNotFoundError  replaying an absent HTTP cassette (FileNotFoundError)
+    │   ├── HttpCassetteMismatchError  requests no HTTP recording matched   (AssertionError)
+    │   └── UnplayedInteractionsError  HTTP recordings never played         (AssertionError)
+    ├── InvariantError             an invariant that cannot be registered or selected, or the
+    │                              checker used out of order                  harness.errors
+    ├── PluginError                a plugin module that cannot be imported     harness.errors
+    ├── SuiteError                 a suite that cannot run as asked            harness.errors
+    ├── SelectionError             a malformed ``-k`` expression or ``--shard``  harness.scenarios
+    └── UnknownWriterError         no report writer by that name   (LookupError) harness.reporting
 
-Errors carry their context as attributes and say what to do next in their message.
+A replay miss is deliberately *not* a ``ProviderError``: code that catches provider failures
+(fallbacks, retries) must not swallow it. Errors carry their context as attributes and say what
+to do next in their message.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from agentrig.continuation import StopSignal
-    from agentrig.state import AgentStep, ToolExecutions
+_StatePart = Any
+"""The type of the parts of a step an error carries (an ``AgentStep``, ``ToolExecutions``, or
+None): this module sits below the state, so it does not name the state's types."""
 
 
 class AgentrigError(Exception):
@@ -78,18 +107,6 @@ class ToolNotFoundError(ToolError):
         self.available = available
         names = ", ".join(sorted(available)) or "(none)"
         super().__init__(f"Tool '{name}' not found. Available tools: {names}")
-
-
-class ToolExecutionError(ToolError):
-    """A tool raised while running; the original exception is ``__cause__``."""
-
-    def __init__(self, name: str, message: str) -> None:
-        self.name = name
-        super().__init__(message)
-
-
-class ToolBlockedError(ToolError):
-    """A ``before_tool_use`` hook blocked the call."""
 
 
 class SubagentError(AgentrigError):
@@ -285,8 +302,8 @@ class StepInterrupted(AgentrigError):  # carries ``error``; never the run's outc
         self,
         error: Exception,
         *,
-        tool_executions: ToolExecutions | None = None,
-        step: AgentStep | None = None,
+        tool_executions: _StatePart = None,
+        step: _StatePart = None,
     ) -> None:
         self.error = error
         self.tool_executions = tool_executions
@@ -313,17 +330,6 @@ class AgentStop(AgentrigError):
         self.stop_message = message
         self.context = dict(context or {})
         self.source = source
-        self.tool_executions: ToolExecutions | None = None
-        self.step: AgentStep | None = None
+        self.tool_executions: _StatePart = None
+        self.step: _StatePart = None
         super().__init__(message or "stop_requested")
-
-    def to_signal(self) -> StopSignal:
-        """The ``stop_requested`` signal this exception stands for."""
-        from agentrig.continuation import StopReason, StopSignal
-
-        return StopSignal(
-            reason=StopReason.STOP_REQUESTED,
-            message=self.stop_message,
-            context=self.context,
-            source=self.source,
-        )

@@ -270,7 +270,7 @@ class AgentLoop:
                     context=dict(stop.context),
                 )
             )
-        return state.with_stop_signal(stop.to_signal())
+        return state.with_stop_signal(StopSignal.requested_by(stop))
 
     def _evaluated(self, state: AgentState, *, should_stop: bool) -> AgentState:
         if self.events._listened and self.events.wants(ContinuationEvaluated):

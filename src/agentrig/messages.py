@@ -19,6 +19,8 @@ TRACE_KEY = "is_trace"
 EXECUTION_ID_KEY = "execution_id"
 STEP_ID_KEY = "step_id"
 AGENT_ID_KEY = "agent_id"
+NO_TRACES: frozenset[str | None] = frozenset()
+"""The trace executions of a list of messages that holds no tool trace (shared, not rebuilt)."""
 
 
 class Role(StrEnum):
@@ -341,7 +343,4 @@ def _trace_executions_of(items: tuple[Message, ...]) -> frozenset[str | None]:
         if metadata and metadata.get(TRACE_KEY) is True:
             execution_id = metadata.get(EXECUTION_ID_KEY)
             found.add(execution_id if isinstance(execution_id, str) else None)
-    return frozenset(found) if found else _NO_TRACES
-
-
-_NO_TRACES: frozenset[str | None] = frozenset()
+    return frozenset(found) if found else NO_TRACES

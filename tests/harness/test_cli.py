@@ -11,7 +11,7 @@ from textwrap import dedent
 import pytest
 from typer.testing import CliRunner
 
-from agentrig.harness.checks.invariants import unregister_invariant
+from agentrig.harness.checks.invariant import unregister_invariant
 from agentrig.harness.cli import app, auto_workers
 
 runner = CliRunner()
@@ -305,7 +305,7 @@ class TestValidateChecksWhatRunWould:
         (tmp_path / "my_invariants.py").write_text(
             dedent(
                 """\
-                from agentrig.harness.checks.invariants import Invariant, register_invariant
+                from agentrig.harness.checks.invariant import Invariant, register_invariant
 
                 @register_invariant
                 class AlwaysFine(Invariant):

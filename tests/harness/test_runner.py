@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from textwrap import dedent
 
 import pytest
 
 from agentrig import AgentBuilder, tool
-from agentrig.errors import AgentrigError
 from agentrig.harness.errors import ScenarioFileError
 from agentrig.harness.results import ScenarioResult
-from agentrig.harness.runner import load_plugins, run_scenario, run_suite
+from agentrig.harness.runner import run_scenario
 from agentrig.harness.scenarios.loader import load_scenario
-from agentrig.harness.scenarios.model import Scenario
+from agentrig.harness.suites.suite import run_suite
 
 
 def scenario_file(tmp_path: Path, text: str, name: str = "case.scenario.yaml") -> Path:
@@ -217,22 +215,6 @@ def test_invariant_violations_become_failures(tmp_path: Path) -> None:
     assert "is a tool trace" in first.message
 
 
-def test_run_suite_in_two_workers_matches_one_worker(tmp_path: Path) -> None:
-    paths = [
-        scenario_file(
-            tmp_path, TOOL_AGENT.replace("name: adder", f"name: adder-{i}"), f"s{i}.scenario.yaml"
-        )
-        for i in range(4)
-    ]
-    scenarios = [load_scenario(p) for p in paths]
-    from agentrig.harness.results import normalized
-
-    one = normalized(run_suite(scenarios, workers=1))
-    two = normalized(run_suite(scenarios, workers=2))
-    assert one == two
-    assert [s.name for s in two.scenarios] == [f"adder-{i}" for i in range(4)]
-
-
 def test_the_same_scenario_gives_identical_results(tmp_path: Path) -> None:
     scenario = load_scenario(scenario_file(tmp_path, TOOL_AGENT))
     first = run_scenario(scenario).model_copy(update={"wall_time_s": 0.0})
@@ -356,37 +338,6 @@ def test_an_empty_reply_is_rejected_when_loading_not_mid_run(tmp_path: Path) -> 
         "write some text or add a call",
         f"{path}:6:16: turns[0].model[1].error: an error reply needs a message",
     ]
-
-
-@pytest.mark.parametrize(
-    ("source", "expected"),
-    [
-        ("x = (\n", "broken_plugin.py, line 1"),
-        ("import os\nraise ValueError('config missing')\n", "ValueError: config missing"),
-    ],
-    ids=["syntax", "raises"],
-)
-def test_a_plugin_that_fails_to_import_is_a_clear_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, expected: str
-) -> None:
-    (tmp_path / "broken_plugin.py").write_text(source, encoding="utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "broken_plugin", raising=False)
-    with pytest.raises(AgentrigError) as error:
-        load_plugins(["broken_plugin"])
-    message = str(error.value)
-    assert message.startswith("plugin module 'broken_plugin' failed to import: ")
-    assert expected in message
-    assert "fix the module" in message
-
-
-def test_parallel_runs_of_scenarios_built_in_python_say_what_to_do() -> None:
-    scenarios = [
-        Scenario.model_validate({"name": name, "turns": [{"user": "hi", "model": [{"say": "x"}]}]})
-        for name in ("one", "two")
-    ]
-    with pytest.raises(AgentrigError, match="loaded from files; run them with workers=1"):
-        run_suite(scenarios, workers=2)
 
 
 def test_a_section_name_that_looks_like_a_path_is_reported_not_a_crash(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from agentrig import (
 )
 from agentrig.fakes import FakeClock, ScriptedLLM, SeededIds, Turn, calls, reply
 from agentrig.harness.results import SuiteResult, TranscriptEntry
-from agentrig.harness.runner import run_scenario, run_suite
+from agentrig.harness.runner import run_scenario
 from agentrig.harness.scenarios.loader import load_scenario
 from agentrig.harness.snapshot import (
     SNAPSHOT_FORMAT_VERSION,
@@ -35,6 +35,7 @@ from agentrig.harness.snapshot import (
     to_snapshot_text,
     transcript_to_text,
 )
+from agentrig.harness.suites.suite import run_suite
 
 DOCS = Path(__file__).parents[2] / "docs"
 

@@ -24,6 +24,7 @@ from agentrig.errors import (
 )
 from agentrig.events import InferenceRequestStarted, InferenceResponseReceived
 from agentrig.hooks import HookContext, HookTrigger
+from agentrig.messages import NO_TRACES as _NO_TRACES
 from agentrig.messages import Message, Messages, Role, ToolResult
 from agentrig.state import (
     AgentState,
@@ -285,6 +286,3 @@ def _output_messages(
             )
         )
     return Messages._tagged(tuple(messages), traces)
-
-
-_NO_TRACES: frozenset[str | None] = frozenset()

@@ -86,28 +86,27 @@ class Turn:
 
     def to_response(self) -> InferenceResponse:
         """The response this turn plays (raises ``ProviderError`` for an error turn)."""
-        if self.error is not None:
-            raise ProviderError(self.error, retryable=self.retryable)
-        calls = tuple(spec.to_tool_call() for spec in self.calls)
-        reason = self.finish_reason or (FinishReason.TOOL_CALLS if calls else FinishReason.STOP)
-        return InferenceResponse(
-            content=self.text, tool_calls=calls, usage=self.usage, finish_reason=reason
-        )
+        return _player(self)()
 
 
 def _player(turn: Turn) -> Callable[[], InferenceResponse]:
-    """What plays ``turn``: ``turn.to_response``, with the parts validated once, when scripted,
-    rather than at every play. Tool call ids are still created at play time, in the runtime
-    context of the call. A turn whose parts do not validate keeps failing when played."""
+    """What plays ``turn``: its parts are validated once, here, rather than at every play. Tool
+    call ids are still created at play time, in the runtime context of the call. A turn whose
+    parts do not validate fails the same way each time it is played."""
     if turn.error is not None:
-        return turn.to_response
+        error, retryable = turn.error, turn.retryable
+
+        def fail() -> InferenceResponse:
+            raise ProviderError(error, retryable=retryable)
+
+        return fail
     try:
         checked = tuple(
             ToolCall(id=spec.id or "_", name=spec.name, arguments=dict(spec.arguments))
             for spec in turn.calls
         )
-    except InvalidInputError:
-        return turn.to_response
+    except InvalidInputError as invalid:
+        return _refusing(invalid)
     specs = tuple(
         (spec.id, call.name, call.arguments) for spec, call in zip(turn.calls, checked, strict=True)
     )
@@ -129,6 +128,13 @@ def _player(turn: Turn) -> Callable[[], InferenceResponse]:
         )
 
     return play
+
+
+def _refusing(error: InvalidInputError) -> Callable[[], InferenceResponse]:
+    def refuse() -> InferenceResponse:
+        raise error.with_traceback(None)
+
+    return refuse
 
 
 def reply(text: str, **options: Any) -> Turn:

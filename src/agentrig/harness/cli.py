@@ -78,8 +78,9 @@ def run(
 ) -> None:
     """Run scenario files; exit 0 only when every selected scenario passes."""
     from agentrig.harness.reporting import get_writer
-    from agentrig.harness.runner import load_plugins, run_suite
     from agentrig.harness.scenarios.selection import parse_shard, select
+    from agentrig.harness.suites.plugins import load_plugins
+    from agentrig.harness.suites.suite import run_suite
 
     try:
         load_plugins(plugin or ())
@@ -131,7 +132,8 @@ def run(
 @app.command()
 def validate(paths: PathsArgument = None, plugin: PluginOption = None) -> None:
     """Check scenario files without running them: each must load and name known invariants."""
-    from agentrig.harness.runner import load_plugins, preflight
+    from agentrig.harness.runner import preflight
+    from agentrig.harness.suites.plugins import load_plugins
 
     try:
         load_plugins(plugin or ())

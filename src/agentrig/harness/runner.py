@@ -1,35 +1,30 @@
-"""Run scenarios: build the agent, play each turn, check expectations and invariants, report."""
+"""Run a scenario: build the agent, play each turn, check expectations and invariants.
+
+A suite of scenarios (in worker processes too) is run by :mod:`agentrig.harness.suites`.
+"""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import sys
 import time
-import traceback
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from multiprocessing import get_context
-from pathlib import Path
 
 from agentrig import AgentBuilder, AgentState, runtime_context
 from agentrig.errors import AgentrigError
+from agentrig.fakes import ScriptedLLM
 from agentrig.harness.checks.expectations import check_expectation
-from agentrig.harness.checks.invariants import InvariantChecker, select_invariants, snapshot_of
+from agentrig.harness.checks.invariant import InvariantChecker, select_invariants
+from agentrig.harness.checks.watch import run_checked, watch
 from agentrig.harness.reporting.transcript import turn_transcript
 from agentrig.harness.results import (
     Failure,
     InvariantOutcome,
     ScenarioResult,
-    SuiteResult,
     TranscriptEntry,
     TurnResult,
 )
 from agentrig.harness.scenarios.agent_factory import ScenarioAgent, build_agent
-from agentrig.harness.scenarios.model import CancelAfterStep, Scenario, Turn
+from agentrig.harness.scenarios.model import CancelAfterStep, Scenario, ScenarioTurn
 
 FieldPath = tuple[str | int, ...]
 
@@ -69,8 +64,8 @@ def run_scenario(scenario: Scenario, *, builder: AgentBuilder | None = None) -> 
     try:
         agent = build_agent(scenario, base=builder)
     except AgentrigError as error:
-        failure = _build_failure(scenario, error)
-        return _result(scenario, [failure], [], [], [], time.perf_counter() - started)
+        message = f"the agent could not be built: {error}"
+        return failed_result(scenario, message, wall_time=time.perf_counter() - started)
     try:
         run = _start(scenario, agent)
     except AgentrigError as error:
@@ -113,10 +108,11 @@ def preflight(scenario: Scenario) -> Failure | None:
     return None
 
 
-def _build_failure(scenario: Scenario, error: AgentrigError) -> Failure:
-    return Failure(
-        kind="error", message=f"the agent could not be built: {error}", location=_file_of(scenario)
-    )
+def failed_result(scenario: Scenario, message: str, *, wall_time: float = 0.0) -> ScenarioResult:
+    """The result of ``scenario`` when it could not run: one failure of kind ``error``, located at
+    the scenario's file."""
+    failure = Failure(kind="error", message=message, location=_file_of(scenario))
+    return _result(scenario, [failure], [], [], [], wall_time)
 
 
 def _invariants_failure(scenario: Scenario, error: AgentrigError) -> Failure:
@@ -131,16 +127,10 @@ def _invariants_failure(scenario: Scenario, error: AgentrigError) -> Failure:
 def _start(scenario: Scenario, agent: ScenarioAgent) -> _Run:
     selection = scenario.invariants
     invariants = select_invariants(selection.only, selection.exclude or ())
-    from agentrig import TraceMode
-
-    checker = InvariantChecker(
-        invariants, trace_mode=TraceMode(scenario.agent.trace_mode), budget=agent.budget
-    )
-    agent.detach.append(agent.loop.events.wiretap(checker.record_event))
-    return _Run(scenario, agent, checker)
+    return _Run(scenario, agent, watch(agent, invariants))
 
 
-def _run_turn(run: _Run, number: int, turn: Turn, state: AgentState) -> AgentState:
+def _run_turn(run: _Run, number: int, turn: ScenarioTurn, state: AgentState) -> AgentState:
     agent = run.agent
     agent.script.start_turn(number, turn.model)
     agent.cancellation.reset()
@@ -157,33 +147,9 @@ def _run_turn(run: _Run, number: int, turn: Turn, state: AgentState) -> AgentSta
 
 
 def _iterate(run: _Run, number: int, state: AgentState) -> AgentState:
-    run.checker.begin(number, state)
-    previous: AgentState | None = None
-    snapshot = ""
-    try:
-        for yielded in run.agent.loop.iterate(state):
-            if previous is not None:
-                checked = run.checker.observe(previous, is_final=False, snapshot=snapshot)
-                _record_violations(run, checked)
-            previous, snapshot = yielded, snapshot_of(yielded)
-    except Exception as error:
-        run.fail(
-            "error",
-            f"turn {number}: the agent loop raised {type(error).__name__}: {error}",
-            ("turns", number - 1),
-            turn=number,
-        )
-        return previous or state
-    assert previous is not None
-    _record_violations(run, run.checker.observe(previous, is_final=True, snapshot=snapshot))
-    return previous
-
-
-def _record_violations(run: _Run, violations: Iterable[object]) -> None:
-    from agentrig.harness.checks.invariants import Violation
-
-    for violation in violations:
-        assert isinstance(violation, Violation)
+    before = len(run.checker.violations)
+    checked = run_checked(run.agent.loop, run.checker, number, state)
+    for violation in run.checker.violations[before:]:
         run.fail(
             "invariant",
             f"turn {violation.turn}, step {violation.step}: {violation.message}",
@@ -192,26 +158,25 @@ def _record_violations(run: _Run, violations: Iterable[object]) -> None:
             step=violation.step or None,
             invariant=violation.invariant,
         )
+    if checked.error is not None:
+        error = checked.error
+        run.fail(
+            "error",
+            f"turn {number}: the agent loop raised {type(error).__name__}: {error}",
+            ("turns", number - 1),
+            turn=number,
+        )
+    return checked.states[-1] if checked.states else state
 
 
-def _check_turn(run: _Run, number: int, turn: Turn, final: AgentState) -> None:
+def _check_turn(run: _Run, number: int, turn: ScenarioTurn, final: AgentState) -> None:
     base: FieldPath = ("turns", number - 1)
     script = run.agent.script.current
-    for call in script.overruns:
-        run.fail(
-            "script",
-            f"turn {number}: model call {call} was not scripted (the turn scripts "
-            f"{len(script.turns)} reply(ies)); add a reply or check why the agent did not stop",
-            (*base, "model"),
-            turn=number,
-        )
-    for unused in range(len(script.turns) - script.remaining + 1, len(script.turns) + 1):
-        run.fail(
-            "script",
-            f"turn {number}: scripted model reply {unused} was never used",
-            (*base, "model", unused - 1),
-            turn=number,
-        )
+    overrun = (
+        f"(the turn scripts {len(script.turns)} reply(ies)); "
+        "add a reply or check why the agent did not stop"
+    )
+    _check_model_script(run, script, f"turn {number}", overrun, (*base, "model"), turn=number)
     _check_tool_scripts(run, number, turn, final)
     for mismatch in check_expectation(turn.expect, final):
         why = _recorded_errors(final) if mismatch.field == "status" else ""
@@ -245,7 +210,7 @@ _SCRIPT_ERRORS = {
 }
 
 
-def _check_tool_scripts(run: _Run, number: int, turn: Turn, final: AgentState) -> None:
+def _check_tool_scripts(run: _Run, number: int, turn: ScenarioTurn, final: AgentState) -> None:
     """Calls the scripts do not cover are scenario mistakes, unless expected as errors."""
     expected_errors = turn.expect.errors or ()
     available = ", ".join(run.agent.loop.tools.names()) or "none"
@@ -268,20 +233,9 @@ def _check_tool_scripts(run: _Run, number: int, turn: Turn, final: AgentState) -
 
 def _check_scripts_used(run: _Run) -> None:
     for name, script in run.agent.subagent_scripts.items():
+        overrun = f"({len(script.turns)} reply(ies) scripted)"
         path: FieldPath = ("agent", "subagents", name, "model")
-        for call in script.overruns:
-            run.fail(
-                "script",
-                f"subagent {name}: model call {call} was not scripted "
-                f"({len(script.turns)} reply(ies) scripted)",
-                path,
-            )
-        for unused in range(len(script.turns) - script.remaining + 1, len(script.turns) + 1):
-            run.fail(
-                "script",
-                f"subagent {name}: scripted model reply {unused} was never used",
-                (*path, unused - 1),
-            )
+        _check_model_script(run, script, f"subagent {name}", overrun, path)
     for name, tool in run.agent.tools.items():
         if tool.mode.value != "sequence":
             continue
@@ -293,7 +247,19 @@ def _check_scripts_used(run: _Run) -> None:
             )
 
 
-def _turn_result(number: int, turn: Turn, final: AgentState) -> TurnResult:
+def _check_model_script(
+    run: _Run, script: ScriptedLLM, who: str, overrun: str, path: FieldPath, **extra: object
+) -> None:
+    """Calls past the end of a scripted model and replies it never played, as script failures
+    at ``path`` (the model's replies)."""
+    for call in script.overruns:
+        run.fail("script", f"{who}: model call {call} was not scripted {overrun}", path, **extra)
+    for unused in range(len(script.turns) - script.remaining + 1, len(script.turns) + 1):
+        message = f"{who}: scripted model reply {unused} was never used"
+        run.fail("script", message, (*path, unused - 1), **extra)
+
+
+def _turn_result(number: int, turn: ScenarioTurn, final: AgentState) -> TurnResult:
     status, reason, usage = final.status(), final.last_stop_reason(), final.usage()
     return TurnResult(
         index=number,
@@ -333,181 +299,3 @@ def _result(
         transcript=tuple(transcript),
         wall_time_s=wall_time,
     )
-
-
-# --- suites -------------------------------------------------------------------------------
-
-Progress = Callable[[ScenarioResult], None]
-
-
-def run_suite(
-    scenarios: Sequence[Scenario],
-    *,
-    workers: int = 1,
-    plugins: Sequence[str] = (),
-    progress: Progress | None = None,
-) -> SuiteResult:
-    """Run ``scenarios`` (in worker processes when ``workers > 1``), keeping their order."""
-    started = time.perf_counter()
-    if workers <= 1 or len(scenarios) < 2:
-        results = []
-        for scenario in scenarios:
-            result = run_scenario(scenario)
-            if progress is not None:
-                progress(result)
-            results.append(result)
-    else:
-        results = _run_parallel(scenarios, workers, plugins, progress)
-    return SuiteResult(scenarios=tuple(results), wall_time_s=time.perf_counter() - started)
-
-
-def _run_parallel(
-    scenarios: Sequence[Scenario], workers: int, plugins: Sequence[str], progress: Progress | None
-) -> list[ScenarioResult]:
-    tasks = [(str(s.source.path) if s.source else "", s.name) for s in scenarios]
-    if any(not path for path, _ in tasks):
-        raise AgentrigError(
-            "parallel runs need scenarios loaded from files; run them with workers=1"
-        )
-    pool = ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=get_context("spawn"),
-        initializer=_init_worker,
-        initargs=(tuple(plugins),),
-    )
-    size = max(1, len(tasks) // (workers * 8))
-    starts = range(0, len(tasks), size)
-    results: list[ScenarioResult] = []
-    try:
-        with _sigint_held():  # the workers start here
-            futures = [pool.submit(_run_chunk, tasks[start : start + size]) for start in starts]
-        for start, future in zip(starts, futures, strict=True):
-            try:
-                outcomes = future.result()
-            except BrokenProcessPool:
-                outcomes = [_worker_died(s) for s in scenarios[start : start + size]]
-            for outcome in outcomes:
-                if isinstance(outcome, str):  # the worker could not start: a usage error
-                    raise AgentrigError(outcome)
-                if progress is not None:
-                    progress(outcome)
-                results.append(outcome)
-    except BaseException:  # Ctrl-C or a usage error: stop now, do not finish the queue
-        _stop(pool)
-        raise
-    pool.shutdown()
-    return results
-
-
-@contextlib.contextmanager
-def _sigint_held() -> Iterator[None]:
-    """Hold Ctrl-C back while workers start: they inherit the blocked signal, so a Ctrl-C never
-    interrupts them mid-import with a traceback, and this process gets it when the block ends."""
-    if not hasattr(signal, "pthread_sigmask"):  # Windows: the workers' own handler must do
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
-def _stop(pool: ProcessPoolExecutor) -> None:
-    """Cancel what has not started and end the workers (they ignore Ctrl-C: see _init_worker)."""
-    processes = list(getattr(pool, "_processes", None) or {})  # no public way before 3.14
-    manager = getattr(pool, "_executor_manager_thread", None)
-    pool.shutdown(wait=False, cancel_futures=True)
-    for pid in processes:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-    pool.shutdown(wait=True)
-    if manager is not None:
-        # shutdown(wait=True) after shutdown(wait=False) no longer waits for the pool's manager
-        # thread; one still closing its pipe at exit races the interpreter's own wake-up of it
-        # (CPython writes to it unlocked) into an "OSError: Bad file descriptor" traceback.
-        manager.join()
-
-
-def _worker_died(scenario: Scenario) -> ScenarioResult:
-    failure = Failure(
-        kind="error",
-        message="a worker process died abruptly (killed, out of memory, os._exit or a crash in "
-        "native code) before this scenario finished; run again with --workers 1 to find the "
-        "scenario that causes it",
-        location=_file_of(scenario),
-    )
-    return _result(scenario, [failure], [], [], [], 0.0)
-
-
-_LOADED: dict[str, dict[str, Scenario]] = {}
-_WORKER_PROBLEM: list[str] = []
-
-
-def _init_worker(plugins: tuple[str, ...]) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
-    try:
-        load_plugins(plugins)
-    except AgentrigError as error:  # raising here would only break the pool, without a reason
-        _WORKER_PROBLEM.append(f"in a worker process: {error}")
-
-
-def _run_chunk(tasks: Sequence[tuple[str, str]]) -> list[ScenarioResult | str]:
-    """Run ``(path, name)`` tasks in a worker; a plugin problem comes back as its message."""
-    from agentrig.harness.scenarios.loader import load_scenario
-
-    if _WORKER_PROBLEM:
-        return [_WORKER_PROBLEM[0]]
-    results: list[ScenarioResult | str] = []
-    for path, name in tasks:
-        if path not in _LOADED:
-            scenario = load_scenario(Path(path))
-            _LOADED[path] = {scenario.name: scenario}
-        results.append(run_scenario(_LOADED[path][name]))
-    return results
-
-
-def load_plugins(modules: Iterable[str]) -> None:
-    """Import modules that register invariants or report writers."""
-    for module in modules:
-        try:
-            _import_plugin(module)
-        except ModuleNotFoundError as error:
-            raise AgentrigError(
-                f"cannot import plugin module {module!r}: {error}; give its dotted import name, "
-                "and run agentrig from the folder that holds it or add that folder to PYTHONPATH"
-            ) from error
-        except AgentrigError:
-            raise
-        except Exception as error:  # the plugin's own code failed: say where, not a traceback
-            raise AgentrigError(
-                f"plugin module {module!r} failed to import: {_plugin_failure(error)}; "
-                "fix the module and run again"
-            ) from error
-
-
-def _import_plugin(module: str) -> None:
-    """Import ``module``; like ``python -m``, the current folder is searched too."""
-    import importlib
-
-    try:
-        importlib.import_module(module)
-    except ModuleNotFoundError as error:
-        here = os.getcwd()
-        top = module.partition(".")[0]
-        if error.name != top or here in sys.path or "" in sys.path:
-            raise
-        sys.path.insert(0, here)  # kept: spawned workers inherit it and import the module too
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError:
-            sys.path.remove(here)
-            raise
-
-
-def _plugin_failure(error: Exception) -> str:
-    if isinstance(error, SyntaxError):
-        return f"{error.msg} ({error.filename}, line {error.lineno})"
-    frames = traceback.extract_tb(error.__traceback__)
-    last = f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
-    return f"{type(error).__name__}: {error}{last}"

@@ -14,6 +14,7 @@ from agentrig.errors import InvalidInputError
 from agentrig.messages import (
     AGENT_ID_KEY,
     EXECUTION_ID_KEY,
+    NO_TRACES,
     STEP_ID_KEY,
     TRACE_KEY,
     Message,
@@ -159,7 +160,7 @@ class AgentState(Serializable):
             return self._with(execution=execution.with_current_step(step))
         is_trace = step.step_type() is not AgentStepType.FINAL_RESPONSE
         execution_id = execution.execution_id
-        traces = frozenset((execution_id,)) if is_trace else _NO_TRACES
+        traces = frozenset((execution_id,)) if is_trace else NO_TRACES
         outputs = step.output_messages
         if not _all_tagged(outputs, step.id, execution_id, self.agent_id, is_trace):
             retagged = tuple(self._tag(m, step.id, execution_id, is_trace) for m in outputs)
@@ -271,10 +272,6 @@ class AgentState(Serializable):
         """The step in progress."""
         return self.execution.current_step if self.execution is not None else None
 
-    def has_current_step(self) -> bool:
-        """True when a step is in progress."""
-        return self.current_step() is not None
-
     def current_step_or_last(self) -> AgentStep | None:
         """The step in progress, else the last completed one."""
         return self.current_step() or self.last_step()
@@ -377,7 +374,6 @@ class AgentState(Serializable):
 
 
 _STATUSES = tuple(status.value for status in ExecutionStatus)
-_NO_TRACES: frozenset[str | None] = frozenset()
 
 
 def message_tags(

@@ -87,10 +87,6 @@ class AgentStep(Serializable):
         """The model's finish reason."""
         return self.inference_response.finish_reason
 
-    def errors_as_text(self) -> str:
-        """All error messages, one per line."""
-        return "\n".join(error.message for error in self.all_errors())
-
     def with_error(self, error: StepError) -> Self:
         """A copy with ``error`` added (same id)."""
         return self.evolve(errors=(*self.errors, error))

@@ -24,7 +24,7 @@ from agentrig.harness.cassettes import (
     load_cassette,
     save_cassette,
 )
-from agentrig.harness.errors import ScenarioFileError
+from agentrig.harness.errors import DataFileError
 
 
 def sample() -> Cassette:
@@ -165,7 +165,7 @@ class TestBadFiles:
         error = error_of("version: 1\ninteractions: [\n  - oops: {\n", tmp_path)
         assert error.line is not None
         assert "invalid YAML" in error.reason
-        assert isinstance(error, ScenarioFileError)
+        assert isinstance(error, DataFileError)
 
     @pytest.mark.parametrize(
         ("text", "expected"),

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agentrig.errors import AgentrigError
+from agentrig.errors import InvalidInputError
 from agentrig.harness.checks.trajectory import (
     ARGS_MODES,
     TRAJECTORY_MODES,
@@ -220,7 +220,7 @@ class TestModes:
         assert compare_trajectory([PARIS], [PARIS]) is None
 
     def test_unknown_mode(self) -> None:
-        with pytest.raises(AgentrigError) as error:
+        with pytest.raises(InvalidInputError) as error:
             compare_trajectory([], [], mode="sorted")
         message = str(error.value)
         assert "unknown trajectory mode 'sorted'" in message
@@ -228,5 +228,5 @@ class TestModes:
         assert "args: exact, partial" in message
 
     def test_unknown_args_mode(self) -> None:
-        with pytest.raises(AgentrigError, match="args mode 'fuzzy'"):
+        with pytest.raises(InvalidInputError, match="args mode 'fuzzy'"):
             compare_trajectory([], [], args="fuzzy")

@@ -30,8 +30,9 @@ from agentrig import (
     Usage,
 )
 from agentrig.fakes import CallSpec, Turn, call, reply
-from agentrig.harness.checks.invariants import Violation
+from agentrig.harness.checks.invariant import Violation
 from agentrig.harness.property import strategies as ars
+from agentrig.harness.property.play import Playback, play
 from agentrig.harness.property.profiles import (
     CI_PROFILE,
     DEEP_FACTOR,
@@ -39,12 +40,11 @@ from agentrig.harness.property.profiles import (
     agentrig_settings,
     register_profiles,
 )
-from agentrig.harness.property.stateful import Playback, play
 from agentrig.harness.results import SuiteResult
-from agentrig.harness.runner import run_suite
 from agentrig.harness.scenarios.loader import load_scenario
 from agentrig.harness.scenarios.model import AgentSpec, Scenario
 from agentrig.harness.scenarios.writer import budget_spec, scenario_to_yaml, write_scenario
+from agentrig.harness.suites.suite import run_suite
 from agentrig.store import EXECUTION_BUFFER
 
 # --- serializers ------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""``AgentMachine``: a hypothesis state machine over the real loop, and ``play``.
+"""``AgentMachine``: a hypothesis state machine over the real loop.
 
 The machine finds nothing wrong with the runtime; it finds planted bugs, by the harness
 invariants or by its model; users subclass it with their own tools and hooks; and every run
@@ -18,7 +18,6 @@ from agentrig import (
     AgentBuilder,
     AgentState,
     ExecutionBudget,
-    ExecutionStatus,
     HookContext,
     HookTrigger,
     InvalidInputError,
@@ -30,10 +29,10 @@ from agentrig import (
 )
 from agentrig.fakes import CallSpec, Turn, call, reply
 from agentrig.harness.property.profiles import agentrig_settings
-from agentrig.harness.property.stateful import AgentMachine, play
+from agentrig.harness.property.stateful import AgentMachine
 from agentrig.harness.property.strategies import DEFAULT_TOOL_SPECS, llm_turns, params_of
 from agentrig.harness.runner import run_scenario
-from agentrig.harness.scenarios.model import AgentSpec, CancelAfterStep, Expectation
+from agentrig.harness.scenarios.model import CancelAfterStep, Expectation
 
 # --- the machine as a test --------------------------------------------------------------------
 
@@ -291,41 +290,3 @@ class ReplayingMachine(AgentMachine):
 def test_every_expressible_run_replays_to_the_same_outcomes() -> None:
     settings = agentrig_settings(max_examples=30, stateful_step_count=10)
     run_state_machine_as_test(ReplayingMachine, settings=settings)
-
-
-# --- play -------------------------------------------------------------------------------------
-
-
-class TestPlay:
-    def test_plays_each_turn_as_one_execution(self) -> None:
-        playback = play(
-            agent=AgentSpec(tools=DEFAULT_TOOL_SPECS),
-            turns=[("hi", [call("lookup", query="x"), reply("found")]), ("bye", [reply("bye")])],
-        )
-        assert playback.violations == ()
-        assert [len(e) for e in playback.executions] == [2, 1]
-        assert playback.final.status() is ExecutionStatus.COMPLETED
-        assert [m.content for m in playback.final.messages()] == ["hi", "found", "bye", "bye"]
-        assert playback.all_states()[-1] is playback.final
-
-    def test_reports_violations_of_a_broken_agent(self) -> None:
-        def leak(context: HookContext) -> HookContext:
-            state = context.state
-            trace = state.store().messages_of("execution_buffer")
-            return context.with_state(
-                state.with_message_store(state.store().section("messages").append(trace))
-            )
-
-        playback = play(
-            agent=AgentSpec(tools=DEFAULT_TOOL_SPECS),
-            turns=[("hi", [call("lookup", query="x"), reply("found")])],
-            builder=AgentBuilder.base().add_hook(leak, HookTrigger.AFTER_STEP),
-            invariants=["clean_messages"],
-        )
-        assert {v.invariant for v in playback.violations} == {"clean_messages"}
-
-    def test_refuses_bad_arguments(self) -> None:
-        with pytest.raises(InvalidInputError, match="expected an AgentSpec"):
-            play(agent={}, turns=[("hi", [reply("x")])])  # type: ignore[arg-type]
-        with pytest.raises(InvalidInputError, match="at least one"):
-            play(agent=AgentSpec(), turns=[])

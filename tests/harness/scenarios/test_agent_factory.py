@@ -9,7 +9,7 @@ from textwrap import dedent
 import pytest
 
 import agentrig as ar
-from agentrig.errors import AgentrigError
+from agentrig.errors import ConfigurationError
 from agentrig.fakes import ScriptedLLM
 from agentrig.harness.runner import run_scenario
 from agentrig.harness.scenarios.agent_factory import build_agent
@@ -110,7 +110,7 @@ def test_the_builders_event_listeners_still_hear_the_run(tmp_path: Path) -> None
 def test_a_builder_of_the_wrong_type_is_a_clear_error(
     tmp_path: Path, given: object, hint: str
 ) -> None:
-    with pytest.raises(AgentrigError, match=re.escape(hint)):
+    with pytest.raises(ConfigurationError, match=re.escape(hint)):
         build_agent(scenario(tmp_path, WEATHER), base=given)  # type: ignore[arg-type]
     result = run_scenario(scenario(tmp_path, WEATHER), builder=given)  # type: ignore[arg-type]
     assert not result.passed

@@ -1,31 +1,35 @@
-"""The scenario models used from Python: rules, helpers, the call shorthand."""
+"""The scenario models used from Python: rules, helpers, shorthand call fields."""
 
 from __future__ import annotations
 
-from typing import Any
+from enum import Enum
+from typing import Any, get_args
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from agentrig.errors import InvalidInputError
+import agentrig
 from agentrig.harness.scenarios.model import (
     AgentSpec,
     CostExpect,
     Expectation,
+    FinishReasonName,
     HookSpec,
+    HookTriggerName,
     InvariantSelection,
     MessageExpect,
     ModelReply,
+    RoleName,
     Scenario,
+    ScenarioTurn,
     SourceLocation,
+    Status,
+    StopReasonName,
     TextMatch,
     ToolCallSpec,
-    ToolReply,
+    ToolReplySpec,
     ToolSpec,
-    Turn,
-    parse_call_shorthand,
+    TraceModeName,
 )
 
 
@@ -37,100 +41,6 @@ def _rule_locs(model: type[Any], data: dict[str, Any]) -> list[tuple[Any, ...]]:
     with pytest.raises(ValidationError) as caught:
         model.model_validate(data)
     return _locs(caught.value)
-
-
-# --- the call shorthand -----------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "name", "args"),
-    [
-        ("get_weather(city=Paris)", "get_weather", {"city": "Paris"}),
-        ("now()", "now", {}),
-        ("  spaced ( a = 1 ,  b = two words )  ", "spaced", {"a": 1, "b": "two words"}),
-        ("f(n=3, x=2.5, ok=true, no=null)", "f", {"n": 3, "x": 2.5, "ok": True, "no": None}),
-        ('f(q="a, b")', "f", {"q": "a, b"}),
-        ("f(q='it''s (here), ok')", "f", {"q": "it's (here), ok"}),
-        ('f(q="say \\"hi\\"")', "f", {"q": 'say "hi"'}),
-        ("f(q=it's)", "f", {"q": "it's"}),
-        ("f(tags=[a, b], n=1)", "f", {"tags": ["a", "b"], "n": 1}),
-        (
-            "f(m=[[1, 2], [3]], o={k: [x, y], j: 'a,b'})",
-            "f",
-            {"m": [[1, 2], [3]], "o": {"k": ["x", "y"], "j": "a,b"}},
-        ),
-        ("f(expr=g(x))", "f", {"expr": "g(x)"}),
-        ("f(url=http://x.org/a?b=c)", "f", {"url": "http://x.org/a?b=c"}),
-        ("f(eq=a=b)", "f", {"eq": "a=b"}),
-        ("my-tool(x='')", "my-tool", {"x": ""}),
-    ],
-)
-def test_shorthand_parses(text: str, name: str, args: dict[str, Any]) -> None:
-    assert parse_call_shorthand(text) == ToolCallSpec(name=name, args=args)
-
-
-@pytest.mark.parametrize(
-    ("text", "problem"),
-    [
-        ("get_weather", "write name(arg=value, ...) or name()"),
-        ("get_weather(city=Paris", "it must end with ')'"),
-        ("1tool()", "write name(arg=value, ...)"),
-        ("f(Paris)", "argument 'Paris' has no name"),
-        ("f(a=1,,b=2)", "empty argument"),
-        ("f(a=1,)", "empty argument"),
-        ("f(a=1, a=2)", "argument 'a' is given twice"),
-        ("f(a=)", "argument 'a' has no value"),
-        ("f(my arg=1)", "'my arg' is not a valid argument name"),
-        ("f(a=[1, 2)", "a bracket is not closed"),
-        ("f(a=1])", "unbalanced ']'"),
-        ('f(a="open)', "cannot read the value"),
-        ("f(a=x: y: z)", "cannot read the value"),
-        ("f(a={k: 1, k: 2})", "duplicate key 'k'"),
-        ("f(q=issue #42)", "cannot read the value"),
-    ],
-)
-def test_malformed_shorthand_says_what_is_wrong(text: str, problem: str) -> None:
-    with pytest.raises(InvalidInputError) as caught:
-        parse_call_shorthand(text)
-    reason = caught.value.problems[0][1]
-    assert reason.startswith(f"malformed call {text!r}: ")
-    assert problem in reason
-    assert isinstance(caught.value, ValueError)
-
-
-def test_shorthand_renders_calls() -> None:
-    call = ToolCallSpec(name="f", args={"city": "Paris", "q": "a, b", "n": 3, "on": "yes"})
-    assert call.shorthand() == 'f(city=Paris, q="a, b", n=3, on="yes")'
-    assert ToolCallSpec(name="now").shorthand() == "now()"
-
-
-_scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(st.characters(categories=["L", "N", "P", "S", "Zs"]), max_size=12)
-)
-_values = st.recursive(
-    _scalars,
-    lambda inner: (
-        st.lists(inner, max_size=3)
-        | st.dictionaries(
-            st.text(st.characters(codec="ascii", categories=["L", "N", "P"]), max_size=5),
-            inner,
-            max_size=3,
-        )
-    ),
-    max_leaves=8,
-)
-_names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True)
-
-
-@settings(database=None, max_examples=300)
-@given(name=_names, args=st.dictionaries(_names, _values, max_size=4))
-def test_rendered_shorthand_parses_back(name: str, args: dict[str, Any]) -> None:
-    call = ToolCallSpec(name=name, args=args)
-    assert parse_call_shorthand(call.shorthand()) == call
 
 
 def test_a_call_field_takes_shorthand_or_mapping() -> None:
@@ -167,22 +77,22 @@ def test_an_error_reply_may_be_retryable() -> None:
 
 
 def test_tool_reply_has_exactly_one_outcome() -> None:
-    assert _rule_locs(ToolReply, {"when": {"a": 1}}) == [()]
-    assert _rule_locs(ToolReply, {"return": 1, "raise": "x", "stop": "y"}) == [
+    assert _rule_locs(ToolReplySpec, {"when": {"a": 1}}) == [()]
+    assert _rule_locs(ToolReplySpec, {"return": 1, "raise": "x", "stop": "y"}) == [
         ("raise",),
         ("stop",),
     ]
-    assert ToolReply.model_validate({"return": None}).outcome == "return"
-    assert ToolReply(raise_="boom").outcome == "raise"
-    assert ToolReply(stop="enough").outcome == "stop"
+    assert ToolReplySpec.model_validate({"return": None}).outcome == "return"
+    assert ToolReplySpec(raise_="boom").outcome == "raise"
+    assert ToolReplySpec(stop="enough").outcome == "stop"
 
 
 def test_tool_reply_matches_partially() -> None:
-    reply = ToolReply(when={"city": "Paris"}, return_="sunny")
+    reply = ToolReplySpec(when={"city": "Paris"}, return_="sunny")
     assert reply.matches({"city": "Paris", "days": 2})
     assert not reply.matches({"city": "Oslo"})
     assert not reply.matches({})
-    assert ToolReply(return_=1).matches({"anything": True})
+    assert ToolReplySpec(return_=1).matches({"anything": True})
 
 
 def test_tool_rules() -> None:
@@ -278,13 +188,15 @@ def test_message_expectations() -> None:
 
 def test_turn_and_invariant_rules() -> None:
     turn = {"user": "hi", "cancel": "before", "model": [{"say": "never"}]}
-    assert _rule_locs(Turn, turn) == [("model",)]
-    assert Turn.model_validate({"user": "hi", "cancel": {"after_step": 2}}).cancel is not None
+    assert _rule_locs(ScenarioTurn, turn) == [("model",)]
+    assert (
+        ScenarioTurn.model_validate({"user": "hi", "cancel": {"after_step": 2}}).cancel is not None
+    )
     assert _rule_locs(InvariantSelection, {"only": ["a"], "exclude": ["b"]}) == [("exclude",)]
 
 
 def test_strict_scalars_reject_yaml_surprises() -> None:
-    assert _rule_locs(Turn, {"user": True}) == [("user",)]
+    assert _rule_locs(ScenarioTurn, {"user": True}) == [("user",)]
     assert _rule_locs(ModelReply, {"say": "x", "latency": "1"}) == [("latency",)]
     assert _rule_locs(Expectation, {"steps": True}) == [("steps",)]
 
@@ -337,7 +249,25 @@ def test_scenario_needs_a_turn_and_a_good_name() -> None:
 
 
 def test_a_reply_when_compares_as_json_a_boolean_is_not_a_number() -> None:
-    reply = ToolReply.model_validate({"when": {"flag": True, "items": [1, {"x": 2}]}, "return": 1})
+    reply = ToolReplySpec.model_validate(
+        {"when": {"flag": True, "items": [1, {"x": 2}]}, "return": 1}
+    )
     assert reply.matches({"flag": True, "items": [1.0, {"x": 2}]})
     assert not reply.matches({"flag": 1, "items": [1, {"x": 2}]})
     assert not reply.matches({"flag": True, "items": [True, {"x": 2}]})
+
+
+@pytest.mark.parametrize(
+    ("names", "values"),
+    [
+        (FinishReasonName, list(agentrig.FinishReason)),
+        (TraceModeName, list(agentrig.TraceMode)),
+        (HookTriggerName, list(agentrig.HookTrigger)),
+        (RoleName, list(agentrig.Role)),
+        (StopReasonName, list(agentrig.StopReason)),
+        (Status, [status for status in agentrig.ExecutionStatus if status.is_terminal()]),
+    ],
+    ids=["finish_reason", "trace_mode", "hook_trigger", "role", "stop_reason", "status"],
+)
+def test_the_format_names_every_value_of_the_runtime_enum(names: Any, values: list[Enum]) -> None:
+    assert list(get_args(names)) == [value.value for value in values]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from agentrig.errors import AgentrigError
-from agentrig.harness.scenarios.model import Scenario, Turn
+from agentrig.harness.scenarios.model import Scenario, ScenarioTurn
 from agentrig.harness.scenarios.selection import SelectionError, matches, parse_shard, select
 
 
 def scenario(name: str, *tags: str) -> Scenario:
-    return Scenario(name=name, tags=tags, turns=[Turn(user="hi")])
+    return Scenario(name=name, tags=tags, turns=[ScenarioTurn(user="hi")])
 
 
 WEATHER = scenario("weather-two-cities", "tools", "Buffer")

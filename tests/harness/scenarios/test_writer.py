@@ -19,11 +19,11 @@ from agentrig.harness.scenarios.model import (
     Expectation,
     ModelReply,
     Scenario,
+    ScenarioTurn,
     ToolCallSpec,
-    ToolReply,
+    ToolReplySpec,
     ToolSpec,
 )
-from agentrig.harness.scenarios.model import Turn as ScenarioTurn
 from agentrig.harness.scenarios.writer import (
     budget_spec,
     reply_from_turn,
@@ -34,7 +34,7 @@ from agentrig.harness.scenarios.writer import (
 
 ECHO = {
     "echo": ToolSpec(
-        params={"text": "string"}, replies=(ToolReply.model_validate({"return": "pong"}),)
+        params={"text": "string"}, replies=(ToolReplySpec.model_validate({"return": "pong"}),)
     )
 }
 
@@ -87,7 +87,7 @@ class TestScenarioToYaml:
         assert roundtrip(scenario, tmp_path) == scenario
 
     def test_a_return_of_null_is_kept(self, tmp_path: Path) -> None:
-        tools = {"noop": ToolSpec(replies=(ToolReply.model_validate({"return": None}),))}
+        tools = {"noop": ToolSpec(replies=(ToolReplySpec.model_validate({"return": None}),))}
         scenario = Scenario(name="s", agent=AgentSpec(tools=tools), turns=(ScenarioTurn(user=""),))
         assert "- return: null" in scenario_to_yaml(scenario)
         assert roundtrip(scenario, tmp_path) == scenario

@@ -1,17 +1,7 @@
-"""Errors of record and replay.
-
-They derive from the package root, :class:`agentrig.errors.AgentrigError`::
-
-    AgentrigError
-    ├── CassetteError                  record/replay went wrong
-    │   ├── CassetteFileError          a cassette file that cannot be read or is invalid
-    │   │                              (also a ScenarioFileError: file, line, column, field)
-    │   ├── CassetteNotFoundError      replay asked for a cassette that does not exist
-    │   ├── CassetteMismatchError      a live request matches no recorded interaction
-    │   ├── UnusedInteractionsError    recorded interactions were never played
-    │   └── CassetteConversionError    a cassette that cannot become a scenario
-    └── ProviderError
-        └── ReplayedProviderError      a recorded provider failure, raised again on replay
+"""Errors of record and replay: ``CassetteError`` and the errors below it, ``CassetteFileError``
+(an invalid cassette file: a ``DataFileError``, as an invalid scenario file is) and
+``ReplayedProviderError`` (a ``ProviderError``). Where they sit in agentrig's one error tree is
+drawn in :mod:`agentrig.errors`.
 
 A replay miss is deliberately *not* a ``ProviderError``: code that catches provider failures
 (fallbacks, retries) must not swallow it. The loop still records it as the step's error, and
@@ -23,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agentrig.errors import AgentrigError, ProviderError
-from agentrig.harness.errors import ScenarioFileError
+from agentrig.harness.errors import DataFileError
 
 __all__ = [
     "CassetteConversionError",
@@ -40,22 +30,9 @@ class CassetteError(AgentrigError):
     """Root of the record and replay errors."""
 
 
-class CassetteFileError(CassetteError, ScenarioFileError):
+class CassetteFileError(DataFileError):
     """A cassette file could not be read, parsed or validated; ``str()`` lists every problem as
     ``path:line:column: field: reason``."""
-
-    @classmethod
-    def of(cls, error: ScenarioFileError) -> CassetteFileError:
-        """The same problems, as a cassette error."""
-        return cls(
-            error.path,
-            error.reason,
-            line=error.line,
-            column=error.column,
-            field=error.field,
-            valid=error.valid,
-            errors=error.errors if len(error.errors) > 1 else (),
-        )
 
 
 class CassetteNotFoundError(CassetteError):

@@ -7,15 +7,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from agentrig.harness.cassettes.errors import CassetteFileError
 from agentrig.harness.cassettes.model import CASSETTE_VERSION, Cassette, to_data
-from agentrig.harness.errors import ScenarioFileError
-from agentrig.harness.scenarios.loader import _file_error
-from agentrig.harness.scenarios.writer import _NEEDS_ESCAPES
-from agentrig.harness.scenarios.yaml_source import YamlSource, load_yaml_file, load_yaml_text
+from agentrig.harness.errors import DataFileError
+from agentrig.harness.scenarios.loader import file_error
+from agentrig.harness.scenarios.yaml_source import (
+    YamlSource,
+    dump_yaml,
+    load_yaml_file,
+    load_yaml_text,
+)
 
 __all__ = ["cassette_from_yaml", "cassette_to_yaml", "load_cassette", "save_cassette"]
 
@@ -28,15 +31,7 @@ def cassette_to_yaml(cassette: Cassette) -> str:
     """``cassette`` as YAML: fields in a fixed order, defaults left out, multi-line text as
     block scalars. Loading the text gives back an equal cassette."""
     data = {"version": cassette.version, **to_data(cassette)}
-    body = yaml.dump(
-        data,
-        Dumper=_Dumper,
-        sort_keys=False,
-        allow_unicode=True,
-        default_flow_style=False,
-        width=100,
-    )
-    return _HEADER + body
+    return _HEADER + dump_yaml(data, blocks=True)
 
 
 def cassette_from_yaml(text: str, path: str = "<string>") -> Cassette:
@@ -44,7 +39,7 @@ def cassette_from_yaml(text: str, path: str = "<string>") -> Cassette:
     field."""
     try:
         source = load_yaml_text(text, path)
-    except ScenarioFileError as error:
+    except DataFileError as error:
         raise CassetteFileError.of(error) from None
     return _validate(source)
 
@@ -53,7 +48,7 @@ def load_cassette(path: StrPath) -> Cassette:
     """Read a cassette file (UTF-8 YAML)."""
     try:
         source = load_yaml_file(path)
-    except ScenarioFileError as error:
+    except DataFileError as error:
         raise CassetteFileError.of(error) from None
     return _validate(source)
 
@@ -87,7 +82,7 @@ def _validate(source: YamlSource) -> Cassette:
     try:
         return Cassette.model_validate(data)
     except ValidationError as exc:
-        raise CassetteFileError.of(_file_error(exc, source, Cassette)) from None
+        raise CassetteFileError.of(file_error(exc, source, Cassette)) from None
 
 
 def _version_error(source: YamlSource, version: Any) -> CassetteFileError:
@@ -114,19 +109,3 @@ def _at(source: YamlSource, path: tuple[str, ...], reason: str, field: str) -> C
     where = source.location(path)
     line, column = where if where is not None else (None, None)
     return CassetteFileError(source.path, reason, line=line, column=column, field=field)
-
-
-class _Dumper(yaml.SafeDumper):
-    """A safe dumper: multi-line text as ``|`` blocks, unsafe characters escaped."""
-
-
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style: str | None = None
-    if _NEEDS_ESCAPES.search(value):
-        style = '"'
-    elif "\n" in value:
-        style = "|"
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _represent_str)

@@ -11,7 +11,7 @@ from typing import Any
 
 from agentrig.drivers import InferenceProvider
 from agentrig.errors import AgentrigError, InvalidInputError
-from agentrig.harness.cassettes.errors import CassetteError
+from agentrig.harness.cassettes.errors import CassetteError, CassetteFileError
 from agentrig.harness.cassettes.providers import CassetteProvider, RecordMode, cassette_provider
 from agentrig.harness.cassettes.scrub import Scrubber
 
@@ -83,7 +83,7 @@ class CassetteFactory:
                 ),
                 scrubber=scrubber,
             )
-        except CassetteError as error:
+        except (CassetteError, CassetteFileError) as error:
             # The message says what to do; agentrig's frames below would only hide it.
             __tracebackhide__ = True
             raise error.with_traceback(None) from None

@@ -40,7 +40,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from agentrig.errors import AgentrigError, MissingDependencyError
+from agentrig.errors import MissingDependencyError
+from agentrig.harness.cassettes.errors import CassetteError
 
 SERIALIZER = "yaml"
 """The serializer name registered: a superset of vcrpy's own ``yaml`` serializer, so cassette
@@ -49,7 +50,7 @@ MATCHER = "llm_request"
 MATCH_ON = ("method", "scheme", "host", "port", "path", MATCHER)
 
 
-class UnplayedInteractionsError(AgentrigError, AssertionError):
+class UnplayedInteractionsError(CassetteError, AssertionError):
     """A replay ended before every recorded interaction was played."""
 
     def __init__(self, path: str, unplayed: list[str], total: int) -> None:
@@ -63,7 +64,7 @@ class UnplayedInteractionsError(AgentrigError, AssertionError):
         )
 
 
-class HttpCassetteMismatchError(AgentrigError, AssertionError):
+class HttpCassetteMismatchError(CassetteError, AssertionError):
     """Requests sent while replaying matched no recorded interaction. Raised when the block
     ends, since the caller (the agent loop, a retry) may have caught the provider error;
     ``misses`` holds vcrpy's report of each, naming the closest recordings and what differs."""
@@ -77,7 +78,7 @@ class HttpCassetteMismatchError(AgentrigError, AssertionError):
         )
 
 
-class HttpCassetteFileError(AgentrigError, ValueError):
+class HttpCassetteFileError(CassetteError, ValueError):
     """A cassette file that cannot be read as a vcrpy cassette in either shape."""
 
     def __init__(self, path: str, reason: str) -> None:
@@ -88,7 +89,7 @@ class HttpCassetteFileError(AgentrigError, ValueError):
         )
 
 
-class HttpCassetteNotFoundError(AgentrigError, FileNotFoundError):
+class HttpCassetteNotFoundError(CassetteError, FileNotFoundError):
     """Replaying (record mode ``none``) a cassette file that does not exist."""
 
     def __init__(self, path: str) -> None:

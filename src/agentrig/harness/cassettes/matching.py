@@ -6,10 +6,8 @@ import difflib
 import json
 from collections.abc import Mapping, Sequence
 
-import yaml
-
-from agentrig.harness.cassettes.files import _Dumper
 from agentrig.harness.cassettes.model import Interaction, RecordedRequest, to_data
+from agentrig.harness.scenarios.yaml_source import dump_yaml
 
 __all__ = ["nearest", "request_diff", "request_key", "request_yaml", "summarize"]
 
@@ -22,9 +20,7 @@ def request_key(request: RecordedRequest) -> str:
 
 def request_yaml(request: RecordedRequest) -> str:
     """``request`` as YAML, the form diffs show."""
-    return yaml.dump(
-        to_data(request), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100
-    )
+    return dump_yaml(to_data(request), blocks=True)
 
 
 def nearest(

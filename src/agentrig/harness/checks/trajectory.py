@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentrig._model import json_equal
-from agentrig.errors import AgentrigError
+from agentrig.errors import InvalidInputError
 
 
 @dataclass(frozen=True)
@@ -139,8 +139,10 @@ def compare_trajectory(
     matcher = TRAJECTORY_MODES.get(mode)
     args_matcher = ARGS_MODES.get(args)
     if matcher is None or args_matcher is None:
-        raise AgentrigError(
+        reason = (
             f"unknown trajectory mode {mode!r} or args mode {args!r}; modes: "
             f"{', '.join(TRAJECTORY_MODES)}; args: {', '.join(ARGS_MODES)}"
         )
+        field = "mode" if matcher is None else "args"
+        raise InvalidInputError("trajectory comparison", [(field, reason)])
     return matcher(expected, actual, args_matcher)

@@ -5,26 +5,25 @@
 ``FakeClock`` with ``SeededIds``): add a user message, run one step with a drawn model answer,
 run to the end with a drawn script, raise a stop signal, request continuation, serialize and
 restore, start the next execution. After every rule its invariants check every state the loop
-yielded with the harness invariants, and compare the state with :class:`AgentModel`, a simple
-model of what it should hold. Use it as a test::
+yielded with the harness invariants, and compare the state with
+:class:`~agentrig.harness.property.reference_model.AgentModel`, a simple model of what it should
+hold. Use it as a test::
 
     TestAgentLoop = AgentMachine.TestCase
 
 Subclass it to test your own agent: override :meth:`AgentMachine.base_builder` to add tools,
 hooks and capabilities, and set ``agent_tools`` for scripted tools. Set ``failure_dir`` and the
 shrunk failing run is written there as a ``*.scenario.yaml`` file that ``agentrig run``
-replays. :func:`play` runs scripts against a scenario agent and returns every state it yielded.
+replays.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar, Literal, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 from hypothesis import note
 from hypothesis import strategies as st
@@ -34,22 +33,20 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from agentrig import (
     AgentBuilder,
-    AgentLoop,
     AgentState,
     ExecutionBudget,
     ExecutionStatus,
-    Role,
     StopReason,
     StopSignal,
-    ToolCall,
-    ToolContext,
     TraceMode,
-    Usage,
     runtime_context,
 )
-from agentrig.errors import AgentStop, InvalidInputError
-from agentrig.fakes import FakeClock, ScriptedLLM, ScriptedTool, SeededIds, ToolReply, Turn
-from agentrig.harness.checks.invariants import InvariantChecker, Violation, select_invariants
+from agentrig.errors import InvalidInputError
+from agentrig.fakes import FakeClock, ScriptedLLM, SeededIds, Turn
+from agentrig.harness.checks.invariant import InvariantChecker, Violation, select_invariants
+from agentrig.harness.checks.watch import is_terminal, run_checked, watch
+from agentrig.harness.property.play import build_spec_agent
+from agentrig.harness.property.reference_model import AgentModel, ToolOracle, UnpredictableError
 from agentrig.harness.property.strategies import (
     DEFAULT_TOOL_SPECS,
     budgets,
@@ -58,7 +55,7 @@ from agentrig.harness.property.strategies import (
     scripts,
     texts,
 )
-from agentrig.harness.scenarios.agent_factory import ScenarioAgent, build_agent
+from agentrig.harness.scenarios.agent_factory import ScenarioAgent
 from agentrig.harness.scenarios.model import (
     SCENARIO_NAME_PATTERN,
     AgentSpec,
@@ -66,338 +63,15 @@ from agentrig.harness.scenarios.model import (
     Expectation,
     ModelReply,
     Scenario,
+    ScenarioTurn,
     ToolSpec,
+    TraceModeName,
 )
-from agentrig.harness.scenarios.model import Turn as ScenarioTurn
 from agentrig.harness.scenarios.writer import budget_spec, reply_from_turn, write_scenario
 
-__all__ = ["AgentMachine", "AgentModel", "Playback", "play"]
+__all__ = ["AgentMachine"]
 
-TraceModeName = Literal["separated", "inline"]
 _SIGNAL_REASONS = (StopReason.USER_REQUESTED, StopReason.STOP_REQUESTED, StopReason.FINISH_REASON)
-
-
-# --- driving the loop -------------------------------------------------------------------------
-
-
-def _terminal(state: AgentState) -> bool:
-    status = state.status()
-    return status is not None and status.is_terminal()
-
-
-def _drive(
-    loop: AgentLoop, checker: InvariantChecker, number: int, state: AgentState, *, limit: int | None
-) -> list[AgentState]:
-    """Iterate from ``state`` until the execution ends or ``limit`` states were yielded, checking
-    each yielded state."""
-    checker.begin(number, state)
-    yielded: list[AgentState] = []
-    iterator = loop.iterate(state)
-    try:
-        for item in iterator:
-            final = _terminal(item)
-            checker.observe(item, is_final=final)
-            yielded.append(item)
-            if final or (limit is not None and len(yielded) >= limit):
-                break
-    finally:
-        close = getattr(iterator, "close", None)
-        if close is not None:
-            close()  # the loop is a generator: leave the execution where it is
-    return yielded
-
-
-def _stub(agent: AgentSpec) -> Scenario:
-    return Scenario(name="agentrig-play", agent=agent, turns=(ScenarioTurn(user=""),))
-
-
-def _checker(
-    agent: ScenarioAgent, spec: AgentSpec, names: Sequence[str] | None
-) -> InvariantChecker:
-    checker = InvariantChecker(
-        select_invariants(names), trace_mode=TraceMode(spec.trace_mode), budget=agent.budget
-    )
-    agent.loop.events.wiretap(checker.record_event)
-    return checker
-
-
-@dataclass(frozen=True)
-class Playback:
-    """What :func:`play` saw: the states each execution yielded, and the invariant violations."""
-
-    executions: tuple[tuple[AgentState, ...], ...]
-    violations: tuple[Violation, ...]
-
-    @property
-    def final(self) -> AgentState:
-        """The last state of the last execution."""
-        return self.executions[-1][-1]
-
-    def all_states(self) -> tuple[AgentState, ...]:
-        """Every yielded state, in order."""
-        return tuple(state for execution in self.executions for state in execution)
-
-
-def play(
-    *,
-    agent: AgentSpec,
-    turns: Sequence[tuple[str, Sequence[Turn]]],
-    builder: AgentBuilder | None = None,
-    invariants: Sequence[str] | None = None,
-) -> Playback:
-    """Run ``turns`` (a user message and the model's script for it) against the agent a scenario's
-    ``agent:`` section describes, exactly as the scenario runner builds it, checking invariants
-    (all, or the named ones) after every yielded state."""
-    if not isinstance(agent, AgentSpec):
-        reason = f"expected an AgentSpec (a scenario's agent: section), got {type(agent).__name__}"
-        raise InvalidInputError("play(agent=...)", [("", reason)])
-    if not turns:
-        reason = "needs at least one (user message, script) pair"
-        raise InvalidInputError("play(turns=...)", [("", reason)])
-    built = build_agent(_stub(agent), base=builder)
-    checker = _checker(built, agent, invariants)
-    with runtime_context(clock=built.clock, ids=built.ids):
-        state = AgentState()
-    executions = []
-    for number, (user, script) in enumerate(turns, start=1):
-        built.script.current = ScriptedLLM(script, clock=built.clock, name=f"turn {number}")
-        with runtime_context(clock=built.clock, ids=built.ids):
-            state = state.with_user_message(user)
-        yielded = _drive(built.loop, checker, number, state, limit=None)
-        executions.append(tuple(yielded))
-        state = yielded[-1]
-    return Playback(tuple(executions), tuple(checker.violations))
-
-
-# --- the model --------------------------------------------------------------------------------
-
-
-class _ToolOracle:
-    """Predicts tool outcomes with shadow copies of the scripted tools (their own clock)."""
-
-    def __init__(self, specs: Mapping[str, ToolSpec], available: Sequence[str]) -> None:
-        self.clock = FakeClock()
-        self.available = set(available)
-        self.tools = {name: _scripted(name, spec, self.clock) for name, spec in specs.items()}
-        with runtime_context(clock=self.clock, ids=SeededIds(0)):
-            self.context = ToolContext(AgentState(), ToolCall(name="oracle"))
-
-    def outcome(self, name: str, arguments: Mapping[str, Any]) -> tuple[str, float] | None:
-        """``("ok" | "error" | "stop", seconds)``, or None for a tool the oracle cannot see."""
-        tool = self.tools.get(name)
-        if tool is None:
-            return None if name in self.available else ("error", 0.0)
-        before = self.clock.now()
-        try:
-            tool.invoke(arguments, self.context)
-        except AgentStop:
-            kind = "stop"
-        except Exception:
-            kind = "error"
-        else:
-            kind = "ok"
-        return kind, (self.clock.now() - before).total_seconds()
-
-
-def _scripted(name: str, spec: ToolSpec, clock: FakeClock) -> ScriptedTool:
-    replies = [
-        ToolReply(returns=r.return_, raises=r.raise_, stop=r.stop, when=r.when, latency=r.latency)
-        for r in spec.replies
-    ]
-    return ScriptedTool(
-        name, replies, params=spec.params, description=spec.description, mode=spec.mode, clock=clock
-    )
-
-
-class UnpredictableError(Exception):
-    """The model met something it cannot predict (a tool it does not know)."""
-
-
-@dataclass
-class AgentModel:
-    """What an agent state should hold, computed by hand from what the machine did.
-
-    It mirrors the loop's rules (DESIGN D2-D4): budgets checked before the execution and
-    before every step, a provider error fails the execution, a stopping tool loses its step,
-    tool errors are recorded and the loop goes on, an answer without tool calls ends it, and a
-    continuation request lets one more step start despite stop signals that are not binding
-    (errors, budget and retry limits and cancellation always bind).
-    """
-
-    trace_mode: TraceMode
-    budget: ExecutionBudget
-    user_texts: list[str] = field(default_factory=list)
-    conversation: list[tuple[Role, str | None]] = field(default_factory=list)
-    executions: int = 0
-    status: ExecutionStatus | None = None
-    steps: int = 0
-    usage: Usage = field(default_factory=Usage)
-    signals: list[StopReason] = field(default_factory=list)
-    errors: bool = False
-    continuation: bool = False
-    started_at: datetime | None = None
-
-    @property
-    def running(self) -> bool:
-        """True while an execution is in progress."""
-        return self.status is ExecutionStatus.IN_PROGRESS
-
-    def stop_reason(self) -> StopReason | None:
-        """The winning signal's reason (lowest priority number)."""
-        return min(self.signals, key=lambda reason: reason.priority) if self.signals else None
-
-    def add_user_message(self, text: str) -> None:
-        """A user message was appended."""
-        self.user_texts.append(text)
-        self.conversation.append((Role.USER, text))
-
-    def drop_execution(self) -> None:
-        """``for_next_execution()``: the execution is gone, the session stays."""
-        self.status, self.steps, self.usage = None, 0, Usage()
-        self.signals, self.errors, self.continuation, self.started_at = [], False, False, None
-
-    def run(
-        self, turns: Sequence[Turn], *, limit: int | None, clock: FakeClock, tools: _ToolOracle
-    ) -> int:
-        """Predict one ``iterate()`` call playing ``turns``; returns how many turns it consumes."""
-        self._enter(clock.now())
-        if self._checkpoint(clock.now()):
-            self._finish()
-            return 0
-        consumed = yielded = 0
-        while True:
-            if self._checkpoint(clock.now()):
-                self._finish()
-                return consumed
-            self.continuation = False  # a request lets one step start, then it is spent
-            turn = turns[consumed] if consumed < len(turns) else None
-            consumed += turn is not None
-            if self._stops_after_step(self._play(turn, clock, tools)):
-                self._finish()
-                return consumed
-            yielded += 1
-            if limit is not None and yielded >= limit:
-                return consumed
-
-    def _enter(self, now: datetime) -> None:
-        if self.status is not None and self.status.is_terminal():
-            self.drop_execution()
-        self.executions += 1
-        if self.status is None:
-            self.status, self.started_at = ExecutionStatus.IN_PROGRESS, now
-
-    def _checkpoint(self, now: datetime) -> bool:
-        """The budget guard, then the stop decision at a checkpoint."""
-        reason = self._exceeded(now)
-        if reason is not None and reason not in self.signals:
-            self.signals.append(reason)
-        if not self.signals:
-            return False
-        return not self.continuation or any(reason.is_binding() for reason in self.signals)
-
-    def _exceeded(self, now: datetime) -> StopReason | None:
-        budget, usage = self.budget, self.usage
-        if budget.max_steps is not None and self.steps >= budget.max_steps:
-            return StopReason.STEPS_LIMIT
-        if budget.max_tokens is not None and usage.total() >= budget.max_tokens:
-            return StopReason.TOKEN_LIMIT
-        if budget.max_cost is not None and usage.cost >= budget.max_cost:
-            return StopReason.TOKEN_LIMIT
-        assert self.started_at is not None
-        elapsed = (now - self.started_at).total_seconds()
-        if budget.max_seconds is not None and elapsed >= budget.max_seconds:
-            return StopReason.TIME_LIMIT
-        if budget.deadline is not None and now >= budget.deadline:
-            return StopReason.TIME_LIMIT
-        return None
-
-    def _play(self, turn: Turn | None, clock: FakeClock, tools: _ToolOracle) -> bool | None:
-        """One step; returns whether it recorded tool calls (None when the execution ends here)."""
-        if turn is not None and turn.latency:
-            clock.advance(turn.latency)
-        if turn is None or turn.error is not None:
-            self.errors = True
-            self.signals.append(StopReason.ERROR)
-            return None
-        failed = False
-        for spec in turn.calls:
-            outcome = tools.outcome(spec.name, dict(spec.arguments))
-            if outcome is None:
-                raise UnpredictableError(f"cannot predict a call of tool {spec.name!r}")
-            kind, seconds = outcome
-            clock.advance(seconds)
-            if kind == "stop":  # the step is recorded; the calls after this one do not run
-                self._record_step(turn, failed)
-                self.signals.append(StopReason.STOP_REQUESTED)
-                return None
-            failed = failed or kind == "error"
-        self._record_step(turn, failed)
-        return bool(turn.calls)
-
-    def _record_step(self, turn: Turn, failed: bool) -> None:
-        self.steps += 1
-        self.usage = self.usage + turn.usage
-        self.errors = self.errors or failed
-        final = not turn.calls and not failed
-        if (self.trace_mode is TraceMode.INLINE or final) and (turn.text or turn.calls):
-            self.conversation.append((Role.ASSISTANT, turn.text if final else None))
-        if self.trace_mode is TraceMode.INLINE:
-            self.conversation.extend((Role.TOOL, None) for _ in turn.calls)
-
-    def _stops_after_step(self, has_calls: bool | None) -> bool:
-        """After a step: a failure, a stopping tool, a signal, or an answer without tool calls
-        ends the execution."""
-        if has_calls is None:
-            return True
-        stop = bool(self.signals) or not has_calls
-        if stop and not self.signals:
-            self.signals.append(StopReason.COMPLETED)
-        return stop
-
-    def _finish(self) -> None:
-        reason = self.stop_reason()
-        if self.errors:
-            self.status = ExecutionStatus.FAILED
-        elif reason is not None and reason.was_force_stopped():
-            self.status = ExecutionStatus.STOPPED
-        else:
-            self.status = ExecutionStatus.COMPLETED
-
-    def mismatches(self, state: AgentState, *, exact: bool) -> Iterator[str]:
-        """How ``state`` differs from the model (only the basics unless ``exact``)."""
-        users = [m.content for m in state.messages() if m.role is Role.USER]
-        if users != self.user_texts:
-            yield f"user messages are {users!r}, expected {self.user_texts!r}"
-        if state.execution_count != self.executions:
-            yield f"execution_count is {state.execution_count}, expected {self.executions}"
-        if exact:
-            yield from self._exact_mismatches(state)
-
-    def _exact_mismatches(self, state: AgentState) -> Iterator[str]:
-        checks: list[tuple[str, object, object]] = [
-            ("status", state.status(), self.status),
-            ("step count", state.step_count(), self.steps),
-            ("total tokens", state.usage().total(), self.usage.total()),
-            ("conversation", _conversation(state), self.conversation),
-        ]
-        if self.status is not None and self.status.is_terminal():
-            checks.append(("stop reason", state.last_stop_reason(), self.stop_reason()))
-        for what, actual, expected in checks:
-            if actual != expected:
-                yield f"{what} is {actual!r}, expected {expected!r}"
-        if not math.isclose(state.usage().cost, self.usage.cost, abs_tol=1e-9):
-            yield f"cost is {state.usage().cost}, expected {self.usage.cost}"
-
-
-def _conversation(state: AgentState) -> list[tuple[Role, str | None]]:
-    """``messages`` as (role, text): text for users and final answers, None for traces."""
-    return [
-        (m.role, m.content if m.role is Role.USER or not m.is_trace else None)
-        for m in state.messages()
-    ]
-
-
-# --- the machine ------------------------------------------------------------------------------
 
 
 @dataclass
@@ -474,7 +148,7 @@ class AgentMachine(RuleBasedStateMachine):
         self._spec = AgentSpec()
         self._pending = False
         self._checker: InvariantChecker | None = None
-        self._oracle: _ToolOracle | None = None
+        self._oracle: ToolOracle | None = None
 
     # --- customisation ------------------------------------------------------------------------
 
@@ -547,10 +221,10 @@ class AgentMachine(RuleBasedStateMachine):
             budget=budget_spec(budget),
             tools=dict(self.agent_tools),
         )
-        agent = build_agent(_stub(self._spec), base=self.base_builder())
+        agent = build_spec_agent(self._spec, builder=self.base_builder())
         self.agent = agent
-        self._checker = _checker(agent, self._spec, self.checked_invariants)
-        self._oracle = _ToolOracle(self.agent_tools, agent.loop.tools.names())
+        self._checker = watch(agent, select_invariants(self.checked_invariants))
+        self._oracle = ToolOracle(self.agent_tools, agent.loop.tools.names())
         self.model = AgentModel(TraceMode(trace_mode), agent.budget)
         with runtime_context(clock=agent.clock, ids=agent.ids):
             self.state = AgentState()
@@ -670,13 +344,12 @@ class AgentMachine(RuleBasedStateMachine):
             predicted = self.model.run(script, limit=limit, clock=model_clock, tools=self._oracle)
         except UnpredictableError:
             predicted = None
-        try:
-            yielded = _drive(agent.loop, checker, len(self.records), self.state, limit=limit)
-        except Exception as error:
-            self.failure, self.failure_kind = f"the loop raised {error!r}", "loop-error"
-            raise
+        run = run_checked(agent.loop, checker, len(self.records), self.state, limit=limit)
+        if run.error is not None:
+            self.failure, self.failure_kind = f"the loop raised {run.error!r}", "loop-error"
+            raise run.error
         self.violations.extend(checker.violations[before:])
-        self.state = yielded[-1]
+        self.state = run.states[-1]
         self._pending = False
         consumed = len(script) - llm.remaining
         self._record(record, script[:consumed])
@@ -697,7 +370,7 @@ class AgentMachine(RuleBasedStateMachine):
                 and any(_not_found(call.name) in message for message in recorded)
             )
         record.steps = self.state.step_count()
-        record.finished = _terminal(self.state)
+        record.finished = is_terminal(self.state)
 
     # --- writing the run as a scenario ----------------------------------------------------------
 

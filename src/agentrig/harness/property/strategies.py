@@ -59,7 +59,8 @@ from agentrig.harness.cassettes import (
     RecordedToolCall,
     record_usage,
 )
-from agentrig.harness.checks.invariants import invariant_names
+from agentrig.harness.checks.invariant import invariant_names
+from agentrig.harness.property.play import play
 from agentrig.harness.scenarios.model import (
     AgentSpec,
     CancelAfterStep,
@@ -69,14 +70,15 @@ from agentrig.harness.scenarios.model import (
     MessageExpect,
     ModelReply,
     Scenario,
+    ScenarioTurn,
     TextMatch,
     ToolCallsExpect,
     ToolCallSpec,
-    ToolReply,
+    ToolReplySpec,
     ToolSpec,
+    TraceModeName,
     UsageExpect,
 )
-from agentrig.harness.scenarios.model import Turn as ScenarioTurn
 from agentrig.harness.scenarios.writer import budget_spec, reply_from_turn
 
 __all__ = [
@@ -118,17 +120,17 @@ DEFAULT_TOOL_SPECS: dict[str, ToolSpec] = {
         description="Looks something up.",
         params={"query": "string", "limit": "integer?"},
         replies=(
-            ToolReply.model_validate({"when": {"limit": 0}, "raise": "limit must be positive"}),
-            ToolReply.model_validate({"return": {"hits": 1}}),
+            ToolReplySpec.model_validate({"when": {"limit": 0}, "raise": "limit must be positive"}),
+            ToolReplySpec.model_validate({"return": {"hits": 1}}),
         ),
     ),
     "explode": ToolSpec(
-        description="Always fails.", replies=(ToolReply.model_validate({"raise": "boom"}),)
+        description="Always fails.", replies=(ToolReplySpec.model_validate({"raise": "boom"}),)
     ),
     "halt": ToolSpec(
         description="Stops the agent.",
         params={"why": "string?"},
-        replies=(ToolReply.model_validate({"stop": "halted by the tool"}),),
+        replies=(ToolReplySpec.model_validate({"stop": "halted by the tool"}),),
     ),
 }
 """Three scripted tools: ``lookup`` (returns, or raises for ``limit=0``), ``explode`` (raises)
@@ -638,7 +640,7 @@ def _tool_spec(draw: st.DrawFn, params: dict[str, str], outcomes: tuple[Outcome,
         description=draw(texts(max_size=16)),
         params=params,
         mode=mode,
-        replies=tuple(ToolReply.model_validate(fields) for fields in replies),
+        replies=tuple(ToolReplySpec.model_validate(fields) for fields in replies),
     )
 
 
@@ -655,7 +657,7 @@ def scenarios(
     tools: Mapping[str, ToolSpec] | None = None,
     outcomes: Sequence[Outcome] = ("return", "raise", "stop"),
     expectations: bool = False,
-    trace_modes: Sequence[Literal["separated", "inline"]] = ("separated", "inline"),
+    trace_modes: Sequence[TraceModeName] = ("separated", "inline"),
 ) -> SearchStrategy[Scenario]:
     """Complete scenarios: an agent (prompt, trace mode, budget, scripted tools), one to
     ``max_turns`` user turns with scripted model replies, and an invariant selection.
@@ -807,7 +809,7 @@ def agent_states(
     tools: Mapping[str, ToolSpec] = DEFAULT_TOOL_SPECS,
     max_turns: int = 2,
     max_steps: int = 3,
-    trace_modes: Sequence[Literal["separated", "inline"]] = ("separated", "inline"),
+    trace_modes: Sequence[TraceModeName] = ("separated", "inline"),
 ) -> SearchStrategy[AgentState]:
     """States the real loop produces: a scripted agent with ``tools`` and a drawn budget runs one
     to ``max_turns`` user turns; one of the states it yields is drawn."""
@@ -826,8 +828,6 @@ def _states(
     max_steps: int,
     modes: tuple[str, ...],
 ) -> AgentState:
-    from agentrig.harness.property.stateful import play  # stateful imports this module
-
     agent = AgentSpec(
         trace_mode=draw(st.sampled_from(modes)),
         budget=budget_spec(draw(budgets())),

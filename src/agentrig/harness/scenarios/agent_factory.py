@@ -23,7 +23,7 @@ from agentrig import (
     UseLlmConfig,
     UseSubagents,
 )
-from agentrig.errors import AgentrigError
+from agentrig.errors import ConfigurationError
 from agentrig.events import AgentStepCompleted
 from agentrig.fakes import (
     CallSpec,
@@ -34,7 +34,14 @@ from agentrig.fakes import (
     ToolReply,
     Turn,
 )
-from agentrig.harness.scenarios.model import AgentSpec, BudgetSpec, HookSpec, ModelReply, Scenario
+from agentrig.harness.scenarios.model import (
+    AgentSpec,
+    BudgetSpec,
+    HookSpec,
+    ModelReply,
+    Scenario,
+    ToolSpec,
+)
 from agentrig.state import FinishReason, Usage
 
 HOOK_SOURCE = "scenario-hook"
@@ -137,7 +144,7 @@ def build_agent(
     script = TurnScript(clock)
     own = set(builder.tools().names())
     tools = {
-        name: _tool(name, tool_spec, clock)
+        name: scripted_tool(name, tool_spec, clock)
         for name, tool_spec in spec.tools.items()
         if name not in own
     }
@@ -171,7 +178,7 @@ def build_agent(
 def _copy_of(base: object) -> AgentBuilder:
     """A copy of a user's builder that the scenario can add to without changing the original."""
     if not isinstance(base, AgentBuilder):
-        raise AgentrigError(f"builder: expected an AgentBuilder, got {_wrong_builder(base)}")
+        raise ConfigurationError(f"builder: expected an AgentBuilder, got {_wrong_builder(base)}")
     return base.copy()
 
 
@@ -192,10 +199,8 @@ def _canceller(agent: ScenarioAgent) -> Callable[[AgentStepCompleted], None]:
     return cancel_when_due
 
 
-def _tool(name: str, spec: object, clock: FakeClock) -> ScriptedTool:
-    from agentrig.harness.scenarios.model import ToolSpec
-
-    assert isinstance(spec, ToolSpec)
+def scripted_tool(name: str, spec: ToolSpec, clock: FakeClock) -> ScriptedTool:
+    """The scripted tool a scenario's ``agent.tools.<name>`` describes, on ``clock``."""
     replies = [
         ToolReply(returns=r.return_, raises=r.raise_, stop=r.stop, when=r.when, latency=r.latency)
         for r in spec.replies

@@ -44,6 +44,7 @@ __all__ = [
     "SCENARIO_SUFFIX",
     "SKIPPED_DIRECTORY",
     "ToolCallSpec",
+    "file_error",
     "load_scenario",
     "load_scenarios",
     "parse_call_shorthand",
@@ -64,7 +65,7 @@ def load_scenario(path: StrPath) -> Scenario:
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
-        raise _file_error(exc, source) from None
+        raise file_error(exc, source) from None
     _bind_locations(scenario, source)
     return scenario
 
@@ -196,10 +197,11 @@ def _bind(value: Any, source: YamlSource, path: FieldPath) -> None:
 # --- validation errors ------------------------------------------------------------------------
 
 
-def _file_error(
+def file_error(
     exc: ValidationError, source: YamlSource, root: type[BaseModel] = Scenario
 ) -> ScenarioFileError:
-    """Every problem of ``exc`` (validating ``root`` from ``source``) with file, line and field."""
+    """Every problem of ``exc`` (validating ``root`` from ``source``) as one error naming the file,
+    line and field of each."""
     everything = exc.errors(include_url=False)
     errors = [error for error in everything if not _is_noise(error)] or everything
     problems = [_problem(error, source, root) for error in errors]

@@ -12,12 +12,9 @@ Dump with ``model_dump(by_alias=True, exclude_unset=True)`` to get the file's sh
 
 from __future__ import annotations
 
-import json
-import math
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal, Self, get_args
 
 import regex
@@ -42,8 +39,8 @@ from pydantic_core import CoreSchema, InitErrorDetails, PydanticCustomError
 
 from agentrig._model import json_equal
 from agentrig.errors import InvalidInputError
-from agentrig.harness.errors import ScenarioFileError
-from agentrig.harness.scenarios.yaml_source import FieldPath, YamlSource, load_yaml_text
+from agentrig.harness.scenarios.calls import CALL_SHORTHAND_PATTERN, read_call, write_call
+from agentrig.harness.scenarios.yaml_source import FieldPath, YamlSource, not_json_data
 
 __all__ = [
     "CALL_SHORTHAND_PATTERN",
@@ -58,17 +55,18 @@ __all__ = [
     "CostExpect",
     "Expectation",
     "FaultSpec",
-    "FinishReason",
+    "FinishReasonName",
     "HookAction",
     "HookSpec",
-    "HookTrigger",
+    "HookTriggerName",
     "InvariantSelection",
     "MessageExpect",
     "ModelReply",
     "ParamType",
-    "Role",
+    "RoleName",
     "Scenario",
     "ScenarioModel",
+    "ScenarioTurn",
     "SourceLocation",
     "Status",
     "StopReasonName",
@@ -78,12 +76,11 @@ __all__ = [
     "ToolCallSpec",
     "ToolCallsExpect",
     "ToolMode",
-    "ToolReply",
+    "ToolReplySpec",
     "ToolResultExpect",
     "ToolSpec",
-    "TraceMode",
+    "TraceModeName",
     "TrajectoryMode",
-    "Turn",
     "UsageExpect",
     "UsageSpec",
     "parse_call_shorthand",
@@ -92,7 +89,6 @@ __all__ = [
 SCENARIO_NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 IDENTIFIER_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
 INVARIANT_NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
-CALL_SHORTHAND_PATTERN = r"^\s*[A-Za-z_][A-Za-z0-9_-]{0,63}\s*\(.*\)\s*$"
 SPAWN_SUBAGENT_TOOL = "spawn_subagent"
 
 Status = Literal["completed", "stopped", "failed"]
@@ -108,9 +104,9 @@ StopReasonName = Literal[
     "completed",
     "unknown",
 ]
-FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error", "other"]
-TraceMode = Literal["separated", "inline"]
-HookTrigger = Literal[
+FinishReasonName = Literal["stop", "length", "tool_calls", "content_filter", "error", "other"]
+TraceModeName = Literal["separated", "inline"]
+HookTriggerName = Literal[
     "before_execution",
     "before_step",
     "before_inference_request",
@@ -126,7 +122,7 @@ HookAction = Literal["block_tool", "stop", "request_continuation", "raise", "set
 ToolMode = Literal["match", "sequence"]
 TrajectoryMode = Literal["strict", "unordered", "subset", "superset"]
 ArgsMatch = Literal["exact", "partial"]
-Role = Literal["system", "user", "assistant", "tool"]
+RoleName = Literal["system", "developer", "user", "assistant", "tool"]
 ParamType = Literal[
     "string",
     "string?",
@@ -235,32 +231,10 @@ def _one_of_required(*keys: str) -> dict[str, Any]:
 
 
 def _check_json_data(value: Any) -> Any:
-    problem = _not_json(value)
+    problem = not_json_data(value)
     if problem is not None:
         raise PydanticCustomError("json_data", problem)
     return value
-
-
-def _not_json(value: Any, at: str = "") -> str | None:
-    """Why ``value`` is not JSON data (the runtime accepts nothing else), or None."""
-    where = f"at {at}: " if at else ""
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"{where}{value!r} is not JSON data: JSON has no NaN or infinity, use a number"
-    if value is None or isinstance(value, str | int | float):
-        return None
-    if isinstance(value, list):
-        found = (_not_json(item, f"{at}[{index}]") for index, item in enumerate(value))
-        return next((problem for problem in found if problem is not None), None)
-    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
-        found = (_not_json(item, f"{at}.{key}" if at else key) for key, item in value.items())
-        return next((problem for problem in found if problem is not None), None)
-    if isinstance(value, date):
-        what = f"the {type(value).__name__} {value.isoformat()} is"
-        return f"{where}{what} not JSON data: quote it to make it text"
-    what = "bytes are" if isinstance(value, bytes) else f"a {type(value).__name__} is"
-    if isinstance(value, tuple):
-        what = "a pair of a !!pairs or !!omap value is"
-    return f"{where}{what} not JSON data: use text, numbers, booleans, null, lists and mappings"
 
 
 JsonData = Annotated[Any, AfterValidator(_check_json_data)]
@@ -283,133 +257,15 @@ class ToolCallSpec(ScenarioModel):
 
     def shorthand(self) -> str:
         """This call as ``name(arg=value, ...)`` (without the id), for messages."""
-        args = ", ".join(f"{key}={_render(value)}" for key, value in self.args.items())
-        return f"{self.name}({args})"
-
-
-_CALL = re.compile(r"\s*(?P<name>[A-Za-z_][A-Za-z0-9_-]{0,63})\s*\((?P<args>.*)\)\s*", re.DOTALL)
-_ARG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_TOKEN = re.compile(
-    r"""(?<![^\s=,\[{:(])(?:"(?:[^"\\]|\\.)*"|'(?:[^']|'')*')"""  # a quoted scalar
-    r"""|[()\[\]{},]|[^()\[\]{},"']+|["']""",
-    re.DOTALL,
-)
-_OPEN, _CLOSE = frozenset("([{"), frozenset(")]}")
-_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_.\- ]*[A-Za-z0-9_]|[A-Za-z_]")
+        return write_call(self.name, self.args)
 
 
 def parse_call_shorthand(text: str) -> ToolCallSpec:
-    """Parse ``name(arg=value, ...)`` or ``name()``; each value is read as a YAML flow value.
-
-    ``city=Paris`` gives ``"Paris"``, ``n=3`` gives ``3``, ``tags=[a, b]`` a list; quote a
-    string that holds commas or brackets: ``q="a, b"``. Raises
-    :class:`~agentrig.errors.InvalidInputError` naming what is wrong.
-    """
-    match = _CALL.fullmatch(text)
-    if match is None:
-        raise _shorthand_error(text, _shape_problem(text))
-    args: dict[str, Any] = {}
-    for part in _split_args(match["args"], text):
-        name, value = _parse_arg(part, text)
-        if name in args:
-            raise _shorthand_error(text, f"argument {name!r} is given twice")
-        problem = _not_json(value)
-        if problem is not None:
-            raise _shorthand_error(text, f"argument {name!r}: {problem}")
-        args[name] = value
-    return ToolCallSpec(name=match["name"], args=args)
-
-
-def _shape_problem(text: str) -> str:
-    if "(" in text and not text.rstrip().endswith(")"):
-        return "it must end with ')'"
-    return "write name(arg=value, ...) or name()"
-
-
-def _split_args(body: str, text: str) -> list[str]:
-    """Split at top-level commas, keeping quoted strings and brackets whole."""
-    if not body.strip():
-        return []
-    parts, current, depth = [], "", 0
-    for token in (match.group() for match in _TOKEN.finditer(body)):
-        depth += (token in _OPEN) - (token in _CLOSE)
-        if depth < 0:
-            raise _shorthand_error(text, f"unbalanced {token!r}")
-        if token == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += token
-    if depth:
-        raise _shorthand_error(text, "a bracket is not closed")
-    return [*parts, current]
-
-
-def _parse_arg(part: str, text: str) -> tuple[str, Any]:
-    name, equals, value = (piece.strip() for piece in part.partition("="))
-    if not name and not equals:
-        raise _shorthand_error(text, "empty argument (a stray comma?)")
-    if not equals:
-        raise _shorthand_error(text, f"argument {name!r} has no name: write name=value")
-    if not _ARG_NAME.fullmatch(name):
-        raise _shorthand_error(text, f"{name!r} is not a valid argument name")
-    if not value:
-        raise _shorthand_error(
-            text, f"argument {name!r} has no value: write {name}=null or {name}=''"
-        )
-    return name, _parse_value(value, text)
-
-
-def _parse_value(value: str, text: str) -> Any:
-    """Read a value as YAML in flow context; a plain scalar with colons (a URL) also works."""
-    try:
-        items = load_yaml_text(f"[{value}]").data
-    except ScenarioFileError as exc:
-        scalar = _plain_scalar(value)
-        if scalar is not None:
-            return scalar
-        raise _shorthand_error(text, f"cannot read the value {value!r}: {exc.reason}") from None
-    if len(items) != 1:
-        raise _shorthand_error(text, f"{value!r} is more than one value: quote it")
-    return items[0]
-
-
-def _plain_scalar(value: str) -> str | int | float | None:
-    """The value read as one block-context scalar, or None when it is not one."""
-    if "#" in value:
-        return None
-    try:
-        parsed = load_yaml_text(value).data
-    except ScenarioFileError:
-        return None
-    return parsed if isinstance(parsed, str | int | float) else None
-
-
-def _shorthand_error(text: str, reason: str) -> InvalidInputError:
-    return InvalidInputError("call shorthand", [("", f"malformed call {text!r}: {reason}")])
-
-
-def _render(value: Any) -> str:
-    """A YAML flow rendering of a value that the shorthand parser reads back."""
-    if isinstance(value, str):
-        plain = _PLAIN.fullmatch(value) and _parse_value(value, value) == value
-        return value if plain else json.dumps(value, ensure_ascii=False)
-    if isinstance(value, Mapping):
-        return "{" + ", ".join(f"{_render(str(k))}: {_render(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_render(item) for item in value) + "]"
-    if isinstance(value, float) and not isinstance(value, bool):
-        return _render_float(value)
-    return json.dumps(value, default=str)
-
-
-def _render_float(value: float) -> str:
-    if value != value:
-        return ".nan"
-    if value in (float("inf"), float("-inf")):
-        return ".inf" if value > 0 else "-.inf"
-    text = repr(value)
-    return text.replace("e", ".0e", 1) if "e" in text and "." not in text else text
+    """A call written as ``name(arg=value, ...)`` or ``name()`` (see
+    :mod:`~agentrig.harness.scenarios.calls`); raises
+    :class:`~agentrig.errors.InvalidInputError` naming what is wrong."""
+    name, args = read_call(text)
+    return ToolCallSpec(name=name, args=args)
 
 
 def _coerce_call(value: Any) -> Any:
@@ -421,7 +277,7 @@ def _coerce_call(value: Any) -> Any:
         raise PydanticCustomError("call_shorthand", exc.problems[0][1]) from None
 
 
-CallSpec = Annotated[
+CallField = Annotated[
     ToolCallSpec,
     BeforeValidator(_coerce_call),
     _AlsoAccepts(
@@ -528,8 +384,8 @@ class ModelReply(ScenarioModel):
     )
 
     say: Text | None = Field(default=None, description="The text of the reply.")
-    call: CallSpec | None = Field(default=None, description="One tool call.")
-    calls: Annotated[tuple[CallSpec, ...], Field(min_length=1)] | None = Field(
+    call: CallField | None = Field(default=None, description="One tool call.")
+    calls: Annotated[tuple[CallField, ...], Field(min_length=1)] | None = Field(
         default=None, description="Several tool calls in one reply."
     )
     refuse: Text | None = Field(
@@ -547,7 +403,7 @@ class ModelReply(ScenarioModel):
     )
     usage: UsageSpec | None = Field(default=None, description="Token usage of this reply.")
     cost: Cost | None = Field(default=None, description="Cost of this reply.")
-    finish_reason: FinishReason | None = Field(
+    finish_reason: FinishReasonName | None = Field(
         default=None, description="The finish reason; derived from the reply when absent."
     )
     latency: Latency = Field(
@@ -597,7 +453,7 @@ class ModelReply(ScenarioModel):
 # --- tools ------------------------------------------------------------------------------------
 
 
-class ToolReply(ScenarioModel):
+class ToolReplySpec(ScenarioModel):
     """One scripted outcome of a tool: exactly one of ``return``, ``raise`` or ``stop``."""
 
     model_config = ConfigDict(
@@ -665,7 +521,7 @@ class ToolSpec(ScenarioModel):
         description="match: the first reply whose `when` matches, reusable. "
         "sequence: the replies in order, one per call.",
     )
-    replies: Annotated[tuple[ToolReply, ...], Field(min_length=1)] = Field(
+    replies: Annotated[tuple[ToolReplySpec, ...], Field(min_length=1)] = Field(
         description="The scripted replies."
     )
 
@@ -687,7 +543,7 @@ class ToolSpec(ScenarioModel):
                 catch_all = index
             yield from self._unknown_params(index, reply)
 
-    def _unknown_params(self, index: int, reply: ToolReply) -> Iterator[tuple[FieldPath, str]]:
+    def _unknown_params(self, index: int, reply: ToolReplySpec) -> Iterator[tuple[FieldPath, str]]:
         for key in (reply.when or {}) if self.params else ():
             if key not in self.params:
                 names = ", ".join(self.params)
@@ -746,7 +602,7 @@ class SubagentPolicySpec(ScenarioModel):
 class HookSpec(ScenarioModel):
     """A declarative hook the runner installs on the agent."""
 
-    on: HookTrigger = Field(description="The trigger the hook runs on.")
+    on: HookTriggerName = Field(description="The trigger the hook runs on.")
     priority: Annotated[int, Strict()] = Field(
         default=0, description="Higher priorities run first."
     )
@@ -787,12 +643,12 @@ class AgentSpec(ScenarioModel):
         description="The model name the agent asks for; the scenario endpoint checks each "
         "request names it.",
     )
-    trace_mode: TraceMode = Field(
+    trace_mode: TraceModeName = Field(
         default="separated",
         description="separated: tool traces go to the execution buffer; inline: to messages.",
     )
     budget: BudgetSpec | None = Field(default=None, description="Execution limits.")
-    finish_reasons: tuple[FinishReason, ...] = Field(
+    finish_reasons: tuple[FinishReasonName, ...] = Field(
         default=(), description="Stop when the model returns one of these finish reasons."
     )
     max_retries: Positive | None = Field(default=None, description="Inference attempts per step.")
@@ -886,7 +742,7 @@ TextMatchSpec = Annotated[
 class MessageExpect(ScenarioModel):
     """An expected message: its role, and optionally its exact content or a substring."""
 
-    role: Role = Field(description="The message's role.")
+    role: RoleName = Field(description="The message's role.")
     content: Text | None = Field(default=None, description="The exact content.")
     contains: Text | None = Field(default=None, description="A substring of the content.")
 
@@ -902,7 +758,7 @@ def _role_as_message(value: Any) -> Any:
 MessageSpec = Annotated[
     MessageExpect,
     BeforeValidator(_role_as_message),
-    _AlsoAccepts({"enum": list(get_args(Role)), "description": "Just the role."}),
+    _AlsoAccepts({"enum": list(get_args(RoleName)), "description": "Just the role."}),
 ]
 
 
@@ -917,7 +773,7 @@ class ToolCallsExpect(ScenarioModel):
     args: ArgsMatch = Field(
         default="exact", description="exact: arguments equal; partial: the given ones match."
     )
-    calls: tuple[CallSpec, ...] = Field(description="The expected calls.")
+    calls: tuple[CallField, ...] = Field(description="The expected calls.")
 
 
 class ToolResultExpect(ScenarioModel):
@@ -1041,7 +897,7 @@ Cancel = Annotated[
 ]
 
 
-class Turn(ScenarioModel):
+class ScenarioTurn(ScenarioModel):
     """One user message, the model's scripted replies to it, and what to expect."""
 
     user: Text = Field(description="The user's message.")
@@ -1091,7 +947,7 @@ class Scenario(ScenarioModel):
     description: Text = Field(default="", description="What the scenario shows.")
     tags: tuple[Text, ...] = Field(default=(), description="Labels for selecting scenarios.")
     agent: AgentSpec = Field(default_factory=AgentSpec, description="The agent under test.")
-    turns: Annotated[tuple[Turn, ...], Field(min_length=1)] = Field(
+    turns: Annotated[tuple[ScenarioTurn, ...], Field(min_length=1)] = Field(
         description="The user turns, run in order against one agent state."
     )
     invariants: InvariantSelection = Field(

@@ -20,7 +20,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel
 
 from agentrig import ExecutionBudget, FinishReason
@@ -33,12 +32,13 @@ from agentrig.harness.scenarios.model import (
     BudgetSpec,
     ModelReply,
     Scenario,
+    ScenarioTurn,
     ToolCallSpec,
-    ToolReply,
-    Turn,
+    ToolReplySpec,
     UsageSpec,
     parse_call_shorthand,
 )
+from agentrig.harness.scenarios.yaml_source import dump_yaml
 
 __all__ = [
     "budget_spec",
@@ -51,7 +51,6 @@ __all__ = [
 StrPath = str | os.PathLike[str]
 
 # Characters a YAML reader treats as line breaks or drops: force the escaped, double-quoted style.
-_NEEDS_ESCAPES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff]|[^\x00-\ufffd]")
 
 
 def scenario_to_yaml(scenario: Scenario, *, header: str = "") -> str:
@@ -61,15 +60,7 @@ def scenario_to_yaml(scenario: Scenario, *, header: str = "") -> str:
     if not isinstance(header, str):
         raise InvalidInputError("header", [("", f"expected a string, got {_kind(header)}")])
     comment = "".join(f"# {line}".rstrip() + "\n" for line in header.splitlines())
-    body = yaml.dump(
-        _dump(scenario),
-        Dumper=_Dumper,
-        sort_keys=False,
-        allow_unicode=True,
-        default_flow_style=False,
-        width=100,
-    )
-    return comment + body
+    return comment + dump_yaml(_dump(scenario))
 
 
 def write_scenario(scenario: Scenario, *, path: StrPath, header: str = "") -> Path:
@@ -104,7 +95,7 @@ def scenario_from_script(
         name=name,
         description=description,
         agent=agent if agent is not None else AgentSpec(),
-        turns=(Turn(user=user, model=replies),),
+        turns=(ScenarioTurn(user=user, model=replies),),
     )
 
 
@@ -185,7 +176,7 @@ def _model(model: BaseModel) -> dict[str, Any]:
         if name not in model.model_fields_set:
             continue
         value = getattr(model, name)
-        keep = isinstance(model, ToolReply) and name == "return_"
+        keep = isinstance(model, ToolReplySpec) and name == "return_"
         if (
             not keep
             and not field.is_required()
@@ -220,18 +211,6 @@ def _same(left: Any, right: Any) -> bool:
         return json.dumps(left, sort_keys=True) == json.dumps(right, sort_keys=True)
     except (TypeError, ValueError):
         return False
-
-
-class _Dumper(yaml.SafeDumper):
-    """A safe dumper that escapes characters YAML readers would fold or drop."""
-
-
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = '"' if _NEEDS_ESCAPES.search(value) else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _represent_str)
 
 
 def _kind(value: object) -> str:

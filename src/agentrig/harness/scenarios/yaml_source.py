@@ -1,4 +1,5 @@
-"""Line-aware YAML loading: plain data, plus where every value sits in the file.
+"""Line-aware YAML loading (plain data, plus where every value sits in the file), and the
+stable YAML dumping the scenario and cassette writers share.
 
 Built on PyYAML's safe node graph (``yaml.compose`` with ``SafeLoader``). Scalars resolve as
 ``yaml.safe_load`` resolves them, with one deliberate difference: **mapping keys are always
@@ -18,8 +19,10 @@ not UTF-8, and hostile shapes: more than ``MAX_VALUES`` values once aliases are 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import date
 from typing import Any, NamedTuple
 
 import yaml
@@ -27,6 +30,7 @@ from yaml.constructor import SafeConstructor
 from yaml.error import Mark
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from agentrig._model import find_non_json
 from agentrig.harness.errors import ScenarioFileError
 
 __all__ = [
@@ -36,8 +40,10 @@ __all__ = [
     "Location",
     "YamlSource",
     "check_yaml_limits",
+    "dump_yaml",
     "load_yaml_file",
     "load_yaml_text",
+    "not_json_data",
 ]
 
 FieldPath = tuple[str | int, ...]
@@ -329,3 +335,62 @@ def _decode(raw: bytes, path: str) -> str:
 def _position(text: str, offset: int) -> Location:
     line = text.count("\n", 0, offset) + 1
     return Location(line, offset - (text.rfind("\n", 0, offset) + 1) + 1)
+
+
+def not_json_data(value: Any) -> str | None:
+    """Why ``value`` is not JSON data (YAML also reads dates, sets, pairs, bytes and .nan; the
+    runtime accepts nothing but JSON data), or None."""
+    found = find_non_json(value, lenient=True)
+    if found is None:
+        return None
+    at = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in found.path)
+    where = f"at {at.removeprefix('.')}: " if at else ""
+    if found.is_key:
+        return f"{where}the key {found.value!r} is not JSON data: keys are text"
+    if isinstance(found.value, float):
+        return f"{where}{found.value!r} is not JSON data: JSON has no NaN or infinity, use a number"
+    if isinstance(found.value, date):
+        what = f"the {type(found.value).__name__} {found.value.isoformat()} is"
+        return f"{where}{what} not JSON data: quote it to make it text"
+    what = "bytes are" if isinstance(found.value, bytes) else f"a {type(found.value).__name__} is"
+    if isinstance(found.value, tuple):
+        what = "a pair of a !!pairs or !!omap value is"
+    return f"{where}{what} not JSON data: use text, numbers, booleans, null, lists and mappings"
+
+
+_NEEDS_ESCAPES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff]|[^\x00-\ufffd]")
+"""Characters a YAML reader would fold, drop or refuse in a plain or block scalar."""
+
+
+class _Dumper(yaml.SafeDumper):
+    """A safe dumper that escapes the characters YAML readers would fold or drop."""
+
+
+class _BlockDumper(_Dumper):
+    """The same, with multi-line text as ``|`` blocks."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style: str | None = None
+    if _NEEDS_ESCAPES.search(value):
+        style = '"'
+    elif "\n" in value and isinstance(dumper, _BlockDumper):
+        style = "|"
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def dump_yaml(data: Any, *, blocks: bool = False) -> str:
+    """``data`` as block-style YAML, keys in their order, text as written (escaped only where a
+    reader would change it); with ``blocks``, multi-line text as ``|`` blocks."""
+    text: str = yaml.dump(
+        data,
+        Dumper=_BlockDumper if blocks else _Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=100,
+    )
+    return text

@@ -15,7 +15,7 @@ from textwrap import dedent
 import pytest
 from typer.testing import CliRunner
 
-from agentrig.harness.checks.invariants import unregister_invariant
+from agentrig.harness.checks.invariant import unregister_invariant
 from agentrig.harness.cli import app
 
 runner = CliRunner()
@@ -30,7 +30,7 @@ turns:
 
 INVARIANT = """\
 import os
-from agentrig.harness.checks.invariants import Invariant, register_invariant
+from agentrig.harness.checks.invariant import Invariant, register_invariant
 
 @register_invariant
 class {cls}(Invariant):

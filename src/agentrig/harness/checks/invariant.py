@@ -1,0 +1,233 @@
+"""Invariants: named checks run after every state the loop yields and at the end of each execution.
+
+An invariant is a small subclass of ``Invariant`` with a ``name`` and a ``check`` that yields
+problem descriptions. Invariants are registered by name (the built-ins in
+:mod:`~agentrig.harness.checks.builtin_invariants`); users add their own with
+``@register_invariant``. ``InvariantChecker`` feeds them one execution at a time.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from difflib import get_close_matches
+from typing import ClassVar, TypeVar
+
+from agentrig import (
+    AgentState,
+    AgentStep,
+    ExecutionBudget,
+    TraceMode,
+)
+from agentrig.events import (
+    AgentEvent,
+)
+from agentrig.harness.errors import InvariantError
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One invariant failure: which check, in which turn and step, and what broke."""
+
+    invariant: str
+    turn: int
+    step: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"[{self.invariant}] turn {self.turn}, step {self.step}: {self.message}"
+
+
+@dataclass
+class Observation:
+    """What an invariant sees: the state just yielded and the execution so far."""
+
+    turn: int
+    state: AgentState
+    initial: AgentState
+    states: Sequence[AgentState]
+    snapshots: Sequence[str]
+    events: Sequence[AgentEvent]
+    is_final: bool
+    trace_mode: TraceMode = TraceMode.SEPARATED
+    budget: ExecutionBudget | None = None
+
+    @property
+    def step(self) -> int:
+        """The state's step count."""
+        return self.state.step_count()
+
+    @property
+    def previous(self) -> AgentState | None:
+        """The state yielded before this one in the same execution."""
+        return self.states[-2] if len(self.states) > 1 else None
+
+    def all_steps(self) -> tuple[AgentStep, ...]:
+        """Completed steps plus the one in progress."""
+        current = self.state.current_step()
+        return self.state.steps() + ((current,) if current is not None else ())
+
+    def own_events(self) -> list[AgentEvent]:
+        """Events of this agent (not of its subagents)."""
+        return [event for event in self.events if event.agent_id == self.state.agent_id]
+
+
+class Invariant(ABC):
+    """A named check. ``check`` yields one string per problem (returning one string or None
+    also works); nothing means it holds."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    final_only: ClassVar[bool] = False
+    """Run only at the end of an execution (checks over the whole execution)."""
+
+    @abstractmethod
+    def check(self, observation: Observation) -> Iterable[str]:
+        """Problems found in ``observation``."""
+
+
+_REGISTRY: dict[str, type[Invariant]] = {}
+InvariantT = TypeVar("InvariantT", bound=type[Invariant])
+
+
+def register_invariant(cls: InvariantT) -> InvariantT:
+    """Class decorator: make an invariant available by its ``name``."""
+    holder = _REGISTRY.get(cls.name)
+    if holder is not None and holder is not cls:
+        raise InvariantError(
+            f"an invariant named {cls.name!r} is already registered "
+            f"({holder.__module__}.{holder.__qualname__}); give yours another name"
+        )
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def unregister_invariant(name: str) -> None:
+    """Remove a registered invariant (for tests and plugins)."""
+    _REGISTRY.pop(name, None)
+
+
+def invariant_names() -> tuple[str, ...]:
+    """Names of every registered invariant, in registration order."""
+    return tuple(_REGISTRY)
+
+
+def select_invariants(
+    only: Iterable[str] | None = None, exclude: Iterable[str] = ()
+) -> list[Invariant]:
+    """Instances of the selected invariants; unknown names raise an error listing the valid ones."""
+    names = list(only) if only is not None else list(_REGISTRY)
+    excluded = list(exclude)
+    unknown = [name for name in (*names, *excluded) if name not in _REGISTRY]
+    if unknown:
+        close = [m for name in unknown for m in get_close_matches(name, _REGISTRY, n=1)]
+        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise InvariantError(
+            f"unknown invariant(s): {', '.join(unknown)}; valid: {', '.join(_REGISTRY)}{hint}; "
+            "a custom invariant must be registered with @register_invariant in a module that is "
+            "imported first (agentrig run --plugin MODULE, or conftest.py under pytest)"
+        )
+    return [_REGISTRY[name]() for name in names if name not in excluded]
+
+
+class InvariantChecker:
+    """Runs invariants over one execution at a time and collects violations."""
+
+    def __init__(
+        self,
+        invariants: Sequence[Invariant] | None = None,
+        *,
+        trace_mode: TraceMode = TraceMode.SEPARATED,
+        budget: ExecutionBudget | None = None,
+    ) -> None:
+        self.invariants = list(invariants) if invariants is not None else select_invariants()
+        self.trace_mode = trace_mode
+        self.budget = budget
+        self.violations: list[Violation] = []
+        self.checks: dict[str, int] = {inv.name: 0 for inv in self.invariants}
+        self.failures: dict[str, int] = {inv.name: 0 for inv in self.invariants}
+        self._turn = 0
+        self._initial: AgentState | None = None
+        self._states: list[AgentState] = []
+        self._snapshots: list[str] = []
+        self.events: list[AgentEvent] = []
+
+    def begin(self, turn: int, initial: AgentState) -> None:
+        """Start observing execution ``turn`` (1-based) that begins from ``initial``."""
+        self._turn = turn
+        self._initial = initial
+        self._states = []
+        self._snapshots = []
+        self.events = []
+
+    def record_event(self, event: AgentEvent) -> None:
+        """Give the checker an event of the current execution (use as a wiretap)."""
+        self.events.append(event)
+
+    def observe(
+        self, state: AgentState, *, is_final: bool, snapshot: str | None = None
+    ) -> list[Violation]:
+        """Check ``state``; returns the new violations.
+
+        ``snapshot`` is ``snapshot_of(state)`` taken when the state was yielded; pass it when
+        checking a state later (after the loop went on), so that ``earlier_states_unchanged``
+        also catches a mutation made by the very next step.
+        """
+        if self._initial is None:
+            raise InvariantError("InvariantChecker.observe() called before begin()")
+        self._states.append(state)
+        self._snapshots.append(snapshot if snapshot is not None else snapshot_of(state))
+        observation = Observation(
+            turn=self._turn,
+            state=state,
+            initial=self._initial,
+            states=self._states,
+            snapshots=self._snapshots,
+            events=self.events,
+            is_final=is_final,
+            trace_mode=self.trace_mode,
+            budget=self.budget,
+        )
+        found: list[Violation] = []
+        for invariant in self.invariants:
+            if invariant.final_only and not is_final:
+                continue
+            self.checks[invariant.name] += 1
+            for message in _run(invariant, observation):
+                self.failures[invariant.name] += 1
+                found.append(Violation(invariant.name, self._turn, observation.step, message))
+        self.violations.extend(found)
+        return found
+
+
+def _run(invariant: Invariant, observation: Observation) -> Iterator[str]:
+    try:
+        problems: Iterable[object] | str | None = invariant.check(observation)
+        if isinstance(problems, str):  # a check that returns its one problem
+            problems = (problems,)
+        for problem in problems or ():
+            yield str(problem)
+    except Exception as error:
+        yield f"the check itself raised {type(error).__name__}: {error}"
+
+
+def snapshot_of(state: AgentState) -> str:
+    """The serialized form the immutability check compares against."""
+    try:
+        return state.to_json()
+    except Exception as error:
+        return f"<unserializable: {error}>"
+
+
+__all__ = [
+    "Invariant",
+    "InvariantChecker",
+    "Observation",
+    "Violation",
+    "invariant_names",
+    "register_invariant",
+    "select_invariants",
+    "snapshot_of",
+    "unregister_invariant",
+]

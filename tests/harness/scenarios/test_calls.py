@@ -1,0 +1,114 @@
+"""The call shorthand: reading ``name(arg=value, ...)`` and writing it back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentrig.errors import InvalidInputError
+from agentrig.harness.scenarios.calls import read_call, write_call
+from agentrig.harness.scenarios.model import ToolCallSpec, parse_call_shorthand
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "args"),
+    [
+        ("get_weather(city=Paris)", "get_weather", {"city": "Paris"}),
+        ("now()", "now", {}),
+        ("  spaced ( a = 1 ,  b = two words )  ", "spaced", {"a": 1, "b": "two words"}),
+        ("f(n=3, x=2.5, ok=true, no=null)", "f", {"n": 3, "x": 2.5, "ok": True, "no": None}),
+        ('f(q="a, b")', "f", {"q": "a, b"}),
+        ("f(q='it''s (here), ok')", "f", {"q": "it's (here), ok"}),
+        ('f(q="say \\"hi\\"")', "f", {"q": 'say "hi"'}),
+        ("f(q=it's)", "f", {"q": "it's"}),
+        ("f(tags=[a, b], n=1)", "f", {"tags": ["a", "b"], "n": 1}),
+        (
+            "f(m=[[1, 2], [3]], o={k: [x, y], j: 'a,b'})",
+            "f",
+            {"m": [[1, 2], [3]], "o": {"k": ["x", "y"], "j": "a,b"}},
+        ),
+        ("f(expr=g(x))", "f", {"expr": "g(x)"}),
+        ("f(url=http://x.org/a?b=c)", "f", {"url": "http://x.org/a?b=c"}),
+        ("f(eq=a=b)", "f", {"eq": "a=b"}),
+        ("my-tool(x='')", "my-tool", {"x": ""}),
+    ],
+)
+def test_shorthand_parses(text: str, name: str, args: dict[str, Any]) -> None:
+    assert read_call(text) == (name, args)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("get_weather", "write name(arg=value, ...) or name()"),
+        ("get_weather(city=Paris", "it must end with ')'"),
+        ("1tool()", "write name(arg=value, ...)"),
+        ("f(Paris)", "argument 'Paris' has no name"),
+        ("f(a=1,,b=2)", "empty argument"),
+        ("f(a=1,)", "empty argument"),
+        ("f(a=1, a=2)", "argument 'a' is given twice"),
+        ("f(a=)", "argument 'a' has no value"),
+        ("f(my arg=1)", "'my arg' is not a valid argument name"),
+        ("f(a=[1, 2)", "a bracket is not closed"),
+        ("f(a=1])", "unbalanced ']'"),
+        ('f(a="open)', "cannot read the value"),
+        ("f(a=x: y: z)", "cannot read the value"),
+        ("f(a={k: 1, k: 2})", "duplicate key 'k'"),
+        ("f(q=issue #42)", "cannot read the value"),
+    ],
+)
+def test_malformed_shorthand_says_what_is_wrong(text: str, problem: str) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        read_call(text)
+    reason = caught.value.problems[0][1]
+    assert reason.startswith(f"malformed call {text!r}: ")
+    assert problem in reason
+    assert isinstance(caught.value, ValueError)
+
+
+def test_shorthand_renders_calls() -> None:
+    args = {"city": "Paris", "q": "a, b", "n": 3, "on": "yes"}
+    assert write_call("f", args) == 'f(city=Paris, q="a, b", n=3, on="yes")'
+    assert write_call("now", {}) == "now()"
+
+
+def test_a_value_that_is_not_json_data_is_refused() -> None:
+    with pytest.raises(InvalidInputError, match="the date 2024-01-01 is not JSON data"):
+        read_call("f(day=2024-01-01)")
+
+
+def test_the_model_reads_and_writes_the_shorthand() -> None:
+    call = parse_call_shorthand("f(city=Paris, n=3)")
+    assert call == ToolCallSpec(name="f", args={"city": "Paris", "n": 3})
+    assert call.shorthand() == "f(city=Paris, n=3)"
+
+
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(st.characters(categories=["L", "N", "P", "S", "Zs"]), max_size=12)
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.text(st.characters(codec="ascii", categories=["L", "N", "P"]), max_size=5),
+            inner,
+            max_size=3,
+        )
+    ),
+    max_leaves=8,
+)
+_names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True)
+
+
+@settings(database=None, max_examples=300)
+@given(name=_names, args=st.dictionaries(_names, _values, max_size=4))
+def test_rendered_shorthand_parses_back(name: str, args: dict[str, Any]) -> None:
+    assert read_call(write_call(name, args)) == (name, args)
