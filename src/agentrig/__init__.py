@@ -33,7 +33,13 @@ from agentrig.compilers import (
     register_compiler,
 )
 from agentrig.continuation import ExecutionContinuation, StopReason, StopSignal, StopSignals
-from agentrig.drivers import Driver, InferenceProvider, StepRuntime, ToolCallingDriver
+from agentrig.drivers import (
+    AsyncInferenceProvider,
+    Driver,
+    InferenceProvider,
+    StepRuntime,
+    ToolCallingDriver,
+)
 from agentrig.errors import (
     AgentrigError,
     AgentStop,
@@ -136,6 +142,7 @@ __all__ = [
     "AgentStop",
     "AgentrigError",
     "AllSections",
+    "AsyncInferenceProvider",
     "BuildContext",
     "CancellationSource",
     "CancellationToken",

@@ -12,7 +12,8 @@ from datetime import datetime
 from typing import Any, Self, TypeVar
 
 from agentrig import clock
-from agentrig.errors import EventListenerError
+from agentrig._tool_signature import is_async_callable
+from agentrig.errors import ConfigurationError, EventListenerError
 from agentrig.state import AgentState, Usage
 
 E = TypeVar("E", bound="AgentEvent")
@@ -232,6 +233,7 @@ class EventBus:
 
     def wiretap(self, listener: Callable[[AgentEvent], None]) -> Callable[[], None]:
         """Receive every event; returns a function that unsubscribes."""
+        _check_listener(listener)
         self._wiretaps.append(listener)
         self._routes.clear()
         self._listened = True
@@ -239,6 +241,7 @@ class EventBus:
 
     def subscribe(self, event_type: type[E], listener: Callable[[E], None]) -> Callable[[], None]:
         """Receive events of ``event_type`` and its subclasses; returns an unsubscribe function."""
+        _check_listener(listener)
         listeners = self._by_type.setdefault(event_type, [])
         listeners.append(listener)
         self._routes.clear()
@@ -303,6 +306,15 @@ class EventBus:
                 self._routes.clear()
 
         return unsubscribe
+
+
+def _check_listener(listener: Listener) -> None:
+    if is_async_callable(listener):
+        raise ConfigurationError(
+            f"listener {_name(listener)} is an async function, but listeners are called "
+            "synchronously in both paths: define it with 'def' (hand the event to a queue for "
+            "async work, e.g. asyncio.Queue.put_nowait)"
+        )
 
 
 def _name(listener: Listener) -> str:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from agentrig import clock
 from agentrig._frozen import fast_init
+from agentrig._tool_signature import is_async_callable
 from agentrig.errors import ConfigurationError, HookContractViolationError, InvalidInputError
 from agentrig.events import HookExecuted
 from agentrig.messages import ToolCall
@@ -197,6 +198,12 @@ class HookStack:
         if not callable(hook):
             raise ConfigurationError(
                 f"hook {hook!r} is not callable: pass a function taking a HookContext"
+            )
+        if is_async_callable(hook):
+            raise ConfigurationError(
+                f"hook {hook!r} is an async function, but hooks are synchronous in both paths "
+                "(they run between awaits, in a fixed order): define it with 'def'; do slow "
+                "work in an async tool"
             )
         if not isinstance(priority, int | float):
             raise ConfigurationError(f"hook priority must be a number, got {priority!r}")

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from contextlib import AbstractContextManager
+from typing import Any
 
+from agentrig._effects import Effect, UseTools, in_event_loop
 from agentrig.clock import Clock, IdFactory, SystemClock, UuidIds, runtime_context
 from agentrig.continuation import StopReason, StopSignal
 from agentrig.drivers.base import Driver, StepRuntime
-from agentrig.errors import AgentStop, EventListenerError, StepInterrupted
+from agentrig.errors import AgentStop, ConfigurationError, EventListenerError, StepInterrupted
 from agentrig.events import (
     AgentExecutionCompleted,
     AgentExecutionFailed,
@@ -74,8 +76,67 @@ class AgentLoop:
         return final
 
     def iterate(self, state: AgentState) -> Iterator[AgentState]:
-        """Yield the state after each step, then the final state."""
-        scope = self._scope()  # entered around each phase, never across a yield; reusable
+        """Yield the state after each step, then the final state.
+
+        Refused at once inside a running event loop (the run would block it): use ``aiterate``.
+        """
+        if in_event_loop():
+            raise ConfigurationError(
+                "AgentLoop.execute()/iterate() was called inside a running event loop, which it "
+                "would block: use 'await agent.aexecute(state)' or "
+                "'async for state in agent.aiterate(state)'"
+            )
+        return self._iterate(state)
+
+    def _iterate(self, state: AgentState) -> Iterator[AgentState]:
+        run = self._run(state)
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                item = run.send(value) if error is None else run.throw(error)
+            except StopIteration:
+                return
+            if isinstance(item, AgentState):
+                value, error = None, None
+                yield item
+                continue
+            try:
+                value, error = item.perform(), None
+            except BaseException as raised:
+                value, error = None, raised
+
+    async def aexecute(self, state: AgentState) -> AgentState:
+        """Run to the end on the running event loop and return the final state."""
+        final = state
+        async for yielded in self.aiterate(state):
+            final = yielded
+        return final
+
+    async def aiterate(self, state: AgentState) -> AsyncIterator[AgentState]:
+        """Yield the same states as ``iterate``, running providers and tools on the event loop:
+        the tool calls of a step run concurrently (see ``ToolExecutor.aexecute``)."""
+        run = self._run(state)
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                item = run.send(value) if error is None else run.throw(error)
+            except StopIteration:
+                return
+            if isinstance(item, AgentState):
+                value, error = None, None
+                yield item
+                continue
+            try:
+                value, error = await item.aperform(), None
+            except BaseException as raised:
+                value, error = None, raised
+
+    def _run(self, state: AgentState) -> Generator[Effect | AgentState, Any, None]:
+        """The run, written once for both paths: yields effects to perform and states to hand
+        to the caller (outside the runtime scope, which never spans a state's yield)."""
+        scope = self._scope()  # entered around each phase, never across a state; reusable
         with scope:
             state, stop_now = self._before_execution(state)
             if stop_now:
@@ -83,7 +144,7 @@ class AgentLoop:
                 state = self._on_stop(state)
         while not stop_now:
             with scope:
-                state, stop_now = self._step(state)
+                state, stop_now = yield from self._step(state)
             if not stop_now:
                 yield state
         with scope:
@@ -115,7 +176,7 @@ class AgentLoop:
         continuation = state.continuation()
         return state, continuation.should_stop() and len(continuation.stop_signals) > carried
 
-    def _step(self, state: AgentState) -> tuple[AgentState, bool]:
+    def _step(self, state: AgentState) -> Generator[Effect, Any, tuple[AgentState, bool]]:
         """Run one step; returns the state and whether the loop stops."""
         step_number = state.step_count() + 1
         started = False
@@ -132,7 +193,7 @@ class AgentLoop:
                 return self._on_stop(state), True
             state = state.with_step_started()
             started = True
-            state = self.driver.use_tools(state, self._runtime(step_number))
+            state = yield UseTools(self.driver, state, self._runtime(step_number))
         except EventListenerError:
             raise
         except AgentStop as stop:

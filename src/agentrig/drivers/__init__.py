@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from agentrig.drivers.base import Driver, StepRuntime
 from agentrig.drivers.network import RealCallPolicy, use_real_call_policy
 from agentrig.drivers.pricing import ModelPrice, PriceTable
-from agentrig.drivers.provider import InferenceProvider
+from agentrig.drivers.provider import AsyncInferenceProvider, InferenceProvider
 from agentrig.drivers.tool_calling import ToolCallingDriver
 
 if TYPE_CHECKING:
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AnthropicProvider",
+    "AsyncInferenceProvider",
     "Driver",
     "InferenceProvider",
     "ModelPrice",

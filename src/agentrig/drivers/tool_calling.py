@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Self
+from collections.abc import Generator
+from typing import Any, Self
 
 from pydantic import JsonValue
 
 from agentrig import clock
+from agentrig._effects import Effect, Infer, RunTools, run_async, run_sync
 from agentrig.compilers import (
     ContextCompiler,
     ConversationWithCurrentToolTrace,
     checked_messages,
 )
 from agentrig.drivers.base import StepRuntime
-from agentrig.drivers.provider import InferenceProvider
+from agentrig.drivers.provider import AsyncInferenceProvider, InferenceProvider
 from agentrig.errors import (
     AgentStop,
     ConfigurationError,
@@ -53,7 +55,7 @@ class ToolCallingDriver:
 
     def __init__(
         self,
-        provider: InferenceProvider,
+        provider: InferenceProvider | AsyncInferenceProvider,
         *,
         compiler: ContextCompiler | None = None,
         llm_config: LlmConfig | None = None,
@@ -76,7 +78,7 @@ class ToolCallingDriver:
         """A driver using ``compiler``."""
         return self._copy(compiler=compiler)
 
-    def with_provider(self, provider: InferenceProvider) -> Self:
+    def with_provider(self, provider: InferenceProvider | AsyncInferenceProvider) -> Self:
         """A driver asking ``provider``."""
         return self._copy(provider=provider)
 
@@ -92,6 +94,14 @@ class ToolCallingDriver:
 
     def use_tools(self, state: AgentState, runtime: StepRuntime) -> AgentState:
         """Perform one step."""
+        return run_sync(self.step(state, runtime))
+
+    async def ause_tools(self, state: AgentState, runtime: StepRuntime) -> AgentState:
+        """Perform one step on the running event loop (its tool calls run concurrently)."""
+        return await run_async(self.step(state, runtime))
+
+    def step(self, state: AgentState, runtime: StepRuntime) -> Generator[Effect, Any, AgentState]:
+        """One step as effects (ask the provider, run the tools), for either path to perform."""
         if state.llm_config is None and self.llm_config is not None:
             state = state.with_llm_config(self.llm_config)
         request = self._request(state, runtime)
@@ -100,7 +110,7 @@ class ToolCallingDriver:
                 HookContext(HookTrigger.BEFORE_INFERENCE_REQUEST, state, inference_request=request)
             )
             state, request = context.state, context.inference_request or request
-        response = self._infer(state, request, runtime)
+        response = yield from self._infer(state, request, runtime)
         if runtime.hooks._by_trigger[_AFTER_INFERENCE_RESPONSE]:
             try:
                 context = runtime.hooks.intercept(
@@ -134,8 +144,8 @@ class ToolCallingDriver:
                 )
             )
         try:
-            executions, state = runtime.executor.execute(
-                response.tool_calls, state, runtime.step_number
+            executions, state = yield RunTools(
+                runtime.executor, response.tool_calls, state, runtime.step_number
             )
         except AgentStop as stop:
             # The loop records the step the stop cut short: the model's answer and its usage
@@ -184,7 +194,7 @@ class ToolCallingDriver:
 
     def _infer(
         self, state: AgentState, request: InferenceRequest, runtime: StepRuntime
-    ) -> InferenceResponse:
+    ) -> Generator[Effect, Any, InferenceResponse]:
         if runtime.events._listened and runtime.events.wants(InferenceRequestStarted):
             model = request.llm_config.model if request.llm_config else ""
             runtime.events.dispatch(
@@ -197,7 +207,8 @@ class ToolCallingDriver:
             )
         for attempt in range(1, self.max_attempts + 1):
             try:
-                return self.provider.infer(request)
+                response: InferenceResponse = yield Infer(self.provider, request)
+                return response
             except ProviderError as error:
                 if not error.retryable or self.max_attempts == 1:
                     raise

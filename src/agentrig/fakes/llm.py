@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import JsonValue
 
+from agentrig._effects import run_coroutine
 from agentrig.errors import InvalidInputError, ProviderError
 from agentrig.fakes.clock import FakeClock, is_seconds
 from agentrig.fakes.errors import InvalidScriptError, ScriptExhaustedError, UnusedTurnsError
@@ -200,14 +202,21 @@ class _Recorder:
     ) -> InferenceResponse:
         try:
             response = produce()
-        except ProviderError as error:
-            self._log.append((request, None, str(error)))
-            raise
-        except Exception as error:  # a FunctionLLM's function failing: still a call made
-            self._log.append((request, None, f"{type(error).__name__}: {error}"))
+        except Exception as error:
+            self._failed(request, error)
             raise
         self._log.append((request, response, None))
         return response
+
+    def _failed(self, request: InferenceRequest, error: Exception) -> None:
+        if isinstance(error, ProviderError):
+            self._log.append((request, None, str(error)))
+        else:  # a FunctionLLM's function failing: still a call made
+            self._log.append((request, None, f"{type(error).__name__}: {error}"))
+
+    async def _sleep(self, latency: float) -> None:
+        if latency and self.clock is not None:
+            await self.clock.sleep(latency)
 
 
 class ScriptedLLM(_Recorder):
@@ -259,17 +268,26 @@ class ScriptedLLM(_Recorder):
         return self.remaining == 0
 
     def infer(self, request: InferenceRequest) -> InferenceResponse:
-        """Play the next turn."""
+        """Play the next turn (its latency advances the clock)."""
+        latency, play = self._take()
+        if latency and self.clock is not None:
+            self.clock.advance(latency)
+        return self._record(request, play)
+
+    async def ainfer(self, request: InferenceRequest) -> InferenceResponse:
+        """Play the next turn in the async path (its latency is a ``FakeClock.sleep``)."""
+        latency, play = self._take()
+        await self._sleep(latency)
+        return self._record(request, play)
+
+    def _take(self) -> tuple[float, Callable[[], InferenceResponse]]:
         index = self._next
         if index >= len(self._plays):
             number = len(self.turns) + len(self.overruns) + 1
             self.overruns.append(number)
             raise ScriptExhaustedError(self.name, number, len(self.turns))
-        latency, play = self._plays[index]
         self._next = index + 1
-        if latency and self.clock is not None:
-            self.clock.advance(latency)
-        return self._record(request, play)
+        return self._plays[index]
 
     def assert_complete(self) -> None:
         """Raise ``UnusedTurnsError`` when some turns were never played."""
@@ -282,11 +300,12 @@ class ScriptedLLM(_Recorder):
 
 class FunctionLLM(_Recorder):
     """Answers each request by calling ``function(request)``, which returns a response, a
-    ``Turn`` or a string."""
+    ``Turn`` or a string. The function may be ``async def``: the async path awaits it, the sync
+    path runs it on a private event loop."""
 
     def __init__(
         self,
-        function: Callable[[InferenceRequest], InferenceResponse | Turn | str],
+        function: Callable[[InferenceRequest], Answer | Awaitable[Answer]],
         *,
         clock: FakeClock | None = None,
     ) -> None:
@@ -298,8 +317,35 @@ class FunctionLLM(_Recorder):
         """Call the function."""
         return self._record(request, lambda: self._answer(request))
 
+    async def ainfer(self, request: InferenceRequest) -> InferenceResponse:
+        """Call (and await) the function in the async path."""
+        try:
+            answer = self.function(request)
+            if inspect.isawaitable(answer):
+                answer = await answer
+            turn = self._checked(answer)
+            if isinstance(turn, Turn):
+                await self._sleep(turn.latency)
+            response = turn if isinstance(turn, InferenceResponse) else turn.to_response()
+        except Exception as error:
+            self._failed(request, error)
+            raise
+        self._log.append((request, response, None))
+        return response
+
     def _answer(self, request: InferenceRequest) -> InferenceResponse:
         answer = self.function(request)
+        if inspect.isawaitable(answer):
+            answer = run_coroutine(answer, f"FunctionLLM {self.name}")
+        turn = self._checked(answer)
+        if isinstance(turn, InferenceResponse):
+            return turn
+        if turn.latency and self.clock is not None:
+            self.clock.advance(turn.latency)
+        return turn.to_response()
+
+    def _checked(self, answer: object) -> InferenceResponse | Turn:
+        """The function's ``answer`` as a response or a checked turn."""
         if isinstance(answer, InferenceResponse):
             return answer
         number = len(self._log) + 1
@@ -316,9 +362,11 @@ class FunctionLLM(_Recorder):
             problem = "latency needs a FakeClock: FunctionLLM(..., clock=...)"
         if problem is not None:
             raise InvalidScriptError(number, problem, where=where)
-        if turn.latency and self.clock is not None:
-            self.clock.advance(turn.latency)
-        return turn.to_response()
+        return turn
 
     def __repr__(self) -> str:
         return f"FunctionLLM({self.name})"
+
+
+Answer = InferenceResponse | Turn | str
+"""What a ``FunctionLLM``'s function returns (or an async one's coroutine)."""

@@ -61,6 +61,12 @@ def run(
     ] = None,
     plugin: PluginOption = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary line.")] = False,
+    use_async: Annotated[
+        bool,
+        typer.Option(
+            "--async", help="Run through the async path (AgentLoop.aiterate) instead of iterate."
+        ),
+    ] = False,
 ) -> None:
     """Run scenario files; exit 0 only when every selected scenario passes."""
     from agentrig.harness.reporting import get_writer, write_reports
@@ -97,7 +103,13 @@ def run(
     try:
         with _progress(quiet) as bar:
             task = bar.add_task("scenarios", total=len(scenarios))
-            result = run_suite(scenarios, workers=workers, plugins=plugin or (), progress=advance)
+            result = run_suite(
+                scenarios,
+                workers=workers,
+                plugins=plugin or (),
+                progress=advance,
+                use_async=use_async,
+            )
     except AgentrigError as error:
         _fail_usage(error)
     except KeyboardInterrupt:

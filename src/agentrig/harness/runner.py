@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -44,6 +45,8 @@ class _Run:
     failures: list[Failure] = field(default_factory=list)
     turns: list[TurnResult] = field(default_factory=list)
     transcript: list[TranscriptEntry] = field(default_factory=list)
+    use_async: bool = False
+    finals: list[AgentState] = field(default_factory=list)
 
     def where(self, path: FieldPath) -> str | None:
         """Where ``path`` was written, else its nearest written parent, else the file."""
@@ -59,29 +62,46 @@ class _Run:
         )
 
 
-def run_scenario(scenario: Scenario, *, builder: AgentBuilder | None = None) -> ScenarioResult:
+def run_scenario(
+    scenario: Scenario, *, builder: AgentBuilder | None = None, use_async: bool = False
+) -> ScenarioResult:
     """Run every turn of ``scenario`` against one agent state and return the outcome.
 
     With ``builder``, the agent is the one built in Python (its tools and hooks), driven by the
-    scenario's scripted model and checked against its expectations.
+    scenario's scripted model and checked against its expectations. With ``use_async``, each
+    turn runs through ``AgentLoop.aiterate`` (the async path) instead of ``iterate``.
     """
+    return _play(scenario, builder, use_async)[0]
+
+
+def final_states(scenario: Scenario, *, use_async: bool = False) -> tuple[AgentState, ...]:
+    """The final state of each turn of ``scenario`` (run as ``run_scenario`` runs it), to
+    compare the sync and the async path."""
+    return _play(scenario, None, use_async)[1]
+
+
+def _play(
+    scenario: Scenario, builder: AgentBuilder | None, use_async: bool
+) -> tuple[ScenarioResult, tuple[AgentState, ...]]:
     started = time.perf_counter()
     try:
         agent = build_agent(scenario, base=builder)
     except AgentrigError as error:
         failure = _build_failure(scenario, error)
-        return _result(scenario, [failure], [], [], [], time.perf_counter() - started)
+        return _result(scenario, [failure], [], [], [], time.perf_counter() - started), ()
     try:
         run = _start(scenario, agent)
     except AgentrigError as error:
         agent.close()
         failure = _invariants_failure(scenario, error)
-        return _result(scenario, [failure], [], [], [], time.perf_counter() - started)
+        return _result(scenario, [failure], [], [], [], time.perf_counter() - started), ()
+    run.use_async = use_async
     try:
         with runtime_context(clock=run.agent.clock, ids=run.agent.ids):
             state = AgentState()
         for number, turn in enumerate(scenario.turns, start=1):
             state = _run_turn(run, number, turn, state)
+            run.finals.append(state)
     finally:
         agent.close()
     _check_scripts_used(run)
@@ -91,9 +111,10 @@ def run_scenario(scenario: Scenario, *, builder: AgentBuilder | None = None) -> 
         )
         for name in run.checker.checks
     ]
-    return _result(
+    result = _result(
         scenario, run.failures, run.turns, outcomes, run.transcript, time.perf_counter() - started
     )
+    return result, tuple(run.finals)
 
 
 def preflight(scenario: Scenario) -> Failure | None:
@@ -155,7 +176,9 @@ def _iterate(run: _Run, number: int, state: AgentState) -> AgentState:
     previous: AgentState | None = None
     snapshot = ""
     try:
-        for yielded in run.agent.loop.iterate(state):
+        loop = run.agent.loop
+        states = _stepped(loop.aiterate(state)) if run.use_async else loop.iterate(state)
+        for yielded in states:
             if previous is not None:
                 checked = run.checker.observe(previous, is_final=False, snapshot=snapshot)
                 _record_violations(run, checked)
@@ -171,6 +194,21 @@ def _iterate(run: _Run, number: int, state: AgentState) -> AgentState:
     assert previous is not None
     _record_violations(run, run.checker.observe(previous, is_final=True, snapshot=snapshot))
     return previous
+
+
+def _stepped(states: AsyncIterator[AgentState]) -> Iterator[AgentState]:
+    """The states of an async iterator, one at a time, each taken on a private event loop (one
+    loop for the whole run), so the checks between them stay synchronous."""
+
+    async def following() -> AgentState:
+        return await anext(states)
+
+    with asyncio.Runner() as runner:
+        while True:
+            try:
+                yield runner.run(following())
+            except StopAsyncIteration:
+                return
 
 
 def _record_violations(run: _Run, violations: Iterable[object]) -> None:
@@ -340,23 +378,29 @@ def run_suite(
     workers: int = 1,
     plugins: Sequence[str] = (),
     progress: Progress | None = None,
+    use_async: bool = False,
 ) -> SuiteResult:
-    """Run ``scenarios`` (in worker processes when ``workers > 1``), keeping their order."""
+    """Run ``scenarios`` (in worker processes when ``workers > 1``), keeping their order; with
+    ``use_async``, through the async path."""
     started = time.perf_counter()
     if workers <= 1 or len(scenarios) < 2:
         results = []
         for scenario in scenarios:
-            result = run_scenario(scenario)
+            result = run_scenario(scenario, use_async=use_async)
             if progress is not None:
                 progress(result)
             results.append(result)
     else:
-        results = _run_parallel(scenarios, workers, plugins, progress)
+        results = _run_parallel(scenarios, workers, plugins, progress, use_async)
     return SuiteResult(scenarios=tuple(results), wall_time_s=time.perf_counter() - started)
 
 
 def _run_parallel(
-    scenarios: Sequence[Scenario], workers: int, plugins: Sequence[str], progress: Progress | None
+    scenarios: Sequence[Scenario],
+    workers: int,
+    plugins: Sequence[str],
+    progress: Progress | None,
+    use_async: bool,
 ) -> list[ScenarioResult]:
     tasks = [(str(s.source.path) if s.source else "", s.name) for s in scenarios]
     if any(not path for path, _ in tasks):
@@ -374,7 +418,9 @@ def _run_parallel(
     results: list[ScenarioResult] = []
     try:
         with _sigint_held():  # the workers start here
-            futures = [pool.submit(_run_chunk, tasks[start : start + size]) for start in starts]
+            futures = [
+                pool.submit(_run_chunk, tasks[start : start + size], use_async) for start in starts
+            ]
         for start, future in zip(starts, futures, strict=True):
             try:
                 outcomes = future.result()
@@ -440,7 +486,9 @@ def _init_worker(plugins: tuple[str, ...]) -> None:
         _WORKER_PROBLEM.append(f"in a worker process: {error}")
 
 
-def _run_chunk(tasks: Sequence[tuple[str, str]]) -> list[ScenarioResult | str]:
+def _run_chunk(
+    tasks: Sequence[tuple[str, str]], use_async: bool = False
+) -> list[ScenarioResult | str]:
     """Run ``(path, name)`` tasks in a worker; a plugin problem comes back as its message."""
     from agentrig.harness.scenarios.loader import load_scenario
 
@@ -451,7 +499,7 @@ def _run_chunk(tasks: Sequence[tuple[str, str]]) -> list[ScenarioResult | str]:
         if path not in _LOADED:
             scenario = load_scenario(Path(path))
             _LOADED[path] = {scenario.name: scenario}
-        results.append(run_scenario(_LOADED[path][name]))
+        results.append(run_scenario(_LOADED[path][name], use_async=use_async))
     return results
 
 

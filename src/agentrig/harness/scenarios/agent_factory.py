@@ -91,6 +91,10 @@ class TurnScript:
         """Answer with the current turn's next reply."""
         return self.current.infer(request)
 
+    async def ainfer(self, request: InferenceRequest) -> InferenceResponse:
+        """Answer with the current turn's next reply, in the async path."""
+        return await self.current.ainfer(request)
+
 
 @dataclass
 class ScenarioAgent:
