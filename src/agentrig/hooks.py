@@ -180,8 +180,6 @@ class HookStack:
         ordered = sorted(hooks, key=lambda registered: -registered.priority)
         self._hooks: tuple[RegisteredHook, ...] = tuple(ordered)
         self._events = events
-        # ``hooks_for`` as a plain dict: the loop, the driver and the executor read it directly
-        # at their six per-step hook points (a method call each otherwise).
         self._by_trigger: dict[HookTrigger, tuple[RegisteredHook, ...]] = {
             trigger: tuple(h for h in self._hooks if trigger in h.triggers)
             for trigger in HookTrigger
@@ -239,7 +237,7 @@ class HookStack:
             if result is not None and result is not context:
                 _check_contract(registered.name, context, result)
                 context = result
-            if events is not None and events._listened and events.wants(HookExecuted):
+            if events is not None and events.wants(HookExecuted):
                 events.dispatch(
                     HookExecuted.of(
                         context.state, trigger=context.trigger.value, hook_name=registered.name

@@ -29,8 +29,7 @@ from agentrig.tools import ToolExecutor, Tools
 
 LOOP_SOURCE = "AgentLoop"
 
-# Enum members read every step, bound once: in Python 3.11 reading a member off its Enum class
-# takes the slow attribute path of a metaclass with __getattr__ (about ten global reads).
+# Hot-path enum constants: see "Enum members on the hot path" in docs/architecture.md.
 _BEFORE_STEP = HookTrigger.BEFORE_STEP
 _AFTER_STEP = HookTrigger.AFTER_STEP
 
@@ -181,7 +180,7 @@ class AgentLoop:
         step_number = state.step_count() + 1
         started = False
         try:
-            if self.events._listened and self.events.wants(AgentStepStarted):
+            if self.events.wants(AgentStepStarted):
                 self.events.dispatch(
                     AgentStepStarted.of(
                         state, step_number=step_number, message_count=len(state.messages())
@@ -232,9 +231,7 @@ class AgentLoop:
     def _after_step(self, state: AgentState, step_number: int) -> AgentState:
         state = self._guarded(_AFTER_STEP, state)
         events = self.events
-        if not events._listened or not (
-            events.wants(AgentStepCompleted) or events.wants(TokenUsageReported)
-        ):
+        if not (events.wants(AgentStepCompleted) or events.wants(TokenUsageReported)):
             return state
         step = state.current_step()
         if step is None and state.step_count() == step_number:
@@ -334,7 +331,7 @@ class AgentLoop:
         return state.with_stop_signal(stop.to_signal())
 
     def _evaluated(self, state: AgentState, *, should_stop: bool) -> AgentState:
-        if self.events._listened and self.events.wants(ContinuationEvaluated):
+        if self.events.wants(ContinuationEvaluated):
             reason = state.last_stop_reason() if should_stop else None
             self.events.dispatch(
                 ContinuationEvaluated.of(
@@ -350,7 +347,7 @@ class AgentLoop:
     # --- hooks ----------------------------------------------------------------------------
 
     def _intercept(self, trigger: HookTrigger, state: AgentState) -> AgentState:
-        if not self.hooks._by_trigger[trigger]:
+        if not self.hooks.hooks_for(trigger):
             return state
         return self.hooks.intercept(HookContext(trigger, state)).state
 

@@ -318,6 +318,11 @@ def format_tool_value(value: Any) -> str:
 _NUMBERS = (int, float)
 
 
+# Hot-path enum constants: see "Enum members on the hot path" in docs/architecture.md.
+_BEFORE_TOOL_USE = HookTrigger.BEFORE_TOOL_USE
+_AFTER_TOOL_USE = HookTrigger.AFTER_TOOL_USE
+
+
 class ToolExecutor:
     """Runs the tool calls of a step. Failures become failed executions the model sees; the loop
     goes on. ``AgentStop`` raised by a tool is re-raised: it stops the execution.
@@ -459,10 +464,8 @@ class ToolExecutor:
         """The ``before_tool_use`` hooks and ``ToolCallStarted``: the call and state they left,
         and the blocked execution to record when they blocked the call (then it does not run)."""
         hooks = self.hooks
-        if hooks.hooks_for(HookTrigger.BEFORE_TOOL_USE):
-            context = hooks.intercept(
-                HookContext(HookTrigger.BEFORE_TOOL_USE, state, tool_call=call)
-            )
+        if hooks.hooks_for(_BEFORE_TOOL_USE):
+            context = hooks.intercept(HookContext(_BEFORE_TOOL_USE, state, tool_call=call))
             state, call = context.state, context.tool_call or call
             if context.blocks_the_call():
                 return call, state, self._blocked(context, call, step_number)
@@ -493,10 +496,10 @@ class ToolExecutor:
         execution = outcome
         if self.events.wants(ToolCallCompleted):
             self._completed(state, step_number, call, execution.error)
-        if self.hooks.hooks_for(HookTrigger.AFTER_TOOL_USE):
+        if self.hooks.hooks_for(_AFTER_TOOL_USE):
             try:
                 context = self.hooks.intercept(
-                    HookContext(HookTrigger.AFTER_TOOL_USE, state, tool_execution=execution)
+                    HookContext(_AFTER_TOOL_USE, state, tool_execution=execution)
                 )
             except (AgentStop, EventListenerError):
                 raise
@@ -607,7 +610,8 @@ def _success(call: ToolCall, result: Any, started: Any, completed: Any = None) -
         content = format_tool_value(raw)
     # The value is checked JSON data already; validate only what a tool handed over unchecked.
     trusted = type(content) is str and type(usage) is Usage and type(call) is ToolCall
-    return (ToolExecution._trusted if trusted else ToolExecution)(
+    return ToolExecution._built(
+        trusted,
         tool_call=call,
         value=value,
         content=content,

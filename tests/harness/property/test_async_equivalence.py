@@ -31,10 +31,8 @@ def final_states(agent: AgentSpec, turns: Script, *, use_async: bool) -> list[st
         built.script.current = ScriptedLLM(script, clock=built.clock, name=f"turn {number}")
         with runtime_context(clock=built.clock, ids=built.ids):
             state = state.with_user_message(user)
-        if use_async:
-            state = asyncio.run(built.loop.aexecute(state))
-        else:
-            state = built.loop.execute(state)
+        run = built.loop.aexecute if use_async else None
+        state = asyncio.run(run(state)) if run is not None else built.loop.execute(state)
         finals.append(state.to_json())
     built.close()
     return finals
