@@ -167,6 +167,17 @@ class AgentState(Serializable):
             step = step._replace(output_messages=Messages._tagged(outputs.to_tuple(), traces))
         return self._with_tagged_step(execution, step, is_trace, trace_mode)
 
+    def __repr__(self) -> str:
+        """A one-line summary; the whole state is ``to_json()`` (or ``debug()``). A long run's
+        full repr runs to megabytes, and Python 3.11's ``asyncio.run`` formats its result with
+        it once per call."""
+        status = self.status()
+        return (
+            f"AgentState(agent_id={self.agent_id!r}, execution_count={self.execution_count}, "
+            f"status={status.value if status else None}, steps={self.step_count()}, "
+            f"messages={len(self.messages())})"
+        )
+
     def with_tagged_step(
         self, step: AgentStep, *, is_trace: bool, trace_mode: TraceMode = TraceMode.SEPARATED
     ) -> Self:
