@@ -35,9 +35,11 @@ from agentrig.compilers import (
 from agentrig.continuation import ExecutionContinuation, StopReason, StopSignal, StopSignals
 from agentrig.drivers import (
     AsyncInferenceProvider,
+    Delta,
     Driver,
     InferenceProvider,
     StepRuntime,
+    StreamingProvider,
     ToolCallingDriver,
 )
 from agentrig.errors import (
@@ -78,6 +80,7 @@ from agentrig.events import (
     ContinuationEvaluated,
     EventBus,
     HookExecuted,
+    InferenceDelta,
     InferenceRequestStarted,
     InferenceResponseReceived,
     StopSignalReceived,
@@ -151,6 +154,7 @@ __all__ = [
     "ContextCompiler",
     "ContinuationEvaluated",
     "ConversationWithCurrentToolTrace",
+    "Delta",
     "Driver",
     "EventBus",
     "EventListenerError",
@@ -168,6 +172,7 @@ __all__ = [
     "HookTrigger",
     "IdFactory",
     "InMemorySessionStore",
+    "InferenceDelta",
     "InferenceProvider",
     "InferenceRequest",
     "InferenceRequestStarted",
@@ -204,6 +209,7 @@ __all__ = [
     "StopSignalReceived",
     "StopSignals",
     "StoredSession",
+    "StreamingProvider",
     "SubagentCompleted",
     "SubagentDefinition",
     "SubagentDepthExceededError",

@@ -10,12 +10,13 @@ events, the state changes) runs in the generator, so both paths share it line fo
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Generator
+from collections.abc import AsyncIterator, Callable, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
-from agentrig.drivers.provider import AsyncInferenceProvider, InferenceProvider
+from agentrig.drivers.provider import AsyncInferenceProvider, Delta, InferenceProvider
 from agentrig.errors import ConfigurationError
+from agentrig.events import EventBus, InferenceDelta
 
 if TYPE_CHECKING:
     from agentrig.drivers.base import Driver, StepRuntime
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from agentrig.tools import ToolExecutor
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Effect(Protocol):
@@ -72,7 +74,11 @@ async def run_async(effects: Effects[T]) -> T:
             value, error = None, raised
 
 
-@dataclass(frozen=True, slots=True)
+# Effects are plain slotted records (not frozen): built a few times a step and never changed,
+# they skip the frozen dataclass's ``object.__setattr__`` per field.
+
+
+@dataclass(slots=True)
 class Infer:
     """Ask ``provider`` for its answer to ``request``.
 
@@ -83,6 +89,38 @@ class Infer:
 
     provider: InferenceProvider | AsyncInferenceProvider
     request: InferenceRequest
+    deltas: DeltaEvents | None = None
+    """Set in runs through ``stream``/``astream``: where the pieces of a streamed answer go."""
+
+    def pieces(self) -> Generator[None, None, InferenceResponse]:
+        """``perform``, asking a streaming provider for the answer in pieces: each piece is
+        dispatched as an ``InferenceDelta`` event, then a tick is yielded (the stream runner
+        hands the events out there); returns the assembled response."""
+        infer_stream = getattr(self.provider, "infer_stream", None)
+        if self.deltas is None or infer_stream is None:
+            return self.perform()
+        pieces = infer_stream(self.request)
+        while True:
+            try:
+                delta = next(pieces)
+            except StopIteration as done:
+                return cast("InferenceResponse", done.value)
+            self.deltas.dispatch(delta)
+            yield None
+
+    async def apieces(self) -> AsyncIterator[InferenceResponse | None]:
+        """``pieces`` for the async path: ticks, then the response as the last item."""
+        if self.deltas is None or getattr(self.provider, "infer_stream", None) is None:
+            yield await self.aperform()
+            return
+        pieces = self.pieces()
+        while True:
+            try:
+                next(pieces)
+            except StopIteration as done:
+                yield done.value
+                return
+            yield None
 
     def perform(self) -> InferenceResponse:
         # ``getattr`` rather than ``isinstance`` against the protocols: a runtime-checkable
@@ -101,7 +139,31 @@ class Infer:
         return await asyncio.to_thread(infer, self.request)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
+class DeltaEvents:
+    """Turns a streaming provider's pieces into ``InferenceDelta`` events on the bus."""
+
+    events: EventBus
+    state: AgentState
+    step_number: int
+
+    def dispatch(self, delta: Delta) -> None:
+        """Dispatch ``delta`` as an ``InferenceDelta`` about the step."""
+        if self.events.wants(InferenceDelta):
+            self.events.dispatch(
+                InferenceDelta.of(
+                    self.state,
+                    step_number=self.step_number,
+                    text=delta.text,
+                    tool_call_index=delta.index,
+                    tool_call_id=delta.call_id,
+                    tool_name=delta.name,
+                    arguments=delta.arguments,
+                )
+            )
+
+
+@dataclass(slots=True)
 class RunTools:
     """Run the tool calls of a step: in order (sync path) or concurrently (async path)."""
 
@@ -117,7 +179,7 @@ class RunTools:
         return await self.executor.aexecute(self.calls, self.state, self.step_number)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class UseTools:
     """Run one step of ``driver``: ``use_tools``, or awaited ``ause_tools`` in the async path
     (a driver without it runs in a worker thread, context variables copied)."""
@@ -134,6 +196,21 @@ class UseTools:
         if ause_tools is not None:
             return await ause_tools(self.state, self.runtime)  # type: ignore[no-any-return]
         return await asyncio.to_thread(self.driver.use_tools, self.state, self.runtime)
+
+
+def runs_step(use_tools: F) -> F:
+    """Mark a driver's ``use_tools`` as nothing but ``run_sync(self.step(state, runtime))``: the
+    loop then runs the driver's ``step`` generator itself (one runner, not two nested). A
+    subclass or a patch that replaces ``use_tools`` drops the mark, and the loop calls it."""
+    use_tools._runs_step = True  # type: ignore[attr-defined]
+    return use_tools
+
+
+def step_of(driver: Driver) -> Callable[[AgentState, StepRuntime], Effects[AgentState]] | None:
+    """The driver's ``step`` generator function when its ``use_tools`` only runs it."""
+    if getattr(type(driver).use_tools, "_runs_step", False):
+        return driver.step  # type: ignore[attr-defined,no-any-return]
+    return None
 
 
 def in_event_loop() -> bool:

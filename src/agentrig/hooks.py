@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Self
 
 from agentrig import clock
@@ -172,7 +173,7 @@ class RegisteredHook:
 class HookStack:
     """An immutable, priority-ordered set of hooks. Higher priority runs first; ties keep order."""
 
-    __slots__ = ("_by_trigger", "_events", "_hooks")
+    __slots__ = ("_events", "_hooks", "by_trigger")
 
     def __init__(
         self, hooks: Iterable[RegisteredHook] = (), events: EventBus | None = None
@@ -180,10 +181,14 @@ class HookStack:
         ordered = sorted(hooks, key=lambda registered: -registered.priority)
         self._hooks: tuple[RegisteredHook, ...] = tuple(ordered)
         self._events = events
-        self._by_trigger: dict[HookTrigger, tuple[RegisteredHook, ...]] = {
-            trigger: tuple(h for h in self._hooks if trigger in h.triggers)
-            for trigger in HookTrigger
-        }
+        self.by_trigger: Mapping[HookTrigger, tuple[RegisteredHook, ...]] = MappingProxyType(
+            {
+                trigger: tuple(h for h in self._hooks if trigger in h.triggers)
+                for trigger in HookTrigger
+            }
+        )
+        """The hooks of each trigger, in run order (read-only): ``hooks_for`` as a mapping, for
+        the loop's per-step checks (a subscript costs a fraction of a method call)."""
 
     def with_hook(
         self,
@@ -224,7 +229,7 @@ class HookStack:
 
     def hooks_for(self, trigger: HookTrigger) -> tuple[RegisteredHook, ...]:
         """Hooks that run on ``trigger``, in run order."""
-        return self._by_trigger[trigger]
+        return self.by_trigger[trigger]
 
     def __len__(self) -> int:
         return len(self._hooks)
@@ -232,12 +237,12 @@ class HookStack:
     def intercept(self, context: HookContext) -> HookContext:
         """Run every hook registered for the context's trigger; each sees the previous output."""
         events = self._events
-        for registered in self._by_trigger[context.trigger]:
+        for registered in self.by_trigger[context.trigger]:
             result = registered.hook(context)
             if result is not None and result is not context:
                 _check_contract(registered.name, context, result)
                 context = result
-            if events is not None and events.wants(HookExecuted):
+            if events is not None and events.listened and events.wants(HookExecuted):
                 events.dispatch(
                     HookExecuted.of(
                         context.state, trigger=context.trigger.value, hook_name=registered.name

@@ -464,12 +464,12 @@ class ToolExecutor:
         """The ``before_tool_use`` hooks and ``ToolCallStarted``: the call and state they left,
         and the blocked execution to record when they blocked the call (then it does not run)."""
         hooks = self.hooks
-        if hooks.hooks_for(_BEFORE_TOOL_USE):
+        if hooks.by_trigger[_BEFORE_TOOL_USE]:
             context = hooks.intercept(HookContext(_BEFORE_TOOL_USE, state, tool_call=call))
             state, call = context.state, context.tool_call or call
             if context.blocks_the_call():
                 return call, state, self._blocked(context, call, step_number)
-        if self.events.wants(ToolCallStarted):
+        if self.events.listened and self.events.wants(ToolCallStarted):
             self.events.dispatch(
                 ToolCallStarted.of(
                     state,
@@ -494,9 +494,9 @@ class ToolExecutor:
             self._stopped_by_tool(state, step_number, call, outcome)
             raise outcome
         execution = outcome
-        if self.events.wants(ToolCallCompleted):
+        if self.events.listened and self.events.wants(ToolCallCompleted):
             self._completed(state, step_number, call, execution.error)
-        if self.hooks.hooks_for(_AFTER_TOOL_USE):
+        if self.hooks.by_trigger[_AFTER_TOOL_USE]:
             try:
                 context = self.hooks.intercept(
                     HookContext(_AFTER_TOOL_USE, state, tool_execution=execution)

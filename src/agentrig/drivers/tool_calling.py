@@ -8,7 +8,15 @@ from typing import Any, Self
 from pydantic import JsonValue
 
 from agentrig import clock
-from agentrig._effects import Effect, Infer, RunTools, run_async, run_sync
+from agentrig._effects import (
+    DeltaEvents,
+    Effect,
+    Infer,
+    RunTools,
+    run_async,
+    run_sync,
+    runs_step,
+)
 from agentrig.compilers import (
     ContextCompiler,
     ConversationWithCurrentToolTrace,
@@ -91,6 +99,7 @@ class ToolCallingDriver:
             raise ConfigurationError(f"max_attempts must be >= 1, got {attempts}")
         return self._copy(max_attempts=attempts)
 
+    @runs_step
     def use_tools(self, state: AgentState, runtime: StepRuntime) -> AgentState:
         """Perform one step."""
         return run_sync(self.step(state, runtime))
@@ -104,13 +113,13 @@ class ToolCallingDriver:
         if state.llm_config is None and self.llm_config is not None:
             state = state.with_llm_config(self.llm_config)
         request = self._request(state, runtime)
-        if runtime.hooks.hooks_for(_BEFORE_INFERENCE_REQUEST):
+        if runtime.hooks.by_trigger[_BEFORE_INFERENCE_REQUEST]:
             context = runtime.hooks.intercept(
                 HookContext(_BEFORE_INFERENCE_REQUEST, state, inference_request=request)
             )
             state, request = context.state, context.inference_request or request
         response = yield from self._infer(state, request, runtime)
-        if runtime.hooks.hooks_for(_AFTER_INFERENCE_RESPONSE):
+        if runtime.hooks.by_trigger[_AFTER_INFERENCE_RESPONSE]:
             try:
                 context = runtime.hooks.intercept(
                     HookContext(_AFTER_INFERENCE_RESPONSE, state, inference_response=response)
@@ -131,7 +140,7 @@ class ToolCallingDriver:
                     error, step=_step(state, request, response, skipped)
                 ) from error
             state, response = context.state, context.inference_response or response
-        if runtime.events.wants(InferenceResponseReceived):
+        if runtime.events.listened and runtime.events.wants(InferenceResponseReceived):
             runtime.events.dispatch(
                 InferenceResponseReceived.of(
                     state,
@@ -188,7 +197,7 @@ class ToolCallingDriver:
     def _infer(
         self, state: AgentState, request: InferenceRequest, runtime: StepRuntime
     ) -> Generator[Effect, Any, InferenceResponse]:
-        if runtime.events.wants(InferenceRequestStarted):
+        if runtime.events.listened and runtime.events.wants(InferenceRequestStarted):
             model = request.llm_config.model if request.llm_config else ""
             runtime.events.dispatch(
                 InferenceRequestStarted.of(
@@ -198,9 +207,12 @@ class ToolCallingDriver:
                     model=model,
                 )
             )
+        deltas = (
+            DeltaEvents(runtime.events, state, runtime.step_number) if runtime.streaming else None
+        )
         for attempt in range(1, self.max_attempts + 1):
             try:
-                response: InferenceResponse = yield Infer(self.provider, request)
+                response: InferenceResponse = yield Infer(self.provider, request, deltas)
                 return response
             except ProviderError as error:
                 if not error.retryable or self.max_attempts == 1:

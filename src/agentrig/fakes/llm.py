@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+import json
+from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from pydantic import JsonValue
 
 from agentrig._effects import run_coroutine
+from agentrig.drivers.provider import Delta
 from agentrig.errors import InvalidInputError, ProviderError
 from agentrig.fakes.clock import FakeClock, is_seconds
 from agentrig.fakes.errors import InvalidScriptError, ScriptExhaustedError, UnusedTurnsError
@@ -219,11 +222,26 @@ class _Recorder:
             await self.clock.sleep(latency)
 
 
+class Chunking(StrEnum):
+    """How ``ScriptedLLM.infer_stream`` cuts a scripted answer into pieces."""
+
+    WHOLE = "whole"
+    """The text in one piece, then each call's arguments in one piece."""
+    CHARS = "chars"
+    """One character at a time: the text, then each call's JSON arguments, cut anywhere
+    (inside keys, strings, numbers and escapes)."""
+    INTERLEAVED = "interleaved"
+    """One character at a time, the calls' argument pieces interleaved round-robin, as
+    parallel tool-call deltas arrive from some providers."""
+
+
 class ScriptedLLM(_Recorder):
     """Plays scripted turns in order, one per inference call; never cycles or invents answers.
 
     Strings are shorthand for text turns. Latency advances ``clock``. An extra call raises
     ``ScriptExhaustedError``; ``assert_complete()`` raises ``UnusedTurnsError`` for unused turns.
+    ``infer_stream`` plays the same turn as ``infer`` and hands its answer out in pieces cut as
+    ``chunking`` says (runs through ``AgentLoop.stream`` ask for it).
     """
 
     def __init__(
@@ -232,9 +250,17 @@ class ScriptedLLM(_Recorder):
         *,
         clock: FakeClock | None = None,
         name: str = "ScriptedLLM",
+        chunking: Chunking | str = Chunking.WHOLE,
     ) -> None:
         super().__init__(clock)
         self.name = name
+        try:
+            self.chunking = Chunking(chunking)
+        except ValueError:
+            valid = ", ".join(Chunking)
+            raise InvalidScriptError(
+                None, f"chunking {chunking!r} is not one of: {valid}", where=name
+            ) from None
         if isinstance(turns, str | Turn):
             raise InvalidScriptError(
                 None, f"turns must be a list of turns, got one: write {name}([{turns!r}])"
@@ -279,6 +305,12 @@ class ScriptedLLM(_Recorder):
         latency, play = self._take()
         await self._sleep(latency)
         return self._record(request, play)
+
+    def infer_stream(self, request: InferenceRequest) -> Generator[Delta, None, InferenceResponse]:
+        """Play the next turn, then hand its answer out in pieces; returns the whole answer."""
+        response = self.infer(request)
+        yield from _pieces_of(response, self.chunking)
+        return response
 
     def _take(self) -> tuple[float, Callable[[], InferenceResponse]]:
         index = self._next
@@ -366,6 +398,46 @@ class FunctionLLM(_Recorder):
 
     def __repr__(self) -> str:
         return f"FunctionLLM({self.name})"
+
+
+def _pieces_of(response: InferenceResponse, chunking: Chunking) -> Iterator[Delta]:
+    """``response`` as the pieces a streaming provider would send, cut as ``chunking`` says."""
+    size = None if chunking is Chunking.WHOLE else 1
+    if response.content:
+        for text in _cut(response.content, size):
+            yield Delta(text=text)
+    streams = [_call_pieces(index, call, size) for index, call in enumerate(response.tool_calls)]
+    if chunking is Chunking.INTERLEAVED:
+        while streams:
+            for stream in list(streams):
+                piece = next(stream, None)
+                if piece is None:
+                    streams.remove(stream)
+                else:
+                    yield piece
+    else:
+        for stream in streams:
+            yield from stream
+
+
+def _call_pieces(index: int, call: ToolCall, size: int | None) -> Iterator[Delta]:
+    text = json.dumps(call.arguments, ensure_ascii=False)
+    for number, piece in enumerate(_cut(text, size)):
+        first = number == 0
+        yield Delta(
+            index=index,
+            call_id=call.id if first else None,
+            name=call.name if first else None,
+            arguments=piece,
+        )
+
+
+def _cut(text: str, size: int | None) -> Iterator[str]:
+    if size is None:
+        yield text
+        return
+    for start in range(0, len(text), size):
+        yield text[start : start + size]
 
 
 Answer = InferenceResponse | Turn | str

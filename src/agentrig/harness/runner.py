@@ -15,6 +15,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
+from typing import TypeVar
 
 from agentrig import AgentBuilder, AgentState, runtime_context
 from agentrig.errors import AgentrigError
@@ -33,6 +34,7 @@ from agentrig.harness.scenarios.agent_factory import ScenarioAgent, build_agent
 from agentrig.harness.scenarios.model import CancelAfterStep, Scenario, Turn
 
 FieldPath = tuple[str | int, ...]
+T = TypeVar("T")
 
 
 @dataclass
@@ -46,6 +48,7 @@ class _Run:
     turns: list[TurnResult] = field(default_factory=list)
     transcript: list[TranscriptEntry] = field(default_factory=list)
     use_async: bool = False
+    streaming: bool = False
     finals: list[AgentState] = field(default_factory=list)
 
     def where(self, path: FieldPath) -> str | None:
@@ -74,14 +77,19 @@ def run_scenario(
     return _play(scenario, builder, use_async)[0]
 
 
-def final_states(scenario: Scenario, *, use_async: bool = False) -> tuple[AgentState, ...]:
+def final_states(
+    scenario: Scenario, *, use_async: bool = False, streaming: bool | None = None
+) -> tuple[AgentState, ...]:
     """The final state of each turn of ``scenario`` (run as ``run_scenario`` runs it), to
-    compare the sync and the async path."""
-    return _play(scenario, None, use_async)[1]
+    compare the sync and the async path; ``streaming=False`` runs a streaming scenario plainly."""
+    return _play(scenario, None, use_async, streaming)[1]
 
 
 def _play(
-    scenario: Scenario, builder: AgentBuilder | None, use_async: bool
+    scenario: Scenario,
+    builder: AgentBuilder | None,
+    use_async: bool,
+    streaming: bool | None = None,
 ) -> tuple[ScenarioResult, tuple[AgentState, ...]]:
     started = time.perf_counter()
     try:
@@ -96,6 +104,7 @@ def _play(
         failure = _invariants_failure(scenario, error)
         return _result(scenario, [failure], [], [], [], time.perf_counter() - started), ()
     run.use_async = use_async
+    run.streaming = scenario.agent.stream is not None if streaming is None else streaming
     try:
         with runtime_context(clock=run.agent.clock, ids=run.agent.ids):
             state = AgentState()
@@ -105,6 +114,8 @@ def _play(
     finally:
         agent.close()
     _check_scripts_used(run)
+    if run.streaming and streaming is None:
+        _check_same_as_plain(run, builder, use_async)
     outcomes = [
         InvariantOutcome(
             name=name, checks=run.checker.checks[name], failures=run.checker.failures[name]
@@ -176,8 +187,7 @@ def _iterate(run: _Run, number: int, state: AgentState) -> AgentState:
     previous: AgentState | None = None
     snapshot = ""
     try:
-        loop = run.agent.loop
-        states = _stepped(loop.aiterate(state)) if run.use_async else loop.iterate(state)
+        states = _states(run, state)
         for yielded in states:
             if previous is not None:
                 checked = run.checker.observe(previous, is_final=False, snapshot=snapshot)
@@ -196,11 +206,21 @@ def _iterate(run: _Run, number: int, state: AgentState) -> AgentState:
     return previous
 
 
-def _stepped(states: AsyncIterator[AgentState]) -> Iterator[AgentState]:
+def _states(run: _Run, state: AgentState) -> Iterator[AgentState]:
+    """The states of the turn's run: ``iterate``, ``aiterate``, or the states among a
+    ``stream``'s (``astream``'s) items when the scenario streams."""
+    loop = run.agent.loop
+    if not run.streaming:
+        return _stepped(loop.aiterate(state)) if run.use_async else loop.iterate(state)
+    items = _stepped(loop.astream(state)) if run.use_async else loop.stream(state)
+    return (item for item in items if isinstance(item, AgentState))
+
+
+def _stepped(states: AsyncIterator[T]) -> Iterator[T]:
     """The states of an async iterator, one at a time, each taken on a private event loop (one
     loop for the whole run), so the checks between them stay synchronous."""
 
-    async def following() -> AgentState:
+    async def following() -> T:
         return await anext(states)
 
     with asyncio.Runner() as runner:
@@ -209,6 +229,20 @@ def _stepped(states: AsyncIterator[AgentState]) -> Iterator[AgentState]:
                 yield runner.run(following())
             except StopAsyncIteration:
                 return
+
+
+def _check_same_as_plain(run: _Run, builder: AgentBuilder | None, use_async: bool) -> None:
+    """A streamed scenario must end each turn in the state its plain run ends in."""
+    plain = _play(run.scenario, builder, use_async, False)[1]
+    for number, (streamed, expected) in enumerate(zip(run.finals, plain, strict=False), start=1):
+        if streamed.to_json() != expected.to_json():
+            run.fail(
+                "expectation",
+                f"turn {number}: the streamed run (stream: {run.scenario.agent.stream}) ended in "
+                "another state than the plain run; the pieces of an answer must rebuild it",
+                ("agent", "stream"),
+                turn=number,
+            )
 
 
 def _record_violations(run: _Run, violations: Iterable[object]) -> None:
