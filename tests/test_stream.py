@@ -157,3 +157,10 @@ def test_stream_inside_a_running_event_loop_is_refused() -> None:
 def test_an_unknown_chunking_is_refused() -> None:
     with pytest.raises(InvalidScriptError, match="chunking 'bytes' is not one of"):
         ScriptedLLM(["hi"], chunking="bytes")
+
+
+def test_a_bus_nobody_listens_to_after_a_stream_says_so() -> None:
+    agent, state = fresh()
+    assert not agent.events.listened
+    list(agent.stream(state))
+    assert not agent.events.listened

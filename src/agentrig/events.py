@@ -320,6 +320,9 @@ class EventBus:
                 registered.clear()
                 listeners.remove(listener)  # equal entries are the same listener: any one will do
                 self._routes.clear()
+                self.listened = self.parent is not None or bool(
+                    self._wiretaps or any(self._by_type.values())
+                )
 
         return unsubscribe
 

@@ -6,7 +6,6 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Self
 
 from agentrig import clock
@@ -181,14 +180,13 @@ class HookStack:
         ordered = sorted(hooks, key=lambda registered: -registered.priority)
         self._hooks: tuple[RegisteredHook, ...] = tuple(ordered)
         self._events = events
-        self.by_trigger: Mapping[HookTrigger, tuple[RegisteredHook, ...]] = MappingProxyType(
-            {
-                trigger: tuple(h for h in self._hooks if trigger in h.triggers)
-                for trigger in HookTrigger
-            }
-        )
-        """The hooks of each trigger, in run order (read-only): ``hooks_for`` as a mapping, for
-        the loop's per-step checks (a subscript costs a fraction of a method call)."""
+        self.by_trigger: Mapping[HookTrigger, tuple[RegisteredHook, ...]] = {
+            trigger: tuple(h for h in self._hooks if trigger in h.triggers)
+            for trigger in HookTrigger
+        }
+        """The hooks of each trigger, in run order; read-only (the stack is immutable):
+        ``hooks_for`` as a mapping, for the loop's per-step checks (a subscript costs a
+        fraction of a method call). A plain dict, so a stack copies and pickles."""
 
     def with_hook(
         self,
