@@ -164,3 +164,12 @@ def test_a_bus_nobody_listens_to_after_a_stream_says_so() -> None:
     assert not agent.events.listened
     list(agent.stream(state))
     assert not agent.events.listened
+
+
+def test_a_consumer_that_stops_early_ends_the_run_cleanly() -> None:
+    agent, state = fresh(Chunking.CHARS)
+    items = agent.stream(state)
+    first = next(item for item in items if isinstance(item, InferenceDelta))
+    items.close()  # type: ignore[attr-defined]
+    assert first.step_number == 1
+    assert not agent.events.listened

@@ -140,7 +140,9 @@ class AgentLoop:
         each step; the last item is the final state.
 
         The events are those of this agent and its subagents, as a ``wiretap`` on the loop's bus
-        sees them during the run; the final state is the one ``execute`` returns. Refused inside
+        sees them during the run; the final state is the one ``execute`` returns. While a step's
+        events are handed out, the step is under way: its runtime context (the agent's clock and
+        ids) is the current one. Stopping early ends the run without recording the step. Refused inside
         a running event loop, as ``execute`` is: use ``astream``.
         """
         if in_event_loop():
@@ -153,8 +155,8 @@ class AgentLoop:
     def _stream(self, state: AgentState) -> Iterator[AgentEvent | AgentState]:
         heard: deque[AgentEvent] = deque()
         unsubscribe = self.events.wiretap(_listener_for(state.agent_id, heard))
+        run = self._run(state, streaming=True)
         try:
-            run = self._run(state, streaming=True)
             value: Any = None
             error: BaseException | None = None
             while True:
@@ -183,7 +185,8 @@ class AgentLoop:
                     error = raised
                 yield from _drained(heard)
             yield from _drained(heard)
-        finally:
+        finally:  # a consumer that stops early ends the run here, in its own context
+            run.close()
             unsubscribe()
 
     async def astream(self, state: AgentState) -> AsyncIterator[AgentEvent | AgentState]:
@@ -191,8 +194,8 @@ class AgentLoop:
         each step, and last the final state (the one ``aexecute`` returns)."""
         heard: deque[AgentEvent] = deque()
         unsubscribe = self.events.wiretap(_listener_for(state.agent_id, heard))
+        run = self._run(state, streaming=True)
         try:
-            run = self._run(state, streaming=True)
             value: Any = None
             error: BaseException | None = None
             while True:
@@ -220,7 +223,8 @@ class AgentLoop:
                     yield event
             for event in _drained(heard):
                 yield event
-        finally:
+        finally:  # a consumer that stops early ends the run here, in its own context
+            run.close()
             unsubscribe()
 
     def _run(
