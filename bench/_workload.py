@@ -11,13 +11,15 @@ result (outside any timing) and raises ``AssertionError`` when it is wrong.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import agentrig as ar
-from agentrig.fakes import ScriptedLLM, call, reply
+from agentrig.fakes import ScriptedLLM, call, calls, reply
 
 USER_MESSAGE = "Add one to each number, starting from 0."
 FINAL_TEXT = "done"
@@ -29,21 +31,61 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
+@ar.tool(name="add")
+async def add_async(a: int, b: int) -> int:
+    """Add two integers (the async twin of ``add``)."""
+    return a + b
+
+
+_RUNNER: asyncio.Runner | None = None
+
+
+def event_loop() -> asyncio.Runner:
+    """One event loop for every async run of the process (made once, outside any timing)."""
+    global _RUNNER
+    if _RUNNER is None:
+        _RUNNER = asyncio.Runner()
+    return _RUNNER
+
+
 # --- agentrig -----------------------------------------------------------------------------
 
 
 def prepare_agentrig(n: int) -> Callable[[], ar.AgentState]:
     """W(n) on agentrig: default builder, execution buffer on, guards that never trigger."""
+    agent = _agent(n, add)
+    state = ar.AgentState().with_user_message(USER_MESSAGE)
+    return lambda: agent.execute(state)
+
+
+def prepare_agentrig_async(n: int) -> Callable[[], ar.AgentState]:
+    """W(n) through ``aexecute`` on one event loop, with the tool ``async def``."""
+    return _prepare_async(n, add_async)
+
+
+def prepare_agentrig_async_sync_tool(n: int) -> Callable[[], ar.AgentState]:
+    """W(n) through ``aexecute``, with the sync tool (run in a worker thread)."""
+    return _prepare_async(n, add)
+
+
+def _prepare_async(n: int, tool: ar.Tool) -> Callable[[], ar.AgentState]:
+    agent = _agent(n, tool)
+    state = ar.AgentState().with_user_message(USER_MESSAGE)
+    loop = event_loop().get_loop()
+    # run_until_complete, not Runner.run: a server is inside its event loop already, and
+    # Runner.run adds about 100 us per run (signal handling) that no step pays.
+    return lambda: loop.run_until_complete(agent.aexecute(state))
+
+
+def _agent(n: int, tool: ar.Tool) -> ar.AgentLoop:
     llm = ScriptedLLM([*(call("add", a=i, b=1) for i in range(n)), reply(FINAL_TEXT)])
-    agent = (
+    return (
         ar.AgentBuilder.base()
-        .with_tools([add])
+        .with_tools([tool])
         .with_capability(ar.UseLlmConfig(llm))
         .with_capability(ar.UseGuards(max_steps=n + 10, max_tokens=10**9))
         .build()
     )
-    state = ar.AgentState().with_user_message(USER_MESSAGE)
-    return lambda: agent.execute(state)
 
 
 def check_agentrig(n: int, final: ar.AgentState) -> None:
@@ -58,6 +100,53 @@ def check_agentrig(n: int, final: ar.AgentState) -> None:
     assert not any(e.has_error() for e in executions)
     assert final.messages().roles() == (ar.Role.USER, ar.Role.ASSISTANT)
     assert not final.store().messages_of("execution_buffer"), "the buffer was not cleared"
+
+
+# --- parallel tools -----------------------------------------------------------------------
+
+PARALLEL_CALLS = 10
+WAIT_SECONDS = 0.01
+
+
+@ar.tool
+async def wait(number: int) -> int:
+    """Wait 10 ms of real time (an I/O-bound tool), then answer."""
+    await asyncio.sleep(WAIT_SECONDS)
+    return number
+
+
+@ar.tool(name="wait")
+def wait_sync(number: int) -> int:
+    """The sync twin of ``wait``."""
+    time.sleep(WAIT_SECONDS)
+    return number
+
+
+def prepare_parallel(use_async: bool) -> Callable[[], ar.AgentState]:
+    """One step with ``PARALLEL_CALLS`` calls of a tool that waits ``WAIT_SECONDS`` of real
+    time, then the final answer: through ``aexecute`` (async tool) or ``execute`` (sync tool)."""
+    turns = [
+        calls(*(("wait", {"number": i}) for i in range(PARALLEL_CALLS))),
+        reply(FINAL_TEXT),
+    ]
+    agent = (
+        ar.AgentBuilder.base()
+        .with_tools([wait if use_async else wait_sync])
+        .with_capability(ar.UseLlmConfig(ScriptedLLM(turns)))
+        .build()
+    )
+    state = ar.AgentState().with_user_message(USER_MESSAGE)
+    if not use_async:
+        return lambda: agent.execute(state)
+    loop = event_loop().get_loop()
+    return lambda: loop.run_until_complete(agent.aexecute(state))
+
+
+def check_parallel(final: ar.AgentState) -> None:
+    """Every call answered, in call order."""
+    assert final.status() is ar.ExecutionStatus.COMPLETED, final.debug()
+    executions = final.steps()[0].tool_executions
+    assert [e.value for e in executions] == list(range(PARALLEL_CALLS))
 
 
 # --- bare-Python floor ----------------------------------------------------------------------

@@ -9,6 +9,10 @@ buffer is on (the default). The floor does the same work on plain dicts and list
     .venv/bin/python bench/loop.py --quick         # a smoke run
     .venv/bin/python bench/loop.py --sizes 10,1000 --repeats 9 --json results/loop.json
 
+Beside the sync path (``execute``) it times the async path (``aexecute`` on one event loop) with
+the tool as ``async def`` and with the sync tool (run in a worker thread), and a parallel-tools
+workload: one step with 10 calls of a tool that waits 10 ms of real time, each path.
+
 Prints the median µs per step over samples (a sample runs the workload back to back until it
 lasts at least 20 ms, as pyperf does: a single run of W(10) takes about a millisecond, which
 mostly times cold caches), peak memory (a separate run under tracemalloc), the ratio
@@ -18,7 +22,7 @@ the smallest (N=1000 vs N=10 by default; linear cost gives about 1).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import _common as common
@@ -29,40 +33,62 @@ QUICK_SIZES = (3, 5)
 REPEATS = 7
 QUICK_REPEATS = 2
 TARGET_GROWTH = 1.5
+ASYNC_TARGET_RATIO = 1.5
+"""The async path's target: at most this times the sync path's µs per step, at every N."""
+PARALLEL_TARGET_MS = 15.0
+"""The parallel-tools target: the step with 10 calls of 10 ms takes at most this in the async path."""
 REFERENCE_FLOOR_US = 8.0
 """The upper end of the floor issue #5 quotes for its reference 2-core machine (5-8 µs/step)."""
 
 
-def calibrate(n: int) -> tuple[int, int]:
-    """Runs per sample for agentrig and for the floor on W(n), from one checked warm-up run each."""
-    elapsed, final = common.timed_ns(lambda: workload.prepare_agentrig(n))
-    workload.check_agentrig(n, final)
-    agentrig_loops = common.loops_for(elapsed)
-    elapsed, result = common.timed_ns(lambda: workload.prepare_floor(n))
-    workload.check_floor(n, result)
-    return agentrig_loops, common.loops_for(elapsed)
+CONTENDERS: dict[str, Callable[[int], Callable[[], Any]]] = {
+    "agentrig": workload.prepare_agentrig,
+    "async": workload.prepare_agentrig_async,
+    "async_sync_tool": workload.prepare_agentrig_async_sync_tool,
+    "floor": workload.prepare_floor,
+}
+"""What each sample times: the sync path, the async path (async tool; and the sync tool in a
+worker thread), and the bare-Python floor."""
 
 
-def sample(n: int, loops: tuple[int, int]) -> tuple[float, float]:
-    """One checked sample of each on W(n): ns per run of agentrig, then of the floor."""
-    agentrig_ns, finals = common.timed_loops_ns(lambda: workload.prepare_agentrig(n), loops[0])
-    for final in finals:
-        workload.check_agentrig(n, final)
-    floor_ns, results = common.timed_loops_ns(lambda: workload.prepare_floor(n), loops[1])
-    for result in results:
+def check(name: str, n: int, result: Any) -> None:
+    """The run's result is right (the floor's, or the agent's on any path)."""
+    if name == "floor":
         workload.check_floor(n, result)
-    return agentrig_ns, floor_ns
+    else:
+        workload.check_agentrig(n, result)
+
+
+def calibrate(n: int) -> dict[str, int]:
+    """Runs per sample of each contender on W(n), from one checked warm-up run each."""
+    loops = {}
+    for name, prepare in CONTENDERS.items():
+        elapsed, result = common.timed_ns(lambda prepare=prepare: prepare(n))
+        check(name, n, result)
+        loops[name] = common.loops_for(elapsed)
+    return loops
+
+
+def sample(n: int, loops: dict[str, int]) -> dict[str, float]:
+    """One checked sample of each contender on W(n): ns per run."""
+    timings = {}
+    for name, prepare in CONTENDERS.items():
+        ns, results = common.timed_loops_ns(lambda prepare=prepare: prepare(n), loops[name])
+        for result in results:
+            check(name, n, result)
+        timings[name] = ns
+    return timings
 
 
 def measure(sizes: Sequence[int], repeats: int) -> list[dict[str, Any]]:
     """Median µs/step and peak memory of agentrig and of the floor on W(n) for each size.
 
-    Samples take turns: agentrig then the floor, for every size, then the next round. A spell
-    of machine load then hits both alike and every size alike, rather than the sizes measured
-    during it (this machine's speed drifts by up to 2x over minutes).
+    Samples take turns: each contender, for every size, then the next round. A spell of machine
+    load then hits all alike and every size alike, rather than the sizes measured during it
+    (this machine's speed drifts by up to 2x over minutes).
     """
     loops = {n: calibrate(n) for n in sizes}
-    samples: dict[int, list[tuple[float, float]]] = {n: [] for n in sizes}
+    samples: dict[int, list[dict[str, float]]] = {n: [] for n in sizes}
     for _ in range(repeats):
         for n in sizes:
             samples[n].append(sample(n, loops[n]))
@@ -70,32 +96,55 @@ def measure(sizes: Sequence[int], repeats: int) -> list[dict[str, Any]]:
 
 
 def row(
-    n: int, repeats: int, loops: tuple[int, int], samples: list[tuple[float, float]]
+    n: int, repeats: int, loops: dict[str, int], samples: list[dict[str, float]]
 ) -> dict[str, Any]:
     """The result row of W(n), with peak memory from a separate traced run of each."""
     steps = n + 1
-    agentrig_ns = [pair[0] for pair in samples]
-    floor_ns = [pair[1] for pair in samples]
+    ns = {name: [timing[name] for timing in samples] for name in CONTENDERS}
     agentrig_peak, final = common.peak_bytes(lambda: workload.prepare_agentrig(n))
     workload.check_agentrig(n, final)
     floor_peak, result = common.peak_bytes(lambda: workload.prepare_floor(n))
     workload.check_floor(n, result)
-    agentrig_us = common.median(agentrig_ns) / 1000 / steps
-    floor_us = common.median(floor_ns) / 1000 / steps
+    us = {name: common.median(values) / 1000 / steps for name, values in ns.items()}
     return {
         "n": n,
         "steps": steps,
         "repeats": repeats,
-        "agentrig_runs_per_sample": loops[0],
-        "floor_runs_per_sample": loops[1],
-        "agentrig_us_per_step": agentrig_us,
-        "agentrig_us_per_step_min": min(agentrig_ns) / 1000 / steps,
-        "floor_us_per_step": floor_us,
-        "floor_us_per_step_min": min(floor_ns) / 1000 / steps,
-        "ratio": agentrig_us / floor_us,
+        "agentrig_runs_per_sample": loops["agentrig"],
+        "floor_runs_per_sample": loops["floor"],
+        "agentrig_us_per_step": us["agentrig"],
+        "agentrig_us_per_step_min": min(ns["agentrig"]) / 1000 / steps,
+        "async_us_per_step": us["async"],
+        "async_sync_tool_us_per_step": us["async_sync_tool"],
+        "async_ratio": us["async"] / us["agentrig"],
+        "async_sync_tool_ratio": us["async_sync_tool"] / us["agentrig"],
+        "floor_us_per_step": us["floor"],
+        "floor_us_per_step_min": min(ns["floor"]) / 1000 / steps,
+        "ratio": us["agentrig"] / us["floor"],
         "agentrig_peak_kib": agentrig_peak / 1024,
         "floor_peak_kib": floor_peak / 1024,
-        "agentrig_total_ms": common.median(agentrig_ns) / 1e6,
+        "agentrig_total_ms": common.median(ns["agentrig"]) / 1e6,
+    }
+
+
+def measure_parallel(repeats: int) -> dict[str, Any]:
+    """The parallel-tools workload: ms for the run whose first step makes 10 calls of a tool
+    that waits 10 ms (the second step only answers), each path, median of ``repeats``."""
+    timings: dict[str, list[float]] = {"async": [], "sync": []}
+    for _ in range(repeats):
+        for name in timings:
+            elapsed, final = common.timed_ns(
+                lambda name=name: workload.prepare_parallel(name == "async")
+            )
+            workload.check_parallel(final)
+            timings[name].append(elapsed / 1e6)
+    return {
+        "calls": workload.PARALLEL_CALLS,
+        "wait_ms": workload.WAIT_SECONDS * 1000,
+        "async_ms": common.median(timings["async"]),
+        "sync_ms": common.median(timings["sync"]),
+        "target_ms": PARALLEL_TARGET_MS,
+        "met": common.median(timings["async"]) <= PARALLEL_TARGET_MS,
     }
 
 
@@ -166,6 +215,10 @@ def main() -> None:
             row["agentrig_us_per_step"],
             row["floor_us_per_step"],
             f"{row['ratio']:.1f}x",
+            row["async_us_per_step"],
+            f"{row['async_ratio']:.2f}x",
+            row["async_sync_tool_us_per_step"],
+            f"{row['async_sync_tool_ratio']:.2f}x",
             row["agentrig_peak_kib"],
             row["floor_peak_kib"],
         )
@@ -177,6 +230,10 @@ def main() -> None:
         "agentrig us/step",
         "floor us/step",
         "agentrig/floor",
+        "async us/step",
+        "async/sync",
+        "async (sync tool) us/step",
+        "async (sync tool)/sync",
         "agentrig peak KiB",
         "floor peak KiB",
     )
@@ -189,6 +246,15 @@ def main() -> None:
         f"agentrig {agentrig_growth:.2f}, floor {floor_growth:.2f}"
     )
     targets = target_check(results, agentrig_growth)
+    parallel = measure_parallel(repeats)
+    worst_async = max(row["async_ratio"] for row in results)
+    targets["lines"] += [
+        f"target async <= {ASYNC_TARGET_RATIO}x the sync us/step at every N: worst "
+        f"{worst_async:.2f}x -> {'met' if worst_async <= ASYNC_TARGET_RATIO else 'MISSED'}",
+        f"parallel tools ({parallel['calls']} calls of {parallel['wait_ms']:.0f} ms in one step): "
+        f"async {parallel['async_ms']:.1f} ms, sync {parallel['sync_ms']:.1f} ms; target async "
+        f"<= {PARALLEL_TARGET_MS:.0f} ms -> {'met' if parallel['met'] else 'MISSED'}",
+    ]
     print()
     for line in targets["lines"]:
         print(line)
@@ -206,6 +272,7 @@ def main() -> None:
                 "floor": floor_growth,
             },
             "targets": {key: value for key, value in targets.items() if key != "lines"},
+            "parallel_tools": parallel,
         },
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
@@ -395,8 +395,8 @@ class Opaque:
     """A class pydantic has no schema for."""
 
 
-async def fetch(city: str) -> str:
-    return city
+async def fetch(city: str) -> AsyncIterator[str]:
+    yield city
 
 
 def stream(count: int) -> Iterator[int]:
@@ -449,7 +449,7 @@ class TestToolDefinitionErrors:
     @pytest.mark.parametrize(
         ("function", "fragments"),
         [
-            (fetch, ["tool 'fetch'", "async", "tools are synchronous", "'def'"]),
+            (fetch, ["tool 'fetch'", "async generator", "returns a list"]),
             (stream, ["tool 'stream'", "generator", "return a list"]),
             (spread, ["tool 'spread'", "'*cities'", "named, typed parameter"]),
             (options, ["tool 'options'", "'**flags'", "named, typed parameter"]),
@@ -475,9 +475,10 @@ class TestToolDefinitionErrors:
         with pytest.raises(ConfigurationError, match=r"tool 'lookup' \(spread\): parameter"):
             tool(name="lookup")(spread)
 
-    def test_an_async_callable_object_is_refused(self) -> None:
-        with pytest.raises(ConfigurationError, match="tool 'get' is an async function"):
-            FunctionTool(AsyncCallable(), name="get")
+    def test_an_async_callable_object_is_an_async_tool(self) -> None:
+        made = FunctionTool(AsyncCallable(), name="get")
+        assert made.is_async
+        assert made.invoke({"city": "Oslo"}, None) == "Oslo"  # type: ignore[arg-type]
 
     @pytest.mark.parametrize("function", [functools.partial(base, b=1), lambda a: a])
     def test_a_callable_without_a_name_needs_one(self, function: Any) -> None:

@@ -33,7 +33,15 @@ from agentrig.compilers import (
     register_compiler,
 )
 from agentrig.continuation import ExecutionContinuation, StopReason, StopSignal, StopSignals
-from agentrig.drivers import Driver, InferenceProvider, StepRuntime, ToolCallingDriver
+from agentrig.drivers import (
+    AsyncInferenceProvider,
+    Delta,
+    Driver,
+    InferenceProvider,
+    StepRuntime,
+    StreamingProvider,
+    ToolCallingDriver,
+)
 from agentrig.errors import (
     AgentrigError,
     AgentStop,
@@ -70,6 +78,7 @@ from agentrig.events import (
     ContinuationEvaluated,
     EventBus,
     HookExecuted,
+    InferenceDelta,
     InferenceRequestStarted,
     InferenceResponseReceived,
     StopSignalReceived,
@@ -134,6 +143,7 @@ __all__ = [
     "AgentStop",
     "AgentrigError",
     "AllSections",
+    "AsyncInferenceProvider",
     "BuildContext",
     "CancellationSource",
     "CancellationToken",
@@ -142,6 +152,7 @@ __all__ = [
     "ContextCompiler",
     "ContinuationEvaluated",
     "ConversationWithCurrentToolTrace",
+    "Delta",
     "Driver",
     "EventBus",
     "EventListenerError",
@@ -159,6 +170,7 @@ __all__ = [
     "HookTrigger",
     "IdFactory",
     "InMemorySessionStore",
+    "InferenceDelta",
     "InferenceProvider",
     "InferenceRequest",
     "InferenceRequestStarted",
@@ -195,6 +207,7 @@ __all__ = [
     "StopSignalReceived",
     "StopSignals",
     "StoredSession",
+    "StreamingProvider",
     "SubagentCompleted",
     "SubagentDefinition",
     "SubagentDepthExceededError",

@@ -345,6 +345,13 @@ class Serializable:
         return new
 
     @classmethod
+    def _built(cls, parts_checked: bool, /, **values: Any) -> Self:
+        """An instance from ``values``, validated unless ``parts_checked``: the caller's check
+        that every part already has its field's exact type (the usual case on the hot path);
+        values handed over by users or custom code go through validation."""
+        return cls._trusted(**values) if parts_checked else cls(**values)
+
+    @classmethod
     def _trusted(cls, **values: Any) -> Self:
         """An unvalidated instance: for internal code whose values are already of the field types
         (objects built from validated parts). Defaults and default factories apply as in

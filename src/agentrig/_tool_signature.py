@@ -1,6 +1,6 @@
 """From a tool function's signature to its arguments model, checked when the tool is made.
 
-Whatever the model could not call through (``async def``, ``*args``, positional-only or
+Whatever the model could not call through (generator functions, ``*args``, positional-only or
 ``_``-prefixed parameters, a type pydantic cannot describe, ...) raises ``ConfigurationError``
 naming the tool and the parameter, rather than failing on every call.
 """
@@ -53,16 +53,19 @@ def tool_label(function: Callable[..., Any], name: str) -> str:
     return f"tool '{name}'" if qualname in (None, name) else f"tool '{name}' ({qualname})"
 
 
-def check_synchronous(function: Callable[..., Any], label: str) -> None:
-    """Refuse functions whose call does not run the body: coroutine and generator functions."""
+def is_async_callable(function: Callable[..., Any]) -> bool:
+    """True for an ``async def`` function, or an object whose ``__call__`` is one."""
+    return any(inspect.iscoroutinefunction(f) for f in (function, _call_method(function)))
+
+
+def check_callable_kind(function: Callable[..., Any], label: str) -> None:
+    """Refuse functions whose call does not return the tool's value (or a coroutine of it):
+    generator and async generator functions."""
     call = _call_method(function)
-    if any(
-        inspect.iscoroutinefunction(f) or inspect.isasyncgenfunction(f) for f in (function, call)
-    ):
+    if any(inspect.isasyncgenfunction(f) for f in (function, call)):
         raise ConfigurationError(
-            f"{label} is an async function, but tools are synchronous (the loop calls a tool "
-            "and never awaits it): define it with 'def' (run any coroutine inside it, e.g. "
-            "with asyncio.run)"
+            f"{label} is an async generator function, but a tool returns its value: make it an "
+            "'async def' that returns a list instead of yielding"
         )
     if inspect.isgeneratorfunction(function) or inspect.isgeneratorfunction(call):
         raise ConfigurationError(

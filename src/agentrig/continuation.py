@@ -119,7 +119,7 @@ class ExecutionContinuation(Serializable):
 
     def should_stop(self) -> bool:
         """True when there is a binding signal, or a signal and no continuation request."""
-        if not self.stop_signals._items:  # the tuple: no __bool__ call, twice a step
+        if not self.stop_signals:
             return False
         if not self.is_continuation_requested:
             return True

@@ -12,7 +12,8 @@ from datetime import datetime
 from typing import Any, Self, TypeVar
 
 from agentrig import clock
-from agentrig.errors import EventListenerError
+from agentrig._tool_signature import is_async_callable
+from agentrig.errors import ConfigurationError, EventListenerError
 from agentrig.state import AgentState, Usage
 
 E = TypeVar("E", bound="AgentEvent")
@@ -152,6 +153,21 @@ class InferenceResponseReceived(AgentEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class InferenceDelta(AgentEvent):
+    """A piece of the answer a streaming provider is sending, as it arrives: some text, or a
+    piece of a tool call's JSON arguments (``tool_call_index`` says which call; its id and name
+    come with its first piece). Only runs through ``AgentLoop.stream``/``astream`` ask for them;
+    the step records the assembled answer, as a plain run does."""
+
+    step_number: int
+    text: str = ""
+    tool_call_index: int | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    arguments: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallStarted(AgentEvent):
     """A tool call is about to run."""
 
@@ -223,26 +239,29 @@ class EventBus:
     _wiretaps: list[Listener] = field(default_factory=list)
     _by_type: dict[type[AgentEvent], list[Listener]] = field(default_factory=dict)
     _routes: dict[type[AgentEvent], tuple[Listener, ...]] = field(default_factory=dict)
-    _listened: bool = field(default=False, init=False, repr=False, compare=False)
-    """False while no listener can receive anything (none here, no parent). Code that asks
-    ``wants`` several times a step reads it first: an attribute costs less than a call."""
+    listened: bool = field(default=False, init=False, repr=False, compare=False)
+    """False while no listener can receive anything (no listener here, no parent); read-only.
+    The loop's per-step code reads it before asking ``wants``: when nobody listens, which is
+    the usual case, an attribute read costs a fraction of the call."""
 
     def __post_init__(self) -> None:
-        self._listened = self.parent is not None or bool(self._wiretaps or self._by_type)
+        self.listened = self.parent is not None or bool(self._wiretaps or self._by_type)
 
     def wiretap(self, listener: Callable[[AgentEvent], None]) -> Callable[[], None]:
         """Receive every event; returns a function that unsubscribes."""
+        _check_listener(listener)
         self._wiretaps.append(listener)
         self._routes.clear()
-        self._listened = True
+        self.listened = True
         return self._unsubscriber(self._wiretaps, listener)
 
     def subscribe(self, event_type: type[E], listener: Callable[[E], None]) -> Callable[[], None]:
         """Receive events of ``event_type`` and its subclasses; returns an unsubscribe function."""
+        _check_listener(listener)
         listeners = self._by_type.setdefault(event_type, [])
         listeners.append(listener)
         self._routes.clear()
-        self._listened = True
+        self.listened = True
         return self._unsubscriber(listeners, listener)
 
     def child(self) -> EventBus:
@@ -251,7 +270,7 @@ class EventBus:
 
     def wants(self, event_type: type[AgentEvent]) -> bool:
         """True when some listener (here or in a parent) would receive ``event_type``."""
-        if not self._listened:
+        if not self.listened:
             return False  # nobody listens at all: the common case of an unobserved loop
         route = self._routes.get(event_type)
         if route is None:
@@ -301,8 +320,20 @@ class EventBus:
                 registered.clear()
                 listeners.remove(listener)  # equal entries are the same listener: any one will do
                 self._routes.clear()
+                self.listened = self.parent is not None or bool(
+                    self._wiretaps or any(self._by_type.values())
+                )
 
         return unsubscribe
+
+
+def _check_listener(listener: Listener) -> None:
+    if is_async_callable(listener):
+        raise ConfigurationError(
+            f"listener {_name(listener)} is an async function, but listeners are called "
+            "synchronously in both paths: define it with 'def' (hand the event to a queue for "
+            "async work, e.g. asyncio.Queue.put_nowait)"
+        )
 
 
 def _name(listener: Listener) -> str:

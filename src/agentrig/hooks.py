@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Self
 
 from agentrig import clock
 from agentrig._frozen import fast_init
+from agentrig._tool_signature import is_async_callable
 from agentrig.errors import ConfigurationError, HookContractViolationError, InvalidInputError
 from agentrig.events import HookExecuted
 from agentrig.messages import ToolCall
@@ -171,7 +172,7 @@ class RegisteredHook:
 class HookStack:
     """An immutable, priority-ordered set of hooks. Higher priority runs first; ties keep order."""
 
-    __slots__ = ("_by_trigger", "_events", "_hooks")
+    __slots__ = ("_events", "_hooks", "by_trigger")
 
     def __init__(
         self, hooks: Iterable[RegisteredHook] = (), events: EventBus | None = None
@@ -179,12 +180,13 @@ class HookStack:
         ordered = sorted(hooks, key=lambda registered: -registered.priority)
         self._hooks: tuple[RegisteredHook, ...] = tuple(ordered)
         self._events = events
-        # ``hooks_for`` as a plain dict: the loop, the driver and the executor read it directly
-        # at their six per-step hook points (a method call each otherwise).
-        self._by_trigger: dict[HookTrigger, tuple[RegisteredHook, ...]] = {
+        self.by_trigger: Mapping[HookTrigger, tuple[RegisteredHook, ...]] = {
             trigger: tuple(h for h in self._hooks if trigger in h.triggers)
             for trigger in HookTrigger
         }
+        """The hooks of each trigger, in run order; read-only (the stack is immutable):
+        ``hooks_for`` as a mapping, for the loop's per-step checks (a subscript costs a
+        fraction of a method call). A plain dict, so a stack copies and pickles."""
 
     def with_hook(
         self,
@@ -197,6 +199,12 @@ class HookStack:
         if not callable(hook):
             raise ConfigurationError(
                 f"hook {hook!r} is not callable: pass a function taking a HookContext"
+            )
+        if is_async_callable(hook):
+            raise ConfigurationError(
+                f"hook {hook!r} is an async function, but hooks are synchronous in both paths "
+                "(they run between awaits, in a fixed order): define it with 'def'; do slow "
+                "work in an async tool"
             )
         if not isinstance(priority, int | float):
             raise ConfigurationError(f"hook priority must be a number, got {priority!r}")
@@ -219,7 +227,7 @@ class HookStack:
 
     def hooks_for(self, trigger: HookTrigger) -> tuple[RegisteredHook, ...]:
         """Hooks that run on ``trigger``, in run order."""
-        return self._by_trigger[trigger]
+        return self.by_trigger[trigger]
 
     def __len__(self) -> int:
         return len(self._hooks)
@@ -227,12 +235,12 @@ class HookStack:
     def intercept(self, context: HookContext) -> HookContext:
         """Run every hook registered for the context's trigger; each sees the previous output."""
         events = self._events
-        for registered in self._by_trigger[context.trigger]:
+        for registered in self.by_trigger[context.trigger]:
             result = registered.hook(context)
             if result is not None and result is not context:
                 _check_contract(registered.name, context, result)
                 context = result
-            if events is not None and events._listened and events.wants(HookExecuted):
+            if events is not None and events.listened and events.wants(HookExecuted):
                 events.dispatch(
                     HookExecuted.of(
                         context.state, trigger=context.trigger.value, hook_name=registered.name

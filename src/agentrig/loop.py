@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from contextlib import AbstractContextManager
+from typing import Any
 
+from agentrig._effects import Effect, Infer, UseTools, in_event_loop, step_of
 from agentrig.clock import Clock, IdFactory, SystemClock, UuidIds, runtime_context
 from agentrig.continuation import StopReason, StopSignal
 from agentrig.drivers.base import Driver, StepRuntime
-from agentrig.errors import AgentStop, EventListenerError, StepInterrupted
+from agentrig.errors import AgentStop, ConfigurationError, EventListenerError, StepInterrupted
 from agentrig.events import (
+    AgentEvent,
     AgentExecutionCompleted,
     AgentExecutionFailed,
     AgentExecutionStarted,
@@ -27,8 +31,7 @@ from agentrig.tools import ToolExecutor, Tools
 
 LOOP_SOURCE = "AgentLoop"
 
-# Enum members read every step, bound once: in Python 3.11 reading a member off its Enum class
-# takes the slow attribute path of a metaclass with __getattr__ (about ten global reads).
+# Hot-path enum constants: see "Enum members on the hot path" in docs/architecture.md.
 _BEFORE_STEP = HookTrigger.BEFORE_STEP
 _AFTER_STEP = HookTrigger.AFTER_STEP
 
@@ -74,8 +77,162 @@ class AgentLoop:
         return final
 
     def iterate(self, state: AgentState) -> Iterator[AgentState]:
-        """Yield the state after each step, then the final state."""
-        scope = self._scope()  # entered around each phase, never across a yield; reusable
+        """Yield the state after each step, then the final state.
+
+        Refused at once inside a running event loop (the run would block it): use ``aiterate``.
+        """
+        if in_event_loop():
+            raise ConfigurationError(
+                "AgentLoop.execute()/iterate() was called inside a running event loop, which it "
+                "would block: use 'await agent.aexecute(state)' or "
+                "'async for state in agent.aiterate(state)'"
+            )
+        return self._iterate(state)
+
+    def _iterate(self, state: AgentState) -> Iterator[AgentState]:
+        run = self._run(state)
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                item = run.send(value) if error is None else run.throw(error)
+            except StopIteration:
+                return
+            if isinstance(item, AgentState):
+                value, error = None, None
+                yield item
+                continue
+            try:
+                value, error = item.perform(), None
+            except BaseException as raised:
+                value, error = None, raised
+
+    async def aexecute(self, state: AgentState) -> AgentState:
+        """Run to the end on the running event loop and return the final state."""
+        final = state
+        async for yielded in self.aiterate(state):
+            final = yielded
+        return final
+
+    async def aiterate(self, state: AgentState) -> AsyncIterator[AgentState]:
+        """Yield the same states as ``iterate``, running providers and tools on the event loop:
+        the tool calls of a step run concurrently (see ``ToolExecutor.aexecute``)."""
+        run = self._run(state)
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                item = run.send(value) if error is None else run.throw(error)
+            except StopIteration:
+                return
+            if isinstance(item, AgentState):
+                value, error = None, None
+                yield item
+                continue
+            try:
+                value, error = await item.aperform(), None
+            except BaseException as raised:
+                value, error = None, raised
+
+    def stream(self, state: AgentState) -> Iterator[AgentEvent | AgentState]:
+        """Run to the end, yielding the run's events as they happen (a streaming provider's
+        answer in ``InferenceDelta`` pieces among them) and, like ``iterate``, the state after
+        each step; the last item is the final state.
+
+        The events are those of this agent and its subagents, as a ``wiretap`` on the loop's bus
+        sees them during the run; the final state is the one ``execute`` returns. While a step's
+        events are handed out, the step is under way: its runtime context (the agent's clock and
+        ids) is the current one. Stopping early ends the run without recording the step. Refused inside
+        a running event loop, as ``execute`` is: use ``astream``.
+        """
+        if in_event_loop():
+            raise ConfigurationError(
+                "AgentLoop.stream() was called inside a running event loop, which it would "
+                "block: use 'async for item in agent.astream(state)'"
+            )
+        return self._stream(state)
+
+    def _stream(self, state: AgentState) -> Iterator[AgentEvent | AgentState]:
+        heard: deque[AgentEvent] = deque()
+        unsubscribe = self.events.wiretap(_listener_for(state.agent_id, heard))
+        run = self._run(state, streaming=True)
+        try:
+            value: Any = None
+            error: BaseException | None = None
+            while True:
+                try:
+                    item = run.send(value) if error is None else run.throw(error)
+                except StopIteration:
+                    break
+                value, error = None, None
+                yield from _drained(heard)
+                if isinstance(item, AgentState):
+                    yield item
+                    continue
+                try:
+                    if isinstance(item, Infer):
+                        pieces = item.pieces()
+                        while True:
+                            try:
+                                next(pieces)
+                            except StopIteration as done:
+                                value = done.value
+                                break
+                            yield from _drained(heard)
+                    else:
+                        value = item.perform()
+                except BaseException as raised:
+                    error = raised
+                yield from _drained(heard)
+            yield from _drained(heard)
+        finally:  # a consumer that stops early ends the run here, in its own context
+            run.close()
+            unsubscribe()
+
+    async def astream(self, state: AgentState) -> AsyncIterator[AgentEvent | AgentState]:
+        """``stream`` on the running event loop: the events as they happen, the state after
+        each step, and last the final state (the one ``aexecute`` returns)."""
+        heard: deque[AgentEvent] = deque()
+        unsubscribe = self.events.wiretap(_listener_for(state.agent_id, heard))
+        run = self._run(state, streaming=True)
+        try:
+            value: Any = None
+            error: BaseException | None = None
+            while True:
+                try:
+                    item = run.send(value) if error is None else run.throw(error)
+                except StopIteration:
+                    break
+                value, error = None, None
+                for event in _drained(heard):
+                    yield event
+                if isinstance(item, AgentState):
+                    yield item
+                    continue
+                try:
+                    if isinstance(item, Infer):
+                        async for piece in item.apieces():
+                            value = piece
+                            for event in _drained(heard):
+                                yield event
+                    else:
+                        value = await item.aperform()
+                except BaseException as raised:
+                    error = raised
+                for event in _drained(heard):
+                    yield event
+            for event in _drained(heard):
+                yield event
+        finally:  # a consumer that stops early ends the run here, in its own context
+            run.close()
+            unsubscribe()
+
+    def _run(
+        self, state: AgentState, *, streaming: bool = False
+    ) -> Generator[Effect | AgentState, Any, None]:
+        """The run, written once for both paths: yields effects to perform and states to hand
+        to the caller (outside the runtime scope, which never spans a state's yield)."""
+        scope = self._scope()  # entered around each phase, never across a state; reusable
         with scope:
             state, stop_now = self._before_execution(state)
             if stop_now:
@@ -83,7 +240,7 @@ class AgentLoop:
                 state = self._on_stop(state)
         while not stop_now:
             with scope:
-                state, stop_now = self._step(state)
+                state, stop_now = yield from self._step(state, streaming)
             if not stop_now:
                 yield state
         with scope:
@@ -115,12 +272,14 @@ class AgentLoop:
         continuation = state.continuation()
         return state, continuation.should_stop() and len(continuation.stop_signals) > carried
 
-    def _step(self, state: AgentState) -> tuple[AgentState, bool]:
+    def _step(
+        self, state: AgentState, streaming: bool = False
+    ) -> Generator[Effect, Any, tuple[AgentState, bool]]:
         """Run one step; returns the state and whether the loop stops."""
         step_number = state.step_count() + 1
         started = False
         try:
-            if self.events._listened and self.events.wants(AgentStepStarted):
+            if self.events.listened and self.events.wants(AgentStepStarted):
                 self.events.dispatch(
                     AgentStepStarted.of(
                         state, step_number=step_number, message_count=len(state.messages())
@@ -132,7 +291,12 @@ class AgentLoop:
                 return self._on_stop(state), True
             state = state.with_step_started()
             started = True
-            state = self.driver.use_tools(state, self._runtime(step_number))
+            runtime = self._runtime(step_number, streaming)
+            driver_step = step_of(self.driver)
+            if driver_step is not None:
+                state = yield from driver_step(state, runtime)
+            else:
+                state = yield UseTools(self.driver, state, runtime)
         except EventListenerError:
             raise
         except AgentStop as stop:
@@ -158,7 +322,7 @@ class AgentLoop:
         state = self._evaluated(state, should_stop=False)
         return state.with_current_step_completed(), False
 
-    def _runtime(self, step_number: int) -> StepRuntime:
+    def _runtime(self, step_number: int, streaming: bool = False) -> StepRuntime:
         return StepRuntime(
             tools=self.tools,
             executor=self.executor,
@@ -166,12 +330,13 @@ class AgentLoop:
             events=self.events,
             trace_mode=self.trace_mode,
             step_number=step_number,
+            streaming=streaming,
         )
 
     def _after_step(self, state: AgentState, step_number: int) -> AgentState:
         state = self._guarded(_AFTER_STEP, state)
         events = self.events
-        if not events._listened or not (
+        if not events.listened or not (
             events.wants(AgentStepCompleted) or events.wants(TokenUsageReported)
         ):
             return state
@@ -273,7 +438,7 @@ class AgentLoop:
         return state.with_stop_signal(StopSignal.requested_by(stop))
 
     def _evaluated(self, state: AgentState, *, should_stop: bool) -> AgentState:
-        if self.events._listened and self.events.wants(ContinuationEvaluated):
+        if self.events.listened and self.events.wants(ContinuationEvaluated):
             reason = state.last_stop_reason() if should_stop else None
             self.events.dispatch(
                 ContinuationEvaluated.of(
@@ -289,7 +454,7 @@ class AgentLoop:
     # --- hooks ----------------------------------------------------------------------------
 
     def _intercept(self, trigger: HookTrigger, state: AgentState) -> AgentState:
-        if not self.hooks._by_trigger[trigger]:
+        if not self.hooks.by_trigger[trigger]:
             return state
         return self.hooks.intercept(HookContext(trigger, state)).state
 
@@ -303,6 +468,21 @@ class AgentLoop:
             return self._stop_requested(state, stop)
         except Exception as error:
             return self._on_error(state, error)
+
+
+def _listener_for(agent_id: str, heard: deque[AgentEvent]) -> Callable[[AgentEvent], None]:
+    """A wiretap keeping the events of agent ``agent_id`` and of its subagents."""
+
+    def hear(event: AgentEvent) -> None:
+        if event.agent_id == agent_id or event.parent_agent_id == agent_id:
+            heard.append(event)
+
+    return hear
+
+
+def _drained(heard: deque[AgentEvent]) -> Iterator[AgentEvent]:
+    while heard:
+        yield heard.popleft()
 
 
 def _with_errors_added(

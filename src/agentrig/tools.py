@@ -7,6 +7,7 @@ the agent state and the tool call instead of a model argument.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 from abc import ABC, abstractmethod
@@ -19,14 +20,16 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from agentrig import clock
+from agentrig._effects import run_coroutine
 from agentrig._frozen import fast_init
 from agentrig._model import is_json_data, problems_of
 from agentrig._tool_arguments import plain_arguments, plain_plan
 from agentrig._tool_signature import (
     arguments_model,
+    check_callable_kind,
     check_kind,
     check_name,
-    check_synchronous,
+    is_async_callable,
     read_signature,
     tool_description,
     tool_label,
@@ -80,6 +83,11 @@ class Tool(ABC):
     def invoke(self, arguments: Mapping[str, Any], context: ToolContext) -> Any:
         """Run the tool. Raise ``InvalidToolArgumentsError`` for bad arguments."""
 
+    async def ainvoke(self, arguments: Mapping[str, Any], context: ToolContext) -> Any:
+        """Run the tool in the async path. By default ``invoke`` runs in a worker thread, with
+        the context variables (the runtime's clock and ids) copied; async tools override this."""
+        return await asyncio.to_thread(self.invoke, arguments, context)
+
     def schema(self) -> ToolSchema:
         """The tool as the model sees it."""
         return ToolSchema(
@@ -91,7 +99,11 @@ class Tool(ABC):
 
 
 class FunctionTool(Tool):
-    """A tool made from a typed Python function."""
+    """A tool made from a typed Python function, ``def`` or ``async def``.
+
+    An ``async def`` tool is awaited on the event loop in the async path; in the sync path it
+    runs to completion on a private event loop.
+    """
 
     def __init__(
         self,
@@ -113,6 +125,7 @@ class FunctionTool(Tool):
         self._schema: ToolSchema | None = None
         self._validate = self._model.__pydantic_validator__.validate_python
         self._plan = plain_plan(self._model)
+        self.is_async = is_async_callable(function)
 
     def parameters(self) -> dict[str, Any]:
         """JSON Schema derived from the function signature."""
@@ -127,13 +140,25 @@ class FunctionTool(Tool):
         return cached
 
     def invoke(self, arguments: Mapping[str, Any], context: ToolContext) -> Any:
-        """Validate ``arguments`` and call the function."""
+        """Validate ``arguments`` and call the function (an async one on a private event loop)."""
+        result = self.function(**self._kwargs(arguments, context))
+        if self.is_async:
+            return run_coroutine(result, f"tool '{self.name}'")
+        return result
+
+    async def ainvoke(self, arguments: Mapping[str, Any], context: ToolContext) -> Any:
+        """Await an async function; run a sync one in a worker thread (context variables kept)."""
+        if not self.is_async:
+            return await super().ainvoke(arguments, context)
+        return await self.function(**self._kwargs(arguments, context))
+
+    def _kwargs(self, arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
         kwargs = None if self._plan is None else plain_arguments(self._plan, arguments)
         if kwargs is None:
             kwargs = self._validated(arguments)
         if self._context_param is not None:
             kwargs[self._context_param] = context
-        return self.function(**kwargs)
+        return kwargs
 
     def _validated(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         try:
@@ -173,7 +198,7 @@ def _arguments_model(
     Raises ``ConfigurationError`` for a signature the model could not call through.
     """
     label = tool_label(function, name)
-    check_synchronous(function, label)
+    check_callable_kind(function, label)
     context_param: str | None = None
     fields: dict[str, Any] = {}
     for param in read_signature(function, label).parameters.values():
@@ -292,16 +317,23 @@ def format_tool_value(value: Any) -> str:
 
 _NUMBERS = (int, float)
 
-# Enum members read every step, bound once: in Python 3.11 reading a member off its Enum class
-# takes the slow attribute path of a metaclass with __getattr__ (about ten global reads).
+
+# Hot-path enum constants: see "Enum members on the hot path" in docs/architecture.md.
 _BEFORE_TOOL_USE = HookTrigger.BEFORE_TOOL_USE
 _AFTER_TOOL_USE = HookTrigger.AFTER_TOOL_USE
 
 
 class ToolExecutor:
-    """Runs tool calls in order. Failures become failed executions the model sees; the loop goes on.
+    """Runs the tool calls of a step. Failures become failed executions the model sees; the loop
+    goes on. ``AgentStop`` raised by a tool is re-raised: it stops the execution.
 
-    ``AgentStop`` raised by a tool is re-raised: it stops the execution.
+    ``execute`` (the sync path) runs the calls one after another, each with its hooks:
+    ``before_tool_use``, the call, ``after_tool_use``. ``aexecute`` (the async path) runs them
+    concurrently and keeps the hooks in a fixed order: every call's ``before_tool_use`` hooks (and
+    ``ToolCallStarted``) in call order, then the calls together, then every call's
+    ``ToolCallCompleted`` and ``after_tool_use`` hooks in call order. Both record the results in
+    call order, and the same ones: a call the sync path would not have run (after a stop or a
+    failed hook) is recorded as not run in the async path too, even if it ran there.
     """
 
     def __init__(
@@ -314,7 +346,7 @@ class ToolExecutor:
     def execute(
         self, calls: Iterable[ToolCall], state: AgentState, step_number: int
     ) -> tuple[ToolExecutions, AgentState]:
-        """Execute ``calls``; returns the executions and the state as hooks left it.
+        """Execute ``calls`` one by one; returns the executions and the state as hooks left it.
 
         ``AgentStop`` from a tool or a tool hook is re-raised with ``tool_executions`` attached:
         the calls that ran, the one it stopped (``stopped``), and the later ones, which did not
@@ -325,38 +357,120 @@ class ToolExecutor:
         for index, call in enumerate(calls):
             try:
                 execution, state = self._execute_one(call, state, step_number)
-            except AgentStop as stop:
-                message = stop.stop_message or "stop requested"
-                executions.append(_stopped(call, f"Execution stopped: {message}"))
-                executions.extend(not_run(calls[index + 1 :], NOT_RUN_STOPPED))
-                stop.tool_executions = ToolExecutions(executions)
-                raise
-            except StepInterrupted as interrupted:  # an after_tool_use hook failed: the call ran
-                executions.extend(interrupted.tool_executions or ())
-                executions.extend(not_run(calls[index + 1 :], NOT_RUN_HOOK_FAILED))
-                interrupted.tool_executions = ToolExecutions(executions)
-                raise
-            except EventListenerError:
-                raise
-            except Exception as error:  # a before_tool_use hook failed: the call did not run
-                executions.extend(not_run(calls[index:], NOT_RUN_HOOK_FAILED))
-                raise StepInterrupted(error, tool_executions=ToolExecutions(executions)) from error
+            except BaseException as error:
+                raise self._cut_short(error, calls, index, executions, hook_ran=True)  # noqa: B904
             executions.append(execution)
         return ToolExecutions(executions), state
+
+    async def aexecute(
+        self, calls: Iterable[ToolCall], state: AgentState, step_number: int
+    ) -> tuple[ToolExecutions, AgentState]:
+        """Execute ``calls`` concurrently (see the class); the same results as ``execute``."""
+        calls = calls if type(calls) is tuple else tuple(calls)
+        prepared: list[tuple[ToolCall, AgentState, ToolExecution | None]] = []
+        hook_error: BaseException | None = None
+        for call in calls:
+            try:
+                call, state, blocked = self._before(call, state, step_number)
+            except BaseException as error:  # the calls before it still run, as in ``execute``
+                hook_error = error
+                break
+            prepared.append((call, state, blocked))
+        ran = iter(await self._arun_all([(c, s) for c, s, blocked in prepared if blocked is None]))
+        executions: list[ToolExecution] = []
+        for index, (call, _, blocked) in enumerate(prepared):
+            if blocked is not None:
+                executions.append(blocked)
+                continue
+            outcome = next(ran)
+            try:
+                if isinstance(outcome, BaseException) and not isinstance(outcome, AgentStop):
+                    raise outcome
+                done = outcome.record() if isinstance(outcome, _Ran) else outcome
+                execution, state = self._after(call, state, step_number, done)
+            except BaseException as error:
+                raise self._cut_short(error, calls, index, executions, hook_ran=True)  # noqa: B904
+            executions.append(execution)
+        if hook_error is not None:
+            index = len(prepared)
+            raise self._cut_short(hook_error, calls, index, executions, hook_ran=False)
+        return ToolExecutions(executions), state
+
+    async def _arun_all(
+        self, calls: list[tuple[ToolCall, AgentState]]
+    ) -> list[_Ran | BaseException]:
+        """Run the calls (each with the state its hooks left) together; a call's ``AgentStop``
+        or escaping error is its outcome. A single call runs without a task of its own."""
+        if len(calls) == 1:
+            call, state = calls[0]
+            try:
+                return [await self._arun(call, state)]
+            except Exception as error:
+                return [error]
+        return await asyncio.gather(
+            *(self._arun(call, state) for call, state in calls), return_exceptions=True
+        )
+
+    def _cut_short(
+        self,
+        error: BaseException,
+        calls: tuple[ToolCall, ...],
+        index: int,
+        executions: list[ToolExecution],
+        *,
+        hook_ran: bool,
+    ) -> BaseException:
+        """The error to raise when call ``index`` ended the step's tool use, with the results of
+        every call attached: those recorded so far, then call ``index``'s and the later ones'.
+
+        ``hook_ran``: an error that is not a stop came from an ``after_tool_use`` hook (the call
+        ran, ``StepInterrupted`` carries its result) rather than from a ``before_tool_use`` hook.
+        """
+        if isinstance(error, AgentStop):
+            message = error.stop_message or "stop requested"
+            executions.extend(not_run(calls[index : index + 1], f"Execution stopped: {message}"))
+            executions.extend(not_run(calls[index + 1 :], NOT_RUN_STOPPED))
+            error.tool_executions = ToolExecutions(executions)
+            return error
+        if isinstance(error, StepInterrupted) and hook_ran:  # the call ran: keep its result
+            executions.extend(error.tool_executions or ())
+            executions.extend(not_run(calls[index + 1 :], NOT_RUN_HOOK_FAILED))
+            error.tool_executions = ToolExecutions(executions)
+            return error
+        if isinstance(error, EventListenerError) or not isinstance(error, Exception):
+            return error
+        # a before_tool_use hook failed: the call did not run
+        executions.extend(not_run(calls[index:], NOT_RUN_HOOK_FAILED))
+        interrupted = StepInterrupted(error, tool_executions=ToolExecutions(executions))
+        interrupted.__cause__ = error
+        return interrupted
 
     def _execute_one(
         self, call: ToolCall, state: AgentState, step_number: int
     ) -> tuple[ToolExecution, AgentState]:
-        if self.hooks._by_trigger[_BEFORE_TOOL_USE]:
-            context = self.hooks.intercept(
-                HookContext(HookTrigger.BEFORE_TOOL_USE, state, tool_call=call)
-            )
+        call, state, blocked = self._before(call, state, step_number)
+        if blocked is not None:
+            return blocked, state
+        try:
+            execution = self._run(call, state)
+        except AgentStop as stop:
+            self._stopped_by_tool(state, step_number, call, stop)
+            raise
+        return self._after(call, state, step_number, execution)
+
+    def _before(
+        self, call: ToolCall, state: AgentState, step_number: int
+    ) -> tuple[ToolCall, AgentState, ToolExecution | None]:
+        """The ``before_tool_use`` hooks and ``ToolCallStarted``: the call and state they left,
+        and the blocked execution to record when they blocked the call (then it does not run)."""
+        hooks = self.hooks
+        if hooks.by_trigger[_BEFORE_TOOL_USE]:
+            context = hooks.intercept(HookContext(_BEFORE_TOOL_USE, state, tool_call=call))
             state, call = context.state, context.tool_call or call
             if context.blocks_the_call():
-                return self._blocked(context, call, step_number), state
-        events = self.events
-        if events._listened and events.wants(ToolCallStarted):
-            events.dispatch(
+                return call, state, self._blocked(context, call, step_number)
+        if self.events.listened and self.events.wants(ToolCallStarted):
+            self.events.dispatch(
                 ToolCallStarted.of(
                     state,
                     step_number=step_number,
@@ -365,18 +479,27 @@ class ToolExecutor:
                     tool_call_id=call.id,
                 )
             )
-        try:
-            execution = self._run(call, state)
-        except AgentStop as stop:
-            if events.wants(ToolCallCompleted):
-                self._completed(state, step_number, call, f"stopped: {stop}")
-            raise
-        if events._listened and events.wants(ToolCallCompleted):
+        return call, state, None
+
+    def _after(
+        self,
+        call: ToolCall,
+        state: AgentState,
+        step_number: int,
+        outcome: ToolExecution | AgentStop,
+    ) -> tuple[ToolExecution, AgentState]:
+        """``ToolCallCompleted`` and the ``after_tool_use`` hooks for a call that ran (or the
+        stop it raised, re-raised)."""
+        if isinstance(outcome, AgentStop):
+            self._stopped_by_tool(state, step_number, call, outcome)
+            raise outcome
+        execution = outcome
+        if self.events.listened and self.events.wants(ToolCallCompleted):
             self._completed(state, step_number, call, execution.error)
-        if self.hooks._by_trigger[_AFTER_TOOL_USE]:
+        if self.hooks.by_trigger[_AFTER_TOOL_USE]:
             try:
                 context = self.hooks.intercept(
-                    HookContext(HookTrigger.AFTER_TOOL_USE, state, tool_execution=execution)
+                    HookContext(_AFTER_TOOL_USE, state, tool_execution=execution)
                 )
             except (AgentStop, EventListenerError):
                 raise
@@ -386,6 +509,12 @@ class ToolExecutor:
                 ) from error
             state, execution = context.state, context.tool_execution or execution
         return execution, state
+
+    def _stopped_by_tool(
+        self, state: AgentState, step_number: int, call: ToolCall, stop: AgentStop
+    ) -> None:
+        if self.events.wants(ToolCallCompleted):
+            self._completed(state, step_number, call, f"stopped: {stop}")
 
     def _completed(
         self, state: AgentState, step_number: int, call: ToolCall, error: str | None
@@ -434,8 +563,42 @@ class ToolExecutor:
         except Exception as error:
             return _failure(call, error, started)
 
+    async def _arun(self, call: ToolCall, state: AgentState) -> _Ran:
+        """Run one call of the async path. The record is made later, in call order, so the
+        records (and the ids they draw) come in the same order as in the sync path."""
+        started = clock.now()
+        try:
+            tool = self.tools.get(call.name)
+            if tool is None:
+                raise ToolNotFoundError(call.name, list(self.tools.names()))
+            result = await tool.ainvoke(call.arguments, ToolContext(state, call))
+        except (AgentStop, EventListenerError):
+            raise
+        except Exception as error:
+            return _Ran(call, None, error, started, clock.now())
+        return _Ran(call, result, None, started, clock.now())
 
-def _success(call: ToolCall, result: Any, started: Any) -> ToolExecution:
+
+@dataclass(frozen=True, slots=True)
+class _Ran:
+    """What one call of the async path gave: its result or its error, and its times."""
+
+    call: ToolCall
+    result: Any
+    error: Exception | None
+    started: Any
+    completed: Any
+
+    def record(self) -> ToolExecution:
+        if self.error is not None:
+            return _failure(self.call, self.error, self.started, self.completed)
+        try:  # a value that cannot even be recorded fails the call, not the step
+            return _success(self.call, self.result, self.started, self.completed)
+        except Exception as error:
+            return _failure(self.call, error, self.started, self.completed)
+
+
+def _success(call: ToolCall, result: Any, started: Any, completed: Any = None) -> ToolExecution:
     if isinstance(result, ToolOutput):
         raw, content, usage = result.value, result.content, result.usage
     else:
@@ -447,13 +610,14 @@ def _success(call: ToolCall, result: Any, started: Any) -> ToolExecution:
         content = format_tool_value(raw)
     # The value is checked JSON data already; validate only what a tool handed over unchecked.
     trusted = type(content) is str and type(usage) is Usage and type(call) is ToolCall
-    return (ToolExecution._trusted if trusted else ToolExecution)(
+    return ToolExecution._built(
+        trusted,
         tool_call=call,
         value=value,
         content=content,
         usage=usage,
         started_at=started,
-        completed_at=clock.now(),
+        completed_at=completed or clock.now(),
     )
 
 
@@ -495,14 +659,9 @@ def not_run(calls: Sequence[ToolCall], content: str) -> ToolExecutions:
     )
 
 
-def _stopped(call: ToolCall, content: str) -> ToolExecution:
-    now = clock.now()
-    return ToolExecution(
-        tool_call=call, content=content, stopped=True, started_at=now, completed_at=now
-    )
-
-
-def _failure(call: ToolCall, error: Exception, started: Any) -> ToolExecution:
+def _failure(
+    call: ToolCall, error: Exception, started: Any, completed: Any = None
+) -> ToolExecution:
     message = str(error) or type(error).__name__
     usage = getattr(error, "usage", None)
     return ToolExecution(
@@ -512,5 +671,5 @@ def _failure(call: ToolCall, error: Exception, started: Any) -> ToolExecution:
         error_type=type(error).__name__,
         usage=usage if isinstance(usage, Usage) else ZERO_USAGE,
         started_at=started,
-        completed_at=clock.now(),
+        completed_at=completed or clock.now(),
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentrig.drivers.provider import InferenceProvider
+from agentrig.drivers.provider import AsyncInferenceProvider, InferenceProvider
 from agentrig.drivers.tool_calling import ToolCallingDriver
 from agentrig.errors import ConfigurationError, InvalidInputError
 from agentrig.state import LlmConfig
@@ -19,14 +19,17 @@ class UseLlmConfig:
 
     def __init__(
         self,
-        provider: InferenceProvider | None = None,
+        provider: InferenceProvider | AsyncInferenceProvider | None = None,
         *,
         llm_config: LlmConfig | dict[str, Any] | None = None,
         max_retries: int = 1,
     ) -> None:
-        if provider is not None and not isinstance(provider, InferenceProvider):
+        if provider is not None and not isinstance(
+            provider, InferenceProvider | AsyncInferenceProvider
+        ):
             raise ConfigurationError(
-                f"UseLlmConfig needs an InferenceProvider (an object with infer(request)), got "
+                "UseLlmConfig needs an InferenceProvider (an object with infer(request) or "
+                f"async ainfer(request)), got "
                 f"{provider!r}: to use a model by name, pass e.g. OpenAIProvider(model=...)"
             )
         if type(max_retries) is not int or max_retries < 1:

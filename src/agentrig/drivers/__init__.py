@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, Any
 from agentrig.drivers.base import Driver, StepRuntime
 from agentrig.drivers.network import RealCallPolicy, use_real_call_policy
 from agentrig.drivers.pricing import ModelPrice, PriceTable
-from agentrig.drivers.provider import InferenceProvider
+from agentrig.drivers.provider import (
+    AsyncInferenceProvider,
+    Delta,
+    InferenceProvider,
+    StreamingProvider,
+)
 from agentrig.drivers.tool_calling import ToolCallingDriver
 
 if TYPE_CHECKING:
@@ -19,6 +24,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AnthropicProvider",
+    "AsyncInferenceProvider",
+    "Delta",
     "Driver",
     "InferenceProvider",
     "ModelPrice",
@@ -27,6 +34,7 @@ __all__ = [
     "PriceTable",
     "RealCallPolicy",
     "StepRuntime",
+    "StreamingProvider",
     "ToolCallingDriver",
     "use_real_call_policy",
 ]

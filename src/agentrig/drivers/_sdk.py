@@ -3,6 +3,7 @@ finish-reason fallback."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import json
 from types import ModuleType
@@ -51,6 +52,9 @@ class SdkProvider:
     model: str
     prices: PriceTable | None
     _sdk: ModuleType
+    async_client: Any
+    """The SDK's async client ``ainfer`` sends with; None when the provider was given only a
+    sync ``client=``, and then ``ainfer`` runs ``infer`` in a worker thread."""
 
     def infer(self, request: InferenceRequest) -> InferenceResponse:
         """Send ``request`` as one API call and map the answer back."""
@@ -58,6 +62,21 @@ class SdkProvider:
         try:
             with network.sending(self.name):
                 return self._streamed(body) if self.stream else self._whole(body)
+        except AgentrigError:
+            raise
+        except Exception as error:
+            raise provider_error(error, self._sdk, self.name, self.key_hint) from error
+
+    async def ainfer(self, request: InferenceRequest) -> InferenceResponse:
+        """``infer`` on the running event loop, through the SDK's async client."""
+        if self.async_client is None:
+            return await asyncio.to_thread(self.infer, request)
+        body = self.request_body(request)
+        try:
+            with network.sending(self.name):
+                if self.stream:
+                    return await self._astreamed(body)
+                return await self._awhole(body)
         except AgentrigError:
             raise
         except Exception as error:
@@ -71,6 +90,12 @@ class SdkProvider:
         raise NotImplementedError
 
     def _streamed(self, body: dict[str, Any]) -> InferenceResponse:
+        raise NotImplementedError
+
+    async def _awhole(self, body: dict[str, Any]) -> InferenceResponse:
+        raise NotImplementedError
+
+    async def _astreamed(self, body: dict[str, Any]) -> InferenceResponse:
         raise NotImplementedError
 
     def _model_of(self, request: InferenceRequest) -> str:

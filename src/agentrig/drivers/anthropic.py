@@ -43,8 +43,9 @@ _THINKING_FIELDS = {"thinking": ("thinking", "signature"), "redacted_thinking": 
 class AnthropicProvider(SdkProvider):
     """Answers inference requests with the Anthropic Messages API.
 
-    Pass a ready ``anthropic.Anthropic`` client, or ``api_key``/``base_url``/``max_retries``/
-    ``timeout`` to build one. ``model`` is used when the request's ``LlmConfig`` names none;
+    Pass a ready ``anthropic.Anthropic`` client (and ``async_client``, an
+    ``anthropic.AsyncAnthropic``, for ``ainfer``), or ``api_key``/``base_url``/``max_retries``/
+    ``timeout`` to build both. ``model`` is used when the request's ``LlmConfig`` names none;
     ``max_tokens`` (required by the API) when it sets no ``max_output_tokens``. ``stream=True``
     streams the answer and assembles it. ``prices`` sets ``Usage.cost``.
 
@@ -60,6 +61,7 @@ class AnthropicProvider(SdkProvider):
         self,
         *,
         client: Any = None,
+        async_client: Any = None,
         model: str = "",
         max_tokens: int = 4096,
         api_key: str | None = None,
@@ -80,12 +82,15 @@ class AnthropicProvider(SdkProvider):
                 options["timeout"] = timeout
             try:
                 client = self._sdk.Anthropic(**options)
+                if async_client is None:
+                    async_client = self._sdk.AsyncAnthropic(**options)
             except self._sdk.AnthropicError as error:
                 raise ConfigurationError(
                     f"cannot build the Anthropic client: {error} "
                     "(set ANTHROPIC_API_KEY, or pass api_key= or a ready client=)"
                 ) from None
         self.client = client
+        self.async_client = async_client
         self.model = model
         self.max_tokens = max_tokens
         self.stream = stream
@@ -120,7 +125,13 @@ class AnthropicProvider(SdkProvider):
         return body
 
     def _whole(self, body: dict[str, Any]) -> InferenceResponse:
-        message = self._checked(self.client.messages.create(**body), "a message")
+        return self._from_message(self.client.messages.create(**body), body)
+
+    async def _awhole(self, body: dict[str, Any]) -> InferenceResponse:
+        return self._from_message(await self.async_client.messages.create(**body), body)
+
+    def _from_message(self, answer: Any, body: dict[str, Any]) -> InferenceResponse:
+        message = self._checked(answer, "a message")
         assembler = _Assembler()
         assembler.start(message)
         for index, block in enumerate(message.content):
@@ -132,6 +143,16 @@ class AnthropicProvider(SdkProvider):
         with self.client.messages.create(**body) as events:
             for event in events:
                 assembler.event(event)
+        return self._from_events(assembler, body)
+
+    async def _astreamed(self, body: dict[str, Any]) -> InferenceResponse:
+        assembler = _Assembler()
+        async with await self.async_client.messages.create(**body) as events:
+            async for event in events:
+                assembler.event(event)
+        return self._from_events(assembler, body)
+
+    def _from_events(self, assembler: _Assembler, body: dict[str, Any]) -> InferenceResponse:
         if not assembler.started:
             raise self._empty_stream()
         return self._answer(assembler, body["model"])

@@ -23,6 +23,9 @@ class StepRuntime:
     events: EventBus
     trace_mode: TraceMode
     step_number: int
+    streaming: bool = False
+    """True in runs through ``AgentLoop.stream``/``astream``: ask a streaming provider for the
+    answer in pieces (``InferenceDelta`` events)."""
 
 
 @runtime_checkable

@@ -39,8 +39,8 @@ _RESPONSE_FORMAT_TYPES = frozenset({"text", "json_object", "json_schema"})
 class OpenAIProvider(SdkProvider):
     """Answers inference requests with OpenAI Chat Completions.
 
-    Pass a ready ``openai.OpenAI`` client, or ``api_key``/``base_url``/``max_retries``/``timeout``
-    to build one (``base_url`` reaches any compatible API: OpenRouter, vLLM, Ollama...).
+    Pass a ready ``openai.OpenAI`` client (and ``async_client``, an ``openai.AsyncOpenAI``, for
+    ``ainfer``), or ``api_key``/``base_url``/``max_retries``/``timeout`` to build both (``base_url`` reaches any compatible API: OpenRouter, vLLM, Ollama...).
     ``model`` is used when the request's ``LlmConfig`` names none. ``stream=True`` streams the
     answer and assembles it. ``prices`` sets ``Usage.cost``. ``max_tokens_param`` is the body
     field ``LlmConfig.max_output_tokens`` goes to (older compatible servers want ``max_tokens``).
@@ -53,6 +53,7 @@ class OpenAIProvider(SdkProvider):
         self,
         *,
         client: Any = None,
+        async_client: Any = None,
         model: str = "",
         api_key: str | None = None,
         base_url: str | None = None,
@@ -66,13 +67,21 @@ class OpenAIProvider(SdkProvider):
         self.client = (
             client if client is not None else self._client(api_key, base_url, max_retries, timeout)
         )
+        if async_client is None and client is None:
+            async_client = self._client(api_key, base_url, max_retries, timeout, "AsyncOpenAI")
+        self.async_client = async_client
         self.model = model
         self.stream = stream
         self.prices = prices
         self.max_tokens_param = max_tokens_param
 
     def _client(
-        self, api_key: str | None, base_url: str | None, max_retries: int, timeout: float | None
+        self,
+        api_key: str | None,
+        base_url: str | None,
+        max_retries: int,
+        timeout: float | None,
+        kind: str = "OpenAI",
     ) -> Any:
         options: dict[str, Any] = {
             "api_key": api_key,
@@ -82,7 +91,7 @@ class OpenAIProvider(SdkProvider):
         if timeout is not None:
             options["timeout"] = timeout
         try:
-            return self._sdk.OpenAI(**options)
+            return getattr(self._sdk, kind)(**options)
         except self._sdk.OpenAIError as error:
             raise ConfigurationError(
                 f"cannot build the OpenAI client: {error} "
@@ -115,7 +124,14 @@ class OpenAIProvider(SdkProvider):
         return body
 
     def _whole(self, body: dict[str, Any]) -> InferenceResponse:
-        completion = self._checked(self.client.chat.completions.create(**body), "a chat completion")
+        return self._from_completion(self.client.chat.completions.create(**body), body)
+
+    async def _awhole(self, body: dict[str, Any]) -> InferenceResponse:
+        completion = await self.async_client.chat.completions.create(**body)
+        return self._from_completion(completion, body)
+
+    def _from_completion(self, answer: Any, body: dict[str, Any]) -> InferenceResponse:
+        completion = self._checked(answer, "a chat completion")
         if not completion.choices:
             # OpenRouter, for one, reports upstream failures as a 200 with an "error" body.
             error = (completion.model_extra or {}).get("error")
@@ -156,6 +172,16 @@ class OpenAIProvider(SdkProvider):
         with self.client.chat.completions.create(**body) as chunks:
             for chunk in chunks:
                 stream.add(chunk)
+        return self._from_stream(stream, body)
+
+    async def _astreamed(self, body: dict[str, Any]) -> InferenceResponse:
+        stream = _StreamAssembler()
+        async with await self.async_client.chat.completions.create(**body) as chunks:
+            async for chunk in chunks:
+                stream.add(chunk)
+        return self._from_stream(stream, body)
+
+    def _from_stream(self, stream: _StreamAssembler, body: dict[str, Any]) -> InferenceResponse:
         if not stream.chunks:
             raise self._empty_stream()
         return self._answer(

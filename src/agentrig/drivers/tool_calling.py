@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Self
+from collections.abc import Generator
+from typing import Any, Self
 
 from pydantic import JsonValue
 
 from agentrig import clock
+from agentrig._effects import (
+    DeltaEvents,
+    Effect,
+    Infer,
+    RunTools,
+    run_async,
+    run_sync,
+    runs_step,
+)
 from agentrig.compilers import (
     ContextCompiler,
     ConversationWithCurrentToolTrace,
     checked_messages,
 )
 from agentrig.drivers.base import StepRuntime
-from agentrig.drivers.provider import InferenceProvider
+from agentrig.drivers.provider import AsyncInferenceProvider, InferenceProvider
 from agentrig.errors import (
     AgentStop,
     ConfigurationError,
@@ -37,8 +47,7 @@ from agentrig.state import (
 )
 from agentrig.tools import NOT_RUN_HOOK_FAILED, NOT_RUN_STOPPED, not_run
 
-# Enum members read every step, bound once: in Python 3.11 reading a member off its Enum class
-# takes the slow attribute path of a metaclass with __getattr__ (about ten global reads).
+# Hot-path enum constants: see "Enum members on the hot path" in docs/architecture.md.
 _BEFORE_INFERENCE_REQUEST = HookTrigger.BEFORE_INFERENCE_REQUEST
 _AFTER_INFERENCE_RESPONSE = HookTrigger.AFTER_INFERENCE_RESPONSE
 _ASSISTANT = Role.ASSISTANT
@@ -54,7 +63,7 @@ class ToolCallingDriver:
 
     def __init__(
         self,
-        provider: InferenceProvider,
+        provider: InferenceProvider | AsyncInferenceProvider,
         *,
         compiler: ContextCompiler | None = None,
         llm_config: LlmConfig | None = None,
@@ -77,7 +86,7 @@ class ToolCallingDriver:
         """A driver using ``compiler``."""
         return self._copy(compiler=compiler)
 
-    def with_provider(self, provider: InferenceProvider) -> Self:
+    def with_provider(self, provider: InferenceProvider | AsyncInferenceProvider) -> Self:
         """A driver asking ``provider``."""
         return self._copy(provider=provider)
 
@@ -91,23 +100,30 @@ class ToolCallingDriver:
             raise ConfigurationError(f"max_attempts must be >= 1, got {attempts}")
         return self._copy(max_attempts=attempts)
 
+    @runs_step
     def use_tools(self, state: AgentState, runtime: StepRuntime) -> AgentState:
         """Perform one step."""
+        return run_sync(self.step(state, runtime))
+
+    async def ause_tools(self, state: AgentState, runtime: StepRuntime) -> AgentState:
+        """Perform one step on the running event loop (its tool calls run concurrently)."""
+        return await run_async(self.step(state, runtime))
+
+    def step(self, state: AgentState, runtime: StepRuntime) -> Generator[Effect, Any, AgentState]:
+        """One step as effects (ask the provider, run the tools), for either path to perform."""
         if state.llm_config is None and self.llm_config is not None:
             state = state.with_llm_config(self.llm_config)
         request = self._request(state, runtime)
-        if runtime.hooks._by_trigger[_BEFORE_INFERENCE_REQUEST]:
+        if runtime.hooks.by_trigger[_BEFORE_INFERENCE_REQUEST]:
             context = runtime.hooks.intercept(
-                HookContext(HookTrigger.BEFORE_INFERENCE_REQUEST, state, inference_request=request)
+                HookContext(_BEFORE_INFERENCE_REQUEST, state, inference_request=request)
             )
             state, request = context.state, context.inference_request or request
-        response = self._infer(state, request, runtime)
-        if runtime.hooks._by_trigger[_AFTER_INFERENCE_RESPONSE]:
+        response = yield from self._infer(state, request, runtime)
+        if runtime.hooks.by_trigger[_AFTER_INFERENCE_RESPONSE]:
             try:
                 context = runtime.hooks.intercept(
-                    HookContext(
-                        HookTrigger.AFTER_INFERENCE_RESPONSE, state, inference_response=response
-                    )
+                    HookContext(_AFTER_INFERENCE_RESPONSE, state, inference_response=response)
                 )
             except AgentStop as stop:
                 # The model answered and was paid for: the loop records the step, with every
@@ -125,7 +141,7 @@ class ToolCallingDriver:
                     error, step=_step(state, request, response, skipped)
                 ) from error
             state, response = context.state, context.inference_response or response
-        if runtime.events._listened and runtime.events.wants(InferenceResponseReceived):
+        if runtime.events.listened and runtime.events.wants(InferenceResponseReceived):
             runtime.events.dispatch(
                 InferenceResponseReceived.of(
                     state,
@@ -135,8 +151,8 @@ class ToolCallingDriver:
                 )
             )
         try:
-            executions, state = runtime.executor.execute(
-                response.tool_calls, state, runtime.step_number
+            executions, state = yield RunTools(
+                runtime.executor, response.tool_calls, state, runtime.step_number
             )
         except AgentStop as stop:
             # The loop records the step the stop cut short: the model's answer and its usage
@@ -152,12 +168,10 @@ class ToolCallingDriver:
                 interrupted.step = _step(state, request, response, executions)
             raise
         step = _step(state, request, response, executions)
-        execution = state.execution
-        if execution is not None and step.output_messages:
-            # ``_output_messages`` tagged them for this execution: the state need not check.
-            is_trace = bool(response.tool_calls)
-            return state._with_tagged_step(execution, step, is_trace, runtime.trace_mode)
-        return state.with_current_step(step, trace_mode=runtime.trace_mode)
+        # ``_output_messages`` tagged the messages for this execution: the state need not check.
+        return state.with_tagged_step(
+            step, is_trace=bool(response.tool_calls), trace_mode=runtime.trace_mode
+        )
 
     def _request(self, state: AgentState, runtime: StepRuntime) -> InferenceRequest:
         messages = self.compiler.compile(state)
@@ -169,14 +183,12 @@ class ToolCallingDriver:
                 Messages.of(Message(role=Role.SYSTEM, content=prompt)), messages
             )
         llm_config = state.llm_config or self.llm_config
-        # Built without revalidation when the parts are already of their types (the usual case);
-        # a custom compiler returning a plain sequence still goes through validation.
-        make = (
-            InferenceRequest._trusted
-            if type(messages) is Messages and (llm_config is None or type(llm_config) is LlmConfig)
-            else InferenceRequest
+        # A custom compiler returning a plain sequence still goes through validation.
+        checked = type(messages) is Messages and (
+            llm_config is None or type(llm_config) is LlmConfig
         )
-        return make(
+        return InferenceRequest._built(
+            checked,
             messages=messages,
             tools=runtime.tools.schemas(),
             response_format=state.context.response_format,
@@ -185,8 +197,8 @@ class ToolCallingDriver:
 
     def _infer(
         self, state: AgentState, request: InferenceRequest, runtime: StepRuntime
-    ) -> InferenceResponse:
-        if runtime.events._listened and runtime.events.wants(InferenceRequestStarted):
+    ) -> Generator[Effect, Any, InferenceResponse]:
+        if runtime.events.listened and runtime.events.wants(InferenceRequestStarted):
             model = request.llm_config.model if request.llm_config else ""
             runtime.events.dispatch(
                 InferenceRequestStarted.of(
@@ -196,9 +208,13 @@ class ToolCallingDriver:
                     model=model,
                 )
             )
+        deltas = (
+            DeltaEvents(runtime.events, state, runtime.step_number) if runtime.streaming else None
+        )
         for attempt in range(1, self.max_attempts + 1):
             try:
-                return self.provider.infer(request)
+                response: InferenceResponse = yield Infer(self.provider, request, deltas)
+                return response
             except ProviderError as error:
                 if not error.retryable or self.max_attempts == 1:
                     raise
@@ -217,8 +233,8 @@ def _step(
     executions: ToolExecutions,
 ) -> AgentStep:
     step_id = clock.new_id("step")
-    make = AgentStep._trusted if type(response) is InferenceResponse else AgentStep
-    return make(
+    return AgentStep._built(
+        type(response) is InferenceResponse,
         id=step_id,
         input_messages=request.messages,
         output_messages=_output_messages(state, step_id, response, executions),

@@ -10,6 +10,7 @@ from agentrig.fakes.errors import (
 )
 from agentrig.fakes.llm import (
     CallSpec,
+    Chunking,
     FunctionLLM,
     LlmCall,
     ScriptedLLM,
@@ -23,6 +24,7 @@ from agentrig.fakes.tool import ReplyMode, ScriptedTool, ScriptedToolError, Tool
 
 __all__ = [
     "CallSpec",
+    "Chunking",
     "FakeClock",
     "FunctionLLM",
     "InvalidScriptError",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import heapq
+import itertools
 import math
 import random
 from datetime import UTC, datetime, timedelta
@@ -17,6 +20,10 @@ class FakeClock:
 
     def __init__(self, start: datetime = DEFAULT_START) -> None:
         self._now = _aware(start, "start", "FakeClock start")
+        self._sleepers: list[tuple[datetime, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
+        self._registered = 0  # sleeps registered so far: the waker waits until none arrive
+        self._waker: tuple[asyncio.AbstractEventLoop, int] | None = None
 
     def now(self) -> datetime:
         """The fake current time."""
@@ -33,6 +40,48 @@ class FakeClock:
             reason = f"{seconds}s from {self._now.isoformat()} goes past the latest date"
             raise InvalidInputError("FakeClock.advance() argument", [("seconds", reason)]) from None
         return self._now
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` of fake time on the running event loop; concurrent sleeps overlap.
+
+        Time moves only when every task sleeping on this clock has gone to sleep (no new sleep
+        arrived during a pass of the event loop): then it jumps to the earliest wake-up time and
+        wakes those sleepers. Three tasks sleeping 1 second together take 1 fake second; the
+        same three sleeping one after another take 3.
+        """
+        problem = _seconds_problem(seconds)
+        if problem is not None:
+            raise InvalidInputError("FakeClock.sleep() argument", [("seconds", problem)])
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        wake_at = self._now + timedelta(seconds=seconds)
+        heapq.heappush(self._sleepers, (wake_at, next(self._order), waiter))
+        self._registered += 1
+        if self._waker is None:
+            self._waker = (loop, self._registered)
+            loop.call_soon(self._wake)
+        await waiter
+
+    def _wake(self) -> None:
+        assert self._waker is not None
+        loop, seen = self._waker
+        if seen != self._registered:  # sleepers are still arriving: wait one more pass
+            self._waker = (loop, self._registered)
+            loop.call_soon(self._wake)
+            return
+        self._waker = None
+        while self._sleepers and self._sleepers[0][2].done():  # cancelled sleepers
+            heapq.heappop(self._sleepers)
+        if not self._sleepers:
+            return
+        self._now = max(self._now, self._sleepers[0][0])
+        while self._sleepers and self._sleepers[0][0] <= self._now:
+            waiter = heapq.heappop(self._sleepers)[2]
+            if not waiter.done():
+                waiter.set_result(None)
+        if self._sleepers:
+            self._waker = (loop, self._registered)
+            loop.call_soon(self._wake)
 
     def set(self, moment: datetime) -> None:
         """Jump to ``moment`` (not earlier than now)."""

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from pydantic import JsonValue
 
+from agentrig._effects import run_coroutine
+from agentrig.drivers.provider import Delta
 from agentrig.errors import InvalidInputError, ProviderError
 from agentrig.fakes.clock import FakeClock, is_seconds
 from agentrig.fakes.errors import InvalidScriptError, ScriptExhaustedError, UnusedTurnsError
@@ -206,14 +211,34 @@ class _Recorder:
     ) -> InferenceResponse:
         try:
             response = produce()
-        except ProviderError as error:
-            self._log.append((request, None, str(error)))
-            raise
-        except Exception as error:  # a FunctionLLM's function failing: still a call made
-            self._log.append((request, None, f"{type(error).__name__}: {error}"))
+        except Exception as error:
+            self._failed(request, error)
             raise
         self._log.append((request, response, None))
         return response
+
+    def _failed(self, request: InferenceRequest, error: Exception) -> None:
+        if isinstance(error, ProviderError):
+            self._log.append((request, None, str(error)))
+        else:  # a FunctionLLM's function failing: still a call made
+            self._log.append((request, None, f"{type(error).__name__}: {error}"))
+
+    async def _sleep(self, latency: float) -> None:
+        if latency and self.clock is not None:
+            await self.clock.sleep(latency)
+
+
+class Chunking(StrEnum):
+    """How ``ScriptedLLM.infer_stream`` cuts a scripted answer into pieces."""
+
+    WHOLE = "whole"
+    """The text in one piece, then each call's arguments in one piece."""
+    CHARS = "chars"
+    """One character at a time: the text, then each call's JSON arguments, cut anywhere
+    (inside keys, strings, numbers and escapes)."""
+    INTERLEAVED = "interleaved"
+    """One character at a time, the calls' argument pieces interleaved round-robin, as
+    parallel tool-call deltas arrive from some providers."""
 
 
 class ScriptedLLM(_Recorder):
@@ -221,6 +246,8 @@ class ScriptedLLM(_Recorder):
 
     Strings are shorthand for text turns. Latency advances ``clock``. An extra call raises
     ``ScriptExhaustedError``; ``assert_complete()`` raises ``UnusedTurnsError`` for unused turns.
+    ``infer_stream`` plays the same turn as ``infer`` and hands its answer out in pieces cut as
+    ``chunking`` says (runs through ``AgentLoop.stream`` ask for it).
     """
 
     def __init__(
@@ -229,9 +256,17 @@ class ScriptedLLM(_Recorder):
         *,
         clock: FakeClock | None = None,
         name: str = "ScriptedLLM",
+        chunking: Chunking | str = Chunking.WHOLE,
     ) -> None:
         super().__init__(clock)
         self.name = name
+        try:
+            self.chunking = Chunking(chunking)
+        except ValueError:
+            valid = ", ".join(Chunking)
+            raise InvalidScriptError(
+                None, f"chunking {chunking!r} is not one of: {valid}", where=name
+            ) from None
         if isinstance(turns, str | Turn):
             raise InvalidScriptError(
                 None, f"turns must be a list of turns, got one: write {name}([{turns!r}])"
@@ -265,17 +300,32 @@ class ScriptedLLM(_Recorder):
         return self.remaining == 0
 
     def infer(self, request: InferenceRequest) -> InferenceResponse:
-        """Play the next turn."""
+        """Play the next turn (its latency advances the clock)."""
+        latency, play = self._take()
+        if latency and self.clock is not None:
+            self.clock.advance(latency)
+        return self._record(request, play)
+
+    async def ainfer(self, request: InferenceRequest) -> InferenceResponse:
+        """Play the next turn in the async path (its latency is a ``FakeClock.sleep``)."""
+        latency, play = self._take()
+        await self._sleep(latency)
+        return self._record(request, play)
+
+    def infer_stream(self, request: InferenceRequest) -> Generator[Delta, None, InferenceResponse]:
+        """Play the next turn, then hand its answer out in pieces; returns the whole answer."""
+        response = self.infer(request)
+        yield from _pieces_of(response, self.chunking)
+        return response
+
+    def _take(self) -> tuple[float, Callable[[], InferenceResponse]]:
         index = self._next
         if index >= len(self._plays):
             number = len(self.turns) + len(self.overruns) + 1
             self.overruns.append(number)
             raise ScriptExhaustedError(self.name, number, len(self.turns))
-        latency, play = self._plays[index]
         self._next = index + 1
-        if latency and self.clock is not None:
-            self.clock.advance(latency)
-        return self._record(request, play)
+        return self._plays[index]
 
     def assert_complete(self) -> None:
         """Raise ``UnusedTurnsError`` when some turns were never played."""
@@ -288,11 +338,12 @@ class ScriptedLLM(_Recorder):
 
 class FunctionLLM(_Recorder):
     """Answers each request by calling ``function(request)``, which returns a response, a
-    ``Turn`` or a string."""
+    ``Turn`` or a string. The function may be ``async def``: the async path awaits it, the sync
+    path runs it on a private event loop."""
 
     def __init__(
         self,
-        function: Callable[[InferenceRequest], InferenceResponse | Turn | str],
+        function: Callable[[InferenceRequest], Answer | Awaitable[Answer]],
         *,
         clock: FakeClock | None = None,
     ) -> None:
@@ -304,8 +355,35 @@ class FunctionLLM(_Recorder):
         """Call the function."""
         return self._record(request, lambda: self._answer(request))
 
+    async def ainfer(self, request: InferenceRequest) -> InferenceResponse:
+        """Call (and await) the function in the async path."""
+        try:
+            answer = self.function(request)
+            if inspect.isawaitable(answer):
+                answer = await answer
+            turn = self._checked(answer)
+            if isinstance(turn, Turn):
+                await self._sleep(turn.latency)
+            response = turn if isinstance(turn, InferenceResponse) else turn.to_response()
+        except Exception as error:
+            self._failed(request, error)
+            raise
+        self._log.append((request, response, None))
+        return response
+
     def _answer(self, request: InferenceRequest) -> InferenceResponse:
         answer = self.function(request)
+        if inspect.isawaitable(answer):
+            answer = run_coroutine(answer, f"FunctionLLM {self.name}")
+        turn = self._checked(answer)
+        if isinstance(turn, InferenceResponse):
+            return turn
+        if turn.latency and self.clock is not None:
+            self.clock.advance(turn.latency)
+        return turn.to_response()
+
+    def _checked(self, answer: object) -> InferenceResponse | Turn:
+        """The function's ``answer`` as a response or a checked turn."""
         if isinstance(answer, InferenceResponse):
             return answer
         number = len(self._log) + 1
@@ -322,9 +400,51 @@ class FunctionLLM(_Recorder):
             problem = "latency needs a FakeClock: FunctionLLM(..., clock=...)"
         if problem is not None:
             raise InvalidScriptError(number, problem, where=where)
-        if turn.latency and self.clock is not None:
-            self.clock.advance(turn.latency)
-        return turn.to_response()
+        return turn
 
     def __repr__(self) -> str:
         return f"FunctionLLM({self.name})"
+
+
+def _pieces_of(response: InferenceResponse, chunking: Chunking) -> Iterator[Delta]:
+    """``response`` as the pieces a streaming provider would send, cut as ``chunking`` says."""
+    size = None if chunking is Chunking.WHOLE else 1
+    if response.content:
+        for text in _cut(response.content, size):
+            yield Delta(text=text)
+    streams = [_call_pieces(index, call, size) for index, call in enumerate(response.tool_calls)]
+    if chunking is Chunking.INTERLEAVED:
+        while streams:
+            for stream in list(streams):
+                piece = next(stream, None)
+                if piece is None:
+                    streams.remove(stream)
+                else:
+                    yield piece
+    else:
+        for stream in streams:
+            yield from stream
+
+
+def _call_pieces(index: int, call: ToolCall, size: int | None) -> Iterator[Delta]:
+    text = json.dumps(call.arguments, ensure_ascii=False)
+    for number, piece in enumerate(_cut(text, size)):
+        first = number == 0
+        yield Delta(
+            index=index,
+            call_id=call.id if first else None,
+            name=call.name if first else None,
+            arguments=piece,
+        )
+
+
+def _cut(text: str, size: int | None) -> Iterator[str]:
+    if size is None:
+        yield text
+        return
+    for start in range(0, len(text), size):
+        yield text[start : start + size]
+
+
+Answer = InferenceResponse | Turn | str
+"""What a ``FunctionLLM``'s function returns (or an async one's coroutine)."""

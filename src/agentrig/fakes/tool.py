@@ -176,15 +176,29 @@ class ScriptedTool(Tool):
         }
 
     def invoke(self, arguments: Mapping[str, Any], context: ToolContext) -> Any:
-        """Answer from the script."""
+        """Answer from the script (a reply's latency advances the clock)."""
+        reply = self._reply(arguments)
+        if reply.latency and self.clock is not None:
+            self.clock.advance(reply.latency)
+        return self._outcome(reply)
+
+    async def ainvoke(self, arguments: Mapping[str, Any], context: ToolContext) -> Any:
+        """Answer from the script in the async path: a reply's latency is a ``FakeClock.sleep``,
+        so the latencies of calls running together overlap."""
+        reply = self._reply(arguments)
+        if reply.latency and self.clock is not None:
+            await self.clock.sleep(reply.latency)
+        return self._outcome(reply)
+
+    def _reply(self, arguments: Mapping[str, Any]) -> ToolReply:
         record = ToolCallRecord(len(self.calls) + 1, dict(arguments))
         self.calls.append(record)
         self._check_arguments(arguments)
         index = self._pick(record)
         record.reply = index + 1
-        reply = self.replies[index]
-        if reply.latency and self.clock is not None:
-            self.clock.advance(reply.latency)
+        return self.replies[index]
+
+    def _outcome(self, reply: ToolReply) -> Any:
         if reply.stop is not None:
             raise AgentStop(reply.stop, source=f"tool:{self.name}")
         if reply.raises is not None:

@@ -75,6 +75,12 @@ def run(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Also a table of every scenario.")
     ] = False,
+    use_async: Annotated[
+        bool,
+        typer.Option(
+            "--async", help="Run through the async path (AgentLoop.aiterate) instead of iterate."
+        ),
+    ] = False,
 ) -> None:
     """Run scenario files; exit 0 only when every selected scenario passes."""
     from agentrig.harness.reporting import get_writer
@@ -117,6 +123,7 @@ def run(
                 workers=workers or auto_workers(len(scenarios)),
                 plugins=plugin or (),
                 progress=advance,
+                use_async=use_async,
             )
     except AgentrigError as error:
         _fail_usage(error)

@@ -5,9 +5,11 @@ A suite of scenarios (in worker processes too) is run by :mod:`agentrig.harness.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from agentrig import AgentBuilder, AgentState, runtime_context
 from agentrig.errors import AgentrigError
@@ -27,6 +29,7 @@ from agentrig.harness.scenarios.agent_factory import ScenarioAgent, build_agent
 from agentrig.harness.scenarios.model import CancelAfterStep, Scenario, ScenarioTurn
 
 FieldPath = tuple[str | int, ...]
+T = TypeVar("T")
 
 
 @dataclass
@@ -39,6 +42,9 @@ class _Run:
     failures: list[Failure] = field(default_factory=list)
     turns: list[TurnResult] = field(default_factory=list)
     transcript: list[TranscriptEntry] = field(default_factory=list)
+    use_async: bool = False
+    streaming: bool = False
+    finals: list[AgentState] = field(default_factory=list)
 
     def where(self, path: FieldPath) -> str | None:
         """Where ``path`` was written, else its nearest written parent, else the file."""
@@ -54,30 +60,53 @@ class _Run:
         )
 
 
-def run_scenario(scenario: Scenario, *, builder: AgentBuilder | None = None) -> ScenarioResult:
+def run_scenario(
+    scenario: Scenario, *, builder: AgentBuilder | None = None, use_async: bool = False
+) -> ScenarioResult:
     """Run every turn of ``scenario`` against one agent state and return the outcome.
 
     With ``builder``, the agent is the one built in Python (its tools and hooks), driven by the
-    scenario's scripted model and checked against its expectations.
+    scenario's scripted model and checked against its expectations. With ``use_async``, each
+    turn runs through ``AgentLoop.aiterate`` (the async path) instead of ``iterate``.
     """
+    return _play(scenario, builder, use_async)[0]
+
+
+def final_states(
+    scenario: Scenario, *, use_async: bool = False, streaming: bool | None = None
+) -> tuple[AgentState, ...]:
+    """The final state of each turn of ``scenario`` (run as ``run_scenario`` runs it), to
+    compare the sync and the async path; ``streaming=False`` runs a streaming scenario plainly."""
+    return _play(scenario, None, use_async, streaming)[1]
+
+
+def _play(
+    scenario: Scenario,
+    builder: AgentBuilder | None,
+    use_async: bool,
+    streaming: bool | None = None,
+) -> tuple[ScenarioResult, tuple[AgentState, ...]]:
     started = time.perf_counter()
     try:
         agent = build_agent(scenario, base=builder)
     except AgentrigError as error:
         message = f"the agent could not be built: {error}"
-        return failed_result(scenario, message, wall_time=time.perf_counter() - started)
+        return failed_result(scenario, message, wall_time=time.perf_counter() - started), ()
     try:
         run = _start(scenario, agent)
     except AgentrigError as error:
         agent.close()
         failure = _invariants_failure(scenario, error)
-        return _result(scenario, [failure], [], [], [], time.perf_counter() - started)
+        return _result(scenario, [failure], [], [], [], time.perf_counter() - started), ()
+    run.use_async = use_async
+    run.streaming = scenario.agent.stream is not None if streaming is None else streaming
     try:
         with runtime_context(clock=run.agent.clock, ids=run.agent.ids):
             state = AgentState()
         for number, turn in enumerate(scenario.turns, start=1):
             try:
                 state = _run_turn(run, number, turn, state)
+                run.finals.append(state)
             except Exception as error:  # a bad scenario fails alone, never the whole suite
                 where = ("turns", number - 1)
                 message = f"turn {number}: {type(error).__name__}: {error}"
@@ -92,9 +121,12 @@ def run_scenario(scenario: Scenario, *, builder: AgentBuilder | None = None) -> 
         )
         for name in run.checker.checks
     ]
-    return _result(
+    if run.streaming and streaming is None:
+        _check_same_as_plain(run, builder, use_async)
+    result = _result(
         scenario, run.failures, run.turns, outcomes, run.transcript, time.perf_counter() - started
     )
+    return result, tuple(run.finals)
 
 
 def preflight(scenario: Scenario) -> Failure | None:
@@ -148,7 +180,8 @@ def _run_turn(run: _Run, number: int, turn: ScenarioTurn, state: AgentState) -> 
 
 def _iterate(run: _Run, number: int, state: AgentState) -> AgentState:
     before = len(run.checker.violations)
-    checked = run_checked(run.agent.loop, run.checker, number, state)
+    states = _states(run, state)
+    checked = run_checked(run.agent.loop, run.checker, number, state, states=states)
     for violation in run.checker.violations[before:]:
         run.fail(
             "invariant",
@@ -167,6 +200,45 @@ def _iterate(run: _Run, number: int, state: AgentState) -> AgentState:
             turn=number,
         )
     return checked.states[-1] if checked.states else state
+
+
+def _states(run: _Run, state: AgentState) -> Iterator[AgentState]:
+    """The states of the turn's run: ``iterate``, ``aiterate``, or the states among a
+    ``stream``'s (``astream``'s) items when the scenario streams."""
+    loop = run.agent.loop
+    if not run.streaming:
+        return _stepped(loop.aiterate(state)) if run.use_async else loop.iterate(state)
+    items = _stepped(loop.astream(state)) if run.use_async else loop.stream(state)
+    return (item for item in items if isinstance(item, AgentState))
+
+
+def _stepped(states: AsyncIterator[T]) -> Iterator[T]:
+    """The states of an async iterator, one at a time, each taken on a private event loop (one
+    loop for the whole run), so the checks between them stay synchronous."""
+
+    async def following() -> T:
+        return await anext(states)
+
+    with asyncio.Runner() as runner:
+        while True:
+            try:
+                yield runner.run(following())
+            except StopAsyncIteration:
+                return
+
+
+def _check_same_as_plain(run: _Run, builder: AgentBuilder | None, use_async: bool) -> None:
+    """A streamed scenario must end each turn in the state its plain run ends in."""
+    plain = _play(run.scenario, builder, use_async, False)[1]
+    for number, (streamed, expected) in enumerate(zip(run.finals, plain, strict=False), start=1):
+        if streamed.to_json() != expected.to_json():
+            run.fail(
+                "expectation",
+                f"turn {number}: the streamed run (stream: {run.scenario.agent.stream}) ended in "
+                "another state than the plain run; the pieces of an answer must rebuild it",
+                ("agent", "stream"),
+                turn=number,
+            )
 
 
 def _check_turn(run: _Run, number: int, turn: ScenarioTurn, final: AgentState) -> None:

@@ -29,8 +29,7 @@ from agentrig.state.step import AgentStep, StepError, StepExecution, StepExecuti
 from agentrig.state.usage import Usage
 from agentrig.store import EXECUTION_BUFFER, INFERENCE_ORDER, MESSAGES, MessageStore
 
-# Enum members read every step, bound once: in Python 3.11 reading a member off its Enum class
-# takes the slow attribute path of a metaclass with __getattr__ (about ten global reads).
+# Hot-path enum constants: see "Enum members on the hot path" in docs/architecture.md.
 _SEPARATED = TraceMode.SEPARATED
 
 
@@ -169,13 +168,38 @@ class AgentState(Serializable):
             step = step._replace(output_messages=Messages._tagged(outputs.to_tuple(), traces))
         return self._with_tagged_step(execution, step, is_trace, trace_mode)
 
+    def __repr__(self) -> str:
+        """A one-line summary; the whole state is ``to_json()`` (or ``debug()``). A long run's
+        full repr runs to megabytes, and Python 3.11's ``asyncio.run`` formats its result with
+        it once per call."""
+        status = self.status()
+        return (
+            f"AgentState(agent_id={self.agent_id!r}, execution_count={self.execution_count}, "
+            f"status={status.value if status else None}, steps={self.step_count()}, "
+            f"messages={len(self.messages())})"
+        )
+
+    def with_tagged_step(
+        self, step: AgentStep, *, is_trace: bool, trace_mode: TraceMode = TraceMode.SEPARATED
+    ) -> Self:
+        """``with_current_step`` for a driver that tagged the step's output messages itself.
+
+        For a state with an execution in progress and a step whose output messages (not empty)
+        a driver built with ``message_tags(step.id, execution_id, agent_id, is_trace)`` for this
+        state, and ``Messages._tagged`` with the trace executions that implies (``is_trace``:
+        the step is not a final response). The tags are not checked again, which saves the
+        state a pass over the messages every step; wrong tags are the driver's bug. Any other
+        step goes through ``with_current_step``.
+        """
+        execution = self.execution
+        if execution is None or not step.output_messages:
+            return self.with_current_step(step, trace_mode=trace_mode)
+        return self._with_tagged_step(execution, step, is_trace, trace_mode)
+
     def _with_tagged_step(
         self, execution: ExecutionState, step: AgentStep, is_trace: bool, trace_mode: TraceMode
     ) -> Self:
-        """``with_current_step`` for a step of ``execution`` whose output messages (not empty)
-        carry the tags already, with the trace executions they imply: a driver that built them
-        with ``message_tags`` for this state (``is_trace``: the step is not a final response)
-        saves the state checking them."""
+        """``with_tagged_step`` once the execution is known (``with_current_step`` ends here)."""
         section = EXECUTION_BUFFER if is_trace and trace_mode is _SEPARATED else MESSAGES
         store = self.context.store._appended(section, step.output_messages)
         return self._with(

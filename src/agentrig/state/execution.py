@@ -15,8 +15,7 @@ from agentrig.state.status import ExecutionStatus
 from agentrig.state.step import AgentStep, StepError, StepExecution, StepExecutions
 from agentrig.state.usage import ZERO_USAGE, Usage
 
-# Enum members read every step, bound once: in Python 3.11 reading a member off its Enum class
-# takes the slow attribute path of a metaclass with __getattr__ (about ten global reads).
+# Hot-path enum constants: see "Enum members on the hot path" in docs/architecture.md.
 _FAILED = ExecutionStatus.FAILED
 
 
@@ -59,7 +58,7 @@ class ExecutionState(Serializable):
     def step_count(self) -> int:
         """Completed steps, plus one if a step is in progress."""
         # The tuple's length: no __len__ call (this runs twice a step).
-        return len(self.step_executions._items) + (self.current_step is not None)
+        return len(self.step_executions) + (self.current_step is not None)
 
     def usage(self) -> Usage:
         """Usage of every step, the one in progress included."""
@@ -154,7 +153,7 @@ class ExecutionState(Serializable):
         )
         signal = StopSignal(reason=reason, message=record.message, source=record.type)
         state = state.with_signal(signal).with_current_step_completed()
-        return state._replace(status=ExecutionStatus.FAILED, completed_at=clock.now())
+        return state._replace(status=_FAILED, completed_at=clock.now())
 
     def completed(self) -> Self:
         """Archive the step in progress and set the terminal status (D3)."""
@@ -162,8 +161,8 @@ class ExecutionState(Serializable):
         return state._replace(status=state._terminal_status(), completed_at=clock.now())
 
     def _terminal_status(self) -> ExecutionStatus:
-        if self.status is ExecutionStatus.FAILED or self.has_errors():
-            return ExecutionStatus.FAILED
+        if self.status is _FAILED or self.has_errors():
+            return _FAILED
         winner = self.continuation.stop_signal()
         if winner is not None and winner.reason.was_force_stopped():
             return ExecutionStatus.STOPPED

@@ -210,8 +210,8 @@ window.addEventListener("message", function (event) {{
 @pytest.fixture(scope="module")
 def real_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The HTML report of a real run: the bundled tools suite and the deliberately wrong one."""
-    from agentrig.harness.runner import run_suite
     from agentrig.harness.scenarios.loader import load_scenarios
+    from agentrig.harness.suites.suite import run_suite
 
     scenarios = load_scenarios([SCENARIOS / "failing", SCENARIOS / "tools"])
     result = run_suite(scenarios, workers=1)

@@ -7,7 +7,7 @@ all drive the loop this way: :func:`watch` gives a checker the agent's events, a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from agentrig import AgentLoop, AgentState
@@ -47,18 +47,20 @@ def run_checked(
     state: AgentState,
     *,
     limit: int | None = None,
+    states: Iterator[AgentState] | None = None,
 ) -> CheckedRun:
     """Iterate execution ``number`` (1-based) from ``state`` until it ends or ``limit`` states
     were yielded, checking each yielded state; an error the loop raises is returned, not raised.
 
     A state is checked once the loop has gone on past it, against the snapshot taken when it
     was yielded, so that ``earlier_states_unchanged`` also catches a mutation by the next step.
-    The last state is checked as final when the execution ended.
+    The last state is checked as final when the execution ended. ``states`` replaces
+    ``loop.iterate(state)`` (the async path, or the states of a stream).
     """
     checker.begin(number, state)
     run = CheckedRun()
     snapshot = ""
-    iterator = loop.iterate(state)
+    iterator = loop.iterate(state) if states is None else states
     try:
         while limit is None or len(run.states) < limit:
             try:

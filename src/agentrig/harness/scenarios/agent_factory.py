@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 
 from agentrig import (
@@ -23,6 +23,7 @@ from agentrig import (
     UseLlmConfig,
     UseSubagents,
 )
+from agentrig.drivers.provider import Delta
 from agentrig.errors import ConfigurationError
 from agentrig.events import AgentStepCompleted
 from agentrig.fakes import (
@@ -91,19 +92,31 @@ def to_budget(spec: BudgetSpec | None) -> ExecutionBudget:
 class TurnScript:
     """The main model: plays the current turn's replies; the runner swaps scripts per turn."""
 
-    def __init__(self, clock: FakeClock) -> None:
+    def __init__(self, clock: FakeClock, chunking: str | None = None) -> None:
         self.clock = clock
+        self.chunking = chunking or "whole"
         self.current = ScriptedLLM([], clock=clock, name="model")
 
     def start_turn(self, number: int, replies: tuple[ModelReply, ...]) -> None:
         """Load the replies of turn ``number`` (1-based)."""
         self.current = ScriptedLLM(
-            [to_turn(r) for r in replies], clock=self.clock, name=f"turn {number}"
+            [to_turn(r) for r in replies],
+            clock=self.clock,
+            name=f"turn {number}",
+            chunking=self.chunking,
         )
 
     def infer(self, request: InferenceRequest) -> InferenceResponse:
         """Answer with the current turn's next reply."""
         return self.current.infer(request)
+
+    async def ainfer(self, request: InferenceRequest) -> InferenceResponse:
+        """Answer with the current turn's next reply, in the async path."""
+        return await self.current.ainfer(request)
+
+    def infer_stream(self, request: InferenceRequest) -> Generator[Delta, None, InferenceResponse]:
+        """Answer with the current turn's next reply, in pieces (runs through ``stream``)."""
+        return (yield from self.current.infer_stream(request))
 
 
 @dataclass
@@ -141,7 +154,7 @@ def build_agent(
     builder = AgentBuilder.base() if base is None else _copy_of(base)
     spec = scenario.agent
     clock, ids = FakeClock(), SeededIds(seed)
-    script = TurnScript(clock)
+    script = TurnScript(clock, spec.stream)
     own = set(builder.tools().names())
     tools = {
         name: scripted_tool(name, tool_spec, clock)

@@ -106,6 +106,7 @@ StopReasonName = Literal[
 ]
 FinishReasonName = Literal["stop", "length", "tool_calls", "content_filter", "error", "other"]
 TraceModeName = Literal["separated", "inline"]
+StreamMode = Literal["whole", "chars", "interleaved"]
 HookTriggerName = Literal[
     "before_execution",
     "before_step",
@@ -662,6 +663,15 @@ class AgentSpec(ScenarioModel):
         default=None, description="Limits on spawning subagents."
     )
     hooks: tuple[HookSpec, ...] = Field(default=(), description="Hooks to install.")
+    stream: StreamMode | None = Field(
+        default=None,
+        description=(
+            "Run each turn through AgentLoop.stream, the model's answers handed out in pieces: "
+            "whole, chars (one character at a time, JSON arguments cut anywhere) or interleaved "
+            "(parallel calls' pieces alternating). The harness checks that the pieces rebuild "
+            "each answer and that the run ends in the states of the plain run."
+        ),
+    )
 
     def _problems(self) -> Iterator[tuple[FieldPath, str]]:
         if self.subagents and SPAWN_SUBAGENT_TOOL in self.tools:

@@ -1,0 +1,234 @@
+"""One loop, two drivers: step logic written once as generators of effects (sans-IO).
+
+The loop and the tool-calling driver describe a step as a generator that *yields* what it needs
+done from outside — ask the provider (``Infer``), run the step's tool calls (``RunTools``), run a
+driver's step (``UseTools``) — and receives the result (or has the error raised at the ``yield``).
+``run_sync`` performs each effect with a plain call; ``run_async`` awaits it. Everything else (hooks,
+events, the state changes) runs in the generator, so both paths share it line for line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Generator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+
+from agentrig.drivers.provider import AsyncInferenceProvider, Delta, InferenceProvider
+from agentrig.errors import ConfigurationError
+from agentrig.events import EventBus, InferenceDelta
+
+if TYPE_CHECKING:
+    from agentrig.drivers.base import Driver, StepRuntime
+    from agentrig.messages import ToolCall
+    from agentrig.state import AgentState, InferenceRequest, InferenceResponse, ToolExecutions
+    from agentrig.tools import ToolExecutor
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Effect(Protocol):
+    """Something a step needs done outside its generator: performed by a call or awaited."""
+
+    def perform(self) -> Any:
+        """Do it synchronously (the ``execute``/``iterate`` path)."""
+        ...
+
+    async def aperform(self) -> Any:
+        """Do it on the running event loop (the ``aexecute``/``aiterate`` path)."""
+        ...
+
+
+Effects = Generator[Effect, Any, T]
+"""A step (or part of one) as a generator: yields effects, receives their results, returns T."""
+
+
+def run_sync(effects: Effects[T]) -> T:
+    """Drive ``effects`` to the end, performing each effect with a plain call."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            effect = effects.send(value) if error is None else effects.throw(error)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        try:
+            value, error = effect.perform(), None
+        except BaseException as raised:  # raised at the generator's ``yield``, where it belongs
+            value, error = None, raised
+
+
+async def run_async(effects: Effects[T]) -> T:
+    """Drive ``effects`` to the end, awaiting each effect."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            effect = effects.send(value) if error is None else effects.throw(error)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        try:
+            value, error = await effect.aperform(), None
+        except BaseException as raised:
+            value, error = None, raised
+
+
+# Effects are plain slotted records (not frozen): built a few times a step and never changed,
+# they skip the frozen dataclass's ``object.__setattr__`` per field.
+
+
+@dataclass(slots=True)
+class Infer:
+    """Ask ``provider`` for its answer to ``request``.
+
+    The async path awaits ``provider.ainfer`` when the provider has one, and otherwise runs
+    ``provider.infer`` in a worker thread (context variables copied). The sync path calls
+    ``infer``; a provider that has only ``ainfer`` is run on a private event loop.
+    """
+
+    provider: InferenceProvider | AsyncInferenceProvider
+    request: InferenceRequest
+    deltas: DeltaEvents | None = None
+    """Set in runs through ``stream``/``astream``: where the pieces of a streamed answer go."""
+
+    def pieces(self) -> Generator[None, None, InferenceResponse]:
+        """``perform``, asking a streaming provider for the answer in pieces: each piece is
+        dispatched as an ``InferenceDelta`` event, then a tick is yielded (the stream runner
+        hands the events out there); returns the assembled response."""
+        infer_stream = getattr(self.provider, "infer_stream", None)
+        if self.deltas is None or infer_stream is None:
+            return self.perform()
+        pieces = infer_stream(self.request)
+        while True:
+            try:
+                delta = next(pieces)
+            except StopIteration as done:
+                return cast("InferenceResponse", done.value)
+            self.deltas.dispatch(delta)
+            yield None
+
+    async def apieces(self) -> AsyncIterator[InferenceResponse | None]:
+        """``pieces`` for the async path: ticks, then the response as the last item."""
+        if self.deltas is None or getattr(self.provider, "infer_stream", None) is None:
+            yield await self.aperform()
+            return
+        pieces = self.pieces()
+        while True:
+            try:
+                next(pieces)
+            except StopIteration as done:
+                yield done.value
+                return
+            yield None
+
+    def perform(self) -> InferenceResponse:
+        # ``getattr`` rather than ``isinstance`` against the protocols: a runtime-checkable
+        # protocol check costs microseconds, and this runs every step.
+        infer = getattr(self.provider, "infer", None)
+        if infer is not None:
+            return cast("InferenceResponse", infer(self.request))
+        ainfer = cast("AsyncInferenceProvider", self.provider).ainfer
+        return cast("InferenceResponse", run_coroutine(ainfer(self.request), "the provider"))
+
+    async def aperform(self) -> InferenceResponse:
+        ainfer = getattr(self.provider, "ainfer", None)
+        if ainfer is not None:
+            return cast("InferenceResponse", await ainfer(self.request))
+        infer = cast("InferenceProvider", self.provider).infer
+        return await asyncio.to_thread(infer, self.request)
+
+
+@dataclass(slots=True)
+class DeltaEvents:
+    """Turns a streaming provider's pieces into ``InferenceDelta`` events on the bus."""
+
+    events: EventBus
+    state: AgentState
+    step_number: int
+
+    def dispatch(self, delta: Delta) -> None:
+        """Dispatch ``delta`` as an ``InferenceDelta`` about the step."""
+        if self.events.wants(InferenceDelta):
+            self.events.dispatch(
+                InferenceDelta.of(
+                    self.state,
+                    step_number=self.step_number,
+                    text=delta.text,
+                    tool_call_index=delta.index,
+                    tool_call_id=delta.call_id,
+                    tool_name=delta.name,
+                    arguments=delta.arguments,
+                )
+            )
+
+
+@dataclass(slots=True)
+class RunTools:
+    """Run the tool calls of a step: in order (sync path) or concurrently (async path)."""
+
+    executor: ToolExecutor
+    calls: tuple[ToolCall, ...]
+    state: AgentState
+    step_number: int
+
+    def perform(self) -> tuple[ToolExecutions, AgentState]:
+        return self.executor.execute(self.calls, self.state, self.step_number)
+
+    async def aperform(self) -> tuple[ToolExecutions, AgentState]:
+        return await self.executor.aexecute(self.calls, self.state, self.step_number)
+
+
+@dataclass(slots=True)
+class UseTools:
+    """Run one step of ``driver``: ``use_tools``, or awaited ``ause_tools`` in the async path
+    (a driver without it runs in a worker thread, context variables copied)."""
+
+    driver: Driver
+    state: AgentState
+    runtime: StepRuntime
+
+    def perform(self) -> AgentState:
+        return self.driver.use_tools(self.state, self.runtime)
+
+    async def aperform(self) -> AgentState:
+        ause_tools = getattr(self.driver, "ause_tools", None)
+        if ause_tools is not None:
+            return await ause_tools(self.state, self.runtime)  # type: ignore[no-any-return]
+        return await asyncio.to_thread(self.driver.use_tools, self.state, self.runtime)
+
+
+def runs_step(use_tools: F) -> F:
+    """Mark a driver's ``use_tools`` as nothing but ``run_sync(self.step(state, runtime))``: the
+    loop then runs the driver's ``step`` generator itself (one runner, not two nested). A
+    subclass or a patch that replaces ``use_tools`` drops the mark, and the loop calls it."""
+    use_tools._runs_step = True  # type: ignore[attr-defined]
+    return use_tools
+
+
+def step_of(driver: Driver) -> Callable[[AgentState, StepRuntime], Effects[AgentState]] | None:
+    """The driver's ``step`` generator function when its ``use_tools`` only runs it."""
+    if getattr(type(driver).use_tools, "_runs_step", False):
+        return driver.step  # type: ignore[attr-defined,no-any-return]
+    return None
+
+
+def in_event_loop() -> bool:
+    """True when this thread is running an asyncio event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def run_coroutine(coroutine: Any, what: str) -> Any:
+    """Run ``coroutine`` to completion on a private event loop (the sync path meeting ``async``
+    code). Refused inside a running event loop, where it would have to block that loop."""
+    if in_event_loop():
+        coroutine.close()
+        raise ConfigurationError(
+            f"{what} is async and was called from synchronous code running inside an event "
+            "loop, which cannot wait for it there: use 'await agent.aexecute(state)'"
+        )
+    return asyncio.run(coroutine)
