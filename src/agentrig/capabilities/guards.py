@@ -80,7 +80,9 @@ class UseGuards:
     def exceeded(self, state: AgentState) -> StopSignal | None:
         """The signal for the first limit ``state`` has reached, or None."""
         limits = self._limits
-        if limits[0] is not self.budget:  # read once per budget: this runs before every step
+        # Read once per budget, as this runs before every step. A cache: reading every time
+        # gives the same answer, so no test can tell (hence no mutation).
+        if limits[0] is not self.budget:  # pragma: no mutate
             limits = self._limits = _limits(self.budget)
         _, max_steps, max_tokens, max_cost, timed = limits
         execution = state.execution  # read directly: this runs before every step
