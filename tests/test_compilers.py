@@ -62,6 +62,7 @@ class TestConversationWithCurrentToolTrace:
         with pytest.raises(InvalidInputError, match="name at least one section") as raised:
             ConversationWithCurrentToolTrace([])
         assert raised.value.field == "sections"
+        assert str(raised.value).startswith("invalid ConversationWithCurrentToolTrace: sections:")
 
     def test_hides_traces_of_other_executions(self) -> None:
         state = running(state_with(Message.user("q"), trace("old", "e-old"), Message.user("q2")))
@@ -369,6 +370,16 @@ class TestRegistry:
     )
     def test_builtins_satisfy_the_protocol(self, compiler: object) -> None:
         assert isinstance(compiler, ContextCompiler)
+
+    def test_reprs(self) -> None:
+        assert repr(AllSections()) == "AllSections()"
+        assert repr(SelectedSections("summary")) == "SelectedSections(('summary',))"
+        assert repr(ConversationWithCurrentToolTrace(["messages"])) == (
+            "ConversationWithCurrentToolTrace(sections=('messages',))"
+        )
+        assert repr(TokenBudgetCompiler(AllSections(), 10)) == (
+            "TokenBudgetCompiler(AllSections(), max_tokens=10)"
+        )
 
 
 class TestWrongInput:

@@ -62,7 +62,8 @@ class ConversationWithCurrentToolTrace:
         execution = state.execution
         current = execution.execution_id if execution is not None else None
         traces = messages.trace_executions
-        if not traces or (len(traces) == 1 and current in traces):
+        # A shortcut: filtering would keep every message anyway (hence no mutation).
+        if not traces or (len(traces) == 1 and current in traces):  # pragma: no mutate
             return messages
         return messages.filtered(lambda m: not m.is_trace or m.execution_id == current)
 
@@ -174,7 +175,7 @@ class TokenBudgetCompiler:
             start -= 1
         while start < count and messages[start].role is Role.TOOL:
             start += 1  # results whose call did not fit
-        if start == count and count and count - 1 not in pinned:
+        if start == count and count:
             start = count - 1  # the newest turn does not fit: keep it anyway, with its call
             while start > 0 and messages[start].role is Role.TOOL:
                 start -= 1

@@ -174,7 +174,7 @@ def _section_names(names: Iterable[str], field: str, what: str) -> tuple[str, ..
     raises ``InvalidInputError`` naming ``field`` (or the item at fault) in ``what``."""
     if isinstance(names, str):
         names = (names,)
-    elif type(names) is not tuple:
+    elif type(names) is not tuple:  # pragma: no mutate (copying a tuple again is only slower)
         if not isinstance(names, Iterable):
             _reject_name(names, field, what)
         names = tuple(names)
