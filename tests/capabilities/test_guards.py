@@ -228,8 +228,13 @@ class TestConfiguration:
         assert len(agent.hooks) == 0
 
     def test_guards_without_any_limit_are_refused(self) -> None:
-        with pytest.raises(ConfigurationError, match=r"UseGuards\(\) without limits.*max_steps"):
+        with pytest.raises(ConfigurationError) as raised:
             UseGuards()
+        assert str(raised.value) == (  # docs/architecture.md: the defaults to copy
+            "UseGuards() without limits guards nothing: give limits such as "
+            "UseGuards(max_steps=20, max_tokens=32_768, max_seconds=300) (the original "
+            "runtime's defaults), or a budget (ExecutionBudget.unlimited() for none)"
+        )
 
     def test_the_limit_is_signalled_once(self, make_agent, start) -> None:
         final = run(make_agent, start, ScriptedLLM([]), UseGuards(max_steps=0))
