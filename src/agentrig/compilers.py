@@ -255,7 +255,7 @@ def get_compiler(name: str) -> ContextCompiler:
     factory = _REGISTRY.get(name) if isinstance(name, str) else None
     if factory is None:
         close = get_close_matches(name, _REGISTRY, n=1) if isinstance(name, str) else []
-        hint = "".join(f"; did you mean {match!r}?" for match in close)
+        hint = f"; did you mean {close[-1]!r}?" if close else ""  # the one match asked for
         raise ConfigurationError(
             f"unknown context compiler {name!r}; valid: {', '.join(compiler_names())}{hint} "
             "(a custom one must be registered first with register_compiler)"
