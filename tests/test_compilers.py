@@ -62,6 +62,7 @@ class TestConversationWithCurrentToolTrace:
         with pytest.raises(InvalidInputError, match="name at least one section") as raised:
             ConversationWithCurrentToolTrace([])
         assert raised.value.field == "sections"
+        assert str(raised.value).startswith("invalid ConversationWithCurrentToolTrace: sections:")
 
     def test_hides_traces_of_other_executions(self) -> None:
         state = running(state_with(Message.user("q"), trace("old", "e-old"), Message.user("q2")))
@@ -370,6 +371,16 @@ class TestRegistry:
     def test_builtins_satisfy_the_protocol(self, compiler: object) -> None:
         assert isinstance(compiler, ContextCompiler)
 
+    def test_reprs(self) -> None:
+        assert repr(AllSections()) == "AllSections()"
+        assert repr(SelectedSections("summary")) == "SelectedSections(('summary',))"
+        assert repr(ConversationWithCurrentToolTrace(["messages"])) == (
+            "ConversationWithCurrentToolTrace(sections=('messages',))"
+        )
+        assert repr(TokenBudgetCompiler(AllSections(), 10)) == (
+            "TokenBudgetCompiler(AllSections(), max_tokens=10)"
+        )
+
 
 class TestWrongInput:
     @pytest.mark.parametrize("compiler", [ConversationWithCurrentToolTrace, SelectedSections])
@@ -522,4 +533,79 @@ class TestCustomCompilersInARun:
         assert error.type == "ConfigurationError"
         assert f"the context compiler OddCompiler() returned {type(answer).__name__}: " in (
             error.message
+        )
+
+
+class TestErrorTexts:
+    """Each configuration error in full: what is wrong and what to do instead."""
+
+    @staticmethod
+    def text(error: pytest.ExceptionInfo[ConfigurationError]) -> str:
+        return str(error.value)
+
+    def test_no_sections(self) -> None:
+        with pytest.raises(InvalidInputError) as raised:
+            ConversationWithCurrentToolTrace([])
+        assert str(raised.value) == (
+            "invalid ConversationWithCurrentToolTrace: sections: name at least one section; "
+            "the default is summary, buffer, messages, execution_buffer"
+        )
+
+    def test_a_compiler_answering_nonsense(self) -> None:
+        class NoneCompiler:
+            def compile(self, state: AgentState) -> None:
+                return None
+
+            def __repr__(self) -> str:
+                return "NoneCompiler()"
+
+        with pytest.raises(ConfigurationError) as raised:
+            TokenBudgetCompiler(NoneCompiler(), 2).compile(AgentState())  # type: ignore[arg-type]
+        assert self.text(raised) == (
+            "the context compiler NoneCompiler() returned NoneType: compile(state) must return "
+            "Messages (or a list of Message)"
+        )
+
+    def test_a_token_budget_below_one(self) -> None:
+        with pytest.raises(ConfigurationError) as raised:
+            TokenBudgetCompiler(AllSections(), 0)
+        assert self.text(raised) == (
+            "TokenBudgetCompiler max_tokens must be a whole number >= 1, got 0: the most tokens "
+            "the model may be sent, e.g. 8000"
+        )
+
+    def test_an_inner_compiler_that_is_none(self) -> None:
+        with pytest.raises(ConfigurationError) as raised:
+            TokenBudgetCompiler(None, 10)  # type: ignore[arg-type]
+        assert self.text(raised) == (
+            "TokenBudgetCompiler inner must be a context compiler (an instance with "
+            "compile(state)), got None: e.g. ConversationWithCurrentToolTrace()"
+        )
+
+    def test_registering(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(compilers, "_REGISTRY", dict(compilers._REGISTRY))
+        with pytest.raises(ConfigurationError) as raised:
+            register_compiler("", AllSections)
+        assert self.text(raised) == (
+            "a context compiler's name must be non-empty text, got '': "
+            "e.g. register_compiler('my_compiler', MyCompiler)"
+        )
+        with pytest.raises(ConfigurationError) as raised:
+            register_compiler("broken", AllSections())  # type: ignore[arg-type]
+        assert self.text(raised) == (
+            "compiler factory for 'broken' is not callable: pass a class or a function "
+            "returning a compiler"
+        )
+        with pytest.raises(ConfigurationError) as raised:
+            register_compiler("all_sections", SelectedSections)
+        assert self.text(raised) == (
+            "a context compiler named 'all_sections' is registered already: choose another "
+            "name, or pass replace=True"
+        )
+        register_compiler("makes_text_for_test", lambda: "messages")  # type: ignore[arg-type,return-value]
+        with pytest.raises(ConfigurationError) as raised:
+            get_compiler("makes_text_for_test")
+        assert self.text(raised) == (
+            "the factory registered as 'makes_text_for_test' made str, not a compiler (an object "
+            "with compile(state)): register a class or a function returning one"
         )

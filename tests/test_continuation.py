@@ -84,6 +84,8 @@ def test_signal_str() -> None:
 def test_user_requested_factory() -> None:
     made = StopSignal.user_requested("bye", source="ui")
     assert (made.reason, made.message, made.source) == (StopReason.USER_REQUESTED, "bye", "ui")
+    made = StopSignal.user_requested()
+    assert (made.reason, made.message, made.source) == (StopReason.USER_REQUESTED, "", None)
 
 
 def test_agent_stop_becomes_stop_requested() -> None:

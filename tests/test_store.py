@@ -203,11 +203,15 @@ def test_select_takes_one_name_as_text() -> None:
     assert store.select("summary").to_text() == "s"
 
 
-@pytest.mark.parametrize("names", [None, [["messages"]], [None]])
-def test_select_refuses_what_is_not_section_names(names: object) -> None:
+@pytest.mark.parametrize(
+    ("names", "field", "got"),
+    [(None, "names", "NoneType"), (3, "names", "int"), ([["m"]], "names[0]", "list")],
+)
+def test_select_refuses_what_is_not_section_names(names: object, field: str, got: str) -> None:
     with pytest.raises(InvalidInputError) as raised:
         store_with(messages=["m"]).select(names)  # type: ignore[arg-type]
-    assert raised.value.field.startswith("names")
+    assert raised.value.field == field
+    assert str(raised.value).endswith(f"got {got}")
     assert str(raised.value).startswith("invalid MessageStore.select() argument: names")
 
 

@@ -7,8 +7,8 @@ Usage (from the repository root, with the ``mutation`` extra installed)::
     python tools/mutation.py --survivors     # ... and the diff of every surviving mutant
 
 The modules and the tests are configured in ``[tool.mutmut]`` of ``pyproject.toml``; mutmut
-works in ``mutants/`` (a copy of the sources, reused by the next run). A run takes tens of
-minutes: it is run on demand, never by the test suite or CI. See docs/mutation-testing.md.
+works in ``mutants/`` (a copy of the sources, reused by the next run). A run takes minutes to
+half an hour: it is run on demand, never by the test suite or CI. See docs/mutation-testing.md.
 
 Each module gets two scores: killed mutants over all mutants that ran, and the same ignoring
 mutants that only change message text (see ``is_message_text``), which the tests pin only where

@@ -62,7 +62,8 @@ class ConversationWithCurrentToolTrace:
         execution = state.execution
         current = execution.execution_id if execution is not None else None
         traces = messages.trace_executions
-        if not traces or (len(traces) == 1 and current in traces):
+        # A shortcut: filtering would keep every message anyway (hence no mutation).
+        if not traces or (len(traces) == 1 and current in traces):  # pragma: no mutate
             return messages
         return messages.filtered(lambda m: not m.is_trace or m.execution_id == current)
 
@@ -174,7 +175,7 @@ class TokenBudgetCompiler:
             start -= 1
         while start < count and messages[start].role is Role.TOOL:
             start += 1  # results whose call did not fit
-        if start == count and count and count - 1 not in pinned:
+        if start == count and count:
             start = count - 1  # the newest turn does not fit: keep it anyway, with its call
             while start > 0 and messages[start].role is Role.TOOL:
                 start -= 1
@@ -254,7 +255,7 @@ def get_compiler(name: str) -> ContextCompiler:
     factory = _REGISTRY.get(name) if isinstance(name, str) else None
     if factory is None:
         close = get_close_matches(name, _REGISTRY, n=1) if isinstance(name, str) else []
-        hint = "".join(f"; did you mean {match!r}?" for match in close)
+        hint = f"; did you mean {close[-1]!r}?" if close else ""  # the one match asked for
         raise ConfigurationError(
             f"unknown context compiler {name!r}; valid: {', '.join(compiler_names())}{hint} "
             "(a custom one must be registered first with register_compiler)"

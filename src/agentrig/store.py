@@ -144,7 +144,9 @@ class SectionRef:
 
     def append(self, messages: Messages | Message | Iterable[Message]) -> MessageStore:
         """A store with ``messages`` appended (the section is created at the end if missing)."""
-        if type(messages) is Messages:  # its trace executions are known: no per-message scan
+        # Messages know their trace executions: no per-message scan (the general path below
+        # gives the same store, only slower: hence no mutation)
+        if type(messages) is Messages:  # pragma: no mutate
             if not messages:
                 return self._store
             return self._store._appended(self._name, messages)
@@ -174,7 +176,7 @@ def _section_names(names: Iterable[str], field: str, what: str) -> tuple[str, ..
     raises ``InvalidInputError`` naming ``field`` (or the item at fault) in ``what``."""
     if isinstance(names, str):
         names = (names,)
-    elif type(names) is not tuple:
+    elif type(names) is not tuple:  # pragma: no mutate (copying a tuple again is only slower)
         if not isinstance(names, Iterable):
             _reject_name(names, field, what)
         names = tuple(names)

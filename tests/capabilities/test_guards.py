@@ -149,6 +149,7 @@ class TestConfiguration:
         with pytest.raises(InvalidInputError, match=r"'lenght'.*length, tool_calls") as raised:
             UseGuards(finish_reasons=["lenght"])
         assert raised.value.field == "finish_reasons[0]"
+        assert str(raised.value).startswith("invalid UseGuards finish reasons: finish_reasons[0]:")
 
     def test_no_finish_reasons_may_be_given_as_none(self) -> None:
         assert UseGuards(max_steps=1, finish_reasons=None).finish_reasons == frozenset()
@@ -157,6 +158,10 @@ class TestConfiguration:
         with pytest.raises(InvalidInputError, match="expected finish reasons") as raised:
             UseGuards(finish_reasons=3)  # type: ignore[arg-type]
         assert raised.value.field == "finish_reasons"
+        assert str(raised.value) == (
+            "invalid UseGuards finish reasons: finish_reasons: expected finish reasons such as "
+            "['length'], got int"
+        )
 
     def test_a_budget_may_be_given_as_a_dict_of_its_fields(self) -> None:
         assert UseGuards({"max_steps": 3}).budget == ExecutionBudget(max_steps=3)
@@ -169,6 +174,18 @@ class TestConfiguration:
         with pytest.raises(InvalidInputError) as raised:
             UseGuards(budget)  # type: ignore[arg-type]
         assert raised.value.field == field
+
+    def test_a_budget_of_the_wrong_type_names_it(self) -> None:
+        with pytest.raises(InvalidInputError) as raised:
+            UseGuards(3)  # type: ignore[arg-type]
+        assert str(raised.value) == (
+            "invalid UseGuards: budget: expected an ExecutionBudget or a dict of its fields, got int"
+        )
+
+    def test_keywords_alone_make_the_budget(self) -> None:
+        assert UseGuards(max_steps=2).budget == ExecutionBudget(max_steps=2)
+        budget = ExecutionBudget(max_cost=1.0)
+        assert UseGuards(budget).budget == budget
 
     def test_exceeded_reports_the_first_limit_reached(self) -> None:
         guards = UseGuards(max_steps=0, max_tokens=0)
@@ -211,8 +228,13 @@ class TestConfiguration:
         assert len(agent.hooks) == 0
 
     def test_guards_without_any_limit_are_refused(self) -> None:
-        with pytest.raises(ConfigurationError, match=r"UseGuards\(\) without limits.*max_steps"):
+        with pytest.raises(ConfigurationError) as raised:
             UseGuards()
+        assert str(raised.value) == (  # docs/architecture.md: the defaults to copy
+            "UseGuards() without limits guards nothing: give limits such as "
+            "UseGuards(max_steps=20, max_tokens=32_768, max_seconds=300) (the original "
+            "runtime's defaults), or a budget (ExecutionBudget.unlimited() for none)"
+        )
 
     def test_the_limit_is_signalled_once(self, make_agent, start) -> None:
         final = run(make_agent, start, ScriptedLLM([]), UseGuards(max_steps=0))

@@ -56,7 +56,7 @@ class UseGuards:
                 "runtime's defaults), or a budget (ExecutionBudget.unlimited() for none)"
             )
         base = _budget(budget)
-        self.budget = base.evolve(**given) if given else base
+        self.budget = base.evolve(**given)
         self.finish_reasons = _finish_reasons(finish_reasons)
         self._limits = _limits(self.budget)
 
@@ -80,9 +80,11 @@ class UseGuards:
     def exceeded(self, state: AgentState) -> StopSignal | None:
         """The signal for the first limit ``state`` has reached, or None."""
         limits = self._limits
-        if limits[0] is not self.budget:  # read once per budget: this runs before every step
+        # Read once per budget, as this runs before every step. A cache: reading every time
+        # gives the same answer, so no test can tell (hence no mutation).
+        if limits[0] is not self.budget:  # pragma: no mutate
             limits = self._limits = _limits(self.budget)
-        _, max_steps, max_tokens, max_cost, timed = limits
+        _, max_steps, max_tokens, max_cost = limits
         execution = state.execution  # read directly: this runs before every step
         if max_steps is not None:
             steps = execution.step_count() if execution is not None else 0
@@ -110,7 +112,7 @@ class UseGuards:
                     cost=usage.cost,
                     max_cost=max_cost,
                 )
-        return self._time_exceeded(state) if timed else None
+        return self._time_exceeded(state)
 
     def _time_exceeded(self, state: AgentState) -> StopSignal | None:
         budget = self.budget
@@ -189,13 +191,12 @@ def _finish_reasons(reasons: object) -> frozenset[FinishReason]:
     return frozenset(parsed)
 
 
-_Limits = tuple[ExecutionBudget, int | None, int | None, float | None, bool]
+_Limits = tuple[ExecutionBudget, int | None, int | None, float | None]
 
 
 def _limits(budget: ExecutionBudget) -> _Limits:
-    """The budget, its step, token and cost limits, and whether it limits time."""
-    timed = budget.max_seconds is not None or budget.deadline is not None
-    return budget, budget.max_steps, budget.max_tokens, budget.max_cost, timed
+    """The budget and its step, token and cost limits."""
+    return budget, budget.max_steps, budget.max_tokens, budget.max_cost
 
 
 def _signal(reason: StopReason, message: str, **context: Any) -> StopSignal:

@@ -104,6 +104,12 @@ class TestUnordered:
 
     def test_only_unexpected(self) -> None:
         assert compare([OSLO], [SEARCH, OSLO], "unordered") == "unexpected search(q='news')"
+        assert compare([], [SEARCH, OSLO], "subset") == (
+            "unexpected search(q='news'), weather(city='Oslo')"
+        )
+        assert compare([PARIS, OSLO], [], "superset") == (
+            "missing weather(city='Paris'), weather(city='Oslo')"
+        )
 
     def test_duplicates_count(self) -> None:
         assert compare([PARIS, PARIS], [PARIS, PARIS], "unordered") is None

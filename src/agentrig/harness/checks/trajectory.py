@@ -76,7 +76,7 @@ def _unmatched(wanted: Sequence[Call], pool: Sequence[Call], args: ArgsMatcher) 
             taker = reached_from[free]
             previous = partner.get(taker)
             owner[free], partner[taker] = taker, free
-            free = None if taker == root else previous
+            free = previous  # None once the path reaches the root, which had no partner yet
     return [call for w, call in enumerate(wanted) if w not in partner]
 
 
