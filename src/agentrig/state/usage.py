@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, StrictInt
 
 from agentrig._model import Serializable
 
@@ -10,11 +10,11 @@ from agentrig._model import Serializable
 class Usage(Serializable):
     """Tokens and cost of one or more inference calls. ``total()`` is input plus output tokens."""
 
-    input_tokens: int = Field(default=0, ge=0)
-    output_tokens: int = Field(default=0, ge=0)
-    cache_read_tokens: int = Field(default=0, ge=0)
-    cache_write_tokens: int = Field(default=0, ge=0)
-    reasoning_tokens: int = Field(default=0, ge=0)
+    input_tokens: StrictInt = Field(default=0, ge=0)
+    output_tokens: StrictInt = Field(default=0, ge=0)
+    cache_read_tokens: StrictInt = Field(default=0, ge=0)
+    cache_write_tokens: StrictInt = Field(default=0, ge=0)
+    reasoning_tokens: StrictInt = Field(default=0, ge=0)
     cost: float = Field(default=0.0, ge=0)
 
     def total(self) -> int:
