@@ -125,8 +125,8 @@ def deserialize(cassette_string: str) -> dict[str, Any]:
         data = yamlserializer.deserialize(cassette_string)
     except yaml.YAMLError as error:
         raise ValueError(f"invalid YAML: {error}") from None
-    except (ValueError, TypeError, OverflowError) as error:  # a tagged value that does not parse
-        raise ValueError(f"invalid YAML value: {error}") from None
+    except Exception as error:  # PyYAML's constructors raise what a bad tagged value makes them
+        raise ValueError(f"invalid YAML value: {type(error).__name__}: {error}") from None
     if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
         raise ValueError("not a vcrpy cassette: expected a mapping with an 'interactions' list")
     for number, interaction in enumerate(data["interactions"], start=1):
