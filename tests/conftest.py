@@ -190,7 +190,8 @@ class Hostile:
             st.sampled_from([4300, 4301, 19, 20]).map(lambda digits: 10**digits),
             st.floats(),
             st.text(max_size=12),
-            st.sampled_from(["", "2001-13-45", "yes", "\ud800", "\x00", "a" * 5000, "1e999"]),
+            st.sampled_from(["", "2001-13-45", "yes", "\ud800", "\x00", "1e999"]),
+            st.just(5000).map(lambda size: "a" * size),
         )
         nested = st.integers(min_value=95, max_value=300).map(Hostile._nested)
         shallow = st.recursive(

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import (
     TYPE_CHECKING,
     Annotated,
@@ -22,6 +24,7 @@ from jiter import from_json as _jiter_json
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -257,6 +260,35 @@ def _non_json_at(value: Any, path: tuple[str | int, ...], lenient: bool) -> NonJ
         return None
     return NonJson(path, value)
 
+
+_ISO_DATETIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})"
+)
+
+
+def _timestamp(value: Any) -> Any:
+    """A timestamp is a timezone-aware ``datetime`` or its ISO-8601 text with an offset, as
+    ``to_dict`` writes it: an epoch number, a date alone or a time without offset would come
+    back different from what was given, and a naive time breaks arithmetic with aware ones."""
+    kind = type(value)
+    if kind is str:
+        if _ISO_DATETIME.fullmatch(value) is None:
+            raise ValueError(
+                f"expected an ISO-8601 datetime with a timezone offset such as "
+                f"2026-01-01T00:05:00Z, got {value[:40]!r}"
+            )
+        return value
+    if isinstance(value, datetime):
+        if value.utcoffset() is None:
+            raise ValueError(
+                "needs a timezone: a naive datetime cannot be compared with the others"
+            )
+        return value
+    raise ValueError(f"expected a timezone-aware datetime or ISO-8601 text, got {kind.__name__}")
+
+
+Timestamp = Annotated[datetime, BeforeValidator(_timestamp)]
+"""A timezone-aware ``datetime``, strictly: see :func:`_timestamp`."""
 
 JsonData = Annotated[Any, AfterValidator(_check_json), WithJsonSchema({})]
 """Any JSON value, checked in one pass (cheaper than pydantic's ``JsonValue`` on hot paths)."""

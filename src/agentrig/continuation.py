@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Self
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from agentrig._model import FrozenList, JsonObject, Serializable
 from agentrig.errors import AgentStop
@@ -115,7 +115,7 @@ class ExecutionContinuation(Serializable):
     """
 
     stop_signals: StopSignals = Field(default_factory=StopSignals)
-    is_continuation_requested: bool = False
+    is_continuation_requested: StrictBool = False
 
     def should_stop(self) -> bool:
         """True when there is a binding signal, or a signal and no continuation request."""

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Iterator
-from datetime import datetime
 from enum import StrEnum
 from itertools import chain
 from typing import Any, Literal, Self, cast, overload
 
-from pydantic import Field, JsonValue
+from pydantic import Field, JsonValue, StrictBool
 
 from agentrig import clock
-from agentrig._model import FrozenList, JsonObject, Serializable
+from agentrig._model import FrozenList, JsonObject, Serializable, Timestamp
 from agentrig.errors import InvalidInputError
 
 TRACE_KEY = "is_trace"
@@ -51,7 +50,7 @@ class ToolResult(Serializable):
     content: str
     call_id: str
     tool_name: str
-    is_error: bool = False
+    is_error: StrictBool = False
 
 
 class Message(Serializable):
@@ -70,7 +69,7 @@ class Message(Serializable):
     metadata: JsonObject = Field(default_factory=dict)
     provider_data: JsonObject = Field(default_factory=dict, exclude_if=operator.not_)
     id: str = Field(default_factory=lambda: clock.new_id("message"))
-    created_at: datetime = Field(default_factory=clock.now)
+    created_at: Timestamp = Field(default_factory=clock.now)
 
     @classmethod
     def system(cls, content: str) -> Self:

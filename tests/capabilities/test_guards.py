@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from datetime import timedelta
 
 import pytest
@@ -20,6 +21,7 @@ from agentrig import (
     runtime_context,
 )
 from agentrig.fakes import FakeClock, ScriptedLLM, ScriptedTool, ToolReply, Turn, calls
+from agentrig.state.usage import MAX_TOKENS
 
 
 def lookup(q: str) -> str:
@@ -102,6 +104,22 @@ class TestMaxCost:
         assert signal is not None
         assert signal.message == "Cost limit reached: 0.3/0.25"
         assert signal.context["cost"] == pytest.approx(0.3)  # the exact sum stays in the context
+
+    def test_a_cost_sum_that_overflows_stops_on_the_cost_limit(self, make_agent, start) -> None:
+        llm = ScriptedLLM(tool_turns(4, usage=Usage(input_tokens=1, cost=1e308)))
+        final = run(make_agent, start, llm, UseGuards(max_cost=1.5e308))
+        assert_stopped(final, StopReason.TOKEN_LIMIT, 2)  # not failed with an invalid signal
+        assert final.usage().cost == sys.float_info.max  # saturated, still a finite number
+        assert AgentState.from_json(final.to_json()) == final
+
+    def test_token_counts_beyond_any_run_are_refused_and_sums_saturate(self) -> None:
+        with pytest.raises(InvalidInputError, match="input_tokens"):
+            Usage(input_tokens=10**4300)
+        with pytest.raises(InvalidInputError, match="cost"):
+            Usage(cost=float("inf"))
+        total = Usage(input_tokens=MAX_TOKENS) + Usage(input_tokens=MAX_TOKENS)
+        assert total.input_tokens == MAX_TOKENS
+        assert Usage.from_dict(total.to_dict()) == total
 
 
 class TestTime:

@@ -17,6 +17,7 @@ from agentrig import (
     ExecutionStatus,
     FinishReason,
     InferenceRequest,
+    InvalidInputError,
     LlmConfig,
     Message,
     Messages,
@@ -650,3 +651,31 @@ def test_cost_uses_the_requested_model_when_the_answer_names_an_unknown_one(
     prices = PriceTable({"gpt-test": ModelPrice(input=2.0, output=8.0)}, strict=True)
     response = server.provider(prices=prices).infer(InferenceRequest())
     assert response.usage.cost == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"prompt_tokens": -1},
+        {"prompt_tokens": "ten"},
+        {"prompt_tokens": 10**30},
+        {"completion_tokens": 1.5},
+        {"prompt_tokens_details": {"cached_tokens": -3}},
+        {"completion_tokens_details": {"reasoning_tokens": "x"}},
+    ],
+)
+def test_a_malformed_usage_is_a_provider_error(usage: dict[str, Any]) -> None:
+    server = FakeServer(completion({"content": "hi"}, **usage))
+    with pytest.raises(ProviderError, match="malformed usage") as raised:
+        server.provider().infer(InferenceRequest(messages=Messages.from_text("hi")))
+    assert raised.value.provider == "openai"
+    assert not isinstance(raised.value, InvalidInputError)
+
+
+def test_a_huge_price_gives_the_largest_finite_cost() -> None:
+    table = PriceTable({"gpt-test": ModelPrice(input=1e300, output=1e300)})
+    server = FakeServer(completion({"content": "hi"}, prompt_tokens=10**15))
+    response = server.provider(prices=table).infer(
+        InferenceRequest(messages=Messages.from_text("hi"))
+    )
+    assert response.usage.cost == sys.float_info.max

@@ -258,13 +258,35 @@ HEADER_DAMAGE = [
     pytest.param(lambda t, d: t[: len(t) // 2], "<root>", "not valid JSON (line", id="truncated"),
     pytest.param(lambda t, d: "[1, 2]", "<root>", "expected a JSON object, got list", id="list"),
     pytest.param(lambda t, d: {**d, "version": 0}, "version", ">= 1", id="bad-version"),
-    pytest.param(lambda t, d: {**d, "format_version": 7}, "format_version", "be 1", id="future"),
+    pytest.param(
+        lambda t, d: {**d, "format_version": 7},
+        "format_version",
+        "less than or equal to 1",
+        id="future",
+    ),
     pytest.param(lambda t, d: {**d, "session_id": "x"}, "session_id", "another", id="renamed"),
     pytest.param(without("created_at"), "created_at", "Field required", id="missing-field"),
+    pytest.param(lambda t, d: {**d, "version": "1"}, "version", "integer", id="version-text"),
+    pytest.param(lambda t, d: {**d, "version": 1.0}, "version", "integer", id="version-float"),
+    pytest.param(lambda t, d: {**d, "version": True}, "version", "integer", id="version-bool"),
+    pytest.param(
+        lambda t, d: {**d, "created_at": 1767225600}, "created_at", "datetime", id="epoch"
+    ),
+    pytest.param(
+        lambda t, d: {**d, "updated_at": "2026-01-01"}, "updated_at", "ISO-8601", id="date-only"
+    ),
+    pytest.param(
+        lambda t, d: {**d, "format_version": True}, "format_version", "integer", id="format-bool"
+    ),
+    pytest.param(lambda t, d: t.replace("{", '{"version": 1,', 1), "<root>", "duplicate", id="dup"),
 ]
 STATE_DAMAGE = [
     pytest.param(in_state(execution_count=-1), "state.execution_count", ">= 0", id="bad-count"),
     pytest.param(in_state(agent_id="x"), "state.agent_id", "another session", id="foreign"),
+    pytest.param(
+        in_state(execution_count="1"), "state.execution_count", "integer", id="count-text"
+    ),
+    pytest.param(in_state(created_at="2026-01-01T00:00:00"), "state.created_at", "ISO", id="naive"),
     pytest.param(without("state"), "state", "Field required", id="no-state"),
 ]
 

@@ -431,3 +431,45 @@ def test_a_state_written_by_an_earlier_release_reads_back_unchanged() -> None:
     assert state.steps()[1].tool_executions[1].value == 5
     assert state.continuation().stop_signals[-1].context == {"a": 1.5}
     assert state.messages().roles() == (Role.USER, Role.ASSISTANT)
+
+
+class TestStrictFormat:
+    """Where the format is agentrig's own, a value that would come back different is refused."""
+
+    @pytest.mark.parametrize(
+        "value",
+        [1767225600, "2026-01-01", "2026-01-01T00:00:00", "yesterday", True],
+        ids=["epoch", "date-only", "naive", "words", "boolean"],
+    )
+    def test_a_timestamp_must_be_aware_iso_text(self, value: object) -> None:
+        data = AgentState().to_dict()
+        data["created_at"] = value
+        with pytest.raises(InvalidInputError, match=r"ISO-8601|timezone") as raised:
+            AgentState.from_dict(data)
+        assert raised.value.field == "created_at"
+
+    def test_a_naive_datetime_is_refused_before_a_resumed_run_trips_on_it(self) -> None:
+        with pytest.raises(InvalidInputError, match="needs a timezone"):
+            ExecutionState(started_at=datetime(2026, 1, 1))
+
+    def test_aware_timestamps_round_trip_unchanged(self) -> None:
+        state = AgentState(created_at=datetime(2026, 1, 1, 12, 30, 5, 123, tzinfo=UTC))
+        assert AgentState.from_json(state.to_json()).created_at == state.created_at
+
+    @pytest.mark.parametrize(
+        ("field", "value"),
+        [("execution_count", "1"), ("execution_count", 1.0), ("execution_count", True)],
+    )
+    def test_counts_are_integers(self, field: str, value: object) -> None:
+        data = AgentState().to_dict()
+        data[field] = value
+        with pytest.raises(InvalidInputError) as raised:
+            AgentState.from_dict(data)
+        assert raised.value.field == field
+
+    def test_flags_are_booleans(self) -> None:
+        data = Message.user("hi").to_dict()
+        data["is_error"] = "yes"
+        with pytest.raises(InvalidInputError) as raised:
+            Message.from_dict(data)
+        assert raised.value.field == "is_error"

@@ -19,7 +19,7 @@ from agentrig.drivers._sdk import (
     tool_call,
 )
 from agentrig.drivers.pricing import PriceTable
-from agentrig.errors import ConfigurationError, InvalidInputError
+from agentrig.errors import ConfigurationError, InvalidInputError, ProviderError
 from agentrig.messages import Message, Role, ToolCall
 from agentrig.state import InferenceRequest, InferenceResponse, ToolSchema, Usage
 from agentrig.state.status import FinishReason
@@ -260,12 +260,17 @@ class _Assembler:
     def usage(self) -> Usage:
         read = self.counts.get("cache_read_input_tokens", 0)
         write = self.counts.get("cache_creation_input_tokens", 0)
-        return Usage(
-            input_tokens=self.counts.get("input_tokens", 0) + read + write,
-            output_tokens=self.counts.get("output_tokens", 0),
-            cache_read_tokens=read,
-            cache_write_tokens=write,
-        )
+        try:
+            return Usage(
+                input_tokens=self.counts.get("input_tokens", 0) + read + write,
+                output_tokens=self.counts.get("output_tokens", 0),
+                cache_read_tokens=read,
+                cache_write_tokens=write,
+            )
+        except (InvalidInputError, TypeError) as error:  # the API's answer is malformed
+            raise ProviderError(
+                f"anthropic response has a malformed usage: {error}", provider="anthropic"
+            ) from None
 
     def reasoning(self) -> str:
         """The text of the thinking blocks, joined."""

@@ -21,7 +21,7 @@ from agentrig.drivers._sdk import (
     tool_call,
 )
 from agentrig.drivers.pricing import PriceTable
-from agentrig.errors import ConfigurationError, ProviderError
+from agentrig.errors import ConfigurationError, InvalidInputError, ProviderError
 from agentrig.messages import Message, Messages, Role, ToolCall
 from agentrig.state import InferenceRequest, InferenceResponse, ToolSchema, Usage
 from agentrig.state.status import FinishReason
@@ -366,9 +366,14 @@ def _usage(usage: Any) -> Usage:
         return Usage()
     prompt_details = getattr(usage, "prompt_tokens_details", None)
     completion_details = getattr(usage, "completion_tokens_details", None)
-    return Usage(
-        input_tokens=usage.prompt_tokens or 0,
-        output_tokens=usage.completion_tokens or 0,
-        cache_read_tokens=getattr(prompt_details, "cached_tokens", None) or 0,
-        reasoning_tokens=getattr(completion_details, "reasoning_tokens", None) or 0,
-    )
+    try:
+        return Usage(
+            input_tokens=getattr(usage, "prompt_tokens", None) or 0,
+            output_tokens=getattr(usage, "completion_tokens", None) or 0,
+            cache_read_tokens=getattr(prompt_details, "cached_tokens", None) or 0,
+            reasoning_tokens=getattr(completion_details, "reasoning_tokens", None) or 0,
+        )
+    except InvalidInputError as error:  # the API's answer is malformed, not the caller's input
+        raise ProviderError(
+            f"openai response has a malformed usage: {error}", provider="openai"
+        ) from None

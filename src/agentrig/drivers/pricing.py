@@ -19,7 +19,7 @@ from pydantic import Field, ValidationError
 
 from agentrig._model import FrozenModel, problems_of
 from agentrig.errors import ConfigurationError, InvalidInputError
-from agentrig.state.usage import Usage
+from agentrig.state.usage import MAX_COST, Usage
 
 PER = 1_000_000
 """Prices are per million tokens."""
@@ -99,7 +99,7 @@ class PriceTable:
 
     def priced(self, model: str, usage: Usage) -> Usage:
         """``usage`` with its ``cost`` set."""
-        cost = self.cost_of(model, usage)
+        cost = min(self.cost_of(model, usage), MAX_COST)  # a huge price times many tokens: inf
         return usage if cost == usage.cost else usage.evolve(cost=cost)
 
     def __repr__(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -474,4 +475,10 @@ def _summary_line(
 
 def main() -> None:
     """Entry point of the ``agentrig`` script."""
+    for stream in (sys.stdout, sys.stderr):
+        # Text a run produced may hold what the terminal's encoding cannot (a lone surrogate
+        # from a tool): shown as an escape rather than a crash before the reports are written.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     app()

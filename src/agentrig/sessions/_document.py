@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal, NoReturn, TypeVar
+from typing import Annotated, Any, Literal, NoReturn, TypeVar
 
-from pydantic import AwareDatetime, Field
+from pydantic import Field, StrictInt
 
-from agentrig._model import FrozenModel, json_text, unique_keys
+from agentrig._model import FrozenModel, Timestamp, json_text, unique_keys
 from agentrig.errors import InvalidInputError, SessionCorruptError
 from agentrig.sessions.base import StoredSession
 from agentrig.state import AgentState
@@ -25,14 +25,14 @@ class Header(FrozenModel):
     """Everything a store records about a session except its state."""
 
     session_id: str
-    version: int = Field(ge=1)
-    created_at: AwareDatetime
-    updated_at: AwareDatetime
+    version: StrictInt = Field(ge=1)
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 class _Document(Header):
     format: Literal["agentrig.session"]
-    format_version: Literal[1]
+    format_version: Annotated[StrictInt, Field(ge=FORMAT_VERSION, le=FORMAT_VERSION)]
     state: dict[str, Any]
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, NoReturn, Self
 
-from pydantic import Field, JsonValue, model_validator
+from pydantic import Field, JsonValue, StrictInt, model_validator
 
 from agentrig import clock
-from agentrig._model import Serializable, _new_object, _set_record_dict
+from agentrig._model import Serializable, Timestamp, _new_object, _set_record_dict
 from agentrig.continuation import ExecutionContinuation, StopReason, StopSignal
 from agentrig.errors import InvalidInputError
 from agentrig.messages import (
@@ -47,9 +46,9 @@ class AgentState(Serializable):
 
     agent_id: str = Field(default_factory=lambda: clock.new_id("agent"))
     parent_agent_id: str | None = None
-    created_at: datetime = Field(default_factory=clock.now)
-    updated_at: datetime | None = None
-    execution_count: int = Field(default=0, ge=0)
+    created_at: Timestamp = Field(default_factory=clock.now)
+    updated_at: Timestamp | None = None
+    execution_count: StrictInt = Field(default=0, ge=0)
     llm_config: LlmConfig | None = None
     context: AgentContext = Field(default_factory=AgentContext)
     execution: ExecutionState | None = None

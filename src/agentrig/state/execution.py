@@ -8,7 +8,7 @@ from typing import Self
 from pydantic import Field
 
 from agentrig import clock
-from agentrig._model import Serializable
+from agentrig._model import Serializable, Timestamp
 from agentrig.continuation import ExecutionContinuation, StopReason, StopSignal
 from agentrig.errors import RetryLimitExceededError
 from agentrig.state.status import ExecutionStatus
@@ -28,11 +28,11 @@ class ExecutionState(Serializable):
 
     execution_id: str
     status: ExecutionStatus = ExecutionStatus.IN_PROGRESS
-    started_at: datetime
-    completed_at: datetime | None = None
+    started_at: Timestamp
+    completed_at: Timestamp | None = None
     step_executions: StepExecutions = Field(default_factory=StepExecutions)
     continuation: ExecutionContinuation = Field(default_factory=ExecutionContinuation)
-    current_step_started_at: datetime | None = None
+    current_step_started_at: Timestamp | None = None
     current_step: AgentStep | None = None
     completed_usage: Usage = ZERO_USAGE
     errors: tuple[StepError, ...] = ()

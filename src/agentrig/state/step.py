@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Self
 
 from pydantic import Field
 
 from agentrig import clock
-from agentrig._model import FrozenList, Serializable
+from agentrig._model import FrozenList, Serializable, Timestamp
 from agentrig.continuation import ExecutionContinuation
 from agentrig.messages import Messages, ToolCall
 from agentrig.state.inference import InferenceResponse
@@ -98,8 +97,8 @@ class StepExecution(Serializable):
     id: str
     step: AgentStep
     continuation: ExecutionContinuation = Field(default_factory=ExecutionContinuation)
-    started_at: datetime
-    completed_at: datetime
+    started_at: Timestamp
+    completed_at: Timestamp
 
     def duration(self) -> float:
         """Seconds the step took."""

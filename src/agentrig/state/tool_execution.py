@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
-from pydantic import Field, JsonValue
+from pydantic import Field, JsonValue, StrictBool
 
 from agentrig import clock
-from agentrig._model import FrozenList, JsonData, Serializable
+from agentrig._model import FrozenList, JsonData, Serializable, Timestamp
 from agentrig.messages import ToolCall
 from agentrig.state.usage import ZERO_USAGE, Usage
 
@@ -26,11 +24,11 @@ class ToolExecution(Serializable):
     content: str = ""
     error: str | None = None
     error_type: str | None = None
-    blocked: bool = False
-    stopped: bool = False
+    blocked: StrictBool = False
+    stopped: StrictBool = False
     usage: Usage = ZERO_USAGE
-    started_at: datetime
-    completed_at: datetime
+    started_at: Timestamp
+    completed_at: Timestamp
 
     @property
     def name(self) -> str:

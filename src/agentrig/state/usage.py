@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+import sys
+
+from pydantic import Field, StrictInt
 
 from agentrig._model import Serializable
+
+MAX_TOKENS = 10**15
+"""The largest token count a usage holds: far beyond any real run, and a count of more
+digits than JSON readers take would make a state that cannot be read back."""
+MAX_COST = sys.float_info.max
+"""The largest cost a usage holds (finite, so a state carrying it can be saved)."""
 
 
 class Usage(Serializable):
     """Tokens and cost of one or more inference calls. ``total()`` is input plus output tokens."""
 
-    input_tokens: int = Field(default=0, ge=0)
-    output_tokens: int = Field(default=0, ge=0)
-    cache_read_tokens: int = Field(default=0, ge=0)
-    cache_write_tokens: int = Field(default=0, ge=0)
-    reasoning_tokens: int = Field(default=0, ge=0)
-    cost: float = Field(default=0.0, ge=0)
+    input_tokens: StrictInt = Field(default=0, ge=0, le=MAX_TOKENS)
+    output_tokens: StrictInt = Field(default=0, ge=0, le=MAX_TOKENS)
+    cache_read_tokens: StrictInt = Field(default=0, ge=0, le=MAX_TOKENS)
+    cache_write_tokens: StrictInt = Field(default=0, ge=0, le=MAX_TOKENS)
+    reasoning_tokens: StrictInt = Field(default=0, ge=0, le=MAX_TOKENS)
+    cost: float = Field(default=0.0, ge=0, allow_inf_nan=False)
 
     def total(self) -> int:
         """Input plus output tokens (what ``max_tokens`` budgets count)."""
@@ -32,13 +40,16 @@ class Usage(Serializable):
             return self
         if self.is_zero():
             return other
+        # Sums saturate at the limits: a budget still sees a cost over its limit, and the
+        # state stays valid (an infinite cost cannot be saved or put in a stop signal).
+        cost = self.cost + other.cost
         return Usage._trusted(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
-            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
-            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
-            cost=self.cost + other.cost,
+            input_tokens=min(self.input_tokens + other.input_tokens, MAX_TOKENS),
+            output_tokens=min(self.output_tokens + other.output_tokens, MAX_TOKENS),
+            cache_read_tokens=min(self.cache_read_tokens + other.cache_read_tokens, MAX_TOKENS),
+            cache_write_tokens=min(self.cache_write_tokens + other.cache_write_tokens, MAX_TOKENS),
+            reasoning_tokens=min(self.reasoning_tokens + other.reasoning_tokens, MAX_TOKENS),
+            cost=cost if cost <= MAX_COST else MAX_COST,
         )
 
     def summary(self) -> dict[str, int | float]:

@@ -540,3 +540,9 @@ def test_a_well_formed_cassette_of_the_same_shape_loads(tmp_path: Path) -> None:
     path.write_text(_cassette(), encoding="utf-8")
     with use_http_cassette(path, check_all_played=False) as cassette:
         assert len(cassette) == 1
+
+
+@pytest.mark.parametrize("tag", ["!!timestamp", "!!int", "!!bool", "!!float"])
+def test_a_tagged_value_that_does_not_parse_is_a_value_error(tag: str) -> None:
+    with pytest.raises(ValueError, match="invalid YAML value"):
+        http_cassettes.deserialize(f"{tag} x\n")

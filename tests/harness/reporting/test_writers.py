@@ -32,7 +32,7 @@ from agentrig.harness.reporting import (
 from agentrig.harness.reporting.html import format_usage
 from agentrig.harness.reporting.junit import classname_for
 from agentrig.harness.reporting.markdown import markdown_code, markdown_text
-from agentrig.harness.results import Failure, SuiteResult, TranscriptEntry
+from agentrig.harness.results import Failure, ScenarioResult, SuiteResult, TranscriptEntry
 
 SuiteFactory = Callable[..., SuiteResult]
 BUILT_INS = ("html", "json", "junit", "markdown")
@@ -641,3 +641,24 @@ def test_markdown_says_why_a_status_is_failed(suite: SuiteResult) -> None:
     )
     text = MarkdownWriter().render(suite.model_copy(update={"scenarios": (recovered,)}))
     assert "| failed: 1 tool error / end\\_turn |" in text
+
+
+def test_a_lone_surrogate_in_a_result_is_written_as_its_escape(tmp_path: Path) -> None:
+    # Text a run produced (a Python tool's output) may hold what UTF-8 cannot encode.
+    odd = ScenarioResult(
+        name="surrogate",
+        file="s.scenario.yaml",
+        line=None,
+        tags=("a\ud800",),
+        description="bad \ud800 text",
+        passed=False,
+        turns=(),
+        transcript=(TranscriptEntry(turn=1, step=None, kind="user", role="user", text="\udcff"),),
+        invariants=(),
+        wall_time_s=0.1,
+        failures=(Failure(kind="error", message="saw \ud800", observed="\ud800"),),
+    )
+    written = write_reports(SuiteResult(scenarios=(odd,), wall_time_s=0.1), tmp_path)
+    assert len(written) == len(writer_names())
+    for path in written:  # each as an escape of its own kind: \ud800, or \xd800 in XML
+        assert re.search(r"\\[ux]d800", path.read_text(encoding="utf-8")), path.name

@@ -279,3 +279,10 @@ def test_a_missing_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ScenarioFileError, match="cannot read the file") as caught:
         load_yaml_file(tmp_path / "nope.yaml")
     assert caught.value.line is None
+
+
+def test_an_escaped_lone_surrogate_is_an_error() -> None:
+    error = _syntax_error('a: "ok"\nb: "x \\ud83d\\ude00"\n')
+    assert (error.line, error.column) == (2, 4)
+    assert "lone surrogate" in error.reason
+    assert load_yaml_text('a: "\\U0001F600 \\u00e9"\n').data == {"a": "\U0001f600 \u00e9"}

@@ -126,8 +126,8 @@ def deserialize(cassette_string: str) -> dict[str, Any]:
         data = yamlserializer.deserialize(cassette_string)
     except yaml.YAMLError as error:
         raise ValueError(f"invalid YAML: {error}") from None
-    except (ValueError, TypeError, OverflowError) as error:  # a tagged value that does not parse
-        raise ValueError(f"invalid YAML value: {error}") from None
+    except Exception as error:  # PyYAML's constructors raise what a bad tagged value makes them
+        raise ValueError(f"invalid YAML value: {type(error).__name__}: {error}") from None
     if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
         raise ValueError("not a vcrpy cassette: expected a mapping with an 'interactions' list")
     for number, interaction in enumerate(data["interactions"], start=1):
@@ -425,53 +425,51 @@ def configure_vcr(vcr_instance: Any) -> Any:
     cannot be read or played (not UTF-8, not a cassette) raises :class:`HttpCassetteFileError`:
     vcrpy would treat an undecodable file as absent, and record it again from the real API.
     """
-    from vcr.persisters.filesystem import FilesystemPersister
 
     vcr_instance.register_serializer(SERIALIZER, _Serializer())
     vcr_instance.register_matcher(MATCHER, llm_request)
-    # pytest-recording installs its own persister (it also loads the extra cassettes a
-    # ``vcr`` marker names): only vcrpy's default one is replaced.
-    if getattr(vcr_instance, "persister", FilesystemPersister) is FilesystemPersister:
-        vcr_instance.register_persister(_StrictPersister)
+    if not getattr(vcr_instance.persister, "agentrig_strict", False):
+        strict = _strict_persister(vcr_instance.persister)
+        strict.agentrig_strict = True
+        vcr_instance.register_persister(strict)
     return vcr_instance
 
 
-class _StrictPersister:
-    """vcrpy's file persister, with damaged files as :class:`HttpCassetteFileError`."""
+def _strict_persister(inner: Any) -> Any:
+    """``inner`` (vcrpy's file persister, or the one pytest-recording registered), with a file
+    that exists but cannot be read or played raised as :class:`HttpCassetteFileError`."""
+    from vcr.persisters.filesystem import CassetteDecodeError, CassetteNotFoundError
 
-    @classmethod
-    def load_cassette(cls, cassette_path: Any, serializer: Any) -> Any:
-        from vcr.persisters.filesystem import CassetteNotFoundError
-        from vcr.serialize import deserialize as vcr_deserialize
+    class StrictPersister:
+        @classmethod
+        def load_cassette(cls, cassette_path: Any, serializer: Any) -> Any:
+            where = str(cassette_path)
+            try:
+                return inner.load_cassette(cassette_path, serializer)
+            except (CassetteNotFoundError, HttpCassetteFileError):
+                raise
+            except CassetteDecodeError:
+                raise HttpCassetteFileError(where, _not_utf8(cassette_path)) from None
+            except Exception as error:  # vcrpy's own checks raise whatever they hit
+                raise HttpCassetteFileError(where, str(error) or type(error).__name__) from None
 
-        path = Path(cassette_path)
-        where = str(cassette_path)
-        if not path.is_file():
-            raise CassetteNotFoundError()
-        try:
-            raw = path.read_bytes()
-        except OSError as error:
-            raise HttpCassetteFileError(where, f"cannot read it ({error.strerror})") from None
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            line = raw.count(b"\n", 0, error.start) + 1
-            reason = f"not UTF-8 text (byte 0x{raw[error.start]:02x} on line {line})"
-            raise HttpCassetteFileError(where, reason) from None
-        if not text.strip():  # an empty file is recorded again, as vcrpy (and Ruby VCR) do
-            raise CassetteNotFoundError()
-        try:
-            return vcr_deserialize(text, serializer)
-        except HttpCassetteFileError:
-            raise
-        except Exception as error:  # vcrpy's own checks raise whatever they hit
-            raise HttpCassetteFileError(where, str(error) or type(error).__name__) from None
+        @classmethod
+        def save_cassette(cls, cassette_path: Any, cassette_dict: Any, serializer: Any) -> None:
+            inner.save_cassette(cassette_path, cassette_dict, serializer)
 
-    @staticmethod
-    def save_cassette(cassette_path: Any, cassette_dict: Any, serializer: Any) -> None:
-        from vcr.persisters.filesystem import FilesystemPersister
+    return StrictPersister
 
-        FilesystemPersister.save_cassette(cassette_path, cassette_dict, serializer)
+
+def _not_utf8(path: Any) -> str:
+    try:
+        raw = Path(path).read_bytes()
+        raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw.count(b"\n", 0, error.start) + 1
+        return f"not UTF-8 text (byte 0x{raw[error.start]:02x} on line {line})"
+    except OSError:
+        pass
+    return "not UTF-8 text"
 
 
 class _Serializer:

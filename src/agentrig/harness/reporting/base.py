@@ -62,7 +62,8 @@ class ReportWriter(ABC):
     def write(self, result: SuiteResult, directory: Path) -> Path:
         """Write ``render(result)`` as UTF-8 to ``directory / filename`` and return the path."""
         path = directory / self.filename
-        path.write_bytes(self.render(result).encode("utf-8"))
+        # A lone surrogate (YAML reads "\\ud800" as one) is written as that escape, not a crash.
+        path.write_bytes(self.render(result).encode("utf-8", "backslashreplace"))
         return path
 
 

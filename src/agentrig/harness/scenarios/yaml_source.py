@@ -52,6 +52,7 @@ _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _ABSENT = object()
+_SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_VALUES = 200_000
 """The most values a document may hold once its aliases are expanded."""
 MAX_DEPTH = 100
@@ -188,6 +189,13 @@ class _Builder:
             return [self.build(item, (*path, index)) for index, item in enumerate(node.value)]
         if isinstance(node, MappingNode | SequenceNode):  # !!set, !!omap, !!pairs and the like
             self._charge_contents(node, len(path))
+        if isinstance(node, ScalarNode) and node.style == '"' and _SURROGATE.search(node.value):
+            # Only a double-quoted escape can make one: "\ud800" is half a character.
+            reason = (
+                "a \\u escape of a lone surrogate (\\ud800 to \\udfff) is not a character; "
+                "write a character beyond \\uffff as \\U0001F600, not as a surrogate pair"
+            )
+            raise self.error(node.start_mark, reason)
         try:
             return self._constructor.construct_object(node, deep=True)
         except yaml.MarkedYAMLError as exc:
