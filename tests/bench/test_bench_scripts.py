@@ -11,6 +11,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 from types import ModuleType
 
@@ -97,6 +98,69 @@ def test_suite_quick(tmp_path: Path) -> None:
     assert [row["workers"] for row in data["suite"]] == [1, 2]
     assert all("10 passed, 0 failed" in row["summary"] for row in data["suite"])
     assert [row["messages"] for row in data["serialization"]] == [10, 100]
+
+
+def test_endpoint_quick(tmp_path: Path) -> None:
+    saved = tmp_path / "endpoint.json"
+    output = run_script(str(BENCH / "endpoint.py"), "--quick", "--json", str(saved), timeout=300)
+    for header in ("sdk", "mode", "contender", "µs/call", "vs floor", "answered by"):
+        assert header in output
+    data = json.loads(saved.read_text())
+    ran = {(row["sdk"], row["mode"], row["contender"]) for row in data["results"]}
+    skipped = {(skip["sdk"], skip["mode"], skip["peer"]) for skip in data["skipped"]}
+    for sdk in ("openai", "anthropic"):
+        for mode in ("in-process", "loopback"):
+            assert {(sdk, mode, "floor"), (sdk, mode, "agentrig endpoint")} <= ran
+            assert f"{sdk} {mode}: endpoint/floor" in output
+        # each peer either ran (its answers were checked) or was reported skipped, with a reason
+        for mode, peer in (("in-process", "llm-mock"), ("loopback", "mockllm")):
+            assert ((sdk, mode, peer) in ran) != ((sdk, mode, peer) in skipped), output
+    for skip in data["skipped"]:
+        assert f"skipped: {skip['reason']}" in output
+    assert all(row["us_per_call"] > 0 for row in data["results"])
+    floors = {
+        (r["sdk"], r["mode"]): r["us_per_call"]
+        for r in data["results"]
+        if r["contender"] == "floor"
+    }
+    for row in data["results"]:
+        assert row["vs_floor"] == pytest.approx(
+            row["us_per_call"] / floors[row["sdk"], row["mode"]]
+        )
+
+
+class TestEndpointPeers:
+    """A peer that cannot run is a line in the report, never a failed run."""
+
+    def skip_reason(self, error: Exception) -> str:
+        endpoint = load_script("endpoint")
+
+        def load() -> object:
+            raise error
+
+        skipped: list[dict[str, str]] = []
+        sdk = endpoint.SDKS[0]
+        found = endpoint.peer(sdk, "in-process", "llm-mock", skipped, ExitStack(), load)
+        assert found == []
+        (skip,) = skipped
+        assert (skip["sdk"], skip["mode"], skip["peer"]) == ("openai", "in-process", "llm-mock")
+        return skip["reason"]
+
+    def test_not_installed(self) -> None:
+        reason = self.skip_reason(ImportError("No module named 'llm_mock'"))
+        assert reason == "llm-mock not installed (pip install 'agentrig[bench]')"
+
+    def test_cannot_serve_the_workload(self) -> None:
+        error = load_script("endpoint").peers.CannotServe(
+            "llm-mock cannot serve the workload: no tool call"
+        )
+        assert self.skip_reason(error) == "llm-mock cannot serve the workload: no tool call"
+
+
+def test_endpoint_help() -> None:
+    output = run_script(str(BENCH / "endpoint.py"), "--help")
+    for option in ("--quick", "--repeats", "--json"):
+        assert option in output
 
 
 @pytest.mark.parametrize("script", ["loop.py", "peers.py", "suite.py", "rounds.py"])

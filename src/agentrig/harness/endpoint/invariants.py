@@ -174,6 +174,23 @@ def tools_offered(view: WireView) -> Iterator[Violation]:
 def _schema_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
     if not schema:
         return None
+    # Every session of a scenario offers the same schema for the same scripted arguments, and
+    # validating costs a third of the request's handling: remember the verdicts, keyed
+    # by repr (which tells lists from tuples, 1 from 1.0 from True, and keeps key order).
+    key = (repr(schema), repr(arguments))
+    found = _SCHEMA_PROBLEMS.get(key)
+    if found is None:
+        if len(_SCHEMA_PROBLEMS) >= _SCHEMA_PROBLEMS_KEPT:
+            _SCHEMA_PROBLEMS.clear()
+        found = _SCHEMA_PROBLEMS[key] = (_validate(schema, arguments),)
+    return found[0]
+
+
+_SCHEMA_PROBLEMS: dict[tuple[str, str], tuple[str | None]] = {}
+_SCHEMA_PROBLEMS_KEPT = 256
+
+
+def _validate(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
     try:
         validator = Draft202012Validator(schema)
         error = next(iter(sorted(validator.iter_errors(arguments), key=str)), None)
