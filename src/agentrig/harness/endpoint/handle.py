@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrig.harness.endpoint.server import EndpointServer
-from agentrig.harness.endpoint.service import ScenarioEndpoint
+from agentrig.harness.endpoint.service import ProviderBaseUrls, ScenarioEndpoint
 from agentrig.harness.endpoint.transports import httpx2_transport, httpx_transport
 from agentrig.harness.reporting.terminal import format_scenario_failures
 from agentrig.harness.results import ScenarioResult
@@ -29,7 +29,7 @@ class EndpointCheckFailed(AssertionError):
     """The agent broke an over-the-wire invariant, missed an expectation, or left script unused."""
 
 
-class EndpointHandle:
+class EndpointHandle(ProviderBaseUrls):
     """A scenario served to one agent: in-process by default, or on a live server (``live=True``).
 
     Give the agent ``api_key`` and a base URL; in-process, also one of the clients (or
@@ -42,22 +42,17 @@ class EndpointHandle:
         self.endpoint = ScenarioEndpoint([self.scenario])
         self.api_key = f"{self.scenario.name}/{uuid.uuid4().hex[:12]}"
         self._server = EndpointServer(self.endpoint).start() if live else None
-        self.base_url = self._server.base_url if self._server else f"http://{IN_PROCESS_HOST}"
+        self._base_url = self._server.base_url if self._server else f"http://{IN_PROCESS_HOST}"
+
+    @property
+    def base_url(self) -> str:
+        """``http://host:port`` of the live server, or the in-process host."""
+        return self._base_url
 
     @property
     def live(self) -> bool:
         """Whether a real server on loopback answers (else only the clients made here reach it)."""
         return self._server is not None
-
-    @property
-    def openai_base_url(self) -> str:
-        """The ``base_url`` for the OpenAI SDK (Chat Completions and Responses)."""
-        return f"{self.base_url}/v1"
-
-    @property
-    def anthropic_base_url(self) -> str:
-        """The ``base_url`` for the Anthropic SDK."""
-        return self.base_url
 
     # --- clients ---------------------------------------------------------------------------
 

@@ -10,14 +10,14 @@ import time
 from types import TracebackType
 
 from agentrig.errors import AgentrigError
-from agentrig.harness.endpoint.service import RequestHandler
+from agentrig.harness.endpoint.service import ProviderBaseUrls, RequestHandler
 
 
 class EndpointServerError(AgentrigError):
     """The live endpoint could not start (the port is taken, the address is not local...)."""
 
 
-class EndpointServer:
+class EndpointServer(ProviderBaseUrls):
     """Runs ``endpoint`` on ``host:port`` (``port=0``: a free port) until ``stop()``.
 
     Use as a context manager; ``openai_base_url`` and ``anthropic_base_url`` are what to give the
@@ -64,16 +64,6 @@ class EndpointServer:
         """``http://host:port``: the Anthropic SDK's base URL."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
-
-    @property
-    def openai_base_url(self) -> str:
-        """``http://host:port/v1``: the OpenAI SDK's base URL."""
-        return f"{self.base_url}/v1"
-
-    @property
-    def anthropic_base_url(self) -> str:
-        """``http://host:port``: the Anthropic SDK's base URL."""
-        return self.base_url
 
     def __enter__(self) -> EndpointServer:
         return self.start()

@@ -45,6 +45,25 @@ class RequestHandler(Protocol):
         ...
 
 
+class ProviderBaseUrls:
+    """The base URLs the SDKs take, from ``base_url`` (``http://host:port``)."""
+
+    @property
+    def base_url(self) -> str:
+        """``http://host:port``."""
+        raise NotImplementedError
+
+    @property
+    def openai_base_url(self) -> str:
+        """``BASE/v1``: the ``base_url`` for the OpenAI SDK (Chat Completions and Responses)."""
+        return f"{self.base_url}/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """``BASE``: the ``base_url`` for the Anthropic SDK."""
+        return self.base_url
+
+
 class EndpointKeyError(AgentrigError):
     """A request's API key names no scenario the endpoint serves."""
 
