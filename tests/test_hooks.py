@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Callable
 
@@ -440,3 +441,45 @@ def test_blocks_the_call_answers_for_each_way_a_hook_blocks() -> None:
     blocked = context.block_tool_execution("no").tool_execution
     assert blocked is not None
     assert context.with_tool_execution(blocked).blocks_the_call()
+
+
+class TestStopFromAHook:
+    def test_stop_is_the_short_form_of_adding_a_stop_signal(self) -> None:
+        ctx = context(HookTrigger.AFTER_STEP)
+        stopped = ctx.stop("completed", message="done early", source="my-hook")
+        signal = stopped.state.stop_signal()
+        assert signal is not None
+        assert (signal.reason, signal.message, signal.source) == (
+            StopReason.COMPLETED,
+            "done early",
+            "my-hook",
+        )
+        assert ctx.state.stop_signal() is None
+
+    def test_the_default_reason_is_stop_requested(self) -> None:
+        signal = context().stop(message="enough").state.stop_signal()
+        assert signal is not None
+        assert (signal.reason, signal.message) == (StopReason.STOP_REQUESTED, "enough")
+
+    def test_an_unknown_reason_lists_the_valid_ones(self) -> None:
+        with pytest.raises(InvalidInputError, match=r"'finished'.*stop_requested") as raised:
+            context().stop("finished")
+        assert raised.value.field == "reason"
+
+    @pytest.mark.parametrize("run", ["execute", "aexecute"])
+    def test_in_the_loop_the_execution_stops_with_the_reason(
+        self, make_agent, start, run: str
+    ) -> None:
+        def stop_after_first(ctx: HookContext) -> HookContext:
+            return ctx.stop(StopReason.STOP_REQUESTED, message="one step is enough")
+
+        llm = ScriptedLLM([call("lookup", q="x"), reply("never asked")])
+        agent = make_agent(llm, [lookup], hooks=[(stop_after_first, "after_step", 0)])
+        state = start()
+        final = agent.execute(state) if run == "execute" else asyncio.run(agent.aexecute(state))
+        assert final.status() is ExecutionStatus.STOPPED
+        assert final.step_count() == 1
+        assert len(llm.requests) == 1
+        signal = final.stop_signal()
+        assert signal is not None
+        assert (signal.reason, signal.message) == (StopReason.STOP_REQUESTED, "one step is enough")

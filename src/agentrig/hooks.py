@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Self
 from agentrig import clock
 from agentrig._frozen import fast_init
 from agentrig._tool_signature import is_async_callable
+from agentrig.continuation import StopReason, StopSignal
 from agentrig.errors import ConfigurationError, HookContractViolationError, InvalidInputError
 from agentrig.events import HookExecuted
 from agentrig.messages import ToolCall
@@ -130,6 +131,24 @@ class HookContext:
             or bool(self.errors)
             or (execution is not None and execution.blocked)
         )
+
+    def stop(
+        self,
+        reason: StopReason | str = StopReason.STOP_REQUESTED,
+        message: str = "",
+        *,
+        source: str | None = None,
+    ) -> Self:
+        """Ask the loop to stop: a context whose state carries a stop signal (any trigger).
+
+        ``ctx.stop("stop_requested", message="enough")`` is the short form of
+        ``ctx.with_state(ctx.state.with_stop_signal(StopSignal(reason=..., message=...)))``.
+        ``reason`` is a :class:`StopReason` or its value; an unknown one raises
+        :class:`~agentrig.errors.InvalidInputError` listing the valid values. The loop stops at its
+        next checkpoint, as for any stop signal.
+        """
+        signal = StopSignal(reason=_stop_reason(reason), message=message, source=source)
+        return dataclasses.replace(self, state=self.state.with_stop_signal(signal))
 
     def block_tool_execution(self, message: str = "") -> Self:
         """Block the tool call (before_tool_use): the model sees ``message`` as a failed result."""
@@ -268,6 +287,17 @@ def _trigger(trigger: HookTrigger | str) -> HookTrigger:
     except ValueError:
         reason = f"{trigger!r} is not a hook trigger; use one of: {_VALID}"
         raise InvalidInputError("hook trigger", [("triggers", reason)]) from None
+
+
+_REASONS = ", ".join(reason.value for reason in StopReason)
+
+
+def _stop_reason(reason: StopReason | str) -> StopReason:
+    try:
+        return StopReason(reason)
+    except ValueError:
+        problem = f"{reason!r} is not a stop reason; use one of: {_REASONS}"
+        raise InvalidInputError("stop reason", [("reason", problem)]) from None
 
 
 def _check_contract(name: str, before: HookContext, after: HookContext) -> None:
