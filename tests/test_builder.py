@@ -182,3 +182,35 @@ class TestMisuse:
 def test_a_capability_class_instead_of_an_instance_is_refused() -> None:
     with pytest.raises(ConfigurationError, match=r"is not a capability.*UseGuards\(max_steps"):
         AgentBuilder.base().with_capability(UseGuards)  # type: ignore[arg-type]
+
+
+class TestToolsByName:
+    def test_a_mapping_names_lambdas_and_the_model_calls_them_by_those_names(self) -> None:
+        llm = ScriptedLLM([call("add", a=2, b=3), call("shout", text="hi"), reply("done")])
+        agent = (
+            AgentBuilder.base()
+            .with_tools({"add": lambda a, b: a + b, "shout": lambda text: text.upper()})
+            .with_capability(UseLlmConfig(llm))
+            .build()
+        )
+        final = agent.execute(AgentState().with_user_message("go"))
+        assert [schema.name for schema in llm.requests[0].tools] == ["add", "shout"]
+        results = [e.content for step in final.steps() for e in step.tool_executions]
+        assert results == ["5", "HI"]
+
+    def test_a_mapping_renames_a_function_or_a_tool(self) -> None:
+        named = FunctionTool(lookup, name="find", description="Find it.")
+        built = builder().with_tools({"search": lookup, "seek": named}).build()
+        assert built.tools.names() == ("search", "seek")
+        seek = built.tools.get("seek")
+        assert seek is not None
+        assert seek.description == "Find it."
+        assert named.name == "find"  # the given tool is not changed
+
+    def test_a_key_that_is_not_a_name_is_refused(self) -> None:
+        with pytest.raises(ConfigurationError, match="non-empty strings, got ''"):
+            builder().with_tools({"": lookup})
+
+    def test_a_value_that_is_not_a_tool_is_named_by_its_key(self) -> None:
+        with pytest.raises(ConfigurationError, match="tool 'find': 'lookup' is not a tool"):
+            builder().with_tools({"find": "lookup"})

@@ -741,3 +741,14 @@ class TestPlainArguments:
             made.invoke({"a": 1.5, "b": 2}, ToolContext(AgentState(), ToolCall(name="echo_ints")))
         assert raised.value.field == "a"
         assert "integer" in str(raised.value)
+
+
+def test_tools_from_a_mapping_name_functions_and_rename_other_tools() -> None:
+    scripted = ScriptedTool("w", [ToolReply(returns="sunny")])
+    tools = Tools({"weather": scripted, "double": lambda x: 2 * x})
+    assert tools.names() == ("weather", "double")
+    renamed = tools.get("weather")
+    assert isinstance(renamed, ScriptedTool)
+    assert renamed is not scripted
+    assert scripted.name == "w"
+    assert [schema.name for schema in tools.schemas()] == ["weather", "double"]

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import copy as _copy
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, Self, runtime_checkable
 
@@ -85,9 +85,15 @@ class AgentBuilder:
         self._capabilities.append(capability)
         return self
 
-    def with_tools(self, tools: Tools | Iterable[Tool | Callable[..., Any]]) -> Self:
-        """Add tools (typed functions or ``Tool`` objects); a later tool with the same name wins."""
-        if not isinstance(tools, Tools):
+    def with_tools(
+        self, tools: Tools | Iterable[Tool | Callable[..., Any]] | Mapping[str, Any]
+    ) -> Self:
+        """Add tools: a list of typed functions or ``Tool`` objects, or a mapping of names to
+        them (``{"add": lambda a, b: a + b}``, for functions whose name will not do); a later
+        tool with the same name wins."""
+        if isinstance(tools, Mapping):
+            tools = Tools(tools)
+        elif not isinstance(tools, Tools):
             tools = Tools(_checked_tools(tools))
         self._tools = self._tools.merged(tools)
         return self

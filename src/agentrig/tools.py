@@ -8,6 +8,7 @@ the agent state and the tool call instead of a model argument.
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import json
 from abc import ABC, abstractmethod
@@ -235,14 +236,52 @@ def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+ToolsSpec = Iterable[Tool | Callable[..., Any]] | Mapping[str, Any]
+"""Tools as a list of typed functions and ``Tool`` objects, or a mapping of names to them."""
+
+
+def _named_tool(name: str, item: Any) -> Tool:
+    """``item`` as a tool called ``name``: a function (a lambda too) becomes a ``FunctionTool``
+    of that name, a ``Tool`` of another name a renamed copy.
+
+    Raises ``ConfigurationError`` for a name that is not a non-empty string, or a value that is
+    neither a function nor a ``Tool``.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigurationError(
+            f"tool names must be non-empty strings, got {name!r} (for {item!r})"
+        )
+    if isinstance(item, FunctionTool):
+        if item.name == name:
+            return item
+        return FunctionTool(item.function, name=name, description=item.description)
+    if isinstance(item, Tool):
+        if item.name == name:
+            return item
+        renamed = copy.copy(item)
+        renamed.name = name
+        return renamed
+    if not callable(item):
+        raise ConfigurationError(
+            f"tool {name!r}: {item!r} is not a tool: pass a typed function or a Tool object"
+        )
+    return FunctionTool(item, name=name)
+
+
 class Tools:
-    """An immutable set of tools keyed by name; a later tool with the same name wins."""
+    """An immutable set of tools keyed by name; a later tool with the same name wins.
+
+    Built from a list of typed functions and ``Tool`` objects (named by the function or the
+    tool), or from a mapping of names to them (``Tools({"add": lambda a, b: a + b})``).
+    """
 
     __slots__ = ("_schemas", "_tools")
 
-    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
+    def __init__(self, tools: ToolsSpec = ()) -> None:
         self._schemas: tuple[ToolSchema, ...] | None = None
         self._tools: dict[str, Tool] = {}
+        if isinstance(tools, Mapping):
+            tools = [_named_tool(name, item) for name, item in tools.items()]
         for item in tools:
             resolved = item if isinstance(item, Tool) else FunctionTool(item)
             self._tools[resolved.name] = resolved
