@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from agentrig import (
     ExecutionBudget,
     ExecutionStatus,
     FinishReason,
+    ForeignClockError,
     HookContext,
     InferenceResponse,
     Role,
@@ -467,3 +469,71 @@ class TestAgentStopMidStep:
             final = agent.execute(start())
             assert (final.status(), final.step_count()) == (ExecutionStatus.STOPPED, steps)
             assert final.usage().total() == (3 if attach else 0)
+
+
+class TestStatesOnTheAgentsClock:
+    """``new_state`` / ``continue_with`` stamp states with the agent's clock and ids, so a test
+    needs no ``runtime_context``; ``check_clock`` names a state made on another clock."""
+
+    @staticmethod
+    def agent(seed: int = 11) -> AgentLoop:
+        clock = FakeClock()
+        script = [call("lookup", q="1"), reply("done", latency=1.5), reply("again")]
+        return (
+            AgentBuilder.base()
+            .with_clock(clock)
+            .with_ids(SeededIds(seed))
+            .with_capability(UseLlmConfig(ScriptedLLM(script, clock=clock)))
+            .with_tools([lookup])
+            .build()
+        )
+
+    def two_turns(self, *, run_async: bool = False) -> AgentState:
+        agent = self.agent()
+
+        def run(state: AgentState) -> AgentState:
+            return asyncio.run(agent.aexecute(state)) if run_async else agent.execute(state)
+
+        first = run(agent.new_state("q"))
+        return run(agent.continue_with(first, "and?"))
+
+    def test_two_turns_without_runtime_context_are_byte_identical(self) -> None:
+        final = self.two_turns()
+        assert final.execution_count == 2
+        assert [m.content for m in final.messages()] == ["q", "done", "and?", "again"]
+        assert final.to_json() == self.two_turns().to_json()
+
+    def test_the_async_path_gives_the_same_states(self) -> None:
+        assert self.two_turns(run_async=True).to_json() == self.two_turns().to_json()
+
+    def test_the_same_as_wiring_runtime_context_by_hand(self) -> None:
+        agent = self.agent()
+        with runtime_context(clock=agent.clock, ids=agent.ids):
+            by_hand = AgentState().with_user_message("q")
+        assert self.agent().new_state("q").to_json() == by_hand.to_json()
+
+    def test_new_state_takes_state_fields_and_may_hold_no_message(self) -> None:
+        state = self.agent().new_state(parent_agent_id="parent")
+        assert state.parent_agent_id == "parent"
+        assert len(state.messages()) == 0
+        assert state.created_at == FakeClock().now()
+
+    def test_check_clock_passes_a_state_of_the_agent(self) -> None:
+        agent = self.agent()
+        state = agent.execute(agent.new_state("q"))
+        assert agent.check_clock(state) is state
+
+    def test_check_clock_names_a_time_the_agent_has_not_reached(self) -> None:
+        later = FakeClock()
+        later.advance(60)
+        with runtime_context(clock=later, ids=SeededIds(0)):
+            foreign = AgentState().with_user_message("q")
+        with pytest.raises(ForeignClockError, match=r"2026-01-01T00:01:00.*new_state") as raised:
+            self.agent().check_clock(foreign)
+        assert raised.value.field == "created_at"
+        assert "context.store.messages[0].created_at" in [f for f, _ in raised.value.problems]
+
+    def test_check_clock_catches_a_state_made_on_the_system_clock(self) -> None:
+        # The system clock is past FakeClock's default start (2026-01-01) from then on.
+        with pytest.raises(ForeignClockError, match="made on another clock"):
+            self.agent().check_clock(AgentState().with_user_message("q"))

@@ -7,7 +7,8 @@ live next to their code, in the module named on the right::
 
     AgentrigError
     ├── InvalidInputError          bad data: a message, a budget, a state dict, tool arguments
-    │   └── InvalidToolArgumentsError
+    │   ├── InvalidToolArgumentsError
+    │   └── ForeignClockError      a state stamped on another clock than the agent's
     ├── ToolError                  a tool call that could not run (the model sees it as a failed result)
     │   └── ToolNotFoundError
     ├── SubagentError              spawn_subagent failures (the parent model sees a failed result)
@@ -93,6 +94,15 @@ class InvalidToolArgumentsError(InvalidInputError):
     def __init__(self, tool: str, problems: list[tuple[str, str]]) -> None:
         self.tool = tool
         super().__init__(f"arguments for tool '{tool}'", problems)
+
+
+class ForeignClockError(InvalidInputError):
+    """A state carries times the agent's clock has not reached: it was made on another clock
+    (outside the agent, on the system clock, say), so runs would not be byte-identical.
+    ``AgentLoop.check_clock`` raises it; ``field`` names the first such time."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        super().__init__("state for this agent's clock", problems)
 
 
 class ToolError(AgentrigError):

@@ -5,13 +5,20 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from contextlib import AbstractContextManager
+from datetime import datetime
 from typing import Any
 
 from agentrig._effects import Effect, Infer, UseTools, in_event_loop, step_of
 from agentrig.clock import Clock, IdFactory, SystemClock, UuidIds, runtime_context
 from agentrig.continuation import StopReason, StopSignal
 from agentrig.drivers.base import Driver, StepRuntime
-from agentrig.errors import AgentStop, ConfigurationError, EventListenerError, StepInterrupted
+from agentrig.errors import (
+    AgentStop,
+    ConfigurationError,
+    EventListenerError,
+    ForeignClockError,
+    StepInterrupted,
+)
 from agentrig.events import (
     AgentEvent,
     AgentExecutionCompleted,
@@ -26,6 +33,7 @@ from agentrig.events import (
     TokenUsageReported,
 )
 from agentrig.hooks import HookContext, HookStack, HookTrigger
+from agentrig.messages import Message
 from agentrig.state import AgentState, ExecutionStatus, StepError, TraceMode
 from agentrig.tools import ToolExecutor, Tools
 
@@ -68,6 +76,46 @@ class AgentLoop:
 
     def _scope(self) -> AbstractContextManager[None]:
         return runtime_context(clock=self.clock, ids=self.ids)
+
+    # --- states on the agent's clock and ids -----------------------------------------------
+
+    def new_state(self, message: str | Message | None = None, **fields: Any) -> AgentState:
+        """A fresh state (``AgentState(**fields)``) holding ``message`` as its first user
+        message, stamped by this agent's clock and ids: with a ``FakeClock`` and ``SeededIds``,
+        runs from it are byte-identical, as no time or id comes from the system."""
+        with self._scope():
+            state = AgentState(**fields)
+            return state if message is None else state.with_user_message(message)
+
+    def continue_with(self, state: AgentState, message: str | Message) -> AgentState:
+        """``state`` with the user's next ``message`` appended, stamped by this agent's clock
+        and ids; a finished state then starts a new execution when run."""
+        with self._scope():
+            return state.with_user_message(message)
+
+    def check_clock(self, state: AgentState) -> AgentState:
+        """``state`` unchanged when none of its times is later than this agent's clock reads;
+        otherwise a :class:`~agentrig.errors.ForeignClockError` naming each such time.
+
+        A state made outside the agent (``AgentState()`` rather than ``agent.new_state()``)
+        takes the system clock's time, which a ``FakeClock`` has usually not reached: running
+        it would mix two clocks, and runs would no longer be byte-identical. Reading the clock
+        does not move it. A state made on a clock that is behind this one is not detected.
+        """
+        now = self.clock.now()
+        problems = [
+            (
+                name,
+                f"{at.isoformat()} is later than the agent's clock {self.clock!r} reads "
+                f"({now.isoformat()}): the state was made on another clock; make it with "
+                "agent.new_state(text) and continue it with agent.continue_with(state, text)",
+            )
+            for name, at in _timestamps(state)
+            if at > now
+        ]
+        if problems:
+            raise ForeignClockError(problems)
+        return state
 
     def execute(self, state: AgentState) -> AgentState:
         """Run to the end and return the final state."""
@@ -494,3 +542,14 @@ def _with_errors_added(
     if not added or execution is None:
         return state
     return state.with_execution(execution.evolve(errors=(*execution.errors, *added)))
+
+
+def _timestamps(state: AgentState) -> Iterator[tuple[str, datetime]]:
+    """The state's own times and its messages', each named by its field path."""
+    yield "created_at", state.created_at
+    if state.updated_at is not None:
+        yield "updated_at", state.updated_at
+    store = state.store()
+    for section in store.section_names():
+        for index, message in enumerate(store.messages_of(section)):
+            yield f"context.store.{section}[{index}].created_at", message.created_at

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from agentrig import AgentBuilder, AgentState, runtime_context
+from agentrig import AgentBuilder, AgentState
 from agentrig.errors import AgentrigError
 from agentrig.fakes import ScriptedLLM
 from agentrig.harness.checks.expectations import check_expectation
@@ -101,8 +101,7 @@ def _play(
     run.use_async = use_async
     run.streaming = scenario.agent.stream is not None if streaming is None else streaming
     try:
-        with runtime_context(clock=run.agent.clock, ids=run.agent.ids):
-            state = AgentState()
+        state = run.agent.loop.new_state()
         for number, turn in enumerate(scenario.turns, start=1):
             try:
                 state = _run_turn(run, number, turn, state)
@@ -171,8 +170,7 @@ def _run_turn(run: _Run, number: int, turn: ScenarioTurn, state: AgentState) -> 
     )
     if turn.cancel == "before":
         agent.cancellation.cancel("cancelled before the turn")
-    with runtime_context(clock=agent.clock, ids=agent.ids):
-        state = state.with_user_message(turn.user)
+    state = agent.loop.continue_with(state, turn.user)
     final = _iterate(run, number, state)
     _check_turn(run, number, turn, final)
     return final
