@@ -14,6 +14,7 @@ from agentrig import (
     AgentState,
     AgentStep,
     AgentStop,
+    ConfigurationError,
     ContinuationEvaluated,
     EventBus,
     ExecutionBudget,
@@ -537,3 +538,64 @@ class TestStatesOnTheAgentsClock:
         # The system clock is past FakeClock's default start (2026-01-01) from then on.
         with pytest.raises(ForeignClockError, match="made on another clock"):
             self.agent().check_clock(AgentState().with_user_message("q"))
+
+
+class TestNextRequest:
+    """``AgentLoop.next_request``: what the model will see next, as the step sends it."""
+
+    @staticmethod
+    def agent(script: list[Any], *, inline: bool = False) -> AgentLoop:
+        clock = FakeClock()
+        return (
+            AgentBuilder.base()
+            .with_clock(clock)
+            .with_ids(SeededIds(5))
+            .with_capability(UseLlmConfig(ScriptedLLM(script, clock=clock)))
+            .with_tools([lookup])
+            .with_separated_tool_trace(not inline)
+            .build()
+        )
+
+    @staticmethod
+    def seen(messages: Any) -> list[tuple[str, str]]:
+        return [(m.role.value, m.content if m.role is Role.SYSTEM else m.id) for m in messages]
+
+    def test_it_is_what_the_next_step_sends(self) -> None:
+        agent = self.agent([call("lookup", q="x"), reply("done")])
+        start = agent.new_state("q").with_system_prompt("Be brief.")
+        first, final = list(agent.iterate(start))
+        predicted = agent.next_request(first)
+        assert predicted.messages[0].role is Role.SYSTEM
+        assert predicted.messages[0].content == "Be brief."
+        assert [tool.name for tool in predicted.tools] == ["lookup"]
+        assert self.seen(predicted.messages) == self.seen(final.steps()[1].input_messages)
+
+    def test_in_inline_mode_it_leaves_out_earlier_executions_traces(self) -> None:
+        agent = self.agent([call("lookup", q="x"), reply("one"), reply("two")], inline=True)
+        first = agent.execute(agent.new_state("q"))
+        follow_up = agent.continue_with(first, "and?")
+        traces = [m for m in follow_up.messages_for_inference() if m.is_trace]
+        assert len(traces) == 2  # the raw view still holds the first execution's trace
+        predicted = agent.next_request(follow_up)
+        assert [m.content for m in predicted.messages] == ["q", "one", "and?"]
+        second = agent.execute(follow_up)
+        assert self.seen(predicted.messages) == self.seen(second.steps()[0].input_messages)
+
+    def test_asking_changes_no_later_id_or_time(self) -> None:
+        def run(ask: bool) -> str:
+            agent = self.agent([call("lookup", q="x"), reply("done")])
+            state = agent.new_state("q").with_system_prompt("Be brief.")
+            if ask:
+                agent.next_request(state)
+            return agent.execute(state).to_json()
+
+        assert run(ask=True) == run(ask=False)
+
+    def test_a_driver_that_cannot_say_is_named(self) -> None:
+        class Opaque:
+            def use_tools(self, state: AgentState, runtime: Any) -> AgentState:
+                return state
+
+        loop = AgentLoop(driver=Opaque())
+        with pytest.raises(ConfigurationError, match=r"Opaque.*next_request\(state, tools\)"):
+            loop.next_request(AgentState())

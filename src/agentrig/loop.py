@@ -34,7 +34,7 @@ from agentrig.events import (
 )
 from agentrig.hooks import HookContext, HookStack, HookTrigger
 from agentrig.messages import Message
-from agentrig.state import AgentState, ExecutionStatus, StepError, TraceMode
+from agentrig.state import AgentState, ExecutionStatus, InferenceRequest, StepError, TraceMode
 from agentrig.tools import ToolExecutor, Tools
 
 LOOP_SOURCE = "AgentLoop"
@@ -116,6 +116,32 @@ class AgentLoop:
         if problems:
             raise ForeignClockError(problems)
         return state
+
+    def next_request(self, state: AgentState) -> InferenceRequest:
+        """What the model will see next: the request the next step from ``state`` would send,
+        as the driver compiles it (system prompt first, then the compiler's messages: in inline
+        mode without other executions' traces; the tools, response format and LLM config). From
+        a finished state, that is the first step of the next execution.
+
+        The step builds its request with the same method, so the two cannot differ, except by
+        what hooks change first: this runs no hook, so a ``before_step`` hook's change (the
+        system prompt ``UseContextConfig`` sets on a fresh state, say) and a
+        ``before_inference_request`` hook's are not in it. The system message is made for the
+        answer, with an id the agent's id factory does not hand out: asking changes no later id.
+        Raises ``ConfigurationError`` for a driver without ``next_request(state, tools)``.
+        """
+        preview = getattr(self.driver, "next_request", None)
+        if preview is None:
+            raise ConfigurationError(
+                f"the driver {self.driver!r} cannot say what it would send: it has no "
+                "next_request(state, tools) method (ToolCallingDriver has)"
+            )
+        with runtime_context(clock=self.clock, ids=_PREVIEW_IDS):
+            status = state.status()
+            if status is not None and status.is_terminal():  # as the run starts a new execution
+                state = state.for_next_execution()
+            request: InferenceRequest = preview(state, self.tools)
+        return request
 
     def execute(self, state: AgentState) -> AgentState:
         """Run to the end and return the final state."""
@@ -553,3 +579,13 @@ def _timestamps(state: AgentState) -> Iterator[tuple[str, datetime]]:
     for section in store.section_names():
         for index, message in enumerate(store.messages_of(section)):
             yield f"context.store.{section}[{index}].created_at", message.created_at
+
+
+class _PreviewIds:
+    """The ids of what ``next_request`` makes: fixed, so asking takes none from the agent."""
+
+    def new_id(self, kind: str) -> str:
+        return f"next-request-{kind}"
+
+
+_PREVIEW_IDS = _PreviewIds()

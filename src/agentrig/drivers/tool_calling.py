@@ -45,7 +45,7 @@ from agentrig.state import (
     ToolExecutions,
     message_tags,
 )
-from agentrig.tools import NOT_RUN_HOOK_FAILED, NOT_RUN_STOPPED, not_run
+from agentrig.tools import NOT_RUN_HOOK_FAILED, NOT_RUN_STOPPED, Tools, not_run
 
 # Hot-path enum constants: see "Enum members on the hot path" in docs/architecture.md.
 _BEFORE_INFERENCE_REQUEST = HookTrigger.BEFORE_INFERENCE_REQUEST
@@ -174,6 +174,13 @@ class ToolCallingDriver:
         )
 
     def _request(self, state: AgentState, runtime: StepRuntime) -> InferenceRequest:
+        return self.next_request(state, runtime.tools)
+
+    def next_request(self, state: AgentState, tools: Tools) -> InferenceRequest:
+        """The request a step from ``state`` sends the provider, before the
+        ``before_inference_request`` hooks: the system prompt first, then the compiler's
+        messages (by default without other executions' traces), ``tools``, the response format
+        and the LLM config. The step builds its request with this very method."""
         messages = self.compiler.compile(state)
         if type(messages) is not Messages:
             messages = checked_messages(self.compiler, messages)
@@ -190,7 +197,7 @@ class ToolCallingDriver:
         return InferenceRequest._built(
             checked,
             messages=messages,
-            tools=runtime.tools.schemas(),
+            tools=tools.schemas(),
             response_format=state.context.response_format,
             llm_config=llm_config,
         )

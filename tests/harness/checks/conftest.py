@@ -109,7 +109,12 @@ class Agent:
             ids=self.ids,
         )
         mode = TraceMode.INLINE if inline else TraceMode.SEPARATED
-        self.checker = InvariantChecker(invariants, trace_mode=mode, budget=budget)
+        self.checker = InvariantChecker(
+            invariants,
+            trace_mode=mode,
+            budget=budget,
+            next_request=self.loop.next_request if hasattr(driver, "next_request") else None,
+        )
 
         def tap(event: AgentEvent) -> None:
             if drop_event is None or not drop_event(event):

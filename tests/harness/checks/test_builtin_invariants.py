@@ -26,6 +26,7 @@ from agentrig import (
     ExecutionStatus,
     HookContext,
     HookTrigger,
+    InferenceRequest,
     Message,
     Messages,
     Role,
@@ -36,8 +37,10 @@ from agentrig import (
     ToolCallingDriver,
     ToolExecution,
     ToolExecutions,
+    Tools,
     TraceMode,
     Usage,
+    UseContextConfig,
     UseGuards,
     UseSubagents,
     runtime_context,
@@ -424,6 +427,62 @@ class TestInferenceView:
             step=1,
             contains="step 1 sent the model 2 trace message(s) of another execution",
         )
+
+    def test_the_next_request_holding_earlier_traces(self) -> None:
+        agent = Agent(
+            [call("lookup", q="a"), "first", call("lookup", q="b"), "second"],
+            inline=True,
+            compiler=AllSections(),
+        )
+        agent.say("one")
+        agent.say("two")
+        messages = [v.message for v in agent.of("inference_view")]
+        assert "the next request would send the model 2 trace message(s) of another execution" in (
+            messages
+        )
+
+    def test_a_step_that_sent_something_else_than_next_request_said(self) -> None:
+        agent = Agent(
+            [call("lookup", q="a"), call("lookup", q="b"), "done"],
+            wrap_driver=PreviewWithoutTheLastMessage,
+        )
+        agent.say("hi")
+        assert_violation(
+            agent,
+            "inference_view",
+            turn=1,
+            step=2,
+            contains="step 2 sent the model",
+        )
+        assert (
+            "but next_request() on the state before it said"
+            in agent.of("inference_view")[0].message
+        )
+
+    def test_holds_on_a_real_run_in_both_modes(self) -> None:
+        for inline in (False, True):
+            agent = Agent(
+                [call("lookup", q="a"), call("lookup", q="b"), "one", "two"],
+                inline=inline,
+                capabilities=[UseContextConfig("Be brief.")],
+            )
+            agent.say("first")
+            agent.say("second")
+            assert agent.of("inference_view") == []
+
+
+class PreviewWithoutTheLastMessage:
+    """A driver whose ``next_request`` leaves out the newest message its steps send."""
+
+    def __init__(self, inner: ToolCallingDriver) -> None:
+        self.inner = inner
+
+    def use_tools(self, state: AgentState, runtime: StepRuntime) -> AgentState:
+        return self.inner.use_tools(state, runtime)
+
+    def next_request(self, state: AgentState, tools: Tools) -> InferenceRequest:
+        request = self.inner.next_request(state, tools)
+        return request.evolve(messages=Messages(request.messages[:-1]))
 
 
 class DropToolResults(Wrapping):

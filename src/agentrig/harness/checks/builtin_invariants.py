@@ -6,13 +6,14 @@ scenario's ``invariants: {only: [...], exclude: [...]}`` lists.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from agentrig import (
     AgentState,
     AgentStepType,
     ExecutionBudget,
     ExecutionStatus,
+    InferenceRequest,
     InvalidInputError,
     Message,
     Role,
@@ -125,7 +126,7 @@ class BufferHoldsCurrentTrace(Invariant):
 @register_invariant
 class InferenceView(Invariant):
     name = "inference_view"
-    description = "The model sees summary, buffer, messages, execution_buffer in order, and no trace of another execution."
+    description = "The model sees summary, buffer, messages, execution_buffer in order, no trace of another execution, and what AgentLoop.next_request() said it would."
 
     def check(self, observation: Observation) -> Iterable[str]:
         state = observation.state
@@ -137,6 +138,45 @@ class InferenceView(Invariant):
             foreign = [m for m in step.input_messages if m.is_trace and m.execution_id != current]
             if foreign:
                 yield f"step {number} sent the model {len(foreign)} trace message(s) of another execution"
+        if observation.next_request is not None:
+            yield from self._next_request(observation, observation.next_request)
+
+    def _next_request(
+        self, observation: Observation, next_request: Callable[[AgentState], InferenceRequest]
+    ) -> Iterator[str]:
+        """What ``AgentLoop.next_request`` says the model will see holds no other execution's
+        trace, and is what the step from the previous state sent (hooks that change the
+        request or the context before a step aside: the scenario agents have none)."""
+        state = observation.state
+        if not observation.is_final:
+            current = state.execution_id()
+            ahead = next_request(state).messages
+            foreign = [m for m in ahead if m.is_trace and m.execution_id != current]
+            if foreign:
+                yield (
+                    f"the next request would send the model {len(foreign)} trace message(s) "
+                    "of another execution"
+                )
+        previous = observation.previous
+        if previous is None:
+            return
+        steps = observation.all_steps()
+        number = previous.step_count() + 1
+        if len(steps) < number or not steps[number - 1].input_messages:
+            return
+        sent = _seen(steps[number - 1].input_messages)
+        predicted = _seen(next_request(previous).messages)
+        if sent != predicted:
+            yield (
+                f"step {number} sent the model {sent}, but next_request() on the state before it "
+                f"said {predicted}"
+            )
+
+
+def _seen(messages: Iterable[Message]) -> list[str]:
+    """Messages as the model sees them, comparably: by id; a system message (made anew for each
+    request) by its text."""
+    return [f"system: {m.content!r}" if m.role is Role.SYSTEM else m.id for m in messages]
 
 
 @register_invariant

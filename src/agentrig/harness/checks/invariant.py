@@ -9,7 +9,7 @@ problem descriptions. Invariants are registered by name (the built-ins in
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from difflib import get_close_matches
 from typing import ClassVar, TypeVar
@@ -18,6 +18,7 @@ from agentrig import (
     AgentState,
     AgentStep,
     ExecutionBudget,
+    InferenceRequest,
     TraceMode,
 )
 from agentrig.events import (
@@ -52,6 +53,9 @@ class Observation:
     is_final: bool
     trace_mode: TraceMode = TraceMode.SEPARATED
     budget: ExecutionBudget | None = None
+    next_request: Callable[[AgentState], InferenceRequest] | None = None
+    """The agent's ``AgentLoop.next_request`` (what a step from a state sends the model), when
+    the checker knows the loop; None otherwise."""
 
     @property
     def step(self) -> int:
@@ -140,10 +144,12 @@ class InvariantChecker:
         *,
         trace_mode: TraceMode = TraceMode.SEPARATED,
         budget: ExecutionBudget | None = None,
+        next_request: Callable[[AgentState], InferenceRequest] | None = None,
     ) -> None:
         self.invariants = list(invariants) if invariants is not None else select_invariants()
         self.trace_mode = trace_mode
         self.budget = budget
+        self.next_request = next_request
         self.violations: list[Violation] = []
         self.checks: dict[str, int] = {inv.name: 0 for inv in self.invariants}
         self.failures: dict[str, int] = {inv.name: 0 for inv in self.invariants}
@@ -188,6 +194,7 @@ class InvariantChecker:
             is_final=is_final,
             trace_mode=self.trace_mode,
             budget=self.budget,
+            next_request=self.next_request,
         )
         found: list[Violation] = []
         for invariant in self.invariants:

@@ -7,10 +7,10 @@ all drive the loop this way: :func:`watch` gives a checker the agent's events, a
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from agentrig import AgentLoop, AgentState
+from agentrig import AgentLoop, AgentState, InferenceRequest
 from agentrig.harness.checks.invariant import Invariant, InvariantChecker, snapshot_of
 from agentrig.harness.scenarios.agent_factory import ScenarioAgent
 
@@ -20,9 +20,19 @@ __all__ = ["CheckedRun", "is_terminal", "run_checked", "watch"]
 def watch(agent: ScenarioAgent, invariants: Sequence[Invariant]) -> InvariantChecker:
     """A checker of ``agent``'s executions with ``invariants``, fed the agent's events until
     ``agent.close()``."""
-    checker = InvariantChecker(invariants, trace_mode=agent.loop.trace_mode, budget=agent.budget)
+    checker = InvariantChecker(
+        invariants,
+        trace_mode=agent.loop.trace_mode,
+        budget=agent.budget,
+        next_request=_next_request_of(agent.loop),
+    )
     agent.detach.append(agent.loop.events.wiretap(checker.record_event))
     return checker
+
+
+def _next_request_of(loop: AgentLoop) -> Callable[[AgentState], InferenceRequest] | None:
+    """``loop.next_request`` when its driver can answer it."""
+    return loop.next_request if hasattr(loop.driver, "next_request") else None
 
 
 def is_terminal(state: AgentState) -> bool:
