@@ -48,20 +48,18 @@ def main() -> ar.AgentState:
             call("get_weather", city="Atlantis"),
             reply("Paris is sunny (21C); I have no forecast for Atlantis."),
             reply("You're welcome!"),
-        ],
-        clock=clock,
+        ]
     )
     agent = build_agent(llm, clock, SeededIds(0))
     agent.events.subscribe(
         ar.events.ToolCallCompleted, lambda e: print(f"  tool {e.tool}: ok={e.success}")
     )
 
-    state = ar.AgentState().with_user_message("Weather in Paris and Atlantis?")
-    state = agent.execute(state)
+    state = agent.execute(agent.new_state("Weather in Paris and Atlantis?"))
     print(f"turn 1: {state.status()} after {state.step_count()} steps ({state.last_stop_reason()})")
     print(f"  answer: {state.final_response()}")
 
-    state = agent.execute(state.with_user_message("Thanks!"))
+    state = agent.execute(agent.continue_with(state, "Thanks!"))
     print(f"turn 2: {state.status()}, answer: {state.final_response()}")
     print(f"conversation: {[m.role.value for m in state.messages()]}")
     llm.assert_complete()

@@ -57,6 +57,7 @@ DRIVERS_EXPORTS = {
 FAKES_INTENTIONALLY_PRIVATE = {
     "agentrig.fakes.tool.ToolCallRecord",  # the element type of ScriptedTool.calls
     "agentrig.fakes.clock.is_seconds",  # the duration check the fakes share
+    "agentrig.fakes.clock.latency_clock",  # which clock the fakes' latencies move
 }
 
 

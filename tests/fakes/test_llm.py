@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import FrozenInstanceError
 from typing import Any
 
 import pytest
 
 from agentrig import (
+    AgentBuilder,
+    AgentState,
     ExecutionStatus,
     FinishReason,
     InferenceRequest,
@@ -16,7 +19,10 @@ from agentrig import (
     Messages,
     ProviderError,
     StopReason,
+    ToolCall,
+    ToolContext,
     Usage,
+    UseLlmConfig,
 )
 from agentrig.fakes import (
     CallSpec,
@@ -24,8 +30,11 @@ from agentrig.fakes import (
     FunctionLLM,
     InvalidScriptError,
     ScriptedLLM,
+    ScriptedTool,
     ScriptError,
     ScriptExhaustedError,
+    SeededIds,
+    ToolReply,
     Turn,
     UnusedTurnsError,
     call,
@@ -151,7 +160,6 @@ class TestScriptedLLM:
             (["ok", Turn()], 2, "needs text, tool calls or an error"),
             ([Turn(text="x", error="y")], 1, "cannot also have text"),
             ([Turn(text="x", latency=-1)], 1, "latency must be >= 0"),
-            (["ok", "ok", reply("slow", latency=1)], 3, "needs a FakeClock"),
             (["ok", Turn(text="x", finish_reason="done")], 2, "finish_reason 'done'"),  # type: ignore[arg-type]
             ([Turn(text="x", usage={"input_tokens": 1})], 1, "usage must be a Usage"),  # type: ignore[arg-type]
             ([Turn(calls=(CallSpec(""),))], 1, "a tool call must be a CallSpec"),
@@ -197,7 +205,7 @@ class TestFunctionLLMMistakes:
             (None, "must return an InferenceResponse, a Turn or a string, got NoneType"),
             ({"text": "hi"}, "got dict"),
             (Turn(), "a turn needs text, tool calls or an error"),
-            (Turn(text="x", latency=1), "latency needs a FakeClock"),
+            (Turn(text="x", latency=1), "latency 1s needs a FakeClock: run the agent on one"),
         ],
     )
     def test_a_bad_answer_names_the_function_and_the_call(self, answer: Any, reason: str) -> None:
@@ -256,3 +264,59 @@ class TestFunctionLLM:
             return "x"
 
         assert FunctionLLM(oracle).name == "oracle"
+
+
+class TestTheClockOfTheRun:
+    """Fakes without ``clock=`` move the ``FakeClock`` the agent runs under."""
+
+    @staticmethod
+    def run(llm: Any, tools: Any = (), *, run_async: bool = False) -> Any:
+        clock = FakeClock()
+        agent = (
+            AgentBuilder.base()
+            .with_clock(clock)
+            .with_ids(SeededIds(1))
+            .with_capability(UseLlmConfig(llm))
+            .with_tools(list(tools))
+            .build()
+        )
+        state = agent.new_state("go")
+        final = asyncio.run(agent.aexecute(state)) if run_async else agent.execute(state)
+        return clock, final
+
+    @pytest.mark.parametrize("run_async", [False, True])
+    def test_scripted_latencies_move_the_agents_clock(self, run_async: bool) -> None:
+        slow = ScriptedTool("slow", [ToolReply(returns="ok", latency=2.0)])
+        llm = ScriptedLLM([call("slow"), reply("done", latency=1.5)])
+        clock, final = self.run(llm, [slow], run_async=run_async)
+        assert final.status() is ExecutionStatus.COMPLETED
+        assert (clock.now() - FakeClock().now()).total_seconds() == 3.5
+
+    def test_the_same_as_passing_the_clock(self) -> None:
+        def run(pass_clock: bool) -> str:
+            clock = FakeClock()
+            llm = ScriptedLLM([reply("a", latency=1.0)], clock=clock if pass_clock else None)
+            agent = (
+                AgentBuilder.base()
+                .with_clock(clock)
+                .with_ids(SeededIds(1))
+                .with_capability(UseLlmConfig(llm))
+                .build()
+            )
+            return agent.execute(agent.new_state("go")).to_json()
+
+        assert run(pass_clock=False) == run(pass_clock=True)
+
+    def test_a_latency_on_the_wall_clock_is_a_script_error_naming_the_call(self) -> None:
+        llm = ScriptedLLM(["ok", reply("slow", latency=1)])
+        llm.infer(InferenceRequest())
+        with pytest.raises(
+            InvalidScriptError, match=r"ScriptedLLM, call 2: latency 1s needs a FakeClock"
+        ):
+            llm.infer(InferenceRequest())
+
+    def test_a_tool_latency_on_the_wall_clock_names_the_tool_and_the_call(self) -> None:
+        tool = ScriptedTool("slow", [ToolReply(returns=1, latency=1)])
+        context = ToolContext(state=AgentState(), tool_call=ToolCall(name="slow"))
+        with pytest.raises(InvalidScriptError, match=r"tool 'slow' reply 1: call 1: latency 1s"):
+            tool.invoke({}, context)

@@ -128,7 +128,6 @@ class TestInvalidScripts:
         [
             ([ToolReply(raises="a", stop="b")], {}, 1, "one of returns/raises/stop"),
             ([ToolReply(), ToolReply(returns=1, raises="a")], {}, 2, "one of returns/raises/stop"),
-            ([ToolReply(returns=1, latency=1)], {}, 1, "latency needs a FakeClock"),
             (["oops"], {}, 1, "expected a ToolReply"),
             ([], {"params": {"a": "str"}}, None, "type 'str' is not one of"),
         ],

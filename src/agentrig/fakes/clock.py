@@ -9,7 +9,7 @@ import math
 import random
 from datetime import UTC, datetime, timedelta
 
-from agentrig.clock import format_uuid4
+from agentrig.clock import current_clock, format_uuid4
 from agentrig.errors import InvalidInputError
 
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -143,3 +143,12 @@ class SeededIds:
 
     def __repr__(self) -> str:
         return f"SeededIds(seed={self.seed})"
+
+
+def latency_clock(own: FakeClock | None) -> FakeClock | None:
+    """The clock a fake's latency moves: its own when given, else the clock the agent runs
+    under (the loop's, set while it runs) when that is a ``FakeClock``; else None."""
+    if own is not None:
+        return own
+    running = current_clock()
+    return running if isinstance(running, FakeClock) else None

@@ -14,7 +14,7 @@ from pydantic import JsonValue
 from agentrig._effects import run_coroutine
 from agentrig.drivers.provider import Delta
 from agentrig.errors import InvalidInputError, ProviderError
-from agentrig.fakes.clock import FakeClock, is_seconds
+from agentrig.fakes.clock import FakeClock, is_seconds, latency_clock
 from agentrig.fakes.errors import InvalidScriptError, ScriptExhaustedError, UnusedTurnsError
 from agentrig.messages import ToolCall
 from agentrig.state import FinishReason, InferenceRequest, InferenceResponse, Usage
@@ -223,9 +223,30 @@ class _Recorder:
         else:  # a FunctionLLM's function failing: still a call made
             self._log.append((request, None, f"{type(error).__name__}: {error}"))
 
-    async def _sleep(self, latency: float) -> None:
-        if latency and self.clock is not None:
-            await self.clock.sleep(latency)
+    def _latency_clock(self, latency: float, number: int) -> FakeClock | None:
+        """The clock ``latency`` moves (see ``latency_clock``), or an error naming the call when
+        there is none: a latency on the wall clock would really wait."""
+        if not latency:
+            return None
+        clock = latency_clock(self.clock)
+        if clock is None:
+            raise InvalidScriptError(
+                number,
+                f"latency {latency}s needs a FakeClock: run the agent on one "
+                "(AgentBuilder.with_clock(FakeClock())) or pass clock=... to the fake",
+                where=f"{self.name}, call {number}",
+            )
+        return clock
+
+    def _advance(self, latency: float, number: int) -> None:
+        clock = self._latency_clock(latency, number)
+        if clock is not None:
+            clock.advance(latency)
+
+    async def _sleep(self, latency: float, number: int) -> None:
+        clock = self._latency_clock(latency, number)
+        if clock is not None:
+            await clock.sleep(latency)
 
 
 class Chunking(StrEnum):
@@ -244,7 +265,8 @@ class Chunking(StrEnum):
 class ScriptedLLM(_Recorder):
     """Plays scripted turns in order, one per inference call; never cycles or invents answers.
 
-    Strings are shorthand for text turns. Latency advances ``clock``. An extra call raises
+    Strings are shorthand for text turns. Latency advances ``clock``, or without one the
+    ``FakeClock`` the agent runs under (``AgentBuilder.with_clock``). An extra call raises
     ``ScriptExhaustedError``; ``assert_complete()`` raises ``UnusedTurnsError`` for unused turns.
     ``infer_stream`` plays the same turn as ``infer`` and hands its answer out in pieces cut as
     ``chunking`` says (runs through ``AgentLoop.stream`` ask for it).
@@ -280,10 +302,6 @@ class ScriptedLLM(_Recorder):
             problem = turn.problem()
             if problem is not None:
                 raise InvalidScriptError(number, problem)
-            if turn.latency and clock is None:
-                raise InvalidScriptError(
-                    number, "latency needs a FakeClock: ScriptedLLM(..., clock=...)"
-                )
         self._plays = tuple((turn.latency, _player(turn)) for turn in self.turns)
         self._next = 0
         self.overruns: list[int] = []
@@ -302,14 +320,13 @@ class ScriptedLLM(_Recorder):
     def infer(self, request: InferenceRequest) -> InferenceResponse:
         """Play the next turn (its latency advances the clock)."""
         latency, play = self._take()
-        if latency and self.clock is not None:
-            self.clock.advance(latency)
+        self._advance(latency, self._next)
         return self._record(request, play)
 
     async def ainfer(self, request: InferenceRequest) -> InferenceResponse:
         """Play the next turn in the async path (its latency is a ``FakeClock.sleep``)."""
         latency, play = self._take()
-        await self._sleep(latency)
+        await self._sleep(latency, self._next)
         return self._record(request, play)
 
     def infer_stream(self, request: InferenceRequest) -> Generator[Delta, None, InferenceResponse]:
@@ -363,7 +380,7 @@ class FunctionLLM(_Recorder):
                 answer = await answer
             turn = self._checked(answer)
             if isinstance(turn, Turn):
-                await self._sleep(turn.latency)
+                await self._sleep(turn.latency, len(self._log) + 1)
             response = turn if isinstance(turn, InferenceResponse) else turn.to_response()
         except Exception as error:
             self._failed(request, error)
@@ -378,8 +395,7 @@ class FunctionLLM(_Recorder):
         turn = self._checked(answer)
         if isinstance(turn, InferenceResponse):
             return turn
-        if turn.latency and self.clock is not None:
-            self.clock.advance(turn.latency)
+        self._advance(turn.latency, len(self._log) + 1)
         return turn.to_response()
 
     def _checked(self, answer: object) -> InferenceResponse | Turn:
@@ -396,8 +412,6 @@ class FunctionLLM(_Recorder):
             raise InvalidScriptError(number, reason, where=where)
         turn = Turn(text=answer) if isinstance(answer, str) else answer
         problem = turn.problem()
-        if problem is None and turn.latency and self.clock is None:
-            problem = "latency needs a FakeClock: FunctionLLM(..., clock=...)"
         if problem is not None:
             raise InvalidScriptError(number, problem, where=where)
         return turn

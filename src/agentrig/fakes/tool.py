@@ -11,7 +11,7 @@ from pydantic import JsonValue
 
 from agentrig._model import json_equal
 from agentrig.errors import AgentStop, InvalidToolArgumentsError
-from agentrig.fakes.clock import FakeClock, is_seconds
+from agentrig.fakes.clock import FakeClock, is_seconds, latency_clock
 from agentrig.fakes.errors import (
     InvalidScriptError,
     ScriptExhaustedError,
@@ -146,8 +146,6 @@ class ScriptedTool(Tool):
         latency = reply.latency
         if not is_seconds(latency):
             return f"latency must be a finite number of seconds >= 0, got {latency!r}"
-        if latency and self.clock is None:
-            return "latency needs a FakeClock: ScriptedTool(..., clock=...)"
         return self._when_problem(reply.when, catch_all)
 
     def _when_problem(self, when: object, catch_all: int | None) -> str | None:
@@ -178,17 +176,33 @@ class ScriptedTool(Tool):
     def invoke(self, arguments: Mapping[str, Any], context: ToolContext) -> Any:
         """Answer from the script (a reply's latency advances the clock)."""
         reply = self._reply(arguments)
-        if reply.latency and self.clock is not None:
-            self.clock.advance(reply.latency)
+        clock = self._latency_clock(reply)
+        if clock is not None:
+            clock.advance(reply.latency)
         return self._outcome(reply)
 
     async def ainvoke(self, arguments: Mapping[str, Any], context: ToolContext) -> Any:
         """Answer from the script in the async path: a reply's latency is a ``FakeClock.sleep``,
         so the latencies of calls running together overlap."""
         reply = self._reply(arguments)
-        if reply.latency and self.clock is not None:
-            await self.clock.sleep(reply.latency)
+        clock = self._latency_clock(reply)
+        if clock is not None:
+            await clock.sleep(reply.latency)
         return self._outcome(reply)
+
+    def _latency_clock(self, reply: ToolReply) -> FakeClock | None:
+        """The clock the reply's latency moves (see ``latency_clock``), or an error naming the
+        call when there is none: a latency on the wall clock would really wait."""
+        if not reply.latency:
+            return None
+        clock = latency_clock(self.clock)
+        if clock is None:
+            raise self._invalid(
+                self.calls[-1].reply,
+                f"call {len(self.calls)}: latency {reply.latency}s needs a FakeClock: run the agent on "
+                "one (AgentBuilder.with_clock(FakeClock())) or pass clock=... to the tool",
+            )
+        return clock
 
     def _reply(self, arguments: Mapping[str, Any]) -> ToolReply:
         record = ToolCallRecord(len(self.calls) + 1, dict(arguments))
