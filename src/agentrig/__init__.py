@@ -6,6 +6,7 @@ The runtime's public API. Test doubles live in ``agentrig.fakes``; the scenario 
 
 from agentrig.budget import ExecutionBudget
 from agentrig.builder import AgentBuilder, AgentCapability, BuildContext
+from agentrig.caller import AgentIdentity, current_agent, running_as
 from agentrig.capabilities import (
     CancellationSource,
     CancellationToken,
@@ -135,6 +136,7 @@ __all__ = [
     "AgentExecutionFailed",
     "AgentExecutionStarted",
     "AgentExecutionStopped",
+    "AgentIdentity",
     "AgentLoop",
     "AgentState",
     "AgentStep",
@@ -250,9 +252,11 @@ __all__ = [
     "UuidIds",
     "__version__",
     "compiler_names",
+    "current_agent",
     "get_compiler",
     "message_tags",
     "register_compiler",
+    "running_as",
     "runtime_context",
     "tool",
 ]

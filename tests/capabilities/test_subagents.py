@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from agentrig import (
     AgentBuilder,
     AgentEvent,
+    AgentIdentity,
     AgentState,
     CancellationToken,
     ConfigurationError,
@@ -30,8 +32,9 @@ from agentrig import (
     Usage,
     UseCooperativeCancellation,
     UseSubagents,
+    current_agent,
 )
-from agentrig.fakes import ScriptedLLM, Turn, calls, reply
+from agentrig.fakes import InvalidScriptError, ScriptedLLM, Turn, UnusedTurnsError, calls, reply
 
 CHILD_PROMPT = "You are the researcher. CHILD-SECRET."
 
@@ -333,3 +336,53 @@ def test_cancelling_the_parent_stops_a_running_child(make_agent, start) -> None:
     assert child.remaining == 1  # the child stopped at its next checkpoint
     assert parent.remaining == 1
     assert "stopped without a final response" in spawn_execution(final).content
+
+
+class TestOneScriptedLLMForParentAndChildren:
+    """``ScriptedLLM(..., subagents={name: script})``: each subagent plays its own script,
+    and a script error names the agent that asked."""
+
+    @staticmethod
+    def agent(make_agent: Any, llm: ScriptedLLM) -> Any:
+        definition = SubagentDefinition(name="researcher", description="Finds things.")
+        return make_agent(llm, [lookup], UseSubagents([definition]))
+
+    @pytest.mark.parametrize("run_async", [False, True])
+    def test_each_agent_plays_its_own_script(self, make_agent, start, run_async: bool) -> None:
+        llm = ScriptedLLM(
+            [spawn(), reply("The researcher found it.")],
+            subagents={"researcher": [calls(("lookup", {"q": "x"})), reply("found x")]},
+        )
+        agent = self.agent(make_agent, llm)
+        state = start("parent question")
+        final = asyncio.run(agent.aexecute(state)) if run_async else agent.execute(state)
+        assert final.status() is ExecutionStatus.COMPLETED
+        assert final.final_response().to_text() == "The researcher found it."
+        assert final.steps()[0].tool_executions[0].content == "found x"
+        assert len(llm.calls) == 2
+        assert len(llm.subagents["researcher"].calls) == 2
+        llm.assert_complete()
+
+    def test_a_shared_script_that_runs_out_names_the_subagent(self, make_agent, start) -> None:
+        llm = ScriptedLLM([spawn()])  # the child's first call takes the parent's next turn
+        final = self.agent(make_agent, llm).execute(start("parent question"))
+        error = final.steps()[0].tool_executions[0].error
+        assert error is not None
+        assert "asked by subagent 'researcher' (depth 1): call 2 was not scripted" in error
+        messages = [recorded.message for recorded in final.errors()]
+        assert any("asked by the parent agent: call 3 was not scripted" in m for m in messages)
+
+    def test_unused_turns_of_a_subagent_are_named(self, make_agent, start) -> None:
+        llm = ScriptedLLM(["done"], subagents={"researcher": ["never asked"]})
+        self.agent(make_agent, llm).execute(start())
+        with pytest.raises(UnusedTurnsError, match=r"subagent 'researcher': scripted turn\(s\) 1"):
+            llm.assert_complete()
+
+    def test_a_bad_subagents_mapping_is_refused(self) -> None:
+        with pytest.raises(InvalidScriptError, match="subagents must map subagent names"):
+            ScriptedLLM([], subagents=["researcher"])  # type: ignore[arg-type]
+
+    def test_outside_any_subagent_the_root_agent_runs(self) -> None:
+        assert current_agent() == AgentIdentity()
+        assert str(current_agent()) == "the parent agent"
+        assert current_agent().is_root()

@@ -205,7 +205,7 @@ class TestFunctionLLMMistakes:
             (None, "must return an InferenceResponse, a Turn or a string, got NoneType"),
             ({"text": "hi"}, "got dict"),
             (Turn(), "a turn needs text, tool calls or an error"),
-            (Turn(text="x", latency=1), "latency 1s needs a FakeClock: run the agent on one"),
+            (Turn(text="x", latency=1), "latency 1s (asked by the parent agent) needs a FakeClock"),
         ],
     )
     def test_a_bad_answer_names_the_function_and_the_call(self, answer: Any, reason: str) -> None:
@@ -311,7 +311,8 @@ class TestTheClockOfTheRun:
         llm = ScriptedLLM(["ok", reply("slow", latency=1)])
         llm.infer(InferenceRequest())
         with pytest.raises(
-            InvalidScriptError, match=r"ScriptedLLM, call 2: latency 1s needs a FakeClock"
+            InvalidScriptError,
+            match=r"ScriptedLLM, call 2: latency 1s \(asked by the parent agent\) needs a FakeClock",
         ):
             llm.infer(InferenceRequest())
 

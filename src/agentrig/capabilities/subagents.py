@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agentrig.budget import ExecutionBudget
+from agentrig.caller import AgentIdentity, running_as
 from agentrig.capabilities.cancellation import CancellationSource, UseCooperativeCancellation
 from agentrig.capabilities.guards import UseGuards
 from agentrig.drivers.base import Driver
@@ -155,7 +156,8 @@ class SpawnSubagentTool(Tool):
                     tool_call_id=context.tool_call.id,
                 )
             )
-        final = child.execute(self._child_state(definition, prompt, context))
+        with running_as(AgentIdentity(name=name, depth=self.depth + 1)):
+            final = child.execute(self._child_state(definition, prompt, context))
         if events.wants(SubagentCompleted):
             events.dispatch(
                 SubagentCompleted.of(

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from agentrig._effects import run_coroutine
+from agentrig.caller import AgentIdentity, current_agent
 from agentrig.drivers.provider import Delta
 from agentrig.errors import InvalidInputError, ProviderError
 from agentrig.fakes.clock import FakeClock, is_seconds, latency_clock
@@ -232,8 +233,8 @@ class _Recorder:
         if clock is None:
             raise InvalidScriptError(
                 number,
-                f"latency {latency}s needs a FakeClock: run the agent on one "
-                "(AgentBuilder.with_clock(FakeClock())) or pass clock=... to the fake",
+                f"latency {latency}s (asked by {current_agent()}) needs a FakeClock: run the "
+                "agent on one (AgentBuilder.with_clock(FakeClock())) or pass clock=... to the fake",
                 where=f"{self.name}, call {number}",
             )
         return clock
@@ -279,9 +280,18 @@ class ScriptedLLM(_Recorder):
         clock: FakeClock | None = None,
         name: str = "ScriptedLLM",
         chunking: Chunking | str = Chunking.WHOLE,
+        subagents: Mapping[str, Iterable[Turn | str]] | None = None,
     ) -> None:
         super().__init__(clock)
         self.name = name
+        self.subagents: dict[str, ScriptedLLM] = {
+            agent: ScriptedLLM(
+                script, clock=clock, name=f"{name} for subagent '{agent}'", chunking=chunking
+            )
+            for agent, script in _checked_subagents(subagents, name).items()
+        }
+        """The script of each subagent named in ``subagents``: that subagent's calls play its
+        turns (and are recorded there), at any depth; other agents play the main script."""
         try:
             self.chunking = Chunking(chunking)
         except ValueError:
@@ -317,14 +327,28 @@ class ScriptedLLM(_Recorder):
         """True when every turn was played."""
         return self.remaining == 0
 
+    def _script_of(self, agent: AgentIdentity) -> ScriptedLLM | None:
+        """The subagent script ``agent`` plays, or None for the main script."""
+        if agent.name is None:
+            return None
+        return self.subagents.get(agent.name)
+
     def infer(self, request: InferenceRequest) -> InferenceResponse:
         """Play the next turn (its latency advances the clock)."""
+        if self.subagents:
+            own = self._script_of(current_agent())
+            if own is not None:
+                return own.infer(request)
         latency, play = self._take()
         self._advance(latency, self._next)
         return self._record(request, play)
 
     async def ainfer(self, request: InferenceRequest) -> InferenceResponse:
         """Play the next turn in the async path (its latency is a ``FakeClock.sleep``)."""
+        if self.subagents:
+            own = self._script_of(current_agent())
+            if own is not None:
+                return await own.ainfer(request)
         latency, play = self._take()
         await self._sleep(latency, self._next)
         return self._record(request, play)
@@ -340,14 +364,19 @@ class ScriptedLLM(_Recorder):
         if index >= len(self._plays):
             number = len(self.turns) + len(self.overruns) + 1
             self.overruns.append(number)
-            raise ScriptExhaustedError(self.name, number, len(self.turns))
+            raise ScriptExhaustedError(
+                f"{self.name}, asked by {current_agent()}", number, len(self.turns)
+            )
         self._next = index + 1
         return self._plays[index]
 
     def assert_complete(self) -> None:
-        """Raise ``UnusedTurnsError`` when some turns were never played."""
+        """Raise ``UnusedTurnsError`` when some turns were never played (of the main script
+        first, then of each subagent's, which the error names)."""
         if self.remaining:
             raise UnusedTurnsError(self.name, list(range(self._next + 1, len(self.turns) + 1)))
+        for script in self.subagents.values():
+            script.assert_complete()
 
     def __repr__(self) -> str:
         return f"ScriptedLLM(turns={len(self.turns)}, remaining={self.remaining})"
@@ -418,6 +447,25 @@ class FunctionLLM(_Recorder):
 
     def __repr__(self) -> str:
         return f"FunctionLLM({self.name})"
+
+
+def _checked_subagents(
+    subagents: Mapping[str, Iterable[Turn | str]] | None, name: str
+) -> Mapping[str, Iterable[Turn | str]]:
+    """``subagents`` when it maps subagent names to scripts; else an ``InvalidScriptError``."""
+    if subagents is None:
+        return {}
+    if not isinstance(subagents, Mapping):
+        reason = (
+            "subagents must map subagent names to their scripts "
+            f"({{'researcher': [reply('...')]}}), got {type(subagents).__name__}"
+        )
+        raise InvalidScriptError(None, reason, where=name)
+    for agent in subagents:
+        if not isinstance(agent, str) or not agent:
+            reason = f"subagents: a subagent name must be a non-empty string, got {agent!r}"
+            raise InvalidScriptError(None, reason, where=name)
+    return subagents
 
 
 def _pieces_of(response: InferenceResponse, chunking: Chunking) -> Iterator[Delta]:
