@@ -33,6 +33,10 @@ anthropic = pytest.importorskip("anthropic")
 httpx2 = pytest.importorskip("httpx2")
 http_cassettes = pytest.importorskip("agentrig.harness.cassettes.http")
 
+FOREIGN = ("tools", "strict")
+"""What the real cassettes, recorded by other frameworks, send differently from agentrig: tool
+schemas (descriptions, ``additionalProperties``, ``strict``); the replays do not compare them."""
+
 
 class FakeServer:
     """An ``httpx2.MockTransport`` answering each request with the next canned response."""
@@ -337,7 +341,7 @@ def test_replay_a_chain_with_text_before_the_tool_use(
     path = real_cassette("pydantic-ai/test_anthropic/test_anthropic_mixed_strict_tool_run.yaml")
     provider = AnthropicProvider(api_key="sk-replay", model="claude-sonnet-4-5", max_retries=0)
     system = "Always call `country_source` first, then call `capital_lookup` with that result before replying."
-    with http_cassettes.use_http_cassette(path) as cassette:
+    with http_cassettes.use_http_cassette(path, ignore=FOREIGN) as cassette:
         final = run_agent(
             provider,
             "Use the registered tools and respond exactly as `Capital: <city>`.",
@@ -371,7 +375,7 @@ def test_replay_a_gzip_stream_with_two_parallel_tool_uses(
         max_retries=0,
         stream=True,
     )
-    with http_cassettes.use_http_cassette(path) as cassette:
+    with http_cassettes.use_http_cassette(path, ignore=FOREIGN) as cassette:
         final = run_agent(
             provider,
             "Two names for a pet pelican",

@@ -34,6 +34,11 @@ _FINISH = {
     "content_filter": FinishReason.CONTENT_FILTER,
 }
 _RESPONSE_FORMAT_TYPES = frozenset({"text", "json_object", "json_schema"})
+_REASONING_FIELDS = ("reasoning_content", "reasoning")
+"""The message fields compatible providers put their reasoning in (DeepSeek, vLLM, Qwen:
+``reasoning_content``; OpenRouter, Ollama, Groq: ``reasoning``). The reasoning is kept in the
+answer's ``provider_data`` under the field it came in, and sent back in that field with the
+assistant message, as providers that keep thinking across a tool loop need."""
 
 
 class OpenAIProvider(SdkProvider):
@@ -164,7 +169,7 @@ class OpenAIProvider(SdkProvider):
             usage=completion.usage,
             model=(completion.model or "", body["model"]),
             response_id=completion.id or "",
-            reasoning=str(extra.get("reasoning_content") or extra.get("reasoning") or ""),
+            reasoning=_reasoning(extra),
         )
 
     def _streamed(self, body: dict[str, Any]) -> InferenceResponse:
@@ -192,7 +197,7 @@ class OpenAIProvider(SdkProvider):
             usage=stream.usage,
             model=(stream.model, body["model"]),
             response_id=stream.id,
-            reasoning="".join(stream.reasoning),
+            reasoning=("".join(stream.reasoning), stream.reasoning_field),
         )
 
     def _answer(
@@ -205,7 +210,7 @@ class OpenAIProvider(SdkProvider):
         usage: Any,
         model: tuple[str, str],
         response_id: str,
-        reasoning: str,
+        reasoning: tuple[str, str],
     ) -> InferenceResponse:
         """The response; ``model`` is the one that answered and the one requested.
 
@@ -216,15 +221,19 @@ class OpenAIProvider(SdkProvider):
         if refused and not calls and mapped in (None, FinishReason.STOP):
             mapped = FinishReason.CONTENT_FILTER
         answered, requested = model
+        text, field = reasoning
+        provider_data: JsonObject = {"finish_reason": finish}
+        if text:
+            provider_data[field] = text
         return InferenceResponse(
             content=content,
             tool_calls=calls,
             usage=self._priced(_usage(usage), answered, requested),
             finish_reason=fallback_finish(mapped, bool(calls)),
-            reasoning_content=reasoning,
+            reasoning_content=text,
             model=answered,
             response_id=response_id,
-            provider_data={"finish_reason": finish},
+            provider_data=provider_data,
         )
 
     def __repr__(self) -> str:
@@ -243,6 +252,7 @@ class _StreamAssembler:
         self.content: list[str] = []
         self.refusal: list[str] = []
         self.reasoning: list[str] = []
+        self.reasoning_field = _REASONING_FIELDS[0]
         self.calls: dict[int, dict[str, Any]] = {}
         self.finish: str | None = None
         self.usage: Any = None
@@ -268,9 +278,12 @@ class _StreamAssembler:
         if getattr(delta, "refusal", None):
             self.refusal.append(delta.refusal)
         extra = delta.model_extra or {}
-        reasoning = extra.get("reasoning_content") or extra.get("reasoning")
-        if isinstance(reasoning, str):
-            self.reasoning.append(reasoning)
+        for field in _REASONING_FIELDS:
+            reasoning = extra.get(field)
+            if isinstance(reasoning, str) and reasoning:
+                self.reasoning.append(reasoning)
+                self.reasoning_field = field
+                break
         for part in delta.tool_calls or ():
             index = part.index if part.index is not None else len(self.calls)
             slot = self.calls.setdefault(index, {"id": "", "name": "", "arguments": []})
@@ -314,10 +327,30 @@ def _chat_message(message: Message) -> dict[str, Any]:
         }
         if message.content:
             entry["content"] = message.content
-        return entry
+        return _with_reasoning(entry, message)
     entry = {"role": message.role.value, "content": message.content}
+    if message.role is Role.ASSISTANT:
+        _with_reasoning(entry, message)
     if message.name and message.role in (Role.USER, Role.ASSISTANT):
         entry["name"] = message.name
+    return entry
+
+
+def _reasoning(extra: dict[str, Any]) -> tuple[str, str]:
+    """The reasoning text of a whole answer's message and the field it came in."""
+    for field in _REASONING_FIELDS:
+        value = extra.get(field)
+        if isinstance(value, str) and value:
+            return value, field
+    return "", _REASONING_FIELDS[0]
+
+
+def _with_reasoning(entry: dict[str, Any], message: Message) -> dict[str, Any]:
+    """``entry`` with the reasoning the assistant ``message`` was answered with, sent back."""
+    for field in _REASONING_FIELDS:
+        value = message.provider_data.get(field)
+        if isinstance(value, str) and value:
+            entry[field] = value
     return entry
 
 

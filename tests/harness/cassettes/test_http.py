@@ -37,6 +37,10 @@ from agentrig.harness.cassettes.http import (  # noqa: E402
     use_http_cassette,
 )
 
+FOREIGN = ("tools", "strict")
+"""What the real cassettes, recorded by other frameworks, send differently from agentrig: tool
+schemas (descriptions, ``additionalProperties``, ``strict``); the replays do not compare them."""
+
 PYDANTIC_OPENAI = (
     "pydantic-ai/test_openai/test_openai_instructions_with_tool_calls_keep_instructions.yaml"
 )
@@ -113,10 +117,9 @@ def chat(*messages: dict[str, Any], **extra: Any) -> dict[str, Any]:
 
 def test_the_matcher_ignores_what_sdks_add_or_spell_differently() -> None:
     call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
     sent = chat(
-        {"role": "user", "content": "hi"},
-        {"role": "assistant", "tool_calls": [call]},
-        tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}],
+        {"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [call]}, tools=tools
     )
     recorded = chat(
         {"role": "user", "content": [{"type": "text", "text": "hi"}]},
@@ -128,18 +131,94 @@ def test_the_matcher_ignores_what_sdks_add_or_spell_differently() -> None:
         n=1,
         stream=False,
         stream_options={"include_usage": True},
-        tools=[
-            {
-                "type": "function",
-                "function": {
-                    "name": "f",
-                    "strict": True,
-                    "parameters": {"additionalProperties": False},
-                },
-            }
-        ],
+        tools=tools,
+        tool_choice="auto",
     )
     llm_request(Req(sent), Req(recorded))
+
+
+def _weather_tool(**schema: Any) -> list[dict[str, Any]]:
+    parameters = {"type": "object", "properties": {"city": {"type": "string"}}}
+    function = {"name": "weather", "description": "Weather.", "parameters": parameters, **schema}
+    return [{"type": "function", "function": function}]
+
+
+@pytest.mark.parametrize(
+    ("setting", "recorded", "named"),
+    [
+        ("tools", {"tools": _weather_tool(description="Old.")}, "tool 'weather' description"),
+        (
+            "tools",
+            {"tools": _weather_tool(parameters={"type": "object"})},
+            "tool 'weather' parameters",
+        ),
+        ("strict", {"tools": _weather_tool(strict=True)}, "tool 'weather' strict"),
+        ("tool_choice", {"tool_choice": "required"}, "tool_choice: sent 'auto'"),
+        ("temperature", {"temperature": 0.2}, "temperature"),
+        ("max_tokens", {"max_tokens": 100}, "max_tokens"),
+        ("response_format", {"response_format": {"type": "json_object"}}, "response_format"),
+        ("thinking", {"reasoning_effort": "high"}, "thinking"),
+        (
+            "reasoning",
+            {"messages": [{"role": "assistant", "content": "a", "reasoning_content": "r"}]},
+            "reasoning",
+        ),
+    ],
+)
+def test_the_matcher_compares_the_settings_the_recording_has_unless_ignored(
+    setting: str, recorded: dict[str, Any], named: str
+) -> None:
+    """Tool schemas, strict, tool_choice, temperature, max tokens, response format, thinking and
+    the reasoning sent back are compared; the message names the field and how to relax it."""
+    sent = chat({"role": "assistant", "content": "a"}, tools=_weather_tool())
+    theirs = {**sent, **recorded}
+    with pytest.raises(AssertionError, match=f"{named}.*ignore=\\['{setting}'\\]"):
+        llm_request(Req(sent), Req(theirs))
+    http_cassettes.llm_request_ignoring(setting)(Req(sent), Req(theirs))
+
+
+def test_a_setting_absent_from_the_recording_is_not_compared() -> None:
+    """A hand-written cassette needs no tool schema or settings: only what it has is checked."""
+    sent = chat(
+        {"role": "user", "content": "hi"},
+        tools=_weather_tool(strict=True),
+        temperature=0.5,
+        max_completion_tokens=10,
+        tool_choice="required",
+    )
+    recorded = chat(
+        {"role": "user", "content": "hi"},
+        tools=[{"type": "function", "function": {"name": "weather"}}],
+    )
+    with pytest.raises(AssertionError, match="tool_choice"):
+        llm_request(Req(sent), Req(recorded))
+    llm_request(Req({**sent, "tool_choice": "auto"}), Req(recorded))
+
+
+def test_spellings_of_max_tokens_and_tool_choice_are_one_setting() -> None:
+    tools = [{"name": "weather", "input_schema": {"type": "object"}}]
+    anthropic = {
+        "model": "m",
+        "messages": [],
+        "tools": tools,
+        "max_tokens": 5,
+        "tool_choice": {"type": "any"},
+    }
+    openai = {
+        "model": "m",
+        "messages": [],
+        "tools": [
+            {"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}
+        ],
+        "max_completion_tokens": 5,
+        "tool_choice": "required",
+    }
+    llm_request(Req(openai), Req(anthropic))
+
+
+def test_ignoring_an_unknown_setting_lists_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="cannot ignore 'temprature': the settings are tools"):
+        http_cassettes.llm_request_ignoring("temprature")
 
 
 @pytest.mark.parametrize(
@@ -169,8 +248,9 @@ def test_the_matcher_names_the_first_difference(recorded: dict[str, Any], named:
 
 def test_a_responses_body_is_compared_like_a_chat_body() -> None:
     """Responses API bodies: ``instructions`` is the system prompt, ``input`` the conversation
-    (a bare string is one user message), ``function_call`` / ``function_call_output`` items are
-    tool calls and results, reasoning items do not count."""
+        (a bare string is one user message), ``function_call`` / ``function_call_output`` items are
+        tool calls and results, reasoning items are not conversation items (they are the reasoning sent
+    back, compared as a setting)."""
     chat_body = chat(
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "hi"},
@@ -192,13 +272,19 @@ def test_a_responses_body_is_compared_like_a_chat_body() -> None:
             {"type": "function_call", "call_id": "c1", "name": "f", "arguments": '{"a":1}'},
             {"type": "function_call_output", "call_id": "c1", "output": "2"},
         ],
-        "tools": [{"type": "function", "name": "f", "strict": False}],
+        "tools": [{"type": "function", "name": "f"}],
         "store": False,
         "include": ["reasoning.encrypted_content"],
     }
-    assert request_fingerprint(json.dumps(responses_body)) == request_fingerprint(
-        json.dumps(chat_body)
-    )
+    responses_print = request_fingerprint(json.dumps(responses_body))
+    chat_print = request_fingerprint(json.dumps(chat_body))
+    assert responses_print is not None
+    assert chat_print is not None
+    assert responses_print.pop("settings")["reasoning"] == [
+        {"summary": [], "encrypted_content": "e"}
+    ]
+    assert chat_print.pop("settings").get("reasoning") is None
+    assert responses_print == chat_print
     bare = {"model": "m", "input": "hi"}
     assert request_fingerprint(json.dumps(bare)) == request_fingerprint(
         json.dumps(chat({"role": "user", "content": "hi"}))
@@ -222,9 +308,21 @@ def openai_provider(**options: Any) -> OpenAIProvider:
     return OpenAIProvider(api_key="sk-replay", max_retries=0, **options)
 
 
+TEMPERATURE_TOOL = ToolSchema(
+    name="get_temperature",
+    parameters={
+        "additionalProperties": False,
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+        "type": "object",
+    },
+)
+"""The tool as the recording has it (but for ``strict: true``, which it cannot express)."""
+
+
 def weather_request(question: str = "What is the temperature in Tokyo?") -> InferenceRequest:
     messages = Messages.of(Message.system("You are a helpful assistant."), Message.user(question))
-    return InferenceRequest(messages=messages, tools=(ToolSchema(name="get_temperature"),))
+    return InferenceRequest(messages=messages, tools=(TEMPERATURE_TOOL,))
 
 
 def test_a_replay_that_leaves_interactions_unplayed_fails(
@@ -232,7 +330,7 @@ def test_a_replay_that_leaves_interactions_unplayed_fails(
 ) -> None:
     with (
         pytest.raises(UnplayedInteractionsError) as raised,
-        use_http_cassette(real_cassette(PYDANTIC_OPENAI)),
+        use_http_cassette(real_cassette(PYDANTIC_OPENAI), ignore=["strict"]),
     ):
         openai_provider(model="gpt-4.1-mini").infer(weather_request())
     assert raised.value.unplayed == ["#2 POST https://api.openai.com/v1/chat/completions"]
@@ -244,7 +342,9 @@ def test_a_request_matching_nothing_fails_with_the_difference(
 ) -> None:
     provider = openai_provider(model="gpt-4.1-mini")
     with (
-        use_http_cassette(real_cassette(PYDANTIC_OPENAI), check_all_played=False),
+        use_http_cassette(
+            real_cassette(PYDANTIC_OPENAI), check_all_played=False, ignore=["strict"]
+        ),
         pytest.raises(ProviderError) as raised,
     ):
         provider.infer(weather_request("What is the temperature in Oslo?"))
@@ -259,11 +359,23 @@ def test_an_anthropic_replay_miss_is_not_retried_into_a_connection_error(
     path = real_cassette("pydantic-ai/test_anthropic/test_anthropic_mixed_strict_tool_run.yaml")
     provider = AnthropicProvider(api_key="sk-replay", model="claude-other", max_retries=0)
     with (
-        use_http_cassette(path, check_all_played=False),
+        use_http_cassette(path, check_all_played=False, ignore=FOREIGN),
         pytest.raises(ProviderError, match="matched no interaction") as raised,
     ):
         provider.infer(InferenceRequest(messages=Messages.from_text("hi")))
     assert not raised.value.retryable
+
+
+def test_a_placeholder_tool_schema_does_not_replay_a_real_session(
+    real_cassette: Callable[[str], Path],
+) -> None:
+    placeholder = weather_request().evolve(tools=(ToolSchema(name="get_temperature"),))
+    with (
+        pytest.raises(HttpCassetteMismatchError, match="tool 'get_temperature' parameters"),
+        use_http_cassette(real_cassette(PYDANTIC_OPENAI), ignore=["strict"]),
+        pytest.raises(ProviderError),
+    ):
+        openai_provider(model="gpt-4.1-mini").infer(placeholder)
 
 
 def test_a_miss_the_caller_swallowed_is_reported_when_the_block_ends(
@@ -274,7 +386,7 @@ def test_a_miss_the_caller_swallowed_is_reported_when_the_block_ends(
     provider = openai_provider(model="gpt-4.1-mini")
     with (
         pytest.raises(HttpCassetteMismatchError) as raised,
-        use_http_cassette(real_cassette(PYDANTIC_OPENAI)),
+        use_http_cassette(real_cassette(PYDANTIC_OPENAI), ignore=["strict"]),
         pytest.raises(ProviderError),  # swallowed, as the agent loop does
     ):
         provider.infer(weather_request("What is the temperature in Oslo?"))
@@ -372,7 +484,7 @@ def test_pytest_recording_replays_with_the_documented_setup(
         from agentrig.harness.cassettes import http as http_cassettes
 
         def pytest_recording_configure(config, vcr):
-            http_cassettes.configure_vcr(vcr)
+            http_cassettes.configure_vcr(vcr, ignore=["strict"])
 
         @pytest.fixture(scope="module")
         def vcr_config():
@@ -389,7 +501,8 @@ def test_pytest_recording_replays_with_the_documented_setup(
         def test_replay(vcr):
             provider = OpenAIProvider(api_key="sk", model="gpt-4.1-mini", max_retries=0)
             messages = Messages.of(Message.system("You are a helpful assistant."), Message.user("What is the temperature in Tokyo?"))
-            response = provider.infer(InferenceRequest(messages=messages, tools=(ToolSchema(name="get_temperature"),)))
+            tool = ToolSchema(name="get_temperature", parameters={TEMPERATURE_TOOL.parameters!r})
+            response = provider.infer(InferenceRequest(messages=messages, tools=(tool,)))
             assert str(response.tool_calls[0]) == "get_temperature(city='Tokyo')"
             assert vcr.play_count == 1
         """
@@ -401,6 +514,7 @@ BLOCKED_TESTS = """
 import pytest
 from agentrig import AgentBuilder, AgentState, InferenceRequest, Messages, ProviderError, RealLlmCallBlockedError, UseLlmConfig
 from agentrig.drivers import OpenAIProvider
+
 
 def provider():
     return OpenAIProvider(api_key="sk", base_url="http://127.0.0.1:9/v1", model="m", max_retries=0)

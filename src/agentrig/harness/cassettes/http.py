@@ -13,10 +13,12 @@ gzip bodies as ``!!binary``) and pydantic-ai's, whose JSON bodies are YAML mappi
 Requests match on method, scheme, host, port and path (the query is ignored: pydantic-ai's
 Anthropic cassettes carry ``?beta=true``, which current SDKs do not send) and on
 :func:`llm_request`: the parts of an LLM request body that decide the answer (model, streaming,
-system prompt, the conversation with its tool calls and results, tool names). Fields that SDKs
-and client libraries add or spell differently (``n``, ``stream_options``, ``max_tokens``,
-``temperature``, tool schemas and ``strict``, spacing inside argument JSON, empty assistant texts)
-are ignored. Each interaction plays once.
+system prompt, the conversation with its tool calls and results, tool names) and the
+:data:`SETTINGS` the recording has (tool schemas and ``strict``, ``tool_choice``, temperature,
+max tokens, response format, thinking settings, the reasoning sent back). Tool-call ids count only
+by their order of first appearance. What SDKs add or spell differently (``n``,
+``stream_options``, spacing inside argument JSON, empty assistant texts) is ignored, and so are
+the settings named in ``ignore=``. Each interaction plays once.
 
 With pytest-recording, in ``conftest.py``::
 
@@ -35,7 +37,7 @@ Needs ``vcrpy`` (``pip install 'agentrig[vcr]'``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -240,18 +242,101 @@ def _kind(value: Any) -> str:
 
 # --- matcher ------------------------------------------------------------------------------
 
+SETTINGS = (
+    "tools",
+    "strict",
+    "tool_choice",
+    "temperature",
+    "max_tokens",
+    "response_format",
+    "thinking",
+    "reasoning",
+)
+"""The request settings :func:`llm_request` compares besides the conversation, by the names
+``ignore=`` takes: ``tools`` (each tool's description and parameter schema), ``strict`` (each
+tool's), ``tool_choice``, ``temperature``, ``max_tokens`` (``max_tokens``,
+``max_completion_tokens`` or ``max_output_tokens``), ``response_format`` (Responses
+``text.format``, Anthropic ``output_config.format`` / ``output_format``), ``thinking`` (Anthropic
+``thinking``, ``reasoning_effort``, Responses ``reasoning``) and ``reasoning`` (the reasoning
+sent back: Responses reasoning items, Anthropic thinking blocks, ``reasoning_content`` /
+``reasoning`` of chat messages). A setting the recording does not have is not compared, so a
+hand-written cassette needs only what it means to check."""
+
 
 def llm_request(live: Any, recorded: Any) -> None:
     """vcrpy matcher: raise ``AssertionError`` naming the first part of the LLM request body that
-    differs (see the module docstring for what counts); non-JSON bodies must be equal bytes."""
+    differs (see the module docstring and :data:`SETTINGS` for what counts); non-JSON bodies
+    must be equal bytes."""
+    _compare(live, recorded, frozenset())
+
+
+def llm_request_ignoring(*names: str) -> Any:
+    """An :func:`llm_request` matcher that does not compare the :data:`SETTINGS` ``names``; an
+    unknown name raises ``ValueError`` listing the valid ones."""
+    unknown = sorted(set(names) - set(SETTINGS))
+    if unknown:
+        raise ValueError(
+            f"cannot ignore {', '.join(map(repr, unknown))}: the settings are {', '.join(SETTINGS)}"
+        )
+    ignored = frozenset(names)
+
+    def matcher(live: Any, recorded: Any) -> None:
+        _compare(live, recorded, ignored)
+
+    matcher.__name__ = MATCHER  # vcrpy names a matcher by its function in its reports
+    return matcher
+
+
+def _compare(live: Any, recorded: Any, ignored: frozenset[str]) -> None:
     ours, theirs = request_fingerprint(live.body), request_fingerprint(recorded.body)
     if ours is None or theirs is None:
         if live.body != recorded.body:
             raise AssertionError("bodies differ (not both JSON LLM requests)")
         return
     for key, value in ours.items():
+        if key == "settings":
+            continue
         if value != theirs[key]:
             raise AssertionError(_difference(key, value, theirs[key]))
+    for name, (field, value) in _settings_differing(ours["settings"], theirs["settings"]):
+        if name not in ignored:
+            raise AssertionError(
+                f"{field}: sent {value[0]!r}, recorded {value[1]!r} (not compared with "
+                f"ignore=[{name!r}])"
+            )
+
+
+def _settings_differing(
+    ours: dict[str, Any], theirs: dict[str, Any]
+) -> Iterator[tuple[str, tuple[str, tuple[Any, Any]]]]:
+    """``(setting, (field, (sent, recorded)))`` for each setting the recording has and the live
+    request sends differently (``_ABSENT`` when it does not send it)."""
+    for name in SETTINGS:
+        if name == "tools":
+            yield from _tools_differing(ours["tools"], theirs["tools"])
+        elif name == "strict":
+            continue  # compared with the tools
+        elif name in theirs and ours.get(name, _ABSENT) != theirs[name]:
+            yield name, (name, (ours.get(name, _ABSENT), theirs[name]))
+
+
+def _tools_differing(
+    ours: dict[str, dict[str, Any]], theirs: dict[str, dict[str, Any]]
+) -> Iterator[tuple[str, tuple[str, tuple[Any, Any]]]]:
+    for tool, recorded in theirs.items():
+        sent = ours.get(tool, {})
+        for key, value in recorded.items():
+            if sent.get(key, _ABSENT) != value:
+                setting = "strict" if key == "strict" else "tools"
+                yield setting, (f"tool {tool!r} {key}", (sent.get(key, _ABSENT), value))
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "(not sent)"
+
+
+_ABSENT = _Absent()
 
 
 def request_fingerprint(body: bytes | str | None) -> dict[str, Any] | None:
@@ -260,13 +345,113 @@ def request_fingerprint(body: bytes | str | None) -> dict[str, Any] | None:
     data = _json(body)
     if not isinstance(data, dict):
         return None
+    conversation = _conversation(data)
     return {
         "model": data.get("model"),
         "stream": bool(data.get("stream")),
         "system": _system(data),
-        "conversation": [item for m in _conversation(data) for item in _items(m)],
+        "conversation": _numbered_ids([item for m in conversation for item in _items(m)]),
         "tools": sorted(_tool_name(tool) for tool in _list(data.get("tools"))),
+        "settings": _settings(data, conversation),
     }
+
+
+def _settings(data: dict[str, Any], conversation: list[Any]) -> dict[str, Any]:
+    """The :data:`SETTINGS` the body has (``tools`` always: schema details by tool name)."""
+    found: dict[str, Any] = {"tools": _tool_schemas(data.get("tools") or ())}
+    if data.get("temperature") is not None:
+        found["temperature"] = data["temperature"]
+    if data.get("tools"):
+        found["tool_choice"] = _tool_choice(data.get("tool_choice"))
+    for name in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+        if data.get(name) is not None:
+            found["max_tokens"] = data[name]
+            break
+    output_config = data.get("output_config")
+    text = data.get("text")
+    formats = (
+        data.get("response_format"),
+        text.get("format") if isinstance(text, dict) else None,
+        output_config.get("format") if isinstance(output_config, dict) else None,
+        data.get("output_format"),
+    )
+    given = [f for f in formats if f is not None]
+    if given:
+        found["response_format"] = given[0]
+    thinking = {k: data[k] for k in ("thinking", "reasoning_effort", "reasoning") if k in data}
+    if thinking:
+        found["thinking"] = thinking
+    reasoning = _reasoning_sent(conversation)
+    if reasoning:
+        found["reasoning"] = reasoning
+    return found
+
+
+def _tool_schemas(tools: Any) -> dict[str, dict[str, Any]]:
+    """Each tool's description, parameter schema and ``strict`` flag, where the body has them."""
+    schemas: dict[str, dict[str, Any]] = {}
+    for tool in tools:
+        if not isinstance(tool, dict):
+            continue
+        function = tool.get("function")
+        spec: dict[str, Any] = function if isinstance(function, dict) else tool
+        schema = {
+            key: spec[key]
+            for key in ("description", "parameters", "input_schema", "strict")
+            if spec.get(key) not in (None, "")
+        }
+        if "input_schema" in schema:
+            schema["parameters"] = schema.pop("input_schema")
+        schemas[_tool_name(tool)] = schema
+    return schemas
+
+
+def _tool_choice(choice: Any) -> Any:
+    """``tool_choice`` in one spelling: ``auto`` (also when absent), ``none``, ``required``
+    (Anthropic ``any``) or the name of the one tool to call."""
+    if choice is None:
+        return "auto"
+    if isinstance(choice, dict):
+        kind = choice.get("type")
+        function = choice.get("function")
+        if isinstance(function, dict):
+            return function.get("name")
+        if kind in ("tool", "function"):
+            return choice.get("name")
+        return "required" if kind == "any" else kind
+    return choice
+
+
+def _reasoning_sent(conversation: list[Any]) -> list[Any]:
+    """The reasoning the request sends back, in order."""
+    sent: list[Any] = []
+    for message in conversation:
+        if not isinstance(message, dict):
+            continue
+        if message.get("type") == "reasoning":
+            sent.append({k: v for k, v in message.items() if k in ("encrypted_content", "summary")})
+        for field in ("reasoning_content", "reasoning"):
+            if isinstance(message.get(field), str) and message[field]:
+                sent.append(message[field])
+        content = message.get("content")
+        for block in content if isinstance(content, list) else ():
+            if isinstance(block, dict) and block.get("type") in ("thinking", "redacted_thinking"):
+                sent.append({k: v for k, v in block.items() if k != "type"})
+    return sent
+
+
+def _numbered_ids(items: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """``items`` with each tool-call id replaced by its order of first appearance (``#1``,
+    ``#2``...): ids are made up (by the SDK, by agentrig when a provider sends none, by another
+    framework), so only which result answers which call counts."""
+    numbers: dict[str, str] = {}
+    numbered = []
+    for item in items:
+        if item[0] in ("tool_call", "tool_result"):
+            number = numbers.setdefault(item[1], f"#{len(numbers) + 1}")
+            item = (item[0], number, *item[2:])
+        numbered.append(item)
+    return numbered
 
 
 def _conversation(data: dict[str, Any]) -> list[Any]:
@@ -416,18 +601,19 @@ def _vcr_module() -> Any:
     return vcr
 
 
-def configure_vcr(vcr_instance: Any) -> Any:
+def configure_vcr(vcr_instance: Any, *, ignore: Sequence[str] = ()) -> Any:
     """Register the serializer (as ``yaml``), the ``llm_request`` matcher and a strict file
     persister on a ``vcr.VCR`` (for pytest-recording: call it from
-    ``pytest_recording_configure``). Returns it.
+    ``pytest_recording_configure``); the matcher does not compare the :data:`SETTINGS` named in
+    ``ignore``. Returns it.
 
     The persister reads cassette files as vcrpy's does, except that a file that exists but
     cannot be read or played (not UTF-8, not a cassette) raises :class:`HttpCassetteFileError`:
     vcrpy would treat an undecodable file as absent, and record it again from the real API.
     """
-
     vcr_instance.register_serializer(SERIALIZER, _Serializer())
-    vcr_instance.register_matcher(MATCHER, llm_request)
+    matcher = llm_request_ignoring(*ignore) if ignore else llm_request
+    vcr_instance.register_matcher(MATCHER, matcher)
     if not getattr(vcr_instance.persister, "agentrig_strict", False):
         strict = _strict_persister(vcr_instance.persister)
         strict.agentrig_strict = True
@@ -499,11 +685,12 @@ def vcr_config(**overrides: Any) -> dict[str, Any]:
     return config
 
 
-def http_vcr(**options: Any) -> Any:
-    """A ``vcr.VCR`` (built with ``options``) with the serializer and matcher registered; pass
-    :func:`vcr_config` to its ``use_cassette``."""
+def http_vcr(*, ignore: Sequence[str] = (), **options: Any) -> Any:
+    """A ``vcr.VCR`` (built with ``options``) with the serializer and matcher registered
+    (ignoring the :data:`SETTINGS` named in ``ignore``); pass :func:`vcr_config` to its
+    ``use_cassette``."""
     vcr = _vcr_module()
-    return configure_vcr(vcr.VCR(**options))
+    return configure_vcr(vcr.VCR(**options), ignore=ignore)
 
 
 @contextmanager
@@ -512,17 +699,20 @@ def use_http_cassette(
     *,
     record_mode: str = "none",
     check_all_played: bool = True,
+    ignore: Sequence[str] = (),
     **overrides: Any,
 ) -> Iterator[Any]:
     """Replay (``record_mode="none"``) or record the cassette at ``path``; yields vcrpy's
-    ``Cassette``. A replay that ends normally must have played every interaction."""
+    ``Cassette``. A replay that ends normally must have played every interaction. ``ignore``
+    names :data:`SETTINGS` not to compare (``ignore=("tools", "strict")`` replays a session
+    recorded with other tool schemas)."""
     where = str(path)
     if record_mode == "none" and not Path(where).is_file():
         raise HttpCassetteNotFoundError(where)
     options = vcr_config(record_mode=record_mode, **overrides)
     with ExitStack() as stack:
         try:
-            cassette = stack.enter_context(http_vcr().use_cassette(where, **options))
+            cassette = stack.enter_context(http_vcr(ignore=ignore).use_cassette(where, **options))
         except HttpCassetteFileError:
             raise
         except ValueError as error:  # what deserialize() refuses

@@ -6,21 +6,75 @@ import difflib
 import json
 from collections.abc import Mapping, Sequence
 
-from agentrig.harness.cassettes.model import Interaction, RecordedRequest, to_data
+from agentrig.harness.cassettes.model import (
+    Interaction,
+    RecordedMessage,
+    RecordedRequest,
+    to_data,
+)
 from agentrig.harness.scenarios.yaml_source import dump_yaml
 
-__all__ = ["nearest", "request_diff", "request_key", "request_yaml", "summarize"]
+__all__ = [
+    "fitted",
+    "nearest",
+    "numbered_ids",
+    "request_diff",
+    "request_key",
+    "request_yaml",
+    "summarize",
+]
 
 
 def request_key(request: RecordedRequest) -> str:
     """A canonical text of ``request``: equal keys mean equal requests (``1`` and ``1.0`` and
-    ``true`` differ; mapping order does not matter)."""
-    return json.dumps(to_data(request), sort_keys=True, ensure_ascii=False)
+    ``true`` differ; mapping order does not matter; tool-call ids count only by their order of
+    first appearance, see :func:`numbered_ids`)."""
+    return json.dumps(to_data(numbered_ids(request)), sort_keys=True, ensure_ascii=False)
 
 
 def request_yaml(request: RecordedRequest) -> str:
-    """``request`` as YAML, the form diffs show."""
-    return dump_yaml(to_data(request), blocks=True)
+    """``request`` as YAML with numbered tool-call ids, the form diffs show."""
+    return dump_yaml(to_data(numbered_ids(request)), blocks=True)
+
+
+def fitted(live: RecordedRequest, recorded: RecordedRequest) -> RecordedRequest:
+    """``live`` without the tool descriptions and parameter schemas ``recorded`` leaves out: a
+    hand-written cassette need not copy every tool's schema, and what it does not have is not
+    compared."""
+    kept = {tool.name: tool for tool in recorded.tools}
+    tools = []
+    for tool in live.tools:
+        mine = kept.get(tool.name)
+        update: dict[str, object] = {}
+        if mine is not None and not mine.description:
+            update["description"] = ""
+        if mine is not None and not mine.parameters:
+            update["parameters"] = {}
+        tools.append(tool.model_copy(update=update) if update else tool)
+    return live.model_copy(update={"tools": tuple(tools)})
+
+
+def numbered_ids(request: RecordedRequest) -> RecordedRequest:
+    """``request`` with each tool-call id replaced by its order of first appearance (``#1``,
+    ``#2``...). Ids are made up by whoever ran the session (agentrig makes one up when a provider
+    sends none), so only which result answers which call is compared."""
+    numbers: dict[str, str] = {}
+
+    def number(call_id: str) -> str:
+        return numbers.setdefault(call_id, f"#{len(numbers) + 1}")
+
+    def renumbered(message: RecordedMessage) -> RecordedMessage:
+        update: dict[str, object] = {}
+        if message.tool_calls:
+            update["tool_calls"] = tuple(
+                call.model_copy(update={"id": number(call.id)}) for call in message.tool_calls
+            )
+        if message.tool_call_id is not None:
+            update["tool_call_id"] = number(message.tool_call_id)
+        return message.model_copy(update=update) if update else message
+
+    messages = tuple(renumbered(message) for message in request.messages)
+    return request.model_copy(update={"messages": messages})
 
 
 def nearest(

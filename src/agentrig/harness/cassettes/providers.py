@@ -22,7 +22,13 @@ from agentrig.harness.cassettes.errors import (
     UnusedInteractionsError,
 )
 from agentrig.harness.cassettes.files import load_cassette, save_cassette
-from agentrig.harness.cassettes.matching import nearest, request_diff, request_key, summarize
+from agentrig.harness.cassettes.matching import (
+    fitted,
+    nearest,
+    request_diff,
+    request_key,
+    summarize,
+)
 from agentrig.harness.cassettes.model import (
     Cassette,
     CassetteMetadata,
@@ -172,7 +178,7 @@ class ReplayProvider:
         """The recorded answer to ``request``."""
         self.requests += 1
         live = self.scrubber.scrub_model(normalize_request(request))
-        index = self._find(request_key(live))
+        index = self._find(live)
         if index is None:
             if self.recorder is not None:
                 return self.recorder.infer(request)
@@ -183,11 +189,19 @@ class ReplayProvider:
         self._cursor = max(self._cursor, index + 1)
         return _play(self.cassette.interactions[index])
 
-    def _find(self, key: str) -> int | None:
+    def _matches(self, index: int, live: RecordedRequest) -> bool:
+        """Whether ``live`` equals recorded interaction ``index`` in what the recording has."""
+        recorded = self.cassette.interactions[index].request
+        return self._keys[index] == request_key(fitted(live, recorded))
+
+    def _find(self, live: RecordedRequest) -> int | None:
         if self.any_order:
             played = set(self._played)
-            return next((i for i, k in enumerate(self._keys) if k == key and i not in played), None)
-        if self._cursor < len(self._keys) and self._keys[self._cursor] == key:
+            return next(
+                (i for i in range(len(self._keys)) if i not in played and self._matches(i, live)),
+                None,
+            )
+        if self._cursor < len(self._keys) and self._matches(self._cursor, live):
             return self._cursor
         return None
 
@@ -198,12 +212,20 @@ class ReplayProvider:
     def _miss(self, live: RecordedRequest) -> CassetteMismatchError:
         interactions = self.cassette.interactions
         unused = self._unused_indices()
-        later = self._recorded_later(request_key(live), unused)
+        later = self._recorded_later(live, unused)
         if later is not None:  # the diff to an equal recording would be empty: show the next one
             index: int | None = self._cursor
         else:
             index = nearest(live, interactions, unused or range(len(interactions)))
-        diff = "" if index is None else request_diff(interactions[index].request, live, index + 1)
+        diff = (
+            ""
+            if index is None
+            else request_diff(
+                interactions[index].request,
+                fitted(live, interactions[index].request),
+                index + 1,
+            )
+        )
         return CassetteMismatchError(
             self.path,
             self.requests,
@@ -212,11 +234,11 @@ class ReplayProvider:
             self._reason(later),
         )
 
-    def _recorded_later(self, key: str, unused: list[int]) -> int | None:
+    def _recorded_later(self, live: RecordedRequest, unused: list[int]) -> int | None:
         """The unplayed recording equal to the request when it comes after the next one."""
         if self.any_order:
             return None
-        return next((i for i in unused if i > self._cursor and self._keys[i] == key), None)
+        return next((i for i in unused if i > self._cursor and self._matches(i, live)), None)
 
     def _reason(self, later: int | None = None) -> str:
         total = len(self._keys)
