@@ -8,7 +8,6 @@ returns its problems. The names are documented in ``docs/endpoint.md``; a scenar
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from agentrig._model import json_equal
 from agentrig.harness.endpoint.wire.base import WireAnswer, WireRequest
 from agentrig.messages import Message, Role
 
@@ -68,19 +68,19 @@ def item(message: Message) -> dict[str, Any]:
 def _same(expected: Message, sent: Message) -> bool:
     if expected.role is not sent.role or expected.content.strip() != sent.content.strip():
         return False
-    calls = [(c.id, c.name, _canonical(c.arguments)) for c in expected.tool_calls]
-    if calls != [(c.id, c.name, _canonical(c.arguments)) for c in sent.tool_calls]:
+    if len(expected.tool_calls) != len(sent.tool_calls):
         return False
+    for wanted, given in zip(expected.tool_calls, sent.tool_calls, strict=True):
+        if (wanted.id, wanted.name) != (given.id, given.name):
+            return False
+        if not json_equal(wanted.arguments, given.arguments):
+            return False
     if expected.tool_result is None or sent.tool_result is None:
         return expected.tool_result is None and sent.tool_result is None
     return (expected.tool_result.call_id, expected.tool_result.content) == (
         sent.tool_result.call_id,
         sent.tool_result.content,
     )
-
-
-def _canonical(arguments: Any) -> str:
-    return json.dumps(arguments, sort_keys=True)
 
 
 def history_grows(view: WireView) -> Iterator[Violation]:

@@ -107,7 +107,7 @@ class ScenarioEndpoint:
         with self._lock:
             found = self.sessions.get(key)
             if found is None:
-                found = EndpointSession(self._scenario_for(key), key=key)
+                found = EndpointSession(self._scenario_for(key), key=key, checked=True)
                 self.sessions[key] = found
             return found
 
