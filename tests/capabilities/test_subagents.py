@@ -34,7 +34,16 @@ from agentrig import (
     UseSubagents,
     current_agent,
 )
-from agentrig.fakes import InvalidScriptError, ScriptedLLM, Turn, UnusedTurnsError, calls, reply
+from agentrig.fakes import (
+    InvalidScriptError,
+    ScriptedLLM,
+    ScriptedTool,
+    ToolReply,
+    Turn,
+    UnusedTurnsError,
+    calls,
+    reply,
+)
 
 CHILD_PROMPT = "You are the researcher. CHILD-SECRET."
 
@@ -386,3 +395,16 @@ class TestOneScriptedLLMForParentAndChildren:
         assert current_agent() == AgentIdentity()
         assert str(current_agent()) == "the parent agent"
         assert current_agent().is_root()
+
+    def test_a_scripted_tool_names_the_subagent_that_called_it(self, make_agent, start) -> None:
+        probe = ScriptedTool(
+            "probe", [ToolReply(returns="ok", when={"q": "a"})], params={"q": "string"}
+        )
+        definition = SubagentDefinition(name="researcher", description="Finds things.")
+        llm = ScriptedLLM(
+            [spawn(), reply("done")],
+            subagents={"researcher": [calls(("probe", {"q": "b"})), reply("no luck")]},
+        )
+        make_agent(llm, [probe], UseSubagents([definition])).execute(start())
+        seen = llm.subagents["researcher"].requests[1].messages[-1].content
+        assert "scripted tool 'probe', asked by subagent 'researcher' (depth 1): call 1" in seen

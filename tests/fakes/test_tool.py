@@ -218,7 +218,8 @@ class TestMessagesSayReplyAndWhatToDo:
         assert raised.value.arguments == {"a": 2}
         message = str(raised.value)
         assert (
-            "scripted tool 't': call 1 with arguments {'a': 2} matches no scripted reply" in message
+            "scripted tool 't', asked by the parent agent: call 1 with arguments {'a': 2} "
+            "matches no scripted reply" in message
         )
         assert "reply 1 when {'a': 1}" in message
         assert "add a reply" in message

@@ -61,13 +61,18 @@ class UnexpectedToolCallError(ScriptError):
         call_number: int,
         arguments: object,
         whens: Sequence[Mapping[str, object] | None] = (),
+        *,
+        asker: str | None = None,
     ) -> None:
         self.tool = tool
         self.call_number = call_number
         self.arguments = arguments
+        self.asker = asker
+        """The agent that made the call (``str(agentrig.current_agent())``), when known."""
         scripted = "; ".join(f"reply {n} when {when!r}" for n, when in enumerate(whens, start=1))
+        asked = f", asked by {asker}" if asker else ""
         super().__init__(
-            f"scripted tool '{tool}': call {call_number} with arguments {arguments!r} "
+            f"scripted tool '{tool}'{asked}: call {call_number} with arguments {arguments!r} "
             f"matches no scripted reply{f' ({scripted})' if scripted else ''}; add a reply "
             "whose when matches these arguments, or one without when to answer any call"
         )

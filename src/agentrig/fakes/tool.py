@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from agentrig._model import json_equal
+from agentrig.caller import current_agent
 from agentrig.errors import AgentStop, InvalidToolArgumentsError
 from agentrig.fakes.clock import FakeClock, is_seconds, latency_clock
 from agentrig.fakes.errors import (
@@ -242,7 +243,10 @@ class ScriptedTool(Tool):
         if self.mode is ReplyMode.SEQUENCE:
             if self._next >= len(self.replies):
                 raise ScriptExhaustedError(
-                    f"scripted tool '{self.name}'", record.number, len(self.replies), unit="reply"
+                    f"scripted tool '{self.name}', asked by {current_agent()}",
+                    record.number,
+                    len(self.replies),
+                    unit="reply",
                 )
             self._next += 1
             return self._next - 1
@@ -250,7 +254,9 @@ class ScriptedTool(Tool):
             if reply.matches(record.arguments):
                 return index
         whens = [reply.when for reply in self.replies]
-        raise UnexpectedToolCallError(self.name, record.number, record.arguments, whens)
+        raise UnexpectedToolCallError(
+            self.name, record.number, record.arguments, whens, asker=str(current_agent())
+        )
 
     def unused_replies(self) -> list[int]:
         """1-based numbers of replies never used."""
