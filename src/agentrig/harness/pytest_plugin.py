@@ -321,10 +321,31 @@ def agentrig_cassette(request: pytest.FixtureRequest) -> Iterator[CassetteFactor
         forced_mode=request.config.getoption("--agentrig-record-mode"),
         marker=options,
     )
+    request.node.stash[_CASSETTES] = factory
     yield factory
     problems = factory.problems()
-    if problems:
+    if problems and not request.node.stash.get(_CASSETTE_CAUSE_REPORTED, False):
         pytest.fail("\n\n".join(problems), pytrace=False)
+
+
+_CASSETTES = pytest.StashKey["CassetteFactory"]()
+_CASSETTE_CAUSE_REPORTED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A test that failed while its cassette missed a request fails with that cause, first, and
+    once: the assertion it then tripped follows, and teardown reports nothing more."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    factory = item.stash.get(_CASSETTES, None)
+    if factory is None or report.when != "call" or not report.failed:
+        return
+    problems = factory.problems()
+    if problems:
+        item.stash[_CASSETTE_CAUSE_REPORTED] = True
+        cause = "\n\n".join(problems)
+        report.longrepr = f"{cause}\n\nThe test then failed with:\n{report.longreprtext}"
 
 
 @pytest.fixture

@@ -222,6 +222,21 @@ def test_error_message_names_file_line_column_field_and_valid_values(tmp_path: P
             """
             name: weather
             turns:
+              - user: hi
+                expect: {final_response: yes}
+            """,
+            "turns[0].expect.final_response",
+            4,
+            30,
+            "expected a text or a mapping with one of equals, contains, regex, empty, got the "
+            "boolean true (YAML reads yes, no, on, off, true and false as booleans: quote the "
+            "text)",
+            id="yaml-boolean-text-check",
+        ),
+        pytest.param(
+            """
+            name: weather
+            turns:
               - model: []
             """,
             "turns[0].user",
@@ -506,6 +521,26 @@ def test_yaml_syntax_errors_become_scenario_file_errors(tmp_path: Path) -> None:
     assert (error.line, error.field) == (4, "")
     assert error.reason.startswith("invalid YAML:")
     assert str(error).startswith(f"{tmp_path / 'bad.scenario.yaml'}:4:")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "name: x\nturns:\n  - user: hi\n    model:\n      - say: hello\n     expect:\n"
+        "      final_response: hello\n",
+        "name: x\nturns:\n  - user: hi\n    model:\n      - say: hello\n        expect:\n"
+        "      final_response: hello\n",
+    ],
+    ids=["key-indented-less", "key-indented-more"],
+)
+def test_an_indentation_error_says_to_check_the_indentation(tmp_path: Path, text: str) -> None:
+    error = _error(tmp_path, text)
+    assert error.reason.startswith("invalid YAML:")
+    assert error.reason.endswith(
+        "check the indentation: the keys of one mapping, and the '-' items of one list, start "
+        "in the same column"
+    )
+    assert error.line is not None
 
 
 def test_duplicate_keys_are_errors(tmp_path: Path) -> None:

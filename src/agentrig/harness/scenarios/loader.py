@@ -339,6 +339,10 @@ def _reason(
     if kind == "string_pattern_mismatch":
         hint = _PATTERN_HINTS.get(str(ctx.get("pattern")), f"it must match {ctx.get('pattern')}")
         return f"{_show(value)} is not a valid name: {hint}", ()
+    if kind == "model_type" and ctx.get("class_name") == "TextMatch":
+        # A text check takes a bare text too: say so, and why ``yes`` was not one.
+        reason = f"expected a text or a mapping with one of equals, contains, regex, empty, got {_describe(value)}"
+        return reason + _hint("string_type", value), ()
     if kind in _MESSAGES:
         return _MESSAGES[kind].format(got=_describe(value), **ctx) + _hint(kind, value), ()
     return error["msg"].removeprefix("Value error, "), ()

@@ -313,6 +313,15 @@ def _location(mark: Mark) -> Location:
     return Location(mark.line + 1, mark.column + 1)
 
 
+_INDENTATION_SIGNS = (
+    "expected <block end>",
+    "did not find expected key",
+    "mapping values are not allowed here",
+    "could not find expected ':'",
+)
+"""What PyYAML says when a line is indented more or less than its siblings."""
+
+
 def _syntax_error(exc: yaml.MarkedYAMLError, path: str) -> ScenarioFileError:
     mark = exc.problem_mark or exc.context_mark
     reason = ", ".join(part for part in (exc.context, exc.problem) if part)
@@ -320,6 +329,11 @@ def _syntax_error(exc: yaml.MarkedYAMLError, path: str) -> ScenarioFileError:
         reason += f" (started on line {exc.context_mark.line + 1})"
     if "'\\t'" in reason:
         reason += "; YAML does not allow tabs for indentation, use spaces"
+    elif any(sign in reason for sign in _INDENTATION_SIGNS):
+        reason += (
+            "; check the indentation: the keys of one mapping, and the '-' items of one list, "
+            "start in the same column"
+        )
     where = _location(mark) if mark else None
     return ScenarioFileError(
         path,
