@@ -192,8 +192,8 @@ def peer(
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        detail = f"{name} {version(name)}"
         client, context, cleanup = load()
+        detail = f"{name} {version(name)}"
     except (ImportError, PackageNotFoundError):
         reason = f"{name} not installed (pip install 'agentrig[bench]')"
     except peers.CannotServe as error:
