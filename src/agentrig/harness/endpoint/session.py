@@ -253,10 +253,7 @@ class EndpointSession:
         turn: int | None = None,
         **extra: object,
     ) -> None:
-        failure = Failure.model_validate(
-            {"kind": kind, "message": message, "turn": turn, "location": self._where(path), **extra}
-        )
-        self.failures.append(failure)
+        self.failures.append(self._failure(kind, message, path, turn, **extra))
 
     def _where(self, path: FieldPath) -> str | None:
         for end in range(len(path), 0, -1):
@@ -349,7 +346,7 @@ class EndpointSession:
             )
 
     def _failure(
-        self, kind: FailureKind, message: str, path: FieldPath, turn: int, **extra: object
+        self, kind: FailureKind, message: str, path: FieldPath, turn: int | None, **extra: object
     ) -> Failure:
         return Failure.model_validate(
             {"kind": kind, "message": message, "turn": turn, "location": self._where(path), **extra}
@@ -435,17 +432,10 @@ def _new_items(exchange: Exchange, previous: Exchange | None) -> tuple[Message, 
 
 
 def _observed(exchanges: list[Exchange]) -> ObservedTurn:
-    answered = [e for e in exchanges if e.answered and e.plan.answer is not None]
-    calls = [
-        Call(call.name, dict(call.arguments))
-        for e in answered
-        for call in (e.plan.answer.tool_calls if e.plan.answer else ())
-    ]
-    names = {
-        call.id: call.name
-        for e in answered
-        for call in (e.plan.answer.tool_calls if e.plan.answer else ())
-    }
+    answers = [e.plan.answer for e in exchanges if e.answered and e.plan.answer is not None]
+    tool_calls = [call for answer in answers for call in answer.tool_calls]
+    calls = [Call(call.name, dict(call.arguments)) for call in tool_calls]
+    names = {call.id: call.name for call in tool_calls}
     results: list[ReturnedResult] = []
     seen: set[str] = set()
     for exchange in exchanges:
@@ -456,10 +446,9 @@ def _observed(exchanges: list[Exchange]) -> ObservedTurn:
             seen.add(result.call_id)
             tool = result.tool_name or names[result.call_id]
             results.append(ReturnedResult(tool, result.content, result.is_error))
-    last = answered[-1].plan.answer if answered else None
-    final = (last.text or last.refusal or "") if last is not None else ""
+    final = (answers[-1].text or answers[-1].refusal or "") if answers else ""
     return ObservedTurn(
-        final_response=final, calls=calls, model_calls=len(answered), tool_results=results
+        final_response=final, calls=calls, model_calls=len(answers), tool_results=results
     )
 
 
