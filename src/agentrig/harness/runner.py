@@ -48,11 +48,7 @@ class _Run:
 
     def where(self, path: FieldPath) -> str | None:
         """Where ``path`` was written, else its nearest written parent, else the file."""
-        for end in range(len(path), 0, -1):
-            location = self.scenario.locate(path[:end])
-            if location is not None:
-                return str(location)
-        return _file_of(self.scenario)
+        return self.scenario.nearest_location(path)
 
     def fail(self, kind: str, message: str, path: FieldPath = (), **extra: object) -> None:
         self.failures.append(

@@ -255,14 +255,6 @@ class EndpointSession:
     ) -> None:
         self.failures.append(self._failure(kind, message, path, turn, **extra))
 
-    def _where(self, path: FieldPath) -> str | None:
-        for end in range(len(path), 0, -1):
-            location = self.scenario.locate(path[:end])
-            if location is not None:
-                return str(location)
-        source = self.scenario.source
-        return str(source) if source is not None else None
-
     # --- the result ----------------------------------------------------------------------
 
     @property
@@ -349,7 +341,13 @@ class EndpointSession:
         self, kind: FailureKind, message: str, path: FieldPath, turn: int | None, **extra: object
     ) -> Failure:
         return Failure.model_validate(
-            {"kind": kind, "message": message, "turn": turn, "location": self._where(path), **extra}
+            {
+                "kind": kind,
+                "message": message,
+                "turn": turn,
+                "location": self.scenario.nearest_location(path),
+                **extra,
+            }
         )
 
 

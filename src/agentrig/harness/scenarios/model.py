@@ -973,5 +973,14 @@ class Scenario(ScenarioModel):
         where = self._yaml.location(path)
         return None if where is None else SourceLocation(self._yaml.path, *where)
 
+    def nearest_location(self, path: FieldPath) -> str | None:
+        """``file:line`` where ``path`` was written, else where its nearest written parent was,
+        else the scenario's own location (None for a scenario built in code)."""
+        for end in range(len(path), 0, -1):
+            location = self.locate(path[:end])
+            if location is not None:
+                return str(location)
+        return str(self.source) if self.source is not None else None
+
     def _bind_yaml(self, source: YamlSource) -> None:
         self._yaml = source
