@@ -198,6 +198,7 @@ class ToolCallingDriver:
             checked,
             messages=messages,
             tools=tools.schemas(),
+            tool_choice=llm_config.tool_choice if llm_config is not None else "auto",
             response_format=state.context.response_format,
             llm_config=llm_config,
         )

@@ -66,11 +66,12 @@ class RecordedMessage(CassetteModel):
 
 
 class RecordedTool(CassetteModel):
-    """A tool schema offered to the model."""
+    """A tool schema offered to the model (``strict`` is written only when set)."""
 
     name: Text
     description: Text = ""
     parameters: JsonObject = Field(default_factory=dict)
+    strict: Flag = False
 
 
 class RecordedLlmConfig(CassetteModel):
