@@ -252,7 +252,11 @@ class ProviderError(AgentrigError):
     """An inference provider failed; ``retryable`` says whether another attempt may succeed.
 
     Real providers also set ``status_code`` (the HTTP status, None when no response came back)
-    and ``provider`` (``"openai"``, ``"anthropic"``).
+    and ``provider`` (``"openai"``, ``"anthropic"``). ``failed_generation`` is set when the
+    failure is the model's: the API refused the tool call the model generated (an
+    OpenAI-compatible ``tool_use_failed``) and sent back what the model wrote. Such an error is
+    not retryable as is, but the ``ToolCallingDriver`` shows it to the model and asks again
+    while it has attempts left.
     """
 
     def __init__(
@@ -262,10 +266,12 @@ class ProviderError(AgentrigError):
         retryable: bool = False,
         status_code: int | None = None,
         provider: str = "",
+        failed_generation: str | None = None,
     ) -> None:
         self.retryable = retryable
         self.status_code = status_code
         self.provider = provider
+        self.failed_generation = failed_generation
         super().__init__(message)
 
 

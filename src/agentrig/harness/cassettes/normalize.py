@@ -119,4 +119,5 @@ def record_error(error: ProviderError) -> RecordedError:
         retryable=error.retryable,
         status_code=error.status_code,
         provider=error.provider,
+        failed_generation=error.failed_generation,
     )
