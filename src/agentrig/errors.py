@@ -276,11 +276,14 @@ class ProviderError(AgentrigError):
 
 
 class RetryLimitExceededError(ProviderError):
-    """Every inference attempt failed."""
+    """Every inference attempt failed: all that were allowed, or all that the budget left time
+    for (``stopped_by``: why no further attempt was made, e.g. the time limit reached)."""
 
-    def __init__(self, attempts: int, last: BaseException) -> None:
+    def __init__(self, attempts: int, last: BaseException, *, stopped_by: str = "") -> None:
         self.attempts = attempts
-        super().__init__(f"inference failed after {attempts} attempt(s): {last}")
+        self.stopped_by = stopped_by
+        why = f"; no further attempt ({stopped_by})" if stopped_by else ""
+        super().__init__(f"inference failed after {attempts} attempt(s){why}: {last}")
 
 
 class RealLlmCallBlockedError(ProviderError):

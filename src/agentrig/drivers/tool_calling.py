@@ -22,6 +22,7 @@ from agentrig.compilers import (
     ConversationWithCurrentToolTrace,
     checked_messages,
 )
+from agentrig.continuation import StopSignal
 from agentrig.drivers.base import StepRuntime
 from agentrig.drivers.provider import AsyncInferenceProvider, InferenceProvider
 from agentrig.errors import (
@@ -58,7 +59,9 @@ class ToolCallingDriver:
     """Compiles the context, asks the provider, runs the tool calls, and records the step.
 
     ``max_attempts`` retries retryable ``ProviderError``s; when every attempt fails the step
-    fails with ``RetryLimitExceededError`` (stop reason ``retry_limit``).
+    fails with ``RetryLimitExceededError`` (stop reason ``retry_limit``). Before each retry the
+    runtime's retry checks are asked (``UseGuards``' time limits): a signal from one means no
+    further attempt, and the step fails the same way, the error naming the signal.
     """
 
     def __init__(
@@ -228,10 +231,24 @@ class ToolCallingDriver:
                     raise
                 if attempt == self.max_attempts:
                     raise RetryLimitExceededError(attempt, error) from error
+                stop = _retry_stopped(state, runtime)
+                if stop is not None:
+                    raise RetryLimitExceededError(
+                        attempt, error, stopped_by=stop.message or str(stop)
+                    ) from error
         raise AssertionError("unreachable")  # pragma: no cover
 
     def __repr__(self) -> str:
         return f"ToolCallingDriver(provider={self.provider!r}, compiler={self.compiler!r})"
+
+
+def _retry_stopped(state: AgentState, runtime: StepRuntime) -> StopSignal | None:
+    """The first signal of the runtime's retry checks (the time budget), or None."""
+    for check in runtime.retry_checks:
+        signal = check(state)
+        if signal is not None:
+            return signal
+    return None
 
 
 def _step(
