@@ -469,7 +469,7 @@ class TestInferenceView:
         assert final.final_response().to_text() == "done"
         sent = final.steps()[1].input_messages
         assert [m.content for m in sent][-2:][0] == "<bad call>"  # the retry's two come last
-        assert agent.of("inference_view") == []
+        assert agent.violations == []
 
     def test_holds_on_a_real_run_in_both_modes(self) -> None:
         for inline in (False, True):
