@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from agentrig import AgentBuilder, AgentState
+from agentrig.state import ToolExecution
 from agentrig.errors import AgentrigError
-from agentrig.fakes import ScriptedLLM
+from agentrig.fakes import ScriptedLLM, ScriptedToolError
 from agentrig.harness.checks.expectations import check_expectation
 from agentrig.harness.checks.invariant import InvariantChecker, select_invariants
 from agentrig.harness.checks.watch import run_checked, watch
@@ -277,24 +278,43 @@ _SCRIPT_ERRORS = {
 
 
 def _check_tool_scripts(run: _Run, number: int, turn: ScenarioTurn, final: AgentState) -> None:
-    """Calls the scripts do not cover are scenario mistakes, unless expected as errors."""
+    """Every failed tool call fails the turn unless ``expect.errors`` lists it: calls the scripts
+    do not cover (script failures), and calls with wrong arguments or of a tool that raised
+    (expectation failures). A scripted tool's own ``raise`` reply and a hook's block are
+    intended by the scenario and pass."""
     expected_errors = turn.expect.errors or ()
     available = ", ".join(run.agent.loop.tools.names()) or "none"
     for step_number, step in enumerate(final.steps(), start=1):
         for execution in step.tool_executions:
-            template = _SCRIPT_ERRORS.get(execution.error_type or "")
-            error = execution.error or ""
-            if template is None or any(wanted in error for wanted in expected_errors):
+            error = execution.error
+            if error is None or _intended(run, execution):
                 continue
-            problem = template.format(tool=execution.name, tools=available, error=error)
+            if any(wanted in error for wanted in expected_errors):
+                continue
+            template = _SCRIPT_ERRORS.get(execution.error_type or "")
+            if template is not None:
+                kind = "script"
+                problem = template.format(tool=execution.name, tools=available, error=error)
+            else:
+                kind = "expectation"
+                problem = f"the call of tool '{execution.name}' failed: {error}"
             run.fail(
-                "script",
+                kind,
                 f"turn {number}, step {step_number}: {problem}; "
                 "list the error under expect.errors if this is intended",
                 ("turns", number - 1, "model"),
                 turn=number,
                 step=step_number,
+                **({"field": "expect.errors", "observed": error} if kind == "expectation" else {}),
             )
+
+
+def _intended(run: _Run, execution: ToolExecution) -> bool:
+    """Whether a failed call is one the scenario wrote: a ``raise`` reply of its own scripted
+    tool, or a call a hook blocked."""
+    scripted = run.agent.tools.get(execution.name)
+    own_raise = scripted is not None and execution.error_type == ScriptedToolError.__name__
+    return execution.blocked or own_raise
 
 
 def _check_scripts_used(run: _Run) -> None:
