@@ -37,6 +37,7 @@ TOOL_AGENT = """\
       budget: {max_steps: 5}
       tools:
         add:
+          scripted: true  # a stand-in also when a builder is given
           params: {a: integer, b: integer}
           replies:
             - return: 3

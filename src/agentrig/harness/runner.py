@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from agentrig import AgentBuilder, AgentState
-from agentrig.state import ToolExecution
 from agentrig.errors import AgentrigError
 from agentrig.fakes import ScriptedLLM, ScriptedToolError
 from agentrig.harness.checks.expectations import check_expectation
@@ -27,7 +26,9 @@ from agentrig.harness.results import (
     TurnResult,
 )
 from agentrig.harness.scenarios.agent_factory import ScenarioAgent, build_agent
+from agentrig.harness.scenarios.drift import tool_drift
 from agentrig.harness.scenarios.model import CancelAfterStep, Scenario, ScenarioTurn
+from agentrig.state import ToolExecution
 
 FieldPath = tuple[str | int, ...]
 T = TypeVar("T")
@@ -89,6 +90,11 @@ def _play(
     except AgentrigError as error:
         message = f"the agent could not be built: {error}"
         return failed_result(scenario, message, wall_time=time.perf_counter() - started), ()
+    if builder is not None:
+        drift = _drift_failures(scenario, agent)
+        if drift:
+            agent.close()
+            return _result(scenario, drift, [], [], [], time.perf_counter() - started), ()
     try:
         run = _start(scenario, agent)
     except AgentrigError as error:
@@ -134,6 +140,35 @@ def preflight(scenario: Scenario) -> Failure | None:
     except AgentrigError as error:
         return _invariants_failure(scenario, error)
     return None
+
+
+def tool_drift_failures(scenario: Scenario, builder: AgentBuilder) -> list[Failure]:
+    """The tools of ``scenario`` that do not describe ``builder``'s own, found without running
+    it: a tool the builder lacks, or params that differ from the real tool's (tools marked
+    ``scripted: true`` excepted). ``run_scenario(scenario, builder=builder)`` fails with these
+    before its first turn. A builder that cannot be built gives one failure of kind ``error``."""
+    try:
+        agent = build_agent(scenario, base=builder)
+    except AgentrigError as error:
+        return [Failure(kind="error", message=f"the agent could not be built: {error}")]
+    agent.close()
+    return _drift_failures(scenario, agent)
+
+
+def _drift_failures(scenario: Scenario, agent: ScenarioAgent) -> list[Failure]:
+    """The scenario tools that do not describe the built agent's own tools, as script failures
+    at each tool."""
+    return [
+        Failure(
+            kind="script",
+            message=drift.message,
+            field=f"agent.tools.{drift.tool}",
+            expected=drift.declared,
+            observed=drift.actual,
+            location=scenario.nearest_location(drift.path),
+        )
+        for drift in tool_drift(scenario, agent.loop.tools, agent.tools)
+    ]
 
 
 def failed_result(scenario: Scenario, message: str, *, wall_time: float = 0.0) -> ScenarioResult:
