@@ -9,6 +9,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TypeVar
 
 from agentrig import AgentBuilder, AgentState
@@ -17,6 +18,7 @@ from agentrig.fakes import ScriptedLLM, ScriptedToolError
 from agentrig.harness.checks.expectations import check_expectation
 from agentrig.harness.checks.invariant import InvariantChecker, select_invariants
 from agentrig.harness.checks.watch import run_checked, watch
+from agentrig.harness.errors import ScenarioFileError
 from agentrig.harness.reporting.transcript import turn_transcript
 from agentrig.harness.results import (
     Failure,
@@ -27,6 +29,7 @@ from agentrig.harness.results import (
 )
 from agentrig.harness.scenarios.agent_factory import ScenarioAgent, build_agent
 from agentrig.harness.scenarios.drift import tool_drift
+from agentrig.harness.scenarios.loader import SCENARIO_SUFFIX
 from agentrig.harness.scenarios.model import CancelAfterStep, Scenario, ScenarioTurn
 from agentrig.state import ToolExecution
 
@@ -176,6 +179,37 @@ def failed_result(scenario: Scenario, message: str, *, wall_time: float = 0.0) -
     the scenario's file."""
     failure = Failure(kind="error", message=message, location=_file_of(scenario))
     return _result(scenario, [failure], [], [], [], wall_time)
+
+
+def unloadable_result(error: ScenarioFileError) -> ScenarioResult:
+    """The result of a scenario file that did not load: one failure of kind ``error`` per
+    problem (its field and reason, located at its ``file:line``), named after the file."""
+    failures = [
+        Failure(
+            kind="error",
+            message=f"the file could not be loaded: {problem.field + ': ' if problem.field else ''}"
+            f"{problem.reason}",
+            field=problem.field or None,
+            location=f"{problem.path}:{problem.line}" if problem.line else problem.path,
+        )
+        for problem in error.errors
+    ]
+    name = Path(error.path).name
+    for suffix in (SCENARIO_SUFFIX, ".yaml", ".yml"):
+        name = name.removesuffix(suffix)
+    return ScenarioResult(
+        name=name or error.path,
+        file=error.path,
+        line=error.line,
+        tags=(),
+        description="",
+        passed=False,
+        turns=(),
+        failures=tuple(failures),
+        invariants=(),
+        transcript=(),
+        wall_time_s=0.0,
+    )
 
 
 def _invariants_failure(scenario: Scenario, error: AgentrigError) -> Failure:
