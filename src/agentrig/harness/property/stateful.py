@@ -42,7 +42,7 @@ from agentrig import (
     runtime_context,
 )
 from agentrig.errors import InvalidInputError
-from agentrig.fakes import FakeClock, ScriptedLLM, SeededIds, Turn
+from agentrig.fakes import FakeClock, ScriptedLLM, ScriptedToolError, SeededIds, Turn
 from agentrig.harness.checks.invariant import InvariantChecker, Violation, select_invariants
 from agentrig.harness.checks.watch import is_terminal, run_checked, watch
 from agentrig.harness.property.play import build_spec_agent
@@ -81,6 +81,9 @@ class _TurnRecord:
     user: str
     replies: list[ModelReply] = field(default_factory=list)
     unknown_tools: list[str] = field(default_factory=list)
+    tool_errors: list[str] = field(default_factory=list)
+    """Errors of other failed tool calls (wrong arguments, a tool of the builder that raised),
+    which a scenario turn must list under ``expect.errors`` to pass."""
     cancel_after: int | None = None
     steps: int = 0
     finished: bool = False
@@ -369,6 +372,14 @@ class AgentMachine(RuleBasedStateMachine):
                 if call.name not in known
                 and any(_not_found(call.name) in message for message in recorded)
             )
+        record.tool_errors.extend(
+            execution.error
+            for step in self.state.steps()
+            for execution in step.tool_executions
+            if execution.error is not None
+            and not execution.blocked
+            and execution.error_type not in _LISTED_ELSEWHERE
+        )
         record.steps = self.state.step_count()
         record.finished = is_terminal(self.state)
 
@@ -393,9 +404,22 @@ class AgentMachine(RuleBasedStateMachine):
             name=name or "-".join(filter(None, (_kebab(type(self).__name__), kind))),
             description=f"Shrunk by {type(self).__name__}: {self.failure or 'no failure'}.{note_text}",
             tags=("agent-machine",),
-            agent=self._spec,
+            agent=self._written_spec(),
             turns=tuple(turns),
         )
+
+    def _written_spec(self) -> AgentSpec:
+        """The agent as a scenario writes it: with :meth:`base_builder` overridden, a scripted
+        tool the builder lacks is marked ``scripted: true``, so that a replay on the same builder
+        plays it rather than failing for a tool the builder does not have."""
+        if type(self).base_builder is AgentMachine.base_builder:
+            return self._spec
+        own = set(self.base_builder().tools().names())
+        tools = {
+            name: spec if name in own else spec.model_copy(update={"scripted": True})
+            for name, spec in self._spec.tools.items()
+        }
+        return self._spec.model_copy(update={"tools": tools})
 
     def write_failure(self, directory: str | Path) -> Path | None:
         """Write :meth:`to_scenario` to ``directory/<name>.scenario.yaml``, where the name is the
@@ -419,10 +443,15 @@ def _scenario_turn(record: _TurnRecord) -> ScenarioTurn:
         cancel = record.steps
     if cancel:
         fields["cancel"] = CancelAfterStep(after_step=cancel)
-    if record.unknown_tools:
-        wanted = tuple(dict.fromkeys(_not_found(name) for name in record.unknown_tools))
-        fields["expect"] = Expectation(errors=wanted)
+    unknown = [_not_found(name) for name in record.unknown_tools]
+    if unknown or record.tool_errors:
+        fields["expect"] = Expectation(errors=tuple(dict.fromkeys([*unknown, *record.tool_errors])))
     return ScenarioTurn(**fields)
+
+
+_LISTED_ELSEWHERE = (ScriptedToolError.__name__, "ToolNotFoundError")
+"""Tool errors a written turn needs not list again: a scripted tool's own ``raise`` reply is
+intended, and a call of an unknown tool is listed by its tool's name."""
 
 
 def _not_found(name: str) -> str:
