@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -26,11 +27,13 @@ from agentrig import (
     Role,
     StopReason,
     StopSignal,
+    SubagentDefinition,
     ToolCallingDriver,
     Tools,
     Usage,
     UseGuards,
     UseLlmConfig,
+    UseSubagents,
     runtime_context,
 )
 from agentrig.fakes import FakeClock, ScriptedLLM, SeededIds, call, calls, reply
@@ -538,6 +541,132 @@ class TestStatesOnTheAgentsClock:
         # The system clock is past FakeClock's default start (2026-01-01) from then on.
         with pytest.raises(ForeignClockError, match="made on another clock"):
             self.agent().check_clock(AgentState().with_user_message("q"))
+
+
+class TestCheckClockRule:
+    """``check_clock``'s rule: a time ahead of the clock or before its start, or a UUID the
+    agent's ids did not hand out, is foreign; what the agent made passes."""
+
+    agent = staticmethod(TestStatesOnTheAgentsClock.agent)
+
+    @staticmethod
+    def problems(agent: AgentLoop, state: AgentState) -> dict[str, str]:
+        with pytest.raises(ForeignClockError) as raised:
+            agent.check_clock(state)
+        return dict(raised.value.problems)
+
+    def test_a_time_before_the_clock_started_is_foreign(self) -> None:
+        agent = self.agent()
+        earlier = FakeClock(datetime(2025, 6, 1, tzinfo=UTC))
+        with runtime_context(clock=earlier, ids=agent.ids):
+            behind = AgentState().with_user_message("q")
+        problems = self.problems(agent, behind)
+        assert set(problems) == {
+            "created_at",
+            "updated_at",
+            "context.store.messages[0].created_at",
+        }
+        assert problems["created_at"].startswith(
+            "2025-06-01T00:00:00+00:00 is earlier than the agent's clock "
+            "FakeClock(2026-01-01T00:00:00+00:00) started (2026-01-01T00:00:00+00:00): "
+            "the state was made on another clock"
+        )
+
+    def test_ids_of_another_seed_are_foreign(self) -> None:
+        agent = self.agent(seed=11)
+        with runtime_context(clock=agent.clock, ids=SeededIds(99)):
+            other = AgentState().with_user_message("q")
+        problems = self.problems(agent, other)
+        assert set(problems) == {"agent_id", "context.store.messages[0].id"}
+        assert problems["agent_id"].startswith(
+            f"{other.agent_id} was not handed out by the agent's ids SeededIds(seed=11)"
+        )
+
+    def test_random_ids_are_foreign(self) -> None:
+        agent = self.agent()
+        with runtime_context(clock=agent.clock):  # the clock wired, the ids forgotten
+            state = AgentState().with_user_message("q")
+        assert "agent_id" in self.problems(agent, state)
+
+    def test_ids_a_new_agent_of_the_same_seed_has_not_handed_out_yet_are_foreign(self) -> None:
+        first = self.agent(seed=3)
+        final = first.execute(first.new_state("q"))
+        problems = self.problems(self.agent(seed=3), final)
+        assert "a new factory of the same seed would hand it out again" in problems["agent_id"]
+        assert "execution.step_executions[0].id" in problems
+
+    def test_many_foreign_ids_are_counted_after_the_first_ten(self) -> None:
+        agent = self.agent()
+        with runtime_context(clock=agent.clock, ids=SeededIds(99)):
+            state = AgentState()
+            for number in range(12):
+                state = state.with_user_message(f"q{number}")
+        with pytest.raises(ForeignClockError) as raised:
+            agent.check_clock(state)
+        assert len(raised.value.problems) == 11
+        assert raised.value.problems[-1][1] == (
+            "and 3 more id(s) not handed out by SeededIds(seed=11)"
+        )
+
+    def test_what_the_agent_made_passes_across_turns_tools_and_subagents(self) -> None:
+        definition = SubagentDefinition(name="helper", description="Helps.")
+        clock = FakeClock()
+        llm = ScriptedLLM(
+            [
+                call("spawn_subagent", subagent="helper", prompt="help"),
+                call("lookup", q="1"),
+                reply("done", latency=2),
+                reply("again"),
+            ],
+            subagents={"helper": [reply("helped")]},
+        )
+        agent = (
+            AgentBuilder.base()
+            .with_clock(clock)
+            .with_ids(SeededIds(4))
+            .with_capability(UseLlmConfig(llm))
+            .with_capability(UseSubagents([definition]))
+            .with_tools([lookup])
+            .build()
+        )
+        first = agent.execute(agent.new_state("q"))
+        assert agent.check_clock(first) is first
+        follow_up = agent.continue_with(first, "and?")
+        assert agent.check_clock(follow_up) is follow_up
+        final = agent.execute(follow_up)
+        assert agent.check_clock(final) is final
+        assert final.final_response().to_text() == "again"
+
+    def test_ids_a_user_chose_are_not_checked(self) -> None:
+        agent = self.agent()
+        state = agent.new_state("q", agent_id="support-bot")
+        assert agent.check_clock(state) is state
+
+    def test_on_the_system_clock_and_random_ids_only_a_time_ahead_is_caught(self) -> None:
+        loop = AgentLoop(driver=ToolCallingDriver(ScriptedLLM([])))
+        past = FakeClock(datetime(2020, 1, 1, tzinfo=UTC))
+        with runtime_context(clock=past, ids=SeededIds(1)):
+            old = AgentState().with_user_message("q")
+        assert loop.check_clock(old) is old
+        with pytest.raises(ForeignClockError, match="is later than the agent's clock"):
+            loop.check_clock(
+                self.agent()
+                .new_state("q")
+                .with_user_message("x")
+                .evolve(created_at=datetime(2999, 1, 1, tzinfo=UTC))
+            )
+
+    def test_checking_moves_neither_the_clock_nor_the_ids(self) -> None:
+        def run(check: bool) -> str:
+            agent = self.agent()
+            state = agent.new_state("q")
+            if check:
+                agent.check_clock(agent.execute(state))
+                return agent.execute(agent.continue_with(state, "more")).to_json()
+            agent.execute(state)
+            return agent.execute(agent.continue_with(state, "more")).to_json()
+
+        assert run(check=True) == run(check=False)
 
 
 class TestNextRequest:

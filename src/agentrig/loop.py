@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from contextlib import AbstractContextManager
-from datetime import datetime
 from typing import Any
 
 from agentrig._effects import Effect, Infer, UseTools, in_event_loop, step_of
+from agentrig._provenance import foreign_ids, foreign_times
 from agentrig.clock import Clock, IdFactory, SystemClock, UuidIds, runtime_context
 from agentrig.continuation import StopReason, StopSignal
 from agentrig.drivers.base import Driver, StepRuntime
@@ -94,25 +94,19 @@ class AgentLoop:
             return state.with_user_message(message)
 
     def check_clock(self, state: AgentState) -> AgentState:
-        """``state`` unchanged when none of its times is later than this agent's clock reads;
-        otherwise a :class:`~agentrig.errors.ForeignClockError` naming each such time.
+        """``state`` unchanged when its times and ids can come from this agent's clock and ids;
+        otherwise a :class:`~agentrig.errors.ForeignClockError` naming each that cannot.
 
         A state made outside the agent (``AgentState()`` rather than ``agent.new_state()``)
-        takes the system clock's time, which a ``FakeClock`` has usually not reached: running
-        it would mix two clocks, and runs would no longer be byte-identical. Reading the clock
-        does not move it. A state made on a clock that is behind this one is not detected.
+        takes the system clock's time and a random id: running it would mix two clocks, and
+        runs would no longer be byte-identical. The rule: a time is foreign when it is later
+        than the clock reads, or earlier than the clock's ``start`` (``FakeClock.start``); an
+        id the runtime makes (agent, message, execution, step and tool execution ids) is
+        foreign when it is a UUID the id factory says it did not hand out (``SeededIds.issued``).
+        Ids a user or a provider chose are not checked; on the system clock and random UUIDs
+        only a time ahead of the clock is caught. Checking moves neither the clock nor the ids.
         """
-        now = self.clock.now()
-        problems = [
-            (
-                name,
-                f"{at.isoformat()} is later than the agent's clock {self.clock!r} reads "
-                f"({now.isoformat()}): the state was made on another clock; make it with "
-                "agent.new_state(text) and continue it with agent.continue_with(state, text)",
-            )
-            for name, at in _timestamps(state)
-            if at > now
-        ]
+        problems = [*foreign_times(state, self.clock), *foreign_ids(state, self.ids)]
         if problems:
             raise ForeignClockError(problems)
         return state
@@ -568,17 +562,6 @@ def _with_errors_added(
     if not added or execution is None:
         return state
     return state.with_execution(execution.evolve(errors=(*execution.errors, *added)))
-
-
-def _timestamps(state: AgentState) -> Iterator[tuple[str, datetime]]:
-    """The state's own times and its messages', each named by its field path."""
-    yield "created_at", state.created_at
-    if state.updated_at is not None:
-        yield "updated_at", state.updated_at
-    store = state.store()
-    for section in store.section_names():
-        for index, message in enumerate(store.messages_of(section)):
-            yield f"context.store.{section}[{index}].created_at", message.created_at
 
 
 class _PreviewIds:
