@@ -31,11 +31,13 @@ from agentrig import (
     ToolCallingDriver,
     Tools,
     Usage,
+    UseContextConfig,
     UseGuards,
     UseLlmConfig,
     UseSubagents,
     runtime_context,
 )
+from agentrig.clock import new_id
 from agentrig.fakes import FakeClock, ScriptedLLM, SeededIds, call, calls, reply
 
 TOOL_THEN_ANSWER = [call("lookup", q="x"), reply("The answer.")]
@@ -673,17 +675,131 @@ class TestNextRequest:
     """``AgentLoop.next_request``: what the model will see next, as the step sends it."""
 
     @staticmethod
-    def agent(script: list[Any], *, inline: bool = False) -> AgentLoop:
+    def agent(
+        script: list[Any],
+        *,
+        inline: bool = False,
+        capabilities: tuple[Any, ...] = (),
+        hooks: tuple[tuple[Any, str], ...] = (),
+        events: EventBus | None = None,
+    ) -> AgentLoop:
         clock = FakeClock()
-        return (
+        builder = (
             AgentBuilder.base()
             .with_clock(clock)
             .with_ids(SeededIds(5))
             .with_capability(UseLlmConfig(ScriptedLLM(script, clock=clock)))
             .with_tools([lookup])
             .with_separated_tool_trace(not inline)
-            .build()
         )
+        if events is not None:
+            builder.with_events(events)
+        for capability in capabilities:
+            builder.with_capability(capability)
+        for hook, trigger in hooks:
+            builder.add_hook(hook, trigger)
+        return builder.build()
+
+    def test_a_system_prompt_a_before_step_hook_sets_is_in_the_first_request(self) -> None:
+        agent = self.agent([reply("done")], capabilities=(UseContextConfig("Be brief."),))
+        start = agent.new_state("q")
+        predicted = agent.next_request(start)
+        assert predicted is not None
+        assert [(m.role, m.content) for m in predicted.messages] == [
+            (Role.SYSTEM, "Be brief."),
+            (Role.USER, "q"),
+        ]
+        assert start.context.system_prompt == ""  # the hooks ran on the state value
+        final = agent.execute(start)
+        assert self.seen(predicted.messages) == self.seen(final.steps()[0].input_messages)
+
+    def test_before_execution_and_before_inference_request_hooks_are_in_it(self) -> None:
+        def greet(ctx: HookContext) -> HookContext:
+            return ctx.with_state(ctx.state.with_user_message("(new session)"))
+
+        def trim(ctx: HookContext) -> HookContext:
+            request = ctx.inference_request
+            assert request is not None
+            return ctx.with_inference_request(request.evolve(messages=request.messages[-1:]))
+
+        agent = self.agent(
+            [call("lookup", q="x"), reply("done")],
+            hooks=((greet, "before_execution"), (trim, "before_inference_request")),
+        )
+        start = agent.new_state("q")
+        predicted = agent.next_request(start)
+        assert predicted is not None
+        assert [m.content for m in predicted.messages] == ["(new session)"]
+        first, final = list(agent.iterate(start))
+        # From a state in progress, the next step of that execution: no before_execution.
+        ahead = agent.next_request(first)
+        assert ahead is not None
+        assert [m.role for m in ahead.messages] == [Role.TOOL]
+        assert self.seen(ahead.messages) == self.seen(final.steps()[1].input_messages)
+        assert self.seen(predicted.messages) == self.seen(final.steps()[0].input_messages)
+
+    @pytest.mark.parametrize("trigger", ["before_execution", "before_step"])
+    def test_none_when_a_hook_stops_the_run_first(self, trigger: str) -> None:
+        def enough(ctx: HookContext) -> HookContext:
+            return ctx.stop("stop_requested", message="enough")
+
+        def halt(ctx: HookContext) -> HookContext:
+            raise AgentStop("halt")
+
+        def broken(ctx: HookContext) -> HookContext:
+            raise RuntimeError("broken hook")
+
+        for hook in (enough, halt, broken):
+            agent = self.agent([reply("never")], hooks=((hook, trigger),))
+            start = agent.new_state("q")
+            assert agent.next_request(start) is None, hook.__name__
+            assert agent.execute(start).step_count() == 0  # the run sends nothing either
+
+    def test_hooks_false_leaves_the_hooks_out(self) -> None:
+        calls_made: list[str] = []
+
+        def counted(ctx: HookContext) -> None:
+            calls_made.append(ctx.trigger.value)
+
+        agent = self.agent(
+            [reply("done")],
+            capabilities=(UseContextConfig("Be brief."),),
+            hooks=((counted, "before_step"),),
+        )
+        start = agent.new_state("q")
+        plain = agent.next_request(start, hooks=False)
+        assert plain is not None
+        assert [m.role for m in plain.messages] == [Role.USER]
+        assert calls_made == []
+        agent.next_request(start)
+        assert calls_made == ["before_step"]  # a hook's own side effect happens again
+
+    def test_asking_with_hooks_reports_no_event_and_changes_no_later_id(self) -> None:
+        def tag(ctx: HookContext) -> HookContext:  # takes an id from the running agent's
+            return ctx.with_state(ctx.state.with_metadata("note", new_id("note")))
+
+        def run(ask: bool) -> tuple[str, list[str]]:
+            events = EventBus()
+            heard: list[str] = []
+            events.wiretap(lambda event: heard.append(type(event).__name__))
+            agent = self.agent(
+                [call("lookup", q="x"), reply("done")],
+                capabilities=(UseContextConfig("Be brief."),),
+                hooks=((tag, "before_step"),),
+                events=events,
+            )
+            final = state = agent.new_state("q")
+            if ask:
+                agent.next_request(state)
+            for final in agent.iterate(state):
+                if ask:
+                    agent.next_request(final)
+            return final.to_json(), heard
+
+        asked, quiet = run(ask=True), run(ask=False)
+        assert asked[0] == quiet[0]
+        assert "HookExecuted" in quiet[1]
+        assert asked[1] == quiet[1]  # the hooks next_request ran reported nothing
 
     @staticmethod
     def seen(messages: Any) -> list[tuple[str, str]]:

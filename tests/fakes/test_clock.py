@@ -83,6 +83,14 @@ class TestSeededIds:
         assert not ids.issued(str(uuid.uuid4()))
         assert ids.new_id("x") == upcoming.new_id("x")  # asking takes no id from the sequence
 
+    def test_a_fork_hands_out_the_next_ids_without_taking_them(self) -> None:
+        ids = SeededIds(4)
+        made = ids.new_id("x")
+        fork = ids.fork()
+        assert fork.issued(made)
+        assert [fork.new_id("x") for _ in range(3)] == [ids.new_id("x") for _ in range(3)]
+        assert (ids.count, fork.count) == (4, 4)
+
     def test_state_ids_come_from_it(self) -> None:
         with runtime_context(ids=SeededIds(9)):
             first = AgentState().agent_id

@@ -160,6 +160,15 @@ class SeededIds:
         """How many ids this factory has handed out."""
         return self._count
 
+    def fork(self) -> SeededIds:
+        """An independent factory that hands out the ids this one would hand out next (and
+        says it issued those this one did): ``AgentLoop.next_request`` runs hooks on one, so
+        what they make has the ids of the real step, and asking takes no id from the agent."""
+        forked = SeededIds(self.seed)
+        forked._random.setstate(self._random.getstate())
+        forked._count = self._count
+        return forked
+
     def issued(self, value: str) -> bool:
         """True when this factory has handed out ``value`` (``AgentLoop.check_clock`` takes a
         UUID it did not hand out for an id made elsewhere)."""

@@ -53,9 +53,9 @@ class Observation:
     is_final: bool
     trace_mode: TraceMode = TraceMode.SEPARATED
     budget: ExecutionBudget | None = None
-    next_request: Callable[[AgentState], InferenceRequest] | None = None
-    """The agent's ``AgentLoop.next_request`` (what a step from a state sends the model), when
-    the checker knows the loop; None otherwise."""
+    next_request: Callable[[AgentState], InferenceRequest | None] | None = None
+    """The agent's ``AgentLoop.next_request`` (what a step from a state sends the model, None
+    when it sends nothing), when the checker knows the loop; None otherwise."""
 
     @property
     def step(self) -> int:
@@ -144,7 +144,7 @@ class InvariantChecker:
         *,
         trace_mode: TraceMode = TraceMode.SEPARATED,
         budget: ExecutionBudget | None = None,
-        next_request: Callable[[AgentState], InferenceRequest] | None = None,
+        next_request: Callable[[AgentState], InferenceRequest | None] | None = None,
     ) -> None:
         self.invariants = list(invariants) if invariants is not None else select_invariants()
         self.trace_mode = trace_mode

@@ -30,7 +30,7 @@ def watch(agent: ScenarioAgent, invariants: Sequence[Invariant]) -> InvariantChe
     return checker
 
 
-def _next_request_of(loop: AgentLoop) -> Callable[[AgentState], InferenceRequest] | None:
+def _next_request_of(loop: AgentLoop) -> Callable[[AgentState], InferenceRequest | None] | None:
     """``loop.next_request`` when its driver can answer it."""
     return loop.next_request if hasattr(loop.driver, "next_request") else None
 
