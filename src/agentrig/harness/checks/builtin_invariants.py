@@ -6,14 +6,13 @@ scenario's ``invariants: {only: [...], exclude: [...]}`` lists.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from agentrig import (
     AgentState,
     AgentStepType,
     ExecutionBudget,
     ExecutionStatus,
-    InferenceRequest,
     InvalidInputError,
     Message,
     Role,
@@ -139,13 +138,9 @@ class InferenceView(Invariant):
             if foreign:
                 yield f"step {number} sent the model {len(foreign)} trace message(s) of another execution"
         if observation.next_request is not None:
-            yield from self._next_request(observation, observation.next_request)
+            yield from self._next_request(observation)
 
-    def _next_request(
-        self,
-        observation: Observation,
-        next_request: Callable[[AgentState], InferenceRequest | None],
-    ) -> Iterator[str]:
+    def _next_request(self, observation: Observation) -> Iterator[str]:
         """What ``AgentLoop.next_request`` says the model will see holds no other execution's
         trace, and is what the step from the state before sent: the state the loop yielded
         before, or for the execution's first step the state it started from (the hooks that
@@ -153,7 +148,7 @@ class InferenceView(Invariant):
         state = observation.state
         if not observation.is_final:
             current = state.execution_id()
-            ahead = next_request(state)
+            ahead = observation.request_after(state)
             foreign = [
                 m
                 for m in (ahead.messages if ahead else ())
@@ -176,7 +171,7 @@ class InferenceView(Invariant):
             return
         known = {m.id for name in INFERENCE_ORDER for m in previous.store().messages_of(name)}
         sent = _seen(steps[number - 1].input_messages, known)
-        request = next_request(previous)
+        request = observation.request_after(previous)
         if request is None:
             yield (
                 f"step {number} sent the model {sent}, but next_request() on the state before it "
