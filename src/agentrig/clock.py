@@ -34,7 +34,8 @@ class IdFactory(Protocol):
 
     A factory may also have ``issued(id) -> bool``, saying whether it handed ``id`` out
     (``SeededIds`` has): ``AgentLoop.check_clock`` then takes a UUID it did not hand out for an
-    id made elsewhere."""
+    id made elsewhere. And ``fork()``, an independent factory handing out the same ids next
+    (``SeededIds`` has): ``AgentLoop.next_request`` runs the hooks on one."""
 
     def new_id(self, kind: str) -> str:
         """A new id."""
