@@ -26,21 +26,19 @@ def _transport_class(http: ModuleType) -> type[Any]:
     """A transport class for ``http`` (the httpx or the httpx2 module)."""
 
     class _Stream(http.SyncByteStream, http.AsyncByteStream):  # type: ignore[name-defined,misc]
+        """The events of a streamed answer, then the scripted cut, if any."""
+
         def __init__(self, reply: EndpointReply, request: Any) -> None:
             self._reply = reply
             self._request = request
 
-        def _pieces(self) -> list[bytes]:
-            reply = self._reply
-            return list(reply.chunks) if reply.chunks is not None else [reply.body]
-
         def __iter__(self) -> Iterator[bytes]:
-            yield from self._pieces()
+            yield from self._reply.chunks or ()
             if self._reply.drop:
                 raise http.RemoteProtocolError(DROPPED, request=self._request)
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
-            for piece in self._pieces():
+            for piece in self._reply.chunks or ():
                 yield piece
             if self._reply.drop:
                 raise http.RemoteProtocolError(DROPPED, request=self._request)
@@ -61,6 +59,10 @@ def _transport_class(http: ModuleType) -> type[Any]:
         def _response(self, request: Any, reply: EndpointReply) -> Any:
             if reply.drop and reply.chunks is None:
                 raise http.RemoteProtocolError(DROPPED, request=request)
+            if reply.chunks is None:  # a whole body: the response is read already
+                return http.Response(
+                    reply.status, headers=reply.headers, content=reply.body, request=request
+                )
             stream = _Stream(reply, request)
             return http.Response(
                 reply.status, headers=reply.headers, stream=stream, request=request

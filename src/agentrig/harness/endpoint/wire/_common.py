@@ -216,6 +216,18 @@ def tool_schema(
     )
 
 
+def function_tool(tool: Mapping[str, Any], path: str) -> ToolSchema:
+    """The tool an OpenAI function object at ``path`` describes (Chat's ``function`` member, a
+    Responses tool): its name, and its description, parameters and strict flag if sent."""
+    return tool_schema(
+        required(tool, "name", str, path),
+        optional(tool, "description", str, "", path),
+        optional(tool, "parameters", dict, {}, path),
+        path,
+        strict=optional(tool, "strict", bool, False, path),
+    )
+
+
 def tool_message(
     call_id: str, content: str, calls: Mapping[str, str], is_error: bool = False
 ) -> Message:

@@ -10,6 +10,7 @@ from agentrig.harness.endpoint.wire._common import (
     arguments_json,
     arguments_of,
     fail,
+    function_tool,
     join,
     load_object,
     message,
@@ -24,7 +25,6 @@ from agentrig.harness.endpoint.wire._common import (
     text_of,
     tool_call,
     tool_message,
-    tool_schema,
     typed,
 )
 from agentrig.harness.endpoint.wire.base import FormatName, WireAnswer, WireRequest
@@ -260,16 +260,7 @@ def _tools(data: dict[str, Any]) -> tuple[ToolSchema, ...]:
         if optional(tool, "type", str, "function", where) != "function":
             continue
         function = required(tool, "function", dict, where)
-        function_where = join(where, "function")
-        schemas.append(
-            tool_schema(
-                required(function, "name", str, function_where),
-                optional(function, "description", str, "", function_where),
-                optional(function, "parameters", dict, {}, function_where),
-                function_where,
-                strict=optional(function, "strict", bool, False, function_where),
-            )
-        )
+        schemas.append(function_tool(function, join(where, "function")))
     return tuple(schemas)
 
 

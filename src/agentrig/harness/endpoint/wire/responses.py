@@ -10,6 +10,7 @@ from agentrig.harness.endpoint.wire._common import (
     arguments_json,
     arguments_of,
     fail,
+    function_tool,
     join,
     kind_of,
     load_object,
@@ -25,7 +26,6 @@ from agentrig.harness.endpoint.wire._common import (
     text_of,
     tool_call,
     tool_message,
-    tool_schema,
 )
 from agentrig.harness.endpoint.wire.base import FormatName, WireAnswer, WireRequest
 from agentrig.harness.endpoint.wire.chat import openai_error
@@ -283,13 +283,7 @@ def _conversation(raw: object, system: list[str], messages: list[Message]) -> No
             role = required(item, "role", str, where)
             if role not in _ROLES:
                 raise fail(join(where, "role"), f"{role!r} is not one of {', '.join(_ROLES)}")
-            content = text_of(
-                required(item, "content", object, where),
-                where,
-                "content",
-                _TEXT_PARTS,
-                text_key=_part_text_key,
-            )
+            content = _item_text(item, "content", where)
             if role in ("system", "developer"):
                 system.append(content)
             else:
@@ -311,14 +305,15 @@ def _conversation(raw: object, system: list[str], messages: list[Message]) -> No
                 messages.append(message(Role.ASSISTANT, tool_calls=(call,)))
         elif kind == "function_call_output":
             call_id = required(item, "call_id", str, where)
-            output = text_of(
-                required(item, "output", object, where),
-                where,
-                "output",
-                _TEXT_PARTS,
-                text_key=_part_text_key,
-            )
+            output = _item_text(item, "output", where)
             messages.append(tool_message(call_id, output, calls))
+
+
+def _item_text(item: dict[str, Any], key: str, where: str) -> str:
+    """The text of member ``key`` of the input item at ``where`` (a string or a list of parts)."""
+    return text_of(
+        required(item, key, object, where), where, key, _TEXT_PARTS, text_key=_part_text_key
+    )
 
 
 def _tools(data: dict[str, Any]) -> tuple[ToolSchema, ...]:
@@ -328,15 +323,7 @@ def _tools(data: dict[str, Any]) -> tuple[ToolSchema, ...]:
     for where, tool in objects(data.get("tools") or [], "tools"):
         if required(tool, "type", str, where) != "function":
             continue
-        schemas.append(
-            tool_schema(
-                required(tool, "name", str, where),
-                optional(tool, "description", str, "", where),
-                optional(tool, "parameters", dict, {}, where),
-                where,
-                strict=optional(tool, "strict", bool, False, where),
-            )
-        )
+        schemas.append(function_tool(tool, where))
     return tuple(schemas)
 
 
