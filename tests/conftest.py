@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -301,17 +302,31 @@ class Hostile:
         exception fails the test."""
         from hypothesis import event
 
+        started = time.perf_counter()
         try:
             within_bound(load)
         except documented as error:
             event(f"refused: {type(error).__name__}")
+            Hostile._log(started, "documented")
             return error
         except Exception as error:
+            Hostile._log(started, "other")
             pytest.fail(
                 f"undocumented {type(error).__name__} escaped: {error!r}"[:2000], pytrace=True
             )
         event("accepted")
+        Hostile._log(started, "accepted")
         return None
+
+    @staticmethod
+    def _log(started: float, outcome: str) -> None:
+        """With ``AGENTRIG_FUZZ_LOG=FILE``: one line per example (the test, the outcome, the
+        seconds the load took), for the per-loader figures of a long fuzz run."""
+        log = os.environ.get("AGENTRIG_FUZZ_LOG")
+        if log:
+            test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
+            with open(log, "a", encoding="utf-8") as out:
+                out.write(f"{test}\t{outcome}\t{time.perf_counter() - started:.6f}\n")
 
 
 @pytest.fixture(scope="session")
