@@ -27,6 +27,7 @@ from agentrig.harness.results import (
 )
 from agentrig.harness.scenarios.agent_factory import ScenarioAgent, build_agent
 from agentrig.harness.scenarios.model import CancelAfterStep, Scenario, ScenarioTurn
+from agentrig.harness.scenarios.user_agent import UserAgentError, agent_under_test
 
 FieldPath = tuple[str | int, ...]
 T = TypeVar("T")
@@ -61,8 +62,9 @@ def run_scenario(
 ) -> ScenarioResult:
     """Run every turn of ``scenario`` against one agent state and return the outcome.
 
-    With ``builder``, the agent is the one built in Python (its tools and hooks), driven by the
-    scenario's scripted model and checked against its expectations. With ``use_async``, each
+    With ``builder`` (or the one the file's ``agent.builder`` names), the agent is the one built
+    in Python (its tools and hooks), driven by the scenario's scripted model and checked against
+    its expectations. With ``use_async``, each
     turn runs through ``AgentLoop.aiterate`` (the async path) instead of ``iterate``.
     """
     return _play(scenario, builder, use_async)[0]
@@ -83,6 +85,13 @@ def _play(
     streaming: bool | None = None,
 ) -> tuple[ScenarioResult, tuple[AgentState, ...]]:
     started = time.perf_counter()
+    try:
+        builder = agent_under_test(scenario, builder)
+    except UserAgentError as error:
+        failure = Failure(
+            kind="error", message=str(error), location=scenario.nearest_location(error.path)
+        )
+        return _result(scenario, [failure], [], [], [], time.perf_counter() - started), ()
     try:
         agent = build_agent(scenario, base=builder)
     except AgentrigError as error:

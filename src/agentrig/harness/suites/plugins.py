@@ -7,11 +7,12 @@ import os
 import sys
 import traceback
 from collections.abc import Iterable
+from types import ModuleType
 
 from agentrig.errors import AgentrigError
 from agentrig.harness.errors import PluginError
 
-__all__ = ["load_plugins"]
+__all__ = ["describe_failure", "import_user_module", "load_plugins"]
 
 
 def load_plugins(modules: Iterable[str]) -> None:
@@ -19,7 +20,7 @@ def load_plugins(modules: Iterable[str]) -> None:
     :class:`~agentrig.harness.errors.PluginError` naming the module and what failed."""
     for module in modules:
         try:
-            _import_plugin(module)
+            import_user_module(module)
         except ModuleNotFoundError as error:
             raise PluginError(
                 f"cannot import plugin module {module!r}: {error}; give its dotted import name, "
@@ -29,15 +30,16 @@ def load_plugins(modules: Iterable[str]) -> None:
             raise
         except Exception as error:  # the plugin's own code failed: say where, not a traceback
             raise PluginError(
-                f"plugin module {module!r} failed to import: {_plugin_failure(error)}; "
+                f"plugin module {module!r} failed to import: {describe_failure(error)}; "
                 "fix the module and run again"
             ) from error
 
 
-def _import_plugin(module: str) -> None:
-    """Import ``module``; like ``python -m``, the current folder is searched too."""
+def import_user_module(module: str) -> ModuleType:
+    """Import ``module`` of the user's code; like ``python -m``, the current folder is searched
+    too (and stays on the path, so spawned workers find the module as well)."""
     try:
-        importlib.import_module(module)
+        return importlib.import_module(module)
     except ModuleNotFoundError as error:
         here = os.getcwd()
         top = module.partition(".")[0]
@@ -45,13 +47,14 @@ def _import_plugin(module: str) -> None:
             raise
         sys.path.insert(0, here)  # kept: spawned workers inherit it and import the module too
         try:
-            importlib.import_module(module)
+            return importlib.import_module(module)
         except ModuleNotFoundError:
             sys.path.remove(here)
             raise
 
 
-def _plugin_failure(error: Exception) -> str:
+def describe_failure(error: Exception) -> str:
+    """What failed in user code, with the file and line: ``ValueError: bad (conf.py, line 3)``."""
     if isinstance(error, SyntaxError):
         return f"{error.msg} ({error.filename}, line {error.lineno})"
     frames = traceback.extract_tb(error.__traceback__)
