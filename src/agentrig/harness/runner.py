@@ -27,7 +27,7 @@ from agentrig.harness.results import (
 )
 from agentrig.harness.scenarios.agent_factory import ScenarioAgent, build_agent
 from agentrig.harness.scenarios.model import CancelAfterStep, Scenario, ScenarioTurn
-from agentrig.harness.scenarios.user_agent import UserAgentError, agent_under_test
+from agentrig.harness.scenarios.user_agent import named_builder, prompt_conflict
 
 FieldPath = tuple[str | int, ...]
 T = TypeVar("T")
@@ -86,12 +86,12 @@ def _play(
 ) -> tuple[ScenarioResult, tuple[AgentState, ...]]:
     started = time.perf_counter()
     try:
-        builder = agent_under_test(scenario, builder)
-    except UserAgentError as error:
-        failure = Failure(
-            kind="error", message=str(error), location=scenario.nearest_location(error.path)
-        )
-        return _result(scenario, [failure], [], [], [], time.perf_counter() - started), ()
+        builder = named_builder(scenario) if builder is None else builder
+    except AgentrigError as error:
+        return _refused(scenario, str(error), ("agent", "builder"), started), ()
+    conflict = prompt_conflict(scenario, builder)
+    if conflict is not None:
+        return _refused(scenario, conflict, ("agent", "system_prompt"), started), ()
     try:
         agent = build_agent(scenario, base=builder)
     except AgentrigError as error:
@@ -131,6 +131,12 @@ def _play(
         scenario, run.failures, run.turns, outcomes, run.transcript, time.perf_counter() - started
     )
     return result, tuple(run.finals)
+
+
+def _refused(scenario: Scenario, message: str, path: FieldPath, started: float) -> ScenarioResult:
+    """The result of a scenario that cannot run the user's agent: one error at ``path``."""
+    failure = Failure(kind="error", message=message, location=scenario.nearest_location(path))
+    return _result(scenario, [failure], [], [], [], time.perf_counter() - started)
 
 
 def preflight(scenario: Scenario) -> Failure | None:

@@ -2,10 +2,10 @@
 change of it.
 
 A scenario runs the user's agent when a builder is given in Python (``run_scenario(scenario,
-builder=...)``, the pytest fixture ``agentrig_builder``) or named by the file (``agent: {builder:
-"package.module:function"}``); one given in Python wins. The scenario brings the scripted model,
-and its ``system_prompt`` may not silently replace the builder's: that needs
-``system_prompt_override: true``.
+builder=...)``, which wins) or named by the file (``agent: {builder: "package.module:function"}``);
+the pytest plugin's ``agentrig_builder`` fixture gives one to collected files that name none. The
+scenario brings the scripted model, and its ``system_prompt`` may not silently replace the
+builder's: that needs ``system_prompt_override: true``.
 """
 
 from __future__ import annotations
@@ -13,42 +13,34 @@ from __future__ import annotations
 from agentrig import AgentBuilder, UseContextConfig
 from agentrig.errors import ConfigurationError
 from agentrig.harness.scenarios.model import Scenario
-from agentrig.harness.scenarios.yaml_source import FieldPath
-from agentrig.harness.suites.plugins import describe_failure, import_user_module
+from agentrig.harness.scenarios.user_code import describe_failure, import_user_module
 
-__all__ = ["UserAgentError", "agent_under_test", "builder_prompt", "resolve_builder"]
-
-
-class UserAgentError(ConfigurationError):
-    """The scenario cannot run the user's agent; ``path`` is the scenario field to blame."""
-
-    def __init__(self, message: str, path: FieldPath) -> None:
-        super().__init__(message)
-        self.path = path
+__all__ = ["builder_prompt", "named_builder", "prompt_conflict", "resolve_builder"]
 
 
-def agent_under_test(scenario: Scenario, builder: AgentBuilder | None) -> AgentBuilder | None:
-    """The builder ``scenario`` runs: ``builder`` when given, else the one ``agent.builder``
-    names, else None (scripted tools only). Raises :class:`UserAgentError` when the named
-    builder cannot be made, or when the scenario's system prompt would replace the builder's
-    without ``system_prompt_override: true``."""
+def named_builder(scenario: Scenario) -> AgentBuilder | None:
+    """The builder ``scenario``'s ``agent.builder`` names (None when it names none); raises
+    ``ConfigurationError`` when it cannot be made."""
+    reference = scenario.agent.builder
+    return None if reference is None else resolve_builder(reference)
+
+
+def prompt_conflict(scenario: Scenario, builder: AgentBuilder | None) -> str | None:
+    """Why ``scenario`` may not run ``builder``: its ``system_prompt`` would replace the one the
+    builder sets, without ``system_prompt_override: true``. None when it may."""
     spec = scenario.agent
-    if builder is None and spec.builder is not None:
-        try:
-            builder = resolve_builder(spec.builder)
-        except ConfigurationError as error:
-            raise UserAgentError(str(error), ("agent", "builder")) from error
-    if builder is None or not spec.system_prompt.strip() or spec.system_prompt_override:
-        return builder
+    if not spec.system_prompt.strip() or spec.system_prompt_override:
+        return None
+    if not isinstance(builder, AgentBuilder):  # None, or a mistake that building reports
+        return None
     own = builder_prompt(builder)
-    if own is not None:
-        message = (
-            f"agent.system_prompt would replace the system prompt the agent's builder sets "
-            f"({_shortened(own)}): remove it to test the agent's own prompt, or add "
-            "system_prompt_override: true to replace it on purpose"
-        )
-        raise UserAgentError(message, ("agent", "system_prompt"))
-    return builder
+    if own is None:
+        return None
+    return (
+        f"agent.system_prompt would replace the system prompt the agent's builder sets "
+        f"({_shortened(own)}): remove it to test the agent's own prompt, or add "
+        "system_prompt_override: true to replace it on purpose"
+    )
 
 
 def builder_prompt(builder: AgentBuilder) -> str | None:
