@@ -10,7 +10,7 @@ from typing import Any, Protocol, Self, runtime_checkable
 
 from agentrig.clock import Clock, IdFactory, SystemClock, UuidIds
 from agentrig.compilers import ContextCompiler, ConversationWithCurrentToolTrace
-from agentrig.drivers.base import Driver
+from agentrig.drivers.base import Driver, RetryCheck
 from agentrig.errors import ConfigurationError
 from agentrig.events import EventBus
 from agentrig.hooks import Hook, HookStack, HookTrigger
@@ -57,6 +57,7 @@ class AgentBuilder:
         self._clock: Clock = SystemClock()
         self._ids: IdFactory = UuidIds()
         self._capabilities: list[AgentCapability] = []
+        self._retry_checks: list[RetryCheck] = []
 
     @classmethod
     def base(cls) -> Self:
@@ -72,6 +73,7 @@ class AgentBuilder:
         twin = _copy.copy(self)
         twin._factories = list(self._factories)
         twin._capabilities = list(self._capabilities)
+        twin._retry_checks = list(self._retry_checks)
         return twin
 
     def with_capability(self, capability: AgentCapability) -> Self:
@@ -112,6 +114,18 @@ class AgentBuilder:
     ) -> Self:
         """Register ``hook`` on ``triggers``; higher priority runs first."""
         self._hooks = self._hooks.with_hook(hook, triggers, priority, name)
+        return self
+
+    def add_retry_check(self, check: RetryCheck) -> Self:
+        """Ask ``check`` before each retried inference attempt of a step: a ``StopSignal`` it
+        returns means no retry, and the step fails with ``RetryLimitExceededError`` naming the
+        signal. ``UseGuards`` adds one for its time limits (``max_seconds``, ``deadline``)."""
+        if not callable(check):
+            raise ConfigurationError(
+                f"{check!r} is not a retry check: pass a function of the state returning a "
+                "StopSignal (no retry) or None"
+            )
+        self._retry_checks.append(check)
         return self
 
     def with_driver(self, driver: Driver) -> Self:
@@ -206,6 +220,7 @@ class AgentBuilder:
             trace_mode=self._trace_mode,
             clock=self._clock,
             ids=self._ids,
+            retry_checks=tuple(self._retry_checks),
         )
 
 

@@ -252,7 +252,11 @@ class ProviderError(AgentrigError):
     """An inference provider failed; ``retryable`` says whether another attempt may succeed.
 
     Real providers also set ``status_code`` (the HTTP status, None when no response came back)
-    and ``provider`` (``"openai"``, ``"anthropic"``).
+    and ``provider`` (``"openai"``, ``"anthropic"``). ``failed_generation`` is set when the
+    failure is the model's: the API refused the tool call the model generated (an
+    OpenAI-compatible ``tool_use_failed``) and sent back what the model wrote. Such an error is
+    not retryable as is, but the ``ToolCallingDriver`` shows it to the model and asks again
+    while it has attempts left.
     """
 
     def __init__(
@@ -262,19 +266,24 @@ class ProviderError(AgentrigError):
         retryable: bool = False,
         status_code: int | None = None,
         provider: str = "",
+        failed_generation: str | None = None,
     ) -> None:
         self.retryable = retryable
         self.status_code = status_code
         self.provider = provider
+        self.failed_generation = failed_generation
         super().__init__(message)
 
 
 class RetryLimitExceededError(ProviderError):
-    """Every inference attempt failed."""
+    """Every inference attempt failed: all that were allowed, or all that the budget left time
+    for (``stopped_by``: why no further attempt was made, e.g. the time limit reached)."""
 
-    def __init__(self, attempts: int, last: BaseException) -> None:
+    def __init__(self, attempts: int, last: BaseException, *, stopped_by: str = "") -> None:
         self.attempts = attempts
-        super().__init__(f"inference failed after {attempts} attempt(s): {last}")
+        self.stopped_by = stopped_by
+        why = f"; no further attempt ({stopped_by})" if stopped_by else ""
+        super().__init__(f"inference failed after {attempts} attempt(s){why}: {last}")
 
 
 class RealLlmCallBlockedError(ProviderError):

@@ -11,7 +11,7 @@ from typing import Any
 from agentrig._effects import Effect, Infer, UseTools, in_event_loop, step_of
 from agentrig.clock import Clock, IdFactory, SystemClock, UuidIds, runtime_context
 from agentrig.continuation import StopReason, StopSignal
-from agentrig.drivers.base import Driver, StepRuntime
+from agentrig.drivers.base import Driver, RetryCheck, StepRuntime
 from agentrig.errors import (
     AgentStop,
     ConfigurationError,
@@ -64,6 +64,7 @@ class AgentLoop:
         trace_mode: TraceMode = TraceMode.SEPARATED,
         clock: Clock | None = None,
         ids: IdFactory | None = None,
+        retry_checks: tuple[RetryCheck, ...] = (),
     ) -> None:
         self.driver = driver
         self.tools = tools or Tools()
@@ -73,6 +74,7 @@ class AgentLoop:
         self.trace_mode = trace_mode
         self.clock = clock or SystemClock()
         self.ids = ids or UuidIds()
+        self.retry_checks = retry_checks
 
     def _scope(self) -> AbstractContextManager[None]:
         return runtime_context(clock=self.clock, ids=self.ids)
@@ -405,6 +407,7 @@ class AgentLoop:
             trace_mode=self.trace_mode,
             step_number=step_number,
             streaming=streaming,
+            retry_checks=self.retry_checks,
         )
 
     def _after_step(self, state: AgentState, step_number: int) -> AgentState:

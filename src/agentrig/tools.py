@@ -75,6 +75,8 @@ class Tool(ABC):
 
     name: str
     description: str
+    strict: bool = False
+    """Ask the API to hold the model's arguments to the schema exactly (``ToolSchema.strict``)."""
 
     @abstractmethod
     def parameters(self) -> dict[str, Any]:
@@ -92,7 +94,10 @@ class Tool(ABC):
     def schema(self) -> ToolSchema:
         """The tool as the model sees it."""
         return ToolSchema(
-            name=self.name, description=self.description, parameters=self.parameters()
+            name=self.name,
+            description=self.description,
+            parameters=self.parameters(),
+            strict=self.strict,
         )
 
     def __repr__(self) -> str:
@@ -112,6 +117,7 @@ class FunctionTool(Tool):
         *,
         name: str | None = None,
         description: str | None = None,
+        strict: bool = False,
     ) -> None:
         if not callable(function):
             raise ConfigurationError(
@@ -121,6 +127,7 @@ class FunctionTool(Tool):
         self.function = function
         self.name = name or tool_name(function)
         self.description = description or tool_description(function)
+        self.strict = strict
         self._context_param, self._model, schema = _arguments_model(function, self.name)
         self._parameters = _clean_schema(schema)
         self._schema: ToolSchema | None = None
@@ -133,10 +140,15 @@ class FunctionTool(Tool):
         return self._parameters
 
     def schema(self) -> ToolSchema:
-        """The tool as the model sees it (built once; again only if the name or description
-        was changed)."""
+        """The tool as the model sees it (built once; again only if the name, description or
+        strictness was changed)."""
         cached = self._schema
-        if cached is None or cached.name != self.name or cached.description != self.description:
+        if (
+            cached is None
+            or cached.name != self.name
+            or cached.description != self.description
+            or cached.strict != self.strict
+        ):
             cached = self._schema = super().schema()
         return cached
 
@@ -176,7 +188,7 @@ class FunctionTool(Tool):
 def tool(function: Callable[..., Any], /) -> FunctionTool: ...
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None
+    *, name: str | None = None, description: str | None = None, strict: bool = False
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def tool(
     function: Callable[..., Any] | None = None,
@@ -184,11 +196,13 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    strict: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
-    """Turn a typed function into a tool: ``@tool`` or ``@tool(name=..., description=...)``."""
+    """Turn a typed function into a tool: ``@tool`` or ``@tool(name=..., description=...,
+    strict=...)`` (``strict``: see ``ToolSchema.strict``)."""
     if function is not None:
         return FunctionTool(function)
-    return lambda fn: FunctionTool(fn, name=name, description=description)
+    return lambda fn: FunctionTool(fn, name=name, description=description, strict=strict)
 
 
 def _arguments_model(
@@ -254,7 +268,9 @@ def _named_tool(name: str, item: Any) -> Tool:
     if isinstance(item, FunctionTool):
         if item.name == name:
             return item
-        return FunctionTool(item.function, name=name, description=item.description)
+        return FunctionTool(
+            item.function, name=name, description=item.description, strict=item.strict
+        )
     if isinstance(item, Tool):
         if item.name == name:
             return item

@@ -128,12 +128,85 @@ def test_a_bad_file_exits_2_naming_file_line_and_field(tmp_path: Path) -> None:
         tmp_path, "bad", "name: bad\nturns:\n  - user: hi\n    expect: {status: complete}\n"
     )
     for command in ("run", "validate"):
-        code, output = invoke(command, bad)
+        options = ("--report-dir", tmp_path / "out") if command == "run" else ()
+        code, output = invoke(command, bad, *options)
         assert code == 2
+        assert f"{bad}:4" in "".join(output.split())
         flat = " ".join(output.split())
-        assert f"{bad}:4" in flat.replace("\n", "")
         assert "turns[0].expect.status" in flat
         assert "completed" in flat
+    # run reports the file as an error case too: CI keeps its junit.xml
+    junit = (tmp_path / "out" / "junit.xml").read_text()
+    assert 'tests="1" failures="0" errors="1"' in junit
+    assert f'file="{bad}" line="4"' in junit
+
+
+BAD_FILES = {
+    "b-syntax": "name: b-syntax\nturns:\n  - user: hi\n   model: []\n",
+    "d-field": "name: d-field\nturns:\n  - user: hi\n    expect: {status: complete}\n",
+    "e-duplicate": PASSING.format(name="case-0", tag="alpha"),
+}
+
+
+def test_a_malformed_file_is_an_error_case_in_every_report_and_the_rest_runs(
+    suite: Path, tmp_path: Path
+) -> None:
+    for name, text in BAD_FILES.items():
+        write(suite, name, text)
+    out = tmp_path / "out"
+    code, output = invoke("run", suite, "--report-dir", out)
+    assert code == 2, output
+    flat = " ".join(output.split())
+    assert "4 passed, 3 failed (3 file(s) did not load)" in flat
+    assert "the file could not be loaded: turns[0].expect.status: 'complete' is not one of" in flat
+    report = json.loads((out / "report.json").read_text())
+    names = [s["name"] for s in report["scenarios"]]
+    assert names == ["b-syntax", "case-0", "case-1", "case-2", "case-3", "d-field", "e-duplicate"]
+    broken = {s["name"]: s for s in report["scenarios"] if not s["passed"]}
+    lines = {name: scenario["line"] for name, scenario in broken.items()}
+    assert lines == {"b-syntax": 4, "d-field": 4, "e-duplicate": 1}
+    [syntax] = broken["b-syntax"]["failures"]
+    assert syntax["kind"] == "error"
+    assert syntax["location"] == f"{suite / 'b-syntax.scenario.yaml'}:4"
+    assert "invalid YAML" in syntax["message"]
+    [duplicate] = broken["e-duplicate"]["failures"]
+    assert "duplicate scenario name 'case-0', also used at" in duplicate["message"]
+    junit = (out / "junit.xml").read_text()
+    assert 'tests="7" failures="0" errors="3"' in junit
+    assert junit.count("<error ") == 3
+    assert f'file="{suite / "d-field.scenario.yaml"}" line="4"' in junit
+    for page in ("report.md", "report.html"):
+        text = (out / page).read_text()
+        assert "d-field.scenario.yaml:4" in text
+        assert "the file could not be loaded" in text
+
+
+def test_a_malformed_file_is_reported_by_every_selection_and_one_shard(
+    suite: Path, tmp_path: Path
+) -> None:
+    write(suite, "d-field", BAD_FILES["d-field"])
+    code, output = invoke("run", suite, "-k", "zzz", "--report-dir", tmp_path / "k")
+    assert code == 2, output
+    assert [
+        s["name"] for s in json.loads((tmp_path / "k" / "report.json").read_text())["scenarios"]
+    ] == ["d-field"]
+    seen: list[str] = []
+    codes = []
+    for shard in ("1/2", "2/2"):
+        out = tmp_path / shard[0]
+        code, _ = invoke("run", suite, "--shard", shard, "--report-dir", out)
+        codes.append(code)
+        seen += [s["name"] for s in json.loads((out / "report.json").read_text())["scenarios"]]
+    assert sorted(seen) == ["case-0", "case-1", "case-2", "case-3", "d-field"]
+    assert sorted(codes) == [0, 2]
+
+
+def test_a_suite_of_only_malformed_files_still_writes_its_reports(tmp_path: Path) -> None:
+    write(tmp_path / "s", "d-field", BAD_FILES["d-field"])
+    code, output = invoke("run", tmp_path / "s", "-q", "--report-dir", tmp_path / "out")
+    assert code == 2, output
+    assert "0 passed, 1 failed (1 file(s) did not load)" in " ".join(output.split())
+    assert 'errors="1"' in (tmp_path / "out" / "junit.xml").read_text()
 
 
 def test_validate_counts_files(suite: Path) -> None:

@@ -37,6 +37,7 @@ TOOL_AGENT = """\
       budget: {max_steps: 5}
       tools:
         add:
+          scripted: true  # a stand-in also when a builder is given
           params: {a: integer, b: integer}
           replies:
             - return: 3
@@ -381,3 +382,79 @@ def test_validate_refuses_what_run_would_refuse(tmp_path: Path) -> None:
         with pytest.raises(ScenarioFileError, match="not JSON data") as raised:
             load_scenario(scenario_file(tmp_path, text))
         assert raised.value.field == "turns[0].model[0].call.args.a"
+
+
+WRONG_ARGUMENTS = """\
+    name: wrong-arguments
+    agent:
+      tools:
+        refund:
+          params: {order_id: string}
+          replies: [{return: refunded}]
+    turns:
+      - user: refund A100
+        model:
+          - call: refund(orderId=A100)
+          - say: done
+"""
+
+
+def test_a_call_with_wrong_arguments_fails_a_turn_without_expectations(tmp_path: Path) -> None:
+    path = scenario_file(tmp_path, WRONG_ARGUMENTS)
+    [failure] = run_scenario(load_scenario(path)).failures
+    assert failure.kind == "expectation"
+    assert (failure.turn, failure.step, failure.field) == (1, 1, "expect.errors")
+    assert "the call of tool 'refund' failed: invalid arguments" in failure.message
+    assert "orderId" in failure.message
+    assert "list the error under expect.errors" in failure.message
+    assert failure.location == f"{path}:{line_of(path, 'model:')}"
+    listed = WRONG_ARGUMENTS + "        expect: {errors: [orderId]}\n"
+    assert run(tmp_path, listed).passed
+
+
+def test_a_real_tool_that_raises_fails_the_turn_unless_expected(tmp_path: Path) -> None:
+    @tool
+    def lookup(order_id: str) -> str:
+        """Look an order up."""
+        raise LookupError(f"no order {order_id}")
+
+    text = """\
+        name: raising-real-tool
+        turns:
+          - user: where is A100?
+            model:
+              - call: lookup(order_id=A100)
+              - say: I could not find it.
+        """
+    builder = AgentBuilder.base().with_tools([lookup])
+    result = run_scenario(load_scenario(scenario_file(tmp_path, text)), builder=builder)
+    [failure] = result.failures
+    assert failure.message == (
+        "turn 1, step 1: the call of tool 'lookup' failed: no order A100; "
+        "list the error under expect.errors if this is intended"
+    )
+    expected = text.rstrip(" ") + "            expect: {errors: [no order A100]}\n"
+    expected_run = run_scenario(load_scenario(scenario_file(tmp_path, expected)), builder=builder)
+    assert expected_run.passed, expected_run.failures
+
+
+def test_a_scripted_raise_reply_and_a_hook_block_are_intended(tmp_path: Path) -> None:
+    result = run(
+        tmp_path,
+        """\
+        name: intended-errors
+        agent:
+          tools:
+            save: {replies: [{raise: disk full}]}
+            wipe: {replies: [{return: wiped}]}
+          hooks:
+            - {on: before_tool_use, action: block_tool, tool: wipe, message: not allowed}
+        turns:
+          - user: save, then wipe
+            model:
+              - call: save()
+              - call: wipe()
+              - say: I could not do either.
+        """,
+    )
+    assert result.passed, result.failures

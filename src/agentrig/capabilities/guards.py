@@ -26,7 +26,9 @@ class UseGuards:
 
     Checked at the checkpoint before every step: exactly ``max_steps`` steps run; the step that
     crosses a token, cost or time limit completes and the next one does not start. Time and
-    deadline read the injected clock. ``finish_reasons`` stops (as a natural ending) when the
+    deadline read the injected clock, and also bound the inference retries inside a step: an
+    attempt in flight completes, but no retry starts once the limit is reached (the step fails
+    with ``RetryLimitExceededError``, stop reason ``retry_limit``, naming the limit). ``finish_reasons`` stops (as a natural ending) when the
     model's finish reason is one of them.
     """
 
@@ -61,7 +63,10 @@ class UseGuards:
         self._limits = _limits(self.budget)
 
     def install(self, builder: AgentBuilder) -> None:
-        """Register the guard hooks."""
+        """Register the guard hooks, and the time limits as a retry check: a step's inference is
+        not retried once ``max_seconds`` or the ``deadline`` is reached."""
+        if self.budget.max_seconds is not None or self.budget.deadline is not None:
+            builder.add_retry_check(self._time_exceeded)
         if not self.budget.is_empty():
             builder.add_hook(
                 self._check_budget,

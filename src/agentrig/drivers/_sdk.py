@@ -239,6 +239,9 @@ def reported_error(provider: str, body: object, fallback: str = "") -> ProviderE
     """The error for a failure the API reported in an answer that came back as a success (a
     stream's error event; OpenRouter's 200 with an ``error`` body)."""
     message, kind, code = _error_fields(body)
+    failed = _failed_generation(body)
+    if failed is not None:
+        return _tool_call_refused(provider, message or fallback, failed, None)
     retryable = kind in _RETRYABLE_KINDS or (
         code is not None and (code in _RETRYABLE_STATUS or code >= 500)
     )
@@ -266,6 +269,38 @@ def _error_fields(body: object) -> tuple[str, str, int | None]:
     )
 
 
+_TOOL_USE_FAILED = "tool_use_failed"
+
+
+def _failed_generation(body: object) -> str | None:
+    """What the model wrote, when an OpenAI-compatible server (Groq, some vLLM builds) refused the
+    tool call it generated: error code ``tool_use_failed``, the text in ``failed_generation``."""
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = body["error"]
+    if not isinstance(body, dict) or body.get("code") != _TOOL_USE_FAILED:
+        return None
+    failed = body.get("failed_generation")
+    if isinstance(failed, str):
+        return failed
+    return "" if failed is None else json.dumps(failed, ensure_ascii=False)
+
+
+def _tool_call_refused(
+    provider: str, message: str, failed_generation: str, status: int | None
+) -> ProviderError:
+    """The model's fault, not the request's: with retries allowed, the ``ToolCallingDriver``
+    shows the model this message (so it speaks of the model's call, not of the request) and
+    asks again."""
+    http = f"HTTP {status}, " if status is not None else ""
+    return ProviderError(
+        f"{provider} API refused the tool call the model generated ({http}{_TOOL_USE_FAILED}): "
+        f"{message or 'no details'}",
+        status_code=status,
+        provider=provider,
+        failed_generation=failed_generation,
+    )
+
+
 def _is_transport(error: Exception, name: str) -> bool:
     """Whether ``error`` is an httpx/httpx2 exception of class ``name`` (or a subclass)."""
     return any(
@@ -285,6 +320,10 @@ def _agentrig_cause(error: BaseException) -> AgentrigError | None:
 
 def _status_error(error: Any, provider: str, key_hint: str) -> ProviderError:
     status: int = error.status_code
+    body = getattr(error, "body", None)
+    failed = _failed_generation(body)
+    if failed is not None:
+        return _tool_call_refused(provider, _error_fields(body)[0], failed, status)
     retryable = status in _RETRYABLE_STATUS or status >= 500
     advice = {
         401: f"check the API key ({key_hint} or api_key=...)",

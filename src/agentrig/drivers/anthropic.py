@@ -395,6 +395,8 @@ def _shown(value: object) -> str:
 
 
 def _tool(schema: ToolSchema) -> dict[str, Any]:
+    # ``schema.strict`` is not sent: the Messages API has no strict flag on a tool outside a
+    # beta that needs its own header, so the tool is offered as without it.
     return {
         "name": schema.name,
         "description": schema.description,

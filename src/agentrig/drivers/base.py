@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from agentrig._frozen import fast_init
+from agentrig.continuation import StopSignal
 from agentrig.events import EventBus
 from agentrig.hooks import HookStack
 from agentrig.state import AgentState, TraceMode
 from agentrig.tools import ToolExecutor, Tools
+
+RetryCheck = Callable[[AgentState], StopSignal | None]
+"""Asked before a retried inference attempt: a ``StopSignal`` means no retry (see
+``AgentBuilder.add_retry_check``)."""
 
 
 @fast_init
@@ -26,6 +32,8 @@ class StepRuntime:
     streaming: bool = False
     """True in runs through ``AgentLoop.stream``/``astream``: ask a streaming provider for the
     answer in pieces (``InferenceDelta`` events)."""
+    retry_checks: tuple[RetryCheck, ...] = ()
+    """Asked before each retried inference attempt; a signal from one means no retry."""
 
 
 @runtime_checkable

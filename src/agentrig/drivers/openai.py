@@ -364,14 +364,14 @@ def _call(call: ToolCall) -> dict[str, Any]:
 
 def _tool(schema: ToolSchema) -> dict[str, Any]:
     parameters = schema.parameters or {"type": "object", "properties": {}}
-    return {
-        "type": "function",
-        "function": {
-            "name": schema.name,
-            "description": schema.description,
-            "parameters": parameters,
-        },
+    function: dict[str, Any] = {
+        "name": schema.name,
+        "description": schema.description,
+        "parameters": parameters,
     }
+    if schema.strict:  # off is the API's default: the body stays as it was
+        function["strict"] = True
+    return {"type": "function", "function": function}
 
 
 def _tool_choice(choice: str) -> Any:

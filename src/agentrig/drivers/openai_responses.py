@@ -492,13 +492,14 @@ def _instructions(request: InferenceRequest) -> str:
 
 
 def _tool(schema: ToolSchema) -> dict[str, Any]:
-    # strict is off: the API's default (on) refuses schemas with optional parameters.
+    # Always sent: the API's default (on) refuses schemas with optional parameters, so a tool is
+    # strict only when it asks to be.
     return {
         "type": "function",
         "name": schema.name,
         "description": schema.description,
         "parameters": schema.parameters or {"type": "object", "properties": {}},
-        "strict": False,
+        "strict": schema.strict,
     }
 
 

@@ -22,6 +22,7 @@ from agentrig.compilers import (
     ConversationWithCurrentToolTrace,
     checked_messages,
 )
+from agentrig.continuation import StopSignal
 from agentrig.drivers.base import StepRuntime
 from agentrig.drivers.provider import AsyncInferenceProvider, InferenceProvider
 from agentrig.errors import (
@@ -58,7 +59,9 @@ class ToolCallingDriver:
     """Compiles the context, asks the provider, runs the tool calls, and records the step.
 
     ``max_attempts`` retries retryable ``ProviderError``s; when every attempt fails the step
-    fails with ``RetryLimitExceededError`` (stop reason ``retry_limit``).
+    fails with ``RetryLimitExceededError`` (stop reason ``retry_limit``). Before each retry the
+    runtime's retry checks are asked (``UseGuards``' time limits): a signal from one means no
+    further attempt, and the step fails the same way, the error naming the signal.
     """
 
     def __init__(
@@ -119,7 +122,7 @@ class ToolCallingDriver:
                 HookContext(_BEFORE_INFERENCE_REQUEST, state, inference_request=request)
             )
             state, request = context.state, context.inference_request or request
-        response = yield from self._infer(state, request, runtime)
+        request, response = yield from self._infer(state, request, runtime)
         if runtime.hooks.by_trigger[_AFTER_INFERENCE_RESPONSE]:
             try:
                 context = runtime.hooks.intercept(
@@ -198,39 +201,90 @@ class ToolCallingDriver:
             checked,
             messages=messages,
             tools=tools.schemas(),
+            tool_choice=llm_config.tool_choice if llm_config is not None else "auto",
             response_format=state.context.response_format,
             llm_config=llm_config,
         )
 
     def _infer(
         self, state: AgentState, request: InferenceRequest, runtime: StepRuntime
-    ) -> Generator[Effect, Any, InferenceResponse]:
-        if runtime.events.listened and runtime.events.wants(InferenceRequestStarted):
-            model = request.llm_config.model if request.llm_config else ""
-            runtime.events.dispatch(
-                InferenceRequestStarted.of(
-                    state,
-                    step_number=runtime.step_number,
-                    message_count=len(request.messages),
-                    model=model,
-                )
-            )
+    ) -> Generator[Effect, Any, tuple[InferenceRequest, InferenceResponse]]:
+        """The answer, and the request that got it: a tool call the API refused as malformed is
+        shown to the model in the retried request, which the step then records."""
+        _request_started(state, request, runtime)
         deltas = (
             DeltaEvents(runtime.events, state, runtime.step_number) if runtime.streaming else None
         )
         for attempt in range(1, self.max_attempts + 1):
             try:
                 response: InferenceResponse = yield Infer(self.provider, request, deltas)
-                return response
+                return request, response
             except ProviderError as error:
-                if not error.retryable or self.max_attempts == 1:
+                models_fault = error.failed_generation is not None
+                if not (error.retryable or models_fault) or self.max_attempts == 1:
                     raise
                 if attempt == self.max_attempts:
                     raise RetryLimitExceededError(attempt, error) from error
+                stop = _retry_stopped(state, runtime)
+                if stop is not None:
+                    raise RetryLimitExceededError(
+                        attempt, error, stopped_by=stop.message or str(stop)
+                    ) from error
+                if models_fault:
+                    request = _with_correction(request, error)
+                    _request_started(state, request, runtime)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def __repr__(self) -> str:
         return f"ToolCallingDriver(provider={self.provider!r}, compiler={self.compiler!r})"
+
+
+def _request_started(state: AgentState, request: InferenceRequest, runtime: StepRuntime) -> None:
+    if runtime.events.listened and runtime.events.wants(InferenceRequestStarted):
+        model = request.llm_config.model if request.llm_config else ""
+        runtime.events.dispatch(
+            InferenceRequestStarted.of(
+                state,
+                step_number=runtime.step_number,
+                message_count=len(request.messages),
+                model=model,
+            )
+        )
+
+
+CORRECTION_KEY = "agentrig_correction"
+"""Metadata key of the messages a retry adds after a tool call the API refused (value
+``tool_use_failed``), so a step's ``input_messages`` show which messages were the retry's."""
+
+
+def _with_correction(request: InferenceRequest, error: ProviderError) -> InferenceRequest:
+    """``request`` followed by what the model generated (when the API sent it back) and a user
+    message saying the call was refused and why, for the model to try again."""
+    tag = {CORRECTION_KEY: "tool_use_failed"}
+    added = []
+    if error.failed_generation:
+        added.append(Message(role=Role.ASSISTANT, content=error.failed_generation, metadata=tag))
+    added.append(
+        Message(
+            role=Role.USER,
+            content=(
+                "Your last answer tried to call a tool, but the call was malformed and was "
+                f"refused: {error}\nCall the tool again, with arguments that are one valid "
+                "JSON object following the tool's parameter schema, or answer without a tool."
+            ),
+            metadata=tag,
+        )
+    )
+    return request.evolve(messages=Messages.concat(request.messages, Messages.of(*added)))
+
+
+def _retry_stopped(state: AgentState, runtime: StepRuntime) -> StopSignal | None:
+    """The first signal of the runtime's retry checks (the time budget), or None."""
+    for check in runtime.retry_checks:
+        signal = check(state)
+        if signal is not None:
+            return signal
+    return None
 
 
 def _step(

@@ -51,6 +51,7 @@ class Turn:
     latency: float = 0.0
     error: str | None = None
     retryable: bool = False
+    failed_generation: str | None = None
 
     def problem(self) -> str | None:
         """Why this turn is invalid, or None."""
@@ -66,6 +67,11 @@ class Turn:
                 return "an error turn cannot also have text or tool calls"
         elif self.retryable:
             return "retryable applies to an error turn only: fail('message', retryable=True)"
+        elif self.failed_generation is not None:
+            return (
+                "failed_generation applies to an error turn only: "
+                "fail('message', failed_generation='...')"
+            )
         elif not self.text and not self.calls:
             return "a turn needs text, tool calls or an error"
         return None
@@ -100,10 +106,10 @@ def _player(turn: Turn) -> Callable[[], InferenceResponse]:
     call ids are still created at play time, in the runtime context of the call. A turn whose
     parts do not validate fails the same way each time it is played."""
     if turn.error is not None:
-        error, retryable = turn.error, turn.retryable
+        error, retryable, failed = turn.error, turn.retryable, turn.failed_generation
 
         def fail() -> InferenceResponse:
-            raise ProviderError(error, retryable=retryable)
+            raise ProviderError(error, retryable=retryable, failed_generation=failed)
 
         return fail
     try:
@@ -169,9 +175,10 @@ def calls(
     return Turn(text=text, calls=tuple(resolved), **options)
 
 
-def fail(message: str, *, retryable: bool = False) -> Turn:
-    """A turn where the provider raises ``ProviderError``."""
-    return Turn(error=message, retryable=retryable)
+def fail(message: str, *, retryable: bool = False, failed_generation: str | None = None) -> Turn:
+    """A turn where the provider raises ``ProviderError``; ``failed_generation`` makes it a tool
+    call the API refused, what the model wrote (the driver shows it to the model and retries)."""
+    return Turn(error=message, retryable=retryable, failed_generation=failed_generation)
 
 
 @dataclass(frozen=True)

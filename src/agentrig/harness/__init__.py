@@ -86,6 +86,7 @@ if TYPE_CHECKING:
     from agentrig.harness.scenarios.loader import (
         load_scenario,
         load_scenarios,
+        load_suite,
         scenario_json_schema,
     )
     from agentrig.harness.scenarios.model import Scenario
@@ -105,6 +106,7 @@ _EXPORTS: dict[str, str] = {
     "ScenarioFileError": "agentrig.harness.errors",
     "load_scenario": "agentrig.harness.scenarios.loader",
     "load_scenarios": "agentrig.harness.scenarios.loader",
+    "load_suite": "agentrig.harness.scenarios.loader",
     "scenario_json_schema": "agentrig.harness.scenarios.loader",
     "scenario_to_yaml": "agentrig.harness.scenarios.writer",
     "write_scenario": "agentrig.harness.scenarios.writer",
@@ -200,6 +202,7 @@ __all__ = [
     "load_plugins",
     "load_scenario",
     "load_scenarios",
+    "load_suite",
     "normalized",
     "play",
     "register_invariant",

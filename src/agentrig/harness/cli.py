@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich import box
@@ -16,7 +17,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from agentrig.errors import AgentrigError
+from agentrig.harness.errors import ScenarioFileError
 from agentrig.harness.results import ScenarioResult, SuiteResult
+
+if TYPE_CHECKING:
+    from agentrig.harness.scenarios.model import Scenario
 
 app = typer.Typer(
     help="agentrig: run and check agent scenario suites.",
@@ -83,9 +88,11 @@ def run(
         ),
     ] = False,
 ) -> None:
-    """Run scenario files; exit 0 only when every selected scenario passes."""
+    """Run scenario files; exit 0 only when every selected scenario passes. A file that does
+    not load is reported as an error case and the others run; the exit code is then 2."""
     from agentrig.harness.reporting import get_writer
-    from agentrig.harness.scenarios.selection import parse_shard, select
+    from agentrig.harness.scenarios.loader import load_suite
+    from agentrig.harness.scenarios.selection import parse_shard, select, shard_of
     from agentrig.harness.suites.plugins import load_plugins
     from agentrig.harness.suites.suite import run_suite
 
@@ -94,17 +101,21 @@ def run(
         for name in report or ():
             get_writer(name)  # an unknown format is a usage error before anything runs
         part = parse_shard(shard) if shard else None
-        loaded = _load(paths)
+        suite = load_suite(paths or [Path("scenarios")])
+        loaded = suite.scenarios
         matching = select(loaded, keyword=keyword)
         scenarios = select(matching, shard=part) if part else matching
     except AgentrigError as error:
         _fail_usage(error)
-    if not loaded:
+    # A file that did not load has no name or tags to select by: every -k run reports it, and
+    # one shard of a matrix (by its path) does.
+    broken = shard_of(suite.broken, part, key=lambda error: error.path)
+    if not loaded and not suite.broken:
         _nothing_found(paths)
-    if not matching:
+    if not matching and not broken:
         errors.print("[yellow]no scenario selected[/]")
         raise typer.Exit(4)
-    if not scenarios:  # more shards than scenarios: this part of a CI matrix has nothing to do
+    if not scenarios and not broken:  # more shards than scenarios: nothing to do in this part
         console.print(
             f"[yellow]shard {shard}: none of the {len(matching)} selected scenario(s) falls in "
             "this shard[/]",
@@ -130,11 +141,34 @@ def run(
         _fail_usage(error)
     except KeyboardInterrupt:
         _interrupted(SuiteResult(scenarios=tuple(done), wall_time_s=0.0), len(scenarios), quiet)
+    result = _with_unloadable(result, suite.entries, scenarios, broken)
     if verbose and not quiet and result.scenarios:
         _summary_table(result)
     if not quiet:
         _failure_details(result)
-    _report_and_exit(result, report_dir, report, verbose=verbose)
+    _report_and_exit(result, report_dir, report, verbose=verbose, unloadable=len(broken))
+
+
+def _with_unloadable(
+    result: SuiteResult,
+    entries: Sequence[Scenario | ScenarioFileError],
+    ran: Sequence[Scenario],
+    broken: Sequence[ScenarioFileError],
+) -> SuiteResult:
+    """``result`` (of the scenarios that ``ran``, in their order) with an error case for each
+    file of ``broken``, all in the order of the files (``entries``)."""
+    from agentrig.harness.runner import unloadable_result
+
+    if not broken:
+        return result
+    chosen = {id(entry) for entry in (*ran, *broken)}
+    results = iter(result.scenarios)
+    ordered = [
+        unloadable_result(entry) if isinstance(entry, ScenarioFileError) else next(results)
+        for entry in entries
+        if id(entry) in chosen
+    ]
+    return result.model_copy(update={"scenarios": tuple(ordered)})
 
 
 @app.command()
@@ -442,28 +476,42 @@ def _interrupted(result: SuiteResult, selected: int, quiet: bool) -> NoReturn:
 
 
 def _report_and_exit(
-    result: SuiteResult, report_dir: Path, report: list[str] | None, *, verbose: bool = False
+    result: SuiteResult,
+    report_dir: Path,
+    report: list[str] | None,
+    *,
+    verbose: bool = False,
+    unloadable: int = 0,
 ) -> NoReturn:
-    """Write the reports, print the summary line, and exit 0 when everything passed, else 1."""
+    """Write the reports, print the summary line, and exit 0 when everything passed, 2 when
+    ``unloadable`` files did not load (reported as error cases), else 1."""
     from agentrig.harness.reporting import write_reports, writer_names
 
     formats = list(dict.fromkeys(report or writer_names()))
     try:
         written = write_reports(result, report_dir, formats)
     except OSError as error:
-        _summary_line(result, [], [])
+        _summary_line(result, [], [], unloadable=unloadable)
         _fail_write(report_dir, error, "--report-dir", what="reports to ")
-    _summary_line(result, written, formats, verbose=verbose)
-    raise typer.Exit(0 if result.passed else 1)
+    _summary_line(result, written, formats, verbose=verbose, unloadable=unloadable)
+    raise typer.Exit(2 if unloadable else 0 if result.passed else 1)
 
 
 def _summary_line(
-    result: SuiteResult, written: list[Path], formats: list[str], *, verbose: bool = False
+    result: SuiteResult,
+    written: list[Path],
+    formats: list[str],
+    *,
+    verbose: bool = False,
+    unloadable: int = 0,
 ) -> None:
     """``N passed, M failed in Ts; reports in DIR/ (html, json, ...)``, short enough for 80
-    columns; each report's path in full with ``-v`` or when they are not in one folder."""
+    columns; each report's path in full with ``-v`` or when they are not in one folder. Files
+    that did not load count as failed, and the line says how many there were."""
     colour = "green" if result.passed else "red"
     line = f"[{colour}]{result.passed_count} passed, {result.failed_count} failed[/] "
+    if unloadable:
+        line += f"[red]({unloadable} file(s) did not load)[/] "
     line += f"in {result.wall_time_s:.2f}s"
     folders = {path.parent for path in written}
     if written and len(folders) == 1 and not verbose:

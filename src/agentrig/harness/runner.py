@@ -9,14 +9,16 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TypeVar
 
 from agentrig import AgentBuilder, AgentState
 from agentrig.errors import AgentrigError
-from agentrig.fakes import ScriptedLLM
+from agentrig.fakes import ScriptedLLM, ScriptedToolError
 from agentrig.harness.checks.expectations import check_expectation
 from agentrig.harness.checks.invariant import InvariantChecker, select_invariants
 from agentrig.harness.checks.watch import run_checked, watch
+from agentrig.harness.errors import ScenarioFileError
 from agentrig.harness.reporting.transcript import turn_transcript
 from agentrig.harness.results import (
     Failure,
@@ -26,8 +28,11 @@ from agentrig.harness.results import (
     TurnResult,
 )
 from agentrig.harness.scenarios.agent_factory import ScenarioAgent, build_agent
+from agentrig.harness.scenarios.drift import tool_drift
+from agentrig.harness.scenarios.loader import SCENARIO_SUFFIX
 from agentrig.harness.scenarios.model import CancelAfterStep, Scenario, ScenarioTurn
 from agentrig.harness.scenarios.user_agent import named_builder, prompt_conflict
+from agentrig.state import ToolExecution
 
 FieldPath = tuple[str | int, ...]
 T = TypeVar("T")
@@ -97,6 +102,11 @@ def _play(
     except AgentrigError as error:
         message = f"the agent could not be built: {error}"
         return failed_result(scenario, message, wall_time=time.perf_counter() - started), ()
+    if builder is not None:
+        drift = _drift_failures(scenario, agent)
+        if drift:
+            agent.close()
+            return _result(scenario, drift, [], [], [], time.perf_counter() - started), ()
     try:
         run = _start(scenario, agent)
     except AgentrigError as error:
@@ -150,11 +160,71 @@ def preflight(scenario: Scenario) -> Failure | None:
     return None
 
 
+def tool_drift_failures(scenario: Scenario, builder: AgentBuilder) -> list[Failure]:
+    """The tools of ``scenario`` that do not describe ``builder``'s own, found without running
+    it: a tool the builder lacks, or params that differ from the real tool's (tools marked
+    ``scripted: true`` excepted). ``run_scenario(scenario, builder=builder)`` fails with these
+    before its first turn. A builder that cannot be built gives one failure of kind ``error``."""
+    try:
+        agent = build_agent(scenario, base=builder)
+    except AgentrigError as error:
+        return [Failure(kind="error", message=f"the agent could not be built: {error}")]
+    agent.close()
+    return _drift_failures(scenario, agent)
+
+
+def _drift_failures(scenario: Scenario, agent: ScenarioAgent) -> list[Failure]:
+    """The scenario tools that do not describe the built agent's own tools, as script failures
+    at each tool."""
+    return [
+        Failure(
+            kind="script",
+            message=drift.message,
+            field=f"agent.tools.{drift.tool}",
+            expected=drift.declared,
+            observed=drift.actual,
+            location=scenario.nearest_location(drift.path),
+        )
+        for drift in tool_drift(scenario, agent.loop.tools, agent.tools)
+    ]
+
+
 def failed_result(scenario: Scenario, message: str, *, wall_time: float = 0.0) -> ScenarioResult:
     """The result of ``scenario`` when it could not run: one failure of kind ``error``, located at
     the scenario's file."""
     failure = Failure(kind="error", message=message, location=_file_of(scenario))
     return _result(scenario, [failure], [], [], [], wall_time)
+
+
+def unloadable_result(error: ScenarioFileError) -> ScenarioResult:
+    """The result of a scenario file that did not load: one failure of kind ``error`` per
+    problem (its field and reason, located at its ``file:line``), named after the file."""
+    failures = [
+        Failure(
+            kind="error",
+            message=f"the file could not be loaded: {problem.field + ': ' if problem.field else ''}"
+            f"{problem.reason}",
+            field=problem.field or None,
+            location=f"{problem.path}:{problem.line}" if problem.line else problem.path,
+        )
+        for problem in error.errors
+    ]
+    name = Path(error.path).name
+    for suffix in (SCENARIO_SUFFIX, ".yaml", ".yml"):
+        name = name.removesuffix(suffix)
+    return ScenarioResult(
+        name=name or error.path,
+        file=error.path,
+        line=error.line,
+        tags=(),
+        description="",
+        passed=False,
+        turns=(),
+        failures=tuple(failures),
+        invariants=(),
+        transcript=(),
+        wall_time_s=0.0,
+    )
 
 
 def _invariants_failure(scenario: Scenario, error: AgentrigError) -> Failure:
@@ -292,24 +362,43 @@ _SCRIPT_ERRORS = {
 
 
 def _check_tool_scripts(run: _Run, number: int, turn: ScenarioTurn, final: AgentState) -> None:
-    """Calls the scripts do not cover are scenario mistakes, unless expected as errors."""
+    """Every failed tool call fails the turn unless ``expect.errors`` lists it: calls the scripts
+    do not cover (script failures), and calls with wrong arguments or of a tool that raised
+    (expectation failures). A scripted tool's own ``raise`` reply and a hook's block are
+    intended by the scenario and pass."""
     expected_errors = turn.expect.errors or ()
     available = ", ".join(run.agent.loop.tools.names()) or "none"
     for step_number, step in enumerate(final.steps(), start=1):
         for execution in step.tool_executions:
-            template = _SCRIPT_ERRORS.get(execution.error_type or "")
-            error = execution.error or ""
-            if template is None or any(wanted in error for wanted in expected_errors):
+            error = execution.error
+            if error is None or _intended(run, execution):
                 continue
-            problem = template.format(tool=execution.name, tools=available, error=error)
+            if any(wanted in error for wanted in expected_errors):
+                continue
+            template = _SCRIPT_ERRORS.get(execution.error_type or "")
+            if template is not None:
+                kind = "script"
+                problem = template.format(tool=execution.name, tools=available, error=error)
+            else:
+                kind = "expectation"
+                problem = f"the call of tool '{execution.name}' failed: {error}"
             run.fail(
-                "script",
+                kind,
                 f"turn {number}, step {step_number}: {problem}; "
                 "list the error under expect.errors if this is intended",
                 ("turns", number - 1, "model"),
                 turn=number,
                 step=step_number,
+                **({"field": "expect.errors", "observed": error} if kind == "expectation" else {}),
             )
+
+
+def _intended(run: _Run, execution: ToolExecution) -> bool:
+    """Whether a failed call is one the scenario wrote: a ``raise`` reply of its own scripted
+    tool, or a call a hook blocked."""
+    scripted = run.agent.tools.get(execution.name)
+    own_raise = scripted is not None and execution.error_type == ScriptedToolError.__name__
+    return execution.blocked or own_raise
 
 
 def _check_scripts_used(run: _Run) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import agentrig as ar
+from agentrig.fakes import ScriptedLLM
 from agentrig.harness.cassettes import (
     Cassette,
     CassetteMismatchError,
@@ -206,3 +207,34 @@ def test_a_hand_written_cassette_needs_no_tool_schemas(tmp_path: Path, build: Bu
                 tools=(ar.ToolSchema(name="get_weather"), ar.ToolSchema(name="convert_units")),
             )
         )
+
+
+def test_strict_is_compared_where_the_cassette_has_it(tmp_path: Path) -> None:
+    """A stub tool (no parameters) compares ``strict`` only when written; a full recorded schema
+    always compares it."""
+    path = tmp_path / "hand.yaml"
+    path.write_text(HAND_WRITTEN, encoding="utf-8")
+
+    def asked(strict: bool, parameters: dict[str, object] | None = None) -> ar.InferenceRequest:
+        tools = (
+            ar.ToolSchema(name="get_weather", parameters=parameters or {}, strict=strict),
+            ar.ToolSchema(name="convert_units"),
+        )
+        messages = ar.Messages.of(
+            ar.Message.system("You answer weather questions.\nBe brief."),
+            ar.Message.user("Weather in Paris?"),
+        )
+        return ar.InferenceRequest(messages=messages, tools=tools)
+
+    ReplayProvider(load_cassette(path), path=path).infer(asked(strict=True))
+    written = HAND_WRITTEN.replace(
+        "- name: get_weather", "- name: get_weather\n      strict: false"
+    )
+    path.write_text(written, encoding="utf-8")
+    with pytest.raises(CassetteMismatchError, match="strict"):
+        ReplayProvider(load_cassette(path), path=path).infer(asked(strict=True))
+    recorder = RecordingProvider(ScriptedLLM(["Sunny."]))  # a recording has full schemas
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}}
+    recorder.infer(asked(strict=False, parameters=schema))
+    with pytest.raises(CassetteMismatchError, match="strict"):
+        ReplayProvider(recorder.cassette).infer(asked(strict=True, parameters=schema))

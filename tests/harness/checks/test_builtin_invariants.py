@@ -63,6 +63,7 @@ from agentrig.fakes import (
     Turn,
     call,
     calls,
+    fail,
     reply,
 )
 from agentrig.harness.checks.invariant import (
@@ -458,6 +459,17 @@ class TestInferenceView:
             "but next_request() on the state before it said"
             in agent.of("inference_view")[0].message
         )
+
+    def test_holds_when_a_refused_tool_call_was_retried(self) -> None:
+        agent = Agent(
+            [call("lookup", q="a"), fail("refused", failed_generation="<bad call>"), "done"],
+            wrap_driver=lambda driver: driver.with_max_attempts(2),
+        )
+        final = agent.say("hi")
+        assert final.final_response().to_text() == "done"
+        sent = final.steps()[1].input_messages
+        assert [m.content for m in sent][-2:][0] == "<bad call>"  # the retry's two come last
+        assert agent.violations == []
 
     def test_holds_on_a_real_run_in_both_modes(self) -> None:
         for inline in (False, True):

@@ -322,3 +322,19 @@ def test_responses_previous_response_id_continues_the_stored_conversation(
     )
     assert second.output_text == "It is sunny in Paris."
     handle.check()
+
+
+def test_the_endpoint_takes_no_ids_from_an_agent_running_beside_it(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    """In-process, the endpoint runs in the agent's thread: reading a request must not draw ids
+    from the seeded source the agent runs under (that would shift the agent's own ids)."""
+    from agentrig.clock import runtime_context
+    from agentrig.fakes import FakeClock, SeededIds
+
+    handle = EndpointHandle(write_scenario(WEATHER))
+    ids = SeededIds(7)
+    with runtime_context(clock=FakeClock(), ids=ids):
+        assert chat_agent(_client(handle), first_turn()) == "It is sunny in Paris."
+        taken = ids.new_id("message")
+    assert taken == SeededIds(7).new_id("message")

@@ -150,7 +150,8 @@ def test_a_machine_naming_its_agent_writes_a_file_that_fails_the_same_way(
     assert result.exit_code == 1, result.output
     assert "[invariant: no_forbidden_results" in result.output
     # The same turns with the scripted tools pass: the file fails because it names the agent.
-    assert run_scenario(scenario, builder=AgentBuilder.base()).passed
+    scripted = scenario.agent.model_copy(update={"builder": None})
+    assert run_scenario(scenario.model_copy(update={"agent": scripted})).passed
 
 
 class OwnBuilder(AgentMachine):

@@ -228,6 +228,44 @@ class TestToScenario:
             "a continuation request between steps",
         ]
 
+    def test_failed_tool_calls_are_listed_so_the_written_turn_replays(self) -> None:
+        m = machine()
+        m.start_turn("go")
+        m.run_to_end(
+            [
+                Turn(calls=(CallSpec("lookup", {"query": 3}), CallSpec("nope", {}))),
+                call("explode"),  # its scripted raise reply is intended: not listed
+                reply("done"),
+            ]
+        )
+        scenario = m.to_scenario()
+        assert scenario is not None
+        assert scenario.turns[0].expect.errors == (
+            "Tool 'nope' not found",
+            "invalid arguments for tool 'lookup': query: expected string, got int",
+        )
+        assert run_scenario(scenario).failures == ()
+
+    def test_tools_its_own_builder_lacks_are_written_as_scripted(self) -> None:
+        m = CalculatorMachine()
+        m.configure(budget=ExecutionBudget(), trace_mode="separated")
+        m.start_turn("go")
+        m.run_to_end(
+            [
+                Turn(calls=(CallSpec("lookup", {"query": "x"}), CallSpec("add", {"a": 1, "b": 2}))),
+                reply("ok"),
+            ]
+        )
+        scenario = m.to_scenario()
+        assert scenario is not None
+        assert {name: spec.scripted for name, spec in scenario.agent.tools.items()} == {
+            "lookup": True,
+            "explode": True,
+            "halt": True,
+        }
+        result = run_scenario(scenario, builder=m.base_builder())
+        assert result.passed, result.failures
+
     def test_a_run_without_turns_has_no_scenario(self) -> None:
         assert machine().to_scenario() is None
 

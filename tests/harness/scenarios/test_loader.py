@@ -18,6 +18,7 @@ from agentrig.harness.errors import ScenarioFileError
 from agentrig.harness.scenarios.loader import (
     load_scenario,
     load_scenarios,
+    load_suite,
     scenario_json_schema,
 )
 from agentrig.harness.scenarios.model import (
@@ -646,6 +647,25 @@ def test_problems_in_several_files_are_gathered(suite: Path) -> None:
         ("q.scenario.yaml", "turns"),
         ("p.scenario.yaml", "turns[0].user"),
     ]
+
+
+def test_load_suite_keeps_each_bad_file_in_its_place_and_loads_the_rest(suite: Path) -> None:
+    _write(suite, "name: p\nturns: [{user: 1}]\n", "p.scenario.yaml")
+    _scenario_file(suite, "nested/again.scenario.yaml", "a")
+    loaded = load_suite([suite])
+    shown = [
+        (Path(entry.path).name, entry.field) if isinstance(entry, ScenarioFileError) else entry.name
+        for entry in loaded.entries
+    ]
+    assert shown == [
+        "a",
+        "b",
+        ("again.scenario.yaml", "name"),
+        "c",
+        ("p.scenario.yaml", "turns[0].user"),
+    ]
+    assert [scenario.name for scenario in loaded.scenarios] == ["a", "b", "c"]
+    assert [error.field for error in loaded.broken] == ["name", "turns[0].user"]
 
 
 def test_a_missing_path_is_an_error(tmp_path: Path) -> None:

@@ -40,7 +40,8 @@ def request_yaml(request: RecordedRequest) -> str:
 def fitted(live: RecordedRequest, recorded: RecordedRequest) -> RecordedRequest:
     """``live`` without the tool descriptions and parameter schemas ``recorded`` leaves out: a
     hand-written cassette need not copy every tool's schema, and what it does not have is not
-    compared."""
+    compared. A tool recorded without parameters is such a stub: its ``strict`` is compared
+    only when written."""
     kept = {tool.name: tool for tool in recorded.tools}
     tools = []
     for tool in live.tools:
@@ -50,6 +51,8 @@ def fitted(live: RecordedRequest, recorded: RecordedRequest) -> RecordedRequest:
             update["description"] = ""
         if mine is not None and not mine.parameters:
             update["parameters"] = {}
+            if "strict" not in mine.model_fields_set:
+                update["strict"] = False
         tools.append(tool.model_copy(update=update) if update else tool)
     return live.model_copy(update={"tools": tuple(tools)})
 

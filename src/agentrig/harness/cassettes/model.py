@@ -66,11 +66,12 @@ class RecordedMessage(CassetteModel):
 
 
 class RecordedTool(CassetteModel):
-    """A tool schema offered to the model."""
+    """A tool schema offered to the model (``strict`` is written only when set)."""
 
     name: Text
     description: Text = ""
     parameters: JsonObject = Field(default_factory=dict)
+    strict: Flag = False
 
 
 class RecordedLlmConfig(CassetteModel):
@@ -119,14 +120,15 @@ class RecordedResponse(CassetteModel):
 
 
 class RecordedError(CassetteModel):
-    """A provider failure: the error's class name, message, retryability, HTTP status and
-    provider name."""
+    """A provider failure: the error's class name, message, retryability, HTTP status, provider
+    name and, for a tool call the API refused, the model's failed generation."""
 
     type: Text = "ProviderError"
     message: Text
     retryable: Flag = False
     status_code: Annotated[int, Strict()] | None = None
     provider: Text = ""
+    failed_generation: Text | None = None
 
 
 class Interaction(CassetteModel):

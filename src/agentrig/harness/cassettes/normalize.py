@@ -31,7 +31,12 @@ def normalize_request(request: InferenceRequest) -> RecordedRequest:
     return RecordedRequest(
         messages=tuple(_message(message) for message in request.messages),
         tools=tuple(
-            RecordedTool(name=t.name, description=t.description, parameters=dict(t.parameters))
+            RecordedTool(
+                name=t.name,
+                description=t.description,
+                parameters=dict(t.parameters),
+                strict=t.strict,
+            )
             for t in request.tools
         ),
         tool_choice=request.tool_choice,
@@ -114,4 +119,5 @@ def record_error(error: ProviderError) -> RecordedError:
         retryable=error.retryable,
         status_code=error.status_code,
         provider=error.provider,
+        failed_generation=error.failed_generation,
     )

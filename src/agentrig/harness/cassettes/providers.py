@@ -18,8 +18,8 @@ from agentrig.harness.cassettes.errors import (
     CassetteError,
     CassetteMismatchError,
     CassetteNotFoundError,
-    ReplayedProviderError,
     UnusedInteractionsError,
+    replayed_error,
 )
 from agentrig.harness.cassettes.files import load_cassette, save_cassette
 from agentrig.harness.cassettes.matching import (
@@ -144,7 +144,8 @@ class ReplayProvider:
     Requests must come in recorded order (``any_order=True``: each matches the first unused
     equal recording). A request that matches nothing raises :class:`CassetteMismatchError` with
     a diff against the nearest recording, unless ``recorder`` records it instead (mode
-    ``new_episodes``). A recorded error is raised again as :class:`ReplayedProviderError`.
+    ``new_episodes``). A recorded error is raised again as a :class:`ReplayedProviderError` named after
+    the original error's class.
     """
 
     def __init__(
@@ -341,12 +342,13 @@ def _with_metadata(cassette: Cassette, interaction: Interaction) -> Cassette:
 def _play(interaction: Interaction) -> InferenceResponse:
     if interaction.error is not None:
         error = interaction.error
-        raise ReplayedProviderError(
+        raise replayed_error(
             error.message,
             error_type=error.type,
             retryable=error.retryable,
             status_code=error.status_code,
             provider=error.provider,
+            failed_generation=error.failed_generation,
         )
     assert interaction.response is not None
     return to_response(interaction.response)

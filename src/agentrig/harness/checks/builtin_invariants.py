@@ -20,6 +20,7 @@ from agentrig import (
     StopReason,
     TraceMode,
 )
+from agentrig.drivers.tool_calling import CORRECTION_KEY
 from agentrig.events import (
     AgentEvent,
     AgentExecutionCompleted,
@@ -164,7 +165,10 @@ class InferenceView(Invariant):
         number = previous.step_count() + 1
         if len(steps) < number or not steps[number - 1].input_messages:
             return
-        sent = _seen(steps[number - 1].input_messages)
+        # A retry after a refused tool call adds its own messages after the predicted ones.
+        sent = _seen(
+            m for m in steps[number - 1].input_messages if CORRECTION_KEY not in m.metadata
+        )
         predicted = _seen(next_request(previous).messages)
         if sent != predicted:
             yield (

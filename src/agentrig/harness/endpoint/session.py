@@ -23,7 +23,8 @@ from agentrig.harness.endpoint.invariants import (
     selected,
 )
 from agentrig.harness.endpoint.wire import response_id
-from agentrig.harness.endpoint.wire.base import WireAnswer, WireRequest
+from agentrig.harness.endpoint.wire._common import message as wire_message
+from agentrig.harness.endpoint.wire.base import FormatName, WireAnswer, WireRequest
 from agentrig.harness.results import (
     Failure,
     FailureKind,
@@ -39,7 +40,7 @@ from agentrig.state import Usage
 from agentrig.state.status import FinishReason
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Plan:
     """How the endpoint answers one request: a scripted answer (possibly with a stream fault),
     or an HTTP error with its message."""
@@ -53,13 +54,18 @@ class Plan:
     latency: float = 0.0
 
 
-@dataclass
+@dataclass(slots=True)
 class Exchange:
-    """One request and how it was answered."""
+    """One request and how it was answered: what later requests and the result read of it.
+
+    Only this much of a request is kept (not its tools or settings): a session lives until the
+    end of the run, and every object it keeps is one more for the garbage collector to visit."""
 
     number: int
     turn: int
-    request: WireRequest
+    format: FormatName
+    system: str | None
+    """The system prompt in force for the request (its own, or the one it continues)."""
     conversation: tuple[Message, ...]
     plan: Plan
 
@@ -67,12 +73,6 @@ class Exchange:
     def answered(self) -> bool:
         """Whether the agent received a complete scripted answer."""
         return self.plan.answer is not None and self.plan.fault is None
-
-
-@dataclass
-class _Tally:
-    checks: int = 0
-    failures: int = 0
 
 
 @dataclass
@@ -88,7 +88,9 @@ class EndpointSession:
     failures: list[Failure] = field(default_factory=list)
     _cursor: dict[int, int] = field(default_factory=dict)
     _overruns: dict[int, int] = field(default_factory=dict)
-    _tallies: dict[str, _Tally] = field(default_factory=dict)
+    _checked: dict[str, int] = field(default_factory=dict)
+    """Requests each selected invariant checked (str to int: a dict the collector skips)."""
+    _failed: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _started: float = field(default_factory=time.perf_counter)
     _finished: ScenarioResult | None = None
@@ -98,7 +100,11 @@ class EndpointSession:
             check_endpoint_scenario(self.scenario)
         chosen = self.scenario.invariants
         self._checks = selected(chosen.only, chosen.exclude)
-        self._tallies = {name: _Tally() for name in self._checks}
+        self._wire_checks = [
+            (name, WIRE_INVARIANTS[name]) for name in self._checks if name in WIRE_INVARIANTS
+        ]
+        self._checked = dict.fromkeys(self._checks, 0)
+        self._failed = dict.fromkeys(self._checks, 0)
 
     # --- answering -----------------------------------------------------------------------
 
@@ -106,12 +112,20 @@ class EndpointSession:
         """Decide the answer to ``request``, check it, and remember the exchange."""
         with self._lock:
             number = len(self.exchanges) + 1
-            conversation = self._conversation(request)
+            continued = self._continued(request)
+            conversation = self._conversation(request, continued)
+            system = (
+                request.system
+                if request.system is not None or continued is None
+                else (continued.system)
+            )
             turn = self._turn_of(conversation)
             plan = self._choose(number, turn, request)
             if turn <= len(self.scenario.turns):
-                self._check(number, turn, request, conversation, plan)
-            self.exchanges.append(Exchange(number, turn, request, conversation, plan))
+                self._check(number, turn, _with_context(request, conversation, system), plan)
+            self.exchanges.append(
+                Exchange(number, turn, request.format, system, conversation, plan)
+            )
             return plan
 
     def unreadable(self, message: str) -> None:
@@ -126,24 +140,19 @@ class EndpointSession:
         if not isinstance(previous, str):
             return None
         for exchange in self.exchanges:
-            if response_id(exchange.request.format, exchange.plan.response_id) == previous:
+            if response_id(exchange.format, exchange.plan.response_id) == previous:
                 return exchange
         return None
 
-    def _conversation(self, request: WireRequest) -> tuple[Message, ...]:
-        """The request's conversation, with a Responses ``previous_response_id`` expanded."""
-        continued = self._continued(request)
+    def _conversation(
+        self, request: WireRequest, continued: Exchange | None
+    ) -> tuple[Message, ...]:
+        """The request's conversation, with a Responses ``previous_response_id`` (the exchange
+        it ``continued``) expanded. The system prompt in force is likewise the request's own
+        or, when it sends none, the one of the conversation it continues (the API keeps it)."""
         if continued is None:
             return request.messages
         return (*self._after(continued), *request.messages)
-
-    def _system(self, request: WireRequest) -> str | None:
-        """The system prompt in force: the request's own or, when it sends none and continues
-        a stored response, the one of the conversation it continues (the API keeps it)."""
-        if request.system is not None:
-            return request.system
-        continued = self._continued(request)
-        return None if continued is None else self._system(continued.request)
 
     def _turn_of(self, conversation: tuple[Message, ...]) -> int:
         users = sum(1 for m in conversation if m.role is Role.USER)
@@ -177,41 +186,42 @@ class EndpointSession:
             )
             return Plan(response_id, status=400, error=f"agentrig endpoint: {message}")
         self._cursor[turn] = index + 1
-        if SCRIPT_NOT_EXCEEDED in self._tallies:
-            self._tallies[SCRIPT_NOT_EXCEEDED].checks += 1
+        if SCRIPT_NOT_EXCEEDED in self._checked:
+            self._checked[SCRIPT_NOT_EXCEEDED] += 1
         return _plan_reply(replies[index], response_id, turn, number)
 
     # --- checking ------------------------------------------------------------------------
 
-    def _check(
-        self,
-        number: int,
-        turn: int,
-        request: WireRequest,
-        conversation: tuple[Message, ...],
-        plan: Plan,
-    ) -> None:
+    def _check(self, number: int, turn: int, request: WireRequest, plan: Plan) -> None:
+        """Run the selected invariants on ``request`` (its conversation and system prompt as
+        the endpoint understands them)."""
         spec = self.scenario.turns[turn - 1]
         view = WireView(
-            request=_with_context(request, conversation, self._system(request)),
+            request=request,
             expected_history=self._expected_history(),
             answer=plan.answer,
             expected_model=self.scenario.agent.model,
             expected_system=self.scenario.agent.system_prompt or None,
             expected_user=spec.user,
         )
-        reply = self._cursor.get(turn, 1) - 1
-        paths: dict[str, FieldPath] = {
-            "model_named": ("agent", "model"),
-            "system_prompt_sent": ("agent", "system_prompt"),
-            "user_turn_sent": ("turns", turn - 1, "user"),
-            "tools_offered": ("turns", turn - 1, "model", reply),
-        }
-        for name in self._checks:
-            check = WIRE_INVARIANTS.get(name)
-            if check is not None:
-                path = paths.get(name, ("turns", turn - 1))
-                self._record(name, list(check(view)), turn, number, path)
+        for name, check in self._wire_checks:
+            violations = list(check(view))
+            self._checked[name] += 1
+            if violations:
+                self._failed[name] += len(violations)
+                self._report(violations, turn, number, self._path_of(name, turn))
+
+    def _path_of(self, invariant: str, turn: int) -> FieldPath:
+        """The scenario field a broken invariant points at."""
+        if invariant == "model_named":
+            return ("agent", "model")
+        if invariant == "system_prompt_sent":
+            return ("agent", "system_prompt")
+        if invariant == "user_turn_sent":
+            return ("turns", turn - 1, "user")
+        if invariant == "tools_offered":
+            return ("turns", turn - 1, "model", self._cursor.get(turn, 1) - 1)
+        return ("turns", turn - 1)
 
     def _expected_history(self) -> tuple[Message, ...] | None:
         if not self.exchanges:
@@ -227,12 +237,14 @@ class EndpointSession:
     def _record(
         self, name: str, violations: list[Violation], turn: int, number: int, path: FieldPath
     ) -> None:
-        tally = self._tallies.get(name)
-        if tally is None:
+        if name not in self._checked:
             return
-        tally.checks += 1
+        self._checked[name] += 1
+        self._failed[name] += len(violations)
+        self._report(violations, turn, number, path)
+
+    def _report(self, violations: list[Violation], turn: int, number: int, path: FieldPath) -> None:
         for violation in violations:
-            tally.failures += 1
             self._fail(
                 "invariant",
                 f"request {number}: {violation.invariant}: {violation.message}",
@@ -294,8 +306,8 @@ class EndpointSession:
             turns=tuple(turns),
             failures=tuple(failures),
             invariants=tuple(
-                InvariantOutcome(name=name, checks=t.checks, failures=t.failures)
-                for name, t in self._tallies.items()
+                InvariantOutcome(name=name, checks=checks, failures=self._failed[name])
+                for name, checks in self._checked.items()
             ),
             transcript=tuple(transcript),
             wall_time_s=time.perf_counter() - self._started,
@@ -381,8 +393,10 @@ def _plan_reply(reply: ModelReply, response_id: str, turn: int, number: int) -> 
 
 
 def _answer(reply: ModelReply, turn: int, number: int) -> WireAnswer:
+    # The scripted values were validated when the scenario was loaded: built without a second
+    # validation, as the wire formats build what they read.
     calls = tuple(
-        ToolCall(
+        ToolCall._trusted(
             id=spec.id or f"call_{turn}_{number}_{index}", name=spec.name, arguments=dict(spec.args)
         )
         for index, spec in enumerate(reply.tool_calls, start=1)
@@ -398,19 +412,24 @@ def _answer(reply: ModelReply, turn: int, number: int) -> WireAnswer:
         text=reply.say or "",
         tool_calls=calls,
         refusal=reply.refuse,
-        usage=Usage(
-            input_tokens=usage.input if usage else 0,
-            output_tokens=usage.output if usage else 0,
-            cache_read_tokens=usage.cache_read if usage else 0,
-            cache_write_tokens=usage.cache_write if usage else 0,
-            reasoning_tokens=usage.reasoning if usage else 0,
+        usage=_NO_USAGE
+        if usage is None
+        else Usage(
+            input_tokens=usage.input,
+            output_tokens=usage.output,
+            cache_read_tokens=usage.cache_read,
+            cache_write_tokens=usage.cache_write,
+            reasoning_tokens=usage.reasoning,
         ),
         finish_reason=finish,
     )
 
 
+_NO_USAGE = Usage()
+
+
 def _assistant(answer: WireAnswer) -> Message:
-    return Message(role=Role.ASSISTANT, content=answer.text, tool_calls=answer.tool_calls)
+    return wire_message(Role.ASSISTANT, answer.text, tool_calls=answer.tool_calls)
 
 
 def _with_context(

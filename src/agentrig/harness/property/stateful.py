@@ -46,7 +46,7 @@ from agentrig import (
     runtime_context,
 )
 from agentrig.errors import InvalidInputError
-from agentrig.fakes import FakeClock, ScriptedLLM, SeededIds, Turn
+from agentrig.fakes import FakeClock, ScriptedLLM, ScriptedToolError, SeededIds, Turn
 from agentrig.harness.checks.invariant import (
     InvariantChecker,
     Violation,
@@ -91,6 +91,9 @@ class _TurnRecord:
     user: str
     replies: list[ModelReply] = field(default_factory=list)
     unknown_tools: list[str] = field(default_factory=list)
+    tool_errors: list[str] = field(default_factory=list)
+    """Errors of other failed tool calls (wrong arguments, a tool of the builder that raised),
+    which a scenario turn must list under ``expect.errors`` to pass."""
     cancel_after: int | None = None
     steps: int = 0
     finished: bool = False
@@ -166,6 +169,7 @@ class AgentMachine(RuleBasedStateMachine):
         that is what failed: ``agentrig run`` cannot run it."""
         self._spec = AgentSpec()
         self._builder_prompt: str | None = None
+        self._builder_tools: set[str] = set()
         self._pending = False
         self._checker: InvariantChecker | None = None
         self._oracle: ToolOracle | None = None
@@ -252,6 +256,7 @@ class AgentMachine(RuleBasedStateMachine):
         )
         builder = self.base_builder()
         self._builder_prompt = builder_prompt(builder)
+        self._builder_tools = set(builder.tools().names())
         agent = build_spec_agent(self._spec, builder=builder)
         self.agent = agent
         self._checker = watch(agent, select_invariants(self.checked_invariants))
@@ -445,6 +450,14 @@ class AgentMachine(RuleBasedStateMachine):
                 if call.name not in known
                 and any(_not_found(call.name) in message for message in recorded)
             )
+        record.tool_errors.extend(
+            execution.error
+            for step in self.state.steps()
+            for execution in step.tool_executions
+            if execution.error is not None
+            and not execution.blocked
+            and execution.error_type not in _LISTED_ELSEWHERE
+        )
         record.steps = self.state.step_count()
         record.finished = is_terminal(self.state)
 
@@ -477,14 +490,24 @@ class AgentMachine(RuleBasedStateMachine):
         )
 
     def _written_agent(self) -> AgentSpec:
-        """The agent as the file declares it: the one the machine ran, its builder named when
-        ``agent_builder`` names it (the machine's prompt replaced the builder's, so the file
-        says so)."""
-        if self.agent_builder is None:
+        """The agent as a scenario writes it. With an agent of the user's, a scripted tool its
+        builder lacks is marked ``scripted: true``, so that a replay on the same builder plays it
+        rather than failing for a tool the builder does not have; with ``agent_builder``, the
+        file names that builder (and sets ``system_prompt_override`` when the machine's prompt
+        replaced the builder's, as it did in the run)."""
+        if not self._own_agent:
             return self._spec
-        update: dict[str, Any] = {"builder": self.agent_builder}
-        if self._builder_prompt is not None and self._spec.system_prompt.strip():
-            update["system_prompt_override"] = True
+        tools = {
+            name: spec
+            if name in self._builder_tools
+            else spec.model_copy(update={"scripted": True})
+            for name, spec in self._spec.tools.items()
+        }
+        update: dict[str, Any] = {"tools": tools}
+        if self.agent_builder is not None:
+            update["builder"] = self.agent_builder
+            if self._builder_prompt is not None and self._spec.system_prompt.strip():
+                update["system_prompt_override"] = True
         fields = {**self._spec.model_dump(by_alias=True, exclude_unset=True), **update}
         return AgentSpec.model_validate(fields)
 
@@ -533,10 +556,15 @@ def _scenario_turn(record: _TurnRecord) -> ScenarioTurn:
         cancel = record.steps
     if cancel:
         fields["cancel"] = CancelAfterStep(after_step=cancel)
-    if record.unknown_tools:
-        wanted = tuple(dict.fromkeys(_not_found(name) for name in record.unknown_tools))
-        fields["expect"] = Expectation(errors=wanted)
+    unknown = [_not_found(name) for name in record.unknown_tools]
+    if unknown or record.tool_errors:
+        fields["expect"] = Expectation(errors=tuple(dict.fromkeys([*unknown, *record.tool_errors])))
     return ScenarioTurn(**fields)
+
+
+_LISTED_ELSEWHERE = (ScriptedToolError.__name__, "ToolNotFoundError")
+"""Tool errors a written turn needs not list again: a scripted tool's own ``raise`` reply is
+intended, and a call of an unknown tool is listed by its tool's name."""
 
 
 def _not_found(name: str) -> str:

@@ -147,9 +147,10 @@ def build_agent(
     """The agent a scenario describes, on a fake clock with seeded ids.
 
     ``base`` is an agent built in Python (its tools, hooks and capabilities); the scenario adds
-    its scripted model, budget, hooks and the scripted tools ``base`` lacks (its own tools are
-    the ones under test). Its driver is replaced. ``base`` itself is left unchanged, so one
-    builder serves many scenarios.
+    its scripted model, budget, hooks, the scripted tools ``base`` lacks and those marked
+    ``scripted: true`` (the others are ``base``'s own tools, the ones under test; the runner
+    checks with :func:`~agentrig.harness.scenarios.drift.tool_drift` that they match). Its
+    driver is replaced. ``base`` itself is left unchanged, so one builder serves many scenarios.
     """
     builder = AgentBuilder.base() if base is None else _copy_of(base)
     spec = scenario.agent
@@ -159,7 +160,7 @@ def build_agent(
     tools = {
         name: scripted_tool(name, tool_spec, clock)
         for name, tool_spec in spec.tools.items()
-        if name not in own
+        if tool_spec.scripted or name not in own
     }
     subagent_scripts = {
         name: ScriptedLLM([to_turn(r) for r in sub.model], clock=clock, name=f"subagent {name}")

@@ -19,6 +19,7 @@ import json
 import os
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
@@ -44,10 +45,12 @@ __all__ = [
     "JSON_SCHEMA_DIALECT",
     "SCENARIO_SUFFIX",
     "SKIPPED_DIRECTORY",
+    "LoadedSuite",
     "ToolCallSpec",
     "file_error",
     "load_scenario",
     "load_scenarios",
+    "load_suite",
     "parse_call_shorthand",
     "scenario_json_schema",
 ]
@@ -77,17 +80,43 @@ def load_scenarios(paths: StrPath | Iterable[StrPath]) -> list[Scenario]:
     Scenario names must be unique across everything loaded. Problems in all files are
     gathered into one :class:`ScenarioFileError`.
     """
-    scenarios: list[Scenario] = []
-    problems: list[ScenarioFileError] = []
-    for file in _scenario_files(paths):
-        try:
-            scenarios.append(load_scenario(file))
-        except ScenarioFileError as exc:
-            problems.extend(exc.errors)
-    problems.extend(_duplicate_names(scenarios))
+    suite = load_suite(paths)
+    problems = [problem for error in suite.broken for problem in error.errors]
     if problems:
         raise ScenarioFileError.combine(problems)
-    return scenarios
+    return suite.scenarios
+
+
+@dataclass(frozen=True)
+class LoadedSuite:
+    """What :func:`load_suite` found: each file, in order, as its scenario or its error."""
+
+    entries: tuple[Scenario | ScenarioFileError, ...]
+
+    @property
+    def scenarios(self) -> list[Scenario]:
+        """The files that loaded."""
+        return [entry for entry in self.entries if isinstance(entry, Scenario)]
+
+    @property
+    def broken(self) -> list[ScenarioFileError]:
+        """One error per file that did not load, listing every problem of that file."""
+        return [entry for entry in self.entries if isinstance(entry, ScenarioFileError)]
+
+
+def load_suite(paths: StrPath | Iterable[StrPath]) -> LoadedSuite:
+    """Load files and directories like :func:`load_scenarios`, without giving up on the first
+    bad file: a file that does not load (or repeats the name of an earlier one) is kept, in its
+    place, as its :class:`ScenarioFileError`, and the others load."""
+    entries: list[Scenario | ScenarioFileError] = []
+    for file in _scenario_files(paths):
+        try:
+            entries.append(load_scenario(file))
+        except ScenarioFileError as exc:
+            entries.append(exc)
+    loaded = [entry for entry in entries if isinstance(entry, Scenario)]
+    duplicates = {id(error.scenario): error.error for error in _duplicate_names(loaded)}
+    return LoadedSuite(tuple(duplicates.get(id(entry), entry) for entry in entries))
 
 
 def scenario_json_schema() -> dict[str, Any]:
@@ -136,7 +165,14 @@ def _expand(path: Path) -> list[Path]:
     return sorted(found)
 
 
-def _duplicate_names(scenarios: list[Scenario]) -> list[ScenarioFileError]:
+@dataclass(frozen=True)
+class _Duplicate:
+    scenario: Scenario
+    error: ScenarioFileError
+
+
+def _duplicate_names(scenarios: list[Scenario]) -> list[_Duplicate]:
+    """Each scenario whose name an earlier one has, with the error that says so."""
     first: dict[str, Scenario] = {}
     problems = []
     for scenario in scenarios:
@@ -144,11 +180,10 @@ def _duplicate_names(scenarios: list[Scenario]) -> list[ScenarioFileError]:
         if other is not scenario and scenario.source is not None:
             where = scenario.source
             reason = f"duplicate scenario name {scenario.name!r}, also used at {other.source}"
-            problems.append(
-                ScenarioFileError(
-                    where.path, reason, line=where.line, column=where.column, field="name"
-                )
+            error = ScenarioFileError(
+                where.path, reason, line=where.line, column=where.column, field="name"
             )
+            problems.append(_Duplicate(scenario, error))
     return problems
 
 

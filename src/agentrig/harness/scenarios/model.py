@@ -528,6 +528,13 @@ class ToolSpec(ScenarioModel):
     replies: Annotated[tuple[ToolReplySpec, ...], Field(min_length=1)] = Field(
         description="The scripted replies."
     )
+    scripted: Flag = Field(
+        default=False,
+        description="Run against an agent built in Python: true plays this scripted tool even "
+        "where the agent has its own tool of this name, or none; false (the default) uses the "
+        "agent's own tool, and the run fails when it has none or its parameters differ from "
+        "params.",
+    )
 
     def parameters_schema(self) -> dict[str, Any]:
         """The JSON Schema of the tool's arguments, built from ``params``."""

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 from agentrig.errors import AgentrigError
 from agentrig.harness.scenarios.model import Scenario
 
 _TOKEN = re.compile(r"""\s*(\(|\)|'[^']*'|"[^"]*"|[^\s()]+)""")
 _KEYWORDS = {"and", "or", "not"}
+T = TypeVar("T")
 
 
 class SelectionError(AgentrigError):
@@ -133,9 +134,17 @@ def select(
     if keyword is not None:
         check_expression(keyword)  # a malformed one is an error even when nothing was loaded
     chosen = [s for s in scenarios if keyword is None or matches(keyword, s)]
+    return shard_of(chosen, shard, key=lambda s: s.name)
+
+
+def shard_of(
+    items: Sequence[T], shard: tuple[int, int] | None, *, key: Callable[[T], str]
+) -> list[T]:
+    """The ``shard`` ``(i, n)`` part of ``items`` (all of them when None), in their order: each
+    n-th item, round-robin over the items sorted by ``key`` (unique keys)."""
     if shard is None:
-        return chosen
+        return list(items)
     index, total = shard
-    ordered = sorted(chosen, key=lambda s: s.name)
-    mine = {s.name for position, s in enumerate(ordered) if position % total == index - 1}
-    return [s for s in chosen if s.name in mine]
+    ordered = sorted(items, key=key)
+    mine = {id(item) for position, item in enumerate(ordered) if position % total == index - 1}
+    return [item for item in items if id(item) in mine]

@@ -7,6 +7,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -21,6 +22,11 @@ from agentrig.state import ToolSchema
 CREATED = 1_767_225_600
 """The ``created`` time (2026-01-01T00:00:00Z) the OpenAI formats put in every answer by default,
 so the bytes an answer is encoded to never depend on the clock."""
+
+WIRE_TIME = datetime(2026, 1, 1, tzinfo=UTC)
+"""The ``created_at`` of every message read off the wire. Such a message has no id and no time
+of its own: the endpoint may run in-process beside an agentrig agent, and must not draw ids or
+times from the clock that agent runs under (that would shift the agent's own seeded ids)."""
 
 T = TypeVar("T")
 
@@ -214,15 +220,20 @@ def tool_message(
     result = ToolResult._trusted(
         content=content, call_id=call_id, tool_name=calls.get(call_id, ""), is_error=is_error
     )
-    return Message._trusted(role=Role.TOOL, content=content, tool_result=result)
+    return Message._trusted(
+        role=Role.TOOL, content=content, tool_result=result, id="", created_at=WIRE_TIME
+    )
 
 
 def message(
     role: Role, content: str = "", *, name: str = "", tool_calls: tuple[ToolCall, ...] = ()
 ) -> Message:
     """A message of values this module has checked already (built without a second validation:
-    the endpoint reads a whole conversation on every model call)."""
-    return Message._trusted(role=role, content=content, name=name, tool_calls=tool_calls)
+    the endpoint reads a whole conversation on every model call), without id or time of its own
+    (``WIRE_TIME``)."""
+    return Message._trusted(
+        role=role, content=content, name=name, tool_calls=tool_calls, id="", created_at=WIRE_TIME
+    )
 
 
 def pieces(text: str) -> list[str]:
