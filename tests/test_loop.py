@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -26,13 +27,17 @@ from agentrig import (
     Role,
     StopReason,
     StopSignal,
+    SubagentDefinition,
     ToolCallingDriver,
     Tools,
     Usage,
+    UseContextConfig,
     UseGuards,
     UseLlmConfig,
+    UseSubagents,
     runtime_context,
 )
+from agentrig.clock import new_id
 from agentrig.fakes import FakeClock, ScriptedLLM, SeededIds, call, calls, reply
 
 TOOL_THEN_ANSWER = [call("lookup", q="x"), reply("The answer.")]
@@ -540,21 +545,261 @@ class TestStatesOnTheAgentsClock:
             self.agent().check_clock(AgentState().with_user_message("q"))
 
 
+class TestCheckClockRule:
+    """``check_clock``'s rule: a time ahead of the clock or before its start, or a UUID the
+    agent's ids did not hand out, is foreign; what the agent made passes."""
+
+    agent = staticmethod(TestStatesOnTheAgentsClock.agent)
+
+    @staticmethod
+    def problems(agent: AgentLoop, state: AgentState) -> dict[str, str]:
+        with pytest.raises(ForeignClockError) as raised:
+            agent.check_clock(state)
+        return dict(raised.value.problems)
+
+    def test_a_time_before_the_clock_started_is_foreign(self) -> None:
+        agent = self.agent()
+        earlier = FakeClock(datetime(2025, 6, 1, tzinfo=UTC))
+        with runtime_context(clock=earlier, ids=agent.ids):
+            behind = AgentState().with_user_message("q")
+        problems = self.problems(agent, behind)
+        assert set(problems) == {
+            "created_at",
+            "updated_at",
+            "context.store.messages[0].created_at",
+        }
+        assert problems["created_at"].startswith(
+            "2025-06-01T00:00:00+00:00 is earlier than the agent's clock "
+            "FakeClock(2026-01-01T00:00:00+00:00) started (2026-01-01T00:00:00+00:00): "
+            "the state was made on another clock"
+        )
+
+    def test_ids_of_another_seed_are_foreign(self) -> None:
+        agent = self.agent(seed=11)
+        with runtime_context(clock=agent.clock, ids=SeededIds(99)):
+            other = AgentState().with_user_message("q")
+        problems = self.problems(agent, other)
+        assert set(problems) == {"agent_id", "context.store.messages[0].id"}
+        assert problems["agent_id"].startswith(
+            f"{other.agent_id} was not handed out by the agent's ids SeededIds(seed=11)"
+        )
+
+    def test_random_ids_are_foreign(self) -> None:
+        agent = self.agent()
+        with runtime_context(clock=agent.clock):  # the clock wired, the ids forgotten
+            state = AgentState().with_user_message("q")
+        assert "agent_id" in self.problems(agent, state)
+
+    def test_ids_a_new_agent_of_the_same_seed_has_not_handed_out_yet_are_foreign(self) -> None:
+        first = self.agent(seed=3)
+        final = first.execute(first.new_state("q"))
+        problems = self.problems(self.agent(seed=3), final)
+        assert "a new factory of the same seed would hand it out again" in problems["agent_id"]
+        assert "execution.step_executions[0].id" in problems
+
+    def test_many_foreign_ids_are_counted_after_the_first_ten(self) -> None:
+        agent = self.agent()
+        with runtime_context(clock=agent.clock, ids=SeededIds(99)):
+            state = AgentState()
+            for number in range(12):
+                state = state.with_user_message(f"q{number}")
+        with pytest.raises(ForeignClockError) as raised:
+            agent.check_clock(state)
+        assert len(raised.value.problems) == 11
+        assert raised.value.problems[-1][1] == (
+            "and 3 more id(s) not handed out by SeededIds(seed=11)"
+        )
+
+    def test_what_the_agent_made_passes_across_turns_tools_and_subagents(self) -> None:
+        definition = SubagentDefinition(name="helper", description="Helps.")
+        clock = FakeClock()
+        llm = ScriptedLLM(
+            [
+                call("spawn_subagent", subagent="helper", prompt="help"),
+                call("lookup", q="1"),
+                reply("done", latency=2),
+                reply("again"),
+            ],
+            subagents={"helper": [reply("helped")]},
+        )
+        agent = (
+            AgentBuilder.base()
+            .with_clock(clock)
+            .with_ids(SeededIds(4))
+            .with_capability(UseLlmConfig(llm))
+            .with_capability(UseSubagents([definition]))
+            .with_tools([lookup])
+            .build()
+        )
+        first = agent.execute(agent.new_state("q"))
+        assert agent.check_clock(first) is first
+        follow_up = agent.continue_with(first, "and?")
+        assert agent.check_clock(follow_up) is follow_up
+        final = agent.execute(follow_up)
+        assert agent.check_clock(final) is final
+        assert final.final_response().to_text() == "again"
+
+    def test_ids_a_user_chose_are_not_checked(self) -> None:
+        agent = self.agent()
+        state = agent.new_state("q", agent_id="support-bot")
+        assert agent.check_clock(state) is state
+
+    def test_on_the_system_clock_and_random_ids_only_a_time_ahead_is_caught(self) -> None:
+        loop = AgentLoop(driver=ToolCallingDriver(ScriptedLLM([])))
+        past = FakeClock(datetime(2020, 1, 1, tzinfo=UTC))
+        with runtime_context(clock=past, ids=SeededIds(1)):
+            old = AgentState().with_user_message("q")
+        assert loop.check_clock(old) is old
+        with pytest.raises(ForeignClockError, match="is later than the agent's clock"):
+            loop.check_clock(
+                self.agent()
+                .new_state("q")
+                .with_user_message("x")
+                .evolve(created_at=datetime(2999, 1, 1, tzinfo=UTC))
+            )
+
+    def test_checking_moves_neither_the_clock_nor_the_ids(self) -> None:
+        def run(check: bool) -> str:
+            agent = self.agent()
+            state = agent.new_state("q")
+            if check:
+                agent.check_clock(agent.execute(state))
+                return agent.execute(agent.continue_with(state, "more")).to_json()
+            agent.execute(state)
+            return agent.execute(agent.continue_with(state, "more")).to_json()
+
+        assert run(check=True) == run(check=False)
+
+
 class TestNextRequest:
     """``AgentLoop.next_request``: what the model will see next, as the step sends it."""
 
     @staticmethod
-    def agent(script: list[Any], *, inline: bool = False) -> AgentLoop:
+    def agent(
+        script: list[Any],
+        *,
+        inline: bool = False,
+        capabilities: tuple[Any, ...] = (),
+        hooks: tuple[tuple[Any, str], ...] = (),
+        events: EventBus | None = None,
+    ) -> AgentLoop:
         clock = FakeClock()
-        return (
+        builder = (
             AgentBuilder.base()
             .with_clock(clock)
             .with_ids(SeededIds(5))
             .with_capability(UseLlmConfig(ScriptedLLM(script, clock=clock)))
             .with_tools([lookup])
             .with_separated_tool_trace(not inline)
-            .build()
         )
+        if events is not None:
+            builder.with_events(events)
+        for capability in capabilities:
+            builder.with_capability(capability)
+        for hook, trigger in hooks:
+            builder.add_hook(hook, trigger)
+        return builder.build()
+
+    def test_a_system_prompt_a_before_step_hook_sets_is_in_the_first_request(self) -> None:
+        agent = self.agent([reply("done")], capabilities=(UseContextConfig("Be brief."),))
+        start = agent.new_state("q")
+        predicted = agent.next_request(start)
+        assert predicted is not None
+        assert [(m.role, m.content) for m in predicted.messages] == [
+            (Role.SYSTEM, "Be brief."),
+            (Role.USER, "q"),
+        ]
+        assert start.context.system_prompt == ""  # the hooks ran on the state value
+        final = agent.execute(start)
+        assert self.seen(predicted.messages) == self.seen(final.steps()[0].input_messages)
+
+    def test_before_execution_and_before_inference_request_hooks_are_in_it(self) -> None:
+        def greet(ctx: HookContext) -> HookContext:
+            return ctx.with_state(ctx.state.with_user_message("(new session)"))
+
+        def trim(ctx: HookContext) -> HookContext:
+            request = ctx.inference_request
+            assert request is not None
+            return ctx.with_inference_request(request.evolve(messages=request.messages[-1:]))
+
+        agent = self.agent(
+            [call("lookup", q="x"), reply("done")],
+            hooks=((greet, "before_execution"), (trim, "before_inference_request")),
+        )
+        start = agent.new_state("q")
+        predicted = agent.next_request(start)
+        assert predicted is not None
+        assert [m.content for m in predicted.messages] == ["(new session)"]
+        first, final = list(agent.iterate(start))
+        # From a state in progress, the next step of that execution: no before_execution.
+        ahead = agent.next_request(first)
+        assert ahead is not None
+        assert [m.role for m in ahead.messages] == [Role.TOOL]
+        assert self.seen(ahead.messages) == self.seen(final.steps()[1].input_messages)
+        assert self.seen(predicted.messages) == self.seen(final.steps()[0].input_messages)
+
+    @pytest.mark.parametrize("trigger", ["before_execution", "before_step"])
+    def test_none_when_a_hook_stops_the_run_first(self, trigger: str) -> None:
+        def enough(ctx: HookContext) -> HookContext:
+            return ctx.stop("stop_requested", message="enough")
+
+        def halt(ctx: HookContext) -> HookContext:
+            raise AgentStop("halt")
+
+        def broken(ctx: HookContext) -> HookContext:
+            raise RuntimeError("broken hook")
+
+        for hook in (enough, halt, broken):
+            agent = self.agent([reply("never")], hooks=((hook, trigger),))
+            start = agent.new_state("q")
+            assert agent.next_request(start) is None, hook.__name__
+            assert agent.execute(start).step_count() == 0  # the run sends nothing either
+
+    def test_hooks_false_leaves_the_hooks_out(self) -> None:
+        calls_made: list[str] = []
+
+        def counted(ctx: HookContext) -> None:
+            calls_made.append(ctx.trigger.value)
+
+        agent = self.agent(
+            [reply("done")],
+            capabilities=(UseContextConfig("Be brief."),),
+            hooks=((counted, "before_step"),),
+        )
+        start = agent.new_state("q")
+        plain = agent.next_request(start, hooks=False)
+        assert plain is not None
+        assert [m.role for m in plain.messages] == [Role.USER]
+        assert calls_made == []
+        agent.next_request(start)
+        assert calls_made == ["before_step"]  # a hook's own side effect happens again
+
+    def test_asking_with_hooks_reports_no_event_and_changes_no_later_id(self) -> None:
+        def tag(ctx: HookContext) -> HookContext:  # takes an id from the running agent's
+            return ctx.with_state(ctx.state.with_metadata("note", new_id("note")))
+
+        def run(ask: bool) -> tuple[str, list[str]]:
+            events = EventBus()
+            heard: list[str] = []
+            events.wiretap(lambda event: heard.append(type(event).__name__))
+            agent = self.agent(
+                [call("lookup", q="x"), reply("done")],
+                capabilities=(UseContextConfig("Be brief."),),
+                hooks=((tag, "before_step"),),
+                events=events,
+            )
+            final = state = agent.new_state("q")
+            if ask:
+                agent.next_request(state)
+            for final in agent.iterate(state):
+                if ask:
+                    agent.next_request(final)
+            return final.to_json(), heard
+
+        asked, quiet = run(ask=True), run(ask=False)
+        assert asked[0] == quiet[0]
+        assert "HookExecuted" in quiet[1]
+        assert asked[1] == quiet[1]  # the hooks next_request ran reported nothing
 
     @staticmethod
     def seen(messages: Any) -> list[tuple[str, str]]:

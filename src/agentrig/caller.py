@@ -16,19 +16,32 @@ from dataclasses import dataclass
 @dataclass(frozen=True, slots=True)
 class AgentIdentity:
     """An agent in the tree of a run: ``name`` None and ``depth`` 0 for the root agent; a
-    subagent's definition name and its depth (its parent's plus one) otherwise."""
+    subagent's definition name, its depth (its parent's plus one) and ``parents``, the names
+    of the subagents above it (outermost first; empty for a child of the root agent)."""
 
     name: str | None = None
     depth: int = 0
+    parents: tuple[str, ...] = ()
 
     def is_root(self) -> bool:
         """True for the agent the run started with."""
         return self.name is None
 
+    @property
+    def path(self) -> str:
+        """Where the agent sits in the tree: its parents' names and its own, joined by ``/``
+        (``"planner/research"`` for ``research`` spawned by ``planner``); ``""`` for the root."""
+        return "/".join((*self.parents, self.name)) if self.name is not None else ""
+
+    def child(self, name: str) -> AgentIdentity:
+        """The identity of subagent ``name`` spawned by this agent."""
+        parents = (*self.parents, self.name) if self.name is not None else ()
+        return AgentIdentity(name=name, depth=self.depth + 1, parents=parents)
+
     def __str__(self) -> str:
         if self.name is None:
             return "the parent agent"
-        return f"subagent '{self.name}' (depth {self.depth})"
+        return f"subagent '{self.path}' (depth {self.depth})"
 
 
 ROOT_AGENT = AgentIdentity()

@@ -18,7 +18,10 @@ from typing import Protocol, runtime_checkable
 
 @runtime_checkable
 class Clock(Protocol):
-    """A source of timezone-aware UTC datetimes."""
+    """A source of timezone-aware UTC datetimes.
+
+    A clock may also have a ``start`` datetime, the earliest time it reads (``FakeClock`` has):
+    ``AgentLoop.check_clock`` then takes an earlier time in a state for another clock's."""
 
     def now(self) -> datetime:
         """The current time."""
@@ -27,7 +30,12 @@ class Clock(Protocol):
 
 @runtime_checkable
 class IdFactory(Protocol):
-    """A source of unique ids; ``kind`` names what the id is for (agent, execution, step, ...)."""
+    """A source of unique ids; ``kind`` names what the id is for (agent, execution, step, ...).
+
+    A factory may also have ``issued(id) -> bool``, saying whether it handed ``id`` out
+    (``SeededIds`` has): ``AgentLoop.check_clock`` then takes a UUID it did not hand out for an
+    id made elsewhere. And ``fork()``, an independent factory handing out the same ids next
+    (``SeededIds`` has): ``AgentLoop.next_request`` runs the hooks on one."""
 
     def new_id(self, kind: str) -> str:
         """A new id."""

@@ -8,7 +8,7 @@ live next to their code, in the module named on the right::
     AgentrigError
     ├── InvalidInputError          bad data: a message, a budget, a state dict, tool arguments
     │   ├── InvalidToolArgumentsError
-    │   └── ForeignClockError      a state stamped on another clock than the agent's
+    │   └── ForeignClockError      a state stamped on another clock or ids than the agent's
     ├── ToolError                  a tool call that could not run (the model sees it as a failed result)
     │   └── ToolNotFoundError
     ├── SubagentError              spawn_subagent failures (the parent model sees a failed result)
@@ -97,12 +97,14 @@ class InvalidToolArgumentsError(InvalidInputError):
 
 
 class ForeignClockError(InvalidInputError):
-    """A state carries times the agent's clock has not reached: it was made on another clock
-    (outside the agent, on the system clock, say), so runs would not be byte-identical.
-    ``AgentLoop.check_clock`` raises it; ``field`` names the first such time."""
+    """A state carries times or ids the agent's clock and ids cannot have made: a time the clock
+    has not reached or that precedes its start, an id its factory did not hand out. It was made
+    on another clock or with other ids (outside the agent, on the system clock, say), so runs
+    would not be byte-identical. ``AgentLoop.check_clock`` raises it; ``field`` names the first
+    such time or id."""
 
     def __init__(self, problems: list[tuple[str, str]]) -> None:
-        super().__init__("state for this agent's clock", problems)
+        super().__init__("state for this agent's clock and ids", problems)
 
 
 class ToolError(AgentrigError):

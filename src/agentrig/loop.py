@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from contextlib import AbstractContextManager
-from datetime import datetime
 from typing import Any
 
 from agentrig._effects import Effect, Infer, UseTools, in_event_loop, step_of
+from agentrig._provenance import foreign_ids, foreign_times
 from agentrig.clock import Clock, IdFactory, SystemClock, UuidIds, runtime_context
 from agentrig.continuation import StopReason, StopSignal
 from agentrig.drivers.base import Driver, RetryCheck, StepRuntime
@@ -42,6 +42,7 @@ LOOP_SOURCE = "AgentLoop"
 # Hot-path enum constants: see "Enum members on the hot path" in docs/architecture.md.
 _BEFORE_STEP = HookTrigger.BEFORE_STEP
 _AFTER_STEP = HookTrigger.AFTER_STEP
+_BEFORE_INFERENCE_REQUEST = HookTrigger.BEFORE_INFERENCE_REQUEST
 
 
 class AgentLoop:
@@ -96,41 +97,45 @@ class AgentLoop:
             return state.with_user_message(message)
 
     def check_clock(self, state: AgentState) -> AgentState:
-        """``state`` unchanged when none of its times is later than this agent's clock reads;
-        otherwise a :class:`~agentrig.errors.ForeignClockError` naming each such time.
+        """``state`` unchanged when its times and ids can come from this agent's clock and ids;
+        otherwise a :class:`~agentrig.errors.ForeignClockError` naming each that cannot.
 
         A state made outside the agent (``AgentState()`` rather than ``agent.new_state()``)
-        takes the system clock's time, which a ``FakeClock`` has usually not reached: running
-        it would mix two clocks, and runs would no longer be byte-identical. Reading the clock
-        does not move it. A state made on a clock that is behind this one is not detected.
+        takes the system clock's time and a random id: running it would mix two clocks, and
+        runs would no longer be byte-identical. The rule: a time is foreign when it is later
+        than the clock reads, or earlier than the clock's ``start`` (``FakeClock.start``); an
+        id the runtime makes (agent, message, execution, step and tool execution ids) is
+        foreign when it is a UUID the id factory says it did not hand out (``SeededIds.issued``).
+        Ids a user or a provider chose are not checked; on the system clock and random UUIDs
+        only a time ahead of the clock is caught. Checking moves neither the clock nor the ids.
         """
-        now = self.clock.now()
-        problems = [
-            (
-                name,
-                f"{at.isoformat()} is later than the agent's clock {self.clock!r} reads "
-                f"({now.isoformat()}): the state was made on another clock; make it with "
-                "agent.new_state(text) and continue it with agent.continue_with(state, text)",
-            )
-            for name, at in _timestamps(state)
-            if at > now
-        ]
+        problems = [*foreign_times(state, self.clock), *foreign_ids(state, self.ids)]
         if problems:
             raise ForeignClockError(problems)
         return state
 
-    def next_request(self, state: AgentState) -> InferenceRequest:
+    def next_request(self, state: AgentState, *, hooks: bool = True) -> InferenceRequest | None:
         """What the model will see next: the request the next step from ``state`` would send,
         as the driver compiles it (system prompt first, then the compiler's messages: in inline
-        mode without other executions' traces; the tools, response format and LLM config). From
-        a finished state, that is the first step of the next execution.
+        mode without other executions' traces; the tools, response format and LLM config),
+        after the hooks that run before it change the state and the request; None when the
+        next step would send nothing (a hook stops the run, or fails, first).
 
-        The step builds its request with the same method, so the two cannot differ, except by
-        what hooks change first: this runs no hook, so a ``before_step`` hook's change (the
-        system prompt ``UseContextConfig`` sets on a fresh state, say) and a
-        ``before_inference_request`` hook's are not in it. The system message is made for the
-        answer, with an id the agent's id factory does not hand out: asking changes no later id.
-        Raises ``ConfigurationError`` for a driver without ``next_request(state, tools)``.
+        From a fresh or finished state, the next step is the first of a new execution: the
+        ``before_execution`` hooks run, then ``before_step`` and ``before_inference_request``.
+        From a state in progress (one ``iterate`` yielded), it is the next step of that
+        execution: ``before_step`` and ``before_inference_request`` only (running such a state
+        with ``execute`` again runs ``before_execution`` first, which this leaves out).
+
+        The hooks run on the state value, which is immutable: ``state`` is not changed, and
+        nothing they do to the state outlives the answer. They read the agent's clock and
+        report no events (``HookExecuted``). Ids (of the system message, of what a hook makes)
+        come from a fork of the agent's id factory when it has ``fork()`` (``SeededIds``: the
+        very ids the step will take), else from a throwaway source; asking takes no id from
+        the agent. What a hook does outside the state it returns (counting its calls, writing a
+        file, moving a ``FakeClock``) it does again here: pass ``hooks=False`` for the request
+        the driver builds from ``state`` alone. Raises ``ConfigurationError`` for a driver
+        without ``next_request(state, tools)``.
         """
         preview = getattr(self.driver, "next_request", None)
         if preview is None:
@@ -138,12 +143,22 @@ class AgentLoop:
                 f"the driver {self.driver!r} cannot say what it would send: it has no "
                 "next_request(state, tools) method (ToolCallingDriver has)"
             )
-        with runtime_context(clock=self.clock, ids=_PREVIEW_IDS):
-            status = state.status()
-            if status is not None and status.is_terminal():  # as the run starts a new execution
-                state = state.for_next_execution()
-            request: InferenceRequest = preview(state, self.tools)
-        return request
+        stack = self.hooks.with_events(None) if hooks else HookStack()
+        fork = getattr(self.ids, "fork", None)
+        ids: IdFactory = fork() if callable(fork) else _PREVIEW_IDS
+        with runtime_context(clock=self.clock, ids=ids):
+            ready = _before_request(state, stack)
+            if ready is None:
+                return None
+            request: InferenceRequest = preview(ready, self.tools)
+            if not stack.by_trigger[_BEFORE_INFERENCE_REQUEST]:
+                return request
+            context = _hooked(
+                stack, HookContext(_BEFORE_INFERENCE_REQUEST, ready, inference_request=request)
+            )
+        if context is None:
+            return None
+        return context.inference_request or request
 
     def execute(self, state: AgentState) -> AgentState:
         """Run to the end and return the final state."""
@@ -327,11 +342,7 @@ class AgentLoop:
 
     def _before_execution(self, state: AgentState) -> tuple[AgentState, bool]:
         """Start or resume the execution; returns the state and whether it stops before a step."""
-        status = state.status()
-        if status is not None and status.is_terminal():
-            state = state.for_next_execution()
-        state = state.with_execution_count(state.execution_count + 1)
-        state = state.with_execution_status(ExecutionStatus.IN_PROGRESS)
+        state = _entered(state)
         if self.events.wants(AgentExecutionStarted):
             self.events.dispatch(
                 AgentExecutionStarted.of(
@@ -547,6 +558,47 @@ class AgentLoop:
             return self._on_error(state, error)
 
 
+def _entered(state: AgentState) -> AgentState:
+    """``state`` as an execution starts or resumes from it: a finished one gives way to a new
+    execution; the count goes up and the status is in progress."""
+    status = state.status()
+    if status is not None and status.is_terminal():
+        state = state.for_next_execution()
+    state = state.with_execution_count(state.execution_count + 1)
+    return state.with_execution_status(ExecutionStatus.IN_PROGRESS)
+
+
+def _before_request(state: AgentState, hooks: HookStack) -> AgentState | None:
+    """The state the driver builds the next request from, as the loop prepares it (see
+    ``AgentLoop.next_request``), or None when the loop would stop before the step."""
+    status = state.status()
+    if status is None or status.is_terminal():  # the next step starts an execution
+        state = _entered(state)
+        carried = len(state.continuation().stop_signals)
+        context = _hooked(hooks, HookContext(HookTrigger.BEFORE_EXECUTION, state))
+        if context is None:
+            return None
+        continuation = context.state.continuation()
+        if continuation.should_stop() and len(continuation.stop_signals) > carried:
+            return None
+        state = context.state
+    context = _hooked(hooks, HookContext(_BEFORE_STEP, state))
+    if context is None or context.state.continuation().should_stop():
+        return None
+    return context.state.with_step_started()
+
+
+def _hooked(hooks: HookStack, context: HookContext) -> HookContext | None:
+    """``context`` after the hooks of its trigger, or None when one stops the run or fails
+    (the loop would then send nothing)."""
+    if not hooks.by_trigger[context.trigger]:
+        return context
+    try:
+        return hooks.intercept(context)
+    except Exception:  # AgentStop included: the run stops, or fails, before the request
+        return None
+
+
 def _listener_for(agent_id: str, heard: deque[AgentEvent]) -> Callable[[AgentEvent], None]:
     """A wiretap keeping the events of agent ``agent_id`` and of its subagents."""
 
@@ -573,19 +625,9 @@ def _with_errors_added(
     return state.with_execution(execution.evolve(errors=(*execution.errors, *added)))
 
 
-def _timestamps(state: AgentState) -> Iterator[tuple[str, datetime]]:
-    """The state's own times and its messages', each named by its field path."""
-    yield "created_at", state.created_at
-    if state.updated_at is not None:
-        yield "updated_at", state.updated_at
-    store = state.store()
-    for section in store.section_names():
-        for index, message in enumerate(store.messages_of(section)):
-            yield f"context.store.{section}[{index}].created_at", message.created_at
-
-
 class _PreviewIds:
-    """The ids of what ``next_request`` makes: fixed, so asking takes none from the agent."""
+    """The ids of what ``next_request`` makes when the agent's id factory cannot fork: fixed,
+    so asking takes none from the agent."""
 
     def new_id(self, kind: str) -> str:
         return f"next-request-{kind}"

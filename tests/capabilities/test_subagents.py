@@ -17,6 +17,7 @@ from agentrig import (
     EventBus,
     ExecutionBudget,
     ExecutionStatus,
+    InferenceRequest,
     InvalidToolArgumentsError,
     Role,
     StepRuntime,
@@ -35,6 +36,7 @@ from agentrig import (
     current_agent,
 )
 from agentrig.fakes import (
+    FunctionLLM,
     InvalidScriptError,
     ScriptedLLM,
     ScriptedTool,
@@ -386,6 +388,121 @@ class TestOneScriptedLLMForParentAndChildren:
         self.agent(make_agent, llm).execute(start())
         with pytest.raises(UnusedTurnsError, match=r"subagent 'researcher': scripted turn\(s\) 1"):
             llm.assert_complete()
+
+    def test_unused_turns_of_the_main_script_name_the_parent_agent(self, make_agent, start) -> None:
+        llm = ScriptedLLM(["done", "never asked"], subagents={"researcher": []})
+        self.agent(make_agent, llm).execute(start())
+        with pytest.raises(
+            UnusedTurnsError, match=r"ScriptedLLM for the parent agent: scripted turn\(s\) 2 "
+        ):
+            llm.assert_complete()
+
+    @staticmethod
+    def nested(make_agent: Any, llm: ScriptedLLM) -> Any:
+        """An agent that may spawn ``planner`` (which may spawn again) and ``research``."""
+        definitions = [
+            SubagentDefinition(name="planner", description="Plans."),
+            SubagentDefinition(name="research", description="Finds.", tools=("lookup",)),
+        ]
+        return make_agent(llm, [lookup], UseSubagents(definitions))
+
+    @staticmethod
+    def prompts(script: ScriptedLLM) -> list[str]:
+        return [request.messages[-1].content for request in script.requests]
+
+    @pytest.mark.parametrize("run_async", [False, True])
+    def test_a_path_key_scripts_a_nested_subagent_apart_from_its_namesake(
+        self, make_agent, start, run_async: bool
+    ) -> None:
+        llm = ScriptedLLM(
+            [spawn("research", "top"), spawn("planner", "plan"), reply("all done")],
+            subagents={
+                "research": [reply("top research")],
+                "planner": [spawn("research", "deep"), reply("planned")],
+                "planner/research": [reply("deep research")],
+            },
+        )
+        agent = self.nested(make_agent, llm)
+        state = start("go")
+        final = asyncio.run(agent.aexecute(state)) if run_async else agent.execute(state)
+        assert final.final_response().to_text() == "all done"
+        assert self.prompts(llm.subagents["research"]) == ["top"]
+        assert self.prompts(llm.subagents["planner/research"]) == ["deep"]
+        assert [s.tool_executions[0].content for s in final.steps()[:2]] == [
+            "top research",
+            "planned",
+        ]
+        llm.assert_complete()
+
+    def test_a_bare_name_scripts_that_subagent_at_any_depth(self, make_agent, start) -> None:
+        llm = ScriptedLLM(
+            [spawn("research", "top"), spawn("planner", "plan"), reply("all done")],
+            subagents={
+                "research": [reply("top research"), reply("deep research")],
+                "planner": [spawn("research", "deep"), reply("planned")],
+            },
+        )
+        self.nested(make_agent, llm).execute(start("go"))
+        assert self.prompts(llm.subagents["research"]) == ["top", "deep"]
+        llm.assert_complete()
+
+    def test_errors_name_a_nested_subagent_by_its_path_and_depth(self, make_agent, start) -> None:
+        seen: list[AgentIdentity] = []
+
+        def probe(q: str) -> str:
+            """Say who calls."""
+            seen.append(current_agent())
+            return q
+
+        definitions = [
+            SubagentDefinition(name="planner", description="Plans."),
+            SubagentDefinition(name="research", description="Finds."),
+        ]
+        llm = ScriptedLLM(
+            [spawn("planner", "plan"), reply("done")],
+            subagents={
+                "planner": [spawn("research", "deep"), reply("planned")],
+                "planner/research": [calls(("probe", {"q": "x"}))],
+            },
+        )
+        final = make_agent(llm, [probe], UseSubagents(definitions)).execute(start("go"))
+        assert seen == [AgentIdentity(name="research", depth=2, parents=("planner",))]
+        assert seen[0].path == "planner/research"
+        planner_step = llm.subagents["planner"].requests[1].messages[-1].content
+        assert (
+            "ScriptedLLM for subagent 'planner/research', asked by subagent 'planner/research' "
+            "(depth 2): call 2 was not scripted"
+        ) in planner_step
+        assert final.final_response().to_text() == "done"
+
+    def test_a_function_llm_s_bad_answer_names_the_subagent(self, make_agent, start) -> None:
+        def answers(request: InferenceRequest) -> Any:
+            if current_agent().is_root():
+                return spawn() if len(request.messages) == 1 else reply("done")
+            return None  # not an answer
+
+        final = self.agent(make_agent, FunctionLLM(answers)).execute(start("go"))
+        error = spawn_execution(final).error
+        assert error is not None
+        assert "answers, call 2 (asked by subagent 'researcher' (depth 1)): " in error
+        assert "must return an InferenceResponse, a Turn or a string, got NoneType" in error
+
+    @pytest.mark.parametrize("key", ["planner//research", "/research", "research/"])
+    def test_a_path_key_with_an_empty_name_is_refused(self, key: str) -> None:
+        with pytest.raises(InvalidScriptError, match="path of names joined by '/'"):
+            ScriptedLLM([], subagents={key: ["x"]})
+
+    def test_an_identity_knows_its_path(self) -> None:
+        planner = AgentIdentity().child("planner")
+        research = planner.child("research")
+        assert (planner.path, planner.depth) == ("planner", 1)
+        assert (research.path, research.depth, research.parents) == (
+            "planner/research",
+            2,
+            ("planner",),
+        )
+        assert str(research) == "subagent 'planner/research' (depth 2)"
+        assert AgentIdentity().path == ""
 
     def test_a_bad_subagents_mapping_is_refused(self) -> None:
         with pytest.raises(InvalidScriptError, match="subagents must map subagent names"):

@@ -686,3 +686,39 @@ def test_malformed_thinking_blocks_name_the_message_and_field(
         provider.request_body(request)
     assert raised.value.field == f"messages[2].provider_data.anthropic_thinking{field}"
     assert says in str(raised.value)
+
+
+MALFORMED_USAGES = [
+    {"input_tokens": -1},
+    {"input_tokens": "ten"},
+    {"output_tokens": 10**30},
+    {"output_tokens": 1.5},
+    {"cache_read_input_tokens": -3},
+    {"cache_creation_input_tokens": "x"},
+]
+
+
+@pytest.mark.parametrize("usage", MALFORMED_USAGES)
+def test_a_malformed_usage_is_a_provider_error(usage: dict[str, Any]) -> None:
+    server = FakeServer(message(text("hi"), **usage))
+    with pytest.raises(ProviderError, match="malformed usage") as raised:
+        server.provider().infer(InferenceRequest(messages=Messages.from_text("hi")))
+    assert raised.value.provider == "anthropic"
+    assert not isinstance(raised.value, InvalidInputError)
+
+
+@pytest.mark.parametrize("usage", MALFORMED_USAGES)
+def test_a_malformed_usage_in_a_stream_is_a_provider_error(usage: dict[str, Any]) -> None:
+    end = stream_end("end_turn", output_tokens=1)
+    end[0]["usage"] = {"output_tokens": 1, **usage}
+    reply = sse(
+        stream_start(),
+        {"type": "content_block_start", "index": 0, "content_block": text("")},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}},
+        {"type": "content_block_stop", "index": 0},
+        *end,
+    )
+    with pytest.raises(ProviderError, match="malformed usage") as raised:
+        FakeServer(reply).provider(stream=True).infer(InferenceRequest())
+    assert raised.value.provider == "anthropic"
+    assert not isinstance(raised.value, InvalidInputError)

@@ -1276,3 +1276,28 @@ def test_a_replay_whose_conversation_differs_is_a_mismatch(
         http_cassettes.use_http_cassette(path),
     ):
         run_agent(replay, "Look up z", [lookup])
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"input_tokens": -1},
+        {"input_tokens": "ten"},
+        {"output_tokens": 10**30},
+        {"output_tokens": 1.5},
+        {"input_tokens_details": {"cached_tokens": -3}},
+        {"input_tokens_details": {"cache_write_tokens": "x"}},
+        {"output_tokens_details": {"reasoning_tokens": "x"}},
+    ],
+)
+def test_a_malformed_usage_is_a_provider_error(
+    usage: dict[str, Any], stream: bool, mode: str
+) -> None:
+    fields = {"usage": {**USAGE, **usage}}
+    server = FakeServer(streamed(said("hi"), **fields) if stream else answer(said("hi"), **fields))
+    with pytest.raises(ProviderError, match="malformed usage") as raised:
+        infer(server, InferenceRequest(messages=CONVERSATION), mode, stream=stream)
+    assert raised.value.provider == "openai"
+    assert not isinstance(raised.value, InvalidInputError)

@@ -37,6 +37,12 @@ class TestFakeClock:
     def test_is_a_clock(self) -> None:
         assert isinstance(FakeClock(), Clock)
 
+    def test_remembers_where_it_started(self) -> None:
+        clock = FakeClock(datetime(2026, 3, 1, 2, tzinfo=timezone(timedelta(hours=2))))
+        clock.advance(60)
+        assert clock.start == datetime(2026, 3, 1, tzinfo=UTC)
+        assert clock.now() == clock.start + timedelta(minutes=1)
+
     def test_state_times_come_from_it(self) -> None:
         clock = FakeClock()
         with runtime_context(clock=clock):
@@ -63,6 +69,27 @@ class TestSeededIds:
 
     def test_is_an_id_factory(self) -> None:
         assert isinstance(SeededIds(), IdFactory)
+
+    def test_it_says_which_ids_it_handed_out(self) -> None:
+        ids = SeededIds(7)
+        first = ids.new_id("x")
+        assert (ids.count, ids.issued(first)) == (1, True)
+        upcoming = SeededIds(7)
+        upcoming.new_id("x")
+        second = upcoming.new_id("x")
+        assert not ids.issued(second)  # not yet handed out
+        assert ids.new_id("x") == second
+        assert (ids.count, ids.issued(second)) == (2, True)
+        assert not ids.issued(str(uuid.uuid4()))
+        assert ids.new_id("x") == upcoming.new_id("x")  # asking takes no id from the sequence
+
+    def test_a_fork_hands_out_the_next_ids_without_taking_them(self) -> None:
+        ids = SeededIds(4)
+        made = ids.new_id("x")
+        fork = ids.fork()
+        assert fork.issued(made)
+        assert [fork.new_id("x") for _ in range(3)] == [ids.new_id("x") for _ in range(3)]
+        assert (ids.count, fork.count) == (4, 4)
 
     def test_state_ids_come_from_it(self) -> None:
         with runtime_context(ids=SeededIds(9)):

@@ -216,7 +216,8 @@ class TestFunctionLLMMistakes:
         llm.infer(request())
         with pytest.raises(InvalidScriptError) as raised:
             llm.infer(request())
-        assert str(raised.value).startswith("answers, call 2: ")
+        assert str(raised.value).startswith("answers, call 2")
+        assert "(asked by the parent agent)" in str(raised.value)
         assert reason in str(raised.value)
         assert raised.value.turn == 2
 

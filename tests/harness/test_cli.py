@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 from textwrap import dedent
@@ -453,3 +455,71 @@ def test_an_explicit_workers_option_wins(suite: Path, tmp_path: Path) -> None:
     code, output = invoke("run", suite, "--workers", "2", "--report-dir", tmp_path / "out")
     assert code == 0, output
     assert "4 passed, 0 failed" in output
+
+
+SURROGATE_PLUGIN = """\
+from agentrig.harness import register_invariant
+from agentrig.harness.checks.invariant import Invariant
+
+
+@register_invariant
+class OddText(Invariant):
+    name = "odd_text"
+    description = "Fails with a lone surrogate in its message, as text a run produced may hold."
+    final_only = True
+
+    def check(self, observation):
+        yield "saw \\ud800 here"
+"""
+
+
+def agentrig_script(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The ``agentrig`` script (its ``main``) in a process whose terminal encoding is strict
+    UTF-8, as a real terminal's is; what it prints is read back as UTF-8."""
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    return subprocess.run(
+        [sys.executable, "-c", "from agentrig.harness.cli import main; main()", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        encoding="utf-8",
+        timeout=120,
+    )
+
+
+class TestALoneSurrogateOnTheTerminal:
+    """A lone surrogate is shown as its escape on the terminal: never a crash that leaves no
+    report behind."""
+
+    def test_text_a_run_produced_is_printed_escaped_and_every_report_is_written(
+        self, tmp_path: Path
+    ) -> None:
+        write(tmp_path, "odd", PASSING.format(name="odd", tag="odd"))
+        (tmp_path / "surrogate_plugin.py").write_text(SURROGATE_PLUGIN, encoding="utf-8")
+        done = agentrig_script(
+            "run",
+            "odd.scenario.yaml",
+            "--plugin",
+            "surrogate_plugin",
+            "--report-dir",
+            "out",
+            cwd=tmp_path,
+        )
+        assert done.returncode == 1, done.stderr
+        assert "Traceback" not in done.stderr
+        assert "[invariant: odd_text] turn 1" in done.stdout
+        assert "saw \\ud800 here" in done.stdout
+        assert "0 passed, 1 failed" in done.stdout
+        reports = sorted(path.name for path in (tmp_path / "out").iterdir())
+        assert reports == ["junit.xml", "report.html", "report.json", "report.md"]
+        for name in ("report.json", "report.md", "report.html"):
+            assert "saw \\ud800 here" in (tmp_path / "out" / name).read_text(encoding="utf-8")
+
+    def test_an_escaped_one_in_a_scenario_file_is_a_located_error(self, tmp_path: Path) -> None:
+        text = PASSING.format(name="odd", tag="odd").replace("user: ping", 'user: "pi\\ud800ng"')
+        write(tmp_path, "odd", text)
+        done = agentrig_script("run", "odd.scenario.yaml", "--report-dir", "out", cwd=tmp_path)
+        assert done.returncode == 2, done.stdout
+        assert "Traceback" not in done.stderr
+        assert "odd.scenario.yaml:10:11:" in done.stderr
+        assert "lone surrogate" in done.stderr

@@ -9,11 +9,11 @@ parent's cancellation sources (``UseCooperativeCancellation``) at its own checkp
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agentrig.budget import ExecutionBudget
-from agentrig.caller import AgentIdentity, running_as
+from agentrig.caller import current_agent, running_as
 from agentrig.capabilities.cancellation import CancellationSource, UseCooperativeCancellation
 from agentrig.capabilities.guards import UseGuards
 from agentrig.drivers.base import Driver
@@ -156,7 +156,9 @@ class SpawnSubagentTool(Tool):
                     tool_call_id=context.tool_call.id,
                 )
             )
-        with running_as(AgentIdentity(name=name, depth=self.depth + 1)):
+        # The depth is this tool's (its agent's plus one); the path, the running agent's.
+        identity = replace(current_agent().child(name), depth=self.depth + 1)
+        with running_as(identity):
             final = child.execute(self._child_state(definition, prompt, context))
         if events.wants(SubagentCompleted):
             events.dispatch(

@@ -398,13 +398,18 @@ class ResponseAssembler:
             return Usage()
         inputs = getattr(usage, "input_tokens_details", None)
         outputs = getattr(usage, "output_tokens_details", None)
-        return Usage(
-            input_tokens=usage.input_tokens or 0,
-            output_tokens=usage.output_tokens or 0,
-            cache_read_tokens=getattr(inputs, "cached_tokens", None) or 0,
-            cache_write_tokens=getattr(inputs, "cache_write_tokens", None) or 0,
-            reasoning_tokens=getattr(outputs, "reasoning_tokens", None) or 0,
-        )
+        try:
+            return Usage(
+                input_tokens=getattr(usage, "input_tokens", None) or 0,
+                output_tokens=getattr(usage, "output_tokens", None) or 0,
+                cache_read_tokens=getattr(inputs, "cached_tokens", None) or 0,
+                cache_write_tokens=getattr(inputs, "cache_write_tokens", None) or 0,
+                reasoning_tokens=getattr(outputs, "reasoning_tokens", None) or 0,
+            )
+        except InvalidInputError as error:  # the API's answer is malformed, not the caller's input
+            raise ProviderError(
+                f"openai response has a malformed usage: {error}", provider="openai"
+            ) from None
 
 
 def _empty(kind: str) -> dict[str, Any]:

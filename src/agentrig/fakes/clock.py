@@ -20,6 +20,7 @@ class FakeClock:
 
     def __init__(self, start: datetime = DEFAULT_START) -> None:
         self._now = _aware(start, "start", "FakeClock start")
+        self._start = self._now
         self._sleepers: list[tuple[datetime, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
         self._registered = 0  # sleeps registered so far: the waker waits until none arrive
@@ -28,6 +29,12 @@ class FakeClock:
     def now(self) -> datetime:
         """The fake current time."""
         return self._now
+
+    @property
+    def start(self) -> datetime:
+        """The time the clock started at: it never reads an earlier one, so
+        ``AgentLoop.check_clock`` takes an earlier time in a state for another clock's."""
+        return self._start
 
     def advance(self, seconds: float) -> datetime:
         """Move forward by ``seconds`` (a finite number >= 0) and return the new time."""
@@ -136,10 +143,41 @@ class SeededIds:
             raise InvalidInputError("SeededIds seed", [("seed", reason)])
         self.seed = seed
         self._random = random.Random(seed)
+        self._count = 0
+        # What ``issued`` compares with: the first ``_count`` ids, replayed from the seed when
+        # asked, so handing out an id costs only the count.
+        self._replay: random.Random | None = None
+        self._replayed: set[str] = set()
+        self._replayed_count = 0
 
     def new_id(self, kind: str) -> str:
         """The next id."""
+        self._count += 1
         return format_uuid4(self._random.getrandbits(128))
+
+    @property
+    def count(self) -> int:
+        """How many ids this factory has handed out."""
+        return self._count
+
+    def fork(self) -> SeededIds:
+        """An independent factory that hands out the ids this one would hand out next (and
+        says it issued those this one did): ``AgentLoop.next_request`` runs hooks on one, so
+        what they make has the ids of the real step, and asking takes no id from the agent."""
+        forked = SeededIds(self.seed)
+        forked._random.setstate(self._random.getstate())
+        forked._count = self._count
+        return forked
+
+    def issued(self, value: str) -> bool:
+        """True when this factory has handed out ``value`` (``AgentLoop.check_clock`` takes a
+        UUID it did not hand out for an id made elsewhere)."""
+        if self._replay is None:
+            self._replay = random.Random(self.seed)
+        while self._replayed_count < self._count:
+            self._replayed.add(format_uuid4(self._replay.getrandbits(128)))
+            self._replayed_count += 1
+        return value in self._replayed
 
     def __repr__(self) -> str:
         return f"SeededIds(seed={self.seed})"

@@ -291,14 +291,20 @@ class ScriptedLLM(_Recorder):
     ) -> None:
         super().__init__(clock)
         self.name = name
+        self._owner = " for the parent agent"  # what unused turns name; "" in a subagent's script
         self.subagents: dict[str, ScriptedLLM] = {
             agent: ScriptedLLM(
                 script, clock=clock, name=f"{name} for subagent '{agent}'", chunking=chunking
             )
             for agent, script in _checked_subagents(subagents, name).items()
         }
-        """The script of each subagent named in ``subagents``: that subagent's calls play its
-        turns (and are recorded there), at any depth; other agents play the main script."""
+        """The script of each subagent key in ``subagents``: a path (``"planner/research"``,
+        the subagent ``research`` that ``planner`` spawned) is that subagent only; a bare name
+        (``"research"``) is every subagent of that name, at any depth, that no path names. The
+        calls of such a subagent play its turns (and are recorded there); other agents play
+        the main script."""
+        for script in self.subagents.values():
+            script._owner = ""
         try:
             self.chunking = Chunking(chunking)
         except ValueError:
@@ -335,10 +341,12 @@ class ScriptedLLM(_Recorder):
         return self.remaining == 0
 
     def _script_of(self, agent: AgentIdentity) -> ScriptedLLM | None:
-        """The subagent script ``agent`` plays, or None for the main script."""
+        """The subagent script ``agent`` plays: the one of its path, else of its name; None
+        for the main script."""
         if agent.name is None:
             return None
-        return self.subagents.get(agent.name)
+        own = self.subagents.get(agent.path)
+        return own if own is not None else self.subagents.get(agent.name)
 
     def infer(self, request: InferenceRequest) -> InferenceResponse:
         """Play the next turn (its latency advances the clock)."""
@@ -381,7 +389,8 @@ class ScriptedLLM(_Recorder):
         """Raise ``UnusedTurnsError`` when some turns were never played (of the main script
         first, then of each subagent's, which the error names)."""
         if self.remaining:
-            raise UnusedTurnsError(self.name, list(range(self._next + 1, len(self.turns) + 1)))
+            unused = list(range(self._next + 1, len(self.turns) + 1))
+            raise UnusedTurnsError(f"{self.name}{self._owner}", unused)
         for script in self.subagents.values():
             script.assert_complete()
 
@@ -427,7 +436,7 @@ class FunctionLLM(_Recorder):
     def _answer(self, request: InferenceRequest) -> InferenceResponse:
         answer = self.function(request)
         if inspect.isawaitable(answer):
-            answer = run_coroutine(answer, f"FunctionLLM {self.name}")
+            answer = run_coroutine(answer, f"FunctionLLM {self.name} (asked by {current_agent()})")
         turn = self._checked(answer)
         if isinstance(turn, InferenceResponse):
             return turn
@@ -439,7 +448,7 @@ class FunctionLLM(_Recorder):
         if isinstance(answer, InferenceResponse):
             return answer
         number = len(self._log) + 1
-        where = f"{self.name}, call {number}"
+        where = f"{self.name}, call {number} (asked by {current_agent()})"
         if not isinstance(answer, str | Turn):
             reason = (
                 "the function must return an InferenceResponse, a Turn or a string, "
@@ -471,6 +480,12 @@ def _checked_subagents(
     for agent in subagents:
         if not isinstance(agent, str) or not agent:
             reason = f"subagents: a subagent name must be a non-empty string, got {agent!r}"
+            raise InvalidScriptError(None, reason, where=name)
+        if "" in agent.split("/"):
+            reason = (
+                f"subagents: {agent!r} is not a subagent name nor a path of names joined by "
+                "'/' (like 'planner/research')"
+            )
             raise InvalidScriptError(None, reason, where=name)
     return subagents
 

@@ -139,6 +139,9 @@ class Agent:
             self.yielded.append(yielded)
             if previous is not None:
                 self.checker.observe(previous, is_final=False)
+            status = yielded.status()
+            if status is None or not status.is_terminal():
+                self.checker.foresee(yielded)  # while the loop waits here
             previous = yielded
         assert previous is not None
         self.checker.observe(previous, is_final=True)

@@ -448,17 +448,35 @@ class TestInferenceView:
             wrap_driver=PreviewWithoutTheLastMessage,
         )
         agent.say("hi")
-        assert_violation(
+        assert_violation(  # the first step is compared too, with the state the run started from
             agent,
             "inference_view",
             turn=1,
-            step=2,
-            contains="step 2 sent the model",
+            step=1,
+            contains="step 1 sent the model",
         )
-        assert (
-            "but next_request() on the state before it said"
-            in agent.of("inference_view")[0].message
+        messages = [violation.message for violation in agent.of("inference_view")]
+        assert [m.split(" sent")[0] for m in messages] == ["step 1", "step 2", "step 3"]
+        assert all("but next_request() on the state before it said" in m for m in messages)
+
+    def test_the_first_step_is_compared_with_hooks_that_change_its_request(self) -> None:
+        def greet(ctx: HookContext) -> HookContext:
+            return ctx.with_state(ctx.state.with_user_message("(new session)"))
+
+        agent = Agent(
+            [call("lookup", q="a"), "one", "two"],
+            capabilities=[UseContextConfig("Be brief.")],
+            hooks=[(greet, "before_execution")],
         )
+        agent.say("first")
+        agent.say("second")
+        assert agent.of("inference_view") == []
+        first_step = agent.yielded[0].steps()[0]
+        assert [m.content for m in first_step.input_messages] == [
+            "Be brief.",
+            "first",
+            "(new session)",
+        ]
 
     def test_holds_when_a_refused_tool_call_was_retried(self) -> None:
         agent = Agent(

@@ -76,6 +76,11 @@ def test_a_multi_turn_conversation_plays_each_turns_script(
         (2, "tool_result"),
         (2, "assistant"),
     ]
+    # The agent resent its whole conversation four times; the session keeps each item once.
+    exchanges = handle.endpoint.session(handle.api_key).exchanges
+    kept = [message for exchange in exchanges for message in exchange.conversation]
+    assert len(kept) == 1 + 3 + 5 + 7
+    assert len({id(message) for message in kept}) == 7
 
 
 def test_a_turn_never_reached_and_unused_replies_fail(

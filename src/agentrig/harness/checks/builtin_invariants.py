@@ -6,14 +6,13 @@ scenario's ``invariants: {only: [...], exclude: [...]}`` lists.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from agentrig import (
     AgentState,
     AgentStepType,
     ExecutionBudget,
     ExecutionStatus,
-    InferenceRequest,
     InvalidInputError,
     Message,
     Role,
@@ -140,36 +139,51 @@ class InferenceView(Invariant):
             if foreign:
                 yield f"step {number} sent the model {len(foreign)} trace message(s) of another execution"
         if observation.next_request is not None:
-            yield from self._next_request(observation, observation.next_request)
+            yield from self._next_request(observation)
 
-    def _next_request(
-        self, observation: Observation, next_request: Callable[[AgentState], InferenceRequest]
-    ) -> Iterator[str]:
+    def _next_request(self, observation: Observation) -> Iterator[str]:
         """What ``AgentLoop.next_request`` says the model will see holds no other execution's
-        trace, and is what the step from the previous state sent (hooks that change the
-        request or the context before a step aside: the scenario agents have none)."""
+        trace, and is what the step from the state before sent: the state the loop yielded
+        before, or for the execution's first step the state it started from (the hooks that
+        run before a step, ``before_execution`` for the first, are in both)."""
         state = observation.state
         if not observation.is_final:
             current = state.execution_id()
-            ahead = next_request(state).messages
-            foreign = [m for m in ahead if m.is_trace and m.execution_id != current]
+            ahead = observation.request_after(state)
+            foreign = [
+                m
+                for m in (ahead.messages if ahead else ())
+                if m.is_trace and m.execution_id != current
+            ]
             if foreign:
                 yield (
                     f"the next request would send the model {len(foreign)} trace message(s) "
                     "of another execution"
                 )
         previous = observation.previous
-        if previous is None:
-            return
+        if previous is not None:
+            number = previous.step_count() + 1
+        else:
+            previous = observation.initial
+            status = previous.status()
+            number = 1 if status is None or status.is_terminal() else previous.step_count() + 1
         steps = observation.all_steps()
-        number = previous.step_count() + 1
         if len(steps) < number or not steps[number - 1].input_messages:
             return
+        known = {m.id for name in INFERENCE_ORDER for m in previous.store().messages_of(name)}
         # A retry after a refused tool call adds its own messages after the predicted ones.
         sent = _seen(
-            m for m in steps[number - 1].input_messages if CORRECTION_KEY not in m.metadata
+            (m for m in steps[number - 1].input_messages if CORRECTION_KEY not in m.metadata),
+            known,
         )
-        predicted = _seen(next_request(previous).messages)
+        request = observation.request_after(previous)
+        if request is None:
+            yield (
+                f"step {number} sent the model {sent}, but next_request() on the state before it "
+                "said the step would send nothing"
+            )
+            return
+        predicted = _seen(request.messages, known)
         if sent != predicted:
             yield (
                 f"step {number} sent the model {sent}, but next_request() on the state before it "
@@ -177,10 +191,14 @@ class InferenceView(Invariant):
             )
 
 
-def _seen(messages: Iterable[Message]) -> list[str]:
-    """Messages as the model sees them, comparably: by id; a system message (made anew for each
-    request) by its text."""
-    return [f"system: {m.content!r}" if m.role is Role.SYSTEM else m.id for m in messages]
+def _seen(messages: Iterable[Message], known: set[str]) -> list[str]:
+    """Messages as the model sees them, comparably: a message of the state before the step by
+    its id; one made for the request (the system message, one a hook added, whose id depends
+    on when it was made) by its role and text."""
+    return [
+        m.id if m.id in known and m.role is not Role.SYSTEM else f"{m.role.value}: {m.content!r}"
+        for m in messages
+    ]
 
 
 @register_invariant

@@ -9,8 +9,8 @@ problem descriptions. Invariants are registered by name (the built-ins in
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from difflib import get_close_matches
 from typing import ClassVar, TypeVar
 
@@ -53,9 +53,22 @@ class Observation:
     is_final: bool
     trace_mode: TraceMode = TraceMode.SEPARATED
     budget: ExecutionBudget | None = None
-    next_request: Callable[[AgentState], InferenceRequest] | None = None
-    """The agent's ``AgentLoop.next_request`` (what a step from a state sends the model), when
-    the checker knows the loop; None otherwise."""
+    next_request: Callable[[AgentState], InferenceRequest | None] | None = None
+    """The agent's ``AgentLoop.next_request`` (what a step from a state sends the model, None
+    when it sends nothing), when the checker knows the loop; None otherwise."""
+    foreseen: Mapping[int, tuple[AgentState, InferenceRequest | None]] = field(default_factory=dict)
+    """``next_request`` of each state, asked while the loop waited at it, by ``id(state)``
+    (see ``InvariantChecker.foresee``)."""
+
+    def request_after(self, state: AgentState) -> InferenceRequest | None:
+        """What the step from ``state`` sent or will send: ``next_request(state)`` as asked
+        while the loop waited at ``state`` (the hooks it runs read the clock and ids of that
+        moment), else asked now. Only when ``next_request`` is set."""
+        assert self.next_request is not None
+        known = self.foreseen.get(id(state))
+        if known is not None and known[0] is state:
+            return known[1]
+        return self.next_request(state)
 
     @property
     def step(self) -> int:
@@ -144,7 +157,7 @@ class InvariantChecker:
         *,
         trace_mode: TraceMode = TraceMode.SEPARATED,
         budget: ExecutionBudget | None = None,
-        next_request: Callable[[AgentState], InferenceRequest] | None = None,
+        next_request: Callable[[AgentState], InferenceRequest | None] | None = None,
     ) -> None:
         self.invariants = list(invariants) if invariants is not None else select_invariants()
         self.trace_mode = trace_mode
@@ -157,15 +170,27 @@ class InvariantChecker:
         self._initial: AgentState | None = None
         self._states: list[AgentState] = []
         self._snapshots: list[str] = []
+        self._foreseen: dict[int, tuple[AgentState, InferenceRequest | None]] = {}
         self.events: list[AgentEvent] = []
 
     def begin(self, turn: int, initial: AgentState) -> None:
-        """Start observing execution ``turn`` (1-based) that begins from ``initial``."""
+        """Start observing execution ``turn`` (1-based) that begins from ``initial``; call it
+        before the run starts (it foresees the first step)."""
         self._turn = turn
         self._initial = initial
         self._states = []
         self._snapshots = []
+        self._foreseen = {}
         self.events = []
+        self.foresee(initial)
+
+    def foresee(self, state: AgentState) -> None:
+        """Ask ``next_request`` what the step from ``state`` will send, now, while the loop
+        waits at ``state``: the hooks it runs (a budget guard, say) read the clock and ids of
+        this moment, which the run moves on from. ``observe`` does it for a state not foreseen
+        yet; call it when the loop yields a state you will ``observe`` only later."""
+        if self.next_request is not None and id(state) not in self._foreseen:
+            self._foreseen[id(state)] = (state, self.next_request(state))
 
     def record_event(self, event: AgentEvent) -> None:
         """Give the checker an event of the current execution (use as a wiretap)."""
@@ -182,6 +207,8 @@ class InvariantChecker:
         """
         if self._initial is None:
             raise InvariantError("InvariantChecker.observe() called before begin()")
+        if not is_final:
+            self.foresee(state)
         self._states.append(state)
         self._snapshots.append(snapshot if snapshot is not None else snapshot_of(state))
         observation = Observation(
@@ -195,6 +222,7 @@ class InvariantChecker:
             trace_mode=self.trace_mode,
             budget=self.budget,
             next_request=self.next_request,
+            foreseen=self._foreseen,
         )
         found: list[Violation] = []
         for invariant in self.invariants:

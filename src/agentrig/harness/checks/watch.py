@@ -30,7 +30,7 @@ def watch(agent: ScenarioAgent, invariants: Sequence[Invariant]) -> InvariantChe
     return checker
 
 
-def _next_request_of(loop: AgentLoop) -> Callable[[AgentState], InferenceRequest] | None:
+def _next_request_of(loop: AgentLoop) -> Callable[[AgentState], InferenceRequest | None] | None:
     """``loop.next_request`` when its driver can answer it."""
     return loop.next_request if hasattr(loop.driver, "next_request") else None
 
@@ -84,6 +84,8 @@ def run_checked(
                 checker.observe(run.states[-1], is_final=False, snapshot=snapshot)
             run.states.append(item)
             snapshot = snapshot_of(item)
+            if not is_terminal(item):
+                checker.foresee(item)  # while the loop waits here, as the next step will find it
     finally:
         close = getattr(iterator, "close", None)
         if close is not None:

@@ -65,7 +65,10 @@ def item(message: Message) -> dict[str, Any]:
     return entry
 
 
-def _same(expected: Message, sent: Message) -> bool:
+def same_item(expected: Message, sent: Message) -> bool:
+    """Whether ``sent`` carries ``expected`` unchanged (as ``history_grows`` compares them: the
+    content without surrounding whitespace, tool calls by id, name and arguments, tool results by
+    call id and content)."""
     if expected.role is not sent.role or expected.content.strip() != sent.content.strip():
         return False
     if len(expected.tool_calls) != len(sent.tool_calls):
@@ -99,7 +102,7 @@ def history_grows(view: WireView) -> Iterator[Violation]:
                 [],
             )
             return
-        if not _same(expected, sent[index]):
+        if not same_item(expected, sent[index]):
             yield Violation(
                 "history_grows",
                 f"conversation item {index + 1} differs from what was sent or answered before",

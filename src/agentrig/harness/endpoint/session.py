@@ -20,6 +20,7 @@ from agentrig.harness.endpoint.invariants import (
     WIRE_INVARIANTS,
     Violation,
     WireView,
+    same_item,
     selected,
 )
 from agentrig.harness.endpoint.wire import response_id
@@ -121,11 +122,12 @@ class EndpointSession:
             )
             turn = self._turn_of(conversation)
             plan = self._choose(number, turn, request)
+            history = self._expected_history()
             if turn <= len(self.scenario.turns):
-                self._check(number, turn, _with_context(request, conversation, system), plan)
-            self.exchanges.append(
-                Exchange(number, turn, request.format, system, conversation, plan)
-            )
+                request = _with_context(request, conversation, system)
+                self._check(number, turn, request, history, plan)
+            kept = _sharing(conversation, history)
+            self.exchanges.append(Exchange(number, turn, request.format, system, kept, plan))
             return plan
 
     def unreadable(self, message: str) -> None:
@@ -192,13 +194,20 @@ class EndpointSession:
 
     # --- checking ------------------------------------------------------------------------
 
-    def _check(self, number: int, turn: int, request: WireRequest, plan: Plan) -> None:
+    def _check(
+        self,
+        number: int,
+        turn: int,
+        request: WireRequest,
+        history: tuple[Message, ...] | None,
+        plan: Plan,
+    ) -> None:
         """Run the selected invariants on ``request`` (its conversation and system prompt as
         the endpoint understands them)."""
         spec = self.scenario.turns[turn - 1]
         view = WireView(
             request=request,
-            expected_history=self._expected_history(),
+            expected_history=history,
             answer=plan.answer,
             expected_model=self.scenario.agent.model,
             expected_system=self.scenario.agent.system_prompt or None,
@@ -438,6 +447,22 @@ def _with_context(
     if messages is request.messages and system == request.system:
         return request
     return replace(request, messages=messages, system=system)
+
+
+def _sharing(
+    conversation: tuple[Message, ...], history: tuple[Message, ...] | None
+) -> tuple[Message, ...]:
+    """``conversation`` with each leading item that repeats ``history`` unchanged replaced by
+    history's own object: a session keeps each message once, not once for every later request
+    that carries it again (an agent resends its whole conversation on every call)."""
+    shared = 0
+    for expected, sent in zip(history or (), conversation, strict=False):
+        if expected is not sent and not same_item(expected, sent):
+            break
+        shared += 1
+    if shared == 0:
+        return conversation
+    return (*history[:shared], *conversation[shared:]) if history else conversation
 
 
 def _new_items(exchange: Exchange, previous: Exchange | None) -> tuple[Message, ...]:

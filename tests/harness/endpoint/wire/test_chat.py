@@ -329,6 +329,7 @@ def test_a_whole_conversation_is_read() -> None:
         ("weather", "The weather.", {"type": "object", "properties": {"city": {"type": "string"}}}),
         ("time", "", {}),
     ]
+    assert [t.strict for t in request.tools] == [True, False]
     assert (request.stream, request.include_usage) == (True, True)
     assert request.settings == {"temperature": 0.2, "tool_choice": "auto"}
 

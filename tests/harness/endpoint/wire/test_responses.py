@@ -293,6 +293,7 @@ def test_a_whole_conversation_is_read() -> None:
         ("weather", "The weather.", {"type": "object", "properties": {"city": {"type": "string"}}}),
         ("time", "", {}),
     ]
+    assert [t.strict for t in request.tools] == [True, False]
     assert request.stream is True
     assert request.settings == {"store": False, "reasoning": {"effort": "low"}}
 

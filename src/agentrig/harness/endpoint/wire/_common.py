@@ -205,11 +205,15 @@ def tool_call(
     return ToolCall._trusted(id=call_id, name=name, arguments=arguments)
 
 
-def tool_schema(name: str, description: str, parameters: dict[str, Any], path: str) -> ToolSchema:
+def tool_schema(
+    name: str, description: str, parameters: dict[str, Any], path: str, *, strict: bool = False
+) -> ToolSchema:
     """A ``ToolSchema``; an empty name is an error of the field at ``path``."""
     if not name:
         raise fail(join(path, "name"), "empty")
-    return ToolSchema._trusted(name=name, description=description, parameters=parameters)
+    return ToolSchema._trusted(
+        name=name, description=description, parameters=parameters, strict=strict
+    )
 
 
 def tool_message(

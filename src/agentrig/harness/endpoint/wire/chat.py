@@ -267,6 +267,7 @@ def _tools(data: dict[str, Any]) -> tuple[ToolSchema, ...]:
                 optional(function, "description", str, "", function_where),
                 optional(function, "parameters", dict, {}, function_where),
                 function_where,
+                strict=optional(function, "strict", bool, False, function_where),
             )
         )
     return tuple(schemas)

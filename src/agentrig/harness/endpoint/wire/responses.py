@@ -334,6 +334,7 @@ def _tools(data: dict[str, Any]) -> tuple[ToolSchema, ...]:
                 optional(tool, "description", str, "", where),
                 optional(tool, "parameters", dict, {}, where),
                 where,
+                strict=optional(tool, "strict", bool, False, where),
             )
         )
     return tuple(schemas)
