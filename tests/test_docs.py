@@ -12,7 +12,9 @@ The rules a doc writer follows (one test item per block, named ``docs/x.md:LINE`
   names (put an explanation on a comment line of its own). A block that defines pytest tests
   (``def test_*``, ``Test*``) is also written out as a test module (the doc's python blocks so far,
   at their doc line numbers; ``test_example.py`` unless marked ``<!-- file: NAME -->``, in which
-  case the block goes to that file, e.g. a ``conftest.py``) and its tests run under pytest with
+  case the block goes to that file, e.g. a ``conftest.py``; a block so marked is written out at
+  once, tests or not, and the doc's directory is on ``sys.path`` while its blocks run, as the
+  current folder is for ``python -m``) and its tests run under pytest with
   agentrig's plugin: first with ``--agentrig-record-mode=once --snapshot-update``, then, when
   that wrote files (cassettes, snapshots), again as a plain ``pytest`` run that replays them.
 - **yaml** blocks with ``name:`` and ``turns:`` are scenarios: loaded and run; they must pass.
@@ -234,10 +236,12 @@ class DocRun:
         before, saved = Path.cwd(), {key: os.environ.get(key) for key in DUMMY_ENV}
         os.chdir(self.workdir)
         os.environ.update(DUMMY_ENV)
+        sys.path.insert(0, str(self.workdir))
         try:
             with block_real_llm_calls():
                 yield
         finally:
+            sys.path.remove(str(self.workdir))
             os.chdir(before)
             for key, value in saved.items():
                 if value is None:
@@ -260,8 +264,9 @@ class DocRun:
         name = block.mark("file") or DEFAULT_MODULE
         self.files.setdefault(name, []).append(block)
         tests = defined_tests(block)
-        if tests:
+        if tests or block.mark("file") is not None:
             module = self.write_module(name)
+        if tests:
             self.written = self.run_tests([f"{module.name}::{test}" for test in tests])
 
     def write_module(self, name: str) -> Path:

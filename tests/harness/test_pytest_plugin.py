@@ -163,3 +163,146 @@ def test_scenarios_run_under_xdist(pytester: pytest.Pytester) -> None:
         add_scenario(pytester, f"scenarios/s{index}.scenario.yaml", f"s{index}")
     result = pytester.runpytest_subprocess("--agentrig-scenarios", "-n", "2")
     result.assert_outcomes(passed=4)
+
+
+# --- the user's agent ------------------------------------------------------------------------
+
+AGENT = '''
+import agentrig as ar
+
+
+@ar.tool
+def get_weather(city: str) -> str:
+    """Current weather (the real tool)."""
+    return f"real weather in {city}"
+
+
+def build():
+    return ar.AgentBuilder.base().with_tools([get_weather])
+'''
+
+WEATHER = """\
+name: {name}
+agent:
+  trace_mode: inline{builder}
+  tools:
+    get_weather:
+      params: {{city: string}}
+      replies: [{{return: scripted weather}}]
+turns:
+  - user: Weather in Paris?
+    model:
+      - call: get_weather(city=Paris)
+      - say: Sunny.
+    expect:
+      messages: [user, assistant, {{role: tool, contains: {wanted}}}, assistant]
+"""
+
+
+def add_weather(
+    pytester: pytest.Pytester, name: str, wanted: str = "real weather", builder: str = ""
+) -> None:
+    text = WEATHER.format(name=name, wanted=wanted, builder=builder)
+    pytester.path.joinpath(f"{name}.scenario.yaml").write_text(text, encoding="utf-8")
+
+
+def test_the_agentrig_builder_fixture_gives_the_agent_collected_scenarios_run(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(my_agent=AGENT)
+    pytester.makeconftest(
+        """
+        import pytest
+        import my_agent
+
+
+        @pytest.fixture
+        def agentrig_builder():
+            return my_agent.build()
+        """
+    )
+    add_weather(pytester, "real")
+    result = pytester.runpytest("--agentrig-scenarios", "-v")
+    result.assert_outcomes(passed=1)
+
+
+def test_the_fixture_may_choose_a_builder_per_scenario(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(my_agent=AGENT)
+    pytester.makeconftest(
+        """
+        import pytest
+        import my_agent
+
+
+        @pytest.fixture(scope="session")
+        def agentrig_builder():
+            return lambda scenario: None if "scripted" in scenario.name else my_agent.build()
+        """
+    )
+    add_weather(pytester, "real")
+    add_weather(pytester, "only-scripted", wanted="scripted weather")
+    pytester.runpytest("--agentrig-scenarios").assert_outcomes(passed=2)
+
+
+def test_a_file_naming_its_builder_runs_it_under_pytest(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(my_agent=AGENT)
+    pytester.makeconftest(
+        """
+        import pytest
+        import agentrig as ar
+
+
+        @pytest.fixture
+        def agentrig_builder():
+            return ar.AgentBuilder.base()  # scripted tools: the file's builder wins
+        """
+    )
+    add_weather(pytester, "named", builder="\n  builder: my_agent:build")
+    pytester.runpytest("--agentrig-scenarios").assert_outcomes(passed=1)
+
+
+def test_scenario_items_get_module_scoped_fixtures(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(my_agent=AGENT)
+    pytester.makeconftest(
+        """
+        import pytest
+        import my_agent
+
+
+        @pytest.fixture(scope="module")
+        def tools_module(request):
+            return my_agent
+
+
+        @pytest.fixture(autouse=True, scope="module")
+        def used_by_every_test(tools_module):
+            yield
+
+
+        @pytest.fixture
+        def agentrig_builder(tools_module, tmp_path):
+            return tools_module.build()
+        """
+    )
+    add_weather(pytester, "real")
+    pytester.runpytest("--agentrig-scenarios").assert_outcomes(passed=1)
+
+
+def test_a_fixture_giving_something_else_fails_clearly(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(
+        """
+        import pytest
+
+
+        @pytest.fixture
+        def agentrig_builder():
+            return "my_agent:build"
+        """
+    )
+    add_weather(pytester, "real")
+    result = pytester.runpytest("--agentrig-scenarios")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*agentrig_builder: the fixture gave str 'my_agent:build'; give an AgentBuilder*"]
+    )
+    assert "Traceback" not in result.stdout.str()

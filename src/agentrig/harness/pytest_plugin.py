@@ -120,8 +120,14 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return ScenarioFile.from_parent(parent, path=file_path)
 
 
-class ScenarioFile(pytest.File):
-    """A ``*.scenario.yaml`` file: one scenario, one test item."""
+class ScenarioFile(pytest.Module):
+    """A ``*.scenario.yaml`` file: one scenario, one test item.
+
+    A ``Module`` with no Python object (as pytest's own doctest text files are), so module-scoped
+    fixtures, such as those other plugins use automatically, reach its item.
+    """
+
+    obj = None
 
     def collect(self) -> Iterable[pytest.Item]:
         """Load the file; errors name the file, line and field."""
@@ -147,11 +153,16 @@ class ScenarioFailed(Exception):
         super().__init__(f"scenario {result.name} failed")
 
 
-class ScenarioItem(pytest.Item):
-    """One scenario run through the real loop with a scripted model."""
+def _fixtures_of_scenario_items(agentrig_builder: object) -> None:
+    """Declares the fixtures a scenario item requests (its signature is what pytest reads)."""
+
+
+class ScenarioItem(pytest.Function):
+    """One scenario run through the real loop with a scripted model; the agent is the one the
+    ``agentrig_builder`` fixture (or the file's ``agent.builder``) gives, else scripted tools."""
 
     def __init__(self, *, scenario: Scenario, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        super().__init__(callobj=_fixtures_of_scenario_items, **kwargs)
         self.scenario = scenario
         self.add_marker(pytest.mark.agentrig_scenario)
         self.extra_keyword_matches.update(scenario.tags)
@@ -160,10 +171,36 @@ class ScenarioItem(pytest.Item):
         """Run the scenario; raise ``ScenarioFailed`` on any failure."""
         from agentrig.harness.runner import run_scenario
 
-        result = run_scenario(self.scenario)
+        builder = self._builder(self.funcargs["agentrig_builder"])
+        result = run_scenario(self.scenario, builder=builder)
         self.config.stash[_RESULTS].append(result)
         if not result.passed:
             raise ScenarioFailed(result)
+
+    def _builder(self, chosen: object) -> AgentBuilder | None:
+        """The fixture's builder for this scenario; a file naming its own ``agent.builder``
+        keeps it."""
+        from agentrig import AgentBuilder
+
+        if chosen is None or self.scenario.agent.builder is not None:
+            return None
+        if not isinstance(chosen, AgentBuilder) and callable(chosen):
+            chosen = chosen(self.scenario)
+            if chosen is None or isinstance(chosen, AgentBuilder):
+                return chosen
+            pytest.fail(
+                f"agentrig_builder: the function the fixture gives returned {chosen!r} for "
+                f"scenario {self.scenario.name!r}; return an AgentBuilder (or None for scripted "
+                "tools only)",
+                pytrace=False,
+            )
+        if isinstance(chosen, AgentBuilder):
+            return chosen
+        pytest.fail(
+            f"agentrig_builder: the fixture gave {type(chosen).__name__} {chosen!r}; give an "
+            "AgentBuilder, a function taking the scenario and returning one (or None), or None",
+            pytrace=False,
+        )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         """The domain diff: expected vs observed turn, failing invariant, file and line."""
@@ -219,6 +256,15 @@ def _agentrig_block_real_llm_calls(request: pytest.FixtureRequest) -> Iterator[N
             "HTTP cassette, use agentrig.fakes, or mark the test @pytest.mark.agentrig_real_llm",
             pytrace=False,
         )
+
+
+@pytest.fixture
+def agentrig_builder() -> object:
+    """The agent that collected scenario files run: override it in ``conftest.py`` to return an
+    ``AgentBuilder`` (its tools take the place of the scenarios' scripted tools of the same
+    name), or a function taking the ``Scenario`` and returning one, or None for scripted tools
+    only. This default returns None. A file's ``agent.builder`` takes precedence."""
+    return None
 
 
 @pytest.fixture

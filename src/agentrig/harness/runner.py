@@ -31,6 +31,7 @@ from agentrig.harness.scenarios.agent_factory import ScenarioAgent, build_agent
 from agentrig.harness.scenarios.drift import tool_drift
 from agentrig.harness.scenarios.loader import SCENARIO_SUFFIX
 from agentrig.harness.scenarios.model import CancelAfterStep, Scenario, ScenarioTurn
+from agentrig.harness.scenarios.user_agent import named_builder, prompt_conflict
 from agentrig.state import ToolExecution
 
 FieldPath = tuple[str | int, ...]
@@ -66,8 +67,9 @@ def run_scenario(
 ) -> ScenarioResult:
     """Run every turn of ``scenario`` against one agent state and return the outcome.
 
-    With ``builder``, the agent is the one built in Python (its tools and hooks), driven by the
-    scenario's scripted model and checked against its expectations. With ``use_async``, each
+    With ``builder`` (or the one the file's ``agent.builder`` names), the agent is the one built
+    in Python (its tools and hooks), driven by the scenario's scripted model and checked against
+    its expectations. With ``use_async``, each
     turn runs through ``AgentLoop.aiterate`` (the async path) instead of ``iterate``.
     """
     return _play(scenario, builder, use_async)[0]
@@ -88,6 +90,13 @@ def _play(
     streaming: bool | None = None,
 ) -> tuple[ScenarioResult, tuple[AgentState, ...]]:
     started = time.perf_counter()
+    try:
+        builder = named_builder(scenario) if builder is None else builder
+    except AgentrigError as error:
+        return _refused(scenario, str(error), ("agent", "builder"), started), ()
+    conflict = prompt_conflict(scenario, builder)
+    if conflict is not None:
+        return _refused(scenario, conflict, ("agent", "system_prompt"), started), ()
     try:
         agent = build_agent(scenario, base=builder)
     except AgentrigError as error:
@@ -132,6 +141,12 @@ def _play(
         scenario, run.failures, run.turns, outcomes, run.transcript, time.perf_counter() - started
     )
     return result, tuple(run.finals)
+
+
+def _refused(scenario: Scenario, message: str, path: FieldPath, started: float) -> ScenarioResult:
+    """The result of a scenario that cannot run the user's agent: one error at ``path``."""
+    failure = Failure(kind="error", message=message, location=scenario.nearest_location(path))
+    return _result(scenario, [failure], [], [], [], time.perf_counter() - started)
 
 
 def preflight(scenario: Scenario) -> Failure | None:

@@ -274,6 +274,12 @@ def test_agent_settings_of_agentrigs_runtime_are_refused(
         EndpointHandle(write_scenario(text))
 
 
+def test_a_builder_of_agentrigs_own_is_refused(write_scenario: Callable[[str], Path]) -> None:
+    text = WEATHER.replace("  model: gpt-test\n", "  model: gpt-test\n  builder: my_agent:build\n")
+    with pytest.raises(ScenarioFileError, match=r"agent\.builder: agent\.builder configures"):
+        EndpointHandle(write_scenario(text))
+
+
 REFUSAL = """\
 name: refusal
 turns:

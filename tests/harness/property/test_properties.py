@@ -287,10 +287,10 @@ DOCS = Path(__file__).parents[3] / "docs"
 def test_the_documented_examples_run(pytester: pytest.Pytester) -> None:
     page = (DOCS / "property-testing.md").read_text(encoding="utf-8")
     examples = re.findall(r"```python\n(.*?)```", page, re.DOTALL)
-    assert len(examples) == 2
+    assert len(examples) == 3
     for number, example in enumerate(examples):
         pytester.makepyfile(**{f"test_example_{number}": example})
-    pytester.runpytest().assert_outcomes(passed=2)
+    pytester.runpytest().assert_outcomes(passed=3)
 
 
 PROFILE_CHECK = """

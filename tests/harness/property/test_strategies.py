@@ -53,6 +53,7 @@ class TestArgumentValidation:
             (lambda: ars.llm_turns(kinds=()), "non-empty selection"),
             (lambda: ars.call_specs(tools={"bad name": {}}), "is not a tool name"),
             (lambda: ars.call_specs(tools={"t": {"x": "str"}}), "type 'str' is not one of string"),
+            (lambda: ars.call_specs(tools={"t": {"x": 42}}), "nor a strategy of values"),
             (lambda: ars.call_specs(tools={}), "no tool to call"),
             (lambda: ars.messages(roles=("robot",)), "'robot' is not one of: system, developer"),
             (lambda: ars.stop_signals(reasons=()), "expected at least one value"),
@@ -110,6 +111,43 @@ class TestValues:
 
         collect()
         assert seen == {"valid", "missing", "unexpected", "wrong type"}
+
+    @agentrig_settings(max_examples=30)
+    @given(script=ars.scripts(tools={"refund": {"order_id": st.sampled_from(["A100", "B7"])}}))
+    def test_a_strategy_draws_the_values_of_a_parameter(self, script: list[Turn]) -> None:
+        for call in (call for turn in script for call in turn.calls):
+            if call.arguments.keys() == {"order_id"} and isinstance(
+                call.arguments["order_id"], str
+            ):
+                assert call.arguments["order_id"] in ("A100", "B7")
+
+    def test_strategy_parameters_mix_with_typed_ones_and_get_every_invalid_kind(self) -> None:
+        params: dict[str, Any] = {"order_id": st.sampled_from(["A100"]), "note": "string?"}
+        seen: set[str] = set()
+
+        @agentrig_settings(max_examples=80)
+        @given(spec=ars.call_specs(tools={"refund": params}, invalid_arguments=True))
+        def collect(spec: CallSpec) -> None:
+            arguments = dict(spec.arguments)
+            if "order_id" not in arguments:
+                seen.add("missing")
+            elif set(arguments) - {"order_id", "note"}:
+                seen.add("unexpected")
+            elif arguments["order_id"] != "A100":
+                assert not isinstance(arguments["order_id"], str)
+                seen.add("wrong type")
+            elif arguments_problem({"order_id": "string", "note": "string?"}, arguments):
+                seen.add("wrong type")
+            else:
+                seen.add("valid")
+
+        collect()
+        assert seen == {"valid", "missing", "unexpected", "wrong type"}
+
+    @agentrig_settings(max_examples=20)
+    @given(spec=ars.call_specs(tools={"refund": {"order": st.builds(dict, id=st.just("A100"))}}))
+    def test_valid_arguments_hold_exactly_what_the_strategy_draws(self, spec: CallSpec) -> None:
+        assert dict(spec.arguments) == {"order": {"id": "A100"}}
 
     def test_unknown_tools_are_drawn_besides_known_ones(self) -> None:
         names: list[str] = []

@@ -20,7 +20,15 @@ AGENTRIG_ONLY_EXPECTATIONS = (
 )
 """Expectations on agentrig's own state, which an agent on another framework does not have."""
 
-_AGENTRIG_ONLY_AGENT = ("budget", "hooks", "subagents", "subagent_policy", "max_retries")
+_AGENTRIG_ONLY_AGENT = (
+    "builder",
+    "system_prompt_override",
+    "budget",
+    "hooks",
+    "subagents",
+    "subagent_policy",
+    "max_retries",
+)
 
 
 def check_endpoint_scenario(scenario: Scenario) -> None:

@@ -11,15 +11,19 @@ hold. Use it as a test::
 
     TestAgentLoop = AgentMachine.TestCase
 
-Subclass it to test your own agent: override :meth:`AgentMachine.base_builder` to add tools,
-hooks and capabilities, and set ``agent_tools`` for scripted tools. Set ``failure_dir`` and the
-shrunk failing run is written there as a ``*.scenario.yaml`` file that ``agentrig run``
-replays.
+Subclass it to test your own agent: name it with ``agent_builder = "package.module:function"``
+(or override :meth:`AgentMachine.base_builder`) to add tools, hooks and capabilities, and set
+``agent_tools`` for scripted tools. Set ``failure_dir`` and the shrunk failing run is written
+there as a ``*.scenario.yaml`` file that ``agentrig run`` replays; when the replay cannot fail
+the same way (the failure is the machine's own check, or its agent cannot be named), the file and
+the test's output say so and why.
 """
 
 from __future__ import annotations
 
 import re
+import sys
+import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +47,12 @@ from agentrig import (
 )
 from agentrig.errors import InvalidInputError
 from agentrig.fakes import FakeClock, ScriptedLLM, ScriptedToolError, SeededIds, Turn
-from agentrig.harness.checks.invariant import InvariantChecker, Violation, select_invariants
+from agentrig.harness.checks.invariant import (
+    InvariantChecker,
+    Violation,
+    invariant_names,
+    select_invariants,
+)
 from agentrig.harness.checks.watch import is_terminal, run_checked, watch
 from agentrig.harness.property.play import build_spec_agent
 from agentrig.harness.property.reference_model import AgentModel, ToolOracle, UnpredictableError
@@ -67,6 +76,7 @@ from agentrig.harness.scenarios.model import (
     ToolSpec,
     TraceModeName,
 )
+from agentrig.harness.scenarios.user_agent import builder_prompt, resolve_builder
 from agentrig.harness.scenarios.writer import budget_spec, reply_from_turn, write_scenario
 
 __all__ = ["AgentMachine"]
@@ -134,6 +144,11 @@ class AgentMachine(RuleBasedStateMachine):
     is overridden, since the model cannot predict your tools and hooks)."""
     failure_dir: ClassVar[str | Path | None] = None
     """Where to write the shrunk failing run as a scenario file (None: do not write)."""
+    agent_builder: ClassVar[str | None] = None
+    """The agent under test as ``"package.module:function"``, a function returning an
+    ``AgentBuilder``: :meth:`base_builder` makes it, and a written failure names it
+    (``agent.builder``) so that ``agentrig run`` replays the same agent. A machine that overrides
+    :meth:`base_builder` without it writes files that run the scripted tools only (they say so)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -147,8 +162,14 @@ class AgentMachine(RuleBasedStateMachine):
         self.failure = ""
         """What failed (empty while nothing did)."""
         self.failure_kind = ""
-        """``model``, ``loop-error`` or the name of the first failing invariant."""
+        """``model``, ``loop-error``, the name of the first failing harness invariant, or the
+        name of the machine's own invariant or rule that failed."""
+        self.failing_check = ""
+        """The machine's own invariant or rule that failed (a subclass's ``@invariant``), if
+        that is what failed: ``agentrig run`` cannot run it."""
         self._spec = AgentSpec()
+        self._builder_prompt: str | None = None
+        self._builder_tools: set[str] = set()
         self._pending = False
         self._checker: InvariantChecker | None = None
         self._oracle: ToolOracle | None = None
@@ -156,7 +177,10 @@ class AgentMachine(RuleBasedStateMachine):
     # --- customisation ------------------------------------------------------------------------
 
     def base_builder(self) -> AgentBuilder:
-        """The agent under test before the harness adds its scripted model, tools and budget."""
+        """The agent under test before the harness adds its scripted model, tools and budget:
+        the one ``agent_builder`` names, else a bare ``AgentBuilder``."""
+        if self.agent_builder is not None:
+            return resolve_builder(self.agent_builder)
         return AgentBuilder.base()
 
     def budget_strategy(self) -> st.SearchStrategy[ExecutionBudget]:
@@ -204,7 +228,13 @@ class AgentMachine(RuleBasedStateMachine):
         """Whether the full model comparison is on."""
         if self.exact_model is not None:
             return self.exact_model
-        return type(self).base_builder is AgentMachine.base_builder
+        return not self._own_agent
+
+    @property
+    def _own_agent(self) -> bool:
+        """Whether the agent is the user's (``agent_builder`` or an overridden ``base_builder``)."""
+        overridden = type(self).base_builder is not AgentMachine.base_builder
+        return overridden or self.agent_builder is not None
 
     def _built(self) -> ScenarioAgent:
         assert self.agent is not None, "the configure() rule runs first"
@@ -224,7 +254,10 @@ class AgentMachine(RuleBasedStateMachine):
             budget=budget_spec(budget),
             tools=dict(self.agent_tools),
         )
-        agent = build_spec_agent(self._spec, builder=self.base_builder())
+        builder = self.base_builder()
+        self._builder_prompt = builder_prompt(builder)
+        self._builder_tools = set(builder.tools().names())
+        agent = build_spec_agent(self._spec, builder=builder)
         self.agent = agent
         self._checker = watch(agent, select_invariants(self.checked_invariants))
         self._oracle = ToolOracle(self.agent_tools, agent.loop.tools.names())
@@ -329,8 +362,53 @@ class AgentMachine(RuleBasedStateMachine):
         """On hypothesis's final replay of a failing example, write it as a scenario file."""
         if self.failure_dir is None or not _is_final_run():
             return
+        # teardown runs in hypothesis's `finally`: the failure, if any, is still propagating.
+        self._record_failure(sys.exc_info()[1])
         path = self.write_failure(Path(self.failure_dir))
-        note(f"agentrig: wrote {path}" if path else "agentrig: " + "; ".join(self.unrepresentable))
+        if path is None:
+            note("agentrig: the failing run has no turn to write as a scenario file")
+            return
+        gaps = self.replay_gaps()
+        why = f"; it cannot reproduce the failure: {'; '.join(gaps)}" if gaps else ""
+        note(f"agentrig: wrote {path}{why}")
+
+    def _record_failure(self, error: BaseException | None) -> None:
+        """Name a failure that did not go through the machine's own checks: a subclass's
+        ``@invariant`` or ``@rule`` raised ``error``."""
+        if self.failure or not isinstance(error, Exception):
+            return
+        check = _failing_method(error, self)
+        self.failing_check = check or ""
+        self.failure_kind = check or type(error).__name__
+        detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        self.failure = f"{check} failed: {detail}" if check else detail
+
+    def replay_gaps(self) -> list[str]:
+        """Why the written scenario file cannot fail the way this run did under ``agentrig
+        run`` (empty when it can)."""
+        gaps = []
+        name = type(self).__name__
+        if self.failing_check:
+            gaps.append(
+                f"it failed {name}.{self.failing_check}, a check of the machine that agentrig "
+                "run does not run (write the check as a harness Invariant registered with "
+                "@register_invariant in an importable module: the machine checks it too, and "
+                "agentrig run --plugin MODULE replays it)"
+            )
+        elif self.failure_kind == "model":
+            gaps.append(
+                "it is a difference from the machine's reference model (AgentModel), which "
+                "agentrig run does not check"
+            )
+        elif not self.failure:
+            gaps.append("the machine recorded no failure")
+        if self._own_agent and self.agent_builder is None:
+            gaps.append(
+                f"{name} overrides base_builder(), which a file cannot name, so the file runs "
+                "the scripted tools only (set agent_builder = 'package.module:function' on the "
+                "machine and the file names the same agent)"
+            )
+        return gaps
 
     # --- driving --------------------------------------------------------------------------------
 
@@ -399,27 +477,47 @@ class AgentMachine(RuleBasedStateMachine):
             if self.unrepresentable
             else ""
         )
-        kind = self.failure_kind.replace("_", "-")
+        kind = _kebab(self.failure_kind.replace("_", "-")) if self.failure_kind else ""
+        gaps = self.replay_gaps() if self.failure else []
+        gap_text = f" This file cannot reproduce the failure: {'; '.join(gaps)}." if gaps else ""
+        failure = self.failure.rstrip(".") or "no failure recorded"
         return Scenario(
             name=name or "-".join(filter(None, (_kebab(type(self).__name__), kind))),
-            description=f"Shrunk by {type(self).__name__}: {self.failure or 'no failure'}.{note_text}",
+            description=f"Shrunk by {type(self).__name__}: {failure}.{gap_text}{note_text}",
             tags=("agent-machine",),
-            agent=self._written_spec(),
+            agent=self._written_agent(),
             turns=tuple(turns),
         )
 
-    def _written_spec(self) -> AgentSpec:
-        """The agent as a scenario writes it: with :meth:`base_builder` overridden, a scripted
-        tool the builder lacks is marked ``scripted: true``, so that a replay on the same builder
-        plays it rather than failing for a tool the builder does not have."""
-        if type(self).base_builder is AgentMachine.base_builder:
+    def _written_agent(self) -> AgentSpec:
+        """The agent as a scenario writes it. With an agent of the user's, a scripted tool its
+        builder lacks is marked ``scripted: true``, so that a replay on the same builder plays it
+        rather than failing for a tool the builder does not have; with ``agent_builder``, the
+        file names that builder (and sets ``system_prompt_override`` when the machine's prompt
+        replaced the builder's, as it did in the run)."""
+        if not self._own_agent:
             return self._spec
-        own = set(self.base_builder().tools().names())
         tools = {
-            name: spec if name in own else spec.model_copy(update={"scripted": True})
+            name: spec
+            if name in self._builder_tools
+            else spec.model_copy(update={"scripted": True})
             for name, spec in self._spec.tools.items()
         }
-        return self._spec.model_copy(update={"tools": tools})
+        update: dict[str, Any] = {"tools": tools}
+        if self.agent_builder is not None:
+            update["builder"] = self.agent_builder
+            if self._builder_prompt is not None and self._spec.system_prompt.strip():
+                update["system_prompt_override"] = True
+        fields = {**self._spec.model_dump(by_alias=True, exclude_unset=True), **update}
+        return AgentSpec.model_validate(fields)
+
+    def _plugin_module(self) -> str | None:
+        """The module ``agentrig run`` must import (``--plugin``) to check the failing harness
+        invariant, when it is not one of agentrig's own."""
+        if self.failing_check or self.failure_kind not in invariant_names():
+            return None
+        module = type(select_invariants([self.failure_kind])[0]).__module__
+        return None if module.startswith("agentrig.") else module
 
     def write_failure(self, directory: str | Path) -> Path | None:
         """Write :meth:`to_scenario` to ``directory/<name>.scenario.yaml``, where the name is the
@@ -429,11 +527,26 @@ class AgentMachine(RuleBasedStateMachine):
         if scenario is None:
             return None
         header = "Written by agentrig's AgentMachine from a shrunk failing example."
-        if self.exact_model is False or not self.exact:
-            header += "\nReplay it with the same base builder: run_scenario(scenario, builder=...)."
+        gaps = self.replay_gaps() if self.failure else []
+        if gaps:
+            header += "\nIt CANNOT reproduce the failure under agentrig run:"
+            header += "".join(f"\n- {gap}" for gap in gaps)
+        plugin = self._plugin_module()
+        if plugin is not None:
+            header += f"\nReplay it with the module that registers {self.failure_kind}:"
+            header += f"\n  agentrig run --plugin {plugin} <this file>"
         return write_scenario(
             scenario, path=Path(directory) / f"{scenario.name}.scenario.yaml", header=header
         )
+
+
+def _failing_method(error: BaseException, machine: AgentMachine) -> str | None:
+    """The machine's method the error came from: the outermost frame of the traceback that runs
+    on ``machine``, other than hypothesis's own driving of invariants."""
+    for frame, _ in traceback.walk_tb(error.__traceback__):
+        if frame.f_locals.get("self") is machine and frame.f_code.co_name != "check_invariants":
+            return frame.f_code.co_name
+    return None
 
 
 def _scenario_turn(record: _TurnRecord) -> ScenarioTurn:

@@ -10,8 +10,10 @@ Every strategy is a plain function with keyword-only, validated arguments (a bad
     def test_my_agent(script, budget): ...
 
 Tools are described the way ``ScriptedTool`` and scenario files declare them: a mapping of tool
-name to parameters, each a JSON type (``"string"``, ``"integer?"`` for an optional one...).
-Drawn values shrink towards simple cases: no budget limit, text answers, valid arguments.
+name to parameters, each a JSON type (``"string"``, ``"integer?"`` for an optional one...), or a
+strategy that draws the parameter's values (``{"refund": {"order_id": st.sampled_from(["A100",
+"B200"])}}``; such a parameter is always passed). Drawn values shrink towards simple cases: no
+budget limit, text answers, valid arguments.
 
 Importing this module registers strategies for agentrig's types with
 ``st.register_type_strategy``, so ``st.from_type(Message)`` and ``st.builds(...)`` work.
@@ -85,6 +87,7 @@ __all__ = [
     "DEFAULT_TOOLS",
     "DEFAULT_TOOL_SPECS",
     "JSON_TYPES",
+    "ParamKind",
     "ToolParams",
     "agent_states",
     "budgets",
@@ -107,8 +110,11 @@ __all__ = [
     "usages",
 ]
 
-ToolParams = Mapping[str, Mapping[str, str]]
-"""Tool name -> parameter name -> JSON type; a trailing ``?`` marks an optional parameter."""
+ParamKind = str | SearchStrategy[Any]
+"""A parameter: its JSON type (a trailing ``?`` marks an optional one), or a strategy drawing its
+values."""
+ToolParams = Mapping[str, Mapping[str, ParamKind]]
+"""Tool name -> parameter name -> JSON type or strategy of values."""
 
 JSON_TYPES = ("string", "integer", "number", "boolean", "object", "array")
 TurnKind = Literal["text", "tool_calls", "error"]
@@ -220,19 +226,25 @@ def _members(name: str, values: Sequence[E | str], enum: type[E]) -> tuple[E, ..
     return tuple(chosen)
 
 
-def _tools(value: object) -> dict[str, dict[str, str]]:
+def _tools(value: object) -> dict[str, dict[str, ParamKind]]:
     if not isinstance(value, Mapping):
         raise _fail("tools", f"expected a mapping of tool name to parameters, got {value!r}")
-    tools: dict[str, dict[str, str]] = {}
+    tools: dict[str, dict[str, ParamKind]] = {}
     for name, params in value.items():
         if not isinstance(name, str) or not _IDENTIFIER.match(name):
             raise _fail("tools", f"{name!r} is not a tool name (letters, digits, '_', '-')")
         if not isinstance(params, Mapping):
             raise _fail("tools", f"parameters of {name!r} must be a mapping, got {params!r}")
         for param, kind in params.items():
+            if isinstance(kind, SearchStrategy):
+                continue
             if not isinstance(kind, str) or kind.rstrip("?") not in JSON_TYPES:
                 valid = ", ".join(JSON_TYPES)
-                raise _fail("tools", f"{name}.{param}: type {kind!r} is not one of {valid}")
+                raise _fail(
+                    "tools",
+                    f"{name}.{param}: type {kind!r} is not one of {valid}, nor a strategy of "
+                    "values",
+                )
         tools[name] = dict(params)
     return tools
 
@@ -424,9 +436,18 @@ _VALUES: dict[str, SearchStrategy[Any]] = {
 }
 
 
-def _valid_arguments(params: Mapping[str, str]) -> SearchStrategy[dict[str, Any]]:
-    required = {n: _VALUES[k] for n, k in params.items() if not k.endswith("?")}
-    optional = {n: _VALUES[k.rstrip("?")] for n, k in params.items() if k.endswith("?")}
+def _optional_param(kind: ParamKind) -> bool:
+    return isinstance(kind, str) and kind.endswith("?")
+
+
+def _values(kind: ParamKind) -> SearchStrategy[Any]:
+    """The values of a parameter: drawn by its strategy, or any of its JSON type."""
+    return kind if isinstance(kind, SearchStrategy) else _VALUES[kind.rstrip("?")]
+
+
+def _valid_arguments(params: Mapping[str, ParamKind]) -> SearchStrategy[dict[str, Any]]:
+    required = {n: _values(k) for n, k in params.items() if not _optional_param(k)}
+    optional = {n: _values(k) for n, k in params.items() if _optional_param(k)}
     return st.fixed_dictionaries(required, optional=optional)
 
 
@@ -444,15 +465,38 @@ _WRONG: dict[str, SearchStrategy[Any]] = {
 """Values that never have the JSON type ``kind``."""
 
 
-def _invalid_arguments(params: Mapping[str, str]) -> SearchStrategy[dict[str, Any]]:
+def _json_type(value: object) -> str | None:
+    """The JSON type of a drawn value (None for null or a value that is not JSON)."""
+    for kind, python in (
+        ("boolean", bool),
+        ("integer", int),
+        ("number", float),
+        ("string", str),
+        ("object", dict),
+        ("array", list | tuple),
+    ):
+        if isinstance(value, python):
+            return kind
+    return None
+
+
+def _wrong_values(kind: ParamKind) -> SearchStrategy[Any]:
+    """Values of another JSON type than the parameter's (for a strategy: than the value it
+    draws)."""
+    if isinstance(kind, str):
+        return _WRONG[kind.rstrip("?")]
+    return kind.flatmap(lambda value: _WRONG.get(_json_type(value) or "", _VALUES["string"]))
+
+
+def _invalid_arguments(params: Mapping[str, ParamKind]) -> SearchStrategy[dict[str, Any]]:
     """Arguments with one problem: a required one missing, one of a wrong type, or an extra one."""
     valid = _valid_arguments(params)
-    required = sorted(name for name, kind in params.items() if not kind.endswith("?"))
+    required = sorted(name for name, kind in params.items() if not _optional_param(kind))
     extra = st.tuples(identifiers().filter(lambda name: name not in params), _scalars())
     problems = [
         *(valid.map(_without(name)) for name in required),
         *(
-            st.tuples(valid, _WRONG[kind.rstrip("?")]).map(_with_value(name))
+            st.tuples(valid, _wrong_values(kind)).map(_with_value(name))
             for name, kind in sorted(params.items())
         ),
         st.tuples(valid, extra).map(lambda pair: {**pair[0], pair[1][0]: pair[1][1]}),
@@ -490,8 +534,8 @@ def call_specs(
 
 
 def _calls(
-    tools: dict[str, dict[str, str]],
-    arguments: Callable[[Mapping[str, str]], SearchStrategy[dict[str, Any]]],
+    tools: dict[str, dict[str, ParamKind]],
+    arguments: Callable[[Mapping[str, ParamKind]], SearchStrategy[dict[str, Any]]],
 ) -> SearchStrategy[CallSpec]:
     return st.one_of(
         *(

@@ -29,6 +29,7 @@ from pydantic_core import ErrorDetails
 
 from agentrig.harness.errors import ScenarioFileError
 from agentrig.harness.scenarios.model import (
+    BUILDER_REFERENCE_PATTERN,
     IDENTIFIER_PATTERN,
     INVARIANT_NAME_PATTERN,
     SCENARIO_NAME_PATTERN,
@@ -357,6 +358,8 @@ _PATTERN_HINTS = {
     IDENTIFIER_PATTERN: "use letters, digits, '_' and '-' (at most 64), "
     "starting with a letter or '_'",
     INVARIANT_NAME_PATTERN: "use lowercase snake_case",
+    BUILDER_REFERENCE_PATTERN: "write 'package.module:function', a dotted module name, a colon "
+    "and the function that returns the AgentBuilder",
 }
 
 

@@ -43,6 +43,7 @@ from agentrig.harness.scenarios.calls import CALL_SHORTHAND_PATTERN, read_call, 
 from agentrig.harness.scenarios.yaml_source import FieldPath, YamlSource, not_json_data
 
 __all__ = [
+    "BUILDER_REFERENCE_PATTERN",
     "CALL_SHORTHAND_PATTERN",
     "IDENTIFIER_PATTERN",
     "INVARIANT_NAME_PATTERN",
@@ -161,6 +162,8 @@ Flag = Annotated[bool, Strict()]
 ScenarioName = Annotated[str, Strict(), Field(pattern=SCENARIO_NAME_PATTERN)]
 Identifier = Annotated[str, Strict(), Field(pattern=IDENTIFIER_PATTERN)]
 InvariantName = Annotated[str, Strict(), Field(pattern=INVARIANT_NAME_PATTERN)]
+BUILDER_REFERENCE_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
+BuilderReference = Annotated[str, Strict(), Field(pattern=BUILDER_REFERENCE_PATTERN)]
 
 _TOOL_TRIGGERS = ("before_tool_use", "after_tool_use")
 _NO_KEYS: JsonDict = {"additionalProperties": False}
@@ -645,7 +648,18 @@ class HookSpec(ScenarioModel):
 class AgentSpec(ScenarioModel):
     """The agent under test; every part is optional."""
 
+    builder: BuilderReference | None = Field(
+        default=None,
+        description="The agent under test, built in Python: 'package.module:function', a "
+        "function taking no arguments that returns an AgentBuilder (or 'package.module:name' of "
+        "an AgentBuilder). Its tools take the place of the scripted tools of the same name.",
+    )
     system_prompt: Text = Field(default="", description="The system prompt.")
+    system_prompt_override: Flag = Field(
+        default=False,
+        description="Let system_prompt replace the system prompt of the agent's builder (without "
+        "it, a scenario whose builder sets its own system prompt fails before it runs).",
+    )
     model: Text | None = Field(
         default=None,
         description="The model name the agent asks for; the scenario endpoint checks each "
@@ -681,6 +695,8 @@ class AgentSpec(ScenarioModel):
     )
 
     def _problems(self) -> Iterator[tuple[FieldPath, str]]:
+        if self.system_prompt_override and not self.system_prompt.strip():
+            yield ("system_prompt_override",), "system_prompt_override needs a system_prompt"
         if self.subagents and SPAWN_SUBAGENT_TOOL in self.tools:
             yield ("tools", SPAWN_SUBAGENT_TOOL), "spawn_subagent comes with subagents: rename it"
         if self.subagent_policy is not None and not self.subagents:

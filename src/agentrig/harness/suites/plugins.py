@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
-import os
-import sys
-import traceback
 from collections.abc import Iterable
 
 from agentrig.errors import AgentrigError
 from agentrig.harness.errors import PluginError
+from agentrig.harness.scenarios.user_code import describe_failure, import_user_module
 
 __all__ = ["load_plugins"]
 
@@ -19,7 +16,7 @@ def load_plugins(modules: Iterable[str]) -> None:
     :class:`~agentrig.harness.errors.PluginError` naming the module and what failed."""
     for module in modules:
         try:
-            _import_plugin(module)
+            import_user_module(module)
         except ModuleNotFoundError as error:
             raise PluginError(
                 f"cannot import plugin module {module!r}: {error}; give its dotted import name, "
@@ -29,31 +26,6 @@ def load_plugins(modules: Iterable[str]) -> None:
             raise
         except Exception as error:  # the plugin's own code failed: say where, not a traceback
             raise PluginError(
-                f"plugin module {module!r} failed to import: {_plugin_failure(error)}; "
+                f"plugin module {module!r} failed to import: {describe_failure(error)}; "
                 "fix the module and run again"
             ) from error
-
-
-def _import_plugin(module: str) -> None:
-    """Import ``module``; like ``python -m``, the current folder is searched too."""
-    try:
-        importlib.import_module(module)
-    except ModuleNotFoundError as error:
-        here = os.getcwd()
-        top = module.partition(".")[0]
-        if error.name != top or here in sys.path or "" in sys.path:
-            raise
-        sys.path.insert(0, here)  # kept: spawned workers inherit it and import the module too
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError:
-            sys.path.remove(here)
-            raise
-
-
-def _plugin_failure(error: Exception) -> str:
-    if isinstance(error, SyntaxError):
-        return f"{error.msg} ({error.filename}, line {error.lineno})"
-    frames = traceback.extract_tb(error.__traceback__)
-    last = f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
-    return f"{type(error).__name__}: {error}{last}"
