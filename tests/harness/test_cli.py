@@ -521,5 +521,8 @@ class TestALoneSurrogateOnTheTerminal:
         done = agentrig_script("run", "odd.scenario.yaml", "--report-dir", "out", cwd=tmp_path)
         assert done.returncode == 2, done.stdout
         assert "Traceback" not in done.stderr
-        assert "odd.scenario.yaml:10:11:" in done.stderr
-        assert "lone surrogate" in done.stderr
+        # A file that does not load is an error case of the run, reported with the others.
+        assert "at odd.scenario.yaml:10" in done.stdout
+        assert "lone surrogate" in done.stdout
+        junit = (tmp_path / "out" / "junit.xml").read_text(encoding="utf-8")
+        assert "<error" in junit and "lone surrogate" in junit
