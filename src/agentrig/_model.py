@@ -444,9 +444,12 @@ class Serializable:
         version = body.pop("schema_version", None)
         if version != SCHEMA_VERSION:
             if version is not None:
-                reason = (
-                    f"unsupported version {version!r}; this agentrig reads version {SCHEMA_VERSION}"
+                shown = (
+                    repr(version)
+                    if not isinstance(version, int) or -_INT_LIMIT < version < _INT_LIMIT
+                    else "an integer of more than 4300 digits"
                 )
+                reason = f"unsupported version {shown[:80]}; this agentrig reads version {SCHEMA_VERSION}"
             elif body.get("format") == "agentrig.session" and "state" in body:
                 reason = (
                     "missing: this is a saved session, not a state; load it with a session "
