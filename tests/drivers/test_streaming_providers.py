@@ -287,3 +287,37 @@ def test_a_consumer_that_stops_mid_stream_closes_the_providers_stream(
         items.close()  # type: ignore[attr-defined]
     assert first.step_number == 1
     assert not agent.events.listened
+
+
+def test_astream_on_a_provider_with_only_a_sync_client_answers_whole(
+    replaying: Callable[[Recorded], Any], real_cassette: Callable[[str], Path]
+) -> None:
+    import openai
+
+    chat = SESSIONS["chat"]
+    real_cassette(chat.cassette)
+    only_sync = Recorded(
+        chat.cassette,
+        lambda: OpenAIProvider(
+            client=openai.OpenAI(api_key="sk-replay", max_retries=0),
+            model="gpt-4o-mini",
+            stream=True,
+        ),
+        chat.user,
+        chat.tools,
+    )
+    items = astreamed(only_sync, replaying)
+    assert not [i for i in items if isinstance(i, InferenceDelta)]
+    assert items[-1].to_json() == executed(chat, replaying).to_json()
+
+
+def test_a_responses_provider_with_only_an_async_client_refuses_to_stream_in_sync_code() -> None:
+    import openai
+
+    provider = OpenAIResponsesProvider(
+        async_client=openai.AsyncOpenAI(api_key="sk-test"), model="gpt-test", stream=True
+    )
+    agent = AgentBuilder.base().with_capability(UseLlmConfig(provider)).build()
+    final = list(agent.stream(AgentState().with_user_message("hi")))[-1]
+    (error,) = final.errors()
+    assert "has only an async client" in error.message

@@ -48,7 +48,8 @@ class AnthropicProvider(SdkProvider):
     ``anthropic.AsyncAnthropic``, for ``ainfer``), or ``api_key``/``base_url``/``max_retries``/
     ``timeout`` to build both. ``model`` is used when the request's ``LlmConfig`` names none;
     ``max_tokens`` (required by the API) when it sets no ``max_output_tokens``. ``stream=True``
-    streams the answer and assembles it. ``prices`` sets ``Usage.cost``.
+    streams the answer and assembles it, and ``infer_stream``/``ainfer_stream`` hand
+    its pieces to ``AgentLoop.stream`` as they arrive. ``prices`` sets ``Usage.cost``.
 
     With extended thinking (``LlmConfig(options={"thinking": {...}})``) an answer's thinking text
     is its ``reasoning_content`` and its thinking blocks, signatures included, are kept in

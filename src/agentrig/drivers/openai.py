@@ -48,8 +48,10 @@ class OpenAIProvider(SdkProvider):
     Pass a ready ``openai.OpenAI`` client (and ``async_client``, an ``openai.AsyncOpenAI``, for
     ``ainfer``), or ``api_key``/``base_url``/``max_retries``/``timeout`` to build both (``base_url`` reaches any compatible API: OpenRouter, vLLM, Ollama...).
     ``model`` is used when the request's ``LlmConfig`` names none. ``stream=True`` streams the
-    answer and assembles it. ``prices`` sets ``Usage.cost``. ``max_tokens_param`` is the body
-    field ``LlmConfig.max_output_tokens`` goes to (older compatible servers want ``max_tokens``).
+    answer and assembles it, and ``infer_stream``/``ainfer_stream`` hand its pieces to
+    ``AgentLoop.stream`` as they arrive. ``prices`` sets ``Usage.cost``. ``max_tokens_param`` is
+    the body field ``LlmConfig.max_output_tokens`` goes to (older compatible servers want
+    ``max_tokens``).
     """
 
     name = "openai"

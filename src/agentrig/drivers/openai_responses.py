@@ -49,7 +49,8 @@ class OpenAIResponsesProvider(SdkProvider):
     Pass a ready ``openai.OpenAI`` client (``client=``) and/or ``openai.AsyncOpenAI`` client
     (``async_client=``, or ``client=`` when it is the only one), or ``api_key``/``base_url``/``max_retries``/``timeout`` to build them
     (the async one when ``ainfer`` first needs it). ``model`` is used when the request's
-    ``LlmConfig`` names none. ``stream=True`` streams the answer and assembles it.
+    ``LlmConfig`` names none. ``stream=True`` streams the answer and assembles it,
+    and ``infer_stream``/``ainfer_stream`` hand its pieces to ``AgentLoop.stream`` as they arrive.
     ``prices`` sets ``Usage.cost``.
 
     ``store`` is sent as is (default False: the API keeps nothing). ``include`` is the API's
