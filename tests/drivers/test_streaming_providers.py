@@ -321,3 +321,26 @@ def test_a_responses_provider_with_only_an_async_client_refuses_to_stream_in_syn
     final = list(agent.stream(AgentState().with_user_message("hi")))[-1]
     (error,) = final.errors()
     assert "has only an async client" in error.message
+
+
+@pytest.mark.filterwarnings("error")  # an exception left to a finalizer would fail the test
+def test_an_astream_consumer_that_stops_mid_stream_closes_the_providers_stream(
+    session: Recorded, real_cassette: Callable[[str], Path]
+) -> None:
+    async def first_piece(agent: AgentLoop, state: AgentState) -> InferenceDelta:
+        items = agent.astream(state)
+        try:
+            async for item in items:
+                if isinstance(item, InferenceDelta):
+                    return item
+        finally:
+            await items.aclose()  # type: ignore[attr-defined]
+        raise AssertionError("no piece")
+
+    agent, state = fresh(session)
+    with http_cassettes.use_http_cassette(
+        real_cassette(session.cassette), ignore=FOREIGN, check_all_played=False
+    ):
+        first = asyncio.run(first_piece(agent, state))
+    assert first.step_number == 1
+    assert not agent.events.listened

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Generator
+from collections.abc import AsyncGenerator, Generator
 from types import ModuleType
 from typing import Any, cast
 
@@ -109,20 +109,23 @@ class SdkProvider:
         self, request: InferenceRequest
     ) -> AsyncGenerator[Delta | InferenceResponse, None]:
         """``infer_stream`` on the running event loop: the pieces as they arrive, then the
-        answer, last. A provider without an async client (or ``stream=True``) yields only the
-        answer, from ``ainfer``."""
+        answer, last. Without ``stream=True`` or an async client it yields only the answer,
+        from ``ainfer``."""
         if not self.stream or not self._has_async_client():
             yield await self.ainfer(request)
             return
         body = self.request_body(request)
+        pieces = self._apieces(body)
         try:
             with network.sending(self.name):
-                async for piece in self._apieces(body):
+                async for piece in pieces:
                     yield piece
         except AgentrigError:
             raise
         except Exception as error:
             raise provider_error(error, self._sdk, self.name, self.key_hint) from error
+        finally:  # a consumer that stops early closes the HTTP stream now, in this task
+            await pieces.aclose()
 
     def request_body(self, request: InferenceRequest) -> dict[str, Any]:
         """The keyword arguments of the SDK call for ``request``."""
@@ -141,7 +144,7 @@ class SdkProvider:
         """Send ``body`` streamed: the pieces as they arrive; returns the assembled answer."""
         raise NotImplementedError
 
-    def _apieces(self, body: dict[str, Any]) -> AsyncIterator[Delta | InferenceResponse]:
+    def _apieces(self, body: dict[str, Any]) -> AsyncGenerator[Delta | InferenceResponse, None]:
         """``_pieces`` on the async client: the pieces, then the assembled answer, last."""
         raise NotImplementedError
 
@@ -154,10 +157,13 @@ class SdkProvider:
                 return cast("InferenceResponse", done.value)
 
     async def _astreamed(self, body: dict[str, Any]) -> InferenceResponse:
+        response: InferenceResponse | None = None
         async for piece in self._apieces(body):
             if isinstance(piece, InferenceResponse):
-                return piece
-        raise self._empty_stream()  # pragma: no cover - every _apieces ends with the answer
+                response = piece
+        if response is None:  # pragma: no cover - every _apieces ends with the answer
+            raise self._empty_stream()
+        return response
 
     def _model_of(self, request: InferenceRequest) -> str:
         config = request.llm_config

@@ -6,7 +6,7 @@ provider is built, never by ``import agentrig``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Generator, Iterable
+from collections.abc import AsyncGenerator, Generator, Iterable
 from typing import Any, NoReturn
 
 from agentrig._model import JsonObject
@@ -147,7 +147,9 @@ class AnthropicProvider(SdkProvider):
                 yield from assembler.event(event)
         return self._from_events(assembler, body)
 
-    async def _apieces(self, body: dict[str, Any]) -> AsyncIterator[Delta | InferenceResponse]:
+    async def _apieces(
+        self, body: dict[str, Any]
+    ) -> AsyncGenerator[Delta | InferenceResponse, None]:
         assembler = _Assembler()
         async with await self.async_client.messages.create(**body) as events:
             async for event in events:

@@ -6,7 +6,7 @@ provider is built, never by ``import agentrig``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Generator, Iterable
+from collections.abc import AsyncGenerator, Generator, Iterable
 from typing import Any
 
 from agentrig._model import JsonObject
@@ -182,7 +182,9 @@ class OpenAIProvider(SdkProvider):
                 yield from stream.add(chunk)
         return self._from_stream(stream, body)
 
-    async def _apieces(self, body: dict[str, Any]) -> AsyncIterator[Delta | InferenceResponse]:
+    async def _apieces(
+        self, body: dict[str, Any]
+    ) -> AsyncGenerator[Delta | InferenceResponse, None]:
         stream = _StreamAssembler()
         async with await self.async_client.chat.completions.create(**body) as chunks:
             async for chunk in chunks:

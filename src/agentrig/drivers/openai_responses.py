@@ -7,7 +7,7 @@ provider is built, never by ``import agentrig``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Generator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Generator, Iterable, Sequence
 from typing import Any, NoReturn
 
 from agentrig._model import JsonObject
@@ -189,7 +189,9 @@ class OpenAIResponsesProvider(SdkProvider):
         assembler.whole(self._checked(answer, "a response"))
         return self._answer(assembler, body["model"])
 
-    async def _apieces(self, body: dict[str, Any]) -> AsyncIterator[Delta | InferenceResponse]:
+    async def _apieces(
+        self, body: dict[str, Any]
+    ) -> AsyncGenerator[Delta | InferenceResponse, None]:
         assembler = ResponseAssembler()
         async with await self._async_client().responses.create(**body) as events:
             async for event in events:
