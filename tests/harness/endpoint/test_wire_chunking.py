@@ -221,3 +221,19 @@ def test_agentrigs_providers_stream_the_characters_whole(
     arguments = "".join(p.arguments for p in pieces if p.step_number == 1)
     assert json.loads(arguments) == {"city": "東京 🗼"}
     assert [e.content for e in final.steps()[0].tool_executions] == ["sunny in 東京 🗼"]
+
+
+def test_a_live_server_sends_the_cut_stream(write_scenario: Callable[[str], Path]) -> None:
+    path = write_scenario(
+        SCENARIO.format(chunking="utf8", answer=json.dumps(ANSWER, ensure_ascii=False))
+    )
+    with EndpointHandle(path, live=True) as handle:
+        client = openai.OpenAI(
+            api_key=handle.api_key, base_url=handle.openai_base_url, max_retries=0
+        )
+        messages = [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": "Weather in Paris?"},
+        ]
+        assert chat_agent(client, messages, stream=True) == ANSWER
+        handle.check()
