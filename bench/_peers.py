@@ -1,9 +1,11 @@
 """W(N) on peer frameworks, each driven by its own test double. Imported only by peers.py.
 
-Every ``prepare_*`` builds the agent, its fake model and its input outside any timing and
-returns a zero-argument run; every ``check_*`` verifies the run made N tool calls returning
-i + 1 and ended with the text "done". A peer that is not installed raises ``ImportError`` from
-its ``load_*`` function.
+Every ``load_*`` returns the framework's entry points: ``"sync"`` (its usual synchronous one)
+and ``"async"`` (its coroutine, run to the end on the one event loop of ``_workload.event_loop``,
+as an async server would await it). Each is a ``prepare`` that builds the agent, its fake model
+and its input outside any timing and returns a zero-argument run, and a ``check`` that verifies
+the run made N tool calls returning i + 1 and ended with the text "done". A peer that is not
+installed raises ``ImportError`` from its ``load_*`` function.
 """
 
 from __future__ import annotations
@@ -13,9 +15,24 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from _workload import FINAL_TEXT, USER_MESSAGE
+from _workload import FINAL_TEXT, USER_MESSAGE, event_loop
 
 Run = Callable[[], Any]
+Framework = tuple[Callable[[int], Run], Callable[[int, Any], None]]
+Entries = dict[str, Framework]
+"""Entry point ("sync", "async") -> (prepare, check)."""
+
+
+def awaited(start: Callable[[int], Callable[[], Any]]) -> Callable[[int], Run]:
+    """A ``prepare`` whose run awaits the coroutine ``start(n)()`` makes, on the bench's event
+    loop (``run_until_complete``: a server is inside its loop already)."""
+
+    def prepare(n: int) -> Run:
+        coroutine = start(n)
+        loop = event_loop().get_loop()
+        return lambda: loop.run_until_complete(coroutine())
+
+    return prepare
 
 
 def add(a: int, b: int) -> int:
@@ -26,14 +43,15 @@ def add(a: int, b: int) -> int:
 # --- pydantic-ai: FunctionModel --------------------------------------------------------------
 
 
-def load_pydantic_ai() -> tuple[Callable[[int], Run], Callable[[int, Any], None]]:
-    """pydantic-ai's ``Agent`` with a ``FunctionModel`` playing the script."""
+def load_pydantic_ai() -> Entries:
+    """pydantic-ai's ``Agent`` with a ``FunctionModel`` playing the script: ``run_sync`` and
+    ``await agent.run``."""
     from pydantic_ai import Agent
     from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
     from pydantic_ai.models.function import AgentInfo, FunctionModel
     from pydantic_ai.usage import UsageLimits
 
-    def prepare(n: int) -> Run:
+    def build(n: int) -> Any:
         calls = 0
 
         def model(messages: list[Any], info: AgentInfo) -> ModelResponse:
@@ -43,9 +61,15 @@ def load_pydantic_ai() -> tuple[Callable[[int], Run], Callable[[int, Any], None]
                 return ModelResponse(parts=[ToolCallPart("add", {"a": calls - 1, "b": 1})])
             return ModelResponse(parts=[TextPart(FINAL_TEXT)])
 
-        agent = Agent(FunctionModel(model), tools=[add], name="bench")
-        limits = UsageLimits(request_limit=n + 10)
+        return Agent(FunctionModel(model), tools=[add], name="bench")
+
+    def prepare(n: int) -> Run:
+        agent, limits = build(n), UsageLimits(request_limit=n + 10)
         return lambda: agent.run_sync(USER_MESSAGE, usage_limits=limits)
+
+    def start(n: int) -> Callable[[], Any]:
+        agent, limits = build(n), UsageLimits(request_limit=n + 10)
+        return lambda: agent.run(USER_MESSAGE, usage_limits=limits)
 
     def check(n: int, result: Any) -> None:
         assert result.output == FINAL_TEXT, result.output
@@ -57,14 +81,15 @@ def load_pydantic_ai() -> tuple[Callable[[int], Run], Callable[[int, Any], None]
         ]
         assert returned == [i + 1 for i in range(n)], returned[:5]
 
-    return prepare, check
+    return {"sync": (prepare, check), "async": (awaited(start), check)}
 
 
 # --- LangGraph: prebuilt ReAct agent ----------------------------------------------------------
 
 
-def load_langgraph() -> tuple[Callable[[int], Run], Callable[[int, Any], None]]:
-    """LangGraph's prebuilt ReAct agent with ``GenericFakeChatModel`` (plus ``bind_tools``)."""
+def load_langgraph() -> Entries:
+    """LangGraph's prebuilt ReAct agent with ``GenericFakeChatModel`` (plus ``bind_tools``):
+    ``graph.invoke`` and ``await graph.ainvoke``."""
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
     from langchain_core.messages import AIMessage, ToolMessage
     from langchain_core.runnables import RunnableConfig
@@ -82,7 +107,7 @@ def load_langgraph() -> tuple[Callable[[int], Run], Callable[[int, Any], None]]:
 
     add_tool = tool(add)
 
-    def prepare(n: int) -> Run:
+    def build(n: int) -> tuple[Any, Any, RunnableConfig]:
         script = [
             AIMessage(
                 content="",
@@ -97,7 +122,15 @@ def load_langgraph() -> tuple[Callable[[int], Run], Callable[[int, Any], None]]:
         inputs = {"messages": [("user", USER_MESSAGE)]}
         # Two graph steps (model, tools) per tool call.
         config: RunnableConfig = {"recursion_limit": 2 * n + 10}
+        return graph, inputs, config
+
+    def prepare(n: int) -> Run:
+        graph, inputs, config = build(n)
         return lambda: graph.invoke(inputs, config)
+
+    def start(n: int) -> Callable[[], Any]:
+        graph, inputs, config = build(n)
+        return lambda: graph.ainvoke(inputs, config)
 
     def check(n: int, result: Any) -> None:
         messages = result["messages"]
@@ -105,14 +138,15 @@ def load_langgraph() -> tuple[Callable[[int], Run], Callable[[int, Any], None]]:
         returned = [m.content for m in messages if isinstance(m, ToolMessage)]
         assert returned == [str(i + 1) for i in range(n)], returned[:5]
 
-    return prepare, check
+    return {"sync": (prepare, check), "async": (awaited(start), check)}
 
 
 # --- OpenAI Agents SDK: a fake Model ----------------------------------------------------------
 
 
-def load_openai_agents() -> tuple[Callable[[int], Run], Callable[[int, Any], None]]:
-    """The OpenAI Agents SDK's ``Runner`` with a scripted ``Model`` (tracing disabled)."""
+def load_openai_agents() -> Entries:
+    """The OpenAI Agents SDK's ``Runner`` with a scripted ``Model`` (tracing disabled):
+    ``Runner.run_sync`` and ``await Runner.run``."""
     from agents import Agent, Runner, function_tool, set_tracing_disabled
     from agents.items import ModelResponse, ToolCallOutputItem
     from agents.models.interface import Model
@@ -167,6 +201,10 @@ def load_openai_agents() -> tuple[Callable[[int], Run], Callable[[int, Any], Non
         agent = Agent(name="bench", model=ScriptedModel(n), tools=[add_tool])
         return lambda: Runner.run_sync(agent, USER_MESSAGE, max_turns=n + 10)
 
+    def start(n: int) -> Callable[[], Any]:
+        agent = Agent(name="bench", model=ScriptedModel(n), tools=[add_tool])
+        return lambda: Runner.run(agent, USER_MESSAGE, max_turns=n + 10)
+
     def check(n: int, result: Any) -> None:
         assert result.final_output == FINAL_TEXT, result.final_output
         returned = [
@@ -174,10 +212,10 @@ def load_openai_agents() -> tuple[Callable[[int], Run], Callable[[int, Any], Non
         ]
         assert returned == [i + 1 for i in range(n)], returned[:5]
 
-    return prepare, check
+    return {"sync": (prepare, check), "async": (awaited(start), check)}
 
 
-PEERS: dict[str, tuple[str, Callable[[], tuple[Callable[[int], Run], Callable[[int, Any], None]]]]]
+PEERS: dict[str, tuple[str, Callable[[], Entries]]]
 PEERS = {
     "pydantic-ai": ("pydantic-ai-slim", load_pydantic_ai),
     "langgraph": ("langgraph", load_langgraph),

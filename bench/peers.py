@@ -9,11 +9,16 @@ that supports tool calls) and the OpenAI Agents SDK (a scripted ``Model``); inst
     .venv/bin/python bench/peers.py --peers langgraph --sizes 10,300 --repeats 5
 
 Each framework runs through its usual synchronous entry point (``AgentLoop.execute``,
-``Agent.run_sync``, ``graph.invoke``, ``Runner.run_sync``). For every N the frameworks take turns,
-sample by sample, so that a change in machine load hits all of them alike; a sample lasts at
-least 20 ms, as in ``bench/loop.py``. The table shows the median µs per step and the ratio
-peer/agentrig; where issue #5 quotes the fastest peer's figure for its reference machine, agentrig
-is also scaled to that machine by how much slower the fastest peer ran here.
+``Agent.run_sync``, ``graph.invoke``, ``Runner.run_sync``) and through its async one
+(``AgentLoop.aexecute``, ``Agent.run``, ``graph.ainvoke``, ``Runner.run``), awaited on one event
+loop as a server awaits it; every framework runs the same sync ``add`` tool, each entry point
+running it its own way (agentrig's async path in a worker thread). For every N the frameworks
+and entry points take turns, sample by sample, so that a change in machine load hits all of them
+alike; a sample lasts at least 20 ms, as in ``bench/loop.py``. The table shows the median µs per
+step of each entry point, the ratios peer/agentrig (sync to sync, async to async) and each
+framework's async/sync; where issue #5 quotes the fastest peer's figure for its reference
+machine, agentrig's sync path is also scaled to that machine by how much slower the fastest
+peer's sync path ran here.
 """
 
 from __future__ import annotations
@@ -39,19 +44,29 @@ Framework = tuple[Callable[[int], Callable[[], Any]], Callable[[int, Any], None]
 
 
 def frameworks(selected: list[str] | None) -> tuple[dict[str, Framework], dict[str, str]]:
-    """agentrig plus the installed peers; and the version of each."""
-    found: dict[str, Framework] = {"agentrig": (workload.prepare_agentrig, workload.check_agentrig)}
+    """agentrig plus the installed peers, each entry point as ``NAME`` (sync) and
+    ``NAME async``; and the version of each framework."""
+    found: dict[str, Framework] = {
+        "agentrig": (workload.prepare_agentrig, workload.check_agentrig),
+        "agentrig async": (workload.prepare_agentrig_async_sync_tool, workload.check_agentrig),
+    }
     versions = {"agentrig": importlib.metadata.version("agentrig")}
     for name, (distribution, load) in peers.PEERS.items():
         if selected is not None and name not in selected:
             continue
         try:
-            found[name] = load()
+            entries = load()
         except ImportError as error:
             print(f"skipped: {name} not installed ({INSTALL_HINT}): {error}")
             continue
+        found[name], found[f"{name} async"] = entries["sync"], entries["async"]
         versions[name] = importlib.metadata.version(distribution)
     return found, versions
+
+
+def split(found: dict[str, Framework]) -> list[str]:
+    """The frameworks' names (``found`` holds each twice: ``NAME`` and ``NAME async``)."""
+    return [name for name in found if not name.endswith(" async")]
 
 
 def measure(found: dict[str, Framework], n: int, repeats: int) -> dict[str, dict[str, Any]]:
@@ -162,27 +177,57 @@ def main() -> None:
         f"median of {repeats} samples per framework and N (a sample: runs back to back for at"
         " least 20 ms; frameworks take turns)\n"
     )
-    results = {n: measure(found, n, repeats) for n in sizes}
+    measured = {n: measure(found, n, repeats) for n in sizes}
+    names = split(found)
+    results = {n: {name: measured[n][name] for name in names} for n in sizes}
+    async_results = {n: {name: measured[n][f"{name} async"] for name in names} for n in sizes}
     rows = []
-    for name in found:
+    for name in names:
         for n in sizes:
-            us = results[n][name]["us_per_step"]
-            ratio = us / results[n]["agentrig"]["us_per_step"]
-            rows.append((name, n, us, f"{ratio:.1f}x"))
-    print(common.table(("framework", "N", "us/step", "vs agentrig"), rows))
+            sync_us = results[n][name]["us_per_step"]
+            async_us = async_results[n][name]["us_per_step"]
+            sync_ratio = sync_us / results[n]["agentrig"]["us_per_step"]
+            async_ratio = async_us / async_results[n]["agentrig"]["us_per_step"]
+            rows.append(
+                (
+                    name,
+                    n,
+                    sync_us,
+                    async_us,
+                    f"{sync_ratio:.1f}x",
+                    f"{async_ratio:.1f}x",
+                    f"{async_us / sync_us:.2f}",
+                )
+            )
+    headers = (
+        "framework",
+        "N",
+        "sync us/step",
+        "async us/step",
+        "sync vs agentrig",
+        "async vs agentrig",
+        "async/sync",
+    )
+    print(common.table(headers, rows))
     smallest, largest = min(sizes), max(sizes)
     growth = {
         name: results[largest][name]["us_per_step"] / results[smallest][name]["us_per_step"]
-        for name in found
+        for name in names
     }
-    print(
-        f"\ngrowth ratio (us/step at N={largest} / us/step at N={smallest}): "
-        + ", ".join(f"{name} {value:.2f}" for name, value in growth.items())
-    )
+    async_growth = {
+        name: async_results[largest][name]["us_per_step"]
+        / async_results[smallest][name]["us_per_step"]
+        for name in names
+    }
+    for label, ratios in (("sync", growth), ("async", async_growth)):
+        print(
+            f"\n{label} growth ratio (us/step at N={largest} / us/step at N={smallest}): "
+            + ", ".join(f"{name} {value:.2f}" for name, value in ratios.items())
+        )
     reference = reference_check(results)
     if reference is not None:
         print_reference_check(reference)
-    if len(found) == 1:
+    if len(names) == 1:
         print(f"\nno peer ran: install them with {INSTALL_HINT}")
     common.save_json(
         args.json,
@@ -193,9 +238,13 @@ def main() -> None:
             "versions": versions,
             "repeats": repeats,
             "results": [
-                {"framework": name, "n": n, **results[n][name]} for name in found for n in sizes
+                {"framework": name, "entry": entry, "n": n, **table[n][name]}
+                for entry, table in (("sync", results), ("async", async_results))
+                for name in names
+                for n in sizes
             ],
             "growth_ratio": {"from_n": smallest, "to_n": largest, **growth},
+            "async_growth_ratio": {"from_n": smallest, "to_n": largest, **async_growth},
             "reference_check": reference,
         },
     )

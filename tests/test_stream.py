@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -14,7 +15,11 @@ from agentrig import (
     AgentEvent,
     AgentState,
     ConfigurationError,
+    Delta,
+    ExecutionStatus,
     InferenceDelta,
+    InferenceRequest,
+    InferenceResponse,
     ToolCallCompleted,
     runtime_context,
 )
@@ -172,4 +177,86 @@ def test_a_consumer_that_stops_early_ends_the_run_cleanly() -> None:
     first = next(item for item in items if isinstance(item, InferenceDelta))
     items.close()  # type: ignore[attr-defined]
     assert first.step_number == 1
+    assert not agent.events.listened
+
+
+class AsyncStreamer:
+    """A provider that streams only on the event loop (``ainfer_stream``); ``infer`` answers
+    whole. ``closed`` says whether its stream was closed."""
+
+    def __init__(self, *, ends: bool = True) -> None:
+        self.ends = ends
+        self.closed = False
+        self.response = InferenceResponse(content="héllo 🌸")
+
+    def infer(self, request: InferenceRequest) -> InferenceResponse:
+        return self.response
+
+    async def ainfer_stream(
+        self, request: InferenceRequest
+    ) -> AsyncIterator[Delta | InferenceResponse]:
+        try:
+            for text in ("hé", "llo", " 🌸"):
+                await asyncio.sleep(0)
+                yield Delta(text=text)
+            if self.ends:
+                yield self.response
+        finally:
+            self.closed = True
+
+
+def streamer_agent(provider: AsyncStreamer) -> tuple[Any, AgentState]:
+    from agentrig import UseLlmConfig
+
+    agent = AgentBuilder.base().with_capability(UseLlmConfig(provider)).build()
+    return agent, AgentState().with_user_message("hi")
+
+
+def test_astream_uses_a_providers_ainfer_stream() -> None:
+    provider = AsyncStreamer()
+    agent, state = streamer_agent(provider)
+
+    async def collect() -> list[Any]:
+        return [item async for item in agent.astream(state)]
+
+    items = asyncio.run(collect())
+    assert [d.text for d in deltas(items)] == ["hé", "llo", " 🌸"]
+    assert items[-1].final_response().to_text() == "héllo 🌸"
+    assert provider.closed
+    # the sync path has no infer_stream to ask: the answer comes whole
+    agent, state = streamer_agent(AsyncStreamer())
+    items = list(agent.stream(state))
+    assert not deltas(items)
+    assert items[-1].final_response().to_text() == "héllo 🌸"
+
+
+def test_an_ainfer_stream_that_ends_without_the_response_is_refused() -> None:
+    agent, state = streamer_agent(AsyncStreamer(ends=False))
+
+    async def collect() -> list[Any]:
+        return [item async for item in agent.astream(state)]
+
+    final = asyncio.run(collect())[-1]
+    assert final.status() is ExecutionStatus.FAILED
+    (error,) = final.errors()
+    assert error.type == "ConfigurationError"
+    assert "AsyncStreamer.ainfer_stream ended without the response" in error.message
+
+
+def test_an_astream_consumer_that_stops_early_closes_the_providers_stream() -> None:
+    provider = AsyncStreamer()
+    agent, state = streamer_agent(provider)
+
+    async def first_piece() -> InferenceDelta:
+        items = agent.astream(state)
+        try:
+            async for item in items:
+                if isinstance(item, InferenceDelta):
+                    return item
+        finally:
+            await items.aclose()  # type: ignore[attr-defined]
+        raise AssertionError("no piece")
+
+    assert asyncio.run(first_piece()).text == "hé"
+    assert provider.closed
     assert not agent.events.listened

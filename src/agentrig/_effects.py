@@ -10,7 +10,7 @@ events, the state changes) runs in the generator, so both paths share it line fo
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Generator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
@@ -100,27 +100,63 @@ class Infer:
         if self.deltas is None or infer_stream is None:
             return self.perform()
         pieces = infer_stream(self.request)
-        while True:
-            try:
-                delta = next(pieces)
-            except StopIteration as done:
-                return cast("InferenceResponse", done.value)
-            self.deltas.dispatch(delta)
-            yield None
+        try:
+            while True:
+                try:
+                    delta = next(pieces)
+                except StopIteration as done:
+                    return cast("InferenceResponse", done.value)
+                self.deltas.dispatch(delta)
+                yield None
+        finally:  # a consumer that stops early closes the provider's stream here, in its context
+            pieces.close()
 
-    async def apieces(self) -> AsyncIterator[InferenceResponse | None]:
-        """``pieces`` for the async path: ticks, then the response as the last item."""
-        if self.deltas is None or getattr(self.provider, "infer_stream", None) is None:
+    async def apieces(self) -> AsyncGenerator[InferenceResponse | None, None]:
+        """``pieces`` for the async path: ticks, then the response as the last item. A provider
+        with ``ainfer_stream`` streams on the event loop; one with only ``infer_stream`` is
+        asked for its pieces on the loop's thread (the fakes, which do no I/O)."""
+        if self.deltas is None:
+            yield await self.aperform()
+            return
+        ainfer_stream = getattr(self.provider, "ainfer_stream", None)
+        if ainfer_stream is not None:
+            async for item in self._apieces(ainfer_stream(self.request), self.deltas):
+                yield item
+            return
+        if getattr(self.provider, "infer_stream", None) is None:
             yield await self.aperform()
             return
         pieces = self.pieces()
-        while True:
-            try:
-                next(pieces)
-            except StopIteration as done:
-                yield done.value
-                return
-            yield None
+        try:
+            while True:
+                try:
+                    next(pieces)
+                except StopIteration as done:
+                    yield done.value
+                    return
+                yield None
+        finally:
+            pieces.close()
+
+    async def _apieces(
+        self, stream: AsyncIterator[Delta | InferenceResponse], deltas: DeltaEvents
+    ) -> AsyncGenerator[InferenceResponse | None, None]:
+        try:
+            async for piece in stream:
+                if isinstance(piece, Delta):
+                    deltas.dispatch(piece)
+                    yield None
+                else:
+                    yield piece
+                    return
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        raise ConfigurationError(
+            f"{type(self.provider).__name__}.ainfer_stream ended without the response: an "
+            "async streaming provider yields its Delta pieces, then the InferenceResponse last"
+        )
 
     def perform(self) -> InferenceResponse:
         # ``getattr`` rather than ``isinstance`` against the protocols: a runtime-checkable

@@ -302,10 +302,14 @@ class AgentLoop:
                     continue
                 try:
                     if isinstance(item, Infer):
-                        async for piece in item.apieces():
-                            value = piece
-                            for event in _drained(heard):
-                                yield event
+                        pieces = item.apieces()
+                        try:
+                            async for piece in pieces:
+                                value = piece
+                                for event in _drained(heard):
+                                    yield event
+                        finally:  # closed here, in this task, when the consumer stops early
+                            await pieces.aclose()
                     else:
                         value = await item.aperform()
                 except BaseException as raised:

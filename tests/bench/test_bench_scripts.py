@@ -67,12 +67,26 @@ def test_peers_quick(tmp_path: Path) -> None:
     output = run_script(
         str(BENCH / "peers.py"), "--sizes", "2", "--repeats", "1", "--json", str(saved)
     )
-    for header in ("framework", "us/step", "vs agentrig", "growth ratio"):
+    for header in (
+        "framework",
+        "sync us/step",
+        "async us/step",
+        "sync vs agentrig",
+        "async vs agentrig",
+        "async/sync",
+        "sync growth ratio",
+        "async growth ratio",
+    ):
         assert header in output
-    frameworks = {row["framework"] for row in json.loads(saved.read_text())["results"]}
+    results = json.loads(saved.read_text())["results"]
+    frameworks = {row["framework"] for row in results}
     assert "agentrig" in frameworks
     for peer in PEERS:  # each peer either ran (its results were checked) or was skipped
         assert (peer in frameworks) != (f"skipped: {peer} not installed" in output), output
+    # every framework that ran was measured through both its sync and its async entry point
+    entries = {(row["framework"], row["entry"]) for row in results}
+    assert entries == {(name, entry) for name in frameworks for entry in ("sync", "async")}
+    assert all(row["us_per_step"] > 0 for row in results)
 
 
 def test_peers_skip_what_is_not_installed() -> None:

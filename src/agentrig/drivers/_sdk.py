@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+from collections.abc import AsyncGenerator, Generator
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from agentrig._model import JsonObject
 from agentrig.drivers import network
 from agentrig.drivers.pricing import PriceTable
+from agentrig.drivers.provider import Delta
 from agentrig.errors import AgentrigError, ConfigurationError, MissingDependencyError, ProviderError
 from agentrig.messages import ToolCall
 from agentrig.state import InferenceRequest, InferenceResponse, Usage
@@ -44,7 +46,13 @@ _STREAMING_REQUIRED = "Streaming is required"
 
 class SdkProvider:
     """The part of ``infer`` both real providers share: build the body, send it inside
-    ``network.sending``, turn SDK exceptions into agentrig errors."""
+    ``network.sending``, turn SDK exceptions into agentrig errors.
+
+    With ``stream=True`` the answer is read as the API streams it: ``infer`` and ``ainfer``
+    assemble it, ``infer_stream`` and ``ainfer_stream`` (what ``AgentLoop.stream`` and
+    ``astream`` use) also hand each text and tool-argument piece out as it arrives. Each
+    provider reads its stream once, in ``_pieces``/``_apieces``; the plain calls drain them.
+    """
 
     name: str
     key_hint: str
@@ -67,9 +75,24 @@ class SdkProvider:
         except Exception as error:
             raise provider_error(error, self._sdk, self.name, self.key_hint) from error
 
+    def infer_stream(self, request: InferenceRequest) -> Generator[Delta, None, InferenceResponse]:
+        """``infer``, yielding the answer's text and tool-argument pieces as the API streams
+        them (``stream=True``); returns the answer ``infer`` gives. Without ``stream=True``
+        the answer comes whole, and there are no pieces."""
+        if not self.stream:
+            return self.infer(request)
+        body = self.request_body(request)
+        try:
+            with network.sending(self.name):
+                return (yield from self._pieces(body))
+        except AgentrigError:
+            raise
+        except Exception as error:
+            raise provider_error(error, self._sdk, self.name, self.key_hint) from error
+
     async def ainfer(self, request: InferenceRequest) -> InferenceResponse:
         """``infer`` on the running event loop, through the SDK's async client."""
-        if self.async_client is None:
+        if not self._has_async_client():
             return await asyncio.to_thread(self.infer, request)
         body = self.request_body(request)
         try:
@@ -82,21 +105,65 @@ class SdkProvider:
         except Exception as error:
             raise provider_error(error, self._sdk, self.name, self.key_hint) from error
 
+    async def ainfer_stream(
+        self, request: InferenceRequest
+    ) -> AsyncGenerator[Delta | InferenceResponse, None]:
+        """``infer_stream`` on the running event loop: the pieces as they arrive, then the
+        answer, last. Without ``stream=True`` or an async client it yields only the answer,
+        from ``ainfer``."""
+        if not self.stream or not self._has_async_client():
+            yield await self.ainfer(request)
+            return
+        body = self.request_body(request)
+        pieces = self._apieces(body)
+        try:
+            with network.sending(self.name):
+                async for piece in pieces:
+                    yield piece
+        except AgentrigError:
+            raise
+        except Exception as error:
+            raise provider_error(error, self._sdk, self.name, self.key_hint) from error
+        finally:  # a consumer that stops early closes the HTTP stream now, in this task
+            await pieces.aclose()
+
     def request_body(self, request: InferenceRequest) -> dict[str, Any]:
         """The keyword arguments of the SDK call for ``request``."""
         raise NotImplementedError
 
-    def _whole(self, body: dict[str, Any]) -> InferenceResponse:
-        raise NotImplementedError
+    def _has_async_client(self) -> bool:
+        return self.async_client is not None
 
-    def _streamed(self, body: dict[str, Any]) -> InferenceResponse:
+    def _whole(self, body: dict[str, Any]) -> InferenceResponse:
         raise NotImplementedError
 
     async def _awhole(self, body: dict[str, Any]) -> InferenceResponse:
         raise NotImplementedError
 
-    async def _astreamed(self, body: dict[str, Any]) -> InferenceResponse:
+    def _pieces(self, body: dict[str, Any]) -> Generator[Delta, None, InferenceResponse]:
+        """Send ``body`` streamed: the pieces as they arrive; returns the assembled answer."""
         raise NotImplementedError
+
+    def _apieces(self, body: dict[str, Any]) -> AsyncGenerator[Delta | InferenceResponse, None]:
+        """``_pieces`` on the async client: the pieces, then the assembled answer, last."""
+        raise NotImplementedError
+
+    def _streamed(self, body: dict[str, Any]) -> InferenceResponse:
+        pieces = self._pieces(body)
+        while True:
+            try:
+                next(pieces)
+            except StopIteration as done:
+                return cast("InferenceResponse", done.value)
+
+    async def _astreamed(self, body: dict[str, Any]) -> InferenceResponse:
+        response: InferenceResponse | None = None
+        async for piece in self._apieces(body):
+            if isinstance(piece, InferenceResponse):
+                response = piece
+        if response is None:  # pragma: no cover - every _apieces ends with the answer
+            raise self._empty_stream()
+        return response
 
     def _model_of(self, request: InferenceRequest) -> str:
         config = request.llm_config

@@ -6,7 +6,7 @@ provider is built, never by ``import agentrig``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import AsyncGenerator, Generator, Iterable
 from typing import Any, NoReturn
 
 from agentrig._model import JsonObject
@@ -19,6 +19,7 @@ from agentrig.drivers._sdk import (
     tool_call,
 )
 from agentrig.drivers.pricing import PriceTable
+from agentrig.drivers.provider import Delta
 from agentrig.errors import ConfigurationError, InvalidInputError, ProviderError
 from agentrig.messages import Message, Role, ToolCall
 from agentrig.state import InferenceRequest, InferenceResponse, ToolSchema, Usage
@@ -47,7 +48,8 @@ class AnthropicProvider(SdkProvider):
     ``anthropic.AsyncAnthropic``, for ``ainfer``), or ``api_key``/``base_url``/``max_retries``/
     ``timeout`` to build both. ``model`` is used when the request's ``LlmConfig`` names none;
     ``max_tokens`` (required by the API) when it sets no ``max_output_tokens``. ``stream=True``
-    streams the answer and assembles it. ``prices`` sets ``Usage.cost``.
+    streams the answer and assembles it, and ``infer_stream``/``ainfer_stream`` hand
+    its pieces to ``AgentLoop.stream`` as they arrive. ``prices`` sets ``Usage.cost``.
 
     With extended thinking (``LlmConfig(options={"thinking": {...}})``) an answer's thinking text
     is its ``reasoning_content`` and its thinking blocks, signatures included, are kept in
@@ -138,19 +140,22 @@ class AnthropicProvider(SdkProvider):
             assembler.block(index, block)
         return self._answer(assembler, body["model"])
 
-    def _streamed(self, body: dict[str, Any]) -> InferenceResponse:
+    def _pieces(self, body: dict[str, Any]) -> Generator[Delta, None, InferenceResponse]:
         assembler = _Assembler()
         with self.client.messages.create(**body) as events:
             for event in events:
-                assembler.event(event)
+                yield from assembler.event(event)
         return self._from_events(assembler, body)
 
-    async def _astreamed(self, body: dict[str, Any]) -> InferenceResponse:
+    async def _apieces(
+        self, body: dict[str, Any]
+    ) -> AsyncGenerator[Delta | InferenceResponse, None]:
         assembler = _Assembler()
         async with await self.async_client.messages.create(**body) as events:
             async for event in events:
-                assembler.event(event)
-        return self._from_events(assembler, body)
+                for piece in assembler.event(event):
+                    yield piece
+        yield self._from_events(assembler, body)
 
     def _from_events(self, assembler: _Assembler, body: dict[str, Any]) -> InferenceResponse:
         if not assembler.started:
@@ -203,10 +208,13 @@ class _Assembler:
         self.stop_reason = message.stop_reason
         self._count(message.usage)
 
-    def block(self, index: int, block: Any) -> None:
+    def block(self, index: int, block: Any) -> list[Delta]:
+        """Take content block ``index``; returns its pieces (its text, or a tool use's id and
+        name)."""
         if block.type == "text":
             self.text.append(block.text)
-        elif block.type == "thinking":
+            return [Delta(text=block.text)] if block.text else []
+        if block.type == "thinking":
             self.thinking[index] = {
                 "type": "thinking",
                 "thinking": [block.thinking],
@@ -215,34 +223,45 @@ class _Assembler:
         elif block.type == "redacted_thinking":
             self.thinking[index] = {"type": "redacted_thinking", "data": block.data}
         elif block.type == "tool_use":
+            position = len(self.tools)  # the call's place among the answer's calls
             self.tools[index] = {
                 "id": block.id,
                 "name": block.name,
                 "input": block.input,
                 "json": [],
+                "position": position,
             }
+            return [Delta(index=position, call_id=block.id, name=block.name)]
+        return []
 
-    def event(self, event: Any) -> None:
+    def event(self, event: Any) -> list[Delta]:
+        """Take one stream event; returns its pieces."""
         kind = event.type
         if kind == "message_start":
             self.start(event.message)
         elif kind == "content_block_start":
-            self.block(event.index, event.content_block)
+            return self.block(event.index, event.content_block)
         elif kind == "content_block_delta":
-            self._delta(event.index, event.delta)
+            return self._delta(event.index, event.delta)
         elif kind == "message_delta":
             self.stop_reason = event.delta.stop_reason or self.stop_reason
             self._count(event.usage)
+        return []
 
-    def _delta(self, index: int, delta: Any) -> None:
+    def _delta(self, index: int, delta: Any) -> list[Delta]:
         if delta.type == "text_delta":
             self.text.append(delta.text)
-        elif delta.type == "thinking_delta" and index in self.thinking:
+            return [Delta(text=delta.text)] if delta.text else []
+        if delta.type == "thinking_delta" and index in self.thinking:
             self.thinking[index]["thinking"].append(delta.thinking)
         elif delta.type == "signature_delta" and index in self.thinking:
             self.thinking[index]["signature"] = delta.signature
         elif delta.type == "input_json_delta" and index in self.tools:
-            self.tools[index]["json"].append(delta.partial_json)
+            tool = self.tools[index]
+            tool["json"].append(delta.partial_json)
+            if delta.partial_json:
+                return [Delta(index=tool["position"], arguments=delta.partial_json)]
+        return []
 
     def _count(self, usage: Any) -> None:
         if usage is None:

@@ -6,7 +6,7 @@ provider is built, never by ``import agentrig``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import AsyncGenerator, Generator, Iterable
 from typing import Any
 
 from agentrig._model import JsonObject
@@ -21,6 +21,7 @@ from agentrig.drivers._sdk import (
     tool_call,
 )
 from agentrig.drivers.pricing import PriceTable
+from agentrig.drivers.provider import Delta
 from agentrig.errors import ConfigurationError, InvalidInputError, ProviderError
 from agentrig.messages import Message, Messages, Role, ToolCall
 from agentrig.state import InferenceRequest, InferenceResponse, ToolSchema, Usage
@@ -47,8 +48,10 @@ class OpenAIProvider(SdkProvider):
     Pass a ready ``openai.OpenAI`` client (and ``async_client``, an ``openai.AsyncOpenAI``, for
     ``ainfer``), or ``api_key``/``base_url``/``max_retries``/``timeout`` to build both (``base_url`` reaches any compatible API: OpenRouter, vLLM, Ollama...).
     ``model`` is used when the request's ``LlmConfig`` names none. ``stream=True`` streams the
-    answer and assembles it. ``prices`` sets ``Usage.cost``. ``max_tokens_param`` is the body
-    field ``LlmConfig.max_output_tokens`` goes to (older compatible servers want ``max_tokens``).
+    answer and assembles it, and ``infer_stream``/``ainfer_stream`` hand its pieces to
+    ``AgentLoop.stream`` as they arrive. ``prices`` sets ``Usage.cost``. ``max_tokens_param`` is
+    the body field ``LlmConfig.max_output_tokens`` goes to (older compatible servers want
+    ``max_tokens``).
     """
 
     name = "openai"
@@ -172,19 +175,22 @@ class OpenAIProvider(SdkProvider):
             reasoning=_reasoning(extra),
         )
 
-    def _streamed(self, body: dict[str, Any]) -> InferenceResponse:
+    def _pieces(self, body: dict[str, Any]) -> Generator[Delta, None, InferenceResponse]:
         stream = _StreamAssembler()
         with self.client.chat.completions.create(**body) as chunks:
             for chunk in chunks:
-                stream.add(chunk)
+                yield from stream.add(chunk)
         return self._from_stream(stream, body)
 
-    async def _astreamed(self, body: dict[str, Any]) -> InferenceResponse:
+    async def _apieces(
+        self, body: dict[str, Any]
+    ) -> AsyncGenerator[Delta | InferenceResponse, None]:
         stream = _StreamAssembler()
         async with await self.async_client.chat.completions.create(**body) as chunks:
             async for chunk in chunks:
-                stream.add(chunk)
-        return self._from_stream(stream, body)
+                for piece in stream.add(chunk):
+                    yield piece
+        yield self._from_stream(stream, body)
 
     def _from_stream(self, stream: _StreamAssembler, body: dict[str, Any]) -> InferenceResponse:
         if not stream.chunks:
@@ -259,24 +265,29 @@ class _StreamAssembler:
         self.model = ""
         self.id = ""
 
-    def add(self, chunk: Any) -> None:
+    def add(self, chunk: Any) -> list[Delta]:
+        """Take one chunk; returns its pieces (text, refusal text, tool-argument pieces)."""
         self.chunks += 1
         self.id = self.id or chunk.id or ""
         self.model = self.model or chunk.model or ""
         if chunk.usage is not None:
             self.usage = chunk.usage
+        pieces: list[Delta] = []
         for choice in chunk.choices or ():
             if choice.index == 0:
-                self._delta(choice.delta)
+                self._delta(choice.delta, pieces)
                 self.finish = choice.finish_reason or self.finish
+        return pieces
 
-    def _delta(self, delta: Any) -> None:
+    def _delta(self, delta: Any, pieces: list[Delta]) -> None:
         if delta is None:
             return
         if delta.content:
             self.content.append(delta.content)
+            pieces.append(Delta(text=delta.content))
         if getattr(delta, "refusal", None):
             self.refusal.append(delta.refusal)
+            pieces.append(Delta(text=delta.refusal))
         extra = delta.model_extra or {}
         for field in _REASONING_FIELDS:
             reasoning = extra.get(field)
@@ -286,13 +297,27 @@ class _StreamAssembler:
                 break
         for part in delta.tool_calls or ():
             index = part.index if part.index is not None else len(self.calls)
-            slot = self.calls.setdefault(index, {"id": "", "name": "", "arguments": []})
+            slot = self.calls.get(index)
+            if slot is None:  # position: the call's place among the answer's calls
+                slot = {"id": "", "name": "", "arguments": [], "position": len(self.calls)}
+                self.calls[index] = slot
+            # the id and name go out once, when first known (some servers repeat them)
+            new_id = part.id if part.id and not slot["id"] else None
             slot["id"] = part.id or slot["id"]
             function = part.function
+            new_name, arguments = None, ""
             if function is not None:
+                new_name = function.name if function.name and not slot["name"] else None
                 slot["name"] = function.name or slot["name"]
                 if function.arguments:
-                    slot["arguments"].append(function.arguments)
+                    arguments = function.arguments
+                    slot["arguments"].append(arguments)
+            if new_id or new_name or arguments:
+                pieces.append(
+                    Delta(
+                        index=slot["position"], call_id=new_id, name=new_name, arguments=arguments
+                    )
+                )
 
     def tool_calls(self) -> tuple[ToolCall, ...]:
         return tuple(

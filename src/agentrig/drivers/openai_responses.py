@@ -7,11 +7,10 @@ provider is built, never by ``import agentrig``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncGenerator, Generator, Iterable, Sequence
 from typing import Any, NoReturn
 
 from agentrig._model import JsonObject
-from agentrig.drivers import network
 from agentrig.drivers._sdk import (
     SdkProvider,
     dump_arguments,
@@ -19,12 +18,12 @@ from agentrig.drivers._sdk import (
     fallback_finish,
     import_sdk,
     parse_arguments,
-    provider_error,
     reported_error,
     tool_call,
 )
 from agentrig.drivers.pricing import PriceTable
-from agentrig.errors import AgentrigError, ConfigurationError, InvalidInputError, ProviderError
+from agentrig.drivers.provider import Delta
+from agentrig.errors import ConfigurationError, InvalidInputError, ProviderError
 from agentrig.messages import Message, Role, ToolCall
 from agentrig.state import InferenceRequest, InferenceResponse, ToolSchema, Usage
 from agentrig.state.status import FinishReason
@@ -50,7 +49,8 @@ class OpenAIResponsesProvider(SdkProvider):
     Pass a ready ``openai.OpenAI`` client (``client=``) and/or ``openai.AsyncOpenAI`` client
     (``async_client=``, or ``client=`` when it is the only one), or ``api_key``/``base_url``/``max_retries``/``timeout`` to build them
     (the async one when ``ainfer`` first needs it). ``model`` is used when the request's
-    ``LlmConfig`` names none. ``stream=True`` streams the answer and assembles it.
+    ``LlmConfig`` names none. ``stream=True`` streams the answer and assembles it,
+    and ``infer_stream``/``ainfer_stream`` hand its pieces to ``AgentLoop.stream`` as they arrive.
     ``prices`` sets ``Usage.cost``.
 
     ``store`` is sent as is (default False: the API keeps nothing). ``include`` is the API's
@@ -150,11 +150,20 @@ class OpenAIResponsesProvider(SdkProvider):
 
     def infer(self, request: InferenceRequest) -> InferenceResponse:
         """Send ``request`` as one ``responses.create`` call and map the answer back."""
+        self._sync_client()
+        return super().infer(request)
+
+    def infer_stream(self, request: InferenceRequest) -> Generator[Delta, None, InferenceResponse]:
+        """``infer``, yielding the text and argument pieces as they stream (``stream=True``)."""
+        self._sync_client()
+        return (yield from super().infer_stream(request))
+
+    def _sync_client(self) -> Any:
         if self.client is None:
             raise ConfigurationError(
                 "OpenAIResponsesProvider has only an async client: use ainfer, or pass client="
             )
-        return super().infer(request)
+        return self.client
 
     def _whole(self, body: dict[str, Any]) -> InferenceResponse:
         answer = self._checked(self.client.responses.create(**body), "a response")
@@ -162,34 +171,33 @@ class OpenAIResponsesProvider(SdkProvider):
         assembler.whole(answer)
         return self._answer(assembler, body["model"])
 
-    def _streamed(self, body: dict[str, Any]) -> InferenceResponse:
+    def _pieces(self, body: dict[str, Any]) -> Generator[Delta, None, InferenceResponse]:
         assembler = ResponseAssembler()
         with self.client.responses.create(**body) as events:
             for event in events:
-                assembler.feed(event)
+                yield from assembler.feed(event)
         return self._answer(assembler, body["model"])
 
     # --- async ------------------------------------------------------------------------------
 
-    async def ainfer(self, request: InferenceRequest) -> InferenceResponse:
-        """``infer`` on ``openai.AsyncOpenAI``: the same body, the same answer."""
-        body = self.request_body(request)
-        client = self._async_client()
-        try:
-            with network.sending(self.name):
-                assembler = ResponseAssembler()
-                if self.stream:
-                    async with await client.responses.create(**body) as events:
-                        async for event in events:
-                            assembler.feed(event)
-                else:
-                    answer = await client.responses.create(**body)
-                    assembler.whole(self._checked(answer, "a response"))
-                return self._answer(assembler, body["model"])
-        except AgentrigError:
-            raise
-        except Exception as error:
-            raise provider_error(error, self._sdk, self.name, self.key_hint) from error
+    def _has_async_client(self) -> bool:
+        return True  # built when first needed, or refused (``_async_client``)
+
+    async def _awhole(self, body: dict[str, Any]) -> InferenceResponse:
+        answer = await self._async_client().responses.create(**body)
+        assembler = ResponseAssembler()
+        assembler.whole(self._checked(answer, "a response"))
+        return self._answer(assembler, body["model"])
+
+    async def _apieces(
+        self, body: dict[str, Any]
+    ) -> AsyncGenerator[Delta | InferenceResponse, None]:
+        assembler = ResponseAssembler()
+        async with await self._async_client().responses.create(**body) as events:
+            async for event in events:
+                for piece in assembler.feed(event):
+                    yield piece
+        yield self._answer(assembler, body["model"])
 
     def _async_client(self) -> Any:
         if self.async_client is None:
@@ -283,8 +291,9 @@ class ResponseAssembler:
             self._item(index, item)
         self._response(response)
 
-    def feed(self, event: Any) -> None:
-        """Take one stream event (unknown kinds are ignored)."""
+    def feed(self, event: Any) -> list[Delta]:
+        """Take one stream event (unknown kinds are ignored); returns its pieces: text and
+        refusal text, a function call's id and name when it is added, its argument pieces."""
         self.started = True
         kind = getattr(event, "type", "")
         if kind in ("response.created", "response.in_progress"):
@@ -296,12 +305,26 @@ class ResponseAssembler:
             self._response(event.response)
         elif kind in ("response.output_item.added", "response.output_item.done"):
             self._item(event.output_index, event.item)
+            if kind == "response.output_item.added" and self._is_call(event.output_index):
+                slot = self.items[event.output_index]
+                return [
+                    Delta(
+                        index=self._position(event.output_index),
+                        call_id=slot["call_id"] or None,
+                        name=slot["name"] or None,
+                        arguments="".join(slot["arguments"]),
+                    )
+                ]
         elif kind == "response.output_text.delta":
             self._slot(event.output_index, "message")["text"].append(event.delta)
+            return [Delta(text=event.delta)] if event.delta else []
         elif kind == "response.refusal.delta":
             self._slot(event.output_index, "message")["refusal"].append(event.delta)
+            return [Delta(text=event.delta)] if event.delta else []
         elif kind == "response.function_call_arguments.delta":
             self._slot(event.output_index, "function_call")["arguments"].append(event.delta)
+            if event.delta:
+                return [Delta(index=self._position(event.output_index), arguments=event.delta)]
         elif kind == "response.function_call_arguments.done":
             self._slot(event.output_index, "function_call")["arguments"] = [event.arguments]
         elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
@@ -309,6 +332,19 @@ class ResponseAssembler:
         elif kind == "error":
             body = {"message": event.message, "type": getattr(event, "code", None) or ""}
             self.error = reported_error("openai", body, "the stream reported an error")
+        return []
+
+    def _is_call(self, output_index: int) -> bool:
+        slot = self.items.get(output_index)
+        return slot is not None and slot["type"] == "function_call"
+
+    def _position(self, output_index: int) -> int:
+        """The place of the function call at ``output_index`` among the answer's calls."""
+        return sum(
+            1
+            for index, slot in self.items.items()
+            if index < output_index and slot["type"] == "function_call"
+        )
 
     def _response(self, response: Any) -> None:
         self.started = True

@@ -27,8 +27,9 @@ class InferenceProvider(Protocol):
 class StreamingProvider(Protocol):
     """Answers one inference request in pieces: ``infer_stream`` yields ``Delta``s as they
     arrive and returns the assembled response (the generator's return value), the same
-    response ``infer`` gives. ``ainfer_stream`` may do the same as an async generator that
-    yields the response last."""
+    response ``infer`` gives. ``ainfer_stream`` may do the same on the event loop, as an async
+    generator that yields the ``Delta``s and then the response, last; ``astream`` uses it when
+    there is one (else it asks ``infer_stream`` on the loop's thread)."""
 
     def infer_stream(self, request: InferenceRequest) -> Generator[Delta, None, InferenceResponse]:
         """The answer to ``request``, in pieces."""

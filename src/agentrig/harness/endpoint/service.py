@@ -10,8 +10,8 @@ concurrent sessions of one scenario apart). Two sessions never share a script.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from agentrig.errors import AgentrigError
@@ -160,13 +160,17 @@ class ScenarioEndpoint:
         except WireError as error:
             session.unreadable(f"{fmt.path}: {error.message}")
             return _error(fmt, 400, f"agentrig endpoint: {error.message}", param=error.param)
-        return _reply(
+        reply = _reply(
             fmt,
             session.plan(request),
             stream=request.stream,
             include_usage=request.include_usage,
             model=request.model,
         )
+        chunking = session.scenario.agent.wire_chunking
+        if reply.chunks is None or chunking == "events":
+            return reply
+        return replace(reply, chunks=tuple(cut_chunks(reply.chunks, chunking)))
 
     def _models(self, anthropic: bool) -> EndpointReply:
         names = sorted({s.agent.model for s in self.scenarios if s.agent.model} or {"agentrig"})
@@ -190,6 +194,25 @@ class ScenarioEndpoint:
                 ],
             }
         return EndpointReply(200, {"content-type": JSON}, json_bytes(body))
+
+
+def cut_chunks(chunks: Iterable[bytes], chunking: str) -> Iterator[bytes]:
+    """A stream's chunks cut as ``chunking`` says: ``bytes``, one byte per chunk; ``utf8``,
+    each chunk cut after the first byte of every multi-byte UTF-8 character in it (so the
+    character's bytes arrive in two reads, as a network may deliver them); else as they are."""
+    for chunk in chunks:
+        if chunking == "bytes":
+            yield from (chunk[at : at + 1] for at in range(len(chunk)))
+        elif chunking == "utf8":
+            start = 0
+            for at, byte in enumerate(chunk):
+                if byte >= 0xC0:  # the lead byte of a multi-byte character
+                    yield chunk[start : at + 1]
+                    start = at + 1
+            if start < len(chunk):
+                yield chunk[start:]
+        else:
+            yield chunk
 
 
 def _api_key(headers: Mapping[str, str]) -> str | None:

@@ -108,6 +108,7 @@ StopReasonName = Literal[
 FinishReasonName = Literal["stop", "length", "tool_calls", "content_filter", "error", "other"]
 TraceModeName = Literal["separated", "inline"]
 StreamMode = Literal["whole", "chars", "interleaved"]
+WireChunking = Literal["events", "bytes", "utf8"]
 HookTriggerName = Literal[
     "before_execution",
     "before_step",
@@ -691,6 +692,15 @@ class AgentSpec(ScenarioModel):
             "whole, chars (one character at a time, JSON arguments cut anywhere) or interleaved "
             "(parallel calls' pieces alternating). The harness checks that the pieces rebuild "
             "each answer and that the run ends in the states of the plain run."
+        ),
+    )
+    wire_chunking: WireChunking = Field(
+        default="events",
+        description=(
+            "How the scenario endpoint cuts a streamed answer's bytes into network chunks: "
+            "events (one chunk per server-sent event), bytes (one byte per chunk) or utf8 "
+            "(each multi-byte UTF-8 character cut after its first byte, so no chunk decodes "
+            "on its own). Only the endpoint has bytes: agentrig's own runtime ignores it."
         ),
     )
 
