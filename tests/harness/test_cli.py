@@ -525,4 +525,5 @@ class TestALoneSurrogateOnTheTerminal:
         assert "at odd.scenario.yaml:10" in done.stdout
         assert "lone surrogate" in done.stdout
         junit = (tmp_path / "out" / "junit.xml").read_text(encoding="utf-8")
-        assert "<error" in junit and "lone surrogate" in junit
+        assert "<error" in junit
+        assert "lone surrogate" in junit
