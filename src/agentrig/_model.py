@@ -192,6 +192,20 @@ def _check_json(value: Any, info: ValidationInfo) -> Any:
     return value
 
 
+def _brief(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for a message; a value whose repr fails (an
+    integer of 4300+ digits, anywhere inside) or nests too deep is described instead."""
+    try:
+        text = repr(value)
+    except ValueError:
+        if isinstance(value, int):
+            return "an integer of more than 4300 digits"
+        return f"a {type(value).__name__} holding an integer of more than 4300 digits"
+    except RecursionError:
+        return f"a {type(value).__name__} nested too deeply to show"
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+
+
 def _first_non_json(value: Any) -> str:
     """What makes ``value`` not JSON data, and where: ``tuple at ['k']``, ``nan at [2]``."""
     found = find_non_json(value)
@@ -444,12 +458,10 @@ class Serializable:
         version = body.pop("schema_version", None)
         if version != SCHEMA_VERSION:
             if version is not None:
-                shown = (
-                    repr(version)
-                    if not isinstance(version, int) or -_INT_LIMIT < version < _INT_LIMIT
-                    else "an integer of more than 4300 digits"
+                reason = (
+                    f"unsupported version {_brief(version)}; this agentrig reads version "
+                    f"{SCHEMA_VERSION}"
                 )
-                reason = f"unsupported version {shown[:80]}; this agentrig reads version {SCHEMA_VERSION}"
             elif body.get("format") == "agentrig.session" and "state" in body:
                 reason = (
                     "missing: this is a saved session, not a state; load it with a session "

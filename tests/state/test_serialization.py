@@ -236,13 +236,24 @@ class TestInvalidData:
         error = self.assert_invalid(data, "schema_version")
         assert "99" in str(error)
 
-    def test_a_schema_version_too_long_to_print(self, data: dict[str, Any]) -> None:
+    @pytest.mark.parametrize(
+        ("version", "shown"),
+        [
+            (10**4300, "an integer of more than 4300 digits"),
+            ([10**4300], "a list holding an integer of more than 4300 digits"),
+            ("v" * 500, "'" + "v" * 76 + "..."),
+        ],
+        ids=["huge-int", "huge-int-in-a-list", "long-text"],
+    )
+    def test_a_schema_version_too_long_to_print(
+        self, data: dict[str, Any], version: Any, shown: str
+    ) -> None:
         # Found by the deep fuzz run: repr() of an integer of 4300+ digits raises ValueError.
-        data["schema_version"] = 10**4300
+        data["schema_version"] = version
         with pytest.raises(InvalidInputError) as raised:  # (json cannot write it: from_dict only)
             AgentState.from_dict(data)
         assert raised.value.field == "schema_version"
-        assert "an integer of more than 4300 digits" in str(raised.value)
+        assert f"unsupported version {shown};" in str(raised.value)
 
     def test_unknown_top_level_field(self, data: dict[str, Any]) -> None:
         data["colour"] = "red"
