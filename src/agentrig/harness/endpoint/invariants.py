@@ -20,7 +20,7 @@ from agentrig.harness.endpoint.wire.base import WireAnswer, WireRequest
 from agentrig.messages import Message, Role
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class WireView:
     """What one check sees: the request, what came before it, and the answer to be played."""
 

@@ -68,7 +68,7 @@ class EndpointKeyError(AgentrigError):
     """A request's API key names no scenario the endpoint serves."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class EndpointReply:
     """What to send back: a status, headers, and a body or a stream of events.
 

@@ -3,6 +3,7 @@ answers it, what the invariants say of it, and the result once the agent is done
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from agentrig.harness.endpoint.invariants import (
     SCRIPT_NOT_EXCEEDED,
     WIRE_INVARIANTS,
     Violation,
+    WireCheck,
     WireView,
     same_item,
     selected,
@@ -40,8 +42,12 @@ from agentrig.messages import Message, Role, ToolCall
 from agentrig.state import Usage
 from agentrig.state.status import FinishReason
 
+# The records made for each request (Plan, Exchange, and the wire's WireRequest, WireAnswer,
+# WireView, EndpointReply) are plain slotted dataclasses, not frozen: built on every model call
+# and never changed, they skip the frozen dataclass's ``object.__setattr__`` per field.
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(slots=True)
 class Plan:
     """How the endpoint answers one request: a scripted answer (possibly with a stream fault),
     or an HTTP error with its message."""
@@ -76,7 +82,7 @@ class Exchange:
         return self.plan.answer is not None and self.plan.fault is None
 
 
-@dataclass
+@dataclass(slots=True)
 class EndpointSession:
     """The state of one agent's conversation with the endpoint (one API key)."""
 
@@ -95,17 +101,17 @@ class EndpointSession:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _started: float = field(default_factory=time.perf_counter)
     _finished: ScenarioResult | None = None
+    _wire_checks: tuple[tuple[str, WireCheck], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.checked:
             check_endpoint_scenario(self.scenario)
         chosen = self.scenario.invariants
-        self._checks = selected(chosen.only, chosen.exclude)
-        self._wire_checks = [
-            (name, WIRE_INVARIANTS[name]) for name in self._checks if name in WIRE_INVARIANTS
-        ]
-        self._checked = dict.fromkeys(self._checks, 0)
-        self._failed = dict.fromkeys(self._checks, 0)
+        names, self._wire_checks = _selection(
+            tuple(chosen.only) if chosen.only is not None else None, tuple(chosen.exclude or ())
+        )
+        self._checked = dict.fromkeys(names, 0)
+        self._failed = dict.fromkeys(names, 0)
 
     # --- answering -----------------------------------------------------------------------
 
@@ -379,6 +385,16 @@ _ID_PREFIX = {
     "responses": "resp_agentrig_",
     "anthropic": "msg_agentrig_",
 }
+
+
+@functools.lru_cache(maxsize=64)
+def _selection(
+    only: tuple[str, ...] | None, exclude: tuple[str, ...]
+) -> tuple[tuple[str, ...], tuple[tuple[str, WireCheck], ...]]:
+    """The invariants a scenario's ``invariants:`` selects, and the per-request checks among
+    them (worked out once per selection, not once per session)."""
+    names = selected(only, exclude)
+    return names, tuple((name, WIRE_INVARIANTS[name]) for name in names if name in WIRE_INVARIANTS)
 
 
 def _plan_reply(reply: ModelReply, response_id: str, turn: int, number: int) -> Plan:

@@ -14,7 +14,7 @@ from agentrig.state.status import FinishReason
 FormatName = Literal["chat", "responses", "anthropic"]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class WireRequest:
     """One request as it crossed the wire, in the provider-neutral terms the checks read.
 
@@ -34,7 +34,7 @@ class WireRequest:
     settings: JsonObject = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class WireAnswer:
     """One scripted answer to play: text, tool calls (ids already assigned), or a refusal."""
 
