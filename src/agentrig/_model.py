@@ -120,10 +120,24 @@ def is_json_data(value: Any, _depth: int = 0) -> bool:
     if _depth >= MAX_JSON_DEPTH:
         return False
     if kind is dict:
-        return all(type(key) is str for key in value) and _all_json(value.values(), _depth + 1)
+        return all(map(_json_key, value)) and _all_json(value.values(), _depth + 1)
     if kind is list:
         return _all_json(value, _depth + 1)
     return False
+
+
+def _json_key(key: Any) -> bool:
+    """A str key that UTF-8 can encode: a key holding a lone surrogate would not survive
+    ``to_dict`` (pydantic writes it as replacement characters), though a value would."""
+    return type(key) is str and (key.isascii() or _encodable(key))
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _all_json(items: Iterable[Any], depth: int) -> bool:
@@ -214,6 +228,8 @@ def _first_non_json(value: Any) -> str:
     where = "".join(f"[{part!r}]" for part in found.path)
     where = f" at {where}" if where else ""
     kind = type(found.value)
+    if found.is_key and isinstance(found.value, str):
+        return f"the key {found.value!r}{where} (it holds a lone surrogate)"
     if found.is_key:
         return f"the non-string key {found.value!r}{where}"
     if kind is float:
@@ -260,7 +276,7 @@ def _non_json_at(value: Any, path: tuple[str | int, ...], lenient: bool) -> NonJ
             return NonJson(path, value)
     if is_dict:
         for key, item in value.items():
-            if not isinstance(key, str) or (not lenient and type(key) is not str):
+            if not isinstance(key, str) or (not lenient and not _json_key(key)):
                 return NonJson(path, key, is_key=True)
             found = _non_json_at(item, (*path, key), lenient)
             if found is not None:
@@ -515,8 +531,13 @@ def _parse_json(what: str, text: str | bytes) -> tuple[Any, bool]:
         message = str(error)
     if "duplicate key" in message:
         raise InvalidInputError(what, [("", f"not valid JSON: {message}")])
+    try:  # json.loads would read bytes that are not UTF-8 (an encoded surrogate) leniently
+        decoded = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        reason = f"not valid JSON: not UTF-8 text (byte {error.start})"
+        raise InvalidInputError(what, [("", reason)]) from None
     try:  # the json module reads escaped lone surrogates, and words most errors better
-        return json.loads(raw, object_pairs_hook=unique_keys), False
+        return json.loads(decoded, object_pairs_hook=unique_keys), False
     except json.JSONDecodeError as error:
         message = str(error)
     except (ValueError, RecursionError) as error:  # bad UTF-8, too many digits, too deep

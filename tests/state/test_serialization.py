@@ -304,6 +304,7 @@ class TestInvalidData:
             ('{"schema_version": 1, "schema_version": 1}', "duplicate key"),
             ('{"schema_version": 1, "context": {"metadata": {"a": 1, "a": 2}}}', "duplicate key"),
             ("\ud800", "lone surrogate"),
+            (b'{"schema_version": 1, "x": "\xed\xa0\x80"}', r"not UTF-8 text \(byte 28\)"),
         ],
         ids=[
             "not-utf8",
@@ -312,6 +313,7 @@ class TestInvalidData:
             "duplicate-key",
             "nested-duplicate",
             "surrogate",
+            "encoded-surrogate",
         ],
     )
     def test_json_text_that_is_not_a_state_is_invalid_input(
@@ -320,6 +322,14 @@ class TestInvalidData:
         with pytest.raises(InvalidInputError, match=words) as raised:
             AgentState.from_json(text)
         assert raised.value.field == ""
+
+    def test_a_key_holding_a_lone_surrogate_is_refused(self) -> None:
+        # A value holding one round-trips; pydantic would write such a key as replacement
+        # characters, so the state could not be read back as it was (found by the fuzz run).
+        text = '{"schema_version": 1, "context": {"metadata": {"\\ud800": 1}}}'
+        with pytest.raises(InvalidInputError, match="lone surrogate") as raised:
+            AgentState.from_json(text)
+        assert raised.value.field == "context.metadata"
 
     @pytest.mark.parametrize("depth", [100, 101, 260])
     def test_metadata_is_accepted_only_if_the_state_can_be_saved_and_read_back(
