@@ -123,13 +123,7 @@ class Infer:
             yield None
 
     def perform(self) -> InferenceResponse:
-        # ``getattr`` rather than ``isinstance`` against the protocols: a runtime-checkable
-        # protocol check costs microseconds, and this runs every step.
-        infer = getattr(self.provider, "infer", None)
-        if infer is not None:
-            return cast("InferenceResponse", infer(self.request))
-        ainfer = cast("AsyncInferenceProvider", self.provider).ainfer
-        return cast("InferenceResponse", run_coroutine(ainfer(self.request), "the provider"))
+        return infer_now(self.provider, self.request)
 
     async def aperform(self) -> InferenceResponse:
         ainfer = getattr(self.provider, "ainfer", None)
@@ -137,6 +131,21 @@ class Infer:
             return cast("InferenceResponse", await ainfer(self.request))
         infer = cast("InferenceProvider", self.provider).infer
         return await asyncio.to_thread(infer, self.request)
+
+
+def infer_now(
+    provider: InferenceProvider | AsyncInferenceProvider, request: InferenceRequest
+) -> InferenceResponse:
+    """``Infer(provider, request).perform()`` without the effect: ``provider.infer(request)``,
+    or an ``ainfer``-only provider run on a private event loop."""
+    # ``getattr`` rather than ``isinstance`` against the protocols: a runtime-checkable
+    # protocol check costs microseconds, and this runs every step.
+    infer = getattr(provider, "infer", None)
+    if infer is not None:
+        response: InferenceResponse = infer(request)  # no cast(): a call, every step
+        return response
+    ainfer = cast("AsyncInferenceProvider", provider).ainfer
+    return cast("InferenceResponse", run_coroutine(ainfer(request), "the provider"))
 
 
 @dataclass(slots=True)

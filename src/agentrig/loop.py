@@ -6,9 +6,9 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from agentrig._effects import Effect, Infer, UseTools, in_event_loop, step_of
+from agentrig._effects import Effect, Effects, Infer, UseTools, in_event_loop, step_of
 from agentrig.clock import Clock, IdFactory, SystemClock, UuidIds, runtime_context
 from agentrig.continuation import StopReason, StopSignal
 from agentrig.drivers.base import Driver, StepRuntime
@@ -161,25 +161,8 @@ class AgentLoop:
                 "would block: use 'await agent.aexecute(state)' or "
                 "'async for state in agent.aiterate(state)'"
             )
-        return self._iterate(state)
-
-    def _iterate(self, state: AgentState) -> Iterator[AgentState]:
-        run = self._run(state)
-        value: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                item = run.send(value) if error is None else run.throw(error)
-            except StopIteration:
-                return
-            if isinstance(item, AgentState):
-                value, error = None, None
-                yield item
-                continue
-            try:
-                value, error = item.perform(), None
-            except BaseException as raised:
-                value, error = None, raised
+        # Direct: the run performs its effects where they arise, so it yields only states.
+        return cast("Iterator[AgentState]", self._run(state, direct=True))
 
     async def aexecute(self, state: AgentState) -> AgentState:
         """Run to the end on the running event loop and return the final state."""
@@ -302,11 +285,14 @@ class AgentLoop:
             unsubscribe()
 
     def _run(
-        self, state: AgentState, *, streaming: bool = False
+        self, state: AgentState, *, streaming: bool = False, direct: bool = False
     ) -> Generator[Effect | AgentState, Any, None]:
         """The run, written once for both paths: yields effects to perform and states to hand
-        to the caller (outside the runtime scope, which never spans a state's yield)."""
+        to the caller (outside the runtime scope, which never spans a state's yield). With
+        ``direct`` (``execute``/``iterate``), it performs the effects itself and yields only
+        states."""
         scope = self._scope()  # entered around each phase, never across a state; reusable
+        driver_step = step_of(self.driver)  # decided once per run, not per step
         with scope:
             state, stop_now = self._before_execution(state)
             if stop_now:
@@ -314,7 +300,7 @@ class AgentLoop:
                 state = self._on_stop(state)
         while not stop_now:
             with scope:
-                state, stop_now = yield from self._step(state, streaming)
+                state, stop_now = yield from self._step(state, driver_step, streaming, direct)
             if not stop_now:
                 yield state
         with scope:
@@ -347,9 +333,14 @@ class AgentLoop:
         return state, continuation.should_stop() and len(continuation.stop_signals) > carried
 
     def _step(
-        self, state: AgentState, streaming: bool = False
-    ) -> Generator[Effect, Any, tuple[AgentState, bool]]:
-        """Run one step; returns the state and whether the loop stops."""
+        self,
+        state: AgentState,
+        driver_step: Callable[[AgentState, StepRuntime], Effects[AgentState]] | None,
+        streaming: bool,
+        direct: bool,
+    ) -> Effects[tuple[AgentState, bool]]:
+        """Run one step (the driver's ``step`` generator when it has one, see ``step_of``);
+        returns the state and whether the loop stops."""
         step_number = state.step_count() + 1
         started = False
         try:
@@ -365,12 +356,12 @@ class AgentLoop:
                 return self._on_stop(state), True
             state = state.with_step_started()
             started = True
-            runtime = self._runtime(step_number, streaming)
-            driver_step = step_of(self.driver)
+            runtime = self._runtime(step_number, streaming, direct)
             if driver_step is not None:
                 state = yield from driver_step(state, runtime)
             else:
-                state = yield UseTools(self.driver, state, runtime)
+                use_tools = UseTools(self.driver, state, runtime)
+                state = use_tools.perform() if direct else (yield use_tools)
         except EventListenerError:
             raise
         except AgentStop as stop:
@@ -396,7 +387,7 @@ class AgentLoop:
         state = self._evaluated(state, should_stop=False)
         return state.with_current_step_completed(), False
 
-    def _runtime(self, step_number: int, streaming: bool = False) -> StepRuntime:
+    def _runtime(self, step_number: int, streaming: bool, direct: bool) -> StepRuntime:
         return StepRuntime(
             tools=self.tools,
             executor=self.executor,
@@ -405,6 +396,7 @@ class AgentLoop:
             trace_mode=self.trace_mode,
             step_number=step_number,
             streaming=streaming,
+            direct=direct,
         )
 
     def _after_step(self, state: AgentState, step_number: int) -> AgentState:

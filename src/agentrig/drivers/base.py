@@ -26,6 +26,10 @@ class StepRuntime:
     streaming: bool = False
     """True in runs through ``AgentLoop.stream``/``astream``: ask a streaming provider for the
     answer in pieces (``InferenceDelta`` events)."""
+    direct: bool = False
+    """True in runs through ``AgentLoop.execute``/``iterate``: the step performs each effect
+    with a plain call where it arises (``effect.perform()``) instead of yielding it, so its
+    generator yields nothing (see ``agentrig._effects``)."""
 
 
 @runtime_checkable

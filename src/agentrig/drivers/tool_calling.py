@@ -13,6 +13,7 @@ from agentrig._effects import (
     Effect,
     Infer,
     RunTools,
+    infer_now,
     run_async,
     run_sync,
     runs_step,
@@ -110,16 +111,28 @@ class ToolCallingDriver:
         return await run_async(self.step(state, runtime))
 
     def step(self, state: AgentState, runtime: StepRuntime) -> Generator[Effect, Any, AgentState]:
-        """One step as effects (ask the provider, run the tools), for either path to perform."""
+        """One step as effects (ask the provider, run the tools), for either path to perform;
+        with ``runtime.direct`` the step performs them itself, with the same calls."""
         if state.llm_config is None and self.llm_config is not None:
             state = state.with_llm_config(self.llm_config)
-        request = self._request(state, runtime)
+        request = self.next_request(state, runtime.tools)
         if runtime.hooks.by_trigger[_BEFORE_INFERENCE_REQUEST]:
             context = runtime.hooks.intercept(
                 HookContext(_BEFORE_INFERENCE_REQUEST, state, inference_request=request)
             )
             state, request = context.state, context.inference_request or request
-        response = yield from self._infer(state, request, runtime)
+        infer = self._infer(state, request, runtime)
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                response: InferenceResponse = (
+                    infer_now(self.provider, request) if infer is None else (yield infer)
+                )
+                break
+            except ProviderError as error:
+                if not error.retryable or self.max_attempts == 1:
+                    raise
+                if attempt == self.max_attempts:
+                    raise RetryLimitExceededError(attempt, error) from error
         if runtime.hooks.by_trigger[_AFTER_INFERENCE_RESPONSE]:
             try:
                 context = runtime.hooks.intercept(
@@ -150,9 +163,12 @@ class ToolCallingDriver:
                     finish_reason=response.finish_reason,
                 )
             )
+        calls, step_number = response.tool_calls, runtime.step_number
         try:
-            executions, state = yield RunTools(
-                runtime.executor, response.tool_calls, state, runtime.step_number
+            executions, state = (
+                runtime.executor.execute(calls, state, step_number)
+                if runtime.direct
+                else (yield RunTools(runtime.executor, calls, state, step_number))
             )
         except AgentStop as stop:
             # The loop records the step the stop cut short: the model's answer and its usage
@@ -172,9 +188,6 @@ class ToolCallingDriver:
         return state.with_tagged_step(
             step, is_trace=bool(response.tool_calls), trace_mode=runtime.trace_mode
         )
-
-    def _request(self, state: AgentState, runtime: StepRuntime) -> InferenceRequest:
-        return self.next_request(state, runtime.tools)
 
     def next_request(self, state: AgentState, tools: Tools) -> InferenceRequest:
         """The request a step from ``state`` sends the provider, before the
@@ -204,7 +217,10 @@ class ToolCallingDriver:
 
     def _infer(
         self, state: AgentState, request: InferenceRequest, runtime: StepRuntime
-    ) -> Generator[Effect, Any, InferenceResponse]:
+    ) -> Infer | None:
+        """The effect asking the provider for ``request`` (each attempt performs it), once the
+        ``InferenceRequestStarted`` event is out; None when the step asks it directly
+        (``runtime.direct``: no effect to build)."""
         if runtime.events.listened and runtime.events.wants(InferenceRequestStarted):
             model = request.llm_config.model if request.llm_config else ""
             runtime.events.dispatch(
@@ -215,19 +231,12 @@ class ToolCallingDriver:
                     model=model,
                 )
             )
+        if runtime.direct:
+            return None
         deltas = (
             DeltaEvents(runtime.events, state, runtime.step_number) if runtime.streaming else None
         )
-        for attempt in range(1, self.max_attempts + 1):
-            try:
-                response: InferenceResponse = yield Infer(self.provider, request, deltas)
-                return response
-            except ProviderError as error:
-                if not error.retryable or self.max_attempts == 1:
-                    raise
-                if attempt == self.max_attempts:
-                    raise RetryLimitExceededError(attempt, error) from error
-        raise AssertionError("unreachable")  # pragma: no cover
+        return Infer(self.provider, request, deltas)
 
     def __repr__(self) -> str:
         return f"ToolCallingDriver(provider={self.provider!r}, compiler={self.compiler!r})"
