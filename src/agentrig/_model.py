@@ -377,11 +377,13 @@ class Serializable:
         return new
 
     @classmethod
-    def _built(cls, parts_checked: bool, /, **values: Any) -> Self:
-        """An instance from ``values``, validated unless ``parts_checked``: the caller's check
-        that every part already has its field's exact type (the usual case on the hot path);
-        values handed over by users or custom code go through validation."""
-        return cls._trusted(**values) if parts_checked else cls(**values)
+    def _builder(cls, parts_checked: bool, /) -> Callable[..., Self]:
+        """The constructor for values whose parts the caller checked (``parts_checked``: every
+        part already has its field's exact type, the usual case on the hot path), which does
+        not validate them again; otherwise the validating one, for values handed over by users
+        or custom code. Called as ``Record._builder(checked)(field=value, ...)``: the values go
+        straight to the constructor, not through a ``**values`` dict."""
+        return cls._trusted if parts_checked else cls
 
     @classmethod
     def _trusted(cls, **values: Any) -> Self:

@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, cast
 
-from agentrig._effects import Effect, Effects, Infer, UseTools, in_event_loop, step_of
+from agentrig._effects import Effect, Infer, UseTools, in_event_loop, step_of
 from agentrig.clock import Clock, IdFactory, SystemClock, UuidIds, runtime_context
 from agentrig.continuation import StopReason, StopSignal
 from agentrig.drivers.base import Driver, StepRuntime
@@ -298,9 +298,24 @@ class AgentLoop:
             if stop_now:
                 state = self._evaluated(state, should_stop=True)
                 state = self._on_stop(state)
-        while not stop_now:
+        while not stop_now:  # a step; its driver part inline, where it may yield effects
             with scope:
-                state, stop_now = yield from self._step(state, driver_step, streaming, direct)
+                step_number = state.step_count() + 1
+                state, runtime, stop_now = self._begin_step(state, step_number, streaming, direct)
+                if runtime is not None:
+                    try:
+                        if driver_step is not None:
+                            state = yield from driver_step(state, runtime)
+                        else:
+                            use_tools = UseTools(self.driver, state, runtime)
+                            state = use_tools.perform() if direct else (yield use_tools)
+                    except EventListenerError:
+                        raise
+                    except Exception as error:
+                        state = self._step_failed(state, error, started=True)
+                    state = self._after_step(state, step_number)
+                if not stop_now:
+                    state, stop_now = self._end_step(state)
             if not stop_now:
                 yield state
         with scope:
@@ -332,17 +347,12 @@ class AgentLoop:
         continuation = state.continuation()
         return state, continuation.should_stop() and len(continuation.stop_signals) > carried
 
-    def _step(
-        self,
-        state: AgentState,
-        driver_step: Callable[[AgentState, StepRuntime], Effects[AgentState]] | None,
-        streaming: bool,
-        direct: bool,
-    ) -> Effects[tuple[AgentState, bool]]:
-        """Run one step (the driver's ``step`` generator when it has one, see ``step_of``);
-        returns the state and whether the loop stops."""
-        step_number = state.step_count() + 1
-        started = False
+    def _begin_step(
+        self, state: AgentState, step_number: int, streaming: bool, direct: bool
+    ) -> tuple[AgentState, StepRuntime | None, bool]:
+        """The start of a step: ``AgentStepStarted`` and the before-step hooks. Returns the
+        state, the runtime for the driver (None when the step does not reach the driver) and
+        whether the loop stops now (a before-step hook stopped it: the stop is recorded)."""
         try:
             if self.events.listened and self.events.wants(AgentStepStarted):
                 self.events.dispatch(
@@ -353,29 +363,30 @@ class AgentLoop:
             state = self._intercept(_BEFORE_STEP, state)
             if state.continuation().should_stop():
                 state = self._evaluated(state, should_stop=True)
-                return self._on_stop(state), True
+                return self._on_stop(state), None, True
             state = state.with_step_started()
-            started = True
-            runtime = self._runtime(step_number, streaming, direct)
-            if driver_step is not None:
-                state = yield from driver_step(state, runtime)
-            else:
-                use_tools = UseTools(self.driver, state, runtime)
-                state = use_tools.perform() if direct else (yield use_tools)
         except EventListenerError:
             raise
-        except AgentStop as stop:
-            if started and stop.step is not None and state.current_step() is None:
-                state = state.with_current_step(stop.step, trace_mode=self.trace_mode)
-            state = self._stop_requested(state, stop)
-        except StepInterrupted as interrupted:  # the step is archived with the error
-            if started and interrupted.step is not None and state.current_step() is None:
-                state = state.with_current_step(interrupted.step, trace_mode=self.trace_mode)
-            state = self._on_error(state, interrupted.error)
         except Exception as error:
-            state = self._on_error(state, error)
-        if started:
-            state = self._after_step(state, step_number)
+            return self._step_failed(state, error, started=False), None, False
+        return state, self._runtime(step_number, streaming, direct), False
+
+    def _step_failed(self, state: AgentState, error: Exception, *, started: bool) -> AgentState:
+        """``state`` with the step's error (or stop request) recorded; a ``started`` step that
+        the error cut short is archived with it."""
+        if isinstance(error, AgentStop):
+            if started and error.step is not None and state.current_step() is None:
+                state = state.with_current_step(error.step, trace_mode=self.trace_mode)
+            return self._stop_requested(state, error)
+        if isinstance(error, StepInterrupted):  # the step is archived with the error
+            if started and error.step is not None and state.current_step() is None:
+                state = state.with_current_step(error.step, trace_mode=self.trace_mode)
+            return self._on_error(state, error.error)
+        return self._on_error(state, error)
+
+    def _end_step(self, state: AgentState) -> tuple[AgentState, bool]:
+        """The end of a step: whether the loop stops (then the stop is recorded); returns the
+        state with the step completed and that answer."""
         if state.should_stop():
             if not state.continuation().stop_signals:
                 state = state.with_stop_signal(

@@ -649,8 +649,7 @@ def _success(call: ToolCall, result: Any, started: Any, completed: Any = None) -
         content = format_tool_value(raw)
     # The value is checked JSON data already; validate only what a tool handed over unchecked.
     trusted = type(content) is str and type(usage) is Usage and type(call) is ToolCall
-    return ToolExecution._built(
-        trusted,
+    return ToolExecution._builder(trusted)(
         tool_call=call,
         value=value,
         content=content,

@@ -207,8 +207,7 @@ class ToolCallingDriver:
         checked = type(messages) is Messages and (
             llm_config is None or type(llm_config) is LlmConfig
         )
-        return InferenceRequest._built(
-            checked,
+        return InferenceRequest._builder(checked)(
             messages=messages,
             tools=tools.schemas(),
             response_format=state.context.response_format,
@@ -249,8 +248,7 @@ def _step(
     executions: ToolExecutions,
 ) -> AgentStep:
     step_id = clock.new_id("step")
-    return AgentStep._built(
-        type(response) is InferenceResponse,
+    return AgentStep._builder(type(response) is InferenceResponse)(
         id=step_id,
         input_messages=request.messages,
         output_messages=_output_messages(state, step_id, response, executions),
