@@ -649,7 +649,7 @@ def _success(call: ToolCall, result: Any, started: Any, completed: Any = None) -
         content = format_tool_value(raw)
     # The value is checked JSON data already; validate only what a tool handed over unchecked.
     trusted = type(content) is str and type(usage) is Usage and type(call) is ToolCall
-    return ToolExecution._builder(trusted)(
+    execution: ToolExecution = ToolExecution._builders[trusted](
         tool_call=call,
         value=value,
         content=content,
@@ -657,6 +657,7 @@ def _success(call: ToolCall, result: Any, started: Any, completed: Any = None) -
         started_at=started,
         completed_at=completed or clock.now(),
     )
+    return execution
 
 
 _JSON_SCALARS = frozenset({str, int, bool, type(None)})

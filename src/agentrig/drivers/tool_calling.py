@@ -207,12 +207,13 @@ class ToolCallingDriver:
         checked = type(messages) is Messages and (
             llm_config is None or type(llm_config) is LlmConfig
         )
-        return InferenceRequest._builder(checked)(
+        request: InferenceRequest = InferenceRequest._builders[checked](
             messages=messages,
             tools=tools.schemas(),
             response_format=state.context.response_format,
             llm_config=llm_config,
         )
+        return request
 
     def _infer(
         self, state: AgentState, request: InferenceRequest, runtime: StepRuntime
@@ -248,13 +249,14 @@ def _step(
     executions: ToolExecutions,
 ) -> AgentStep:
     step_id = clock.new_id("step")
-    return AgentStep._builder(type(response) is InferenceResponse)(
+    step: AgentStep = AgentStep._builders[type(response) is InferenceResponse](
         id=step_id,
         input_messages=request.messages,
         output_messages=_output_messages(state, step_id, response, executions),
         inference_response=response,
         tool_executions=executions,
     )
+    return step
 
 
 def _output_messages(
