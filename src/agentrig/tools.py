@@ -487,6 +487,11 @@ class ToolExecutor:
     def _execute_one(
         self, call: ToolCall, state: AgentState, step_number: int
     ) -> tuple[ToolExecution, AgentState]:
+        by_trigger = self.hooks.by_trigger
+        if not (
+            self.events.listened or by_trigger[_BEFORE_TOOL_USE] or by_trigger[_AFTER_TOOL_USE]
+        ):  # no tool hook, no listener: ``_before`` and ``_after`` would find nothing to do
+            return self._run(call, state), state
         call, state, blocked = self._before(call, state, step_number)
         if blocked is not None:
             return blocked, state
