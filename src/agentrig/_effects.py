@@ -5,6 +5,11 @@ done from outside — ask the provider (``Infer``), run the step's tool calls (`
 driver's step (``UseTools``) — and receives the result (or has the error raised at the ``yield``).
 ``run_sync`` performs each effect with a plain call; ``run_async`` awaits it. Everything else (hooks,
 events, the state changes) runs in the generator, so both paths share it line for line.
+
+The sync path (``execute``/``iterate``, ``StepRuntime.direct``) drives no effects at all: each
+yield site reads ``effect.perform() if direct else (yield effect)`` (or calls what ``perform``
+would call, such as ``infer_now``), so the step performs the effect where it arises and its
+generator runs to the end in one go; the streaming and async paths yield the same effects.
 """
 
 from __future__ import annotations
