@@ -844,3 +844,55 @@ class TestNextRequest:
         loop = AgentLoop(driver=Opaque())
         with pytest.raises(ConfigurationError, match=r"Opaque.*next_request\(state, tools\)"):
             loop.next_request(AgentState())
+
+
+class TestEffectsPerformedWhereTheyArise:
+    """``execute``/``iterate`` set ``StepRuntime.direct``: the step performs its effects itself;
+    the async and streaming paths get them yielded. Every path ends in the same state."""
+
+    class Recording(ToolCallingDriver):
+        seen: list[tuple[bool, bool]]
+
+        def step(self, state: AgentState, runtime: Any) -> Any:
+            self.seen.append((runtime.direct, runtime.streaming))
+            return (yield from super().step(state, runtime))
+
+    def run(self, how: str) -> tuple[list[tuple[bool, bool]], str]:
+        clock = FakeClock()
+        driver = self.Recording(ScriptedLLM([call("lookup", q="1"), reply("done")]))
+        driver.seen = []
+        agent = (
+            AgentBuilder.base()
+            .with_clock(clock)
+            .with_ids(SeededIds(3))
+            .with_driver(driver)
+            .with_tools([lookup])
+            .build()
+        )
+        start = agent.new_state("q")
+        if how == "execute":
+            final = agent.execute(start)
+        elif how == "iterate":
+            final = list(agent.iterate(start))[-1]
+        elif how == "aexecute":
+            final = asyncio.run(agent.aexecute(start))
+        else:
+            items = list(agent.stream(start))
+            final = items[-1]
+        return driver.seen, final.to_json()
+
+    @pytest.mark.parametrize(
+        ("how", "seen"),
+        [
+            ("execute", (True, False)),
+            ("iterate", (True, False)),
+            ("aexecute", (False, False)),
+            ("stream", (False, True)),
+        ],
+    )
+    def test_each_path_tells_the_driver_how_it_performs_effects(
+        self, how: str, seen: tuple[bool, bool]
+    ) -> None:
+        runtimes, final = self.run(how)
+        assert runtimes == [seen, seen]
+        assert final == self.run("aexecute")[1]

@@ -5,6 +5,11 @@ done from outside — ask the provider (``Infer``), run the step's tool calls (`
 driver's step (``UseTools``) — and receives the result (or has the error raised at the ``yield``).
 ``run_sync`` performs each effect with a plain call; ``run_async`` awaits it. Everything else (hooks,
 events, the state changes) runs in the generator, so both paths share it line for line.
+
+The sync path (``execute``/``iterate``, ``StepRuntime.direct``) drives no effects at all: each
+yield site reads ``effect.perform() if direct else (yield effect)`` (or calls what ``perform``
+would call, such as ``infer_now``), so the step performs the effect where it arises and its
+generator runs to the end in one go; the streaming and async paths yield the same effects.
 """
 
 from __future__ import annotations
@@ -159,13 +164,7 @@ class Infer:
         )
 
     def perform(self) -> InferenceResponse:
-        # ``getattr`` rather than ``isinstance`` against the protocols: a runtime-checkable
-        # protocol check costs microseconds, and this runs every step.
-        infer = getattr(self.provider, "infer", None)
-        if infer is not None:
-            return cast("InferenceResponse", infer(self.request))
-        ainfer = cast("AsyncInferenceProvider", self.provider).ainfer
-        return cast("InferenceResponse", run_coroutine(ainfer(self.request), "the provider"))
+        return infer_now(self.provider, self.request)
 
     async def aperform(self) -> InferenceResponse:
         ainfer = getattr(self.provider, "ainfer", None)
@@ -173,6 +172,21 @@ class Infer:
             return cast("InferenceResponse", await ainfer(self.request))
         infer = cast("InferenceProvider", self.provider).infer
         return await asyncio.to_thread(infer, self.request)
+
+
+def infer_now(
+    provider: InferenceProvider | AsyncInferenceProvider, request: InferenceRequest
+) -> InferenceResponse:
+    """``Infer(provider, request).perform()`` without the effect: ``provider.infer(request)``,
+    or an ``ainfer``-only provider run on a private event loop."""
+    # ``getattr`` rather than ``isinstance`` against the protocols: a runtime-checkable
+    # protocol check costs microseconds, and this runs every step.
+    infer = getattr(provider, "infer", None)
+    if infer is not None:
+        response: InferenceResponse = infer(request)  # no cast(): a call, every step
+        return response
+    ainfer = cast("AsyncInferenceProvider", provider).ainfer
+    return cast("InferenceResponse", run_coroutine(ainfer(request), "the provider"))
 
 
 @dataclass(slots=True)

@@ -367,6 +367,12 @@ class Serializable:
     __pydantic_validator__: ClassVar[SchemaValidator | PluggableSchemaValidator]
     __pydantic_serializer__: ClassVar[SchemaSerializer]
     __pydantic_fields__: ClassVar[dict[str, FieldInfo]]
+    _builders: ClassVar[tuple[Callable[..., Any], Callable[..., Any]]]
+    """The record's two constructors, indexed by ``parts_checked``: ``Record._builders[checked](
+    field=value, ...)`` validates the values unless ``checked`` is true, the caller's check that
+    every part already has its field's exact type (the usual case on the hot path; values
+    handed over by users or custom code go through validation). A tuple read, not a call: it
+    runs for three records every step."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -374,6 +380,7 @@ class Serializable:
         pydantic_dataclass(cls, frozen=True, kw_only=True, eq=False, config=_RECORD_CONFIG)
         type.__setattr__(cls, "__init__", _validating_init)
         type.__setattr__(cls, "_trusted", _generated_trusted(cls))
+        type.__setattr__(cls, "_builders", (cls, cls._trusted))
         # Every instance holds every field in its ``__dict__``, so the defaults left on the class
         # (``FieldInfo`` objects, enum members, shared values) serve no read. They are removed:
         # CPython 3.11 does not specialize an attribute read whose name is also a class attribute
@@ -405,13 +412,6 @@ class Serializable:
         new = _new_object(type(self))
         _set_record_dict(new, {**self.__dict__, **changes})
         return new
-
-    @classmethod
-    def _built(cls, parts_checked: bool, /, **values: Any) -> Self:
-        """An instance from ``values``, validated unless ``parts_checked``: the caller's check
-        that every part already has its field's exact type (the usual case on the hot path);
-        values handed over by users or custom code go through validation."""
-        return cls._trusted(**values) if parts_checked else cls(**values)
 
     @classmethod
     def _trusted(cls, **values: Any) -> Self:

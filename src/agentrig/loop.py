@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, cast
 
 from agentrig._effects import Effect, Infer, UseTools, in_event_loop, step_of
 from agentrig._provenance import foreign_ids, foreign_times
@@ -178,25 +178,8 @@ class AgentLoop:
                 "would block: use 'await agent.aexecute(state)' or "
                 "'async for state in agent.aiterate(state)'"
             )
-        return self._iterate(state)
-
-    def _iterate(self, state: AgentState) -> Iterator[AgentState]:
-        run = self._run(state)
-        value: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                item = run.send(value) if error is None else run.throw(error)
-            except StopIteration:
-                return
-            if isinstance(item, AgentState):
-                value, error = None, None
-                yield item
-                continue
-            try:
-                value, error = item.perform(), None
-            except BaseException as raised:
-                value, error = None, raised
+        # Direct: the run performs its effects where they arise, so it yields only states.
+        return cast("Iterator[AgentState]", self._run(state, direct=True))
 
     async def aexecute(self, state: AgentState) -> AgentState:
         """Run to the end on the running event loop and return the final state."""
@@ -323,19 +306,37 @@ class AgentLoop:
             unsubscribe()
 
     def _run(
-        self, state: AgentState, *, streaming: bool = False
+        self, state: AgentState, *, streaming: bool = False, direct: bool = False
     ) -> Generator[Effect | AgentState, Any, None]:
         """The run, written once for both paths: yields effects to perform and states to hand
-        to the caller (outside the runtime scope, which never spans a state's yield)."""
+        to the caller (outside the runtime scope, which never spans a state's yield). With
+        ``direct`` (``execute``/``iterate``), it performs the effects itself and yields only
+        states."""
         scope = self._scope()  # entered around each phase, never across a state; reusable
+        driver_step = step_of(self.driver)  # decided once per run, not per step
         with scope:
             state, stop_now = self._before_execution(state)
             if stop_now:
                 state = self._evaluated(state, should_stop=True)
                 state = self._on_stop(state)
-        while not stop_now:
+        while not stop_now:  # a step; its driver part inline, where it may yield effects
             with scope:
-                state, stop_now = yield from self._step(state, streaming)
+                step_number = state.step_count() + 1
+                state, runtime, stop_now = self._begin_step(state, step_number, streaming, direct)
+                if runtime is not None:
+                    try:
+                        if driver_step is not None:
+                            state = yield from driver_step(state, runtime)
+                        else:
+                            use_tools = UseTools(self.driver, state, runtime)
+                            state = use_tools.perform() if direct else (yield use_tools)
+                    except EventListenerError:
+                        raise
+                    except Exception as error:
+                        state = self._step_failed(state, error, started=True)
+                    state = self._after_step(state, step_number)
+                if not stop_now:
+                    state, stop_now = self._end_step(state)
             if not stop_now:
                 yield state
         with scope:
@@ -363,12 +364,12 @@ class AgentLoop:
         continuation = state.continuation()
         return state, continuation.should_stop() and len(continuation.stop_signals) > carried
 
-    def _step(
-        self, state: AgentState, streaming: bool = False
-    ) -> Generator[Effect, Any, tuple[AgentState, bool]]:
-        """Run one step; returns the state and whether the loop stops."""
-        step_number = state.step_count() + 1
-        started = False
+    def _begin_step(
+        self, state: AgentState, step_number: int, streaming: bool, direct: bool
+    ) -> tuple[AgentState, StepRuntime | None, bool]:
+        """The start of a step: ``AgentStepStarted`` and the before-step hooks. Returns the
+        state, the runtime for the driver (None when the step does not reach the driver) and
+        whether the loop stops now (a before-step hook stopped it: the stop is recorded)."""
         try:
             if self.events.listened and self.events.wants(AgentStepStarted):
                 self.events.dispatch(
@@ -379,29 +380,30 @@ class AgentLoop:
             state = self._intercept(_BEFORE_STEP, state)
             if state.continuation().should_stop():
                 state = self._evaluated(state, should_stop=True)
-                return self._on_stop(state), True
+                return self._on_stop(state), None, True
             state = state.with_step_started()
-            started = True
-            runtime = self._runtime(step_number, streaming)
-            driver_step = step_of(self.driver)
-            if driver_step is not None:
-                state = yield from driver_step(state, runtime)
-            else:
-                state = yield UseTools(self.driver, state, runtime)
         except EventListenerError:
             raise
-        except AgentStop as stop:
-            if started and stop.step is not None and state.current_step() is None:
-                state = state.with_current_step(stop.step, trace_mode=self.trace_mode)
-            state = self._stop_requested(state, stop)
-        except StepInterrupted as interrupted:  # the step is archived with the error
-            if started and interrupted.step is not None and state.current_step() is None:
-                state = state.with_current_step(interrupted.step, trace_mode=self.trace_mode)
-            state = self._on_error(state, interrupted.error)
         except Exception as error:
-            state = self._on_error(state, error)
-        if started:
-            state = self._after_step(state, step_number)
+            return self._step_failed(state, error, started=False), None, False
+        return state, self._runtime(step_number, streaming, direct), False
+
+    def _step_failed(self, state: AgentState, error: Exception, *, started: bool) -> AgentState:
+        """``state`` with the step's error (or stop request) recorded; a ``started`` step that
+        the error cut short is archived with it."""
+        if isinstance(error, AgentStop):
+            if started and error.step is not None and state.current_step() is None:
+                state = state.with_current_step(error.step, trace_mode=self.trace_mode)
+            return self._stop_requested(state, error)
+        if isinstance(error, StepInterrupted):  # the step is archived with the error
+            if started and error.step is not None and state.current_step() is None:
+                state = state.with_current_step(error.step, trace_mode=self.trace_mode)
+            return self._on_error(state, error.error)
+        return self._on_error(state, error)
+
+    def _end_step(self, state: AgentState) -> tuple[AgentState, bool]:
+        """The end of a step: whether the loop stops (then the stop is recorded); returns the
+        state with the step completed and that answer."""
         if state.should_stop():
             if not state.continuation().stop_signals:
                 state = state.with_stop_signal(
@@ -413,7 +415,7 @@ class AgentLoop:
         state = self._evaluated(state, should_stop=False)
         return state.with_current_step_completed(), False
 
-    def _runtime(self, step_number: int, streaming: bool = False) -> StepRuntime:
+    def _runtime(self, step_number: int, streaming: bool, direct: bool) -> StepRuntime:
         return StepRuntime(
             tools=self.tools,
             executor=self.executor,
@@ -423,6 +425,7 @@ class AgentLoop:
             step_number=step_number,
             streaming=streaming,
             retry_checks=self.retry_checks,
+            direct=direct,
         )
 
     def _after_step(self, state: AgentState, step_number: int) -> AgentState:

@@ -503,6 +503,11 @@ class ToolExecutor:
     def _execute_one(
         self, call: ToolCall, state: AgentState, step_number: int
     ) -> tuple[ToolExecution, AgentState]:
+        by_trigger = self.hooks.by_trigger
+        if not (
+            self.events.listened or by_trigger[_BEFORE_TOOL_USE] or by_trigger[_AFTER_TOOL_USE]
+        ):  # no tool hook, no listener: ``_before`` and ``_after`` would find nothing to do
+            return self._run(call, state), state
         call, state, blocked = self._before(call, state, step_number)
         if blocked is not None:
             return blocked, state
@@ -665,8 +670,7 @@ def _success(call: ToolCall, result: Any, started: Any, completed: Any = None) -
         content = format_tool_value(raw)
     # The value is checked JSON data already; validate only what a tool handed over unchecked.
     trusted = type(content) is str and type(usage) is Usage and type(call) is ToolCall
-    return ToolExecution._built(
-        trusted,
+    execution: ToolExecution = ToolExecution._builders[trusted](
         tool_call=call,
         value=value,
         content=content,
@@ -674,6 +678,7 @@ def _success(call: ToolCall, result: Any, started: Any, completed: Any = None) -
         started_at=started,
         completed_at=completed or clock.now(),
     )
+    return execution
 
 
 _JSON_SCALARS = frozenset({str, int, bool, type(None)})

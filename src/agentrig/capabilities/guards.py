@@ -89,7 +89,7 @@ class UseGuards:
         # gives the same answer, so no test can tell (hence no mutation).
         if limits[0] is not self.budget:  # pragma: no mutate
             limits = self._limits = _limits(self.budget)
-        _, max_steps, max_tokens, max_cost = limits
+        _, max_steps, max_tokens, max_cost, timed = limits
         execution = state.execution  # read directly: this runs before every step
         if max_steps is not None:
             steps = execution.step_count() if execution is not None else 0
@@ -117,12 +117,10 @@ class UseGuards:
                     cost=usage.cost,
                     max_cost=max_cost,
                 )
-        return self._time_exceeded(state)
+        return self._time_exceeded(state) if timed else None
 
     def _time_exceeded(self, state: AgentState) -> StopSignal | None:
         budget = self.budget
-        if budget.max_seconds is None and budget.deadline is None:
-            return None
         now = clock.now()
         if budget.max_seconds is not None and state.execution is not None:
             elapsed = (now - state.execution.started_at).total_seconds()
@@ -196,12 +194,13 @@ def _finish_reasons(reasons: object) -> frozenset[FinishReason]:
     return frozenset(parsed)
 
 
-_Limits = tuple[ExecutionBudget, int | None, int | None, float | None]
+_Limits = tuple[ExecutionBudget, int | None, int | None, float | None, bool]
 
 
 def _limits(budget: ExecutionBudget) -> _Limits:
-    """The budget and its step, token and cost limits."""
-    return budget, budget.max_steps, budget.max_tokens, budget.max_cost
+    """The budget, its step, token and cost limits, and whether it limits time."""
+    timed = budget.max_seconds is not None or budget.deadline is not None
+    return budget, budget.max_steps, budget.max_tokens, budget.max_cost, timed
 
 
 def _signal(reason: StopReason, message: str, **context: Any) -> StopSignal:

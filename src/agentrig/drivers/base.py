@@ -34,6 +34,10 @@ class StepRuntime:
     answer in pieces (``InferenceDelta`` events)."""
     retry_checks: tuple[RetryCheck, ...] = ()
     """Asked before each retried inference attempt; a signal from one means no retry."""
+    direct: bool = False
+    """True in runs through ``AgentLoop.execute``/``iterate``: the step performs each effect
+    with a plain call where it arises (``effect.perform()``) instead of yielding it, so its
+    generator yields nothing (see ``agentrig._effects``)."""
 
 
 @runtime_checkable

@@ -13,6 +13,7 @@ from agentrig._effects import (
     Effect,
     Infer,
     RunTools,
+    infer_now,
     run_async,
     run_sync,
     runs_step,
@@ -113,16 +114,41 @@ class ToolCallingDriver:
         return await run_async(self.step(state, runtime))
 
     def step(self, state: AgentState, runtime: StepRuntime) -> Generator[Effect, Any, AgentState]:
-        """One step as effects (ask the provider, run the tools), for either path to perform."""
+        """One step as effects (ask the provider, run the tools), for either path to perform;
+        with ``runtime.direct`` the step performs them itself, with the same calls."""
         if state.llm_config is None and self.llm_config is not None:
             state = state.with_llm_config(self.llm_config)
-        request = self._request(state, runtime)
+        request = self.next_request(state, runtime.tools)
         if runtime.hooks.by_trigger[_BEFORE_INFERENCE_REQUEST]:
             context = runtime.hooks.intercept(
                 HookContext(_BEFORE_INFERENCE_REQUEST, state, inference_request=request)
             )
             state, request = context.state, context.inference_request or request
-        request, response = yield from self._infer(state, request, runtime)
+        _request_started(state, request, runtime)
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                response: InferenceResponse = (
+                    infer_now(self.provider, request)
+                    if runtime.direct
+                    else (yield _infer_effect(self.provider, state, request, runtime))
+                )
+                break
+            except ProviderError as error:
+                # A tool call the API refused as malformed is the model's mistake: the retried
+                # request shows it what it wrote and why (and the step records that request).
+                models_fault = error.failed_generation is not None
+                if not (error.retryable or models_fault) or self.max_attempts == 1:
+                    raise
+                if attempt == self.max_attempts:
+                    raise RetryLimitExceededError(attempt, error) from error
+                stop = _retry_stopped(state, runtime)
+                if stop is not None:
+                    raise RetryLimitExceededError(
+                        attempt, error, stopped_by=stop.message or str(stop)
+                    ) from error
+                if models_fault:
+                    request = _with_correction(request, error)
+                    _request_started(state, request, runtime)
         if runtime.hooks.by_trigger[_AFTER_INFERENCE_RESPONSE]:
             try:
                 context = runtime.hooks.intercept(
@@ -153,9 +179,12 @@ class ToolCallingDriver:
                     finish_reason=response.finish_reason,
                 )
             )
+        calls, step_number = response.tool_calls, runtime.step_number
         try:
-            executions, state = yield RunTools(
-                runtime.executor, response.tool_calls, state, runtime.step_number
+            executions, state = (
+                runtime.executor.execute(calls, state, step_number)
+                if runtime.direct
+                else (yield RunTools(runtime.executor, calls, state, step_number))
             )
         except AgentStop as stop:
             # The loop records the step the stop cut short: the model's answer and its usage
@@ -176,9 +205,6 @@ class ToolCallingDriver:
             step, is_trace=bool(response.tool_calls), trace_mode=runtime.trace_mode
         )
 
-    def _request(self, state: AgentState, runtime: StepRuntime) -> InferenceRequest:
-        return self.next_request(state, runtime.tools)
-
     def next_request(self, state: AgentState, tools: Tools) -> InferenceRequest:
         """The request a step from ``state`` sends the provider, before the
         ``before_inference_request`` hooks: the system prompt first, then the compiler's
@@ -197,46 +223,29 @@ class ToolCallingDriver:
         checked = type(messages) is Messages and (
             llm_config is None or type(llm_config) is LlmConfig
         )
-        return InferenceRequest._built(
-            checked,
+        request: InferenceRequest = InferenceRequest._builders[checked](
             messages=messages,
             tools=tools.schemas(),
             tool_choice=llm_config.tool_choice if llm_config is not None else "auto",
             response_format=state.context.response_format,
             llm_config=llm_config,
         )
-
-    def _infer(
-        self, state: AgentState, request: InferenceRequest, runtime: StepRuntime
-    ) -> Generator[Effect, Any, tuple[InferenceRequest, InferenceResponse]]:
-        """The answer, and the request that got it: a tool call the API refused as malformed is
-        shown to the model in the retried request, which the step then records."""
-        _request_started(state, request, runtime)
-        deltas = (
-            DeltaEvents(runtime.events, state, runtime.step_number) if runtime.streaming else None
-        )
-        for attempt in range(1, self.max_attempts + 1):
-            try:
-                response: InferenceResponse = yield Infer(self.provider, request, deltas)
-                return request, response
-            except ProviderError as error:
-                models_fault = error.failed_generation is not None
-                if not (error.retryable or models_fault) or self.max_attempts == 1:
-                    raise
-                if attempt == self.max_attempts:
-                    raise RetryLimitExceededError(attempt, error) from error
-                stop = _retry_stopped(state, runtime)
-                if stop is not None:
-                    raise RetryLimitExceededError(
-                        attempt, error, stopped_by=stop.message or str(stop)
-                    ) from error
-                if models_fault:
-                    request = _with_correction(request, error)
-                    _request_started(state, request, runtime)
-        raise AssertionError("unreachable")  # pragma: no cover
+        return request
 
     def __repr__(self) -> str:
         return f"ToolCallingDriver(provider={self.provider!r}, compiler={self.compiler!r})"
+
+
+def _infer_effect(
+    provider: InferenceProvider | AsyncInferenceProvider,
+    state: AgentState,
+    request: InferenceRequest,
+    runtime: StepRuntime,
+) -> Infer:
+    """The effect asking ``provider`` for ``request`` (the async and streaming paths yield it;
+    the direct path calls ``infer_now`` instead)."""
+    deltas = DeltaEvents(runtime.events, state, runtime.step_number) if runtime.streaming else None
+    return Infer(provider, request, deltas)
 
 
 def _request_started(state: AgentState, request: InferenceRequest, runtime: StepRuntime) -> None:
@@ -294,14 +303,14 @@ def _step(
     executions: ToolExecutions,
 ) -> AgentStep:
     step_id = clock.new_id("step")
-    return AgentStep._built(
-        type(response) is InferenceResponse,
+    step: AgentStep = AgentStep._builders[type(response) is InferenceResponse](
         id=step_id,
         input_messages=request.messages,
         output_messages=_output_messages(state, step_id, response, executions),
         inference_response=response,
         tool_executions=executions,
     )
+    return step
 
 
 def _output_messages(

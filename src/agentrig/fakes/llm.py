@@ -355,7 +355,8 @@ class ScriptedLLM(_Recorder):
             if own is not None:
                 return own.infer(request)
         latency, play = self._take()
-        self._advance(latency, self._next)
+        if latency:
+            self._advance(latency, self._next)
         return self._record(request, play)
 
     async def ainfer(self, request: InferenceRequest) -> InferenceResponse:
@@ -365,7 +366,8 @@ class ScriptedLLM(_Recorder):
             if own is not None:
                 return await own.ainfer(request)
         latency, play = self._take()
-        await self._sleep(latency, self._next)
+        if latency:
+            await self._sleep(latency, self._next)
         return self._record(request, play)
 
     def infer_stream(self, request: InferenceRequest) -> Generator[Delta, None, InferenceResponse]:

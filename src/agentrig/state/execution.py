@@ -57,7 +57,6 @@ class ExecutionState(Serializable):
 
     def step_count(self) -> int:
         """Completed steps, plus one if a step is in progress."""
-        # The tuple's length: no __len__ call (this runs twice a step).
         return len(self.step_executions) + (self.current_step is not None)
 
     def usage(self) -> Usage:
