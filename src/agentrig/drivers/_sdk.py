@@ -14,7 +14,13 @@ from agentrig._model import JsonObject
 from agentrig.drivers import network
 from agentrig.drivers.pricing import PriceTable
 from agentrig.drivers.provider import Delta
-from agentrig.errors import AgentrigError, ConfigurationError, MissingDependencyError, ProviderError
+from agentrig.errors import (
+    AgentrigError,
+    ConfigurationError,
+    InvalidInputError,
+    MissingDependencyError,
+    ProviderError,
+)
 from agentrig.messages import ToolCall
 from agentrig.state import InferenceRequest, InferenceResponse, Usage
 from agentrig.state.status import FinishReason
@@ -200,6 +206,18 @@ class SdkProvider:
             "(or base_url is wrong); check base_url, or use stream=False.",
             provider=self.name,
         )
+
+
+def usage_of(provider: str, **tokens: Any) -> Usage:
+    """The ``Usage`` of an answer's token counts; counts ``Usage`` refuses (negative, fractional,
+    not numbers, more than it holds) are the API's malformed answer, not the caller's input: a
+    ``ProviderError``."""
+    try:
+        return Usage(**tokens)
+    except InvalidInputError as error:
+        raise ProviderError(
+            f"{provider} response has a malformed usage: {error}", provider=provider
+        ) from None
 
 
 def extra_body(request: InferenceRequest, **fields: Any) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from agentrig.drivers._sdk import (
     import_sdk,
     parse_arguments,
     tool_call,
+    usage_of,
 )
 from agentrig.drivers.pricing import PriceTable
 from agentrig.drivers.provider import Delta
@@ -280,16 +281,18 @@ class _Assembler:
         read = self.counts.get("cache_read_input_tokens", 0)
         write = self.counts.get("cache_creation_input_tokens", 0)
         try:
-            return Usage(
-                input_tokens=self.counts.get("input_tokens", 0) + read + write,
-                output_tokens=self.counts.get("output_tokens", 0),
-                cache_read_tokens=read,
-                cache_write_tokens=write,
-            )
-        except (InvalidInputError, TypeError) as error:  # the API's answer is malformed
+            total = self.counts.get("input_tokens", 0) + read + write
+        except TypeError as error:  # a count that is not a number
             raise ProviderError(
                 f"anthropic response has a malformed usage: {error}", provider="anthropic"
             ) from None
+        return usage_of(
+            "anthropic",
+            input_tokens=total,
+            output_tokens=self.counts.get("output_tokens", 0),
+            cache_read_tokens=read,
+            cache_write_tokens=write,
+        )
 
     def reasoning(self) -> str:
         """The text of the thinking blocks, joined."""

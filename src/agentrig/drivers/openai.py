@@ -19,10 +19,11 @@ from agentrig.drivers._sdk import (
     parse_arguments,
     reported_error,
     tool_call,
+    usage_of,
 )
 from agentrig.drivers.pricing import PriceTable
 from agentrig.drivers.provider import Delta
-from agentrig.errors import ConfigurationError, InvalidInputError, ProviderError
+from agentrig.errors import ConfigurationError, ProviderError
 from agentrig.messages import Message, Messages, Role, ToolCall
 from agentrig.state import InferenceRequest, InferenceResponse, ToolSchema, Usage
 from agentrig.state.status import FinishReason
@@ -424,14 +425,10 @@ def _usage(usage: Any) -> Usage:
         return Usage()
     prompt_details = getattr(usage, "prompt_tokens_details", None)
     completion_details = getattr(usage, "completion_tokens_details", None)
-    try:
-        return Usage(
-            input_tokens=getattr(usage, "prompt_tokens", None) or 0,
-            output_tokens=getattr(usage, "completion_tokens", None) or 0,
-            cache_read_tokens=getattr(prompt_details, "cached_tokens", None) or 0,
-            reasoning_tokens=getattr(completion_details, "reasoning_tokens", None) or 0,
-        )
-    except InvalidInputError as error:  # the API's answer is malformed, not the caller's input
-        raise ProviderError(
-            f"openai response has a malformed usage: {error}", provider="openai"
-        ) from None
+    return usage_of(
+        "openai",
+        input_tokens=getattr(usage, "prompt_tokens", None) or 0,
+        output_tokens=getattr(usage, "completion_tokens", None) or 0,
+        cache_read_tokens=getattr(prompt_details, "cached_tokens", None) or 0,
+        reasoning_tokens=getattr(completion_details, "reasoning_tokens", None) or 0,
+    )

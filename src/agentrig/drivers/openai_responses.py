@@ -20,6 +20,7 @@ from agentrig.drivers._sdk import (
     parse_arguments,
     reported_error,
     tool_call,
+    usage_of,
 )
 from agentrig.drivers.pricing import PriceTable
 from agentrig.drivers.provider import Delta
@@ -434,18 +435,14 @@ class ResponseAssembler:
             return Usage()
         inputs = getattr(usage, "input_tokens_details", None)
         outputs = getattr(usage, "output_tokens_details", None)
-        try:
-            return Usage(
-                input_tokens=getattr(usage, "input_tokens", None) or 0,
-                output_tokens=getattr(usage, "output_tokens", None) or 0,
-                cache_read_tokens=getattr(inputs, "cached_tokens", None) or 0,
-                cache_write_tokens=getattr(inputs, "cache_write_tokens", None) or 0,
-                reasoning_tokens=getattr(outputs, "reasoning_tokens", None) or 0,
-            )
-        except InvalidInputError as error:  # the API's answer is malformed, not the caller's input
-            raise ProviderError(
-                f"openai response has a malformed usage: {error}", provider="openai"
-            ) from None
+        return usage_of(
+            "openai",
+            input_tokens=getattr(usage, "input_tokens", None) or 0,
+            output_tokens=getattr(usage, "output_tokens", None) or 0,
+            cache_read_tokens=getattr(inputs, "cached_tokens", None) or 0,
+            cache_write_tokens=getattr(inputs, "cache_write_tokens", None) or 0,
+            reasoning_tokens=getattr(outputs, "reasoning_tokens", None) or 0,
+        )
 
 
 def _empty(kind: str) -> dict[str, Any]:
