@@ -540,7 +540,7 @@ def _parse_json(what: str, text: str | bytes) -> tuple[Any, bool]:
         return json.loads(decoded, object_pairs_hook=unique_keys), False
     except json.JSONDecodeError as error:
         message = str(error)
-    except (ValueError, RecursionError) as error:  # bad UTF-8, too many digits, too deep
+    except (ValueError, RecursionError) as error:  # too many digits, too deep
         message = str(error) or type(error).__name__
     raise InvalidInputError(what, [("", f"not valid JSON: {message}")])
 

@@ -121,11 +121,9 @@ class EndpointSession:
             number = len(self.exchanges) + 1
             continued = self._continued(request)
             conversation = self._conversation(request, continued)
-            system = (
-                request.system
-                if request.system is not None or continued is None
-                else (continued.system)
-            )
+            system = request.system
+            if system is None and continued is not None:  # the API keeps the stored one
+                system = continued.system
             turn = self._turn_of(conversation)
             plan = self._choose(number, turn, request)
             history = self._expected_history()
@@ -156,8 +154,7 @@ class EndpointSession:
         self, request: WireRequest, continued: Exchange | None
     ) -> tuple[Message, ...]:
         """The request's conversation, with a Responses ``previous_response_id`` (the exchange
-        it ``continued``) expanded. The system prompt in force is likewise the request's own
-        or, when it sends none, the one of the conversation it continues (the API keeps it)."""
+        it ``continued``) expanded."""
         if continued is None:
             return request.messages
         return (*self._after(continued), *request.messages)
@@ -220,11 +217,7 @@ class EndpointSession:
             expected_user=spec.user,
         )
         for name, check in self._wire_checks:
-            violations = list(check(view))
-            self._checked[name] += 1
-            if violations:
-                self._failed[name] += len(violations)
-                self._report(violations, turn, number, self._path_of(name, turn))
+            self._record(name, list(check(view)), turn, number, self._path_of(name, turn))
 
     def _path_of(self, invariant: str, turn: int) -> FieldPath:
         """The scenario field a broken invariant points at."""
@@ -256,9 +249,6 @@ class EndpointSession:
             return
         self._checked[name] += 1
         self._failed[name] += len(violations)
-        self._report(violations, turn, number, path)
-
-    def _report(self, violations: list[Violation], turn: int, number: int, path: FieldPath) -> None:
         for violation in violations:
             self._fail(
                 "invariant",
@@ -471,14 +461,13 @@ def _sharing(
     """``conversation`` with each leading item that repeats ``history`` unchanged replaced by
     history's own object: a session keeps each message once, not once for every later request
     that carries it again (an agent resends its whole conversation on every call)."""
+    before = history or ()
     shared = 0
-    for expected, sent in zip(history or (), conversation, strict=False):
+    for expected, sent in zip(before, conversation, strict=False):
         if expected is not sent and not same_item(expected, sent):
             break
         shared += 1
-    if shared == 0:
-        return conversation
-    return (*history[:shared], *conversation[shared:]) if history else conversation
+    return (*before[:shared], *conversation[shared:]) if shared else conversation
 
 
 def _new_items(exchange: Exchange, previous: Exchange | None) -> tuple[Message, ...]:
