@@ -63,7 +63,7 @@ to do next in their message.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 _StatePart = Any
 """The type of the parts of a step an error carries (an ``AgentStep``, ``ToolExecutions``, or
@@ -111,28 +111,32 @@ class ToolError(AgentrigError):
     """A tool call that could not produce a value."""
 
 
-class ToolNotFoundError(ToolError):
-    """The model called a tool the agent does not have."""
+class _UnknownName(Exception):
+    """Mixin for errors about a name not among ``available``: the message lists what is."""
+
+    kind: ClassVar[str]
 
     def __init__(self, name: str, available: list[str]) -> None:
         self.name = name
         self.available = available
         names = ", ".join(sorted(available)) or "(none)"
-        super().__init__(f"Tool '{name}' not found. Available tools: {names}")
+        super().__init__(f"{self.kind} '{name}' not found. Available {self.kind.lower()}s: {names}")
+
+
+class ToolNotFoundError(_UnknownName, ToolError):
+    """The model called a tool the agent does not have."""
+
+    kind = "Tool"
 
 
 class SubagentError(AgentrigError):
     """A subagent could not be spawned or failed."""
 
 
-class SubagentNotFoundError(SubagentError):
+class SubagentNotFoundError(_UnknownName, SubagentError):
     """No subagent with that name is defined."""
 
-    def __init__(self, name: str, available: list[str]) -> None:
-        self.name = name
-        self.available = available
-        names = ", ".join(sorted(available)) or "(none)"
-        super().__init__(f"Subagent '{name}' not found. Available subagents: {names}")
+    kind = "Subagent"
 
 
 class SubagentDepthExceededError(SubagentError):
