@@ -21,9 +21,18 @@ from agentrig import (
     InferenceRequest,
     InferenceResponse,
     ToolCallCompleted,
+    UseLlmConfig,
     runtime_context,
 )
-from agentrig.fakes import Chunking, FakeClock, InvalidScriptError, ScriptedLLM, SeededIds, calls
+from agentrig.fakes import (
+    Chunking,
+    FakeClock,
+    InvalidScriptError,
+    ScriptedLLM,
+    SeededIds,
+    calls,
+    reply,
+)
 
 SCRIPT: Any = [
     calls(("lookup", {"q": 'naïve "quote"'}), ("lookup", {"q": "b", "n": 12}), text="Let me look."),
@@ -39,8 +48,6 @@ def lookup(q: str, n: int = 1) -> str:
 def fresh(chunking: Chunking = Chunking.WHOLE) -> tuple[Any, AgentState]:
     clock, ids = FakeClock(), SeededIds(5)
     llm = ScriptedLLM(SCRIPT, chunking=chunking)
-    from agentrig import UseLlmConfig
-
     agent = (
         AgentBuilder.base()
         .with_clock(clock)
@@ -101,6 +108,27 @@ def test_streamed_pieces_rebuild_each_answer_and_the_final_state_is_the_plain_on
     }
     second = "".join(d.text for d in deltas(items) if d.step_number == 2)
     assert second == "Found: é and ü."
+
+
+@pytest.mark.parametrize("chunking", list(Chunking))
+def test_a_turns_reasoning_streams_first_as_reasoning_pieces(chunking: Chunking) -> None:
+    def agent() -> Any:
+        llm = ScriptedLLM([reply("4", reasoning="2 + 2 is 4")], chunking=chunking)
+        clock, ids = FakeClock(), SeededIds(1)
+        builder = AgentBuilder.base().with_clock(clock).with_ids(ids)
+        return builder.with_capability(UseLlmConfig(llm)).build()
+
+    state = AgentState().with_user_message("2 + 2?")
+    items = list(agent().stream(state))
+    pieces = deltas(items)
+    assert "".join(p.reasoning for p in pieces) == "2 + 2 is 4"
+    last_reasoning = max(n for n, p in enumerate(pieces) if p.reasoning)
+    assert last_reasoning < min(n for n, p in enumerate(pieces) if p.text)
+    assert all(not (p.reasoning and p.text) for p in pieces)
+    final = items[-1]
+    assert isinstance(final, AgentState)
+    assert final.steps()[0].inference_response.reasoning_content == "2 + 2 is 4"
+    assert final.to_json() == agent().execute(state).to_json()
 
 
 def test_chars_cut_one_character_at_a_time_and_interleaved_alternates_calls() -> None:

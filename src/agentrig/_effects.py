@@ -209,6 +209,7 @@ class DeltaEvents:
                     tool_call_id=delta.call_id,
                     tool_name=delta.name,
                     arguments=delta.arguments,
+                    reasoning=delta.reasoning,
                 )
             )
 

@@ -154,9 +154,10 @@ class InferenceResponseReceived(AgentEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InferenceDelta(AgentEvent):
-    """A piece of the answer a streaming provider is sending, as it arrives: some text, or a
-    piece of a tool call's JSON arguments (``tool_call_index`` says which call; its id and name
-    come with its first piece). Only runs through ``AgentLoop.stream``/``astream`` ask for them;
+    """A piece of the answer a streaming provider is sending, as it arrives: some text, some of
+    the model's reasoning (``reasoning``: thinking the answer keeps in ``reasoning_content``),
+    or a piece of a tool call's JSON arguments (``tool_call_index`` says which call; its id and
+    name come with its first piece). Only runs through ``AgentLoop.stream``/``astream`` ask for them;
     the step records the assembled answer, as a plain run does."""
 
     step_number: int
@@ -165,6 +166,7 @@ class InferenceDelta(AgentEvent):
     tool_call_id: str | None = None
     tool_name: str | None = None
     arguments: str = ""
+    reasoning: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

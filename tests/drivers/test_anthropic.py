@@ -27,7 +27,7 @@ from agentrig import (
     Usage,
     tool,
 )
-from agentrig.drivers import AnthropicProvider
+from agentrig.drivers import AnthropicProvider, Delta
 
 anthropic = pytest.importorskip("anthropic")
 httpx2 = pytest.importorskip("httpx2")
@@ -571,30 +571,32 @@ def test_an_answer_keeps_its_thinking_blocks_whole_and_in_order() -> None:
     )
 
 
-def test_a_streamed_answer_assembles_thinking_and_signature_deltas_per_block() -> None:
+def thinking_stream() -> Any:
     def delta(index: int, **part: str) -> dict[str, Any]:
         return {"type": "content_block_delta", "index": index, "delta": part}
 
     def begin(index: int, block: dict[str, Any]) -> dict[str, Any]:
         return {"type": "content_block_start", "index": index, "content_block": block}
 
-    server = FakeServer(
-        sse(
-            stream_start(),
-            begin(0, {"type": "thinking", "thinking": "", "signature": ""}),
-            delta(0, type="thinking_delta", thinking="Tokyo is "),
-            delta(0, type="thinking_delta", thinking="the capital."),
-            delta(0, type="signature_delta", signature="EqQBsig=="),
-            {"type": "content_block_stop", "index": 0},
-            begin(1, REDACTED),
-            {"type": "content_block_stop", "index": 1},
-            begin(2, text("")),
-            delta(2, type="text_delta", text="Looking it up."),
-            begin(3, {**LOOKUP, "input": {}}),
-            delta(3, type="input_json_delta", partial_json='{"country": "Japan"}'),
-            *stream_end("tool_use", output_tokens=40),
-        )
+    return sse(
+        stream_start(),
+        begin(0, {"type": "thinking", "thinking": "", "signature": ""}),
+        delta(0, type="thinking_delta", thinking="Tokyo is "),
+        delta(0, type="thinking_delta", thinking="the capital."),
+        delta(0, type="signature_delta", signature="EqQBsig=="),
+        {"type": "content_block_stop", "index": 0},
+        begin(1, REDACTED),
+        {"type": "content_block_stop", "index": 1},
+        begin(2, text("")),
+        delta(2, type="text_delta", text="Looking it up."),
+        begin(3, {**LOOKUP, "input": {}}),
+        delta(3, type="input_json_delta", partial_json='{"country": "Japan"}'),
+        *stream_end("tool_use", output_tokens=40),
     )
+
+
+def test_a_streamed_answer_assembles_thinking_and_signature_deltas_per_block() -> None:
+    server = FakeServer(thinking_stream())
     streamed = server.provider(stream=True).infer(
         InferenceRequest(messages=Messages.from_text("x"))
     )
@@ -602,6 +604,25 @@ def test_a_streamed_answer_assembles_thinking_and_signature_deltas_per_block() -
     assert streamed.provider_data == whole.provider_data
     assert streamed.reasoning_content == whole.reasoning_content == "Tokyo is the capital."
     assert (streamed.content, streamed.tool_calls) == (whole.content, whole.tool_calls)
+
+
+def test_a_streamed_answer_hands_out_its_thinking_as_reasoning_pieces_before_the_text() -> None:
+    pieces = (
+        FakeServer(thinking_stream())
+        .provider(stream=True)
+        .infer_stream(InferenceRequest(messages=Messages.from_text("x")))
+    )
+    handed: list[Delta] = []
+    while True:
+        try:
+            handed.append(next(pieces))
+        except StopIteration as done:
+            response = done.value
+            break
+    assert [d.reasoning for d in handed if d.reasoning] == ["Tokyo is ", "the capital."]
+    first_text = next(n for n, d in enumerate(handed) if d.text)
+    assert all(d.reasoning == "" for d in handed[first_text:])  # the redacted block gives none
+    assert response.reasoning_content == "Tokyo is the capital."
 
 
 def test_an_answer_without_thinking_keeps_only_its_stop_reason() -> None:

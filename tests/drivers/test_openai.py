@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 
 from agentrig import (
+    AgentBuilder,
     AgentState,
     ConfigurationError,
     ExecutionStatus,
     FinishReason,
+    InferenceDelta,
     InferenceRequest,
     InvalidInputError,
     LlmConfig,
@@ -27,6 +29,7 @@ from agentrig import (
     ToolResult,
     ToolSchema,
     Usage,
+    UseLlmConfig,
     tool,
 )
 from agentrig.drivers import ModelPrice, OpenAIProvider, PriceTable
@@ -726,3 +729,25 @@ def test_reasoning_goes_back_with_the_assistant_message_in_its_own_field(
     other = "reasoning" if field == "reasoning_content" else "reasoning_content"
     assert other not in assistant
     assert AgentState.from_json(final.to_json()) == final
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+def test_streamed_reasoning_reaches_agent_stream_as_reasoning_pieces_before_the_call(
+    field: str,
+) -> None:
+    server = FakeServer(
+        reasoned_call(field, stream=True), sse(delta(role="assistant", content="6"))
+    )
+    agent = (
+        AgentBuilder.base()
+        .with_capability(UseLlmConfig(server.provider(stream=True)))
+        .with_tools([multiply])
+        .build()
+    )
+    items = list(agent.stream(AgentState().with_user_message("2*3?")))
+    first = [i for i in items if isinstance(i, InferenceDelta) and i.step_number == 1]
+    assert [p.reasoning for p in first] == ["Multiply ", "first.", ""]
+    assert first[-1].tool_name == "multiply"
+    final = items[-1]
+    assert isinstance(final, AgentState)
+    assert final.steps()[0].inference_response.reasoning_content == "Multiply first."

@@ -22,6 +22,7 @@ from agentrig import (
     ExecutionStatus,
     FinishReason,
     InferenceRequest,
+    InferenceResponse,
     InvalidInputError,
     LlmConfig,
     Message,
@@ -35,7 +36,7 @@ from agentrig import (
     Usage,
     tool,
 )
-from agentrig.drivers import ModelPrice, OpenAIResponsesProvider, PriceTable
+from agentrig.drivers import Delta, ModelPrice, OpenAIResponsesProvider, PriceTable
 
 openai = pytest.importorskip("openai")
 httpx2 = pytest.importorskip("httpx2")
@@ -227,6 +228,20 @@ def events_of(body: dict[str, Any], size: int = 3) -> list[dict[str, Any]]:
                 {"type": "response.function_call_arguments.delta", **at, "delta": d}
                 for d in pieces(item["arguments"], size)
             )
+        elif item["type"] == "reasoning":
+            events.append(
+                {"type": "response.output_item.added", **at, "item": {**item, "summary": []}}
+            )
+            for summary_index, part in enumerate(item["summary"]):
+                events.extend(
+                    {
+                        "type": "response.reasoning_summary_text.delta",
+                        **at,
+                        "summary_index": summary_index,
+                        "delta": d,
+                    }
+                    for d in pieces(part["text"], size)
+                )
         else:
             events.append({"type": "response.output_item.added", **at, "item": item})
         events.append({"type": "response.output_item.done", **at, "item": item})
@@ -888,6 +903,46 @@ def reasoning_loop(stream: bool) -> tuple[Any, Any]:
     if stream:
         return streamed(*first), streamed(*final)
     return answer(*first), answer(*final)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_streamed_reasoning_summary_comes_as_reasoning_pieces_before_the_text(
+    mode: str,
+) -> None:
+    server = FakeServer(streamed(reasoned("rs_1", "Add them up."), said("4"), size=4))
+    provider = server.provider(stream=True)
+    request = InferenceRequest(messages=CONVERSATION)
+    handed: list[Delta] = []
+    if mode == "async":
+        provider = server.async_provider(stream=True)
+
+        async def drain() -> InferenceResponse:
+            response: InferenceResponse | None = None
+            async for item in provider.ainfer_stream(request):
+                if isinstance(item, Delta):
+                    handed.append(item)
+                else:
+                    response = item
+            assert response is not None
+            return response
+
+        response = asyncio.run(drain())
+    else:
+        pieces = provider.infer_stream(request)
+        while True:
+            try:
+                handed.append(next(pieces))
+            except StopIteration as done:
+                response = done.value
+                break
+    assert [(d.reasoning, d.text) for d in handed] == [
+        ("Add ", ""),
+        ("them", ""),
+        (" up.", ""),
+        ("", "4"),
+    ]
+    assert response.reasoning_content == "Add them up."
+    assert response.content == "4"
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -171,6 +171,9 @@ class TestScriptedLLM:
             ([Turn(calls=(CallSpec(5),))], 1, "a tool call must be a CallSpec"),  # type: ignore[arg-type]
             ([reply("x", retryable=True)], 1, "retryable applies to an error turn only"),
             ([fail("")], 1, "an error turn needs a message"),
+            ([Turn(error="x", reasoning="r")], 1, "cannot also have text, reasoning or"),
+            ([reply("x", reasoning=3)], 1, "reasoning must be a string, got int"),
+            ([Turn(reasoning="only thinking")], 1, "a turn needs text, tool calls or an error"),
         ],
     )
     def test_invalid_scripts_are_rejected_at_construction(

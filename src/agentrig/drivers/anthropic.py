@@ -210,8 +210,8 @@ class _Assembler:
         self._count(message.usage)
 
     def block(self, index: int, block: Any) -> list[Delta]:
-        """Take content block ``index``; returns its pieces (its text, or a tool use's id and
-        name)."""
+        """Take content block ``index``; returns its pieces (its text or thinking, or a tool
+        use's id and name)."""
         if block.type == "text":
             self.text.append(block.text)
             return [Delta(text=block.text)] if block.text else []
@@ -221,6 +221,7 @@ class _Assembler:
                 "thinking": [block.thinking],
                 "signature": getattr(block, "signature", None) or "",
             }
+            return [Delta(reasoning=block.thinking)] if block.thinking else []
         elif block.type == "redacted_thinking":
             self.thinking[index] = {"type": "redacted_thinking", "data": block.data}
         elif block.type == "tool_use":
@@ -255,6 +256,7 @@ class _Assembler:
             return [Delta(text=delta.text)] if delta.text else []
         if delta.type == "thinking_delta" and index in self.thinking:
             self.thinking[index]["thinking"].append(delta.thinking)
+            return [Delta(reasoning=delta.thinking)] if delta.thinking else []
         elif delta.type == "signature_delta" and index in self.thinking:
             self.thinking[index]["signature"] = delta.signature
         elif delta.type == "input_json_delta" and index in self.tools:

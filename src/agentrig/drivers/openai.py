@@ -267,7 +267,7 @@ class _StreamAssembler:
         self.id = ""
 
     def add(self, chunk: Any) -> list[Delta]:
-        """Take one chunk; returns its pieces (text, refusal text, tool-argument pieces)."""
+        """Take one chunk; returns its pieces (text, refusal text, reasoning, tool-argument pieces)."""
         self.chunks += 1
         self.id = self.id or chunk.id or ""
         self.model = self.model or chunk.model or ""
@@ -295,6 +295,7 @@ class _StreamAssembler:
             if isinstance(reasoning, str) and reasoning:
                 self.reasoning.append(reasoning)
                 self.reasoning_field = field
+                pieces.append(Delta(reasoning=reasoning))
                 break
         for part in delta.tool_calls or ():
             index = part.index if part.index is not None else len(self.calls)

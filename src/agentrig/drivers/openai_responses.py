@@ -294,7 +294,8 @@ class ResponseAssembler:
 
     def feed(self, event: Any) -> list[Delta]:
         """Take one stream event (unknown kinds are ignored); returns its pieces: text and
-        refusal text, a function call's id and name when it is added, its argument pieces."""
+        refusal text, reasoning text, a function call's id and name when it is added, its
+        argument pieces."""
         self.started = True
         kind = getattr(event, "type", "")
         if kind in ("response.created", "response.in_progress"):
@@ -330,6 +331,7 @@ class ResponseAssembler:
             self._slot(event.output_index, "function_call")["arguments"] = [event.arguments]
         elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
             self._slot(event.output_index, "reasoning")["deltas"].append(event.delta)
+            return [Delta(reasoning=event.delta)] if event.delta else []
         elif kind == "error":
             body = {"message": event.message, "type": getattr(event, "code", None) or ""}
             self.error = reported_error("openai", body, "the stream reported an error")

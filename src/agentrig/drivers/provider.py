@@ -38,14 +38,17 @@ class StreamingProvider(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Delta:
-    """A piece of a streamed answer: text, or a piece of one tool call's JSON arguments (the
-    call's ``index`` among the answer's calls; its id and name on its first piece)."""
+    """A piece of a streamed answer: text, a piece of the model's reasoning (Anthropic's
+    thinking, a Responses reasoning summary, a compatible server's ``reasoning_content``), or a
+    piece of one tool call's JSON arguments (the call's ``index`` among the answer's calls; its
+    id and name on its first piece)."""
 
     text: str = ""
     index: int | None = None
     call_id: str | None = None
     name: str | None = None
     arguments: str = ""
+    reasoning: str = ""
 
 
 @runtime_checkable

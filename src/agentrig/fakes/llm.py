@@ -42,7 +42,10 @@ _FINISH_REASONS = frozenset(reason.value for reason in FinishReason)
 
 @dataclass(frozen=True)
 class Turn:
-    """One scripted model answer: text, tool calls, usage, finish reason and latency; or an error."""
+    """One scripted model answer: text, tool calls, usage, finish reason and latency; or an error.
+
+    ``reasoning`` is the model's thinking before it answered: the response's
+    ``reasoning_content``, streamed before the text (``AgentLoop.stream``)."""
 
     text: str = ""
     calls: tuple[CallSpec, ...] = ()
@@ -52,6 +55,7 @@ class Turn:
     error: str | None = None
     retryable: bool = False
     failed_generation: str | None = None
+    reasoning: str = ""
 
     def problem(self) -> str | None:
         """Why this turn is invalid, or None."""
@@ -63,8 +67,8 @@ class Turn:
         if self.error is not None:
             if not isinstance(self.error, str) or not self.error:
                 return f"an error turn needs a message, got {self.error!r}"
-            if self.text or self.calls:
-                return "an error turn cannot also have text or tool calls"
+            if self.text or self.calls or self.reasoning:
+                return "an error turn cannot also have text, reasoning or tool calls"
         elif self.retryable:
             return "retryable applies to an error turn only: fail('message', retryable=True)"
         elif self.failed_generation is not None:
@@ -79,6 +83,8 @@ class Turn:
     def _type_problem(self) -> str | None:
         if not isinstance(self.text, str):
             return f"text must be a string, got {type(self.text).__name__}"
+        if not isinstance(self.reasoning, str):
+            return f"reasoning must be a string, got {type(self.reasoning).__name__}"
         if not isinstance(self.usage, Usage):
             return f"usage must be a Usage, got {type(self.usage).__name__}"
         if self.finish_reason is not None and self.finish_reason not in _FINISH_REASONS:
@@ -122,7 +128,7 @@ def _player(turn: Turn) -> Callable[[], InferenceResponse]:
     specs = tuple(
         (spec.id, call.name, call.arguments) for spec, call in zip(turn.calls, checked, strict=True)
     )
-    content, usage = turn.text, turn.usage
+    content, usage, reasoning = turn.text, turn.usage, turn.reasoning
     reason = FinishReason(turn.finish_reason) if turn.finish_reason else None
     reason = reason or (FinishReason.TOOL_CALLS if specs else FinishReason.STOP)
     make_call, make_response = ToolCall._trusted, InferenceResponse._trusted
@@ -136,7 +142,11 @@ def _player(turn: Turn) -> Callable[[], InferenceResponse]:
                 else make_call(id=call_id, name=name, arguments=dict(arguments))
             )
         return make_response(
-            content=content, tool_calls=tuple(calls), usage=usage, finish_reason=reason
+            content=content,
+            tool_calls=tuple(calls),
+            usage=usage,
+            finish_reason=reason,
+            reasoning_content=reasoning,
         )
 
     return play
@@ -495,6 +505,9 @@ def _checked_subagents(
 def _pieces_of(response: InferenceResponse, chunking: Chunking) -> Iterator[Delta]:
     """``response`` as the pieces a streaming provider would send, cut as ``chunking`` says."""
     size = None if chunking is Chunking.WHOLE else 1
+    if response.reasoning_content:
+        for text in _cut(response.reasoning_content, size):
+            yield Delta(reasoning=text)
     if response.content:
         for text in _cut(response.content, size):
             yield Delta(text=text)
