@@ -136,6 +136,28 @@ async def test_an_agent_without_the_tool_is_reported(model: str) -> None:
     ]
 
 
+@ON_EVERY_MODEL
+async def test_an_agent_whose_tool_drifted_from_the_scenario_is_reported(model: str) -> None:
+    def get_weather(town: str) -> str:
+        """The current weather in a town."""
+        return f"It is sunny in {town}."
+
+    with EndpointHandle(SCENARIOS / "weather.scenario.yaml") as ep:
+        agent = build_agent(MODELS[model](ep), tools=[get_weather])
+        await ask(agent, "What is the weather in Paris?", streamed=False)
+        result = ep.result()
+
+    assert not result.passed
+    drifted = [f for f in result.failures if f.invariant == "tools_as_declared"]
+    assert drifted, [f.message for f in result.failures]
+    assert drifted[0].message == (
+        "request 1: tools_as_declared: the agent's get_weather differs from agent.tools: "
+        "parameter 'city' is not a parameter of the real tool; "
+        "the real tool requires parameter 'town', not declared in params"
+    )
+    assert drifted[0].location == f"{SCENARIOS / 'weather.scenario.yaml'}:11"
+
+
 async def test_two_turns_on_a_stored_responses_conversation(agentrig_endpoint: Endpoint) -> None:
     ep = agentrig_endpoint(SCENARIOS / "two_turns.scenario.yaml")
     settings = OpenAIResponsesModelSettings(openai_previous_response_id="auto")

@@ -40,6 +40,7 @@ def test_a_well_behaved_agent_passes_every_check(write_scenario: Callable[[str],
         "tool_results_answer_calls": (2, 0),
         "history_grows": (2, 0),
         "tools_offered": (2, 0),
+        "tools_as_declared": (2, 0),
         "model_named": (2, 0),
         "system_prompt_sent": (2, 0),
         "user_turn_sent": (2, 0),
@@ -148,6 +149,101 @@ def test_the_offered_schema_refuses_the_scripted_arguments(
     )
 
 
+DECLARED = WEATHER.replace(
+    "  model: gpt-test\n",
+    """  model: gpt-test
+  tools:
+    get_weather:
+      params: {city: string, days: integer?}
+      replies: [{return: sunny}]
+    get_time:
+      params: {zone: string}
+      replies: [{return: noon}]
+""",
+)
+
+
+def _weather_tool(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    function = {**WEATHER_TOOL["function"]}  # type: ignore[dict-item]
+    function["parameters"] = {"type": "object", "properties": properties, "required": required}
+    return {"type": "function", "function": function}
+
+
+def _time_tool() -> dict[str, Any]:
+    parameters = {
+        "type": "object",
+        "properties": {"zone": {"type": "string"}},
+        "required": ["zone"],
+    }
+    return {"type": "function", "function": {"name": "get_time", "parameters": parameters}}
+
+
+def test_tools_the_agent_offers_as_the_scenario_declares_them_pass(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    handle = EndpointHandle(write_scenario(DECLARED))
+    weather = _weather_tool({"city": {"type": "string"}, "days": {"type": "integer"}}, ["city"])
+    RawChatAgent(handle).post(first_turn(), tools=[weather, _time_tool()])
+    assert _violations(handle, "tools_as_declared") == []
+    outcome = {o.name: (o.checks, o.failures) for o in handle.result().invariants}
+    assert outcome["tools_as_declared"] == (1, 0)
+
+
+def test_a_parameter_the_agent_renamed_fails_at_the_declared_tool(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    path = write_scenario(DECLARED)
+    handle = EndpointHandle(path)
+    weather = _weather_tool(
+        {"city_name": {"type": "string"}, "days": {"type": "string"}}, ["city_name"]
+    )
+    RawChatAgent(handle).post(first_turn(), tools=[weather, _time_tool()])
+    [problem] = _violations(handle, "tools_as_declared")
+    assert problem.message == (
+        "request 1: tools_as_declared: the agent's get_weather differs from agent.tools: "
+        "parameter 'city' is not a parameter of the real tool (did you mean 'city_name'?); "
+        "parameter 'days' is integer in the scenario but string in the real tool; "
+        "the real tool requires parameter 'city_name', not declared in params"
+    )
+    assert problem.location == f"{path}:6"  # get_weather under agent.tools
+    assert problem.expected == {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        "required": ["city"],
+    }
+    assert problem.observed["properties"]["city_name"] == {"type": "string"}
+
+
+def test_a_declared_tool_the_agent_does_not_offer_fails_unless_scripted(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    path = write_scenario(DECLARED)
+    handle = EndpointHandle(path)
+    weather = _weather_tool({"city": {"type": "string"}, "days": {"type": "integer"}}, ["city"])
+    RawChatAgent(handle).post(first_turn(), tools=[weather])
+    [problem] = _violations(handle, "tools_as_declared")
+    assert problem.message.startswith(
+        "request 1: tools_as_declared: agent.tools declares get_time, which the request does "
+        "not offer (it offers: get_weather)"
+    )
+    assert problem.location == f"{path}:9"  # get_time under agent.tools
+    scripted = DECLARED.replace(
+        "      params: {zone: string}\n", "      params: {zone: string}\n      scripted: true\n"
+    )
+    handle = EndpointHandle(write_scenario(scripted, name="scripted"))
+    RawChatAgent(handle).post(first_turn(), tools=[weather])
+    assert _violations(handle, "tools_as_declared") == []
+
+
+def test_a_request_that_offers_no_tools_is_left_to_tools_offered(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    handle = EndpointHandle(write_scenario(DECLARED))
+    RawChatAgent(handle).post(first_turn(), tools=[])
+    assert _violations(handle, "tools_as_declared") == []
+    assert len(_violations(handle, "tools_offered")) == 1
+
+
 def test_a_request_after_the_script_is_used_up(write_scenario: Callable[[str], Path]) -> None:
     handle = EndpointHandle(write_scenario(WEATHER))
     agent = RawChatAgent(handle)
@@ -209,6 +305,7 @@ def test_invariants_can_be_excluded(write_scenario: Callable[[str], Path]) -> No
         "tool_results_answer_calls",
         "history_grows",
         "tools_offered",
+        "tools_as_declared",
         "system_prompt_sent",
         "script_not_exceeded",
     ]

@@ -8,8 +8,8 @@ returns its problems. The names are documented in ``docs/endpoint.md``; a scenar
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -17,6 +17,9 @@ from jsonschema.exceptions import SchemaError
 
 from agentrig._model import json_equal
 from agentrig.harness.endpoint.wire.base import WireAnswer, WireRequest
+from agentrig.harness.scenarios.drift import param_problems
+from agentrig.harness.scenarios.model import ToolSpec
+from agentrig.harness.scenarios.yaml_source import FieldPath
 from agentrig.messages import Message, Role
 
 
@@ -32,6 +35,8 @@ class WireView:
     expected_model: str | None
     expected_system: str | None
     expected_user: str | None
+    declared_tools: Mapping[str, ToolSpec] = field(default_factory=dict)
+    """The scenario's ``agent.tools``: what it says the agent's own tools take."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,8 @@ class Violation:
     message: str
     expected: Any = None
     observed: Any = None
+    path: FieldPath | None = None
+    """The scenario field at fault, when the check knows it better than the session does."""
 
 
 WireCheck = Callable[[WireView], Iterator[Violation]]
@@ -174,6 +181,40 @@ def tools_offered(view: WireView) -> Iterator[Violation]:
             )
 
 
+def tools_as_declared(view: WireView) -> Iterator[Violation]:
+    """Each tool of ``agent.tools`` is offered (when the request offers tools at all) and takes
+    the ``params`` the scenario declares: names, JSON types, required or optional. A tool marked
+    ``scripted: true`` is left out. The scenario describes the agent under test; a tool renamed
+    or changed in the agent but not in the scenario fails here, not silently."""
+    offered = {tool.name: tool for tool in view.request.tools}
+    for name, spec in view.declared_tools.items():
+        if spec.scripted:
+            continue
+        path: FieldPath = ("agent", "tools", name)
+        tool = offered.get(name)
+        if tool is None:
+            if offered:
+                yield Violation(
+                    "tools_as_declared",
+                    f"agent.tools declares {name}, which the request does not offer "
+                    f"(it offers: {', '.join(sorted(offered))}); fix the name, or mark the tool "
+                    "scripted: true if the agent really has no such tool",
+                    name,
+                    sorted(offered),
+                    path,
+                )
+            continue
+        problems = param_problems(spec, tool.parameters)
+        if problems:
+            yield Violation(
+                "tools_as_declared",
+                f"the agent's {name} differs from agent.tools: {'; '.join(problems)}",
+                spec.parameters_schema(),
+                tool.parameters,
+                path,
+            )
+
+
 def _schema_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
     if not schema:
         return None
@@ -246,6 +287,7 @@ WIRE_INVARIANTS: dict[str, WireCheck] = {
     "tool_results_answer_calls": tool_results_answer_calls,
     "history_grows": history_grows,
     "tools_offered": tools_offered,
+    "tools_as_declared": tools_as_declared,
     "model_named": model_named,
     "system_prompt_sent": system_prompt_sent,
     "user_turn_sent": user_turn_sent,

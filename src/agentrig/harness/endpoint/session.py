@@ -215,6 +215,7 @@ class EndpointSession:
             expected_model=self.scenario.agent.model,
             expected_system=self.scenario.agent.system_prompt or None,
             expected_user=spec.user,
+            declared_tools=self.scenario.agent.tools,
         )
         for name, check in self._wire_checks:
             self._record(name, list(check(view)), turn, number, self._path_of(name, turn))
@@ -253,7 +254,7 @@ class EndpointSession:
             self._fail(
                 "invariant",
                 f"request {number}: {violation.invariant}: {violation.message}",
-                path,
+                violation.path or path,
                 turn=turn,
                 step=number,
                 invariant=violation.invariant,

@@ -18,7 +18,7 @@ from agentrig.harness.scenarios.model import Scenario, ToolSpec
 from agentrig.harness.scenarios.yaml_source import FieldPath
 from agentrig.tools import Tool, Tools
 
-__all__ = ["ToolDrift", "tool_drift"]
+__all__ = ["ToolDrift", "param_problems", "tool_drift"]
 
 _OPT_IN = "or mark the tool scripted: true to play the scripted stand-in on purpose"
 
@@ -51,7 +51,7 @@ def tool_drift(scenario: Scenario, tools: Tools, stand_ins: Mapping[str, Tool]) 
         if real is None or real is stand_ins.get(name):
             drift.append(_missing(name, spec, tools, stand_ins))
             continue
-        problems = _param_problems(spec, real.parameters())
+        problems = param_problems(spec, real.parameters())
         if problems:
             drift.append(_differs(name, spec, real.parameters(), problems))
     return drift
@@ -88,9 +88,10 @@ def _inline(params: Mapping[str, str]) -> str:
     return "{" + ", ".join(f"{name}: {kind}" for name, kind in params.items()) + "}"
 
 
-def _param_problems(spec: ToolSpec, schema: Mapping[str, Any]) -> list[str]:
-    """How the declared ``params`` differ from the real tool's JSON Schema; nothing when the
-    scenario declares no params (the real tool's signature stands)."""
+def param_problems(spec: ToolSpec, schema: Mapping[str, Any]) -> list[str]:
+    """How the declared ``params`` differ from the real tool's JSON Schema (names, JSON types,
+    required or optional); nothing when the scenario declares no params (the real tool's
+    signature stands)."""
     if "params" not in spec.model_fields_set:
         return []
     properties = schema.get("properties")

@@ -534,7 +534,8 @@ class ToolSpec(ScenarioModel):
         description="Run against an agent built in Python: true plays this scripted tool even "
         "where the agent has its own tool of this name, or none; false (the default) uses the "
         "agent's own tool, and the run fails when it has none or its parameters differ from "
-        "params.",
+        "params. Played by the scenario endpoint: true leaves the tool out of the "
+        "tools_as_declared check.",
     )
 
     def parameters_schema(self) -> dict[str, Any]:
