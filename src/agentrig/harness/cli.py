@@ -18,7 +18,7 @@ from rich.table import Table
 
 from agentrig.errors import AgentrigError
 from agentrig.harness.errors import ScenarioFileError
-from agentrig.harness.results import ScenarioResult, SuiteResult
+from agentrig.harness.results import Failure, ScenarioResult, SuiteResult
 
 if TYPE_CHECKING:
     from agentrig.harness.scenarios.model import Scenario
@@ -173,8 +173,9 @@ def _with_unloadable(
 
 @app.command()
 def validate(paths: PathsArgument = None, plugin: PluginOption = None) -> None:
-    """Check scenario files without running them: each must load and name known invariants."""
-    from agentrig.harness.runner import preflight
+    """Check scenario files without running them: each must load and name known invariants;
+    a file that names its agent (agent.builder) must also describe that agent's tools."""
+    from agentrig.harness.runner import named_builder_failures, preflight
     from agentrig.harness.suites.plugins import load_plugins
 
     try:
@@ -184,7 +185,11 @@ def validate(paths: PathsArgument = None, plugin: PluginOption = None) -> None:
         _fail_usage(error)
     if not scenarios:
         _nothing_found(paths)
-    failures = [(s, f) for s in scenarios if (f := preflight(s)) is not None]
+    failures: list[tuple[Scenario, Failure]] = []
+    for scenario in scenarios:
+        refused = preflight(scenario)
+        found = [refused] if refused is not None else named_builder_failures(scenario)
+        failures.extend((scenario, failure) for failure in found)
     for scenario, failure in failures:
         where = failure.location or scenario.name
         errors.print(

@@ -160,6 +160,26 @@ def preflight(scenario: Scenario) -> Failure | None:
     return None
 
 
+def named_builder_failures(scenario: Scenario) -> list[Failure]:
+    """What would stop ``scenario`` before its first turn on the agent its ``agent.builder``
+    names, found by building the agent without running a turn: a builder that cannot be
+    imported or made, a ``system_prompt`` that would replace the builder's, and tool drift
+    (see ``tool_drift_failures``). Empty when the file names no builder (a builder given only
+    in Python, or by the pytest fixture, is not known here)."""
+    try:
+        builder = named_builder(scenario)
+    except AgentrigError as error:
+        where = scenario.nearest_location(("agent", "builder"))
+        return [Failure(kind="error", message=str(error), location=where)]
+    if builder is None:
+        return []
+    conflict = prompt_conflict(scenario, builder)
+    if conflict is not None:
+        where = scenario.nearest_location(("agent", "system_prompt"))
+        return [Failure(kind="error", message=conflict, location=where)]
+    return tool_drift_failures(scenario, builder)
+
+
 def tool_drift_failures(scenario: Scenario, builder: AgentBuilder) -> list[Failure]:
     """The tools of ``scenario`` that do not describe ``builder``'s own, found without running
     it: a tool the builder lacks, or params that differ from the real tool's (tools marked

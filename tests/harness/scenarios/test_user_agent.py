@@ -109,6 +109,44 @@ def test_agentrig_run_uses_the_builder_the_file_names(
     assert "1 passed" in result.output
 
 
+def validate(path: Path) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    return result.exit_code, " ".join(result.output.split())
+
+
+def test_agentrig_validate_builds_the_named_agent_and_finds_tool_drift(
+    tmp_path: Path, agent_module: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = scenario_file(tmp_path, f"{agent_module}:build")
+    assert validate(path) == (0, "1 scenario file(s) valid")
+    path.write_text(path.read_text().replace("{city: string}", "{town: string}"))
+    code, output = validate(path)
+    assert code == 2
+    assert f"error: {path}:6: tool 'get_weather': the scenario's params differ" in output
+    assert "parameter 'town' is not a parameter of the real tool" in output
+
+
+@pytest.mark.parametrize(
+    ("reference", "problem"),
+    [
+        (":broken", "raised ValueError: no database"),
+        (":build", "agent.system_prompt would replace the system prompt"),
+    ],
+)
+def test_agentrig_validate_reports_a_named_builder_that_cannot_run_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reference: str, problem: str
+) -> None:
+    module = prompted_module(tmp_path, monkeypatch, "You are the support agent.").split(":")[0]
+    prompt = "\n  system_prompt: You answer weather questions."
+    path = scenario_file(tmp_path, module + reference, prompt)
+    code, output = validate(path)
+    assert code == 2
+    assert problem in output
+    line = 3 if reference == ":broken" else 5
+    assert f"error: {path}:{line}: " in output
+
+
 @pytest.mark.parametrize(
     ("attribute", "problem"),
     [
