@@ -181,13 +181,16 @@ class ToolCallStarted(AgentEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallCompleted(AgentEvent):
-    """A tool call finished."""
+    """A tool call finished; a failed one says why (``error``) and the kind of error
+    (``error_type``, as its ``ToolExecution`` records it; the stop's class for a tool that
+    stopped the run)."""
 
     step_number: int
     tool: str
     tool_call_id: str
     success: bool
     error: str | None
+    error_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -221,13 +224,15 @@ class SubagentSpawning(AgentEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SubagentCompleted(AgentEvent):
-    """A subagent finished; ``usage`` is what it consumed."""
+    """A subagent finished; ``usage`` is what it consumed, ``tool_call_id`` the spawning call
+    (as in its ``SubagentSpawning``)."""
 
     subagent_name: str
     subagent_id: str
     status: str | None
     steps: int
     usage: Usage
+    tool_call_id: str = ""
 
 
 @dataclass

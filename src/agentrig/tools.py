@@ -555,7 +555,7 @@ class ToolExecutor:
             raise outcome
         execution = outcome
         if self.events.listened and self.events.wants(ToolCallCompleted):
-            self._completed(state, step_number, call, execution.error)
+            self._completed(state, step_number, call, execution.error, execution.error_type)
         if self.hooks.by_trigger[_AFTER_TOOL_USE]:
             try:
                 context = self.hooks.intercept(
@@ -574,10 +574,15 @@ class ToolExecutor:
         self, state: AgentState, step_number: int, call: ToolCall, stop: AgentStop
     ) -> None:
         if self.events.wants(ToolCallCompleted):
-            self._completed(state, step_number, call, f"stopped: {stop}")
+            self._completed(state, step_number, call, f"stopped: {stop}", type(stop).__name__)
 
     def _completed(
-        self, state: AgentState, step_number: int, call: ToolCall, error: str | None
+        self,
+        state: AgentState,
+        step_number: int,
+        call: ToolCall,
+        error: str | None,
+        error_type: str | None,
     ) -> None:
         self.events.dispatch(
             ToolCallCompleted.of(
@@ -587,6 +592,7 @@ class ToolExecutor:
                 tool_call_id=call.id,
                 success=error is None,
                 error=error,
+                error_type=error_type,
             )
         )
 

@@ -412,6 +412,87 @@ def test_a_call_with_wrong_arguments_fails_a_turn_without_expectations(tmp_path:
     assert run(tmp_path, listed).passed
 
 
+SUBAGENT_WRONG_ARGUMENTS = """\
+    name: subagent-wrong-arguments
+    agent:
+      tools:
+        refund:
+          params: {order_id: string}
+          replies: [{return: refunded}]
+      subagents:
+        clerk:
+          model:
+            - call: refund(orderId=A100)
+            - say: done
+    turns:
+      - user: refund A100 via the clerk
+        model:
+          - call: spawn_subagent(subagent=clerk, prompt=refund A100)
+          - say: done
+"""
+
+
+def test_a_subagents_failed_call_fails_the_turn_through_the_failed_spawn(tmp_path: Path) -> None:
+    [failure] = run(tmp_path, SUBAGENT_WRONG_ARGUMENTS).failures
+    assert failure.kind == "expectation"
+    assert failure.message.startswith(
+        "turn 1, step 1: the call of tool 'spawn_subagent' failed: Subagent 'clerk' failed: "
+        "invalid arguments for tool 'refund'"
+    )
+    assert "orderId: unexpected argument" in failure.message
+    listed = SUBAGENT_WRONG_ARGUMENTS + "        expect: {errors: [orderId]}\n"
+    assert run(tmp_path, listed).passed
+
+
+SUBAGENT_RAISES = """\
+    name: subagent-raises
+    agent:
+      tools:
+        save: {replies: [{raise: disk full}]}
+        refund:
+          params: {order_id: string}
+          replies: [{return: refunded}]
+      subagents:
+        clerk:
+          model:
+            - call: spawn_subagent(subagent=archivist, prompt=save it)
+            - say: the archivist could not save
+        archivist:
+          model:
+            - call: save()
+            - say: could not save
+    turns:
+      - user: save via the clerk
+        model:
+          - call: spawn_subagent(subagent=clerk, prompt=save)
+          - say: the clerk could not save
+"""
+
+
+def test_a_spawn_that_failed_through_a_subagents_scripted_raise_is_intended(
+    tmp_path: Path,
+) -> None:
+    result = run(tmp_path, SUBAGENT_RAISES)
+    assert result.passed, [f.message for f in result.failures]
+    assert "Subagent 'clerk' failed: Subagent 'archivist' failed: disk full" in str(
+        result.transcript
+    )
+
+
+def test_a_subagents_other_failed_call_beside_a_scripted_raise_still_fails_the_turn(
+    tmp_path: Path,
+) -> None:
+    text = SUBAGENT_RAISES.replace(
+        "            - call: save()\n",
+        "            - calls: [save(), refund(orderId=A1)]\n",
+    )
+    [failure] = run(tmp_path, text).failures
+    assert failure.message.startswith(
+        "turn 1, step 1: the call of tool 'spawn_subagent' failed: Subagent 'clerk' failed: "
+        "Subagent 'archivist' failed: disk full; invalid arguments for tool 'refund'"
+    )
+
+
 def test_a_real_tool_that_raises_fails_the_turn_unless_expected(tmp_path: Path) -> None:
     @tool
     def lookup(order_id: str) -> str:

@@ -169,6 +169,7 @@ class SpawnSubagentTool(Tool):
                     status=final.status(),
                     steps=final.step_count(),
                     usage=final.usage(),
+                    tool_call_id=context.tool_call.id,
                 )
             )
         return _result(name, final)

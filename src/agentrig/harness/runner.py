@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from agentrig import AgentBuilder, AgentState
-from agentrig.errors import AgentrigError
+from agentrig.errors import AgentrigError, SubagentFailedError
+from agentrig.events import AgentExecutionCompleted, SubagentCompleted, ToolCallCompleted
 from agentrig.fakes import ScriptedLLM, ScriptedToolError
 from agentrig.harness.checks.expectations import check_expectation
 from agentrig.harness.checks.invariant import InvariantChecker, select_invariants
@@ -30,9 +31,13 @@ from agentrig.harness.results import (
 from agentrig.harness.scenarios.agent_factory import ScenarioAgent, build_agent
 from agentrig.harness.scenarios.drift import tool_drift
 from agentrig.harness.scenarios.loader import SCENARIO_SUFFIX
-from agentrig.harness.scenarios.model import CancelAfterStep, Scenario, ScenarioTurn
+from agentrig.harness.scenarios.model import (
+    SPAWN_SUBAGENT_TOOL,
+    CancelAfterStep,
+    Scenario,
+    ScenarioTurn,
+)
 from agentrig.harness.scenarios.user_agent import named_builder, prompt_conflict
-from agentrig.state import ToolExecution
 
 FieldPath = tuple[str | int, ...]
 T = TypeVar("T")
@@ -385,13 +390,17 @@ def _check_tool_scripts(run: _Run, number: int, turn: ScenarioTurn, final: Agent
     """Every failed tool call fails the turn unless ``expect.errors`` lists it: calls the scripts
     do not cover (script failures), and calls with wrong arguments or of a tool that raised
     (expectation failures). A scripted tool's own ``raise`` reply and a hook's block are
-    intended by the scenario and pass."""
+    intended by the scenario and pass, and so does a spawn whose subagent failed through its
+    own ``raise`` replies only; a subagent's other failed calls fail its spawn, and so the turn."""
     expected_errors = turn.expect.errors or ()
     available = ", ".join(run.agent.loop.tools.names()) or "none"
+    subagents = _SubagentFailures(run)
     for step_number, step in enumerate(final.steps(), start=1):
         for execution in step.tool_executions:
             error = execution.error
-            if error is None or _intended(run, execution):
+            if error is None or execution.blocked:
+                continue
+            if subagents.intended(execution.name, execution.error_type, execution.tool_call.id):
                 continue
             if any(wanted in error for wanted in expected_errors):
                 continue
@@ -413,12 +422,44 @@ def _check_tool_scripts(run: _Run, number: int, turn: ScenarioTurn, final: Agent
             )
 
 
-def _intended(run: _Run, execution: ToolExecution) -> bool:
-    """Whether a failed call is one the scenario wrote: a ``raise`` reply of its own scripted
-    tool, or a call a hook blocked."""
-    scripted = run.agent.tools.get(execution.name)
-    own_raise = scripted is not None and execution.error_type == ScriptedToolError.__name__
-    return execution.blocked or own_raise
+class _SubagentFailures:
+    """Which failed calls the scenario wrote, with what the turn's events tell of its
+    subagents (a subagent's state is its own): which spawning call made which subagent, the
+    failed calls each made, and the errors each ended with."""
+
+    def __init__(self, run: _Run) -> None:
+        self.scripted = run.agent.tools
+        self.child_of: dict[str, str] = {}
+        self.failed_calls: dict[str, list[ToolCallCompleted]] = {}
+        self.errors_of: dict[str, tuple[str, ...]] = {}
+        for event in run.checker.events:
+            if isinstance(event, SubagentCompleted):
+                self.child_of[event.tool_call_id] = event.subagent_id
+            elif isinstance(event, ToolCallCompleted) and not event.success:
+                self.failed_calls.setdefault(event.agent_id, []).append(event)
+            elif isinstance(event, AgentExecutionCompleted):
+                self.errors_of[event.agent_id] = event.errors
+
+    def intended(self, tool: str, error_type: str | None, call_id: str) -> bool:
+        """Whether a failed call of ``tool`` is one the scenario wrote: a ``raise`` reply of
+        its own scripted tool, or a spawn whose subagent's every error is such a call of its
+        own (a call a hook blocked is the caller's to pass)."""
+        if error_type == ScriptedToolError.__name__:
+            return tool in self.scripted
+        if tool != SPAWN_SUBAGENT_TOOL or error_type != SubagentFailedError.__name__:
+            return False
+        child = self.child_of.get(call_id)
+        errors = self.errors_of.get(child or "")
+        if child is None or not errors:
+            return False
+        calls = self.failed_calls.get(child, [])
+        return all(
+            any(
+                call.error == error and self.intended(call.tool, call.error_type, call.tool_call_id)
+                for call in calls
+            )
+            for error in errors
+        )
 
 
 def _check_scripts_used(run: _Run) -> None:
