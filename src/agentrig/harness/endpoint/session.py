@@ -538,15 +538,7 @@ def _transcript(
                 turn=turn, step=step, kind="assistant", role="assistant", text=text
             )
         for call in answer.tool_calls:
-            yield TranscriptEntry(
-                turn=turn,
-                step=step,
-                kind="tool_call",
-                role="assistant",
-                text=str(call),
-                name=call.name,
-                args=dict(call.arguments),
-            )
+            yield TranscriptEntry.of_tool_call(turn, step, call)
         if plan.fault is not None:
             yield TranscriptEntry(
                 turn=turn,
@@ -560,16 +552,7 @@ def _transcript(
 
 def _entry_of(turn: int, step: int, message: Message) -> TranscriptEntry:
     if message.tool_result is not None:
-        result = message.tool_result
-        return TranscriptEntry(
-            turn=turn,
-            step=step,
-            kind="tool_result",
-            role="tool",
-            text=result.content,
-            name=result.tool_name or None,
-            is_error=result.is_error,
-        )
+        return TranscriptEntry.of_tool_result(turn, step, message.tool_result)
     if message.role is Role.USER:
         return TranscriptEntry(turn=turn, step=None, kind="user", role="user", text=message.content)
     if message.role is Role.ASSISTANT and message.tool_calls:
