@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agentrig.errors import ProviderError
+from agentrig.harness.cassettes.errors import ReplayedProviderError
 from agentrig.harness.cassettes.model import (
     RecordedError,
     RecordedLlmConfig,
@@ -116,8 +117,17 @@ def record_error(error: ProviderError) -> RecordedError:
     return RecordedError(
         type=kind if isinstance(kind, str) else type(error).__name__,
         message=str(error),
-        retryable=error.retryable,
-        status_code=error.status_code,
-        provider=error.provider,
-        failed_generation=error.failed_generation,
+        **{name: getattr(error, name) for name in _ERROR_FIELDS},
     )
+
+
+def replay_error(recorded: RecordedError) -> ReplayedProviderError:
+    """The recorded failure as the error a replay raises, of a class named after the original."""
+    fields = {name: getattr(recorded, name) for name in _ERROR_FIELDS}
+    return ReplayedProviderError(recorded.message, error_type=recorded.type, **fields)
+
+
+_ERROR_FIELDS = tuple(
+    name for name in RecordedError.model_fields if name not in ("type", "message")
+)
+"""What a recorded error keeps of a ``ProviderError`` besides its class name and message."""
