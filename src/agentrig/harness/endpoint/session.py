@@ -422,25 +422,13 @@ def _answer(reply: ModelReply, turn: int, number: int) -> WireAnswer:
         finish = FinishReason.CONTENT_FILTER
     else:
         finish = FinishReason.TOOL_CALLS if calls else FinishReason.STOP
-    usage = reply.usage
     return WireAnswer(
         text=reply.say or "",
         tool_calls=calls,
         refusal=reply.refuse,
-        usage=_NO_USAGE
-        if usage is None
-        else Usage(
-            input_tokens=usage.input,
-            output_tokens=usage.output,
-            cache_read_tokens=usage.cache_read,
-            cache_write_tokens=usage.cache_write,
-            reasoning_tokens=usage.reasoning,
-        ),
+        usage=reply.usage.to_usage() if reply.usage else Usage(),
         finish_reason=finish,
     )
-
-
-_NO_USAGE = Usage()
 
 
 def _assistant(answer: WireAnswer) -> Message:
