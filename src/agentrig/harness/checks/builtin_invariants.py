@@ -20,6 +20,7 @@ from agentrig import (
     StopReason,
     TraceMode,
 )
+from agentrig._text import clipped
 from agentrig.drivers.tool_calling import CORRECTION_KEY
 from agentrig.events import (
     AgentEvent,
@@ -62,8 +63,7 @@ __all__ = [
 
 def _describe(message: Message) -> str:
     kind = message.type()
-    text = message.content if len(message.content) <= 40 else message.content[:37] + "..."
-    return f"{message.role.value}/{kind} {text!r}"
+    return f"{message.role.value}/{kind} {clipped(message.content, 40)!r}"
 
 
 # --- built-in invariants -----------------------------------------------------------------
