@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, m
 
 from agentrig._model import problems_of
 from agentrig.errors import InvalidInputError
+from agentrig.messages import ToolCall, ToolResult
 
 __all__ = [
     "REPORT_FORMAT",
@@ -58,6 +59,32 @@ class TranscriptEntry(_Result):
     args: dict[str, JsonValue] | None = None
     is_error: bool = False
     section: str | None = None
+
+    @classmethod
+    def of_tool_call(cls, turn: int, step: int, call: ToolCall) -> TranscriptEntry:
+        """The entry of a tool call the model asked for in step ``step``."""
+        return cls(
+            turn=turn,
+            step=step,
+            kind="tool_call",
+            role="assistant",
+            text=str(call),
+            name=call.name,
+            args=dict(call.arguments),
+        )
+
+    @classmethod
+    def of_tool_result(cls, turn: int, step: int, result: ToolResult) -> TranscriptEntry:
+        """The entry of a tool's result in step ``step`` (a result with no tool name has none)."""
+        return cls(
+            turn=turn,
+            step=step,
+            kind="tool_result",
+            role="tool",
+            text=result.content,
+            name=result.tool_name or None,
+            is_error=result.is_error,
+        )
 
 
 class Failure(_Result):

@@ -111,6 +111,11 @@ def test_a_replayed_error_is_still_a_replayed_provider_error() -> None:
     )
     assert isinstance(again, ReplayedProviderError)
     assert not isinstance(error, RetryLimitExceededError)
+    made = ReplayedProviderError("overloaded", error_type="Overloaded", status_code=529)
+    assert type(made) is type(error)
+    assert type(ReplayedProviderError("x", error_type="ReplayedProviderError")) is (
+        ReplayedProviderError
+    )
 
 
 # --- HTTP cassettes ------------------------------------------------------------------------------

@@ -59,6 +59,22 @@ class TestRegistry:
         assert agent.checker.checks["at_most_one_step"] == 2
         assert agent.checker.failures["at_most_one_step"] == 1
 
+    def test_name_and_description_default_to_the_class_name_and_docstring(self) -> None:
+        class NoHTTPSecretsInOutput(Invariant):
+            """No answer quotes
+            a secret."""
+
+            def check(self, observation: Observation) -> Iterable[str]:
+                return ()
+
+        class Named(NoHTTPSecretsInOutput):
+            name = "named_by_hand"
+            description = "said outright"
+
+        assert NoHTTPSecretsInOutput.name == "no_http_secrets_in_output"
+        assert NoHTTPSecretsInOutput.description == "No answer quotes a secret."
+        assert (Named.name, Named.description) == ("named_by_hand", "said outright")
+
     def test_duplicate_name_raises(self, registered: list[str]) -> None:
         class Clean(Invariant):
             name = "clean_messages"

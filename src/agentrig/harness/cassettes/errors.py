@@ -105,11 +105,15 @@ class ReplayedProviderError(ProviderError):
     """A provider failure recorded in a cassette, raised again on replay.
 
     ``error_type`` is the class name of the original error; ``status_code``, ``provider`` and
-    ``failed_generation`` are the original's. A replay raises it through :func:`replayed_error`,
-    as an instance of a subclass named after the original class, so that what a run records of
-    the error (its type name, in the step's error and the stop signal's source) is the same
-    whether the run was recorded or replayed.
+    ``failed_generation`` are the original's. Made as an instance of a subclass named after the
+    original class (``error_type``), so that what a run records of the error (its type name, in
+    the step's error and the stop signal's source) is the same whether the run was recorded or
+    replayed.
     """
+
+    def __new__(cls, message: str, *, error_type: str, **fields: Any) -> ReplayedProviderError:
+        named = _replayed_class(error_type) if cls is ReplayedProviderError else cls
+        return super().__new__(named, message)
 
     def __init__(
         self,
@@ -132,13 +136,14 @@ class ReplayedProviderError(ProviderError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         # The subclass is made at run time: rebuild it by name (pickling across processes).
-        fields = {
+        fields: dict[str, Any] = {
+            "error_type": self.error_type,
             "retryable": self.retryable,
             "status_code": self.status_code,
             "provider": self.provider,
             "failed_generation": self.failed_generation,
         }
-        return (_rebuilt, (self.error_type, str(self), fields))
+        return (functools.partial(ReplayedProviderError, **fields), (str(self),))
 
 
 @functools.lru_cache(maxsize=256)
@@ -148,28 +153,3 @@ def _replayed_class(error_type: str) -> type[ReplayedProviderError]:
     named = type(error_type, (ReplayedProviderError,), {"__doc__": ReplayedProviderError.__doc__})
     named.__module__ = __name__
     return named
-
-
-def replayed_error(
-    message: str,
-    *,
-    error_type: str,
-    retryable: bool = False,
-    status_code: int | None = None,
-    provider: str = "",
-    failed_generation: str | None = None,
-) -> ReplayedProviderError:
-    """The recorded failure as a :class:`ReplayedProviderError` whose class is named
-    ``error_type``, the original error's class name."""
-    return _replayed_class(error_type)(
-        message,
-        error_type=error_type,
-        retryable=retryable,
-        status_code=status_code,
-        provider=provider,
-        failed_generation=failed_generation,
-    )
-
-
-def _rebuilt(error_type: str, message: str, fields: dict[str, Any]) -> ReplayedProviderError:
-    return replayed_error(message, error_type=error_type, **fields)

@@ -6,6 +6,7 @@ import difflib
 import json
 from collections.abc import Mapping, Sequence
 
+from agentrig._text import clipped
 from agentrig.harness.cassettes.model import (
     Interaction,
     RecordedMessage,
@@ -137,5 +138,4 @@ def _short(text: str) -> str:
 
 
 def _clip(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+    return clipped(" ".join(text.split()), limit)  # on one line

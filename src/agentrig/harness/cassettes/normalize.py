@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
 from agentrig.errors import ProviderError
+from agentrig.harness.cassettes.errors import ReplayedProviderError
 from agentrig.harness.cassettes.model import (
+    CassetteModel,
     RecordedError,
     RecordedLlmConfig,
     RecordedMessage,
@@ -15,6 +19,8 @@ from agentrig.harness.cassettes.model import (
 )
 from agentrig.messages import Message, ToolCall
 from agentrig.state import FinishReason, InferenceRequest, InferenceResponse, Usage
+
+RecordT = TypeVar("RecordT", bound=CassetteModel)
 
 __all__ = [
     "normalize_request",
@@ -30,26 +36,10 @@ def normalize_request(request: InferenceRequest) -> RecordedRequest:
     config = request.llm_config
     return RecordedRequest(
         messages=tuple(_message(message) for message in request.messages),
-        tools=tuple(
-            RecordedTool(
-                name=t.name,
-                description=t.description,
-                parameters=dict(t.parameters),
-                strict=t.strict,
-            )
-            for t in request.tools
-        ),
+        tools=tuple(_kept(RecordedTool, tool) for tool in request.tools),
         tool_choice=request.tool_choice,
         response_format=dict(request.response_format) if request.response_format else None,
-        llm_config=None
-        if config is None
-        else RecordedLlmConfig(
-            model=config.model,
-            provider=config.provider,
-            temperature=config.temperature,
-            max_output_tokens=config.max_output_tokens,
-            options=dict(config.options),
-        ),
+        llm_config=None if config is None else _kept(RecordedLlmConfig, config),
         options=dict(request.options),
     )
 
@@ -68,7 +58,7 @@ def _message(message: Message) -> RecordedMessage:
 
 
 def _call(call: ToolCall) -> RecordedToolCall:
-    return RecordedToolCall(id=call.id, name=call.name, arguments=dict(call.arguments))
+    return _kept(RecordedToolCall, call)
 
 
 def record_response(response: InferenceResponse) -> RecordedResponse:
@@ -93,7 +83,7 @@ def to_response(recorded: RecordedResponse) -> InferenceResponse:
             ToolCall(id=call.id, name=call.name, arguments=dict(call.arguments))
             for call in recorded.tool_calls
         ),
-        usage=Usage(**{name: getattr(recorded.usage, name) for name in _USAGE_FIELDS}),
+        usage=Usage(**dict(recorded.usage)),
         finish_reason=FinishReason(recorded.finish_reason) if recorded.finish_reason else None,
         reasoning_content=recorded.reasoning_content,
         model=recorded.model,
@@ -104,20 +94,24 @@ def to_response(recorded: RecordedResponse) -> InferenceResponse:
 
 def record_usage(usage: Usage) -> RecordedUsage:
     """The recorded form of ``usage``: token counts and cost."""
-    return RecordedUsage(**{name: getattr(usage, name) for name in _USAGE_FIELDS})
-
-
-_USAGE_FIELDS = tuple(RecordedUsage.model_fields)
+    return _kept(RecordedUsage, usage)
 
 
 def record_error(error: ProviderError) -> RecordedError:
     """A provider failure as recorded: class name, message, retryability, HTTP status if any."""
     kind = getattr(error, "error_type", None)  # a replayed error keeps its original type
-    return RecordedError(
-        type=kind if isinstance(kind, str) else type(error).__name__,
-        message=str(error),
-        retryable=error.retryable,
-        status_code=error.status_code,
-        provider=error.provider,
-        failed_generation=error.failed_generation,
-    )
+    name = kind if isinstance(kind, str) else type(error).__name__
+    return _kept(RecordedError, error, type=name, message=str(error))
+
+
+def replay_error(recorded: RecordedError) -> ReplayedProviderError:
+    """The recorded failure as the error a replay raises, of a class named after the original."""
+    fields = dict(recorded)
+    return ReplayedProviderError(fields.pop("message"), error_type=fields.pop("type"), **fields)
+
+
+def _kept(record: type[RecordT], source: object, **given: Any) -> RecordT:
+    """A ``record`` of ``source``: each field not ``given`` is ``source``'s attribute of that
+    name (a record keeps what it names of the runtime object, copied)."""
+    kept = {name: getattr(source, name) for name in record.model_fields if name not in given}
+    return record(**kept, **given)

@@ -19,7 +19,6 @@ from agentrig.harness.cassettes.errors import (
     CassetteMismatchError,
     CassetteNotFoundError,
     UnusedInteractionsError,
-    replayed_error,
 )
 from agentrig.harness.cassettes.files import load_cassette, save_cassette
 from agentrig.harness.cassettes.matching import (
@@ -39,6 +38,7 @@ from agentrig.harness.cassettes.normalize import (
     normalize_request,
     record_error,
     record_response,
+    replay_error,
     to_response,
 )
 from agentrig.harness.cassettes.scrub import Scrubber
@@ -341,14 +341,6 @@ def _with_metadata(cassette: Cassette, interaction: Interaction) -> Cassette:
 
 def _play(interaction: Interaction) -> InferenceResponse:
     if interaction.error is not None:
-        error = interaction.error
-        raise replayed_error(
-            error.message,
-            error_type=error.type,
-            retryable=error.retryable,
-            status_code=error.status_code,
-            provider=error.provider,
-            failed_generation=error.failed_generation,
-        )
+        raise replay_error(interaction.error)
     assert interaction.response is not None
     return to_response(interaction.response)

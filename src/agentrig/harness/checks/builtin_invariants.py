@@ -1,7 +1,8 @@
 """The built-in invariants, registered by name when :mod:`agentrig.harness.checks` is imported.
 
-Each is an :class:`~agentrig.harness.checks.invariant.Invariant`; the ``name`` is what a
-scenario's ``invariants: {only: [...], exclude: [...]}`` lists.
+Each is an :class:`~agentrig.harness.checks.invariant.Invariant`: its class name in snake_case
+is the ``name`` a scenario's ``invariants: {only: [...], exclude: [...]}`` lists, its docstring
+the ``description``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from agentrig import (
     StopReason,
     TraceMode,
 )
+from agentrig._text import clipped
 from agentrig.drivers.tool_calling import CORRECTION_KEY
 from agentrig.events import (
     AgentEvent,
@@ -61,8 +63,7 @@ __all__ = [
 
 def _describe(message: Message) -> str:
     kind = message.type()
-    text = message.content if len(message.content) <= 40 else message.content[:37] + "..."
-    return f"{message.role.value}/{kind} {text!r}"
+    return f"{message.role.value}/{kind} {clipped(message.content, 40)!r}"
 
 
 # --- built-in invariants -----------------------------------------------------------------
@@ -70,8 +71,8 @@ def _describe(message: Message) -> str:
 
 @register_invariant
 class CleanMessages(Invariant):
-    name = "clean_messages"
-    description = "In separated mode, `messages` holds no tool traces: no tool messages, no tool calls, no trace tags."
+    """In separated mode, `messages` holds no tool traces: no tool messages, no tool calls, no
+    trace tags."""
 
     def check(self, observation: Observation) -> Iterable[str]:
         if observation.trace_mode is not TraceMode.SEPARATED:
@@ -83,8 +84,8 @@ class CleanMessages(Invariant):
 
 @register_invariant
 class BufferCleared(Invariant):
-    name = "buffer_cleared"
-    description = "When an execution ends, however it ends, the execution buffer is empty."
+    """When an execution ends, however it ends, the execution buffer is empty."""
+
     final_only = True
 
     def check(self, observation: Observation) -> Iterable[str]:
@@ -96,10 +97,7 @@ class BufferCleared(Invariant):
 
 @register_invariant
 class BufferHoldsCurrentTrace(Invariant):
-    name = "buffer_holds_current_trace"
-    description = (
-        "During an execution the buffer holds exactly the trace messages of its steps, in order."
-    )
+    """During an execution the buffer holds exactly the trace messages of its steps, in order."""
 
     def check(self, observation: Observation) -> Iterable[str]:
         if observation.is_final:
@@ -125,8 +123,8 @@ class BufferHoldsCurrentTrace(Invariant):
 
 @register_invariant
 class InferenceView(Invariant):
-    name = "inference_view"
-    description = "The model sees summary, buffer, messages, execution_buffer in order, no trace of another execution, and what AgentLoop.next_request() said it would."
+    """The model sees summary, buffer, messages, execution_buffer in order, no trace of another
+    execution, and what AgentLoop.next_request() said it would."""
 
     def check(self, observation: Observation) -> Iterable[str]:
         state = observation.state
@@ -203,8 +201,8 @@ def _seen(messages: Iterable[Message], known: set[str]) -> list[str]:
 
 @register_invariant
 class ToolCallsPaired(Invariant):
-    name = "tool_calls_paired"
-    description = "Every requested tool call has exactly one execution and one tool result, with matching ids."
+    """Every requested tool call has exactly one execution and one tool result, with matching
+    ids."""
 
     def check(self, observation: Observation) -> Iterable[str]:
         for number, step in enumerate(observation.all_steps(), start=1):
@@ -231,8 +229,8 @@ class ToolCallsPaired(Invariant):
 
 @register_invariant
 class BudgetRespected(Invariant):
-    name = "budget_respected"
-    description = "No step starts after a limit was reached, and a budget stop names the limit that was reached."
+    """No step starts after a limit was reached, and a budget stop names the limit that was
+    reached."""
 
     def check(self, observation: Observation) -> Iterable[str]:
         budget = observation.budget
@@ -321,8 +319,7 @@ def _time_limit_reached(state: AgentState, budget: ExecutionBudget) -> Iterator[
 
 @register_invariant
 class StopIsTerminal(Invariant):
-    name = "stop_is_terminal"
-    description = "Only the last state of an execution is terminal, and it has a stop reason."
+    """Only the last state of an execution is terminal, and it has a stop reason."""
 
     def check(self, observation: Observation) -> Iterable[str]:
         status = observation.state.status()
@@ -337,8 +334,8 @@ class StopIsTerminal(Invariant):
 
 @register_invariant
 class StatusTransitions(Invariant):
-    name = "status_transitions"
-    description = "in_progress during the execution; failed iff errors, stopped iff a forced stop won, else completed."
+    """in_progress during the execution; failed iff errors, stopped iff a forced stop won, else
+    completed."""
 
     def check(self, observation: Observation) -> Iterable[str]:
         state = observation.state
@@ -363,8 +360,7 @@ def _expected_status(state: AgentState) -> ExecutionStatus:
 
 @register_invariant
 class SerializationRoundTrip(Invariant):
-    name = "serialization_round_trip"
-    description = "from_dict(to_dict(s)) == s and from_json(to_json(s)) == s for every state."
+    """from_dict(to_dict(s)) == s and from_json(to_json(s)) == s for every state."""
 
     def check(self, observation: Observation) -> Iterable[str]:
         state = observation.state
@@ -417,8 +413,8 @@ def _diff_path(left: object, right: object, path: str) -> str | None:
 
 @register_invariant
 class EarlierStatesUnchanged(Invariant):
-    name = "earlier_states_unchanged"
-    description = "States yielded earlier are never mutated by later steps (immutability)."
+    """States yielded earlier are never mutated by later steps (immutability)."""
+
     final_only = True
 
     def check(self, observation: Observation) -> Iterable[str]:
@@ -430,11 +426,8 @@ class EarlierStatesUnchanged(Invariant):
 
 @register_invariant
 class MetadataTagging(Invariant):
-    name = "metadata_tagging"
-    description = (
-        "Step output messages carry step_id, execution_id, agent_id, and is_trace exactly on "
-        "non-final steps (a failure recorded after a final answer was routed leaves it untagged)."
-    )
+    """Step output messages carry step_id, execution_id, agent_id, and is_trace exactly on
+    non-final steps (a failure recorded after a final answer was routed leaves it untagged)."""
 
     def check(self, observation: Observation) -> Iterable[str]:
         state = observation.state
@@ -461,8 +454,8 @@ class MetadataTagging(Invariant):
 
 @register_invariant
 class StepTypeDerivation(Invariant):
-    name = "step_type_derivation"
-    description = "Each step's type follows from its contents: error, else tool_execution, else final_response."
+    """Each step's type follows from its contents: error, else tool_execution, else
+    final_response."""
 
     def check(self, observation: Observation) -> Iterable[str]:
         for number, step in enumerate(observation.all_steps(), start=1):
@@ -479,8 +472,8 @@ class StepTypeDerivation(Invariant):
 
 @register_invariant
 class MonotonicCounters(Invariant):
-    name = "monotonic_counters"
-    description = "Step count grows by one per yielded step; usage, execution count and updated_at never go back."
+    """Step count grows by one per yielded step; usage, execution count and updated_at never go
+    back."""
 
     def check(self, observation: Observation) -> Iterable[str]:
         state, previous = observation.state, observation.previous
@@ -506,8 +499,7 @@ class MonotonicCounters(Invariant):
 
 @register_invariant
 class StableExecutionId(Invariant):
-    name = "stable_execution_id"
-    description = "The execution id is the same in every state and event of one execution."
+    """The execution id is the same in every state and event of one execution."""
 
     def check(self, observation: Observation) -> Iterable[str]:
         first = observation.states[0].execution_id()
@@ -525,10 +517,7 @@ class StableExecutionId(Invariant):
 
 @register_invariant
 class NoUserMessageLost(Invariant):
-    name = "no_user_message_lost"
-    description = (
-        "Every user message present when the execution began is still in `messages`, in order."
-    )
+    """Every user message present when the execution began is still in `messages`, in order."""
 
     def check(self, observation: Observation) -> Iterable[str]:
         before = [m for m in observation.initial.messages() if m.role is Role.USER]
@@ -543,8 +532,8 @@ class NoUserMessageLost(Invariant):
 
 @register_invariant
 class SubagentIsolation(Invariant):
-    name = "subagent_isolation"
-    description = "A parent's store holds no subagent message; it sees only the child's final text as the tool result."
+    """A parent's store holds no subagent message; it sees only the child's final text as the
+    tool result."""
 
     def check(self, observation: Observation) -> Iterable[str]:
         state = observation.state
@@ -563,8 +552,9 @@ class SubagentIsolation(Invariant):
 
 @register_invariant
 class EventSequence(Invariant):
-    name = "event_sequence"
-    description = "Events of an execution are well formed: started first, completed last, steps and tool calls paired."
+    """Events of an execution are well formed: started first, completed last, steps and tool
+    calls paired."""
+
     final_only = True
 
     def check(self, observation: Observation) -> Iterable[str]:

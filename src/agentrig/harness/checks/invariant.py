@@ -1,13 +1,14 @@
 """Invariants: named checks run after every state the loop yields and at the end of each execution.
 
-An invariant is a small subclass of ``Invariant`` with a ``name`` and a ``check`` that yields
-problem descriptions. Invariants are registered by name (the built-ins in
+An invariant is a small subclass of ``Invariant`` whose ``check`` yields problem descriptions;
+its class name gives its ``name`` and its docstring its ``description``. Invariants are registered by name (the built-ins in
 :mod:`~agentrig.harness.checks.builtin_invariants`); users add their own with
 ``@register_invariant``. ``InvariantChecker`` feeds them one execution at a time.
 """
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -92,16 +93,32 @@ class Observation:
 
 class Invariant(ABC):
     """A named check. ``check`` yields one string per problem (returning one string or None
-    also works); nothing means it holds."""
+    also works); nothing means it holds.
+
+    ``name`` defaults to the class name in snake_case (``CleanMessages`` is
+    ``clean_messages``), ``description`` to the class docstring; set either to override it.
+    """
 
     name: ClassVar[str]
     description: ClassVar[str]
     final_only: ClassVar[bool] = False
     """Run only at the end of an execution (checks over the whole execution)."""
 
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" not in cls.__dict__:
+            cls.name = _snake_case(cls.__name__)
+        if "description" not in cls.__dict__:
+            cls.description = " ".join((cls.__doc__ or "").split())
+
     @abstractmethod
     def check(self, observation: Observation) -> Iterable[str]:
         """Problems found in ``observation``."""
+
+
+def _snake_case(name: str) -> str:
+    """``StableExecutionId`` -> ``stable_execution_id``; ``HTTPStatus`` -> ``http_status``."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 
 _REGISTRY: dict[str, type[Invariant]] = {}

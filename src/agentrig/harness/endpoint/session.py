@@ -423,25 +423,13 @@ def _answer(reply: ModelReply, turn: int, number: int) -> WireAnswer:
         finish = FinishReason.CONTENT_FILTER
     else:
         finish = FinishReason.TOOL_CALLS if calls else FinishReason.STOP
-    usage = reply.usage
     return WireAnswer(
         text=reply.say or "",
         tool_calls=calls,
         refusal=reply.refuse,
-        usage=_NO_USAGE
-        if usage is None
-        else Usage(
-            input_tokens=usage.input,
-            output_tokens=usage.output,
-            cache_read_tokens=usage.cache_read,
-            cache_write_tokens=usage.cache_write,
-            reasoning_tokens=usage.reasoning,
-        ),
+        usage=reply.usage.to_usage() if reply.usage else Usage(),
         finish_reason=finish,
     )
-
-
-_NO_USAGE = Usage()
 
 
 def _assistant(answer: WireAnswer) -> Message:
@@ -539,15 +527,7 @@ def _transcript(
                 turn=turn, step=step, kind="assistant", role="assistant", text=text
             )
         for call in answer.tool_calls:
-            yield TranscriptEntry(
-                turn=turn,
-                step=step,
-                kind="tool_call",
-                role="assistant",
-                text=str(call),
-                name=call.name,
-                args=dict(call.arguments),
-            )
+            yield TranscriptEntry.of_tool_call(turn, step, call)
         if plan.fault is not None:
             yield TranscriptEntry(
                 turn=turn,
@@ -561,16 +541,7 @@ def _transcript(
 
 def _entry_of(turn: int, step: int, message: Message) -> TranscriptEntry:
     if message.tool_result is not None:
-        result = message.tool_result
-        return TranscriptEntry(
-            turn=turn,
-            step=step,
-            kind="tool_result",
-            role="tool",
-            text=result.content,
-            name=result.tool_name or None,
-            is_error=result.is_error,
-        )
+        return TranscriptEntry.of_tool_result(turn, step, message.tool_result)
     if message.role is Role.USER:
         return TranscriptEntry(turn=turn, step=None, kind="user", role="user", text=message.content)
     if message.role is Role.ASSISTANT and message.tool_calls:

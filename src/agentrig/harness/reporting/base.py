@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import ClassVar, TypeVar
 
 from pydantic import JsonValue
 
 from agentrig.errors import AgentrigError, ConfigurationError
-from agentrig.harness.results import ScenarioResult, SuiteResult, TurnResult
+from agentrig.harness.results import Failure, ScenarioResult, SuiteResult, TurnResult
 
 __all__ = [
     "ReportWriter",
     "UnknownWriterError",
+    "compared_values",
     "format_json",
     "format_seconds",
     "get_writer",
@@ -158,6 +159,19 @@ def format_json_excerpt(value: JsonValue, *, limit: int = SHOWN_CHARACTERS) -> s
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+
+
+def compared_values(
+    failure: Failure, prefix: str, render: Callable[[JsonValue], str] = format_json_excerpt
+) -> list[str]:
+    """The ``expected:`` and ``observed:`` lines of a failure that compared two values, each
+    value rendered by ``render`` after ``prefix``; none for a failure that compared nothing."""
+    if failure.expected is None and failure.observed is None:
+        return []
+    return [
+        f"{prefix}expected: {render(failure.expected)}",
+        f"{prefix}observed: {render(failure.observed)}",
+    ]
 
 
 def format_seconds(seconds: float) -> str:

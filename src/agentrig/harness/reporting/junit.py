@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 
 from agentrig.harness.reporting.base import (
     ReportWriter,
+    compared_values,
     format_json,
     format_seconds,
     register_writer,
@@ -105,7 +106,5 @@ def _describe(number: int, failure: Failure) -> str:
         lines.append(f"   invariant: {failure.invariant}")
     if failure.field:
         lines.append(f"   field: {failure.field}")
-    if failure.expected is not None or failure.observed is not None:
-        lines.append(f"   expected: {format_json(failure.expected)}")
-        lines.append(f"   observed: {format_json(failure.observed)}")
+    lines += compared_values(failure, "   ", format_json)  # whole values
     return "\n".join(lines)

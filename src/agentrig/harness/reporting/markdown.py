@@ -10,6 +10,7 @@ import re
 
 from agentrig.harness.reporting.base import (
     ReportWriter,
+    compared_values,
     format_json_excerpt,
     format_seconds,
     last_turn_outcome,
@@ -99,9 +100,9 @@ def _failure_item(number: int, failure: Failure) -> str:
     where = _where(failure)
     head = f"{number}. **{failure.kind}**" + (f" ({where})" if where else "")
     lines = [f"{head}: {markdown_text(failure.message)}"]
-    if failure.expected is not None or failure.observed is not None:
-        lines.append(f"   - expected: {markdown_code(format_json_excerpt(failure.expected))}")
-        lines.append(f"   - observed: {markdown_code(format_json_excerpt(failure.observed))}")
+    lines += compared_values(
+        failure, "   - ", lambda value: markdown_code(format_json_excerpt(value))
+    )
     return "\n".join(lines)
 
 

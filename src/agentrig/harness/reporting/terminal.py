@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentrig.harness.reporting.base import format_json_excerpt
+from agentrig.harness.reporting.base import compared_values
 from agentrig.harness.results import Failure, ScenarioResult
 
 
@@ -13,9 +13,7 @@ def format_failure(failure: Failure) -> str:
         lines[0] = f"[{failure.kind}: {failure.invariant}] {failure.message}"
     if failure.location:
         lines.append(f"    at {failure.location}")
-    if failure.expected is not None or failure.observed is not None:
-        lines.append(f"    expected: {format_json_excerpt(failure.expected)}")
-        lines.append(f"    observed: {format_json_excerpt(failure.observed)}")
+    lines += compared_values(failure, "    ")
     return "\n".join(lines)
 
 

@@ -15,30 +15,9 @@ def turn_transcript(turn: int, user: str, final: AgentState) -> list[TranscriptE
                 if message.content:
                     entries.append(_entry(turn, number, "assistant", message.content, "assistant"))
                 for call in message.tool_calls:
-                    entries.append(
-                        TranscriptEntry(
-                            turn=turn,
-                            step=number,
-                            kind="tool_call",
-                            role="assistant",
-                            text=str(call),
-                            name=call.name,
-                            args=dict(call.arguments),
-                        )
-                    )
+                    entries.append(TranscriptEntry.of_tool_call(turn, number, call))
             elif message.tool_result is not None:
-                result = message.tool_result
-                entries.append(
-                    TranscriptEntry(
-                        turn=turn,
-                        step=number,
-                        kind="tool_result",
-                        role="tool",
-                        text=result.content,
-                        name=result.tool_name,
-                        is_error=result.is_error,
-                    )
-                )
+                entries.append(TranscriptEntry.of_tool_result(turn, number, message.tool_result))
         for error in step.errors:
             entries.append(
                 _entry(turn, number, "event", f"step error: {error}", None, is_error=True)

@@ -42,15 +42,15 @@ from agentrig.harness.scenarios.model import (
     ModelReply,
     Scenario,
     ToolSpec,
+    UsageSpec,
 )
-from agentrig.state import FinishReason, Usage
+from agentrig.state import FinishReason
 
 HOOK_SOURCE = "scenario-hook"
 
 
 def to_turn(reply: ModelReply) -> Turn:
     """A scenario model reply as a fake LLM turn."""
-    usage = reply.usage
     if reply.fault is not None:
         # agentrig's own runtime has no wire to break: a fault is a provider error.
         message = f"scripted fault: {reply.fault.describe()}"
@@ -61,14 +61,7 @@ def to_turn(reply: ModelReply) -> Turn:
     return Turn(
         text=reply.say or reply.refuse or "",
         calls=tuple(CallSpec(c.name, dict(c.args), c.id) for c in reply.tool_calls),
-        usage=Usage(
-            input_tokens=usage.input if usage else 0,
-            output_tokens=usage.output if usage else 0,
-            cache_read_tokens=usage.cache_read if usage else 0,
-            cache_write_tokens=usage.cache_write if usage else 0,
-            reasoning_tokens=usage.reasoning if usage else 0,
-            cost=reply.cost or 0.0,
-        ),
+        usage=(reply.usage or UsageSpec()).to_usage(cost=reply.cost or 0.0),
         finish_reason=finish,
         latency=reply.latency,
         error=reply.error,
@@ -77,16 +70,8 @@ def to_turn(reply: ModelReply) -> Turn:
 
 
 def to_budget(spec: BudgetSpec | None) -> ExecutionBudget:
-    """A scenario budget as an ``ExecutionBudget``."""
-    if spec is None:
-        return ExecutionBudget()
-    return ExecutionBudget(
-        max_steps=spec.max_steps,
-        max_tokens=spec.max_tokens,
-        max_seconds=spec.max_seconds,
-        max_cost=spec.max_cost,
-        deadline=spec.deadline,
-    )
+    """A scenario budget as an ``ExecutionBudget`` (whose limits it names alike)."""
+    return ExecutionBudget() if spec is None else ExecutionBudget(**dict(spec))
 
 
 class TurnScript:

@@ -41,6 +41,7 @@ from agentrig._model import json_equal
 from agentrig.errors import InvalidInputError
 from agentrig.harness.scenarios.calls import CALL_SHORTHAND_PATTERN, read_call, write_call
 from agentrig.harness.scenarios.yaml_source import FieldPath, YamlSource, not_json_data
+from agentrig.state import Usage
 
 __all__ = [
     "BUILDER_REFERENCE_PATTERN",
@@ -306,6 +307,17 @@ class UsageSpec(ScenarioModel):
     cache_read: Count = Field(default=0, description="Input tokens read from a cache.")
     cache_write: Count = Field(default=0, description="Input tokens written to a cache.")
     reasoning: Count = Field(default=0, description="Reasoning tokens.")
+
+    def to_usage(self, cost: float = 0.0) -> Usage:
+        """These counts as agentrig's ``Usage``, with ``cost``."""
+        return Usage(
+            input_tokens=self.input,
+            output_tokens=self.output,
+            cache_read_tokens=self.cache_read,
+            cache_write_tokens=self.cache_write,
+            reasoning_tokens=self.reasoning,
+            cost=cost,
+        )
 
 
 class FaultSpec(ScenarioModel):

@@ -11,6 +11,7 @@ builder's: that needs ``system_prompt_override: true``.
 from __future__ import annotations
 
 from agentrig import AgentBuilder, UseContextConfig
+from agentrig._text import clipped
 from agentrig.errors import ConfigurationError
 from agentrig.harness.scenarios.model import Scenario
 from agentrig.harness.scenarios.user_code import describe_failure, import_user_module
@@ -38,7 +39,7 @@ def prompt_conflict(scenario: Scenario, builder: AgentBuilder | None) -> str | N
         return None
     return (
         f"agent.system_prompt would replace the system prompt the agent's builder sets "
-        f"({_shortened(own)}): remove it to test the agent's own prompt, or add "
+        f"({clipped(own, 60)!r}): remove it to test the agent's own prompt, or add "
         "system_prompt_override: true to replace it on purpose"
     )
 
@@ -94,8 +95,3 @@ def resolve_builder(reference: str) -> AgentBuilder:
             "builder itself, before build())"
         )
     return made
-
-
-def _shortened(prompt: str, limit: int = 60) -> str:
-    text = prompt if len(prompt) <= limit else prompt[: limit - 3] + "..."
-    return repr(text)

@@ -31,6 +31,7 @@ from yaml.error import Mark
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from agentrig._model import find_non_json
+from agentrig._text import clipped
 from agentrig.harness.errors import ScenarioFileError
 
 __all__ = [
@@ -201,7 +202,7 @@ class _Builder:
         except yaml.MarkedYAMLError as exc:
             raise _syntax_error(exc, self.path) from None
         except Exception as exc:  # PyYAML's scalar constructors raise what their parsers raise
-            value = f" {_clip(node.value)!r}" if isinstance(node, ScalarNode) else ""
+            value = f" {_quoted(node.value)}" if isinstance(node, ScalarNode) else ""
             reason = f"invalid {_short_tag(node.tag)} value{value}: {_describe(exc)}"
             raise self.error(node.start_mark, reason) from None
 
@@ -272,14 +273,16 @@ def _short_tag(tag: str) -> str:
     return "!!" + tag.removeprefix("tag:yaml.org,2002:") if tag.startswith("tag:yaml") else tag
 
 
-def _clip(text: str) -> str:
-    return text if len(text) <= 40 else f"{text[:30]}...({len(text)} characters)"
+def _quoted(value: str) -> str:
+    """A scalar quoted in an error message; a long one cut, with its length."""
+    shown = repr(clipped(value, 40))
+    return shown if len(value) <= 40 else f"{shown} ({len(value)} characters)"
 
 
 def _describe(exc: Exception) -> str:
     if isinstance(exc, KeyError):  # the bool and int constructors look the text up in a table
         return "not a value of this type"
-    return _clip(str(exc)) if len(str(exc)) > 200 else str(exc) or type(exc).__name__
+    return clipped(str(exc), 200) or type(exc).__name__
 
 
 def _too_deep(text: str, path: str) -> ScenarioFileError:

@@ -1,12 +1,13 @@
-"""What the three wire formats share: reading a JSON body field by field (every error names the
-field), tool-call arguments, and server-sent events."""
+"""What the three wire formats share: their base class, reading a JSON body field by field
+(every error names the field), tool-call arguments, and server-sent events."""
 
 from __future__ import annotations
 
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -15,7 +16,7 @@ from pydantic_core import to_json
 
 from agentrig._model import JsonObject, problems_of
 from agentrig.drivers._sdk import RAW_ARGUMENTS_KEY, dump_arguments
-from agentrig.harness.endpoint.wire.base import WireError
+from agentrig.harness.endpoint.wire.base import FormatName, WireError, WireRequest
 from agentrig.messages import Message, Role, ToolCall, ToolResult
 from agentrig.state import ToolSchema
 
@@ -65,16 +66,32 @@ def _finite(text: str) -> float:
 _DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
 
 
-def parse_guarded(parse: Callable[[bytes], T], body: bytes) -> T:
-    """``parse(body)``, with the errors a body can still cause past the field checks (a value
-    agentrig's models reject, nesting too deep to walk) turned into ``WireError`` too."""
-    try:
-        return parse(body)
-    except ValidationError as error:
-        where, reason = problems_of(error)[0]
-        raise WireError(f"body: {where}: {reason}" if where else f"body: {reason}") from None
-    except RecursionError:
-        raise WireError("body: nested too deeply") from None
+class BaseFormat(ABC):
+    """What every wire format's class shares: its ``name``, the ``path`` its requests are posted
+    to, the ``created`` time its answers carry where the format has one (fixed, so that an
+    answer's bytes are the same on every run), and reading a request body."""
+
+    name: FormatName
+    path: str
+
+    def __init__(self, *, created: int = CREATED) -> None:
+        self.created = created
+
+    def parse_request(self, body: bytes) -> WireRequest:
+        """Read a request body; ``WireError`` names the field at fault. The errors a body can
+        still cause past the field checks (a value agentrig's models reject, nesting too deep
+        to walk) are ``WireError`` too."""
+        try:
+            return self._read(load_object(body))
+        except ValidationError as error:
+            where, reason = problems_of(error)[0]
+            raise WireError(f"body: {where}: {reason}" if where else f"body: {reason}") from None
+        except RecursionError:
+            raise WireError("body: nested too deeply") from None
+
+    @abstractmethod
+    def _read(self, data: dict[str, Any]) -> WireRequest:
+        """The request in the body's JSON object ``data``, read field by field."""
 
 
 def _reason(error: Exception) -> str:
@@ -152,12 +169,10 @@ def text_of(
     parent: str,
     key: str,
     text_types: frozenset[str],
-    *,
-    text_key: Callable[[str], str] = lambda kind: "text",
 ) -> str:
     """The text of member ``key`` of the object at ``parent``, a string, null, or a list of parts:
-    parts whose type is in ``text_types`` give their text (joined without separator), other
-    parts are skipped."""
+    parts whose type is in ``text_types`` give their ``text`` (a ``refusal`` part its
+    ``refusal``), joined without separator; other parts are skipped."""
     if content is None:
         return ""
     if type(content) is str:
@@ -169,7 +184,7 @@ def text_of(
     for where, part in objects(content, path):
         kind = required(part, "type", str, where)
         if kind in text_types:
-            parts.append(required(part, text_key(kind), str, where))
+            parts.append(required(part, "refusal" if kind == "refusal" else "text", str, where))
     return "".join(parts)
 
 

@@ -6,15 +6,14 @@ from typing import Any
 
 from agentrig._model import JsonObject
 from agentrig.harness.endpoint.wire._common import (
+    BaseFormat,
     arguments_json,
     fail,
     join,
     kind_of,
-    load_object,
     message,
     objects,
     optional,
-    parse_guarded,
     pieces,
     required,
     settings_of,
@@ -26,7 +25,7 @@ from agentrig.harness.endpoint.wire._common import (
     tool_schema,
     typed,
 )
-from agentrig.harness.endpoint.wire.base import FormatName, WireAnswer, WireRequest
+from agentrig.harness.endpoint.wire.base import WireAnswer, WireRequest
 from agentrig.messages import Message, Role, ToolCall
 from agentrig.state import ToolSchema, Usage
 from agentrig.state.status import FinishReason
@@ -64,15 +63,36 @@ def stop_reason(answer: WireAnswer) -> str:
     return _STOP.get(answer.finish_reason, "end_turn")
 
 
-class AnthropicFormat:
+class AnthropicFormat(BaseFormat):
     """Anthropic Messages."""
 
-    name: FormatName = "anthropic"
-    path: str = "/v1/messages"
+    name = "anthropic"
+    path = "/v1/messages"
 
-    def parse_request(self, body: bytes) -> WireRequest:
-        """Read a Messages request body; ``WireError`` names the field at fault."""
-        return parse_guarded(_parse, body)
+    def _read(self, data: dict[str, Any]) -> WireRequest:
+        model = required(data, "model", str)
+        required(data, "max_tokens", int)
+        system = data.get("system")
+        messages: list[Message] = []
+        calls: dict[str, str] = {}
+        for where, turn in objects(required(data, "messages", list), "messages"):
+            role = required(turn, "role", str, where)
+            if role not in ("user", "assistant"):
+                raise fail(join(where, "role"), f"{role!r} is not one of user, assistant")
+            content = required(turn, "content", object, where)
+            if role == "user":
+                messages.extend(_user(content, join(where, "content"), calls))
+            else:
+                messages.append(_assistant(content, join(where, "content"), calls))
+        return WireRequest(
+            format=self.name,
+            model=model,
+            messages=tuple(messages),
+            system=None if system is None else text_of(system, "", "system", _TEXT_BLOCKS),
+            tools=_tools(data),
+            stream=optional(data, "stream", bool, False),
+            settings=settings_of(data, _KNOWN),
+        )
 
     def response_body(self, answer: WireAnswer, *, model: str, response_id: str) -> JsonObject:
         """A ``message`` object: a text block (the refusal, if any), then a ``tool_use`` block
@@ -180,33 +200,6 @@ def _usage(usage: Usage) -> JsonObject:
         "cache_read_input_tokens": usage.cache_read_tokens,
         "output_tokens": usage.output_tokens,
     }
-
-
-def _parse(body: bytes) -> WireRequest:
-    data = load_object(body)
-    model = required(data, "model", str)
-    required(data, "max_tokens", int)
-    system = data.get("system")
-    messages: list[Message] = []
-    calls: dict[str, str] = {}
-    for where, turn in objects(required(data, "messages", list), "messages"):
-        role = required(turn, "role", str, where)
-        if role not in ("user", "assistant"):
-            raise fail(join(where, "role"), f"{role!r} is not one of user, assistant")
-        content = required(turn, "content", object, where)
-        if role == "user":
-            messages.extend(_user(content, join(where, "content"), calls))
-        else:
-            messages.append(_assistant(content, join(where, "content"), calls))
-    return WireRequest(
-        format="anthropic",
-        model=model,
-        messages=tuple(messages),
-        system=None if system is None else text_of(system, "", "system", _TEXT_BLOCKS),
-        tools=_tools(data),
-        stream=optional(data, "stream", bool, False),
-        settings=settings_of(data, _KNOWN),
-    )
 
 
 def _blocks(content: object, where: str) -> list[tuple[str, str, dict[str, Any]]]:

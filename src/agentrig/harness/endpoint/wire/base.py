@@ -57,8 +57,15 @@ class WireError(Exception):
 class WireFormat(Protocol):
     """One provider API's request and answer shapes, byte-compatible with its official SDK."""
 
-    name: FormatName
-    path: str
+    @property
+    def name(self) -> FormatName:
+        """The format's name."""
+        ...
+
+    @property
+    def path(self) -> str:
+        """The path its requests are posted to."""
+        ...
 
     def parse_request(self, body: bytes) -> WireRequest:
         """Read a request body; raise ``WireError`` naming the field when it cannot be read."""

@@ -6,17 +6,15 @@ from typing import Any
 
 from agentrig._model import JsonObject
 from agentrig.harness.endpoint.wire._common import (
-    CREATED,
+    BaseFormat,
     arguments_json,
     arguments_of,
     fail,
     function_tool,
     join,
-    load_object,
     message,
     objects,
     optional,
-    parse_guarded,
     pieces,
     required,
     settings_of,
@@ -27,7 +25,7 @@ from agentrig.harness.endpoint.wire._common import (
     tool_message,
     typed,
 )
-from agentrig.harness.endpoint.wire.base import FormatName, WireAnswer, WireRequest
+from agentrig.harness.endpoint.wire.base import WireAnswer, WireRequest
 from agentrig.messages import Message, Role, ToolCall
 from agentrig.state import ToolSchema, Usage
 from agentrig.state.status import FinishReason
@@ -65,10 +63,6 @@ def openai_error(status: int, message: str, param: str | None) -> JsonObject:
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
-def _part_text_key(kind: str) -> str:
-    return "refusal" if kind == "refusal" else "text"
-
-
 def finish_reason(answer: WireAnswer) -> str:
     """The ``finish_reason`` of ``answer``: ``tool_calls`` whenever it calls tools and ended
     normally; ``error`` and ``other``, which the API has no word for, become ``stop``."""
@@ -77,19 +71,43 @@ def finish_reason(answer: WireAnswer) -> str:
     return _FINISH.get(answer.finish_reason, "stop")
 
 
-class ChatFormat:
+class ChatFormat(BaseFormat):
     """OpenAI Chat Completions. ``created`` is the time every answer carries (fixed, so that an
     answer's bytes are the same on every run)."""
 
-    name: FormatName = "chat"
-    path: str = "/v1/chat/completions"
+    name = "chat"
+    path = "/v1/chat/completions"
 
-    def __init__(self, *, created: int = CREATED) -> None:
-        self.created = created
-
-    def parse_request(self, body: bytes) -> WireRequest:
-        """Read a Chat Completions request body; ``WireError`` names the field at fault."""
-        return parse_guarded(_parse, body)
+    def _read(self, data: dict[str, Any]) -> WireRequest:
+        model = required(data, "model", str)
+        system: list[str] = []
+        messages: list[Message] = []
+        calls: dict[str, str] = {}
+        for where, entry in objects(required(data, "messages", list), "messages"):
+            role = required(entry, "role", str, where)
+            if role not in _ROLES:
+                raise fail(join(where, "role"), f"{role!r} is not one of {', '.join(_ROLES)}")
+            content = text_of(entry.get("content"), where, "content", _TEXT_PARTS)
+            if role in ("system", "developer"):
+                system.append(content)
+            elif role == "user":
+                messages.append(message(Role.USER, content, name=_name(entry, where)))
+            elif role == "assistant":
+                messages.append(_assistant(entry, where, content, calls))
+            else:
+                call_id = required(entry, "tool_call_id", str, where)
+                messages.append(tool_message(call_id, content, calls))
+        stream_options = optional(data, "stream_options", dict, {})
+        return WireRequest(
+            format=self.name,
+            model=model,
+            messages=tuple(messages),
+            system="\n\n".join(system) if system else None,
+            tools=_tools(data),
+            stream=optional(data, "stream", bool, False),
+            include_usage=optional(stream_options, "include_usage", bool, False, "stream_options"),
+            settings=settings_of(data, _KNOWN),
+        )
 
     def response_body(self, answer: WireAnswer, *, model: str, response_id: str) -> JsonObject:
         """A ``chat.completion`` object."""
@@ -191,41 +209,6 @@ def _usage(usage: Usage) -> JsonObject:
             "rejected_prediction_tokens": 0,
         },
     }
-
-
-def _parse(body: bytes) -> WireRequest:
-    data = load_object(body)
-    model = required(data, "model", str)
-    system: list[str] = []
-    messages: list[Message] = []
-    calls: dict[str, str] = {}
-    for where, entry in objects(required(data, "messages", list), "messages"):
-        role = required(entry, "role", str, where)
-        if role not in _ROLES:
-            raise fail(join(where, "role"), f"{role!r} is not one of {', '.join(_ROLES)}")
-        content = text_of(
-            entry.get("content"), where, "content", _TEXT_PARTS, text_key=_part_text_key
-        )
-        if role in ("system", "developer"):
-            system.append(content)
-        elif role == "user":
-            messages.append(message(Role.USER, content, name=_name(entry, where)))
-        elif role == "assistant":
-            messages.append(_assistant(entry, where, content, calls))
-        else:
-            call_id = required(entry, "tool_call_id", str, where)
-            messages.append(tool_message(call_id, content, calls))
-    stream_options = optional(data, "stream_options", dict, {})
-    return WireRequest(
-        format="chat",
-        model=model,
-        messages=tuple(messages),
-        system="\n\n".join(system) if system else None,
-        tools=_tools(data),
-        stream=optional(data, "stream", bool, False),
-        include_usage=optional(stream_options, "include_usage", bool, False, "stream_options"),
-        settings=settings_of(data, _KNOWN),
-    )
 
 
 def _name(entry: dict[str, Any], where: str) -> str:

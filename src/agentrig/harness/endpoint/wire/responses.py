@@ -6,18 +6,16 @@ from typing import Any
 
 from agentrig._model import JsonObject
 from agentrig.harness.endpoint.wire._common import (
-    CREATED,
+    BaseFormat,
     arguments_json,
     arguments_of,
     fail,
     function_tool,
     join,
     kind_of,
-    load_object,
     message,
     objects,
     optional,
-    parse_guarded,
     pieces,
     required,
     settings_of,
@@ -27,7 +25,7 @@ from agentrig.harness.endpoint.wire._common import (
     tool_call,
     tool_message,
 )
-from agentrig.harness.endpoint.wire.base import FormatName, WireAnswer, WireRequest
+from agentrig.harness.endpoint.wire.base import WireAnswer, WireRequest
 from agentrig.harness.endpoint.wire.chat import openai_error
 from agentrig.messages import Message, Role, ToolCall
 from agentrig.state import ToolSchema, Usage
@@ -43,11 +41,7 @@ _INCOMPLETE = {
 }
 
 
-def _part_text_key(kind: str) -> str:
-    return "refusal" if kind == "refusal" else "text"
-
-
-class ResponsesFormat:
+class ResponsesFormat(BaseFormat):
     """OpenAI Responses. ``created`` is the ``created_at`` time every answer carries (fixed, so
     that an answer's bytes are the same on every run).
 
@@ -55,15 +49,30 @@ class ResponsesFormat:
     ``fc_<response_id>_<n>`` for the n-th function call (whose ``call_id`` is the tool call's id).
     """
 
-    name: FormatName = "responses"
-    path: str = "/v1/responses"
+    name = "responses"
+    path = "/v1/responses"
 
-    def __init__(self, *, created: int = CREATED) -> None:
-        self.created = created
-
-    def parse_request(self, body: bytes) -> WireRequest:
-        """Read a Responses request body; ``WireError`` names the field at fault."""
-        return parse_guarded(_parse, body)
+    def _read(self, data: dict[str, Any]) -> WireRequest:
+        model = required(data, "model", str)
+        system: list[str] = []
+        instructions = optional(data, "instructions", str, "")
+        if instructions:
+            system.append(instructions)
+        messages: list[Message] = []
+        raw = required(data, "input", object)
+        if isinstance(raw, str):
+            messages.append(message(Role.USER, raw))
+        else:
+            _conversation(raw, system, messages)
+        return WireRequest(
+            format=self.name,
+            model=model,
+            messages=tuple(messages),
+            system="\n\n".join(system) if system else None,
+            tools=_tools(data),
+            stream=optional(data, "stream", bool, False),
+            settings=settings_of(data, _KNOWN),
+        )
 
     def response_body(self, answer: WireAnswer, *, model: str, response_id: str) -> JsonObject:
         """A ``response`` object: a message item (text or refusal) if there is one, then a
@@ -247,30 +256,6 @@ def _stream_call(events: _Events, index: int, item: JsonObject) -> None:
     events.add("response.output_item.done", output_index=index, item=item)
 
 
-def _parse(body: bytes) -> WireRequest:
-    data = load_object(body)
-    model = required(data, "model", str)
-    system: list[str] = []
-    instructions = optional(data, "instructions", str, "")
-    if instructions:
-        system.append(instructions)
-    messages: list[Message] = []
-    raw = required(data, "input", object)
-    if isinstance(raw, str):
-        messages.append(message(Role.USER, raw))
-    else:
-        _conversation(raw, system, messages)
-    return WireRequest(
-        format="responses",
-        model=model,
-        messages=tuple(messages),
-        system="\n\n".join(system) if system else None,
-        tools=_tools(data),
-        stream=optional(data, "stream", bool, False),
-        settings=settings_of(data, _KNOWN),
-    )
-
-
 def _conversation(raw: object, system: list[str], messages: list[Message]) -> None:
     """The ``input`` items as messages: consecutive function calls join the assistant message
     before them; reasoning and other item types are left out."""
@@ -311,9 +296,7 @@ def _conversation(raw: object, system: list[str], messages: list[Message]) -> No
 
 def _item_text(item: dict[str, Any], key: str, where: str) -> str:
     """The text of member ``key`` of the input item at ``where`` (a string or a list of parts)."""
-    return text_of(
-        required(item, key, object, where), where, key, _TEXT_PARTS, text_key=_part_text_key
-    )
+    return text_of(required(item, key, object, where), where, key, _TEXT_PARTS)
 
 
 def _tools(data: dict[str, Any]) -> tuple[ToolSchema, ...]:
