@@ -10,6 +10,7 @@ from collections.abc import AsyncGenerator, Generator, Iterable
 from typing import Any, NoReturn
 
 from agentrig._model import JsonObject
+from agentrig._text import clipped
 from agentrig.drivers._sdk import (
     SdkProvider,
     extra_body,
@@ -414,8 +415,7 @@ def _malformed(field: str, reason: str) -> NoReturn:
 
 
 def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return clipped(repr(value), 60)
 
 
 def _tool(schema: ToolSchema) -> dict[str, Any]:
