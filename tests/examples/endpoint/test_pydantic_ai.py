@@ -31,18 +31,18 @@ SCENARIOS = ROOT / "scenarios" / "endpoint"  # also run on agentrig's runtime by
 RATE_LIMITED = ROOT / "examples" / "endpoint" / "scenarios" / "rate_limited.scenario.yaml"
 
 
-def openai_chat(ep: EndpointHandle) -> Model:
-    client = AsyncOpenAI(
+def _client(ep: EndpointHandle) -> AsyncOpenAI:
+    return AsyncOpenAI(
         base_url=ep.openai_base_url, api_key=ep.api_key, http_client=ep.async_httpx2_client()
     )
-    return OpenAIChatModel("gpt-4.1", provider=OpenAIProvider(openai_client=client))
+
+
+def openai_chat(ep: EndpointHandle) -> Model:
+    return OpenAIChatModel("gpt-4.1", provider=OpenAIProvider(openai_client=_client(ep)))
 
 
 def openai_responses(ep: EndpointHandle) -> Model:
-    client = AsyncOpenAI(
-        base_url=ep.openai_base_url, api_key=ep.api_key, http_client=ep.async_httpx2_client()
-    )
-    return OpenAIResponsesModel("gpt-4.1", provider=OpenAIProvider(openai_client=client))
+    return OpenAIResponsesModel("gpt-4.1", provider=OpenAIProvider(openai_client=_client(ep)))
 
 
 def anthropic(ep: EndpointHandle) -> Model:
@@ -134,6 +134,31 @@ async def test_an_agent_without_the_tool_is_reported(model: str) -> None:
     assert [f.message for f in offered] == [
         "request 1: tools_offered: the script calls get_weather, which the request does not offer"
     ]
+
+
+@MODES
+@ON_EVERY_MODEL
+async def test_a_reasoning_model(agentrig_endpoint: Endpoint, model: str, streamed: bool) -> None:
+    ep = agentrig_endpoint(SCENARIOS / "reasoning_weather.scenario.yaml")
+    # A reasoning model by name: pydantic-ai hands the Responses API its reasoning back as
+    # reasoning items only for those (for others it writes the thinking into the text).
+    reasoning_model = (
+        OpenAIResponsesModel("gpt-5", provider=OpenAIProvider(openai_client=_client(ep)))
+        if model == "openai-responses"
+        else MODELS[model](ep)
+    )
+    agent = build_agent(reasoning_model)
+
+    answer, messages = await ask(agent, "What is the weather in Paris?", streamed=streamed)
+
+    assert answer == "It is sunny in Paris."
+    thinking = [
+        part.content
+        for message in messages
+        for part in getattr(message, "parts", ())
+        if type(part).__name__ == "ThinkingPart"
+    ]
+    assert thinking[0].startswith("The user asks for the weather in Paris")
 
 
 @ON_EVERY_MODEL

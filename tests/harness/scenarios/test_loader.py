@@ -408,6 +408,48 @@ def test_error_message_names_file_line_column_field_and_valid_values(tmp_path: P
         ),
         pytest.param(
             """
+            name: weather
+            turns:
+              - user: hi
+                model:
+                  - {think: just thinking}
+            """,
+            "turns[0].model[0]",
+            5,
+            9,
+            "a reply needs at least one of: say, call, calls, error, refuse, fault",
+            id="think-alone",
+        ),
+        pytest.param(
+            """
+            name: weather
+            turns:
+              - user: hi
+                model:
+                  - {think: "", say: hi}
+            """,
+            "turns[0].model[0].think",
+            5,
+            17,
+            "think needs the reasoning text (or leave it out)",
+            id="empty-think",
+        ),
+        pytest.param(
+            """
+            name: weather
+            turns:
+              - user: hi
+                model:
+                  - {think: hmm, error: boom}
+            """,
+            "turns[0].model[0].think",
+            5,
+            17,
+            "an error reply cannot have think: the provider raises instead",
+            id="think-with-error",
+        ),
+        pytest.param(
+            """
             name: Weather Two
             turns: [{user: hi}]
             """,
@@ -461,6 +503,7 @@ def test_unknown_keys_list_the_allowed_keys(tmp_path: Path) -> None:
     assert error.field == "turns[0].model[0].sya"
     assert error.valid == (
         "say",
+        "think",
         "call",
         "calls",
         "refuse",

@@ -235,6 +235,7 @@ class _Draft:
             calls=calls,
             usage=to_response(response).usage,
             finish_reason=FinishReason(reason) if reason else None,
+            reasoning=response.reasoning_content,
         )  # written as the scenario writer writes any scripted turn
         return reply_from_turn(turn)
 

@@ -16,6 +16,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from agentrig._model import json_equal
+from agentrig.harness.endpoint.wire._common import SEAL_KEY
 from agentrig.harness.endpoint.wire.base import WireAnswer, WireRequest
 from agentrig.harness.scenarios.drift import param_problems
 from agentrig.harness.scenarios.model import ToolSpec
@@ -155,6 +156,39 @@ def _unanswered(pending: dict[str, str], where: str) -> Violation:
     )
 
 
+_SEALED_AS = {
+    "anthropic": "its thinking block (with its signature)",
+    "responses": "its reasoning item (with its encrypted content)",
+}
+
+
+def reasoning_sent_back(view: WireView) -> Iterator[Violation]:
+    """An answer that reasoned before calling tools is sent back with its sealed reasoning:
+    Anthropic's thinking block with its signature, a Responses reasoning item with its
+    encrypted content (when the agent asked for it), unchanged, as those APIs require to go on
+    with the tool calls of a reasoning model."""
+    history = view.expected_history
+    if not history:
+        return
+    index = len(history) - 1
+    answered = history[index]
+    seal = answered.provider_data.get(SEAL_KEY)
+    if not seal or not answered.tool_calls or index >= len(view.request.messages):
+        return  # nothing sealed to send back, or history_grows reports the dropped answer
+    sent = view.request.messages[index].provider_data.get(SEAL_KEY)
+    if sent != seal:
+        names = ", ".join(call.name for call in answered.tool_calls)
+        what = _SEALED_AS.get(view.request.format, "its sealed reasoning")
+        problem = "was not sent back" if sent is None else "came back changed"
+        yield Violation(
+            "reasoning_sent_back",
+            f"the answer that called {names} reasoned first, and {what} {problem} with the "
+            "calls: the real API refuses to go on with a reasoning model's tool calls without it",
+            seal,
+            sent,
+        )
+
+
 def tools_offered(view: WireView) -> Iterator[Violation]:
     """Each tool the scripted answer calls was offered, with a schema that accepts the scripted
     arguments."""
@@ -287,6 +321,7 @@ WIRE_INVARIANTS: dict[str, WireCheck] = {
     "tool_results_answer_calls": tool_results_answer_calls,
     "history_grows": history_grows,
     "tools_offered": tools_offered,
+    "reasoning_sent_back": reasoning_sent_back,
     "tools_as_declared": tools_as_declared,
     "model_named": model_named,
     "system_prompt_sent": system_prompt_sent,

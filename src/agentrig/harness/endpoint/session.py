@@ -27,6 +27,7 @@ from agentrig.harness.endpoint.invariants import (
 )
 from agentrig.harness.endpoint.wire import response_id
 from agentrig.harness.endpoint.wire._common import message as wire_message
+from agentrig.harness.endpoint.wire._common import seal_of
 from agentrig.harness.endpoint.wire.base import FormatName, WireAnswer, WireRequest
 from agentrig.harness.results import (
     Failure,
@@ -193,7 +194,7 @@ class EndpointSession:
         self._cursor[turn] = index + 1
         if SCRIPT_NOT_EXCEEDED in self._checked:
             self._checked[SCRIPT_NOT_EXCEEDED] += 1
-        return _plan_reply(replies[index], response_id, turn, number)
+        return _plan_reply(replies[index], response_id, turn, request.seals_reasoning)
 
     # --- checking ------------------------------------------------------------------------
 
@@ -230,6 +231,8 @@ class EndpointSession:
             return ("turns", turn - 1, "user")
         if invariant == "tools_offered":
             return ("turns", turn - 1, "model", self._cursor.get(turn, 1) - 1)
+        if invariant == "reasoning_sent_back":  # the reply before, whose reasoning went astray
+            return ("turns", turn - 1, "model", max(self._cursor.get(turn, 2) - 2, 0))
         return ("turns", turn - 1)
 
     def _expected_history(self) -> tuple[Message, ...] | None:
@@ -388,7 +391,7 @@ def _selection(
     return names, tuple((name, WIRE_INVARIANTS[name]) for name in names if name in WIRE_INVARIANTS)
 
 
-def _plan_reply(reply: ModelReply, response_id: str, turn: int, number: int) -> Plan:
+def _plan_reply(reply: ModelReply, response_id: str, turn: int, sealed: bool) -> Plan:
     fault = reply.fault
     if reply.error is not None:
         status = 503 if reply.retryable else 400
@@ -403,12 +406,11 @@ def _plan_reply(reply: ModelReply, response_id: str, turn: int, number: int) -> 
             fault=fault,
             latency=reply.latency,
         )
-    return Plan(
-        response_id, answer=_answer(reply, turn, number), fault=fault, latency=reply.latency
-    )
+    answer = _answer(reply, turn, response_id, sealed)
+    return Plan(response_id, answer=answer, fault=fault, latency=reply.latency)
 
 
-def _answer(reply: ModelReply, turn: int, number: int) -> WireAnswer:
+def _answer(reply: ModelReply, turn: int, number: str, sealed: bool) -> WireAnswer:
     # The scripted values were validated when the scenario was loaded: built without a second
     # validation, as the wire formats build what they read.
     calls = tuple(
@@ -429,11 +431,13 @@ def _answer(reply: ModelReply, turn: int, number: int) -> WireAnswer:
         refusal=reply.refuse,
         usage=reply.usage.to_usage() if reply.usage else Usage(),
         finish_reason=finish,
+        reasoning=reply.think or "",
+        seal=seal_of(number) if sealed and reply.think else "",
     )
 
 
 def _assistant(answer: WireAnswer) -> Message:
-    return wire_message(Role.ASSISTANT, answer.text, tool_calls=answer.tool_calls)
+    return wire_message(Role.ASSISTANT, answer.text, tool_calls=answer.tool_calls, seal=answer.seal)
 
 
 def _with_context(

@@ -66,6 +66,7 @@ def to_turn(reply: ModelReply) -> Turn:
         latency=reply.latency,
         error=reply.error,
         retryable=reply.retryable,
+        reasoning=reply.think or "",
     )
 
 

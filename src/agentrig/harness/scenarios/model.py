@@ -401,6 +401,12 @@ class ModelReply(ScenarioModel):
     )
 
     say: Text | None = Field(default=None, description="The text of the reply.")
+    think: Text | None = Field(
+        default=None,
+        description="The model's reasoning before this reply: its reasoning_content on "
+        "agentrig's runtime (streamed first); over the wire, a thinking block (Anthropic), a "
+        "reasoning item (Responses) or a reasoning_content field (Chat Completions).",
+    )
     call: CallField | None = Field(default=None, description="One tool call.")
     calls: Annotated[tuple[CallField, ...], Field(min_length=1)] | None = Field(
         default=None, description="Several tool calls in one reply."
@@ -446,11 +452,23 @@ class ModelReply(ScenarioModel):
             yield ("say",), "an empty reply has nothing to play: write some text or add a call"
         if self.error == "":
             yield ("error",), "an error reply needs a message"
+        if self.think == "":
+            yield ("think",), "think needs the reasoning text (or leave it out)"
         if self.error is None:
             if self.retryable:
                 yield ("retryable",), "retryable only applies to an error reply"
             return
-        for key in ("say", "call", "calls", "refuse", "fault", "usage", "cost", "finish_reason"):
+        for key in (
+            "say",
+            "think",
+            "call",
+            "calls",
+            "refuse",
+            "fault",
+            "usage",
+            "cost",
+            "finish_reason",
+        ):
             if getattr(self, key) is not None:
                 yield (key,), f"an error reply cannot have {key}: the provider raises instead"
 

@@ -109,6 +109,8 @@ def reply_from_turn(turn: ScriptTurn) -> ModelReply:
     if turn.error is not None:
         return ModelReply(error=turn.error, retryable=turn.retryable, latency=turn.latency)
     fields: dict[str, Any] = {"latency": turn.latency} if turn.latency else {}
+    if turn.reasoning:
+        fields["think"] = turn.reasoning
     if turn.text:
         fields["say"] = turn.text
     specs = tuple(ToolCallSpec(name=c.name, args=dict(c.arguments), id=c.id) for c in turn.calls)

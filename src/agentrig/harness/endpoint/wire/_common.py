@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import re
@@ -257,14 +258,35 @@ def tool_message(
 
 
 def message(
-    role: Role, content: str = "", *, name: str = "", tool_calls: tuple[ToolCall, ...] = ()
+    role: Role,
+    content: str = "",
+    *,
+    name: str = "",
+    tool_calls: tuple[ToolCall, ...] = (),
+    seal: str = "",
 ) -> Message:
     """A message of values this module has checked already (built without a second validation:
     the endpoint reads a whole conversation on every model call), without id or time of its own
-    (``WIRE_TIME``)."""
+    (``WIRE_TIME``); ``seal`` is the sealed reasoning an assistant message carries, kept under
+    ``SEAL_KEY`` of its ``provider_data``."""
     return Message._trusted(
-        role=role, content=content, name=name, tool_calls=tool_calls, id="", created_at=WIRE_TIME
+        role=role,
+        content=content,
+        name=name,
+        tool_calls=tool_calls,
+        id="",
+        created_at=WIRE_TIME,
+        provider_data={SEAL_KEY: seal} if seal else {},
     )
+
+
+SEAL_KEY = "reasoning_seal"
+"""The ``provider_data`` key of the token an assistant message's reasoning was sealed with."""
+
+
+def seal_of(number: str) -> str:
+    """The opaque, deterministic token that seals the reasoning of answer ``number``."""
+    return base64.b64encode(f"agentrig reasoning {number}".encode()).decode()
 
 
 def pieces(text: str) -> list[str]:

@@ -92,14 +92,16 @@ class AnthropicFormat(BaseFormat):
             tools=_tools(data),
             stream=optional(data, "stream", bool, False),
             settings=settings_of(data, _KNOWN),
+            seals_reasoning=True,
         )
 
     def response_body(self, answer: WireAnswer, *, model: str, response_id: str) -> JsonObject:
-        """A ``message`` object: a text block (the refusal, if any), then a ``tool_use`` block
-        per tool call."""
+        """A ``message`` object: a ``thinking`` block (with its signature) if the model reasoned,
+        a text block (the refusal, if any), then a ``tool_use`` block per tool call."""
         return {
             **_message(model, response_id),
             "content": [
+                *_thinking_blocks(answer),
                 *_text_blocks(answer),
                 *(_tool_use(call, call.arguments) for call in answer.tool_calls),
             ],
@@ -110,8 +112,9 @@ class AnthropicFormat(BaseFormat):
     def stream_chunks(
         self, answer: WireAnswer, *, model: str, response_id: str, include_usage: bool
     ) -> list[bytes]:
-        """``message_start``, then per block ``content_block_start``, its deltas (``text_delta``
-        word by word, ``input_json_delta`` in fragments) and ``content_block_stop``;
+        """``message_start``, then per block ``content_block_start``, its deltas
+        (``thinking_delta`` word by word and one ``signature_delta``, ``text_delta`` word by
+        word, ``input_json_delta`` in fragments) and ``content_block_stop``;
         ``message_delta`` with the stop reason and usage, then ``message_stop``. A ``ping``
         follows the first block's start, as the API sends it. Usage is always sent
         (``include_usage`` is an OpenAI option)."""
@@ -120,6 +123,17 @@ class AnthropicFormat(BaseFormat):
         start["usage"] = {**usage, "output_tokens": min(1, answer.usage.output_tokens)}
         events = [sse_event("message_start", {"type": "message_start", "message": start})]
         index = 0
+        for block in _thinking_blocks(answer):
+            events.append(_block_start(index, {**block, "thinking": "", "signature": ""}))
+            events.extend(
+                _block_delta(index, {"type": "thinking_delta", "thinking": piece})
+                for piece in pieces(block["thinking"])
+            )
+            events.append(
+                _block_delta(index, {"type": "signature_delta", "signature": block["signature"]})
+            )
+            events.append(_block_stop(index))
+            index += 1
         for block in _text_blocks(answer):
             events.append(_block_start(index, {"type": "text", "text": ""}))
             events.extend(
@@ -165,6 +179,12 @@ def _message(model: str, response_id: str) -> JsonObject:
         "model": model,
         "stop_sequence": None,
     }
+
+
+def _thinking_blocks(answer: WireAnswer) -> list[JsonObject]:
+    if not answer.reasoning:
+        return []
+    return [{"type": "thinking", "thinking": answer.reasoning, "signature": answer.seal}]
 
 
 def _text_blocks(answer: WireAnswer) -> list[JsonObject]:
@@ -232,12 +252,16 @@ def _user(content: object, where: str, calls: dict[str, str]) -> list[Message]:
 
 
 def _assistant(content: object, where: str, calls: dict[str, str]) -> Message:
-    """An assistant turn; its tool uses are remembered in ``calls`` (id to name)."""
+    """An assistant turn; its tool uses are remembered in ``calls`` (id to name), the signature
+    of its first thinking block is its seal."""
     texts: list[str] = []
     tool_calls: list[ToolCall] = []
+    seal = ""
     for path, kind, block in _blocks(content, where):
         if kind == "text":
             texts.append(required(block, "text", str, path))
+        elif kind == "thinking":
+            seal = seal or required(block, "signature", str, path)
         elif kind == "tool_use":
             made = tool_call(
                 required(block, "id", str, path),
@@ -249,7 +273,7 @@ def _assistant(content: object, where: str, calls: dict[str, str]) -> Message:
             )
             calls[made.id] = made.name
             tool_calls.append(made)
-    return message(Role.ASSISTANT, "".join(texts), tool_calls=tuple(tool_calls))
+    return message(Role.ASSISTANT, "".join(texts), tool_calls=tuple(tool_calls), seal=seal)
 
 
 def _tools(data: dict[str, Any]) -> tuple[ToolSchema, ...]:

@@ -32,17 +32,26 @@ class WireRequest:
     stream: bool = False
     include_usage: bool = False
     settings: JsonObject = field(default_factory=dict)
+    seals_reasoning: bool = False
+    """Whether the format hands an answer's reasoning over sealed, as a token the agent must
+    send back with the answer's tool calls: Anthropic's thinking signature (always), the
+    Responses API's encrypted content (when ``include`` asks for it)."""
 
 
 @dataclass(slots=True)
 class WireAnswer:
-    """One scripted answer to play: text, tool calls (ids already assigned), or a refusal."""
+    """One scripted answer to play: text, tool calls (ids already assigned), or a refusal;
+    with the model's reasoning before it, if any."""
 
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     refusal: str | None = None
     usage: Usage = field(default_factory=Usage)
     finish_reason: FinishReason = FinishReason.STOP
+    reasoning: str = ""
+    seal: str = ""
+    """The token the reasoning is sealed with (see ``WireRequest.seals_reasoning``); empty when
+    it goes over unsealed or there is none."""
 
 
 class WireError(Exception):

@@ -121,6 +121,8 @@ class ChatFormat(BaseFormat):
             reply["tool_calls"] = [_call(call) for call in answer.tool_calls]
         if answer.tool_calls and not answer.text:
             reply["content"] = None
+        if answer.reasoning:  # as DeepSeek, vLLM and other compatible servers send it
+            reply["reasoning_content"] = answer.reasoning
         return {
             "id": response_id,
             "object": "chat.completion",
@@ -141,10 +143,11 @@ class ChatFormat(BaseFormat):
     def stream_chunks(
         self, answer: WireAnswer, *, model: str, response_id: str, include_usage: bool
     ) -> list[bytes]:
-        """``chat.completion.chunk`` events: the role, the text (or refusal) word by word, each
-        tool call (id and name first, then its arguments in fragments), the finish reason, the
-        usage when ``include_usage`` (with no choices), then ``[DONE]``. As the API does, an
-        answer of tool calls only names the role in the chunk that opens the first call."""
+        """``chat.completion.chunk`` events: the role, the reasoning (``reasoning_content``, as
+        compatible servers stream it) and the text (or refusal) word by word, each tool call (id
+        and name first, then its arguments in fragments), the finish reason, the usage when
+        ``include_usage`` (with no choices), then ``[DONE]``. As the API does, an answer of tool
+        calls only names the role in the chunk that opens the first call."""
         head = {
             "id": response_id,
             "object": "chat.completion.chunk",
@@ -160,7 +163,9 @@ class ChatFormat(BaseFormat):
         calls_only = not answer.text and answer.refusal is None
         if calls_only:
             first["content"] = None
-        events = [] if calls_only and answer.tool_calls else [chunk(first)]
+        opens_with_a_call = calls_only and answer.tool_calls and not answer.reasoning
+        events = [] if opens_with_a_call else [chunk(first)]
+        events.extend(chunk({"reasoning_content": piece}) for piece in pieces(answer.reasoning))
         events.extend(chunk({"content": piece}) for piece in pieces(answer.text))
         if answer.refusal is not None:
             events.extend(chunk({"refusal": piece}) for piece in pieces(answer.refusal))

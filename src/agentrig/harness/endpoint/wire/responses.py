@@ -32,6 +32,7 @@ from agentrig.state import ToolSchema, Usage
 from agentrig.state.status import FinishReason
 
 _KNOWN = frozenset({"model", "input", "instructions", "tools", "stream"})
+_ENCRYPTED_REASONING = "reasoning.encrypted_content"
 _ROLES = ("system", "developer", "user", "assistant")
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal"})
 # Why a response is incomplete, by the finish reason that made it so.
@@ -45,8 +46,10 @@ class ResponsesFormat(BaseFormat):
     """OpenAI Responses. ``created`` is the ``created_at`` time every answer carries (fixed, so
     that an answer's bytes are the same on every run).
 
-    Output item ids are made from the response id: ``msg_<response_id>`` for the message,
-    ``fc_<response_id>_<n>`` for the n-th function call (whose ``call_id`` is the tool call's id).
+    Output item ids are made from the response id: ``rs_<response_id>`` for the reasoning,
+    ``msg_<response_id>`` for the message, ``fc_<response_id>_<n>`` for the n-th function call
+    (whose ``call_id`` is the tool call's id). A reasoning item carries its text as a summary,
+    and its seal as ``encrypted_content`` when ``include`` asks for ``reasoning.encrypted_content``.
     """
 
     name = "responses"
@@ -72,12 +75,13 @@ class ResponsesFormat(BaseFormat):
             tools=_tools(data),
             stream=optional(data, "stream", bool, False),
             settings=settings_of(data, _KNOWN),
+            seals_reasoning=_ENCRYPTED_REASONING in optional(data, "include", list, []),
         )
 
     def response_body(self, answer: WireAnswer, *, model: str, response_id: str) -> JsonObject:
-        """A ``response`` object: a message item (text or refusal) if there is one, then a
-        ``function_call`` item per tool call; ``incomplete`` with its reason for an answer cut
-        by length or filtered content."""
+        """A ``response`` object: a reasoning item if the model reasoned, a message item (text
+        or refusal) if there is one, then a ``function_call`` item per tool call;
+        ``incomplete`` with its reason for an answer cut by length or filtered content."""
         items = _items(answer, response_id)
         return self._response(answer, model, response_id, status=_status(answer), output=items)
 
@@ -98,6 +102,8 @@ class ResponsesFormat(BaseFormat):
         for index, item in enumerate(items):
             if item["type"] == "message":
                 _stream_message(events, index, item)
+            elif item["type"] == "reasoning":
+                _stream_reasoning(events, index, item)
             else:
                 _stream_call(events, index, item)
         status = _status(answer)
@@ -159,6 +165,15 @@ def _status(answer: WireAnswer) -> str:
 
 def _items(answer: WireAnswer, response_id: str) -> list[JsonObject]:
     items: list[JsonObject] = []
+    if answer.reasoning:
+        reasoning: JsonObject = {
+            "id": f"rs_{response_id}",
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": answer.reasoning}],
+        }
+        if answer.seal:
+            reasoning["encrypted_content"] = answer.seal
+        items.append(reasoning)
     parts: list[JsonObject] = []
     if answer.text:
         parts.append(
@@ -238,6 +253,19 @@ def _stream_message(events: _Events, index: int, item: JsonObject) -> None:
     events.add("response.output_item.done", output_index=index, item=item)
 
 
+def _stream_reasoning(events: _Events, index: int, item: JsonObject) -> None:
+    where = {"item_id": item["id"], "output_index": index}
+    events.add("response.output_item.added", output_index=index, item={**item, "summary": []})
+    for position, part in enumerate(item["summary"]):
+        at = {**where, "summary_index": position}
+        events.add("response.reasoning_summary_part.added", **at, part={**part, "text": ""})
+        for piece in pieces(part["text"]):
+            events.add("response.reasoning_summary_text.delta", **at, delta=piece)
+        events.add("response.reasoning_summary_text.done", **at, text=part["text"])
+        events.add("response.reasoning_summary_part.done", **at, part=part)
+    events.add("response.output_item.done", output_index=index, item=item)
+
+
 def _stream_call(events: _Events, index: int, item: JsonObject) -> None:
     where = {"item_id": item["id"], "output_index": index}
     events.add(
@@ -258,19 +286,26 @@ def _stream_call(events: _Events, index: int, item: JsonObject) -> None:
 
 def _conversation(raw: object, system: list[str], messages: list[Message]) -> None:
     """The ``input`` items as messages: consecutive function calls join the assistant message
-    before them; reasoning and other item types are left out."""
+    before them, and a reasoning item's ``encrypted_content`` seals the assistant message after
+    it; other item types are left out."""
     if not isinstance(raw, list):
         raise fail("input", f"expected a string or an array, got {kind_of(raw)}")
     calls: dict[str, str] = {}
+    seal = ""
     for where, item in objects(raw, "input"):
         kind = optional(item, "type", str, "message", where)
-        if kind == "message":
+        if kind == "reasoning":
+            seal = optional(item, "encrypted_content", str, "", where) or seal
+        elif kind == "message":
             role = required(item, "role", str, where)
             if role not in _ROLES:
                 raise fail(join(where, "role"), f"{role!r} is not one of {', '.join(_ROLES)}")
             content = _item_text(item, "content", where)
             if role in ("system", "developer"):
                 system.append(content)
+            elif role == "assistant":
+                messages.append(message(Role.ASSISTANT, content, seal=seal))
+                seal = ""
             else:
                 messages.append(message(Role(role), content))
         elif kind == "function_call":
@@ -284,10 +319,11 @@ def _conversation(raw: object, system: list[str], messages: list[Message]) -> No
             )
             calls[call.id] = call.name
             last = messages[-1] if messages else None
-            if last is not None and last.role is Role.ASSISTANT:
+            if last is not None and last.role is Role.ASSISTANT and not seal:
                 messages[-1] = last._replace(tool_calls=(*last.tool_calls, call))
             else:
-                messages.append(message(Role.ASSISTANT, tool_calls=(call,)))
+                messages.append(message(Role.ASSISTANT, tool_calls=(call,), seal=seal))
+                seal = ""
         elif kind == "function_call_output":
             call_id = required(item, "call_id", str, where)
             output = _item_text(item, "output", where)

@@ -1,0 +1,285 @@
+"""A scenario reply's ``think:`` over the wire: the reasoning each API sends (an Anthropic
+thinking block with its signature, a Responses reasoning item, a Chat ``reasoning_content``),
+and the ``reasoning_sent_back`` check that an agent returns sealed reasoning with its tool calls."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import agentrig as ar
+from agentrig.harness import load_scenario, run_scenario
+from agentrig.harness.endpoint.handle import EndpointHandle
+from agentrig.harness.results import Failure
+from agentrig.harness.runner import final_states
+
+from .sdk_agents import SYSTEM, anthropic_agent, get_weather, responses_agent
+
+openai = pytest.importorskip("openai")
+anthropic = pytest.importorskip("anthropic")
+
+SCENARIO = """\
+name: reasoning-weather
+agent:
+  system_prompt: You answer weather questions.
+  tools:
+    get_weather:
+      params: {city: string}
+      replies: [{return: sunny in Paris}]
+turns:
+  - user: Weather in Paris?
+    model:
+      - think: The user wants the weather, so I call the tool.
+        call: get_weather(city=Paris)
+      - think: The tool says sunny.
+        say: It is sunny in Paris today.
+    expect:
+      final_response: It is sunny in Paris today.
+      model_calls: 2
+"""
+
+FIRST_THOUGHT = "The user wants the weather, so I call the tool."
+
+
+@pytest.fixture
+def reasoning(write_scenario: Callable[[str], Path]) -> Path:
+    return write_scenario(SCENARIO)
+
+
+def _anthropic(handle: EndpointHandle) -> Any:
+    return anthropic.Anthropic(
+        api_key=handle.api_key,
+        base_url=handle.anthropic_base_url,
+        http_client=handle.httpx2_client(),
+        max_retries=0,
+    )
+
+
+def _openai(handle: EndpointHandle) -> Any:
+    return openai.OpenAI(
+        api_key=handle.api_key,
+        base_url=handle.openai_base_url,
+        http_client=handle.httpx2_client(),
+        max_retries=0,
+    )
+
+
+def _violations(handle: EndpointHandle) -> list[Failure]:
+    return [f for f in handle.result().failures if f.invariant == "reasoning_sent_back"]
+
+
+def _first_turn() -> list[dict[str, Any]]:
+    return [{"role": "user", "content": "Weather in Paris?"}]
+
+
+# --- what each API sends --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_anthropic_answers_with_a_signed_thinking_block_first(
+    reasoning: Path, stream: bool
+) -> None:
+    handle = EndpointHandle(reasoning)
+    client = _anthropic(handle)
+    options: dict[str, Any] = {
+        "model": "claude-test",
+        "max_tokens": 256,
+        "system": SYSTEM,
+        "messages": _first_turn(),
+    }
+    if stream:
+        with client.messages.stream(**options) as events:
+            kinds = [event.type for event in events]
+            message = events.get_final_message()
+        assert "thinking" in kinds  # the SDK's own event for a thinking_delta
+        assert "signature" in kinds
+    else:
+        message = client.messages.create(**options)
+    thinking, use = message.content
+    assert thinking.type == "thinking"
+    assert thinking.thinking == FIRST_THOUGHT
+    assert thinking.signature  # opaque, and the same on every run
+    assert use.type == "tool_use"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_responses_answers_with_a_reasoning_item_sealed_when_asked(
+    reasoning: Path, stream: bool
+) -> None:
+    handle = EndpointHandle(reasoning)
+    client = _openai(handle)
+    options: dict[str, Any] = {
+        "model": "gpt-test",
+        "input": "Weather in Paris?",
+        "include": ["reasoning.encrypted_content"],
+    }
+    if stream:
+        with client.responses.stream(**options) as events:
+            deltas = [e.delta for e in events if e.type == "response.reasoning_summary_text.delta"]
+            response = events.get_final_response()
+        assert "".join(deltas) == FIRST_THOUGHT
+    else:
+        response = client.responses.create(**options)
+    item, call = response.output
+    assert (item.type, item.summary[0].text) == ("reasoning", FIRST_THOUGHT)
+    assert item.encrypted_content
+    assert call.type == "function_call"
+    unsealed = EndpointHandle(reasoning)
+    plain = _openai(unsealed).responses.create(model="gpt-test", input="Weather in Paris?")
+    assert plain.output[0].encrypted_content is None
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_chat_answers_with_reasoning_content_as_compatible_servers_do(
+    reasoning: Path, stream: bool
+) -> None:
+    handle = EndpointHandle(reasoning)
+    client = _openai(handle)
+    options: dict[str, Any] = {"model": "gpt-test", "messages": _first_turn()}
+    if stream:
+        chunks = list(client.chat.completions.create(**options, stream=True))
+        pieces = [(c.choices[0].delta.model_extra or {}).get("reasoning_content") for c in chunks]
+        assert "".join(p for p in pieces if p) == FIRST_THOUGHT
+    else:
+        completion = client.chat.completions.create(**options)
+        extra = completion.choices[0].message.model_extra or {}
+        assert extra["reasoning_content"] == FIRST_THOUGHT
+
+
+# --- agents that send it back, and agents that do not ---------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_an_sdk_agent_that_returns_its_thinking_blocks_passes(
+    reasoning: Path, stream: bool
+) -> None:
+    handle = EndpointHandle(reasoning)
+    answer = anthropic_agent(_anthropic(handle), _first_turn(), stream=stream)
+    assert answer == "It is sunny in Paris today."
+    result = handle.check()
+    outcome = {o.name: (o.checks, o.failures) for o in result.invariants}
+    assert outcome["reasoning_sent_back"] == (2, 0)
+
+
+def test_a_responses_agent_that_returns_its_reasoning_items_passes(reasoning: Path) -> None:
+    handle = EndpointHandle(reasoning)
+    client = _openai(handle)
+    create = client.responses.create
+
+    def sealed(**options: Any) -> Any:
+        return create(**options, include=["reasoning.encrypted_content"])
+
+    client.responses.create = sealed
+    items: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
+    assert responses_agent(client, items) == "It is sunny in Paris today."
+    assert [item["type"] for item in items[1:4]] == [
+        "reasoning",
+        "function_call",
+        "function_call_output",
+    ]
+    assert items[1]["encrypted_content"]
+    handle.check()
+
+
+def _dropping_thinking(handle: EndpointHandle, change: Callable[[dict[str, Any]], Any]) -> None:
+    """One tool round trip on the raw Messages API, the thinking block changed by ``change``
+    (which returns the block to send back, or None to drop it)."""
+    client = _anthropic(handle)
+    messages = _first_turn()
+    first = client.messages.create(model="claude-test", max_tokens=256, messages=messages)
+    blocks = [block.model_dump(exclude_none=True) for block in first.content]
+    sent = [b for b in (change(blocks[0]), *blocks[1:]) if b is not None]
+    messages += [
+        {"role": "assistant", "content": sent},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": blocks[1]["id"], "content": "sun"}],
+        },
+    ]
+    client.messages.create(model="claude-test", max_tokens=256, messages=messages)
+
+
+def test_an_agent_that_drops_the_thinking_block_is_reported(reasoning: Path) -> None:
+    handle = EndpointHandle(reasoning)
+    _dropping_thinking(handle, lambda block: None)
+    [problem] = _violations(handle)
+    assert problem.message == (
+        "request 2: reasoning_sent_back: the answer that called get_weather reasoned first, and "
+        "its thinking block (with its signature) was not sent back with the calls: the real API "
+        "refuses to go on with a reasoning model's tool calls without it"
+    )
+    assert problem.location == f"{reasoning}:11"  # the reply that reasoned
+    assert problem.observed is None
+
+
+def test_an_agent_that_changes_the_signature_is_reported(reasoning: Path) -> None:
+    handle = EndpointHandle(reasoning)
+    _dropping_thinking(handle, lambda block: {**block, "signature": "forged"})
+    [problem] = _violations(handle)
+    assert "came back changed" in problem.message
+    assert problem.observed == "forged"
+
+
+def test_a_thinking_block_without_its_signature_is_refused_as_the_api_does(
+    reasoning: Path,
+) -> None:
+    handle = EndpointHandle(reasoning)
+    with pytest.raises(anthropic.BadRequestError, match=r"messages\[1\]\.content\[0\]"):
+        _dropping_thinking(handle, lambda block: {"type": "thinking", "thinking": "x"})
+
+
+def test_the_check_can_be_excluded(write_scenario: Callable[[str], Path]) -> None:
+    text = SCENARIO.replace("turns:", "invariants: {exclude: [reasoning_sent_back]}\nturns:")
+    handle = EndpointHandle(write_scenario(text, name="excluded"))
+    _dropping_thinking(handle, lambda block: None)
+    assert _violations(handle) == []
+
+
+# --- agentrig's own providers, and its own runtime ------------------------------------------
+
+
+@pytest.mark.parametrize("provider_name", ["openai", "responses", "anthropic"])
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_agentrigs_providers_keep_stream_and_send_back_the_reasoning(
+    reasoning: Path, provider_name: str, stream: bool
+) -> None:
+    from agentrig.drivers import AnthropicProvider, OpenAIProvider, OpenAIResponsesProvider
+
+    handle = EndpointHandle(reasoning)
+    provider: ar.InferenceProvider
+    if provider_name == "openai":
+        provider = OpenAIProvider(client=_openai(handle), model="gpt-test", stream=stream)
+    elif provider_name == "responses":  # a reasoning model's name: encrypted reasoning asked
+        provider = OpenAIResponsesProvider(client=_openai(handle), model="gpt-5", stream=stream)
+    else:
+        provider = AnthropicProvider(client=_anthropic(handle), model="claude-test", stream=stream)
+    agent = (
+        ar.AgentBuilder.base()
+        .with_tools([ar.FunctionTool(get_weather)])
+        .with_capability(ar.UseLlmConfig(provider))
+        .with_capability(ar.UseContextConfig(SYSTEM))
+        .build()
+    )
+    state = ar.AgentState().with_user_message("Weather in Paris?")
+    items = list(agent.stream(state))
+    final = items[-1]
+    assert isinstance(final, ar.AgentState)
+    assert final.final_response().to_text() == "It is sunny in Paris today."
+    first = final.steps()[0].inference_response
+    assert first.reasoning_content == FIRST_THOUGHT
+    pieces = [i.reasoning for i in items if isinstance(i, ar.InferenceDelta) and i.reasoning]
+    assert "".join(pieces) == (FIRST_THOUGHT + "The tool says sunny." if stream else "")
+    result = handle.check()
+    outcome = {o.name: (o.checks, o.failures) for o in result.invariants}
+    assert outcome["reasoning_sent_back"] == (2, 0)
+
+
+def test_agentrigs_runtime_plays_think_as_the_responses_reasoning(reasoning: Path) -> None:
+    scenario = load_scenario(reasoning)
+    assert run_scenario(scenario).passed
+    [final] = final_states(scenario)
+    thoughts = [step.inference_response.reasoning_content for step in final.steps()]
+    assert thoughts == [FIRST_THOUGHT, "The tool says sunny."]
