@@ -40,6 +40,12 @@ KEYS = [
     "tool_use_id",
     "is_error",
     "refusal",
+    "include",
+    "encrypted_content",
+    "summary",
+    "thinking",
+    "signature",
+    "reasoning_content",
 ]
 ROLES = ["user", "assistant", "system", "developer", "tool"]
 TYPES = [
@@ -55,6 +61,9 @@ TYPES = [
     "tool_use",
     "tool_result",
     "image",
+    "thinking",
+    "redacted_thinking",
+    "reasoning.encrypted_content",
 ]
 
 scalars = (
@@ -155,11 +164,13 @@ VALID: dict[str, dict[str, Any]] = {
         "instructions": "s",
         "input": [
             {"role": "user", "content": [{"type": "input_text", "text": "u"}]},
+            {"type": "reasoning", "id": "rs", "summary": [], "encrypted_content": "e"},
             {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
             {"type": "function_call_output", "call_id": "c", "output": "r"},
         ],
         "tools": [{"type": "function", "name": "f", "parameters": {}}],
         "stream": True,
+        "include": ["reasoning.encrypted_content"],
     },
     "anthropic": {
         "model": "m",
@@ -169,7 +180,10 @@ VALID: dict[str, dict[str, Any]] = {
             {"role": "user", "content": "u"},
             {
                 "role": "assistant",
-                "content": [{"type": "tool_use", "id": "c", "name": "f", "input": {}}],
+                "content": [
+                    {"type": "thinking", "thinking": "t", "signature": "sig"},
+                    {"type": "tool_use", "id": "c", "name": "f", "input": {}},
+                ],
             },
             {
                 "role": "user",
@@ -222,6 +236,13 @@ def test_the_valid_bodies_are_read(fmt: WireFormat) -> None:
 
     assert [message.role.value for message in request.messages] == ["user", "assistant", "tool"]
     assert request.system == "s"
+    sealed = {
+        "chat": {},
+        "responses": {"reasoning_seal": "e"},
+        "anthropic": {"reasoning_seal": "sig"},
+    }
+    assert request.messages[1].provider_data == sealed[fmt.name]
+    assert request.seals_reasoning is (fmt.name != "chat")
 
 
 @pytest.mark.parametrize("fmt", FORMATS.values(), ids=FORMATS.keys())
