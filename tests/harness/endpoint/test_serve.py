@@ -1,4 +1,5 @@
-"""``agentrig serve``: a real process on loopback, reached by the SDK, stopped with Ctrl-C."""
+"""``agentrig serve``: a real process on loopback, reached by the SDK, stopped with Ctrl-C (or
+``kill``)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,13 @@ from .sdk_agents import SYSTEM, chat_agent
 openai = pytest.importorskip("openai")
 
 
-def _serve(folder: Path, *paths: Path) -> tuple[subprocess.Popen[str], str]:
+def _ignoring_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _serve(
+    folder: Path, *paths: Path, sigint_ignored: bool = False
+) -> tuple[subprocess.Popen[str], str]:
     command = [
         sys.executable,
         "-c",
@@ -35,6 +42,8 @@ def _serve(folder: Path, *paths: Path) -> tuple[subprocess.Popen[str], str]:
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "COLUMNS": "200"},
+        # as a script's `agentrig serve &` starts it: with Ctrl-C ignored
+        preexec_fn=_ignoring_sigint if sigint_ignored else None,
     )
     assert process.stdout is not None
     deadline = time.monotonic() + 60
@@ -51,17 +60,32 @@ def _serve(folder: Path, *paths: Path) -> tuple[subprocess.Popen[str], str]:
     raise AssertionError("agentrig serve printed no base URL:\n" + "".join(lines))
 
 
-def _stop(process: subprocess.Popen[str]) -> tuple[int, str]:
-    process.send_signal(signal.SIGINT)
+def _stop(
+    process: subprocess.Popen[str], stop_signal: signal.Signals = signal.SIGINT
+) -> tuple[int, str]:
+    process.send_signal(stop_signal)
     output, _ = process.communicate(timeout=60)
     return process.returncode, output
 
 
-def test_serve_answers_the_sdk_and_reports_on_ctrl_c(
-    tmp_path: Path, write_scenario: Callable[[str], Path]
+@pytest.mark.parametrize(
+    ("stop_signal", "sigint_ignored"),
+    [
+        (signal.SIGINT, False),
+        (signal.SIGTERM, False),
+        (signal.SIGHUP, False),
+        (signal.SIGINT, True),
+    ],
+    ids=["ctrl-c", "kill", "hangup", "ctrl-c-in-a-background-job"],
+)
+def test_serve_answers_the_sdk_and_reports_when_stopped(
+    tmp_path: Path,
+    write_scenario: Callable[[str], Path],
+    stop_signal: signal.Signals,
+    sigint_ignored: bool,
 ) -> None:
     path = write_scenario(WEATHER.replace("content: sunny", "contains: sunny"))
-    process, base_url = _serve(tmp_path, path)
+    process, base_url = _serve(tmp_path, path, sigint_ignored=sigint_ignored)
     try:
         client = openai.OpenAI(api_key="any", base_url=base_url, max_retries=0)
         messages = [
@@ -70,7 +94,7 @@ def test_serve_answers_the_sdk_and_reports_on_ctrl_c(
         ]
         assert "sunny" in chat_agent(client, messages)
     finally:
-        code, output = _stop(process)
+        code, output = _stop(process, stop_signal)
     assert code == 0, output
     assert "1 passed, 0 failed" in output
     report = json.loads((tmp_path / "reports" / "report.json").read_text())

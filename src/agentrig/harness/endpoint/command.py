@@ -1,4 +1,5 @@
-"""``agentrig serve``: a live endpoint in the foreground until Ctrl-C, then the sessions' results."""
+"""``agentrig serve``: a live endpoint in the foreground until Ctrl-C (or SIGTERM, SIGHUP), then
+the sessions' results."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from agentrig.harness.endpoint.server import EndpointServer
 from agentrig.harness.endpoint.service import ScenarioEndpoint
 from agentrig.harness.results import SuiteResult
 from agentrig.harness.scenarios.model import Scenario
+from agentrig.harness.suites.interrupt import stopped_by_signals
 
 
 def serve_until_interrupted(
@@ -22,17 +24,16 @@ def serve_until_interrupted(
     say: Callable[[str], object],
     stop: threading.Event | None = None,
 ) -> SuiteResult:
-    """Serve ``scenarios`` on ``host:port`` until Ctrl-C (or ``stop`` is set); the result of
-    every session that sent a request."""
+    """Serve ``scenarios`` on ``host:port`` until Ctrl-C, SIGTERM or SIGHUP (or ``stop`` is set);
+    the result of every session that sent a request."""
     endpoint = ScenarioEndpoint(scenarios)
     started = time.perf_counter()
-    with EndpointServer(endpoint, host=host, port=port) as server:
-        try:
-            for line in _banner(server, scenarios):
-                say(line)
-            _wait(stop)
-        except KeyboardInterrupt:
-            say("stopping")
+    stop = stop or threading.Event()
+    with EndpointServer(endpoint, host=host, port=port) as server, stopped_by_signals(stop):
+        for line in _banner(server, scenarios):
+            say(line)
+        _wait(stop)
+        say("stopping")
     return SuiteResult(
         scenarios=tuple(endpoint.results()), wall_time_s=time.perf_counter() - started
     )
@@ -47,27 +48,22 @@ def record_until_interrupted(
     say: Callable[[str], object],
     stop: threading.Event | None = None,
 ) -> int:
-    """Forward to ``upstream`` and record to ``cassette`` until Ctrl-C (or ``stop``); the number
-    of model calls recorded."""
+    """Forward to ``upstream`` and record to ``cassette`` until Ctrl-C, SIGTERM or SIGHUP (or
+    ``stop``); the number of model calls recorded."""
+    stop = stop or threading.Event()
     with (
         RecordThrough(upstream, cassette) as recorder,
         EndpointServer(recorder, host=host, port=port) as server,
+        stopped_by_signals(stop),
     ):
-        try:
-            say(f"agentrig endpoint recording {upstream} to {cassette} on {server.base_url}")
-            say(f"  OpenAI (Chat Completions, Responses) base URL: {server.openai_base_url}")
-            say(f"  Anthropic (Messages) base URL:                 {server.anthropic_base_url}")
-            say("  API keys are passed on to the upstream; the cassette is scrubbed of them.")
-            say("Press Ctrl-C to stop.")
-            _wait(stop)
-        except KeyboardInterrupt:
-            say("stopping")
+        say(f"agentrig endpoint recording {upstream} to {cassette} on {server.base_url}")
+        say(f"  OpenAI (Chat Completions, Responses) base URL: {server.openai_base_url}")
+        say(f"  Anthropic (Messages) base URL:                 {server.anthropic_base_url}")
+        say("  API keys are passed on to the upstream; the cassette is scrubbed of them.")
+        say("Press Ctrl-C to stop.")
+        _wait(stop)
+        say("stopping")
         return recorder.recorded
-
-
-def _wait(stop: threading.Event | None) -> None:
-    while not (stop is not None and stop.is_set()):
-        time.sleep(0.1)
 
 
 def _banner(server: EndpointServer, scenarios: Sequence[Scenario]) -> list[str]:
@@ -83,3 +79,9 @@ def _banner(server: EndpointServer, scenarios: Sequence[Scenario]) -> list[str]:
         f"  API key: {keys}",
         "Press Ctrl-C to stop and write the reports.",
     ]
+
+
+def _wait(stop: threading.Event) -> None:
+    # In short waits: a signal handler runs only between them on every platform.
+    while not stop.wait(0.2):
+        pass

@@ -1,12 +1,17 @@
-"""Ctrl-C and worker processes: held back while workers start, ignored by the workers."""
+"""Ctrl-C and worker processes: held back while workers start, ignored by the workers; and
+the signals that stop a long-running command cleanly."""
 
 from __future__ import annotations
 
 import contextlib
 import signal
+import threading
 from collections.abc import Iterator
+from types import FrameType
 
-__all__ = ["ignore_sigint", "sigint_held"]
+__all__ = ["ignore_sigint", "sigint_held", "stopped_by_signals"]
+
+_STOPPING = ("SIGINT", "SIGTERM", "SIGHUP")
 
 
 @contextlib.contextmanager
@@ -26,3 +31,29 @@ def sigint_held() -> Iterator[None]:
 def ignore_sigint() -> None:
     """In a worker: leave Ctrl-C to the main process, which stops the pool."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def stopped_by_signals(stop: threading.Event) -> Iterator[None]:
+    """Set ``stop`` on Ctrl-C (SIGINT), SIGTERM or SIGHUP while inside, so that a command that
+    serves until stopped ends cleanly and writes what it owes. SIGINT is caught even when the
+    process was started with it ignored (``cmd &`` in a script), and ``kill PID`` stops it as
+    cleanly as Ctrl-C. The previous handlers come back on leaving. Outside the main thread
+    (where handlers cannot be set) it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_signal(number: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {}
+    for name in _STOPPING:
+        number = getattr(signal, name, None)
+        if number is not None:
+            previous[number] = signal.signal(number, on_signal)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
