@@ -129,3 +129,24 @@ def test_on_a_live_server(agentrig_endpoint: Endpoint) -> None:
     )
 
     assert answer_of(state) == "It is sunny in Paris and in Oslo."
+
+
+@MODES
+@API
+def test_a_reasoning_model(agentrig_endpoint: Endpoint, responses: bool, streamed: bool) -> None:
+    ep = agentrig_endpoint(SCENARIOS / "reasoning_weather.scenario.yaml")
+    options: dict[str, Any] = {"include": ["reasoning.encrypted_content"]} if responses else {}
+    model = ChatOpenAI(
+        model="gpt-5",
+        base_url=ep.openai_base_url,
+        api_key=ep.api_key,
+        http_client=ep.httpx2_client(),
+        use_responses_api=responses,
+        streaming=streamed,
+        **options,
+    )
+    agent = build_agent(model)
+
+    state = agent.invoke({"messages": [("user", "What is the weather in Paris?")]})
+
+    assert answer_of(state) == "It is sunny in Paris."

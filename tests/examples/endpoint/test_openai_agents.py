@@ -157,3 +157,25 @@ async def test_an_agent_that_makes_its_own_client(
         result = await Runner.run(build_agent("gpt-4.1"), "What is the weather in Paris?")
 
     assert result.final_output == "It is sunny in Paris."
+
+
+@MODES
+@ON_EVERY_MODEL
+async def test_a_reasoning_model(agentrig_endpoint: Endpoint, model: str, streamed: bool) -> None:
+    from agents import ModelSettings
+
+    ep = agentrig_endpoint(SCENARIOS / "reasoning_weather.scenario.yaml")
+    reasoning_model = (
+        OpenAIResponsesModel(model="gpt-5", openai_client=client(ep))
+        if model == "responses"
+        else OpenAIChatCompletionsModel(model="gpt-5", openai_client=client(ep))
+    )
+    agent = build_agent(reasoning_model).clone(
+        model_settings=ModelSettings(store=False, response_include=["reasoning.encrypted_content"])
+        if model == "responses"
+        else ModelSettings()
+    )
+
+    result = await ask(agent, "What is the weather in Paris?", streamed=streamed)
+
+    assert result.final_output == "It is sunny in Paris."
