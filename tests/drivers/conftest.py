@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from typing import Any
 
 import pytest
@@ -11,11 +11,13 @@ from agentrig import (
     AgentBuilder,
     AgentState,
     InferenceProvider,
+    InferenceResponse,
     LlmConfig,
     UseContextConfig,
     UseLlmConfig,
     runtime_context,
 )
+from agentrig.drivers import Delta
 from agentrig.fakes import FakeClock, SeededIds
 
 
@@ -45,3 +47,21 @@ def run_agent() -> Callable[..., AgentState]:
         return builder.build().execute(state)
 
     return run
+
+
+@pytest.fixture
+def drained() -> Callable[[Generator[Delta, None, InferenceResponse]], tuple[list[Delta], Any]]:
+    """Run an ``infer_stream`` generator to its end: the pieces it handed out, and the response
+    it returned."""
+
+    def drain(
+        pieces: Generator[Delta, None, InferenceResponse],
+    ) -> tuple[list[Delta], InferenceResponse]:
+        handed: list[Delta] = []
+        while True:
+            try:
+                handed.append(next(pieces))
+            except StopIteration as done:
+                return handed, done.value
+
+    return drain

@@ -606,19 +606,14 @@ def test_a_streamed_answer_assembles_thinking_and_signature_deltas_per_block() -
     assert (streamed.content, streamed.tool_calls) == (whole.content, whole.tool_calls)
 
 
-def test_a_streamed_answer_hands_out_its_thinking_as_reasoning_pieces_before_the_text() -> None:
-    pieces = (
+def test_a_streamed_answer_hands_out_its_thinking_as_reasoning_pieces_before_the_text(
+    drained: Callable[..., tuple[list[Delta], Any]],
+) -> None:
+    handed, response = drained(
         FakeServer(thinking_stream())
         .provider(stream=True)
         .infer_stream(InferenceRequest(messages=Messages.from_text("x")))
     )
-    handed: list[Delta] = []
-    while True:
-        try:
-            handed.append(next(pieces))
-        except StopIteration as done:
-            response = done.value
-            break
     assert [d.reasoning for d in handed if d.reasoning] == ["Tokyo is ", "the capital."]
     first_text = next(n for n, d in enumerate(handed) if d.text)
     assert all(d.reasoning == "" for d in handed[first_text:])  # the redacted block gives none

@@ -907,7 +907,7 @@ def reasoning_loop(stream: bool) -> tuple[Any, Any]:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_streamed_reasoning_summary_comes_as_reasoning_pieces_before_the_text(
-    mode: str,
+    mode: str, drained: Callable[..., tuple[list[Delta], Any]]
 ) -> None:
     server = FakeServer(streamed(reasoned("rs_1", "Add them up."), said("4"), size=4))
     provider = server.provider(stream=True)
@@ -928,13 +928,7 @@ def test_a_streamed_reasoning_summary_comes_as_reasoning_pieces_before_the_text(
 
         response = asyncio.run(drain())
     else:
-        pieces = provider.infer_stream(request)
-        while True:
-            try:
-                handed.append(next(pieces))
-            except StopIteration as done:
-                response = done.value
-                break
+        handed, response = drained(provider.infer_stream(request))
     assert [(d.reasoning, d.text) for d in handed] == [
         ("Add ", ""),
         ("them", ""),

@@ -25,14 +25,17 @@ RATE_LIMITED = ROOT / "examples" / "endpoint" / "scenarios" / "rate_limited.scen
 Endpoint = Callable[..., EndpointHandle]
 
 
-def chat_model(ep: EndpointHandle, *, responses: bool, streamed: bool) -> ChatOpenAI:
+def chat_model(
+    ep: EndpointHandle, *, responses: bool, streamed: bool, model: str = "gpt-4.1", **options: Any
+) -> ChatOpenAI:
     return ChatOpenAI(
-        model="gpt-4.1",
+        model=model,
         base_url=ep.openai_base_url,
         api_key=ep.api_key,
         http_client=ep.httpx2_client(),
         use_responses_api=responses,
         streaming=streamed,
+        **options,
     )
 
 
@@ -135,16 +138,9 @@ def test_on_a_live_server(agentrig_endpoint: Endpoint) -> None:
 @API
 def test_a_reasoning_model(agentrig_endpoint: Endpoint, responses: bool, streamed: bool) -> None:
     ep = agentrig_endpoint(SCENARIOS / "reasoning_weather.scenario.yaml")
+    # a reasoning model, which asks the Responses API for its reasoning sealed, to send it back
     options: dict[str, Any] = {"include": ["reasoning.encrypted_content"]} if responses else {}
-    model = ChatOpenAI(
-        model="gpt-5",
-        base_url=ep.openai_base_url,
-        api_key=ep.api_key,
-        http_client=ep.httpx2_client(),
-        use_responses_api=responses,
-        streaming=streamed,
-        **options,
-    )
+    model = chat_model(ep, responses=responses, streamed=streamed, model="gpt-5", **options)
     agent = build_agent(model)
 
     state = agent.invoke({"messages": [("user", "What is the weather in Paris?")]})

@@ -1,10 +1,14 @@
 """Minimal agents on the official SDKs, as a user would write them: each runs one user turn
-to the end, calling a local get_weather tool, and returns the final text."""
+to the end, calling a local get_weather tool, and returns the final text. Also the SDK clients
+and agentrig's own providers pointed at an endpoint handle."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+import agentrig as ar
+from agentrig.harness.endpoint.handle import EndpointHandle
 
 SYSTEM = "You answer weather questions."
 PARAMETERS = {
@@ -154,3 +158,82 @@ def anthropic_agent(client: Any, messages: list[dict[str, Any]], *, stream: bool
                 ],
             }
         )
+
+
+# --- clients and providers pointed at an endpoint -------------------------------------------
+
+
+def _sdk_client(kind: Any, handle: EndpointHandle, base_url: str, *, asynchronous: bool) -> Any:
+    """An SDK client of class ``kind`` on the handle: in-process, or over loopback when live."""
+    if handle.live:
+        http_client = None
+    else:
+        http_client = handle.async_httpx2_client() if asynchronous else handle.httpx2_client()
+    return kind(api_key=handle.api_key, base_url=base_url, http_client=http_client, max_retries=0)
+
+
+def openai_client(handle: EndpointHandle) -> Any:
+    """``openai.OpenAI`` on the handle."""
+    import openai
+
+    return _sdk_client(openai.OpenAI, handle, handle.openai_base_url, asynchronous=False)
+
+
+def async_openai_client(handle: EndpointHandle) -> Any:
+    """``openai.AsyncOpenAI`` on the handle."""
+    import openai
+
+    return _sdk_client(openai.AsyncOpenAI, handle, handle.openai_base_url, asynchronous=True)
+
+
+def anthropic_client(handle: EndpointHandle) -> Any:
+    """``anthropic.Anthropic`` on the handle."""
+    import anthropic
+
+    return _sdk_client(anthropic.Anthropic, handle, handle.anthropic_base_url, asynchronous=False)
+
+
+def async_anthropic_client(handle: EndpointHandle) -> Any:
+    """``anthropic.AsyncAnthropic`` on the handle."""
+    import anthropic
+
+    return _sdk_client(
+        anthropic.AsyncAnthropic, handle, handle.anthropic_base_url, asynchronous=True
+    )
+
+
+def agentrig_provider(
+    name: str, handle: EndpointHandle, *, model: str = "", stream: bool = False
+) -> Any:
+    """agentrig's provider of API ``name`` (``openai`` or ``chat``, ``responses``,
+    ``anthropic``) on the handle, with sync and async clients."""
+    from agentrig.drivers import AnthropicProvider, OpenAIProvider, OpenAIResponsesProvider
+
+    if name == "anthropic":
+        return AnthropicProvider(
+            client=anthropic_client(handle),
+            async_client=async_anthropic_client(handle),
+            model=model or "claude-test",
+            stream=stream,
+        )
+    kind = OpenAIResponsesProvider if name == "responses" else OpenAIProvider
+    return kind(
+        client=openai_client(handle),
+        async_client=async_openai_client(handle),
+        model=model or "gpt-test",
+        stream=stream,
+    )
+
+
+def weather_agent(provider: Any, **guards: Any) -> ar.AgentLoop:
+    """An agentrig agent with the get_weather tool and the weather system prompt on
+    ``provider``; ``guards`` go to ``UseGuards``."""
+    builder = (
+        ar.AgentBuilder.base()
+        .with_tools([ar.FunctionTool(get_weather)])
+        .with_capability(ar.UseLlmConfig(provider))
+        .with_capability(ar.UseContextConfig(SYSTEM))
+    )
+    if guards:
+        builder.with_capability(ar.UseGuards(**guards))
+    return builder.build()

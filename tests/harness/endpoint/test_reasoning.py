@@ -16,7 +16,15 @@ from agentrig.harness.endpoint.handle import EndpointHandle
 from agentrig.harness.results import Failure
 from agentrig.harness.runner import final_states
 
-from .sdk_agents import SYSTEM, anthropic_agent, get_weather, responses_agent
+from .sdk_agents import (
+    SYSTEM,
+    agentrig_provider,
+    anthropic_agent,
+    anthropic_client,
+    openai_client,
+    responses_agent,
+    weather_agent,
+)
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -49,24 +57,6 @@ def reasoning(write_scenario: Callable[[str], Path]) -> Path:
     return write_scenario(SCENARIO)
 
 
-def _anthropic(handle: EndpointHandle) -> Any:
-    return anthropic.Anthropic(
-        api_key=handle.api_key,
-        base_url=handle.anthropic_base_url,
-        http_client=handle.httpx2_client(),
-        max_retries=0,
-    )
-
-
-def _openai(handle: EndpointHandle) -> Any:
-    return openai.OpenAI(
-        api_key=handle.api_key,
-        base_url=handle.openai_base_url,
-        http_client=handle.httpx2_client(),
-        max_retries=0,
-    )
-
-
 def _violations(handle: EndpointHandle) -> list[Failure]:
     return [f for f in handle.result().failures if f.invariant == "reasoning_sent_back"]
 
@@ -83,7 +73,7 @@ def test_anthropic_answers_with_a_signed_thinking_block_first(
     reasoning: Path, stream: bool
 ) -> None:
     handle = EndpointHandle(reasoning)
-    client = _anthropic(handle)
+    client = anthropic_client(handle)
     options: dict[str, Any] = {
         "model": "claude-test",
         "max_tokens": 256,
@@ -110,7 +100,7 @@ def test_responses_answers_with_a_reasoning_item_sealed_when_asked(
     reasoning: Path, stream: bool
 ) -> None:
     handle = EndpointHandle(reasoning)
-    client = _openai(handle)
+    client = openai_client(handle)
     options: dict[str, Any] = {
         "model": "gpt-test",
         "input": "Weather in Paris?",
@@ -128,7 +118,7 @@ def test_responses_answers_with_a_reasoning_item_sealed_when_asked(
     assert item.encrypted_content
     assert call.type == "function_call"
     unsealed = EndpointHandle(reasoning)
-    plain = _openai(unsealed).responses.create(model="gpt-test", input="Weather in Paris?")
+    plain = openai_client(unsealed).responses.create(model="gpt-test", input="Weather in Paris?")
     assert plain.output[0].encrypted_content is None
 
 
@@ -137,7 +127,7 @@ def test_chat_answers_with_reasoning_content_as_compatible_servers_do(
     reasoning: Path, stream: bool
 ) -> None:
     handle = EndpointHandle(reasoning)
-    client = _openai(handle)
+    client = openai_client(handle)
     options: dict[str, Any] = {"model": "gpt-test", "messages": _first_turn()}
     if stream:
         chunks = list(client.chat.completions.create(**options, stream=True))
@@ -157,7 +147,7 @@ def test_an_sdk_agent_that_returns_its_thinking_blocks_passes(
     reasoning: Path, stream: bool
 ) -> None:
     handle = EndpointHandle(reasoning)
-    answer = anthropic_agent(_anthropic(handle), _first_turn(), stream=stream)
+    answer = anthropic_agent(anthropic_client(handle), _first_turn(), stream=stream)
     assert answer == "It is sunny in Paris today."
     result = handle.check()
     outcome = {o.name: (o.checks, o.failures) for o in result.invariants}
@@ -166,7 +156,7 @@ def test_an_sdk_agent_that_returns_its_thinking_blocks_passes(
 
 def test_a_responses_agent_that_returns_its_reasoning_items_passes(reasoning: Path) -> None:
     handle = EndpointHandle(reasoning)
-    client = _openai(handle)
+    client = openai_client(handle)
     create = client.responses.create
 
     def sealed(**options: Any) -> Any:
@@ -187,7 +177,7 @@ def test_a_responses_agent_that_returns_its_reasoning_items_passes(reasoning: Pa
 def _dropping_thinking(handle: EndpointHandle, change: Callable[[dict[str, Any]], Any]) -> None:
     """One tool round trip on the raw Messages API, the thinking block changed by ``change``
     (which returns the block to send back, or None to drop it)."""
-    client = _anthropic(handle)
+    client = anthropic_client(handle)
     messages = _first_turn()
     first = client.messages.create(model="claude-test", max_tokens=256, messages=messages)
     blocks = [block.model_dump(exclude_none=True) for block in first.content]
@@ -246,23 +236,10 @@ def test_the_check_can_be_excluded(write_scenario: Callable[[str], Path]) -> Non
 def test_agentrigs_providers_keep_stream_and_send_back_the_reasoning(
     reasoning: Path, provider_name: str, stream: bool
 ) -> None:
-    from agentrig.drivers import AnthropicProvider, OpenAIProvider, OpenAIResponsesProvider
-
     handle = EndpointHandle(reasoning)
-    provider: ar.InferenceProvider
-    if provider_name == "openai":
-        provider = OpenAIProvider(client=_openai(handle), model="gpt-test", stream=stream)
-    elif provider_name == "responses":  # a reasoning model's name: encrypted reasoning asked
-        provider = OpenAIResponsesProvider(client=_openai(handle), model="gpt-5", stream=stream)
-    else:
-        provider = AnthropicProvider(client=_anthropic(handle), model="claude-test", stream=stream)
-    agent = (
-        ar.AgentBuilder.base()
-        .with_tools([ar.FunctionTool(get_weather)])
-        .with_capability(ar.UseLlmConfig(provider))
-        .with_capability(ar.UseContextConfig(SYSTEM))
-        .build()
-    )
+    # a reasoning model's name for the Responses API: agentrig then asks for encrypted reasoning
+    model = "gpt-5" if provider_name == "responses" else ""
+    agent = weather_agent(agentrig_provider(provider_name, handle, model=model, stream=stream))
     state = ar.AgentState().with_user_message("Weather in Paris?")
     items = list(agent.stream(state))
     final = items[-1]

@@ -13,7 +13,18 @@ import pytest
 import agentrig as ar
 from agentrig.harness.endpoint.handle import EndpointHandle
 
-from .sdk_agents import SYSTEM, anthropic_agent, chat_agent, get_weather, responses_agent
+from .sdk_agents import (
+    SYSTEM,
+    agentrig_provider,
+    anthropic_agent,
+    anthropic_client,
+    async_openai_client,
+    chat_agent,
+    get_weather,
+    openai_client,
+    responses_agent,
+    weather_agent,
+)
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -42,30 +53,6 @@ def weather(write_scenario: Callable[[str], Path]) -> Path:
     return write_scenario(SCENARIO)
 
 
-def _openai(handle: EndpointHandle) -> Any:
-    client = None if handle.live else handle.httpx2_client()
-    return openai.OpenAI(
-        api_key=handle.api_key, base_url=handle.openai_base_url, http_client=client, max_retries=0
-    )
-
-
-def _async_openai(handle: EndpointHandle) -> Any:
-    client = None if handle.live else handle.async_httpx2_client()
-    return openai.AsyncOpenAI(
-        api_key=handle.api_key, base_url=handle.openai_base_url, http_client=client, max_retries=0
-    )
-
-
-def _anthropic(handle: EndpointHandle) -> Any:
-    client = None if handle.live else handle.httpx2_client()
-    return anthropic.Anthropic(
-        api_key=handle.api_key,
-        base_url=handle.anthropic_base_url,
-        http_client=client,
-        max_retries=0,
-    )
-
-
 def _chat_messages() -> list[dict[str, Any]]:
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Weather in Paris?"}]
 
@@ -75,14 +62,14 @@ def _chat_messages() -> list[dict[str, Any]]:
 class TestOpenAISync:
     def test_chat_completions(self, weather: Path, live: bool, stream: bool) -> None:
         with EndpointHandle(weather, live=live) as handle:
-            text = chat_agent(_openai(handle), _chat_messages(), stream=stream)
+            text = chat_agent(openai_client(handle), _chat_messages(), stream=stream)
             assert text == "It is sunny in Paris today."
             handle.check()
 
     def test_responses(self, weather: Path, live: bool, stream: bool) -> None:
         with EndpointHandle(weather, live=live) as handle:
             items: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
-            assert responses_agent(_openai(handle), items, stream=stream) == (
+            assert responses_agent(openai_client(handle), items, stream=stream) == (
                 "It is sunny in Paris today."
             )
             handle.check()
@@ -90,7 +77,7 @@ class TestOpenAISync:
     def test_anthropic_messages(self, weather: Path, live: bool, stream: bool) -> None:
         with EndpointHandle(weather, live=live) as handle:
             messages = [{"role": "user", "content": "Weather in Paris?"}]
-            assert anthropic_agent(_anthropic(handle), messages, stream=stream) == (
+            assert anthropic_agent(anthropic_client(handle), messages, stream=stream) == (
                 "It is sunny in Paris today."
             )
             handle.check()
@@ -144,7 +131,7 @@ def test_async_openai_chat(weather: Path, stream: bool) -> None:
                 )
 
     handle = EndpointHandle(weather)
-    assert asyncio.run(agent(_async_openai(handle))) == "It is sunny in Paris today."
+    assert asyncio.run(agent(async_openai_client(handle))) == "It is sunny in Paris today."
     handle.check()
 
 
@@ -209,24 +196,9 @@ def _tools() -> list[dict[str, Any]]:
 @pytest.mark.parametrize("provider_name", ["openai", "responses", "anthropic"])
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 def test_agentrigs_own_providers(weather: Path, provider_name: str, stream: bool) -> None:
-    from agentrig.drivers import AnthropicProvider, OpenAIProvider, OpenAIResponsesProvider
-
     handle = EndpointHandle(weather)
-    provider: ar.InferenceProvider
-    if provider_name == "openai":
-        provider = OpenAIProvider(client=_openai(handle), model="gpt-test", stream=stream)
-    elif provider_name == "responses":
-        provider = OpenAIResponsesProvider(client=_openai(handle), model="gpt-test", stream=stream)
-    else:
-        provider = AnthropicProvider(client=_anthropic(handle), model="claude-test", stream=stream)
-    agent = (
-        ar.AgentBuilder.base()
-        .with_tools([ar.FunctionTool(get_weather)])
-        .with_capability(ar.UseLlmConfig(provider))
-        .with_capability(ar.UseContextConfig(SYSTEM))
-        .with_capability(ar.UseGuards(max_steps=5, max_tokens=10_000))
-        .build()
-    )
+    provider = agentrig_provider(provider_name, handle, stream=stream)
+    agent = weather_agent(provider, max_steps=5, max_tokens=10_000)
     state = agent.execute(ar.AgentState().with_user_message("Weather in Paris?"))
     assert state.final_response().to_text() == "It is sunny in Paris today."
     assert state.usage().input_tokens == 80

@@ -16,7 +16,16 @@ import agentrig as ar
 from agentrig.harness.endpoint.handle import EndpointHandle
 from agentrig.harness.errors import ScenarioFileError
 
-from .sdk_agents import SYSTEM, anthropic_agent, chat_agent, get_weather, responses_agent
+from .sdk_agents import (
+    SYSTEM,
+    agentrig_provider,
+    anthropic_agent,
+    anthropic_client,
+    chat_agent,
+    openai_client,
+    responses_agent,
+    weather_agent,
+)
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -122,78 +131,25 @@ def test_an_unknown_wire_chunking_is_refused_naming_the_field(
 # --- the official SDKs ------------------------------------------------------------------------
 
 
-def _openai(handle: EndpointHandle) -> Any:
-    return openai.OpenAI(
-        api_key=handle.api_key,
-        base_url=handle.openai_base_url,
-        http_client=handle.httpx2_client(),
-        max_retries=0,
-    )
-
-
-def _anthropic(handle: EndpointHandle) -> Any:
-    return anthropic.Anthropic(
-        api_key=handle.api_key,
-        base_url=handle.anthropic_base_url,
-        http_client=handle.httpx2_client(),
-        max_retries=0,
-    )
-
-
 def test_the_sdks_put_the_characters_back_together(unicode_scenario: Path) -> None:
     with EndpointHandle(unicode_scenario) as handle:
         messages = [
             {"role": "system", "content": SYSTEM},
             {"role": "user", "content": "Weather in Paris?"},
         ]
-        assert chat_agent(_openai(handle), messages, stream=True) == ANSWER
+        assert chat_agent(openai_client(handle), messages, stream=True) == ANSWER
         handle.check()
     with EndpointHandle(unicode_scenario) as handle:
         items: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
-        assert responses_agent(_openai(handle), items, stream=True) == ANSWER
+        assert responses_agent(openai_client(handle), items, stream=True) == ANSWER
         handle.check()
     with EndpointHandle(unicode_scenario) as handle:
         user = [{"role": "user", "content": "Weather in Paris?"}]
-        assert anthropic_agent(_anthropic(handle), user, stream=True) == ANSWER
+        assert anthropic_agent(anthropic_client(handle), user, stream=True) == ANSWER
         handle.check()
 
 
 # --- agentrig's own providers, through agent.stream and astream ------------------------------
-
-
-def _provider(name: str, handle: EndpointHandle) -> Any:
-    from agentrig.drivers import AnthropicProvider, OpenAIProvider, OpenAIResponsesProvider
-
-    common = {"api_key": handle.api_key, "max_retries": 0}
-    clients = {"http_client": handle.httpx2_client()}
-    async_clients = {"http_client": handle.async_httpx2_client()}
-    if name == "anthropic":
-        url = handle.anthropic_base_url
-        return AnthropicProvider(
-            client=anthropic.Anthropic(**common, base_url=url, **clients),
-            async_client=anthropic.AsyncAnthropic(**common, base_url=url, **async_clients),
-            model="claude-test",
-            stream=True,
-        )
-    kind = OpenAIProvider if name == "chat" else OpenAIResponsesProvider
-    url = handle.openai_base_url
-    return kind(
-        client=openai.OpenAI(**common, base_url=url, **clients),
-        async_client=openai.AsyncOpenAI(**common, base_url=url, **async_clients),
-        model="gpt-test",
-        stream=True,
-    )
-
-
-def _agent(provider: Any) -> ar.AgentLoop:
-    return (
-        ar.AgentBuilder.base()
-        .with_tools([ar.FunctionTool(get_weather)])
-        .with_capability(ar.UseLlmConfig(provider))
-        .with_capability(ar.UseContextConfig(SYSTEM))
-        .with_capability(ar.UseGuards(max_steps=5))
-        .build()
-    )
 
 
 @pytest.mark.parametrize("provider_name", ["chat", "responses", "anthropic"])
@@ -203,7 +159,7 @@ def test_agentrigs_providers_stream_the_characters_whole(
 ) -> None:
     start = ar.AgentState().with_user_message("Weather in Paris?")
     with EndpointHandle(unicode_scenario) as handle:
-        agent = _agent(_provider(provider_name, handle))
+        agent = weather_agent(agentrig_provider(provider_name, handle, stream=True), max_steps=5)
         if run == "stream":
             items = list(agent.stream(start))
         else:
