@@ -179,13 +179,15 @@ def infer_now(
 ) -> InferenceResponse:
     """``Infer(provider, request).perform()`` without the effect: ``provider.infer(request)``,
     or an ``ainfer``-only provider run on a private event loop."""
-    # ``getattr`` rather than ``isinstance`` against the protocols: a runtime-checkable
+    # An attribute read rather than ``isinstance`` against the protocols: a runtime-checkable
     # protocol check costs microseconds, and this runs every step.
-    infer = getattr(provider, "infer", None)
-    if infer is not None:
-        response: InferenceResponse = infer(request)  # no cast(): a call, every step
+    try:
+        infer = provider.infer  # type: ignore[union-attr]  # no cast(): a call, every step
+    except AttributeError:
+        ainfer = cast("AsyncInferenceProvider", provider).ainfer
+    else:
+        response: InferenceResponse = infer(request)
         return response
-    ainfer = cast("AsyncInferenceProvider", provider).ainfer
     return cast("InferenceResponse", run_coroutine(ainfer(request), "the provider"))
 
 

@@ -386,7 +386,18 @@ class AgentLoop:
             raise
         except Exception as error:
             return self._step_failed(state, error, started=False), None, False
-        return state, self._runtime(step_number, streaming, direct), False
+        runtime = StepRuntime(
+            tools=self.tools,
+            executor=self.executor,
+            hooks=self.hooks,
+            events=self.events,
+            trace_mode=self.trace_mode,
+            step_number=step_number,
+            streaming=streaming,
+            retry_checks=self.retry_checks,
+            direct=direct,
+        )
+        return state, runtime, False
 
     def _step_failed(self, state: AgentState, error: Exception, *, started: bool) -> AgentState:
         """``state`` with the step's error (or stop request) recorded; a ``started`` step that
@@ -414,19 +425,6 @@ class AgentLoop:
             return state.with_current_step_completed(), True
         state = self._evaluated(state, should_stop=False)
         return state.with_current_step_completed(), False
-
-    def _runtime(self, step_number: int, streaming: bool, direct: bool) -> StepRuntime:
-        return StepRuntime(
-            tools=self.tools,
-            executor=self.executor,
-            hooks=self.hooks,
-            events=self.events,
-            trace_mode=self.trace_mode,
-            step_number=step_number,
-            streaming=streaming,
-            retry_checks=self.retry_checks,
-            direct=direct,
-        )
 
     def _after_step(self, state: AgentState, step_number: int) -> AgentState:
         state = self._guarded(_AFTER_STEP, state)
@@ -555,8 +553,10 @@ class AgentLoop:
 
     def _guarded(self, trigger: HookTrigger, state: AgentState) -> AgentState:
         """Run hooks for ``trigger``, turning AgentStop and errors into state."""
+        if not self.hooks.by_trigger[trigger]:
+            return state  # no hook: nothing can fail (and no try to set up, most steps)
         try:
-            return self._intercept(trigger, state)
+            return self.hooks.intercept(HookContext(trigger, state)).state
         except EventListenerError:
             raise
         except AgentStop as stop:
