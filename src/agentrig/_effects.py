@@ -54,8 +54,8 @@ class Resumed(Generic[Y, T]):
     """A generator driven from outside: each ``next()`` resumes it with what it is owed (the
     value ``resolve`` set, sent in; or the error ``fail`` set, raised at its ``yield``) and
     returns what it yields next; when it returns, iteration stops and ``returned`` holds its
-    value. The send/throw bookkeeping every runner of effects needs (``run_sync``,
-    ``run_async``, the loop's ``aiterate``, ``stream`` and ``astream``), written once."""
+    value. The send/throw bookkeeping of the runners of effects (``run_sync``, ``run_async``,
+    the loop's ``stream`` and ``astream``; ``aiterate`` keeps it inline, see there)."""
 
     __slots__ = ("_error", "_generator", "_value", "returned")
 

@@ -529,8 +529,9 @@ class ToolExecutor:
             state, call = context.state, context.tool_call or call
             if context.blocks_the_call():
                 return call, state, self._blocked(context, call, step_number)
-        fields = {"args": call.arguments, "tool_call_id": call.id}
-        self._tell(ToolCallStarted, state, step_number, call, **fields)
+        if self.events.listened:
+            fields = {"args": call.arguments, "tool_call_id": call.id}
+            self._tell(ToolCallStarted, state, step_number, call, **fields)
         return call, state, None
 
     def _after(
@@ -546,7 +547,8 @@ class ToolExecutor:
             self._completed(state, step_number, call, f"stopped: {outcome}")
             raise outcome
         execution = outcome
-        self._completed(state, step_number, call, execution.error)
+        if self.events.listened:
+            self._completed(state, step_number, call, execution.error)
         if self.hooks.by_trigger[_AFTER_TOOL_USE]:
             try:
                 context = self.hooks.intercept(
@@ -575,9 +577,10 @@ class ToolExecutor:
         call: ToolCall,
         **fields: Any,
     ) -> None:
-        """Dispatch an ``event_type`` about ``call`` (with ``fields``) when anyone listens."""
+        """Dispatch an ``event_type`` about ``call`` (with ``fields``) when anyone listens for
+        it. The hot callers read ``events.listened`` first: unheard, no fields are built."""
         events = self.events
-        if events.listened and events.wants(event_type):
+        if events.wants(event_type):
             events.dispatch(event_type.of(state, step_number=step_number, tool=call.name, **fields))
 
     def _blocked(self, context: HookContext, call: ToolCall, step_number: int) -> ToolExecution:
