@@ -3,10 +3,10 @@
 A frozen dataclass's generated ``__init__`` stores every field with ``object.__setattr__``
 (a global lookup, an attribute lookup and a generic call per field). Writing through the slot
 descriptors directly costs about half as much; for a class without slots, one write of the
-instance's ``__dict__`` (built as a dict display) costs less still when it has more than a few
-fields (``StepRuntime``, ``HookContext``: built every step). Everything else stays the
-dataclass's own: fields, equality, hashing, repr, ``dataclasses.replace``, and the
-``FrozenInstanceError`` that ``__setattr__`` and ``__delattr__`` raise.
+instance's ``__dict__`` (built as a dict display) costs less still when it has many fields
+(``StepRuntime``, nine). Everything else stays the dataclass's own: fields, equality, hashing,
+repr, ``dataclasses.replace``, and the ``FrozenInstanceError`` that ``__setattr__`` and
+``__delattr__`` raise.
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ _CONTEXT_FIELDS = (
 
 
 @fast_init
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HookContext:
     """What a hook sees and may change. Each trigger allows changing only some fields."""
 

@@ -371,16 +371,18 @@ class AgentLoop:
             raise
         except Exception as error:
             return self._step_failed(state, error, started=False), None, False
+        # Positional, in the order of StepRuntime's fields: a call by keyword matches each
+        # keyword to its parameter, a cost paid every step.
         runtime = StepRuntime(
-            tools=self.tools,
-            executor=self.executor,
-            hooks=self.hooks,
-            events=self.events,
-            trace_mode=self.trace_mode,
-            step_number=step_number,
-            streaming=streaming,
-            retry_checks=self.retry_checks,
-            direct=direct,
+            self.tools,
+            self.executor,
+            self.hooks,
+            self.events,
+            self.trace_mode,
+            step_number,
+            streaming,
+            self.retry_checks,
+            direct,
         )
         return state, runtime, False
 
