@@ -95,7 +95,7 @@ class Resumed(Generic[Y, T]):
             self._error = raised
 
     async def aperform(self, effect: Effect) -> None:
-        """``perform``, awaiting ``effect.aperform()``."""
+        """``perform``, awaiting ``effect.aperform()`` (its twin: plain code cannot await)."""
         try:
             self._value = await effect.aperform()
         except BaseException as raised:
