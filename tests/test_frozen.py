@@ -44,6 +44,23 @@ class Fast:
     d: int = field(default=4, kw_only=True)
 
 
+@fast_init
+@dataclass(frozen=True)
+class FastUnslotted:
+    a: int
+    b: dict[str, int] = field(default_factory=dict)
+    c: str = "c"
+    d: int = field(default=4, kw_only=True)
+
+
+@dataclass(frozen=True)
+class PlainUnslotted:
+    a: int
+    b: dict[str, int] = field(default_factory=dict)
+    c: str = "c"
+    d: int = field(default=4, kw_only=True)
+
+
 def step_runtime() -> StepRuntime:
     tools = Tools()
     return StepRuntime(tools, ToolExecutor(tools), HookStack(), EventBus(), TraceMode.SEPARATED, 1)
@@ -57,6 +74,7 @@ def samples() -> list[Any]:
         HookContext(HookTrigger.BEFORE_STEP, state),
         step_runtime(),
         Fast(1),
+        FastUnslotted(1),
     ]
 
 
@@ -71,6 +89,16 @@ class TestFastInit:
             assert dataclasses.astuple(fast) == dataclasses.astuple(plain)
             assert fast == Fast(*args, **kwargs)
             assert fast != Fast(7)
+
+    def test_an_unslotted_class_is_built_the_same_through_its_dict(self) -> None:
+        assert str(inspect.signature(FastUnslotted)) == str(inspect.signature(PlainUnslotted))
+        for args, kwargs in [((1,), {}), ((1, {"x": 1}, "z"), {"d": 9}), ((), {"a": 2, "c": "q"})]:
+            fast, plain = FastUnslotted(*args, **kwargs), PlainUnslotted(*args, **kwargs)
+            assert repr(fast) == repr(plain).replace("PlainUnslotted", "FastUnslotted")
+            assert fast.__dict__ == plain.__dict__
+            assert fast == FastUnslotted(*args, **kwargs)
+        assert FastUnslotted(1).b is not FastUnslotted(1).b
+        assert dataclasses.replace(FastUnslotted(1), c="new").c == "new"
 
     def test_a_default_factory_runs_per_instance(self) -> None:
         assert Fast(1).b == {}
@@ -100,7 +128,8 @@ class TestFastInit:
             delattr(sample, name)
         with pytest.raises((AttributeError, TypeError)):
             sample.unknown = 1
-        assert not hasattr(sample, "__dict__")
+        if "__slots__" in type(sample).__dict__:
+            assert not hasattr(sample, "__dict__")
 
     def test_hook_context_keeps_its_defaults(self) -> None:
         context = HookContext(HookTrigger.AFTER_STEP, AgentState())
@@ -111,10 +140,6 @@ class TestFastInit:
     def test_refuses_what_it_cannot_build(self) -> None:
         @dataclass(slots=True)
         class Mutable:
-            a: int
-
-        @dataclass(frozen=True)
-        class Unslotted:
             a: int
 
         @dataclass(frozen=True, slots=True)
@@ -134,6 +159,6 @@ class TestFastInit:
             a: int
             b: int = field(default=0, init=False)
 
-        for cls in (Mutable, Unslotted, PostInit, WithInitVar, NotInInit):
+        for cls in (Mutable, PostInit, WithInitVar, NotInInit):
             with pytest.raises(TypeError):
                 fast_init(cls)

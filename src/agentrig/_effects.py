@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from agentrig.drivers.provider import AsyncInferenceProvider, Delta, InferenceProvider
 from agentrig.errors import ConfigurationError
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from agentrig.tools import ToolExecutor
 
 T = TypeVar("T")
+Y = TypeVar("Y")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -49,34 +50,76 @@ Effects = Generator[Effect, Any, T]
 """A step (or part of one) as a generator: yields effects, receives their results, returns T."""
 
 
+class Resumed(Generic[Y, T]):
+    """A generator driven from outside: each ``next()`` resumes it with what it is owed (the
+    value ``resolve`` set, sent in; or the error ``fail`` set, raised at its ``yield``) and
+    returns what it yields next; when it returns, iteration stops and ``returned`` holds its
+    value. The send/throw bookkeeping of the runners of effects (``run_sync``, ``run_async``,
+    the loop's ``stream`` and ``astream``; ``aiterate`` keeps it inline, see there)."""
+
+    __slots__ = ("_error", "_generator", "_value", "returned")
+
+    def __init__(self, generator: Generator[Y, Any, T]) -> None:
+        self._generator = generator
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self.returned: T | None = None
+
+    def __iter__(self) -> Resumed[Y, T]:
+        return self
+
+    def __next__(self) -> Y:
+        value, error = self._value, self._error
+        self._value = self._error = None
+        try:
+            if error is None:
+                return self._generator.send(value)
+            return self._generator.throw(error)
+        except StopIteration as done:
+            self.returned = done.value
+            raise
+
+    def resolve(self, value: Any) -> None:
+        """Send ``value`` in at the next resumption: the result of what it yielded."""
+        self._value = value
+
+    def fail(self, error: BaseException) -> None:
+        """Raise ``error`` at its ``yield`` at the next resumption, where the effect failed."""
+        self._error = error
+
+    def perform(self, effect: Effect) -> None:
+        """``effect.perform()``, its result (or error) owed at the next resumption."""
+        try:
+            self._value = effect.perform()
+        except BaseException as raised:  # raised at the generator's ``yield``, where it belongs
+            self._error = raised
+
+    async def aperform(self, effect: Effect) -> None:
+        """``perform``, awaiting ``effect.aperform()`` (its twin: plain code cannot await)."""
+        try:
+            self._value = await effect.aperform()
+        except BaseException as raised:
+            self._error = raised
+
+    def close(self) -> None:
+        """Close the generator (its ``finally`` blocks run here)."""
+        self._generator.close()
+
+
 def run_sync(effects: Effects[T]) -> T:
     """Drive ``effects`` to the end, performing each effect with a plain call."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            effect = effects.send(value) if error is None else effects.throw(error)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
-        try:
-            value, error = effect.perform(), None
-        except BaseException as raised:  # raised at the generator's ``yield``, where it belongs
-            value, error = None, raised
+    run = Resumed(effects)
+    for effect in run:
+        run.perform(effect)
+    return cast(T, run.returned)
 
 
 async def run_async(effects: Effects[T]) -> T:
     """Drive ``effects`` to the end, awaiting each effect."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            effect = effects.send(value) if error is None else effects.throw(error)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
-        try:
-            value, error = await effect.aperform(), None
-        except BaseException as raised:
-            value, error = None, raised
+    run = Resumed(effects)
+    for effect in run:
+        await run.aperform(effect)
+    return cast(T, run.returned)
 
 
 # Effects are plain slotted records (not frozen): built a few times a step and never changed,
@@ -179,13 +222,15 @@ def infer_now(
 ) -> InferenceResponse:
     """``Infer(provider, request).perform()`` without the effect: ``provider.infer(request)``,
     or an ``ainfer``-only provider run on a private event loop."""
-    # ``getattr`` rather than ``isinstance`` against the protocols: a runtime-checkable
+    # An attribute read rather than ``isinstance`` against the protocols: a runtime-checkable
     # protocol check costs microseconds, and this runs every step.
-    infer = getattr(provider, "infer", None)
-    if infer is not None:
-        response: InferenceResponse = infer(request)  # no cast(): a call, every step
+    try:
+        infer = provider.infer  # type: ignore[union-attr]  # no cast(): a call, every step
+    except AttributeError:
+        ainfer = cast("AsyncInferenceProvider", provider).ainfer
+    else:
+        response: InferenceResponse = infer(request)
         return response
-    ainfer = cast("AsyncInferenceProvider", provider).ainfer
     return cast("InferenceResponse", run_coroutine(ainfer(request), "the provider"))
 
 

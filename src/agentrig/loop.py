@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from contextlib import AbstractContextManager
 from typing import Any, cast
 
-from agentrig._effects import Effect, Infer, UseTools, in_event_loop, step_of
+from agentrig._effects import Effect, Infer, Resumed, UseTools, in_event_loop, step_of
 from agentrig._provenance import foreign_ids, foreign_times
 from agentrig.clock import Clock, IdFactory, SystemClock, UuidIds, runtime_context
 from agentrig.continuation import StopReason, StopSignal
@@ -191,6 +191,8 @@ class AgentLoop:
     async def aiterate(self, state: AgentState) -> AsyncIterator[AgentState]:
         """Yield the same states as ``iterate``, running providers and tools on the event loop:
         the tool calls of a step run concurrently (see ``ToolExecutor.aexecute``)."""
+        # The send/throw bookkeeping of ``Resumed``, inline: this loop runs twice a step on the
+        # async path, where ``Resumed``'s method calls cost about 1% of the step.
         run = self._run(state)
         value: Any = None
         error: BaseException | None = None
@@ -205,7 +207,7 @@ class AgentLoop:
                 continue
             try:
                 value, error = await item.aperform(), None
-            except BaseException as raised:
+            except BaseException as raised:  # raised at the run's ``yield``, where it belongs
                 value, error = None, raised
 
     def stream(self, state: AgentState) -> Iterator[AgentEvent | AgentState]:
@@ -227,58 +229,41 @@ class AgentLoop:
         return self._stream(state)
 
     def _stream(self, state: AgentState) -> Iterator[AgentEvent | AgentState]:
-        heard: deque[AgentEvent] = deque()
-        unsubscribe = self.events.wiretap(_listener_for(state.agent_id, heard))
-        run = self._run(state, streaming=True)
+        # ``astream`` is this loop with ``await``s (and ``async for`` over the answer's pieces):
+        # a generator cannot await, so the two stay apart; ``Resumed`` and ``_Heard`` hold what
+        # they share.
+        heard = _Heard(self.events, state.agent_id)
+        run = Resumed(self._run(state, streaming=True))
         try:
-            value: Any = None
-            error: BaseException | None = None
-            while True:
-                try:
-                    item = run.send(value) if error is None else run.throw(error)
-                except StopIteration:
-                    break
-                value, error = None, None
-                yield from _drained(heard)
+            for item in run:
+                yield from heard.drained()
                 if isinstance(item, AgentState):
                     yield item
                     continue
                 try:
                     if isinstance(item, Infer):
-                        pieces = item.pieces()
-                        while True:
-                            try:
-                                next(pieces)
-                            except StopIteration as done:
-                                value = done.value
-                                break
-                            yield from _drained(heard)
+                        pieces = Resumed(item.pieces())
+                        for _ in pieces:  # a piece was dispatched as an event: hand it out
+                            yield from heard.drained()
+                        run.resolve(pieces.returned)
                     else:
-                        value = item.perform()
+                        run.resolve(item.perform())
                 except BaseException as raised:
-                    error = raised
-                yield from _drained(heard)
-            yield from _drained(heard)
+                    run.fail(raised)
+                yield from heard.drained()
+            yield from heard.drained()
         finally:  # a consumer that stops early ends the run here, in its own context
             run.close()
-            unsubscribe()
+            heard.close()
 
     async def astream(self, state: AgentState) -> AsyncIterator[AgentEvent | AgentState]:
         """``stream`` on the running event loop: the events as they happen, the state after
         each step, and last the final state (the one ``aexecute`` returns)."""
-        heard: deque[AgentEvent] = deque()
-        unsubscribe = self.events.wiretap(_listener_for(state.agent_id, heard))
-        run = self._run(state, streaming=True)
+        heard = _Heard(self.events, state.agent_id)
+        run = Resumed(self._run(state, streaming=True))
         try:
-            value: Any = None
-            error: BaseException | None = None
-            while True:
-                try:
-                    item = run.send(value) if error is None else run.throw(error)
-                except StopIteration:
-                    break
-                value, error = None, None
-                for event in _drained(heard):
+            for item in run:
+                for event in heard.drained():
                     yield event
                 if isinstance(item, AgentState):
                     yield item
@@ -287,23 +272,23 @@ class AgentLoop:
                     if isinstance(item, Infer):
                         pieces = item.apieces()
                         try:
-                            async for piece in pieces:
-                                value = piece
-                                for event in _drained(heard):
+                            async for piece in pieces:  # ticks, then the response
+                                run.resolve(piece)
+                                for event in heard.drained():
                                     yield event
                         finally:  # closed here, in this task, when the consumer stops early
                             await pieces.aclose()
                     else:
-                        value = await item.aperform()
+                        run.resolve(await item.aperform())
                 except BaseException as raised:
-                    error = raised
-                for event in _drained(heard):
+                    run.fail(raised)
+                for event in heard.drained():
                     yield event
-            for event in _drained(heard):
+            for event in heard.drained():
                 yield event
         finally:  # a consumer that stops early ends the run here, in its own context
             run.close()
-            unsubscribe()
+            heard.close()
 
     def _run(
         self, state: AgentState, *, streaming: bool = False, direct: bool = False
@@ -386,7 +371,20 @@ class AgentLoop:
             raise
         except Exception as error:
             return self._step_failed(state, error, started=False), None, False
-        return state, self._runtime(step_number, streaming, direct), False
+        # Positional, in the order of StepRuntime's fields: a call by keyword matches each
+        # keyword to its parameter, a cost paid every step.
+        runtime = StepRuntime(
+            self.tools,
+            self.executor,
+            self.hooks,
+            self.events,
+            self.trace_mode,
+            step_number,
+            streaming,
+            self.retry_checks,
+            direct,
+        )
+        return state, runtime, False
 
     def _step_failed(self, state: AgentState, error: Exception, *, started: bool) -> AgentState:
         """``state`` with the step's error (or stop request) recorded; a ``started`` step that
@@ -414,19 +412,6 @@ class AgentLoop:
             return state.with_current_step_completed(), True
         state = self._evaluated(state, should_stop=False)
         return state.with_current_step_completed(), False
-
-    def _runtime(self, step_number: int, streaming: bool, direct: bool) -> StepRuntime:
-        return StepRuntime(
-            tools=self.tools,
-            executor=self.executor,
-            hooks=self.hooks,
-            events=self.events,
-            trace_mode=self.trace_mode,
-            step_number=step_number,
-            streaming=streaming,
-            retry_checks=self.retry_checks,
-            direct=direct,
-        )
 
     def _after_step(self, state: AgentState, step_number: int) -> AgentState:
         state = self._guarded(_AFTER_STEP, state)
@@ -555,8 +540,10 @@ class AgentLoop:
 
     def _guarded(self, trigger: HookTrigger, state: AgentState) -> AgentState:
         """Run hooks for ``trigger``, turning AgentStop and errors into state."""
+        if not self.hooks.by_trigger[trigger]:
+            return state  # no hook: nothing can fail (and no try to set up, most steps)
         try:
-            return self._intercept(trigger, state)
+            return self.hooks.intercept(HookContext(trigger, state)).state
         except EventListenerError:
             raise
         except AgentStop as stop:
@@ -606,19 +593,24 @@ def _hooked(hooks: HookStack, context: HookContext) -> HookContext | None:
         return None
 
 
-def _listener_for(agent_id: str, heard: deque[AgentEvent]) -> Callable[[AgentEvent], None]:
-    """A wiretap keeping the events of agent ``agent_id`` and of its subagents."""
+class _Heard:
+    """The events of agent ``agent_id`` and of its subagents, heard on ``events`` (a wiretap)
+    until ``close``, for a stream to hand out."""
 
-    def hear(event: AgentEvent) -> None:
-        if event.agent_id == agent_id or event.parent_agent_id == agent_id:
-            heard.append(event)
+    def __init__(self, events: EventBus, agent_id: str) -> None:
+        self._agent_id = agent_id
+        self._heard: deque[AgentEvent] = deque()
+        self.close = events.wiretap(self._hear)
 
-    return hear
+    def _hear(self, event: AgentEvent) -> None:
+        if event.agent_id == self._agent_id or event.parent_agent_id == self._agent_id:
+            self._heard.append(event)
 
-
-def _drained(heard: deque[AgentEvent]) -> Iterator[AgentEvent]:
-    while heard:
-        yield heard.popleft()
+    def drained(self) -> Iterator[AgentEvent]:
+        """The events heard so far, oldest first, each handed out once."""
+        heard = self._heard
+        while heard:
+            yield heard.popleft()
 
 
 def _with_errors_added(

@@ -514,7 +514,7 @@ class ToolExecutor:
         try:
             execution = self._run(call, state)
         except AgentStop as stop:
-            self._stopped_by_tool(state, step_number, call, stop)
+            self._completed(state, step_number, call, f"stopped: {stop}", type(stop).__name__)
             raise
         return self._after(call, state, step_number, execution)
 
@@ -529,16 +529,9 @@ class ToolExecutor:
             state, call = context.state, context.tool_call or call
             if context.blocks_the_call():
                 return call, state, self._blocked(context, call, step_number)
-        if self.events.listened and self.events.wants(ToolCallStarted):
-            self.events.dispatch(
-                ToolCallStarted.of(
-                    state,
-                    step_number=step_number,
-                    tool=call.name,
-                    args=call.arguments,
-                    tool_call_id=call.id,
-                )
-            )
+        if self.events.listened:
+            fields = {"args": call.arguments, "tool_call_id": call.id}
+            self._tell(ToolCallStarted, state, step_number, call, **fields)
         return call, state, None
 
     def _after(
@@ -551,10 +544,10 @@ class ToolExecutor:
         """``ToolCallCompleted`` and the ``after_tool_use`` hooks for a call that ran (or the
         stop it raised, re-raised)."""
         if isinstance(outcome, AgentStop):
-            self._stopped_by_tool(state, step_number, call, outcome)
+            self._completed(state, step_number, call, f"stopped: {outcome}", type(outcome).__name__)
             raise outcome
         execution = outcome
-        if self.events.listened and self.events.wants(ToolCallCompleted):
+        if self.events.listened:
             self._completed(state, step_number, call, execution.error, execution.error_type)
         if self.hooks.by_trigger[_AFTER_TOOL_USE]:
             try:
@@ -570,12 +563,6 @@ class ToolExecutor:
             state, execution = context.state, context.tool_execution or execution
         return execution, state
 
-    def _stopped_by_tool(
-        self, state: AgentState, step_number: int, call: ToolCall, stop: AgentStop
-    ) -> None:
-        if self.events.wants(ToolCallCompleted):
-            self._completed(state, step_number, call, f"stopped: {stop}", type(stop).__name__)
-
     def _completed(
         self,
         state: AgentState,
@@ -584,17 +571,27 @@ class ToolExecutor:
         error: str | None,
         error_type: str | None,
     ) -> None:
-        self.events.dispatch(
-            ToolCallCompleted.of(
-                state,
-                step_number=step_number,
-                tool=call.name,
-                tool_call_id=call.id,
-                success=error is None,
-                error=error,
-                error_type=error_type,
-            )
-        )
+        fields = {
+            "tool_call_id": call.id,
+            "success": error is None,
+            "error": error,
+            "error_type": error_type,
+        }
+        self._tell(ToolCallCompleted, state, step_number, call, **fields)
+
+    def _tell(
+        self,
+        event_type: type[ToolCallStarted | ToolCallCompleted | ToolCallBlocked],
+        state: AgentState,
+        step_number: int,
+        call: ToolCall,
+        **fields: Any,
+    ) -> None:
+        """Dispatch an ``event_type`` about ``call`` (with ``fields``) when anyone listens for
+        it. The hot callers read ``events.listened`` first: unheard, no fields are built."""
+        events = self.events
+        if events.wants(event_type):
+            events.dispatch(event_type.of(state, step_number=step_number, tool=call.name, **fields))
 
     def _blocked(self, context: HookContext, call: ToolCall, step_number: int) -> ToolExecution:
         execution = context.tool_execution
@@ -603,16 +600,8 @@ class ToolExecutor:
             reason = "; ".join(error.message for error in context.errors if error.message)
             execution = context.with_tool_call(call).block_tool_execution(reason).tool_execution
         assert execution is not None
-        if self.events.wants(ToolCallBlocked):
-            self.events.dispatch(
-                ToolCallBlocked.of(
-                    context.state,
-                    step_number=step_number,
-                    tool=call.name,
-                    args=call.arguments,
-                    reason=execution.error_message(),
-                )
-            )
+        fields = {"args": call.arguments, "reason": execution.error_message()}
+        self._tell(ToolCallBlocked, context.state, step_number, call, **fields)
         return execution
 
     def _run(self, call: ToolCall, state: AgentState) -> ToolExecution:

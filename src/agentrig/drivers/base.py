@@ -19,7 +19,7 @@ RetryCheck = Callable[[AgentState], StopSignal | None]
 
 
 @fast_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # no slots: fast_init then stores the fields in one write (see there)
 class StepRuntime:
     """What the loop lends a driver for one step."""
 
