@@ -8,10 +8,14 @@ buffer is on (the default). The floor does the same work on plain dicts and list
     .venv/bin/python bench/loop.py                 # N = 10, 100, 300, 1000
     .venv/bin/python bench/loop.py --quick         # a smoke run
     .venv/bin/python bench/loop.py --sizes 10,1000 --repeats 9 --json results/loop.json
+    .venv/bin/python bench/loop.py --sync-only     # the sync path and the floor alone
 
 Beside the sync path (``execute``) it times the async path (``aexecute`` on one event loop) with
 the tool as ``async def`` and with the sync tool (run in a worker thread), and a parallel-tools
 workload: one step with 10 calls of a tool that waits 10 ms of real time, each path.
+``--sync-only`` times the sync path and the floor alone, as earlier versions of this script did:
+``rounds.py --against`` compares revisions that way, since timing the async samples in between
+moves the sync figures by a few percent (the caches and the collector see other work).
 
 Prints the median µs per step over samples (a sample runs the workload back to back until it
 lasts at least 20 ms, as pyperf does: a single run of W(10) takes about a millisecond, which
@@ -38,7 +42,7 @@ ASYNC_TARGET_RATIO = 1.5
 PARALLEL_TARGET_MS = 15.0
 """The parallel-tools target: the step with 10 calls of 10 ms takes at most this in the async path."""
 REFERENCE_FLOOR_US = 8.0
-"""The upper end of the floor issue #5 quotes for its reference 2-core machine (5-8 µs/step)."""
+"""The upper end of the floor quoted for the reference 2-core machine (5-8 µs/step)."""
 
 
 CONTENDERS: dict[str, Callable[[int], Callable[[], Any]]] = {
@@ -50,6 +54,9 @@ CONTENDERS: dict[str, Callable[[int], Callable[[], Any]]] = {
 """What each sample times: the sync path, the async path (async tool; and the sync tool in a
 worker thread), and the bare-Python floor."""
 
+SYNC_ONLY = ("agentrig", "floor")
+"""What ``--sync-only`` times."""
+
 
 def check(name: str, n: int, result: Any) -> None:
     """The run's result is right (the floor's, or the agent's on any path)."""
@@ -59,10 +66,11 @@ def check(name: str, n: int, result: Any) -> None:
         workload.check_agentrig(n, result)
 
 
-def calibrate(n: int) -> dict[str, int]:
-    """Runs per sample of each contender on W(n), from one checked warm-up run each."""
+def calibrate(n: int, names: Sequence[str]) -> dict[str, int]:
+    """Runs per sample of each contender named on W(n), from one checked warm-up run each."""
     loops = {}
-    for name, prepare in CONTENDERS.items():
+    for name in names:
+        prepare = CONTENDERS[name]
         elapsed, result = common.timed_ns(lambda prepare=prepare: prepare(n))
         check(name, n, result)
         loops[name] = common.loops_for(elapsed)
@@ -70,9 +78,10 @@ def calibrate(n: int) -> dict[str, int]:
 
 
 def sample(n: int, loops: dict[str, int]) -> dict[str, float]:
-    """One checked sample of each contender on W(n): ns per run."""
+    """One checked sample of each contender calibrated in ``loops`` on W(n): ns per run."""
     timings = {}
-    for name, prepare in CONTENDERS.items():
+    for name in loops:
+        prepare = CONTENDERS[name]
         ns, results = common.timed_loops_ns(lambda prepare=prepare: prepare(n), loops[name])
         for result in results:
             check(name, n, result)
@@ -80,14 +89,17 @@ def sample(n: int, loops: dict[str, int]) -> dict[str, float]:
     return timings
 
 
-def measure(sizes: Sequence[int], repeats: int) -> list[dict[str, Any]]:
-    """Median µs/step and peak memory of agentrig and of the floor on W(n) for each size.
+def measure(
+    sizes: Sequence[int], repeats: int, names: Sequence[str] = tuple(CONTENDERS)
+) -> list[dict[str, Any]]:
+    """Median µs/step and peak memory of agentrig and of the floor on W(n) for each size (and
+    of the async paths, unless ``names`` leaves them out).
 
     Samples take turns: each contender, for every size, then the next round. A spell of machine
     load then hits all alike and every size alike, rather than the sizes measured during it
     (this machine's speed drifts by up to 2x over minutes).
     """
-    loops = {n: calibrate(n) for n in sizes}
+    loops = {n: calibrate(n, names) for n in sizes}
     samples: dict[int, list[dict[str, float]]] = {n: [] for n in sizes}
     for _ in range(repeats):
         for n in sizes:
@@ -100,12 +112,13 @@ def row(
 ) -> dict[str, Any]:
     """The result row of W(n), with peak memory from a separate traced run of each."""
     steps = n + 1
-    ns = {name: [timing[name] for timing in samples] for name in CONTENDERS}
+    ns = {name: [timing[name] for timing in samples] for name in loops}
     agentrig_peak, final = common.peak_bytes(lambda: workload.prepare_agentrig(n))
     workload.check_agentrig(n, final)
     floor_peak, result = common.peak_bytes(lambda: workload.prepare_floor(n))
     workload.check_floor(n, result)
     us = {name: common.median(values) / 1000 / steps for name, values in ns.items()}
+    timed_async = "async" in us
     return {
         "n": n,
         "steps": steps,
@@ -114,10 +127,10 @@ def row(
         "floor_runs_per_sample": loops["floor"],
         "agentrig_us_per_step": us["agentrig"],
         "agentrig_us_per_step_min": min(ns["agentrig"]) / 1000 / steps,
-        "async_us_per_step": us["async"],
-        "async_sync_tool_us_per_step": us["async_sync_tool"],
-        "async_ratio": us["async"] / us["agentrig"],
-        "async_sync_tool_ratio": us["async_sync_tool"] / us["agentrig"],
+        "async_us_per_step": us["async"] if timed_async else None,
+        "async_sync_tool_us_per_step": us["async_sync_tool"] if timed_async else None,
+        "async_ratio": us["async"] / us["agentrig"] if timed_async else None,
+        "async_sync_tool_ratio": us["async_sync_tool"] / us["agentrig"] if timed_async else None,
         "floor_us_per_step": us["floor"],
         "floor_us_per_step_min": min(ns["floor"]) / 1000 / steps,
         "ratio": us["agentrig"] / us["floor"],
@@ -196,7 +209,13 @@ def target_check(results: list[dict[str, Any]], agentrig_growth: float) -> dict[
 
 
 def main() -> None:
-    args = common.parser(__doc__.splitlines()[0]).parse_args()
+    parser = common.parser(__doc__.splitlines()[0])
+    parser.add_argument(
+        "--sync-only",
+        action="store_true",
+        help="time the sync path and the floor only (no async path, no parallel tools)",
+    )
+    args = parser.parse_args()
     sizes, repeats = common.resolve(
         args, sizes=SIZES, quick_sizes=QUICK_SIZES, repeats=REPEATS, quick_repeats=QUICK_REPEATS
     )
@@ -207,37 +226,8 @@ def main() -> None:
         f"median of {repeats} samples per N (a sample: runs back to back for at least "
         f"{common.MIN_SAMPLE_NS // 1_000_000} ms); peak memory from a separate tracemalloc run\n"
     )
-    results = measure(sizes, repeats)
-    rows = [
-        (
-            row["n"],
-            row["steps"],
-            row["agentrig_us_per_step"],
-            row["floor_us_per_step"],
-            f"{row['ratio']:.1f}x",
-            row["async_us_per_step"],
-            f"{row['async_ratio']:.2f}x",
-            row["async_sync_tool_us_per_step"],
-            f"{row['async_sync_tool_ratio']:.2f}x",
-            row["agentrig_peak_kib"],
-            row["floor_peak_kib"],
-        )
-        for row in results
-    ]
-    headers = (
-        "N",
-        "steps",
-        "agentrig us/step",
-        "floor us/step",
-        "agentrig/floor",
-        "async us/step",
-        "async/sync",
-        "async (sync tool) us/step",
-        "async (sync tool)/sync",
-        "agentrig peak KiB",
-        "floor peak KiB",
-    )
-    print(common.table(headers, rows))
+    results = measure(sizes, repeats, SYNC_ONLY if args.sync_only else tuple(CONTENDERS))
+    print(common.table(*_table(results, with_async=not args.sync_only)))
     smallest, largest = min(sizes), max(sizes)
     agentrig_growth = growth(results, "agentrig_us_per_step")
     floor_growth = growth(results, "floor_us_per_step")
@@ -246,15 +236,18 @@ def main() -> None:
         f"agentrig {agentrig_growth:.2f}, floor {floor_growth:.2f}"
     )
     targets = target_check(results, agentrig_growth)
-    parallel = measure_parallel(repeats)
-    worst_async = max(row["async_ratio"] for row in results)
-    targets["lines"] += [
-        f"target async <= {ASYNC_TARGET_RATIO}x the sync us/step at every N: worst "
-        f"{worst_async:.2f}x -> {'met' if worst_async <= ASYNC_TARGET_RATIO else 'MISSED'}",
-        f"parallel tools ({parallel['calls']} calls of {parallel['wait_ms']:.0f} ms in one step): "
-        f"async {parallel['async_ms']:.1f} ms, sync {parallel['sync_ms']:.1f} ms; target async "
-        f"<= {PARALLEL_TARGET_MS:.0f} ms -> {'met' if parallel['met'] else 'MISSED'}",
-    ]
+    parallel = None
+    if not args.sync_only:
+        parallel = measure_parallel(repeats)
+        worst_async = max(row["async_ratio"] for row in results)
+        targets["lines"] += [
+            f"target async <= {ASYNC_TARGET_RATIO}x the sync us/step at every N: worst "
+            f"{worst_async:.2f}x -> {'met' if worst_async <= ASYNC_TARGET_RATIO else 'MISSED'}",
+            f"parallel tools ({parallel['calls']} calls of {parallel['wait_ms']:.0f} ms in one "
+            f"step): async {parallel['async_ms']:.1f} ms, sync {parallel['sync_ms']:.1f} ms; "
+            f"target async <= {PARALLEL_TARGET_MS:.0f} ms -> "
+            f"{'met' if parallel['met'] else 'MISSED'}",
+        ]
     print()
     for line in targets["lines"]:
         print(line)
@@ -275,6 +268,40 @@ def main() -> None:
             "parallel_tools": parallel,
         },
     )
+
+
+def _table(
+    results: list[dict[str, Any]], *, with_async: bool
+) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+    """The headers and rows of the result table (the async columns only when timed)."""
+    headers = ["N", "steps", "agentrig us/step", "floor us/step", "agentrig/floor"]
+    if with_async:
+        headers += [
+            "async us/step",
+            "async/sync",
+            "async (sync tool) us/step",
+            "async (sync tool)/sync",
+        ]
+    headers += ["agentrig peak KiB", "floor peak KiB"]
+    rows = []
+    for row in results:
+        cells: list[Any] = [
+            row["n"],
+            row["steps"],
+            row["agentrig_us_per_step"],
+            row["floor_us_per_step"],
+            f"{row['ratio']:.1f}x",
+        ]
+        if with_async:
+            cells += [
+                row["async_us_per_step"],
+                f"{row['async_ratio']:.2f}x",
+                row["async_sync_tool_us_per_step"],
+                f"{row['async_sync_tool_ratio']:.2f}x",
+            ]
+        cells += [row["agentrig_peak_kib"], row["floor_peak_kib"]]
+        rows.append(tuple(cells))
+    return tuple(headers), rows
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ taking turns, and prints every run and a summary per interpreter.
 
 With ``--against REF`` an earlier revision of this repository takes its turn too: its own
 ``loop.py`` on its own ``src`` (checked out into a temporary git worktree), so that a change is
-measured against its parent in the same spell of the machine. The summary then gives, per N,
+measured against its parent in the same spell of the machine. Every ``loop.py`` then runs with
+``--sync-only`` where it has the option (earlier ones time only the sync path anyway), so that
+all time the same work. The summary then gives, per N,
 this checkout's time over REF's in each round and the median of those ratios: on a machine
 whose speed drifts 2x within minutes, that paired ratio is the figure that survives the noise.
 
@@ -91,6 +93,8 @@ class Contender:
     python: str
     loop: Path
     env: dict[str, str]
+    options: tuple[str, ...] = ()
+    """Options of its own for ``loop.py`` (``--sync-only``, where the script has it)."""
 
 
 def run_loop(contender: Contender, loop_args: list[str]) -> dict[str, Any]:
@@ -98,7 +102,14 @@ def run_loop(contender: Contender, loop_args: list[str]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         saved = Path(folder) / "loop.json"
         done = subprocess.run(
-            [contender.python, str(contender.loop), *loop_args, "--json", str(saved)],
+            [
+                contender.python,
+                str(contender.loop),
+                *loop_args,
+                *contender.options,
+                "--json",
+                str(saved),
+            ],
             env=contender.env,
             capture_output=True,
             text=True,
@@ -150,9 +161,14 @@ def revision(ref: str) -> Iterator[Contender]:
                 [str(tree / "src"), *filter(None, [env.get("PYTHONPATH")])]
             )
             label = ref if commit.startswith(ref) else f"{ref} ({commit[:9]})"
-            yield Contender(label, sys.executable, loop, env)
+            yield Contender(label, sys.executable, loop, env, _sync_only(loop))
         finally:
             git("worktree", "remove", "--force", str(tree))
+
+
+def _sync_only(loop: Path) -> tuple[str, ...]:
+    """``--sync-only`` for a ``loop.py`` that has it (earlier ones time only the sync path)."""
+    return ("--sync-only",) if "--sync-only" in loop.read_text(encoding="utf-8") else ()
 
 
 def run_row(round_number: int, contender: Contender, data: dict[str, Any]) -> dict[str, Any]:
@@ -251,8 +267,12 @@ def main() -> None:
     if args.pause < 0:
         raise SystemExit("--pause must be >= 0")
     pythons = list(dict.fromkeys([sys.executable, *args.python]))
+    # Against an earlier revision, every loop.py times the same work: the sync path and the
+    # floor (async samples in between move the sync figures by a few percent).
+    options = ("--sync-only",) if args.against else ()
     this = [
-        Contender(python, python, BENCH / "loop.py", environment_for(python)) for python in pythons
+        Contender(python, python, BENCH / "loop.py", environment_for(python), options)
+        for python in pythons
     ]
     loop_args = ["--quick"] if args.quick else []
     if args.sizes:
@@ -269,7 +289,8 @@ def report(args: argparse.Namespace, contenders: list[Contender], loop_args: lis
     info = common.machine()
     print("bench/rounds.py: bench/loop.py in rounds, contenders taking turns")
     print(common.machine_line(info))
-    print(f"{args.rounds} round(s), {args.pause:g} s apart; loop.py {' '.join(loop_args)}\n")
+    shown = " ".join([*loop_args, *contenders[0].options])
+    print(f"{args.rounds} round(s), {args.pause:g} s apart; loop.py {shown}\n")
     runs = []
     for round_number in range(1, args.rounds + 1):
         if round_number > 1:

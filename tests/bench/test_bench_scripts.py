@@ -60,6 +60,18 @@ def test_loop_quick(tmp_path: Path) -> None:
     assert data["machine"]["libpython"] in ("shared", "static")
     assert [row["n"] for row in data["results"]] == [3, 5]
     assert all(row["agentrig_us_per_step"] > 0 for row in data["results"])
+    assert all(row["async_us_per_step"] > 0 for row in data["results"])
+    assert data["parallel_tools"]["async_ms"] > 0
+
+
+def test_loop_sync_only_times_the_sync_path_and_the_floor(tmp_path: Path) -> None:
+    saved = tmp_path / "loop.json"
+    output = run_script(str(BENCH / "loop.py"), "--quick", "--sync-only", "--json", str(saved))
+    assert "async" not in output
+    data = json.loads(saved.read_text())
+    assert all(row["agentrig_us_per_step"] > 0 for row in data["results"])
+    assert all(row["async_us_per_step"] is None for row in data["results"])
+    assert data["parallel_tools"] is None
 
 
 def test_peers_quick(tmp_path: Path) -> None:
@@ -303,6 +315,7 @@ class TestRounds:
             ]
             assert comparison["ratios"][str(size)] == pytest.approx(expected)
         assert f"us/step over {label}'s, round by round:" in output
+        assert "loop.py --quick --sync-only" in output  # both time the same work
         # The temporary worktree is gone (other runs sharing this checkout may add their own).
         left = set(git_worktrees().splitlines()) - set(worktrees.splitlines())
         assert not [line for line in left if commit in line]
