@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from agentrig._model import JsonObject
@@ -100,12 +101,7 @@ class ResponsesFormat(BaseFormat):
         events.add("response.in_progress", response=started)
         items = _items(answer, response_id)
         for index, item in enumerate(items):
-            if item["type"] == "message":
-                _stream_message(events, index, item)
-            elif item["type"] == "reasoning":
-                _stream_reasoning(events, index, item)
-            else:
-                _stream_call(events, index, item)
+            _stream_item(events, index, item)
         status = _status(answer)
         final = self._response(answer, model, response_id, status=status, output=items)
         events.add(
@@ -229,14 +225,17 @@ class _Events:
         self.chunks.append(sse_event(kind, data))
 
 
-def _stream_message(events: _Events, index: int, item: JsonObject) -> None:
-    item_id = item["id"]
-    where = {"item_id": item_id, "output_index": index}
-    events.add(
-        "response.output_item.added",
-        output_index=index,
-        item={**item, "status": "in_progress", "content": []},
-    )
+def _stream_item(events: _Events, index: int, item: JsonObject) -> None:
+    """``output_item.added`` with the item as it opens, the events of its parts, and
+    ``output_item.done`` with the whole item."""
+    kind = item["type"]
+    opened = {**item, **_OPENED[kind]}
+    events.add("response.output_item.added", output_index=index, item=opened)
+    _PARTS[kind](events, {"item_id": item["id"], "output_index": index}, item)
+    events.add("response.output_item.done", output_index=index, item=item)
+
+
+def _message_parts(events: _Events, where: JsonObject, item: JsonObject) -> None:
     for position, part in enumerate(item["content"]):
         at = {**where, "content_index": position}
         if part["type"] == "output_text":
@@ -250,12 +249,9 @@ def _stream_message(events: _Events, index: int, item: JsonObject) -> None:
                 events.add("response.refusal.delta", **at, delta=piece)
             events.add("response.refusal.done", **at, refusal=part["refusal"])
         events.add("response.content_part.done", **at, part=part)
-    events.add("response.output_item.done", output_index=index, item=item)
 
 
-def _stream_reasoning(events: _Events, index: int, item: JsonObject) -> None:
-    where = {"item_id": item["id"], "output_index": index}
-    events.add("response.output_item.added", output_index=index, item={**item, "summary": []})
+def _summary_parts(events: _Events, where: JsonObject, item: JsonObject) -> None:
     for position, part in enumerate(item["summary"]):
         at = {**where, "summary_index": position}
         events.add("response.reasoning_summary_part.added", **at, part={**part, "text": ""})
@@ -263,16 +259,9 @@ def _stream_reasoning(events: _Events, index: int, item: JsonObject) -> None:
             events.add("response.reasoning_summary_text.delta", **at, delta=piece)
         events.add("response.reasoning_summary_text.done", **at, text=part["text"])
         events.add("response.reasoning_summary_part.done", **at, part=part)
-    events.add("response.output_item.done", output_index=index, item=item)
 
 
-def _stream_call(events: _Events, index: int, item: JsonObject) -> None:
-    where = {"item_id": item["id"], "output_index": index}
-    events.add(
-        "response.output_item.added",
-        output_index=index,
-        item={**item, "status": "in_progress", "arguments": ""},
-    )
+def _arguments(events: _Events, where: JsonObject, item: JsonObject) -> None:
     for fragment in slices(item["arguments"]):
         events.add("response.function_call_arguments.delta", **where, delta=fragment)
     events.add(
@@ -281,7 +270,20 @@ def _stream_call(events: _Events, index: int, item: JsonObject) -> None:
         name=item["name"],
         arguments=item["arguments"],
     )
-    events.add("response.output_item.done", output_index=index, item=item)
+
+
+_OPENED: dict[str, JsonObject] = {
+    "message": {"status": "in_progress", "content": []},
+    "reasoning": {"summary": []},
+    "function_call": {"status": "in_progress", "arguments": ""},
+}
+"""What an output item holds when it opens, before its parts stream."""
+
+_PARTS: dict[str, Callable[[_Events, JsonObject, JsonObject], None]] = {
+    "message": _message_parts,
+    "reasoning": _summary_parts,
+    "function_call": _arguments,
+}
 
 
 def _conversation(raw: object, system: list[str], messages: list[Message]) -> None:
