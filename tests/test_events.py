@@ -27,6 +27,7 @@ from agentrig import (
     TokenUsageReported,
     ToolCallBlocked,
     ToolCallCompleted,
+    ToolCallEvent,
     ToolCallStarted,
     Usage,
     UseGuards,
@@ -236,6 +237,44 @@ def test_blocked_tool_calls_are_reported(make_agent, start) -> None:
     blocked = [e for e in seen if isinstance(e, ToolCallBlocked)]
     assert [(e.tool, e.args, e.reason) for e in blocked] == [("lookup", {"q": "x"}, "not today")]
     assert not any(isinstance(e, ToolCallStarted | ToolCallCompleted) for e in seen)
+
+
+def test_a_subscriber_to_tool_call_events_hears_every_kind(make_agent, start) -> None:
+    events = EventBus()
+    heard: list[ToolCallEvent] = []
+    events.subscribe(ToolCallEvent, heard.append)
+
+    def block_second(ctx: HookContext) -> HookContext:
+        call = ctx.tool_call
+        return ctx.block_tool_execution("no") if call and call.arguments["q"] == "b" else ctx
+
+    llm = ScriptedLLM([calls(("lookup", {"q": "a"}), ("lookup", {"q": "b"})), reply("ok")])
+    hooks = [(block_second, "before_tool_use", 0)]
+    make_agent(llm, [lookup], hooks=hooks, events=events).execute(start())
+    assert [(type(e).__name__, e.step_number, e.tool) for e in heard] == [
+        ("ToolCallStarted", 1, "lookup"),
+        ("ToolCallCompleted", 1, "lookup"),
+        ("ToolCallBlocked", 1, "lookup"),
+    ]
+    completed = heard[1]
+    assert isinstance(completed, ToolCallCompleted)
+    assert (completed.success, completed.error, completed.error_type) == (True, None, None)
+
+
+def test_a_failed_call_says_its_kind_of_error(make_agent, start) -> None:
+    events = EventBus()
+    done: list[ToolCallCompleted] = []
+    events.subscribe(ToolCallCompleted, done.append)
+
+    def broken(q: str) -> str:
+        """Always fails."""
+        raise LookupError(f"no {q}")
+
+    llm = ScriptedLLM([call("broken", q="x"), reply("ok")])
+    make_agent(llm, [broken], events=events).execute(start())
+    [completed] = done
+    assert (completed.success, completed.error_type) == (False, "LookupError")
+    assert "no x" in (completed.error or "")
 
 
 class TestListenerErrors:

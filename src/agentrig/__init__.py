@@ -89,6 +89,7 @@ from agentrig.events import (
     TokenUsageReported,
     ToolCallBlocked,
     ToolCallCompleted,
+    ToolCallEvent,
     ToolCallStarted,
 )
 from agentrig.hooks import HookContext, HookStack, HookTrigger
@@ -229,6 +230,7 @@ __all__ = [
     "ToolCall",
     "ToolCallBlocked",
     "ToolCallCompleted",
+    "ToolCallEvent",
     "ToolCallStarted",
     "ToolCallingDriver",
     "ToolContext",

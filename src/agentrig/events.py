@@ -170,23 +170,28 @@ class InferenceDelta(AgentEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolCallStarted(AgentEvent):
-    """A tool call is about to run."""
+class ToolCallEvent(AgentEvent):
+    """Something about one tool call in step ``step_number``: subscribe to it to hear every
+    kind (started, completed, blocked)."""
 
     step_number: int
     tool: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallStarted(ToolCallEvent):
+    """A tool call is about to run."""
+
     args: dict[str, Any]
     tool_call_id: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolCallCompleted(AgentEvent):
+class ToolCallCompleted(ToolCallEvent):
     """A tool call finished; a failed one says why (``error``) and the kind of error
     (``error_type``, as its ``ToolExecution`` records it; the stop's class for a tool that
     stopped the run)."""
 
-    step_number: int
-    tool: str
     tool_call_id: str
     success: bool
     error: str | None
@@ -194,11 +199,9 @@ class ToolCallCompleted(AgentEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolCallBlocked(AgentEvent):
+class ToolCallBlocked(ToolCallEvent):
     """A hook blocked a tool call."""
 
-    step_number: int
-    tool: str
     args: dict[str, Any]
     reason: str
 

@@ -44,7 +44,13 @@ from agentrig.errors import (
     StepInterrupted,
     ToolNotFoundError,
 )
-from agentrig.events import EventBus, ToolCallBlocked, ToolCallCompleted, ToolCallStarted
+from agentrig.events import (
+    EventBus,
+    ToolCallBlocked,
+    ToolCallCompleted,
+    ToolCallEvent,
+    ToolCallStarted,
+)
 from agentrig.hooks import HookContext, HookStack, HookTrigger
 from agentrig.messages import ToolCall
 from agentrig.state import AgentState, ToolExecution, ToolExecutions, ToolSchema, Usage
@@ -581,7 +587,7 @@ class ToolExecutor:
 
     def _tell(
         self,
-        event_type: type[ToolCallStarted | ToolCallCompleted | ToolCallBlocked],
+        event_type: type[ToolCallEvent],
         state: AgentState,
         step_number: int,
         call: ToolCall,
