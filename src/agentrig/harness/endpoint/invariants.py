@@ -238,7 +238,7 @@ def tools_as_declared(view: WireView) -> Iterator[Violation]:
                     path,
                 )
             continue
-        problems = param_problems(spec, tool.parameters)
+        problems = _declared_problems(spec, tool.parameters)
         if problems:
             yield Violation(
                 "tools_as_declared",
@@ -247,6 +247,21 @@ def tools_as_declared(view: WireView) -> Iterator[Violation]:
                 tool.parameters,
                 path,
             )
+
+
+def _declared_problems(spec: ToolSpec, schema: dict[str, Any]) -> list[str]:
+    # An agent offers the same schema with every request: remember the verdicts, as for the
+    # scripted arguments below (the spec is kept with its verdict, so its id is not reused).
+    key = (id(spec), repr(schema))
+    found = _DECLARED_PROBLEMS.get(key)
+    if found is None:
+        if len(_DECLARED_PROBLEMS) >= _SCHEMA_PROBLEMS_KEPT:
+            _DECLARED_PROBLEMS.clear()
+        found = _DECLARED_PROBLEMS[key] = (spec, param_problems(spec, schema))
+    return found[1]
+
+
+_DECLARED_PROBLEMS: dict[tuple[int, str], tuple[ToolSpec, list[str]]] = {}
 
 
 def _schema_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:

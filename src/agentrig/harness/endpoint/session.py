@@ -219,7 +219,8 @@ class EndpointSession:
             declared_tools=self.scenario.agent.tools,
         )
         for name, check in self._wire_checks:
-            self._record(name, list(check(view)), turn, number, self._path_of(name, turn))
+            found = list(check(view))
+            self._record(name, found, turn, number, self._path_of(name, turn) if found else ())
 
     def _path_of(self, invariant: str, turn: int) -> FieldPath:
         """The scenario field a broken invariant points at."""
