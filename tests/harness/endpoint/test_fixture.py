@@ -29,14 +29,14 @@ def agent(client):
 
 def test_in_process(agentrig_endpoint):
     ep = agentrig_endpoint("weather.scenario.yaml")
-    client = openai.OpenAI(api_key=ep.api_key, base_url=ep.openai_base_url,
-                           http_client=ep.httpx2_client())
-    assert "sunny" in agent(client)
+    with openai.OpenAI(api_key=ep.api_key, base_url=ep.openai_base_url,
+                       http_client=ep.httpx2_client()) as client:
+        assert "sunny" in agent(client)
 
 def test_live(agentrig_endpoint):
     ep = agentrig_endpoint("weather.scenario.yaml", live=True)
-    client = openai.OpenAI(api_key=ep.api_key, base_url=ep.openai_base_url)
-    assert "sunny" in agent(client)
+    with openai.OpenAI(api_key=ep.api_key, base_url=ep.openai_base_url) as client:
+        assert "sunny" in agent(client)
 
 def test_intercepted(agentrig_endpoint, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "placeholder")

@@ -61,23 +61,21 @@ def _chat_messages() -> list[dict[str, Any]]:
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 class TestOpenAISync:
     def test_chat_completions(self, weather: Path, live: bool, stream: bool) -> None:
-        with EndpointHandle(weather, live=live) as handle:
-            text = chat_agent(openai_client(handle), _chat_messages(), stream=stream)
+        with EndpointHandle(weather, live=live) as handle, openai_client(handle) as client:
+            text = chat_agent(client, _chat_messages(), stream=stream)
             assert text == "It is sunny in Paris today."
             handle.check()
 
     def test_responses(self, weather: Path, live: bool, stream: bool) -> None:
-        with EndpointHandle(weather, live=live) as handle:
+        with EndpointHandle(weather, live=live) as handle, openai_client(handle) as client:
             items: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
-            assert responses_agent(openai_client(handle), items, stream=stream) == (
-                "It is sunny in Paris today."
-            )
+            assert responses_agent(client, items, stream=stream) == ("It is sunny in Paris today.")
             handle.check()
 
     def test_anthropic_messages(self, weather: Path, live: bool, stream: bool) -> None:
-        with EndpointHandle(weather, live=live) as handle:
+        with EndpointHandle(weather, live=live) as handle, anthropic_client(handle) as client:
             messages = [{"role": "user", "content": "Weather in Paris?"}]
-            assert anthropic_agent(anthropic_client(handle), messages, stream=stream) == (
+            assert anthropic_agent(client, messages, stream=stream) == (
                 "It is sunny in Paris today."
             )
             handle.check()

@@ -87,12 +87,12 @@ def test_serve_answers_the_sdk_and_reports_when_stopped(
     path = write_scenario(WEATHER.replace("content: sunny", "contains: sunny"))
     process, base_url = _serve(tmp_path, path, sigint_ignored=sigint_ignored)
     try:
-        client = openai.OpenAI(api_key="any", base_url=base_url, max_retries=0)
         messages = [
             {"role": "system", "content": SYSTEM},
             {"role": "user", "content": "Weather in Paris?"},
         ]
-        assert "sunny" in chat_agent(client, messages)
+        with openai.OpenAI(api_key="any", base_url=base_url, max_retries=0) as client:
+            assert "sunny" in chat_agent(client, messages)
     finally:
         code, output = _stop(process, stop_signal)
     assert code == 0, output
@@ -115,10 +115,10 @@ def test_serve_exits_1_when_a_session_failed(
 ) -> None:
     process, base_url = _serve(tmp_path, write_scenario(WEATHER))
     try:
-        client = openai.OpenAI(api_key="any", base_url=base_url, max_retries=0)
-        client.chat.completions.create(
-            model="gpt-test", messages=[{"role": "user", "content": "Weather in Paris?"}]
-        )
+        with openai.OpenAI(api_key="any", base_url=base_url, max_retries=0) as client:
+            client.chat.completions.create(
+                model="gpt-test", messages=[{"role": "user", "content": "Weather in Paris?"}]
+            )
     finally:
         code, output = _stop(process)
     assert code == 1

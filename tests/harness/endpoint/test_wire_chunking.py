@@ -183,10 +183,7 @@ def test_a_live_server_sends_the_cut_stream(write_scenario: Callable[[str], Path
     path = write_scenario(
         SCENARIO.format(chunking="utf8", answer=json.dumps(ANSWER, ensure_ascii=False))
     )
-    with EndpointHandle(path, live=True) as handle:
-        client = openai.OpenAI(
-            api_key=handle.api_key, base_url=handle.openai_base_url, max_retries=0
-        )
+    with EndpointHandle(path, live=True) as handle, openai_client(handle) as client:
         messages = [
             {"role": "system", "content": SYSTEM},
             {"role": "user", "content": "Weather in Paris?"},

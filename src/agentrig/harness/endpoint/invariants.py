@@ -32,6 +32,9 @@ class WireView:
     expected_history: tuple[Message, ...] | None
     """The previous request's conversation plus the answer it got; ``None`` for a first request
     and after a new user turn began."""
+    repeated: int
+    """How many leading items of ``expected_history`` the request repeats unchanged
+    (``repeated_prefix``)."""
     answer: WireAnswer | None
     expected_model: str | None
     expected_system: str | None
@@ -94,30 +97,37 @@ def same_item(expected: Message, sent: Message) -> bool:
     )
 
 
+def repeated_prefix(history: tuple[Message, ...], sent: tuple[Message, ...]) -> int:
+    """How many leading items of ``history`` ``sent`` repeats unchanged (``same_item``)."""
+    count = 0
+    for expected, given in zip(history, sent, strict=False):
+        if expected is not given and not same_item(expected, given):
+            break
+        count += 1
+    return count
+
+
 def history_grows(view: WireView) -> Iterator[Violation]:
     """The conversation only grows: nothing sent or answered before is dropped, edited or
     reordered."""
     history = view.expected_history
-    if history is None:
+    if history is None or view.repeated == len(history):
         return
-    sent = view.request.messages
-    for index, expected in enumerate(history):
-        if index >= len(sent):
-            yield Violation(
-                "history_grows",
-                f"conversation item {index + 1} of {len(history)} was dropped",
-                [item(m) for m in history[index:]],
-                [],
-            )
-            return
-        if not same_item(expected, sent[index]):
-            yield Violation(
-                "history_grows",
-                f"conversation item {index + 1} differs from what was sent or answered before",
-                item(expected),
-                item(sent[index]),
-            )
-            return
+    index, sent = view.repeated, view.request.messages
+    if index >= len(sent):
+        yield Violation(
+            "history_grows",
+            f"conversation item {index + 1} of {len(history)} was dropped",
+            [item(m) for m in history[index:]],
+            [],
+        )
+    else:
+        yield Violation(
+            "history_grows",
+            f"conversation item {index + 1} differs from what was sent or answered before",
+            item(history[index]),
+            item(sent[index]),
+        )
 
 
 def tool_results_answer_calls(view: WireView) -> Iterator[Violation]:

@@ -22,7 +22,7 @@ from agentrig.harness.endpoint.invariants import (
     Violation,
     WireCheck,
     WireView,
-    same_item,
+    repeated_prefix,
     selected,
 )
 from agentrig.harness.endpoint.wire import response_id
@@ -128,11 +128,17 @@ class EndpointSession:
             turn = self._turn_of(conversation)
             plan = self._choose(number, turn, request)
             history = self._expected_history()
+            repeated = repeated_prefix(history or (), conversation)
             if turn <= len(self.scenario.turns):
                 request = _with_context(request, conversation, system)
-                self._check(number, turn, request, history, plan)
-            kept = _sharing(conversation, history)
-            self.exchanges.append(Exchange(number, turn, request.format, system, kept, plan))
+                self._check(number, turn, request, history, repeated, plan)
+            # Each message the request repeats is kept as history's own object: a session keeps
+            # a message once, not once for every later request that carries it again.
+            if repeated:
+                conversation = (*(history or ())[:repeated], *conversation[repeated:])
+            self.exchanges.append(
+                Exchange(number, turn, request.format, system, conversation, plan)
+            )
             return plan
 
     def unreadable(self, message: str) -> None:
@@ -204,6 +210,7 @@ class EndpointSession:
         turn: int,
         request: WireRequest,
         history: tuple[Message, ...] | None,
+        repeated: int,
         plan: Plan,
     ) -> None:
         """Run the selected invariants on ``request`` (its conversation and system prompt as
@@ -212,6 +219,7 @@ class EndpointSession:
         view = WireView(
             request=request,
             expected_history=history,
+            repeated=repeated,
             answer=plan.answer,
             expected_model=self.scenario.agent.model,
             expected_system=self.scenario.agent.system_prompt or None,
@@ -447,21 +455,6 @@ def _with_context(
     if messages is request.messages and system == request.system:
         return request
     return replace(request, messages=messages, system=system)
-
-
-def _sharing(
-    conversation: tuple[Message, ...], history: tuple[Message, ...] | None
-) -> tuple[Message, ...]:
-    """``conversation`` with each leading item that repeats ``history`` unchanged replaced by
-    history's own object: a session keeps each message once, not once for every later request
-    that carries it again (an agent resends its whole conversation on every call)."""
-    before = history or ()
-    shared = 0
-    for expected, sent in zip(before, conversation, strict=False):
-        if expected is not sent and not same_item(expected, sent):
-            break
-        shared += 1
-    return (*before[:shared], *conversation[shared:]) if shared else conversation
 
 
 def _new_items(exchange: Exchange, previous: Exchange | None) -> tuple[Message, ...]:
