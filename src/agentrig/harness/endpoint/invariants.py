@@ -259,38 +259,36 @@ def tools_as_declared(view: WireView) -> Iterator[Violation]:
             )
 
 
-def _declared_problems(spec: ToolSpec, schema: dict[str, Any]) -> list[str]:
-    # An agent offers the same schema with every request: remember the verdicts, as for the
-    # scripted arguments below (the spec is kept with its verdict, so its id is not reused).
-    key = (id(spec), repr(schema))
-    found = _DECLARED_PROBLEMS.get(key)
+# Every session of a scenario offers the same schemas, for the same scripted arguments: the
+# checks that read them remember their verdicts, keyed by repr (which tells lists from tuples,
+# 1 from 1.0 from True, and keeps key order). Validating cost a third of a request's handling.
+_VERDICTS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+_VERDICTS_KEPT = 512
+
+
+def _remembered(key: tuple[Any, ...], keep: object, work: Callable[[], Any]) -> Any:
+    """``work()``, or its result of an earlier call with the same ``key``. ``keep`` is held
+    with the result, so that an ``id()`` in ``key`` is not reused while it is remembered."""
+    found = _VERDICTS.get(key)
     if found is None:
-        if len(_DECLARED_PROBLEMS) >= _SCHEMA_PROBLEMS_KEPT:
-            _DECLARED_PROBLEMS.clear()
-        found = _DECLARED_PROBLEMS[key] = (spec, param_problems(spec, schema))
+        if len(_VERDICTS) >= _VERDICTS_KEPT:
+            _VERDICTS.clear()
+        found = _VERDICTS[key] = (keep, work())
     return found[1]
 
 
-_DECLARED_PROBLEMS: dict[tuple[int, str], tuple[ToolSpec, list[str]]] = {}
+def _declared_problems(spec: ToolSpec, schema: dict[str, Any]) -> list[str]:
+    key = ("declared", id(spec), repr(schema))
+    problems: list[str] = _remembered(key, spec, lambda: param_problems(spec, schema))
+    return problems
 
 
 def _schema_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
     if not schema:
         return None
-    # Every session of a scenario offers the same schema for the same scripted arguments, and
-    # validating costs a third of the request's handling: remember the verdicts, keyed
-    # by repr (which tells lists from tuples, 1 from 1.0 from True, and keeps key order).
-    key = (repr(schema), repr(arguments))
-    found = _SCHEMA_PROBLEMS.get(key)
-    if found is None:
-        if len(_SCHEMA_PROBLEMS) >= _SCHEMA_PROBLEMS_KEPT:
-            _SCHEMA_PROBLEMS.clear()
-        found = _SCHEMA_PROBLEMS[key] = (_validate(schema, arguments),)
-    return found[0]
-
-
-_SCHEMA_PROBLEMS: dict[tuple[str, str], tuple[str | None]] = {}
-_SCHEMA_PROBLEMS_KEPT = 256
+    key = ("arguments", repr(schema), repr(arguments))
+    problem: str | None = _remembered(key, None, lambda: _validate(schema, arguments))
+    return problem
 
 
 def _validate(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:

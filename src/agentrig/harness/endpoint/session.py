@@ -42,6 +42,7 @@ from agentrig.harness.scenarios.yaml_source import FieldPath
 from agentrig.messages import Message, Role, ToolCall
 from agentrig.state import Usage
 from agentrig.state.status import FinishReason
+from agentrig.state.usage import ZERO_USAGE
 
 # The records made for each request (Plan, Exchange, and the wire's WireRequest, WireAnswer,
 # WireView, EndpointReply) are plain slotted dataclasses, not frozen: built on every model call
@@ -419,12 +420,14 @@ def _plan_reply(reply: ModelReply, response_id: str, turn: int, sealed: bool) ->
     return Plan(response_id, answer=answer, fault=fault, latency=reply.latency)
 
 
-def _answer(reply: ModelReply, turn: int, number: str, sealed: bool) -> WireAnswer:
+def _answer(reply: ModelReply, turn: int, response_id: str, sealed: bool) -> WireAnswer:
     # The scripted values were validated when the scenario was loaded: built without a second
     # validation, as the wire formats build what they read.
     calls = tuple(
         ToolCall._trusted(
-            id=spec.id or f"call_{turn}_{number}_{index}", name=spec.name, arguments=dict(spec.args)
+            id=spec.id or f"call_{turn}_{response_id}_{index}",
+            name=spec.name,
+            arguments=dict(spec.args),
         )
         for index, spec in enumerate(reply.tool_calls, start=1)
     )
@@ -438,10 +441,10 @@ def _answer(reply: ModelReply, turn: int, number: str, sealed: bool) -> WireAnsw
         text=reply.say or "",
         tool_calls=calls,
         refusal=reply.refuse,
-        usage=reply.usage.to_usage() if reply.usage else Usage(),
+        usage=reply.usage.to_usage() if reply.usage else ZERO_USAGE,
         finish_reason=finish,
         reasoning=reply.think or "",
-        seal=seal_of(number) if sealed and reply.think else "",
+        seal=seal_of(response_id) if sealed and reply.think else "",
     )
 
 
