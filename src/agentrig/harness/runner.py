@@ -394,12 +394,13 @@ def _check_tool_scripts(run: _Run, number: int, turn: ScenarioTurn, final: Agent
     own ``raise`` replies only; a subagent's other failed calls fail its spawn, and so the turn."""
     expected_errors = turn.expect.errors or ()
     available = ", ".join(run.agent.loop.tools.names()) or "none"
-    subagents = _SubagentFailures(run)
+    subagents: _SubagentFailures | None = None  # read off the events at the first failure
     for step_number, step in enumerate(final.steps(), start=1):
         for execution in step.tool_executions:
             error = execution.error
             if error is None or execution.blocked:
                 continue
+            subagents = subagents or _SubagentFailures(run)
             if subagents.intended(execution.name, execution.error_type, execution.tool_call.id):
                 continue
             if any(wanted in error for wanted in expected_errors):
