@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 import pytest
@@ -32,14 +33,17 @@ from agentrig import (
     ToolExecution,
     Usage,
     UseCooperativeCancellation,
+    UseLlmConfig,
     UseSubagents,
     current_agent,
 )
 from agentrig.fakes import (
+    FakeClock,
     FunctionLLM,
     InvalidScriptError,
     ScriptedLLM,
     ScriptedTool,
+    SeededIds,
     ToolReply,
     Turn,
     UnusedTurnsError,
@@ -433,6 +437,45 @@ class TestOneScriptedLLMForParentAndChildren:
             "planned",
         ]
         llm.assert_complete()
+
+    def test_children_spawned_together_run_on_the_event_loop_in_call_order(
+        self, make_agent, start
+    ) -> None:
+        """In the async path a child runs its own async loop on the caller's event loop: no
+        worker thread, so a shared scripted model plays its turns to the children in call order
+        on every run (in threads, the two children raced for the script)."""
+        threads: set[int] = set()
+
+        def child_answer(request: InferenceRequest) -> str:
+            threads.add(threading.get_ident())
+            return "answer " + request.messages[-1].content
+
+        two_spawns = calls(
+            ("spawn_subagent", {"subagent": "research", "prompt": "A"}),
+            ("spawn_subagent", {"subagent": "research", "prompt": "B"}),
+        )
+        definitions = [SubagentDefinition(name="research", provider=FunctionLLM(child_answer))]
+        agent = make_agent(ScriptedLLM([two_spawns, reply("done")]), [], UseSubagents(definitions))
+        final = asyncio.run(agent.aexecute(start("go")))
+        assert [e.content for e in final.steps()[0].tool_executions] == ["answer A", "answer B"]
+        assert threads == {threading.get_ident()}
+
+        runs = set()
+        for _ in range(5):
+            llm = ScriptedLLM([two_spawns, reply("done")], subagents={"research": ["1st", "2nd"]})
+            agent = (
+                AgentBuilder.base()
+                .with_clock(FakeClock())
+                .with_ids(SeededIds(7))
+                .with_capability(UseLlmConfig(llm))
+                .with_capability(UseSubagents([SubagentDefinition(name="research")]))
+                .build()
+            )
+            final = asyncio.run(agent.aexecute(agent.new_state("go")))
+            assert [e.content for e in final.steps()[0].tool_executions] == ["1st", "2nd"]
+            assert self.prompts(llm.subagents["research"]) == ["A", "B"]
+            runs.add(final.to_json())
+        assert len(runs) == 1  # the same ids on the same records every time
 
     def test_a_bare_name_scripts_that_subagent_at_any_depth(self, make_agent, start) -> None:
         llm = ScriptedLLM(

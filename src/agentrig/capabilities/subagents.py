@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agentrig.budget import ExecutionBudget
-from agentrig.caller import current_agent, running_as
+from agentrig.caller import AgentIdentity, current_agent, running_as
 from agentrig.capabilities.cancellation import CancellationSource, UseCooperativeCancellation
 from agentrig.capabilities.guards import UseGuards
 from agentrig.drivers.base import Driver
@@ -31,6 +31,7 @@ from agentrig.tools import Tool, ToolContext, ToolOutput, Tools
 
 if TYPE_CHECKING:
     from agentrig.builder import AgentBuilder, AgentCapability, BuildContext
+    from agentrig.loop import AgentLoop
 
 SPAWN_TOOL = "spawn_subagent"
 
@@ -139,6 +140,25 @@ class SpawnSubagentTool(Tool):
 
     def invoke(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutput:
         """Spawn the child, run it to the end and return its final text."""
+        name, child, state, identity = self._spawn(arguments, context)
+        with running_as(identity):
+            final = child.execute(state)
+        return self._completed(name, final, context)
+
+    async def ainvoke(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutput:
+        """``invoke`` in the async path: the child runs its own async loop on this event loop
+        (not in a worker thread), so children spawned together take their turns in call
+        order and draw the same ids on every run."""
+        name, child, state, identity = self._spawn(arguments, context)
+        with running_as(identity):
+            final = await child.aexecute(state)
+        return self._completed(name, final, context)
+
+    def _spawn(
+        self, arguments: Mapping[str, Any], context: ToolContext
+    ) -> tuple[str, AgentLoop, AgentState, AgentIdentity]:
+        """Check the arguments, build the child and announce it: the child's name, loop, first
+        state and identity."""
         name, prompt = _parse_arguments(arguments)
         if self.depth >= self.policy.max_depth:
             raise SubagentDepthExceededError(name, self.policy.max_depth)
@@ -158,8 +178,10 @@ class SpawnSubagentTool(Tool):
             )
         # The depth is this tool's (its agent's plus one); the path, the running agent's.
         identity = replace(current_agent().child(name), depth=self.depth + 1)
-        with running_as(identity):
-            final = child.execute(self._child_state(definition, prompt, context))
+        return name, child, self._child_state(definition, prompt, context), identity
+
+    def _completed(self, name: str, final: AgentState, context: ToolContext) -> ToolOutput:
+        events = self.build.events
         if events.wants(SubagentCompleted):
             events.dispatch(
                 SubagentCompleted.of(
@@ -174,7 +196,7 @@ class SpawnSubagentTool(Tool):
             )
         return _result(name, final)
 
-    def _child_loop(self, definition: SubagentDefinition) -> Any:
+    def _child_loop(self, definition: SubagentDefinition) -> AgentLoop:
         from agentrig.builder import AgentBuilder
 
         driver: Driver = self.build.driver
