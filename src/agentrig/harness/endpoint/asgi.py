@@ -47,7 +47,7 @@ def endpoint_app(endpoint: RequestHandler) -> Starlette:
     async def answer(request: Request) -> Response:
         body = await request.body()
         path = request.url.path
-        reply = endpoint.handle(request.method, path, dict(request.headers), body)
+        reply = endpoint.handle(request.method, path, request.headers, body)
         if reply.delay:
             await anyio.sleep(reply.delay)
         if reply.chunks is None and not reply.drop:

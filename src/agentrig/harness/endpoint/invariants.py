@@ -8,7 +8,7 @@ returns its problems. The names are documented in ``docs/endpoint.md``; a scenar
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,12 +16,14 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from agentrig._model import json_equal
+from agentrig.harness.endpoint.memo import remembered
 from agentrig.harness.endpoint.wire._common import SEAL_KEY
 from agentrig.harness.endpoint.wire.base import WireAnswer, WireRequest
 from agentrig.harness.scenarios.drift import param_problems
 from agentrig.harness.scenarios.model import ToolSpec
 from agentrig.harness.scenarios.yaml_source import FieldPath
 from agentrig.messages import Message, Role
+from agentrig.state import ToolSchema
 
 
 @dataclass(slots=True)
@@ -41,6 +43,13 @@ class WireView:
     expected_user: str | None
     declared_tools: Mapping[str, ToolSpec] = field(default_factory=dict)
     """The scenario's ``agent.tools``: what it says the agent's own tools take."""
+    _offered: dict[str, ToolSchema] | None = None
+
+    def offered(self) -> dict[str, ToolSchema]:
+        """The tools the request offers, by name (worked out once for all the checks)."""
+        if self._offered is None:
+            self._offered = {tool.name: tool for tool in self.request.tools}
+        return self._offered
 
 
 @dataclass(frozen=True)
@@ -55,7 +64,11 @@ class Violation:
     """The scenario field at fault, when the check knows it better than the session does."""
 
 
-WireCheck = Callable[[WireView], Iterator[Violation]]
+WireCheck = Callable[[WireView], list[Violation]]
+"""A check: the problems it found (``NONE`` when there are none; a caller never changes it)."""
+
+NONE: list[Violation] = []
+"""What a check returns when it finds nothing: one shared list, not a new one per request."""
 
 
 def item(message: Message) -> dict[str, Any]:
@@ -107,53 +120,61 @@ def repeated_prefix(history: tuple[Message, ...], sent: tuple[Message, ...]) -> 
     return count
 
 
-def history_grows(view: WireView) -> Iterator[Violation]:
+def history_grows(view: WireView) -> list[Violation]:
     """The conversation only grows: nothing sent or answered before is dropped, edited or
     reordered."""
     history = view.expected_history
     if history is None or view.repeated == len(history):
-        return
+        return NONE
     index, sent = view.repeated, view.request.messages
     if index >= len(sent):
-        yield Violation(
-            "history_grows",
-            f"conversation item {index + 1} of {len(history)} was dropped",
-            [item(m) for m in history[index:]],
-            [],
-        )
-    else:
-        yield Violation(
+        return [
+            Violation(
+                "history_grows",
+                f"conversation item {index + 1} of {len(history)} was dropped",
+                [item(m) for m in history[index:]],
+                [],
+            )
+        ]
+    return [
+        Violation(
             "history_grows",
             f"conversation item {index + 1} differs from what was sent or answered before",
             item(history[index]),
             item(sent[index]),
         )
+    ]
 
 
-def tool_results_answer_calls(view: WireView) -> Iterator[Violation]:
+def tool_results_answer_calls(view: WireView) -> list[Violation]:
     """Every tool result answers a call of the assistant turn before it (by id), and every call
     is answered before the next model turn."""
+    found: list[Violation] = []
     pending: dict[str, str] = {}
     for index, message in enumerate(view.request.messages, start=1):
         if message.role is Role.TOOL and message.tool_result is not None:
             call_id = message.tool_result.call_id
             if call_id not in pending:
-                yield Violation(
-                    "tool_results_answer_calls",
-                    f"conversation item {index}: tool result for call id {call_id!r}, which "
-                    "the assistant turn before it did not make",
-                    sorted(pending),
-                    call_id,
+                found.append(
+                    Violation(
+                        "tool_results_answer_calls",
+                        f"conversation item {index}: tool result for call id {call_id!r}, "
+                        "which the assistant turn before it did not make",
+                        sorted(pending),
+                        call_id,
+                    )
                 )
             pending.pop(call_id, None)
             continue
         if pending:
-            yield _unanswered(pending, f"before conversation item {index} ({message.role.value})")
+            where = f"before conversation item {index} ({message.role.value})"
+            found.append(_unanswered(pending, where))
             pending = {}
-        if message.role is Role.ASSISTANT:
+        if message.role is Role.ASSISTANT and message.tool_calls:
             pending = {call.id: call.name for call in message.tool_calls}
     if pending:
-        yield _unanswered(pending, "before this model call")
+        found.append(_unanswered(pending, "before this model call"))
+    return found
 
 
 def _unanswered(pending: dict[str, str], where: str) -> Violation:
@@ -172,65 +193,78 @@ _SEALED_AS = {
 }
 
 
-def reasoning_sent_back(view: WireView) -> Iterator[Violation]:
+def reasoning_sent_back(view: WireView) -> list[Violation]:
     """An answer that reasoned before calling tools is sent back with its sealed reasoning:
     Anthropic's thinking block with its signature, a Responses reasoning item with its
     encrypted content (when the agent asked for it), unchanged, as those APIs require to go on
     with the tool calls of a reasoning model."""
     history = view.expected_history
     if not history:
-        return
+        return NONE
     index = len(history) - 1
     answered = history[index]
     seal = answered.provider_data.get(SEAL_KEY)
     if not seal or not answered.tool_calls or index >= len(view.request.messages):
-        return  # nothing sealed to send back, or history_grows reports the dropped answer
+        return NONE  # nothing sealed to send back, or history_grows reports the dropped answer
     sent = view.request.messages[index].provider_data.get(SEAL_KEY)
-    if sent != seal:
-        names = ", ".join(call.name for call in answered.tool_calls)
-        what = _SEALED_AS.get(view.request.format, "its sealed reasoning")
-        problem = "was not sent back" if sent is None else "came back changed"
-        yield Violation(
+    if sent == seal:
+        return NONE
+    names = ", ".join(call.name for call in answered.tool_calls)
+    what = _SEALED_AS.get(view.request.format, "its sealed reasoning")
+    problem = "was not sent back" if sent is None else "came back changed"
+    return [
+        Violation(
             "reasoning_sent_back",
             f"the answer that called {names} reasoned first, and {what} {problem} with the "
             "calls: the real API refuses to go on with a reasoning model's tool calls without it",
             seal,
             sent,
         )
+    ]
 
 
-def tools_offered(view: WireView) -> Iterator[Violation]:
+def tools_offered(view: WireView) -> list[Violation]:
     """Each tool the scripted answer calls was offered, with a schema that accepts the scripted
     arguments."""
-    if view.answer is None:
-        return
-    offered = {tool.name: tool for tool in view.request.tools}
+    if view.answer is None or not view.answer.tool_calls:
+        return NONE
+    found: list[Violation] = []
+    offered = view.offered()
     for call in view.answer.tool_calls:
         tool = offered.get(call.name)
         if tool is None:
-            yield Violation(
-                "tools_offered",
-                f"the script calls {call.name}, which the request does not offer",
-                call.name,
-                sorted(offered),
+            found.append(
+                Violation(
+                    "tools_offered",
+                    f"the script calls {call.name}, which the request does not offer",
+                    call.name,
+                    sorted(offered),
+                )
             )
             continue
         problem = _schema_problem(tool.parameters, call.arguments)
         if problem is not None:
-            yield Violation(
-                "tools_offered",
-                f"the scripted arguments of {call.name} do not fit the offered schema: {problem}",
-                tool.parameters,
-                call.arguments,
+            found.append(
+                Violation(
+                    "tools_offered",
+                    f"the scripted arguments of {call.name} do not fit the offered schema: "
+                    f"{problem}",
+                    tool.parameters,
+                    call.arguments,
+                )
             )
+    return found
 
 
-def tools_as_declared(view: WireView) -> Iterator[Violation]:
+def tools_as_declared(view: WireView) -> list[Violation]:
     """Each tool of ``agent.tools`` is offered (when the request offers tools at all) and takes
     the ``params`` the scenario declares: names, JSON types, required or optional. A tool marked
     ``scripted: true`` is left out. The scenario describes the agent under test; a tool renamed
     or changed in the agent but not in the scenario fails here, not silently."""
-    offered = {tool.name: tool for tool in view.request.tools}
+    if not view.declared_tools:
+        return NONE
+    found: list[Violation] = []
+    offered = view.offered()
     for name, spec in view.declared_tools.items():
         if spec.scripted:
             continue
@@ -238,48 +272,40 @@ def tools_as_declared(view: WireView) -> Iterator[Violation]:
         tool = offered.get(name)
         if tool is None:
             if offered:
-                yield Violation(
-                    "tools_as_declared",
-                    f"agent.tools declares {name}, which the request does not offer "
-                    f"(it offers: {', '.join(sorted(offered))}); fix the name, or mark the tool "
-                    "scripted: true if the agent really has no such tool",
-                    name,
-                    sorted(offered),
-                    path,
+                found.append(
+                    Violation(
+                        "tools_as_declared",
+                        f"agent.tools declares {name}, which the request does not offer "
+                        f"(it offers: {', '.join(sorted(offered))}); fix the name, or mark the "
+                        "tool scripted: true if the agent really has no such tool",
+                        name,
+                        sorted(offered),
+                        path,
+                    )
                 )
             continue
         problems = _declared_problems(spec, tool.parameters)
         if problems:
-            yield Violation(
-                "tools_as_declared",
-                f"the agent's {name} differs from agent.tools: {'; '.join(problems)}",
-                spec.parameters_schema(),
-                tool.parameters,
-                path,
+            found.append(
+                Violation(
+                    "tools_as_declared",
+                    f"the agent's {name} differs from agent.tools: {'; '.join(problems)}",
+                    spec.parameters_schema(),
+                    tool.parameters,
+                    path,
+                )
             )
+    return found
 
 
 # Every session of a scenario offers the same schemas, for the same scripted arguments: the
 # checks that read them remember their verdicts, keyed by repr (which tells lists from tuples,
 # 1 from 1.0 from True, and keeps key order). Validating cost a third of a request's handling.
-_VERDICTS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-_VERDICTS_KEPT = 512
-
-
-def _remembered(key: tuple[Any, ...], keep: object, work: Callable[[], Any]) -> Any:
-    """``work()``, or its result of an earlier call with the same ``key``. ``keep`` is held
-    with the result, so that an ``id()`` in ``key`` is not reused while it is remembered."""
-    found = _VERDICTS.get(key)
-    if found is None:
-        if len(_VERDICTS) >= _VERDICTS_KEPT:
-            _VERDICTS.clear()
-        found = _VERDICTS[key] = (keep, work())
-    return found[1]
 
 
 def _declared_problems(spec: ToolSpec, schema: dict[str, Any]) -> list[str]:
     key = ("declared", id(spec), repr(schema))
-    problems: list[str] = _remembered(key, spec, lambda: param_problems(spec, schema))
+    problems: list[str] = remembered(key, spec, lambda: param_problems(spec, schema))
     return problems
 
 
@@ -287,7 +313,7 @@ def _schema_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | 
     if not schema:
         return None
     key = ("arguments", repr(schema), repr(arguments))
-    problem: str | None = _remembered(key, None, lambda: _validate(schema, arguments))
+    problem: str | None = remembered(key, None, lambda: _validate(schema, arguments))
     return problem
 
 
@@ -303,41 +329,51 @@ def _validate(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
     return f"{at or 'arguments'}: {error.message}"
 
 
-def model_named(view: WireView) -> Iterator[Violation]:
+def model_named(view: WireView) -> list[Violation]:
     """The request names the model the scenario expects (``agent.model``)."""
-    if view.expected_model is not None and view.request.model != view.expected_model:
-        yield Violation(
+    if view.expected_model is None or view.request.model == view.expected_model:
+        return NONE
+    return [
+        Violation(
             "model_named",
             f"the request asks for model {view.request.model!r}",
             view.expected_model,
             view.request.model,
         )
+    ]
 
 
-def system_prompt_sent(view: WireView) -> Iterator[Violation]:
+def system_prompt_sent(view: WireView) -> list[Violation]:
     """The request carries the scenario's ``agent.system_prompt`` (when it gives one)."""
     expected = view.expected_system
-    if expected and (view.request.system or "").strip() != expected.strip():
-        yield Violation(
+    if not expected or (view.request.system or "").strip() == expected.strip():
+        return NONE
+    return [
+        Violation(
             "system_prompt_sent",
             "the system prompt sent differs from agent.system_prompt",
             expected,
             view.request.system,
         )
+    ]
 
 
-def user_turn_sent(view: WireView) -> Iterator[Violation]:
+def user_turn_sent(view: WireView) -> list[Violation]:
     """The newest user message is the scenario turn's ``user:`` text."""
-    users = [m for m in view.request.messages if m.role is Role.USER]
-    if view.expected_user is None or not users:
-        return
-    if users[-1].content.strip() != view.expected_user.strip():
-        yield Violation(
+    expected = view.expected_user
+    if expected is None:
+        return NONE
+    newest = next((m for m in reversed(view.request.messages) if m.role is Role.USER), None)
+    if newest is None or newest.content.strip() == expected.strip():
+        return NONE
+    return [
+        Violation(
             "user_turn_sent",
             "the newest user message differs from the turn's user text",
-            view.expected_user,
-            users[-1].content,
+            expected,
+            newest.content,
         )
+    ]
 
 
 WIRE_INVARIANTS: dict[str, WireCheck] = {

@@ -63,8 +63,9 @@ class RecordThrough:
         self, method: str, path: str, headers: Mapping[str, str], body: bytes
     ) -> EndpointReply:
         """Forward one request and relay the answer; record it when it is a model call."""
-        lowered = {name.lower(): value for name, value in headers.items()}
-        forwarded = {name: value for name, value in lowered.items() if name in _FORWARDED}
+        forwarded = {
+            name.lower(): value for name, value in headers.items() if name.lower() in _FORWARDED
+        }
         upstream = self._client.request(method, self._target(path), headers=forwarded, content=body)
         answer = upstream.read()
         reply_headers = {"content-type": upstream.headers.get("content-type", JSON)}

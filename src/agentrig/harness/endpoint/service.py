@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from agentrig.errors import AgentrigError
+from agentrig.harness.endpoint.memo import remembered
 from agentrig.harness.endpoint.session import EndpointSession, Plan
 from agentrig.harness.endpoint.wire import (
     CREATED,
@@ -41,7 +42,9 @@ class RequestHandler(Protocol):
     def handle(
         self, method: str, path: str, headers: Mapping[str, str], body: bytes
     ) -> EndpointReply:
-        """Answer one HTTP request."""
+        """Answer one HTTP request. ``headers``: a plain ``dict`` with names in any case, or a
+        mapping that looks names up without regard to case (httpx's or starlette's ``Headers``,
+        which the transports and the ASGI app hand over as they are)."""
         ...
 
 
@@ -135,8 +138,9 @@ class ScenarioEndpoint:
     def handle(
         self, method: str, path: str, headers: Mapping[str, str], body: bytes
     ) -> EndpointReply:
-        """Answer one HTTP request. Never raises for a bad request: it gets an error reply."""
-        lowered = {name.lower(): value for name, value in headers.items()}
+        """Answer one HTTP request (``headers`` as ``RequestHandler.handle`` takes them). Never
+        raises for a bad request: it gets an error reply."""
+        lowered = case_insensitive(headers)
         path = path.split("?", 1)[0]
         fmt = format_for_path(path)
         anthropic = fmt is FORMATS["anthropic"] or "anthropic-version" in lowered
@@ -160,13 +164,16 @@ class ScenarioEndpoint:
         except WireError as error:
             session.unreadable(f"{fmt.path}: {error.message}")
             return _error(fmt, 400, f"agentrig endpoint: {error.message}", param=error.param)
-        reply = _reply(
-            fmt,
-            session.plan(request),
-            stream=request.stream,
-            include_usage=request.include_usage,
-            model=request.model,
-        )
+        plan = session.plan(request)
+        stream, include_usage, model = request.stream, request.include_usage, request.model
+        if plan.answer is None:  # an error, made for this request
+            reply = _reply(fmt, plan, stream=stream, include_usage=include_usage, model=model)
+        else:  # the same for every session that plays this plan (see ``EndpointSession.plan``)
+            reply = remembered(
+                ("reply", fmt.name, id(plan), stream, include_usage, model),
+                plan,
+                lambda: _reply(fmt, plan, stream=stream, include_usage=include_usage, model=model),
+            )
         chunking = session.scenario.agent.wire_chunking
         if reply.chunks is None or chunking == "events":
             return reply
@@ -213,6 +220,15 @@ def cut_chunks(chunks: Iterable[bytes], chunking: str) -> Iterator[bytes]:
                 yield chunk[start:]
         else:
             yield chunk
+
+
+def case_insensitive(headers: Mapping[str, str]) -> Mapping[str, str]:
+    """``headers`` to look names up in lower case: a plain ``dict`` lowered; any other mapping
+    as it is (httpx's and starlette's ``Headers`` ignore case, and lowering one would decode all
+    its headers, three times the work of the three lookups a request needs)."""
+    if type(headers) is dict:
+        return {name.lower(): value for name, value in headers.items()}
+    return headers
 
 
 def _api_key(headers: Mapping[str, str]) -> str | None:

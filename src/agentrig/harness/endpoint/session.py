@@ -25,6 +25,7 @@ from agentrig.harness.endpoint.invariants import (
     repeated_prefix,
     selected,
 )
+from agentrig.harness.endpoint.memo import remembered
 from agentrig.harness.endpoint.wire import response_id
 from agentrig.harness.endpoint.wire._common import message as wire_message
 from agentrig.harness.endpoint.wire._common import seal_of
@@ -46,7 +47,9 @@ from agentrig.state.usage import ZERO_USAGE
 
 # The records made for each request (Plan, Exchange, and the wire's WireRequest, WireAnswer,
 # WireView, EndpointReply) are plain slotted dataclasses, not frozen: built on every model call
-# and never changed, they skip the frozen dataclass's ``object.__setattr__`` per field.
+# and never changed, they skip the frozen dataclass's ``object.__setattr__`` per field. A plan
+# and its answer (and the reply made of them) are shared by every session that plays the same
+# reply as the same request number: nothing may change them (a plan makes its message once).
 
 
 @dataclass(slots=True)
@@ -61,6 +64,15 @@ class Plan:
     retry_after: float | None = None
     fault: FaultSpec | None = None
     latency: float = 0.0
+    _message: Message | None = None
+
+    def message(self) -> Message:
+        """The answer as the assistant message the agent should send back (made once: a plan
+        is shared by the sessions that play it). Only for a plan with an answer."""
+        if self._message is None:
+            assert self.answer is not None, "a plan without an answer has no message"
+            self._message = _assistant(self.answer)
+        return self._message
 
 
 @dataclass(slots=True)
@@ -97,9 +109,12 @@ class EndpointSession:
     failures: list[Failure] = field(default_factory=list)
     _cursor: dict[int, int] = field(default_factory=dict)
     _overruns: dict[int, int] = field(default_factory=dict)
-    _checked: dict[str, int] = field(default_factory=dict)
-    """Requests each selected invariant checked (str to int: a dict the collector skips)."""
+    _requests_checked: int = 0
+    """Requests the per-request checks checked (each selected one checks every such request)."""
+    _script_checked: int = 0
+    """Requests ``script_not_exceeded`` checked."""
     _failed: dict[str, int] = field(default_factory=dict)
+    """Violations of each selected invariant (str to int: a dict the collector skips)."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _started: float = field(default_factory=time.perf_counter)
     _finished: ScenarioResult | None = None
@@ -112,7 +127,6 @@ class EndpointSession:
         names, self._wire_checks = _selection(
             tuple(chosen.only) if chosen.only is not None else None, tuple(chosen.exclude or ())
         )
-        self._checked = dict.fromkeys(names, 0)
         self._failed = dict.fromkeys(names, 0)
 
     # --- answering -----------------------------------------------------------------------
@@ -190,6 +204,7 @@ class EndpointSession:
                 f"scripts {len(replies)} reply(ies)); add a reply or check why the agent did "
                 "not stop"
             )
+            self._script_checked += 1
             self._record(
                 SCRIPT_NOT_EXCEEDED,
                 [Violation(SCRIPT_NOT_EXCEEDED, message)],
@@ -199,9 +214,14 @@ class EndpointSession:
             )
             return Plan(response_id, status=400, error=f"agentrig endpoint: {message}")
         self._cursor[turn] = index + 1
-        if SCRIPT_NOT_EXCEEDED in self._checked:
-            self._checked[SCRIPT_NOT_EXCEEDED] += 1
-        return _plan_reply(replies[index], response_id, turn, request.seals_reasoning)
+        self._script_checked += 1
+        reply, sealed = replies[index], request.seals_reasoning
+        # The same reply played as the same request number is the same plan in every session.
+        return remembered(
+            ("plan", id(reply), response_id, turn, sealed),
+            reply,
+            lambda: _plan_reply(reply, response_id, turn, sealed),
+        )
 
     # --- checking ------------------------------------------------------------------------
 
@@ -228,8 +248,10 @@ class EndpointSession:
             declared_tools=self.scenario.agent.tools,
         )
         for name, check in self._wire_checks:
-            found = list(check(view))
-            self._record(name, found, turn, number, self._path_of(name, turn) if found else ())
+            found = check(view)
+            if found:
+                self._record(name, found, turn, number, self._path_of(name, turn))
+        self._requests_checked += 1
 
     def _path_of(self, invariant: str, turn: int) -> FieldPath:
         """The scenario field a broken invariant points at."""
@@ -252,16 +274,16 @@ class EndpointSession:
 
     def _after(self, exchange: Exchange) -> tuple[Message, ...]:
         """The conversation as it stands after ``exchange`` was answered."""
-        if not exchange.answered or exchange.plan.answer is None:
+        if not exchange.answered:
             return exchange.conversation
-        return (*exchange.conversation, _assistant(exchange.plan.answer))
+        return (*exchange.conversation, exchange.plan.message())
 
     def _record(
         self, name: str, violations: list[Violation], turn: int, number: int, path: FieldPath
     ) -> None:
-        if name not in self._checked:
+        """Count what the selected invariant ``name`` found (``_check`` counts the checks)."""
+        if name not in self._failed:
             return
-        self._checked[name] += 1
         self._failed[name] += len(violations)
         for violation in violations:
             self._fail(
@@ -325,8 +347,16 @@ class EndpointSession:
             turns=tuple(turns),
             failures=tuple(failures),
             invariants=tuple(
-                InvariantOutcome(name=name, checks=checks, failures=self._failed[name])
-                for name, checks in self._checked.items()
+                InvariantOutcome(
+                    name=name,
+                    checks=(
+                        self._script_checked
+                        if name == SCRIPT_NOT_EXCEEDED
+                        else self._requests_checked
+                    ),
+                    failures=failures,
+                )
+                for name, failures in self._failed.items()
             ),
             transcript=tuple(transcript),
             wall_time_s=time.perf_counter() - self._started,

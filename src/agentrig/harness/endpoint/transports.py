@@ -51,10 +51,9 @@ def _transport_class(http: ModuleType) -> type[Any]:
 
         def _reply(self, request: Any, body: bytes) -> EndpointReply:
             path = request.url.raw_path.decode("ascii")
-            # ``Headers.items()`` merges repeated names as ``headers[name]`` does, in one pass
-            # (``dict(request.headers)`` looks every name up again: quadratic in the headers).
-            headers = dict(request.headers.items())
-            return self.endpoint.handle(request.method, path, headers, body)
+            # The library's own ``Headers``: the endpoint looks up the few it reads, without
+            # regard to case, rather than decoding every header into a dict first.
+            return self.endpoint.handle(request.method, path, request.headers, body)
 
         def _response(self, request: Any, reply: EndpointReply) -> Any:
             if reply.drop and reply.chunks is None:
