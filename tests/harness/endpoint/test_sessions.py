@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from starlette.datastructures import Headers
 
 from agentrig.harness.endpoint.handle import EndpointHandle
 from agentrig.harness.endpoint.service import ScenarioEndpoint
@@ -349,3 +352,89 @@ def test_the_endpoint_takes_no_ids_from_an_agent_running_beside_it(
         assert chat_agent(_client(handle), first_turn()) == "It is sunny in Paris."
         taken = ids.new_id("message")
     assert taken == SeededIds(7).new_id("message")
+
+
+# --- what sessions share ------------------------------------------------------------------------
+
+REASONING = """\
+name: reasoning
+turns:
+  - user: Weather in Paris?
+    model:
+      - think: I should call the tool.
+        call: get_weather(city=Paris)
+"""
+
+TOOLS = [
+    {
+        "type": "function",
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    }
+]
+
+
+def _responses_body(model: str, *, stream: bool = False, sealed: bool = False) -> bytes:
+    body: dict[str, Any] = {
+        "model": model,
+        "input": [{"role": "user", "content": "Weather in Paris?"}],
+        "tools": TOOLS,
+        "stream": stream,
+    }
+    if sealed:
+        body["include"] = ["reasoning.encrypted_content"]
+    return json.dumps(body).encode()
+
+
+def test_sessions_of_one_scenario_each_get_the_answer_their_request_asks_for(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    """An answer is worked out once for the sessions that play the same reply, but it still
+    follows each request: its model, streaming, and whether the reasoning is sealed."""
+    endpoint = ScenarioEndpoint([load_scenario(write_scenario(REASONING))])
+
+    def answer(key: str, body: bytes) -> bytes:
+        reply = endpoint.handle("POST", "/v1/responses", {"Authorization": f"Bearer {key}"}, body)
+        assert reply.status == 200, reply.body
+        return reply.body if reply.chunks is None else b"".join(reply.chunks)
+
+    sealed = json.loads(answer("a", _responses_body("model-a", sealed=True)))
+    other_model = json.loads(answer("b", _responses_body("model-b", sealed=True)))
+    plain = json.loads(answer("c", _responses_body("model-a")))
+    streamed = answer("d", _responses_body("model-d", stream=True))
+    again = json.loads(answer("e", _responses_body("model-a", sealed=True)))
+    assert (sealed["model"], other_model["model"], plain["model"]) == (
+        "model-a",
+        "model-b",
+        "model-a",
+    )
+    assert "encrypted_content" in sealed["output"][0]
+    assert "encrypted_content" not in plain["output"][0]
+    assert streamed.startswith(b"event: response.created")
+    assert b'"model-d"' in streamed
+    assert again == sealed
+    assert [r.passed for r in endpoint.results()] == [True] * 5
+
+
+def starlette_headers() -> Headers:
+    """Headers as the ASGI app hands them over (names lowered by the server)."""
+    return Headers(raw=[(b"authorization", b"Bearer mixed")])
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Authorization": "Bearer mixed"},
+        {"X-Api-Key": "mixed", "Anthropic-Version": "2023-06-01"},
+        httpx.Headers({"AUTHORIZATION": "Bearer mixed"}),
+        starlette_headers(),
+    ],
+    ids=["dict", "dict-x-api-key", "httpx-headers", "starlette-headers"],
+)
+def test_header_names_are_read_in_any_case(
+    write_scenario: Callable[[str], Path], headers: Any
+) -> None:
+    endpoint = ScenarioEndpoint([load_scenario(write_scenario(REASONING))])
+    reply = endpoint.handle("POST", "/v1/responses", headers, _responses_body("m"))
+    assert reply.status == 200, reply.body
+    assert list(endpoint.sessions) == ["mixed"]

@@ -44,12 +44,22 @@ class WireView:
     declared_tools: Mapping[str, ToolSpec] = field(default_factory=dict)
     """The scenario's ``agent.tools``: what it says the agent's own tools take."""
     _offered: dict[str, ToolSchema] | None = None
+    _schema_texts: dict[str, str] = field(default_factory=dict)
 
     def offered(self) -> dict[str, ToolSchema]:
         """The tools the request offers, by name (worked out once for all the checks)."""
         if self._offered is None:
             self._offered = {tool.name: tool for tool in self.request.tools}
         return self._offered
+
+    def schema_text(self, tool: ToolSchema) -> str:
+        """``repr`` of an offered tool's parameters: the key its remembered verdicts are kept
+        under (which tells lists from tuples, 1 from 1.0 from True, and keeps key order);
+        worked out once for all the checks."""
+        text = self._schema_texts.get(tool.name)
+        if text is None:
+            text = self._schema_texts[tool.name] = repr(tool.parameters)
+        return text
 
 
 @dataclass(frozen=True)
@@ -242,7 +252,7 @@ def tools_offered(view: WireView) -> list[Violation]:
                 )
             )
             continue
-        problem = _schema_problem(tool.parameters, call.arguments)
+        problem = _schema_problem(tool.parameters, view.schema_text(tool), call.arguments)
         if problem is not None:
             found.append(
                 Violation(
@@ -284,7 +294,7 @@ def tools_as_declared(view: WireView) -> list[Violation]:
                     )
                 )
             continue
-        problems = _declared_problems(spec, tool.parameters)
+        problems = _declared_problems(spec, tool.parameters, view.schema_text(tool))
         if problems:
             found.append(
                 Violation(
@@ -299,20 +309,22 @@ def tools_as_declared(view: WireView) -> list[Violation]:
 
 
 # Every session of a scenario offers the same schemas, for the same scripted arguments: the
-# checks that read them remember their verdicts, keyed by repr (which tells lists from tuples,
-# 1 from 1.0 from True, and keeps key order). Validating cost a third of a request's handling.
+# checks that read them remember their verdicts, keyed by repr (``WireView.schema_text``).
+# Validating cost a third of a request's handling.
 
 
-def _declared_problems(spec: ToolSpec, schema: dict[str, Any]) -> list[str]:
-    key = ("declared", id(spec), repr(schema))
+def _declared_problems(spec: ToolSpec, schema: dict[str, Any], schema_text: str) -> list[str]:
+    key = ("declared", id(spec), schema_text)
     problems: list[str] = remembered(key, spec, lambda: param_problems(spec, schema))
     return problems
 
 
-def _schema_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+def _schema_problem(
+    schema: dict[str, Any], schema_text: str, arguments: dict[str, Any]
+) -> str | None:
     if not schema:
         return None
-    key = ("arguments", repr(schema), repr(arguments))
+    key = ("arguments", schema_text, repr(arguments))
     problem: str | None = remembered(key, None, lambda: _validate(schema, arguments))
     return problem
 
