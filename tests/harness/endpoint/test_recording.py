@@ -169,10 +169,11 @@ class _Recorded:
     [
         "llm/test_tools/test_tool_use_chain_of_two_calls.yaml",
         "llm-anthropic/test_anthropic/test_tools.yaml",
+        "llm/test_openai_responses/test_responses_tool_use_streaming.yaml",
     ],
-    ids=["chat-gzip", "anthropic-streamed-gzip"],
+    ids=["chat-gzip", "anthropic-streamed-gzip", "responses-streamed-reasoning-model"],
 )
-def test_recording_real_gzip_encoded_answers(
+def test_recording_real_answers(
     real_cassette: Callable[[str], Path], tmp_path: Path, relative: str
 ) -> None:
     upstream = _Recorded(real_cassette(relative))
@@ -186,7 +187,8 @@ def test_recording_real_gzip_encoded_answers(
         for path, body in upstream.requests():
             answer = agent.post(path, content=body, headers={"content-type": "application/json"})
             assert answer.status_code == 200, answer.text
-            answer.json() if path != "/v1/messages" else None  # decoded, as the agent reads it
+            # relayed decoded: JSON, or the server-sent events of a streamed answer
+            assert answer.text.lstrip().startswith(("{", "event:")), answer.text[:80]
     recorded = load_cassette(cassette)
     assert len(recorded.interactions) == len(upstream.interactions)
     assert all(i.response is not None for i in recorded.interactions)
