@@ -5,6 +5,7 @@ the scenario's script."""
 from __future__ import annotations
 
 import gzip
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -280,3 +281,33 @@ def test_reasoning_is_recorded_converted_to_think_and_played_back(
     checks = {o.name: (o.checks, o.failures) for o in result.invariants}
     if api != "chat":  # Chat Completions has no sealed reasoning to send back
         assert checks["reasoning_sent_back"] == (2, 0)
+
+
+class _Reasoner:
+    """A Chat Completions server that reasons in the ``reasoning`` field, as OpenRouter, Ollama
+    and Groq answer (DeepSeek and vLLM use ``reasoning_content``, which the endpoint plays)."""
+
+    def handle(self, method: str, path: str, headers: Any, body: bytes) -> EndpointReply:
+        message = {"role": "assistant", "content": "Hello!", "reasoning": "A greeting: greet."}
+        answer = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "reasoner",
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        }
+        return EndpointReply(200, {"content-type": "application/json"}, json.dumps(answer).encode())
+
+
+def test_chat_reasoning_in_the_reasoning_field_converts_to_think(tmp_path: Path) -> None:
+    cassette = tmp_path / "recorded.cassette.yaml"
+    with (
+        EndpointServer(_Reasoner()) as provider,
+        RecordThrough(provider.base_url, cassette) as recorder,
+        EndpointServer(recorder) as through,
+        openai.OpenAI(api_key=SECRET, base_url=f"{through.base_url}/v1", max_retries=0) as client,
+    ):
+        question = [{"role": "user", "content": "Hi"}]
+        client.chat.completions.create(model="reasoner", messages=question)
+    [turn] = cassette_to_scenario(load_cassette(cassette), name="reasoner").turns
+    assert [(reply.think, reply.say) for reply in turn.model] == [("A greeting: greet.", "Hello!")]
