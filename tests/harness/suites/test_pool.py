@@ -254,7 +254,10 @@ def test_a_stopping_signal_reports_what_finished_and_marks_the_rest(
     assert reported is not None, text
     finished, unfinished = int(reported.group(1)), int(reported.group(2))
     assert finished + unfinished == count
-    assert 3 <= finished <= 5  # the scenarios that did not block (3, up to 5 in a race)
+    # In one process the first three pass and the fourth blocks. Workers take scenarios in
+    # parallel and report them in order: a blocked one holds back those after it, so fewer may
+    # come in (as many as five checks may have started before one saw three marks).
+    assert finished == 3 if workers == 1 else finished <= 5
     assert "worker process died" not in text  # the workers did not die before the main process
     data = json.loads((reports / "report.json").read_text())
     outcomes = [(s["passed"], [f["message"] for f in s["failures"]]) for s in data["scenarios"]]
