@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
@@ -19,6 +20,7 @@ from rich.table import Table
 from agentrig.errors import AgentrigError
 from agentrig.harness.errors import ScenarioFileError
 from agentrig.harness.results import Failure, ScenarioResult, SuiteResult
+from agentrig.harness.suites.interrupt import interrupted_by_signals, stopping_signal
 
 if TYPE_CHECKING:
     from agentrig.harness.scenarios.model import Scenario
@@ -89,7 +91,9 @@ def run(
     ] = False,
 ) -> None:
     """Run scenario files; exit 0 only when every selected scenario passes. A file that does
-    not load is reported as an error case and the others run; the exit code is then 2."""
+    not load is reported as an error case and the others run; the exit code is then 2. Ctrl-C,
+    SIGTERM or SIGHUP stop the run: the reports hold what finished and an error case for each
+    scenario that did not; the exit code is 128 + the signal's number (130, 143, 129)."""
     from agentrig.harness.reporting import get_writer
     from agentrig.harness.scenarios.loader import load_suite
     from agentrig.harness.scenarios.selection import parse_shard, select, shard_of
@@ -127,8 +131,10 @@ def run(
         done.append(result)
         bar.advance(task)
 
+    started = time.perf_counter()
+    interrupted: tuple[str, int] | None = None
     try:
-        with _progress(quiet) as bar:
+        with _progress(quiet) as bar, interrupted_by_signals():
             task = bar.add_task("scenarios", total=len(scenarios))
             result = run_suite(
                 scenarios,
@@ -139,9 +145,14 @@ def run(
             )
     except AgentrigError as error:
         _fail_usage(error)
-    except KeyboardInterrupt:
-        _interrupted(SuiteResult(scenarios=tuple(done), wall_time_s=0.0), len(scenarios), quiet)
+    except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM / SIGHUP (Interrupted)
+        interrupted = stopping_signal(stop)
+        result = _interrupted_result(done, scenarios, interrupted[0], started)
     result = _with_unloadable(result, suite.entries, scenarios, broken)
+    if interrupted is not None:
+        _report_interrupted(
+            result, done, len(scenarios), interrupted, report_dir, report, quiet=quiet
+        )
     if verbose and not quiet and result.scenarios:
         _summary_table(result)
     if not quiet:
@@ -468,16 +479,67 @@ def _failure_details(result: SuiteResult) -> None:
             console.print(format_scenario_failures(scenario), markup=False, highlight=False)
 
 
-def _interrupted(result: SuiteResult, selected: int, quiet: bool) -> NoReturn:
-    """Ctrl-C: show what ran (no reports: they would look like a whole run) and exit 130."""
-    if not quiet and result.scenarios:
-        _failure_details(result)
+NOT_FINISHED = (
+    "not finished: the run was interrupted by {signal} before this scenario's result came in"
+)
+"""The failure of each selected scenario an interrupted run did not finish."""
+
+
+def _interrupted_result(
+    done: Sequence[ScenarioResult], selected: Sequence[Scenario], signal: str, started: float
+) -> SuiteResult:
+    """The results that came in (a prefix of ``selected``), then an error case for each
+    scenario that did not finish: the reports show what ran and what did not."""
+    from agentrig.harness.runner import failed_result
+
+    unfinished = selected[len(done) :]
+    message = NOT_FINISHED.format(signal=_shown_signal(signal))
+    return SuiteResult(
+        scenarios=(*done, *(failed_result(scenario, message) for scenario in unfinished)),
+        wall_time_s=time.perf_counter() - started,
+    )
+
+
+def _shown_signal(name: str) -> str:
+    return "Ctrl-C (SIGINT)" if name == "SIGINT" else name
+
+
+def _report_interrupted(
+    result: SuiteResult,
+    ran: Sequence[ScenarioResult],
+    selected: int,
+    stopped_by: tuple[str, int],
+    report_dir: Path,
+    report: list[str] | None,
+    *,
+    quiet: bool,
+) -> NoReturn:
+    """Ctrl-C, SIGTERM or SIGHUP: show the failures of the scenarios that ``ran``, write the
+    reports of ``result`` (where each scenario not finished is an error case saying so) and exit
+    128 + the signal's number."""
+    from agentrig.harness.reporting import write_reports, writer_names
+
+    name, number = stopped_by
+    if not quiet:
+        _failure_details(SuiteResult(scenarios=tuple(ran), wall_time_s=0.0))
+    passed = sum(scenario.passed for scenario in ran)
+    line = (
+        f"[yellow]interrupted by {_shown_signal(name)}: {len(ran)} of {selected} scenario(s) "
+        f"ran: {passed} passed, {len(ran) - passed} failed"
+    )
+    formats = list(dict.fromkeys(report or writer_names()))
+    try:
+        written = write_reports(result, report_dir, formats)
+    except OSError as error:
+        console.print(f"{line}; no reports written[/]", soft_wrap=True)
+        _fail_write(report_dir, error, "--report-dir", what="reports to ")
+    folders = {path.parent for path in written}
+    where = f"{folders.pop()}/" if len(folders) == 1 else ", ".join(map(str, written))
     console.print(
-        f"[yellow]interrupted: {len(result.scenarios)} of {selected} scenario(s) ran: "
-        f"{result.passed_count} passed, {result.failed_count} failed; no reports written[/]",
+        f"{line}; reports in {escape(where)} (the {selected - len(ran)} not finished as errors)[/]",
         soft_wrap=True,
     )
-    raise typer.Exit(130)
+    raise typer.Exit(128 + number)
 
 
 def _report_and_exit(

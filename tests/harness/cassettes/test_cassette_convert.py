@@ -354,3 +354,36 @@ class TestCli:
         result = cli.invoke(app, ["convert", str(path)])
         assert result.exit_code == 2
         assert f"{path}:1:10: version: cassette version 3 is not supported" in result.output
+
+
+def test_a_session_recorded_through_the_endpoint_converts_to_what_the_endpoint_serves(
+    build: Build,
+) -> None:
+    from agentrig.harness.cassettes.convert import RECORDED_THROUGH
+    from agentrig.harness.endpoint.compatibility import check_endpoint_scenario
+
+    script = [fail("overloaded", retryable=True), reply("Hi."), fail("bad request"), reply("Bye.")]
+    recorder = record(build, script, "hi", "again?", "bye", max_retries=2)
+    on_the_wire = recorder.cassette.model_copy(
+        update={
+            "metadata": recorder.cassette.metadata.model_copy(
+                update={"recorded_with": RECORDED_THROUGH}
+            )
+        }
+    )
+    # Recorded at agentrig's provider seam, the scenario holds agentrig's own state...
+    inside = cassette_to_scenario(recorder.cassette, name="inside")
+    assert inside.agent.max_retries == 2
+    assert [t.expect.status for t in inside.turns] == [None, None, "completed"]
+    assert inside.turns[1].expect.errors == ("bad request",)
+    # ...recorded from another agent through the endpoint, only what crosses the wire.
+    scenario = cassette_to_scenario(on_the_wire, name="wire")
+    check_endpoint_scenario(scenario)  # raises for what the endpoint cannot check
+    assert "max_retries" not in scenario.agent.model_fields_set
+    assert [(t.expect.status, t.expect.errors) for t in scenario.turns] == [(None, None)] * 3
+    assert [r.error or r.say for t in scenario.turns for r in t.model] == [
+        "overloaded",
+        "Hi.",
+        "bad request",
+        "Bye.",
+    ]

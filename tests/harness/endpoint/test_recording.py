@@ -4,6 +4,8 @@ the scenario's script."""
 
 from __future__ import annotations
 
+import gzip
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,17 +13,19 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from agentrig.harness.cassettes import load_cassette
+from agentrig.harness.cassettes import cassette_to_scenario, load_cassette
 from agentrig.harness.cli import app
 from agentrig.harness.endpoint.handle import EndpointHandle
 from agentrig.harness.endpoint.recording import RecordThrough
 from agentrig.harness.endpoint.server import EndpointServer
+from agentrig.harness.endpoint.service import EndpointReply
 from agentrig.harness.scenarios.loader import load_scenario
 
 from .sdk_agents import SYSTEM, anthropic_agent, chat_agent, responses_agent
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
+httpx2 = pytest.importorskip("httpx2")
 
 SCENARIO = """\
 name: upstream
@@ -125,3 +129,185 @@ def test_serve_refuses_half_of_the_recording_options(tmp_path: Path) -> None:
     outcome = CliRunner().invoke(app, ["serve", "--upstream", "http://127.0.0.1:9"])
     assert outcome.exit_code == 2
     assert "--upstream and --record go together" in outcome.output
+
+
+# --- real shapes: gzip answers, and reasoning through record, convert and play back ---------
+
+
+class _Recorded:
+    """An upstream that answers each request with the next HTTP response of a real cassette,
+    byte for byte (gzip bodies with their Content-Encoding, as the real APIs send them)."""
+
+    def __init__(self, path: Path) -> None:
+        from agentrig.harness.cassettes.http import deserialize
+
+        self.interactions = deserialize(path.read_text(encoding="utf-8"))["interactions"]
+        self.answered = 0
+
+    def requests(self) -> list[tuple[str, bytes]]:
+        """The recorded requests: the path and the body."""
+        from urllib.parse import urlsplit
+
+        return [
+            (urlsplit(i["request"]["uri"]).path, i["request"]["body"].encode())
+            for i in self.interactions
+        ]
+
+    def handle(self, method: str, path: str, headers: Any, body: bytes) -> EndpointReply:
+        response = self.interactions[self.answered]["response"]
+        self.answered += 1
+        content = response["body"]["string"]
+        kept = ("content-type", "content-encoding")
+        return EndpointReply(
+            response["status"]["code"],
+            {k.lower(): v[0] for k, v in response["headers"].items() if k.lower() in kept},
+            content if isinstance(content, bytes) else content.encode(),
+        )
+
+
+@pytest.mark.parametrize(
+    "relative",
+    [
+        "llm/test_tools/test_tool_use_chain_of_two_calls.yaml",
+        "llm-anthropic/test_anthropic/test_tools.yaml",
+        "llm/test_openai_responses/test_responses_tool_use_streaming.yaml",
+    ],
+    ids=["chat-gzip", "anthropic-streamed-gzip", "responses-streamed-reasoning-model"],
+)
+def test_recording_real_answers(
+    real_cassette: Callable[[str], Path], tmp_path: Path, relative: str
+) -> None:
+    upstream = _Recorded(real_cassette(relative))
+    cassette = tmp_path / "recorded.cassette.yaml"
+    with (
+        EndpointServer(upstream) as provider,
+        RecordThrough(provider.base_url, cassette) as recorder,
+        EndpointServer(recorder) as through,
+        httpx2.Client(base_url=through.base_url) as agent,
+    ):
+        for path, body in upstream.requests():
+            answer = agent.post(path, content=body, headers={"content-type": "application/json"})
+            assert answer.status_code == 200, answer.text
+            # relayed decoded: JSON, or the server-sent events of a streamed answer
+            assert answer.text.lstrip().startswith(("{", "event:")), answer.text[:80]
+    recorded = load_cassette(cassette)
+    assert len(recorded.interactions) == len(upstream.interactions)
+    assert all(i.response is not None for i in recorded.interactions)
+    calls = [c.name for i in recorded.interactions if i.response for c in i.response.tool_calls]
+    assert calls  # the real answers' tool calls were read from the decoded bytes
+    scenario = cassette_to_scenario(recorded, name="real")
+    assert [r.tool_calls[0].name for t in scenario.turns for r in t.model if r.tool_calls]
+
+
+REASONING = """\
+name: upstream-reasoning
+agent:
+  system_prompt: You answer weather questions.
+  tools:
+    get_weather:
+      params: {city: string}
+      replies: [{return: sunny in Paris}]
+turns:
+  - user: Weather in Paris?
+    model:
+      - think: The user wants the weather, so I call the tool.
+        call: get_weather(city=Paris)
+      - think: The tool says sunny.
+        say: It is sunny in Paris today.
+"""
+
+
+class _Gzipped:
+    """An upstream that answers as ``inner`` does, gzip-encoded as the real APIs answer."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def handle(self, method: str, path: str, headers: Any, body: bytes) -> EndpointReply:
+        reply = self.inner.handle(method, path, headers, body)
+        whole = b"".join(reply.chunks) if reply.chunks is not None else reply.body
+        return EndpointReply(
+            reply.status, {**reply.headers, "content-encoding": "gzip"}, gzip.compress(whole)
+        )
+
+
+def _reasoning_agent(api: str, stream: bool, base_url: str, key: str = SECRET) -> str:
+    """One turn of an SDK agent that sends its reasoning back as each API wants it."""
+    question = [{"role": "user", "content": "Weather in Paris?"}]
+    if api == "anthropic":
+        with anthropic.Anthropic(api_key=key, base_url=base_url, max_retries=0) as claude:
+            return anthropic_agent(claude, question, stream=stream)
+    with openai.OpenAI(api_key=key, base_url=f"{base_url}/v1", max_retries=0) as client:
+        if api == "chat":
+            messages = [{"role": "system", "content": SYSTEM}, *question]
+            return chat_agent(client, messages, stream=stream)
+        create, streamed = client.responses.create, client.responses.stream
+        sealed = {"include": ["reasoning.encrypted_content"], "store": False}
+        client.responses.create = lambda **options: create(**{**sealed, **options})
+        client.responses.stream = lambda **options: streamed(**{**sealed, **options})
+        return responses_agent(client, list(question), stream=stream)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("api", ["chat", "responses", "anthropic"])
+def test_reasoning_is_recorded_converted_to_think_and_played_back(
+    write_scenario: Callable[[str], Path], tmp_path: Path, api: str, stream: bool
+) -> None:
+    cassette = tmp_path / "recorded.cassette.yaml"
+    with EndpointHandle(write_scenario(REASONING), live=True) as upstream:
+        with (
+            EndpointServer(_Gzipped(upstream.endpoint)) as provider,
+            RecordThrough(provider.base_url, cassette) as recorder,
+            EndpointServer(recorder) as through,
+        ):
+            assert _reasoning_agent(api, stream, through.base_url) == "It is sunny in Paris today."
+        [session] = upstream.endpoint.results()
+        assert session.passed, session.failures
+
+    converted = tmp_path / "converted.scenario.yaml"
+    outcome = CliRunner().invoke(app, ["convert", str(cassette), "-o", str(converted)])
+    assert outcome.exit_code == 0, outcome.output
+    [turn] = load_scenario(converted).turns
+    assert [reply.think for reply in turn.model] == [
+        "The user wants the weather, so I call the tool.",
+        "The tool says sunny.",
+    ]
+    # The scenario of an agent seen on the wire is one the endpoint serves, and the same agent
+    # passes it, its reasoning sent back as the API wants it.
+    with EndpointHandle(converted, live=True) as again:
+        answer = _reasoning_agent(api, stream, again.base_url, again.api_key)
+        assert answer == "It is sunny in Paris today."
+        result = again.check()
+    checks = {o.name: (o.checks, o.failures) for o in result.invariants}
+    if api != "chat":  # Chat Completions has no sealed reasoning to send back
+        assert checks["reasoning_sent_back"] == (2, 0)
+
+
+class _Reasoner:
+    """A Chat Completions server that reasons in the ``reasoning`` field, as OpenRouter, Ollama
+    and Groq answer (DeepSeek and vLLM use ``reasoning_content``, which the endpoint plays)."""
+
+    def handle(self, method: str, path: str, headers: Any, body: bytes) -> EndpointReply:
+        message = {"role": "assistant", "content": "Hello!", "reasoning": "A greeting: greet."}
+        answer = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "reasoner",
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        }
+        return EndpointReply(200, {"content-type": "application/json"}, json.dumps(answer).encode())
+
+
+def test_chat_reasoning_in_the_reasoning_field_converts_to_think(tmp_path: Path) -> None:
+    cassette = tmp_path / "recorded.cassette.yaml"
+    with (
+        EndpointServer(_Reasoner()) as provider,
+        RecordThrough(provider.base_url, cassette) as recorder,
+        EndpointServer(recorder) as through,
+        openai.OpenAI(api_key=SECRET, base_url=f"{through.base_url}/v1", max_retries=0) as client,
+    ):
+        question = [{"role": "user", "content": "Hi"}]
+        client.chat.completions.create(model="reasoner", messages=question)
+    [turn] = cassette_to_scenario(load_cassette(cassette), name="reasoner").turns
+    assert [(reply.think, reply.say) for reply in turn.model] == [("A greeting: greet.", "Hello!")]

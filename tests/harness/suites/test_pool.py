@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -181,9 +182,92 @@ def test_ctrl_c_stops_promptly_says_what_ran_and_leaves_no_worker(tmp_path: Path
     text = " ".join(output.decode().split())
     assert process.returncode == 130, text
     assert "Traceback" not in text
-    reported = re.search(r"interrupted: (\d+) of 40 scenario\(s\) ran: \1 passed, 0 failed", text)
+    reported = re.search(
+        r"interrupted by Ctrl-C \(SIGINT\): (\d+) of 40 scenario\(s\) ran: \1 passed, 0 failed",
+        text,
+    )
     assert reported is not None, text
     assert int(reported.group(1)) <= 5  # only scenarios that did not block (4, or 5 in a race)
+    assert _wait_for(lambda: _live_members(process.pid) == []), _live_members(process.pid)
+
+
+@pytest.mark.parametrize(
+    ("stop", "workers"),
+    [(signal.SIGTERM, 1), (signal.SIGHUP, 1), (signal.SIGTERM, 2)],
+    ids=["sigterm", "sighup", "sigterm-to-the-group-with-workers"],
+)
+def test_a_stopping_signal_reports_what_finished_and_marks_the_rest(
+    tmp_path: Path, stop: signal.Signals, workers: int
+) -> None:
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    marks = tmp_path / "marks"  # a file per scenario whose check started
+    marks.mkdir()
+    # The first three scenarios pass at once; from the fourth on each check waits for a file
+    # that never comes: the run cannot end before the signal, whatever the machine's speed.
+    invariant_plugin(
+        plugins,
+        "audit_plugin_blocking",
+        "audit_blocking",
+        f"import time; marks = {str(marks)!r}; n = len(os.listdir(marks)); "
+        "open(os.path.join(marks, f'{os.getpid()}-{time.monotonic_ns()}'), 'x').close(); "
+        'exec(\'while n >= 3 and not os.path.exists(os.path.join(marks, "go")): '
+        "time.sleep(0.05)')",
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugins), *sys.path])}
+    command = [sys.executable, "-c", "from agentrig.harness.cli import main; main()"]
+    count = 12 if workers > 1 else 6
+    reports = tmp_path / "r"
+    arguments = [
+        str(suite(tmp_path / "s", count)),
+        "-n",
+        str(workers),
+        "--report-dir",
+        str(reports),
+    ]
+    process = subprocess.Popen(
+        [*command, "run", *arguments, "--plugin", "audit_plugin_blocking"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,  # its own process group, as a CI job's
+    )
+    try:
+        assert _wait_for(lambda: len(os.listdir(marks)) > 3), "no scenario blocked"
+        if workers > 1:
+            os.killpg(process.pid, stop)  # a CI runner stops the whole job
+        else:
+            os.kill(process.pid, stop)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    text = " ".join(output.decode().split())
+    assert process.returncode == 128 + stop, text
+    assert "Traceback" not in text
+    reported = re.search(
+        rf"interrupted by {stop.name}: (\d+) of {count} scenario\(s\) ran: \1 passed, 0 failed; "
+        rf"reports in {re.escape(str(reports))}/ \(the (\d+) not finished as errors\)",
+        text,
+    )
+    assert reported is not None, text
+    finished, unfinished = int(reported.group(1)), int(reported.group(2))
+    assert finished + unfinished == count
+    # In one process the first three pass and the fourth blocks. Workers take scenarios in
+    # parallel and report them in order: a blocked one holds back those after it, so fewer may
+    # come in (as many as five checks may have started before one saw three marks).
+    assert finished == 3 if workers == 1 else finished <= 5
+    assert "worker process died" not in text  # the workers did not die before the main process
+    data = json.loads((reports / "report.json").read_text())
+    outcomes = [(s["passed"], [f["message"] for f in s["failures"]]) for s in data["scenarios"]]
+    not_finished = (
+        f"not finished: the run was interrupted by {stop.name} before this scenario's result "
+        "came in"
+    )
+    assert outcomes == [(True, [])] * finished + [(False, [not_finished])] * unfinished
+    junit = (reports / "junit.xml").read_text()
+    assert f'tests="{count}" failures="0" errors="{unfinished}"' in junit
     assert _wait_for(lambda: _live_members(process.pid) == []), _live_members(process.pid)
 
 

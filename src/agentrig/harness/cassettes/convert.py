@@ -7,6 +7,10 @@ the turn's model replies are the recorded responses and errors, and its expectat
 the recording shows: the tool-call trajectory, the final response, the tool errors and, for a
 clean turn, ``status: completed``.
 
+A cassette recorded through the scenario endpoint (``agentrig serve --upstream``) holds another
+framework's agent, seen only on the wire: its scenario leaves out what the endpoint cannot check
+there (``status``, ``errors``, ``max_retries``), so that ``agentrig serve`` plays it back.
+
 Limits: one agent per cassette (subagents that share the provider are not separated), and a
 tool call whose result the recording never shows (the run ended right after it) becomes a
 ``stop`` reply, since nothing was asked of the model after it.
@@ -47,6 +51,7 @@ from agentrig.harness.scenarios.yaml_source import load_yaml_file
 from agentrig.state import FinishReason
 
 __all__ = [
+    "RECORDED_THROUGH",
     "TOOL_ERROR_PREFIX",
     "UNRECORDED_RESULT",
     "cassette_to_scenario",
@@ -56,6 +61,8 @@ __all__ = [
 
 TOOL_ERROR_PREFIX = "Error in tool call: "
 """How the runtime shows a failed tool call to the model; stripped to get the error message."""
+RECORDED_THROUGH = "agentrig serve --upstream"
+"""The ``metadata.recorded_with`` of a cassette recorded through the scenario endpoint."""
 UNRECORDED_RESULT = "the recording ends after this call; its result was not recorded"
 _PARAM_TYPES = frozenset({"string", "integer", "number", "boolean", "object", "array"})
 _NOT_CALLED = "not called in the recording"
@@ -116,12 +123,13 @@ def cassette_to_scenario(
     draft = _Draft(path, interactions)
     for number, interaction in enumerate(interactions, start=1):
         draft.add(number, interaction)
+    on_the_wire = cassette.metadata.recorded_with == RECORDED_THROUGH
     data: dict[str, Any] = {
         "name": name,
         "description": description
         or f"Converted from a recorded session ({len(interactions)} interaction(s)).",
-        "agent": draft.agent(interactions),
-        "turns": [turn.data() for turn in draft.turns],
+        "agent": draft.agent(interactions, retries=not on_the_wire),
+        "turns": [turn.data(state=not on_the_wire) for turn in draft.turns],
     }
     try:
         return Scenario.model_validate(data)
@@ -171,15 +179,16 @@ class _TurnDraft:
     clean: bool = True
     final: str | None = None
 
-    def data(self) -> dict[str, Any]:
+    def data(self, *, state: bool) -> dict[str, Any]:
+        """The turn; with ``state``, also the expectations on agentrig's own state."""
         expect: dict[str, Any] = {}
-        if self.clean and not self.errors and self.final is not None:
+        if state and self.clean and not self.errors and self.final is not None:
             expect["status"] = "completed"
         if self.final:
             expect["final_response"] = self.final
         if self.calls:
             expect["tool_calls"] = {"calls": self.calls}
-        if self.errors:
+        if state and self.errors:
             expect["errors"] = self.errors
         turn: dict[str, Any] = {"user": self.user, "model": self.replies}
         return {**turn, "expect": expect} if expect else turn
@@ -257,13 +266,13 @@ class _Draft:
         if message not in turn.errors:
             turn.errors.append(message)
 
-    def agent(self, interactions: Sequence[Interaction]) -> dict[str, Any]:
+    def agent(self, interactions: Sequence[Interaction], *, retries: bool) -> dict[str, Any]:
         agent: dict[str, Any] = {}
         first = interactions[0].request.messages
         if first and first[0].role == "system" and first[0].content:
             agent["system_prompt"] = first[0].content
         attempts = _max_attempts(interactions)
-        if attempts > 1:
+        if retries and attempts > 1:
             agent["max_retries"] = attempts
         tools = {name: self._tool(schema) for name, schema in _schemas(interactions).items()}
         if tools:

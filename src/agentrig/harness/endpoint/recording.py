@@ -15,9 +15,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agentrig import __version__
 from agentrig.drivers.provider import InferenceProvider
 from agentrig.errors import ProviderError
 from agentrig.harness.cassettes import RecordingProvider
+from agentrig.harness.cassettes.convert import RECORDED_THROUGH
+from agentrig.harness.cassettes.model import Cassette, CassetteMetadata
 from agentrig.harness.endpoint.service import JSON, EndpointReply
 from agentrig.harness.endpoint.wire import FORMATS, WireError, WireFormat, format_for_path
 from agentrig.harness.endpoint.wire.base import WireRequest
@@ -34,6 +37,10 @@ _FORWARDED = (
     "content-type",
     "accept",
 )
+# The answer is read (decoded) before it is replayed to agentrig's provider: the headers that
+# describe the bytes on the wire no longer hold for it (a gzip-encoded answer, as the real APIs
+# send, would be decoded a second time).
+_WIRE_ENCODING = ("content-encoding", "content-length", "transfer-encoding")
 
 
 class RecordThrough:
@@ -90,10 +97,14 @@ class RecordThrough:
             request = fmt.parse_request(body)
         except WireError:
             return  # the upstream answered it; there is no model call to record
-        provider = _replaying_provider(fmt, request, status, headers, answer)
+        decoded = {k: v for k, v in headers.items() if k.lower() not in _WIRE_ENCODING}
+        provider = _replaying_provider(fmt, request, status, decoded, answer)
         with self._lock:
             if self._recorder is None:
-                self._recorder = RecordingProvider(provider, path=self.path)
+                metadata = CassetteMetadata(agentrig=__version__, recorded_with=RECORDED_THROUGH)
+                self._recorder = RecordingProvider(
+                    provider, path=self.path, cassette=Cassette(metadata=metadata)
+                )
             self._recorder.inner = provider
             with contextlib.suppress(ProviderError):  # recorded as the interaction's error
                 self._recorder.infer(_inference_request(request))

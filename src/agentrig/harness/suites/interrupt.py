@@ -4,14 +4,82 @@ the signals that stop a long-running command cleanly."""
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from collections.abc import Iterator
 from types import FrameType
 
-__all__ = ["ignore_sigint", "sigint_held", "stopped_by_signals"]
+__all__ = [
+    "Interrupted",
+    "ignore_sigint",
+    "interrupted_by_signals",
+    "leave_stop_signals_to_parent",
+    "sigint_held",
+    "stopped_by_signals",
+    "stopping_signal",
+]
 
 _STOPPING = ("SIGINT", "SIGTERM", "SIGHUP")
+_KILLING = ("SIGTERM", "SIGHUP")
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised in the main thread as Ctrl-C raises ``KeyboardInterrupt`` (of
+    which it is a kind, so that whatever handles Ctrl-C handles it too)."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.name = signal.Signals(number).name
+        super().__init__(self.name)
+
+
+def stopping_signal(interrupt: KeyboardInterrupt) -> tuple[str, int]:
+    """The name and number of the signal behind ``interrupt`` (SIGINT for a plain Ctrl-C)."""
+    if isinstance(interrupt, Interrupted):
+        return interrupt.name, interrupt.number
+    return "SIGINT", int(signal.SIGINT)
+
+
+@contextlib.contextmanager
+def interrupted_by_signals() -> Iterator[None]:
+    """Raise :class:`Interrupted` on SIGTERM (``kill``, a CI job's timeout) or SIGHUP while
+    inside, so that a command handles them as it handles Ctrl-C. The previous handlers come back
+    on leaving. Outside the main thread it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_signal(number: int, frame: FrameType | None) -> None:
+        raise Interrupted(number)
+
+    previous = {}
+    for name in _KILLING:
+        number = getattr(signal, name, None)
+        if number is not None:
+            previous[number] = signal.signal(number, on_signal)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def leave_stop_signals_to_parent() -> None:
+    """In a worker: ignore SIGTERM and SIGHUP while the process that started it lives (it stops
+    the pool and reports what finished; a worker killed first would pass for one that crashed).
+    Orphaned, a worker ends on them as usual."""
+    parent = os.getppid()
+
+    def on_signal(number: int, frame: FrameType | None) -> None:
+        if os.getppid() != parent:
+            signal.signal(number, signal.SIG_DFL)
+            os.kill(os.getpid(), number)
+
+    for name in _KILLING:
+        number = getattr(signal, name, None)
+        if number is not None:
+            signal.signal(number, on_signal)
 
 
 @contextlib.contextmanager

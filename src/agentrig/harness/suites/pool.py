@@ -21,7 +21,11 @@ from agentrig.harness.errors import PluginError, SuiteError
 from agentrig.harness.results import ScenarioResult
 from agentrig.harness.scenarios.loader import load_scenario
 from agentrig.harness.scenarios.model import Scenario
-from agentrig.harness.suites.interrupt import ignore_sigint, sigint_held
+from agentrig.harness.suites.interrupt import (
+    ignore_sigint,
+    leave_stop_signals_to_parent,
+    sigint_held,
+)
 from agentrig.harness.suites.plugins import load_plugins
 
 __all__ = ["RunOne", "run_in_workers"]
@@ -83,13 +87,15 @@ def run_in_workers(
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
-    """Cancel what has not started and end the workers (they ignore Ctrl-C: see _init_worker)."""
+    """Cancel what has not started and end the workers (they ignore Ctrl-C, SIGTERM and SIGHUP:
+    see _init_worker)."""
     processes = list(getattr(pool, "_processes", None) or {})  # no public way before 3.14
     manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
+    ending = getattr(signal, "SIGKILL", signal.SIGTERM)  # Windows has no SIGKILL
     for pid in processes:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
+            os.kill(pid, ending)
     pool.shutdown(wait=True)
     if manager is not None:
         # shutdown(wait=True) after shutdown(wait=False) no longer waits for the pool's manager
@@ -104,6 +110,7 @@ _WORKER_PROBLEM: list[str] = []
 
 def _init_worker(plugins: tuple[str, ...]) -> None:
     ignore_sigint()
+    leave_stop_signals_to_parent()
     try:
         load_plugins(plugins)
     except AgentrigError as error:  # raising here would only break the pool, without a reason
