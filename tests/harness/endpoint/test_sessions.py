@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import threading
 from collections.abc import Callable
@@ -426,10 +427,11 @@ def starlette_headers() -> Headers:
     [
         {"Authorization": "Bearer mixed"},
         {"X-Api-Key": "mixed", "Anthropic-Version": "2023-06-01"},
+        collections.OrderedDict([("Authorization", "Bearer mixed")]),
         httpx.Headers({"AUTHORIZATION": "Bearer mixed"}),
         starlette_headers(),
     ],
-    ids=["dict", "dict-x-api-key", "httpx-headers", "starlette-headers"],
+    ids=["dict", "dict-x-api-key", "dict-subclass", "httpx-headers", "starlette-headers"],
 )
 def test_header_names_are_read_in_any_case(
     write_scenario: Callable[[str], Path], headers: Any

@@ -42,7 +42,7 @@ class RequestHandler(Protocol):
     def handle(
         self, method: str, path: str, headers: Mapping[str, str], body: bytes
     ) -> EndpointReply:
-        """Answer one HTTP request. ``headers``: a plain ``dict`` with names in any case, or a
+        """Answer one HTTP request. ``headers``: a ``dict`` with names in any case, or a
         mapping that looks names up without regard to case (httpx's or starlette's ``Headers``,
         which the transports and the ASGI app hand over as they are)."""
         ...
@@ -223,10 +223,10 @@ def cut_chunks(chunks: Iterable[bytes], chunking: str) -> Iterator[bytes]:
 
 
 def case_insensitive(headers: Mapping[str, str]) -> Mapping[str, str]:
-    """``headers`` to look names up in lower case: a plain ``dict`` lowered; any other mapping
-    as it is (httpx's and starlette's ``Headers`` ignore case, and lowering one would decode all
-    its headers, three times the work of the three lookups a request needs)."""
-    if type(headers) is dict:
+    """``headers`` to look names up in lower case: a ``dict`` (or a subclass) lowered; any other
+    mapping as it is (httpx's and starlette's ``Headers`` ignore case, and lowering one would
+    decode all its headers, three times the work of the three lookups a request needs)."""
+    if isinstance(headers, dict):
         return {name.lower(): value for name, value in headers.items()}
     return headers
 
