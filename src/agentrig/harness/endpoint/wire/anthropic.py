@@ -80,7 +80,9 @@ class AnthropicFormat(BaseFormat):
             if role not in ("user", "assistant"):
                 raise fail(join(where, "role"), f"{role!r} is not one of user, assistant")
             content = required(turn, "content", object, where)
-            if role == "user":
+            if role == "user" and type(content) is str:  # the usual question: no blocks to walk
+                messages.append(message(Role.USER, content))
+            elif role == "user":
                 messages.extend(_user(content, join(where, "content"), calls))
             else:
                 messages.append(_assistant(content, join(where, "content"), calls))
