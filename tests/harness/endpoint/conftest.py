@@ -41,6 +41,27 @@ turns:
       tool_results: [{tool: get_weather, content: sunny}]
 """
 
+REASONING_WEATHER = """\
+name: reasoning-weather
+agent:
+  system_prompt: You answer weather questions.
+  tools:
+    get_weather:
+      params: {city: string}
+      replies: [{return: sunny in Paris}]
+turns:
+  - user: Weather in Paris?
+    model:
+      - think: The user wants the weather, so I call the tool.
+        call: get_weather(city=Paris)
+      - think: The tool says sunny.
+        say: It is sunny in Paris today.
+    expect:
+      final_response: It is sunny in Paris today.
+      model_calls: 2
+"""
+"""A reasoning model's tool round trip: each reply thinks first (``think:``)."""
+
 
 @pytest.fixture
 def write_scenario(tmp_path: Path) -> Callable[[str], Path]:

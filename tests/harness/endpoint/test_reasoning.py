@@ -16,6 +16,7 @@ from agentrig.harness.endpoint.handle import EndpointHandle
 from agentrig.harness.results import Failure
 from agentrig.harness.runner import final_states
 
+from .conftest import REASONING_WEATHER
 from .sdk_agents import (
     SYSTEM,
     agentrig_provider,
@@ -29,32 +30,13 @@ from .sdk_agents import (
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
 
-SCENARIO = """\
-name: reasoning-weather
-agent:
-  system_prompt: You answer weather questions.
-  tools:
-    get_weather:
-      params: {city: string}
-      replies: [{return: sunny in Paris}]
-turns:
-  - user: Weather in Paris?
-    model:
-      - think: The user wants the weather, so I call the tool.
-        call: get_weather(city=Paris)
-      - think: The tool says sunny.
-        say: It is sunny in Paris today.
-    expect:
-      final_response: It is sunny in Paris today.
-      model_calls: 2
-"""
 
 FIRST_THOUGHT = "The user wants the weather, so I call the tool."
 
 
 @pytest.fixture
 def reasoning(write_scenario: Callable[[str], Path]) -> Path:
-    return write_scenario(SCENARIO)
+    return write_scenario(REASONING_WEATHER)
 
 
 def _violations(handle: EndpointHandle) -> list[Failure]:
@@ -222,7 +204,9 @@ def test_a_thinking_block_without_its_signature_is_refused_as_the_api_does(
 
 
 def test_the_check_can_be_excluded(write_scenario: Callable[[str], Path]) -> None:
-    text = SCENARIO.replace("turns:", "invariants: {exclude: [reasoning_sent_back]}\nturns:")
+    text = REASONING_WEATHER.replace(
+        "turns:", "invariants: {exclude: [reasoning_sent_back]}\nturns:"
+    )
     handle = EndpointHandle(write_scenario(text, name="excluded"))
     _dropping_thinking(handle, lambda block: None)
     assert _violations(handle) == []

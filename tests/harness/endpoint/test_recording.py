@@ -21,6 +21,7 @@ from agentrig.harness.endpoint.server import EndpointServer
 from agentrig.harness.endpoint.service import EndpointReply
 from agentrig.harness.scenarios.loader import load_scenario
 
+from .conftest import REASONING_WEATHER
 from .sdk_agents import SYSTEM, anthropic_agent, chat_agent, responses_agent
 
 openai = pytest.importorskip("openai")
@@ -199,24 +200,6 @@ def test_recording_real_answers(
     assert [r.tool_calls[0].name for t in scenario.turns for r in t.model if r.tool_calls]
 
 
-REASONING = """\
-name: upstream-reasoning
-agent:
-  system_prompt: You answer weather questions.
-  tools:
-    get_weather:
-      params: {city: string}
-      replies: [{return: sunny in Paris}]
-turns:
-  - user: Weather in Paris?
-    model:
-      - think: The user wants the weather, so I call the tool.
-        call: get_weather(city=Paris)
-      - think: The tool says sunny.
-        say: It is sunny in Paris today.
-"""
-
-
 class _Gzipped:
     """An upstream that answers as ``inner`` does, gzip-encoded as the real APIs answer."""
 
@@ -254,7 +237,7 @@ def test_reasoning_is_recorded_converted_to_think_and_played_back(
     write_scenario: Callable[[str], Path], tmp_path: Path, api: str, stream: bool
 ) -> None:
     cassette = tmp_path / "recorded.cassette.yaml"
-    with EndpointHandle(write_scenario(REASONING), live=True) as upstream:
+    with EndpointHandle(write_scenario(REASONING_WEATHER), live=True) as upstream:
         with (
             EndpointServer(_Gzipped(upstream.endpoint)) as provider,
             RecordThrough(provider.base_url, cassette) as recorder,

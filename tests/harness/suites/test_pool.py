@@ -144,42 +144,17 @@ def test_a_dead_worker_fails_the_scenarios_it_took_and_the_report_is_written(
 
 
 def test_ctrl_c_stops_promptly_says_what_ran_and_leaves_no_worker(tmp_path: Path) -> None:
-    plugins = tmp_path / "plugins"
-    plugins.mkdir()
-    marks = tmp_path / "marks"  # a file per scenario whose check started
-    marks.mkdir()
     # The first scenarios pass at once; the later ones block for ten minutes. However busy the
     # machine, the suite cannot end before the Ctrl-C, and ends within the timeout below only
     # if the Ctrl-C stops the blocked workers instead of waiting for them.
-    invariant_plugin(
-        plugins,
-        "audit_plugin_gated",
-        "audit_gated",
-        f"import time; marks = {str(marks)!r}; n = len(os.listdir(marks)); "
-        "open(os.path.join(marks, f'{os.getpid()}-{time.monotonic_ns()}'), 'x').close(); "
-        "time.sleep(0 if n < 4 else 600)",
-    )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugins), *sys.path])}
+    marks, env = _marking_plugin(tmp_path, "audit_plugin_gated", 4, "time.sleep(600)")
     # Ctrl-C as at a terminal, even when this test runs in a background job (which ignores it)
     main = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
     command = [sys.executable, "-c", main + "from agentrig.harness.cli import main; main()"]
     arguments = [str(suite(tmp_path / "s", 40)), "-n", "2", "--plugin", "audit_plugin_gated"]
-    process = subprocess.Popen(
-        [*command, "run", *arguments, "--report-dir", str(tmp_path / "r")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env=env,
-        start_new_session=True,  # its own process group: Ctrl-C reaches the workers too
-    )
-    try:
-        assert _wait_for(lambda: len(os.listdir(marks)) > 4), "no scenario blocked"
-        os.killpg(process.pid, signal.SIGINT)
-        output, _ = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-    text = " ".join(output.decode().split())
+    # in its own process group: Ctrl-C reaches the workers too
+    process = _started([*command, "run", *arguments, "--report-dir", str(tmp_path / "r")], env)
+    text = _output_once_stopped(process, marks, 4, lambda pid: os.killpg(pid, signal.SIGINT))
     assert process.returncode == 130, text
     assert "Traceback" not in text
     reported = re.search(
@@ -199,22 +174,10 @@ def test_ctrl_c_stops_promptly_says_what_ran_and_leaves_no_worker(tmp_path: Path
 def test_a_stopping_signal_reports_what_finished_and_marks_the_rest(
     tmp_path: Path, stop: signal.Signals, workers: int
 ) -> None:
-    plugins = tmp_path / "plugins"
-    plugins.mkdir()
-    marks = tmp_path / "marks"  # a file per scenario whose check started
-    marks.mkdir()
     # The first three scenarios pass at once; from the fourth on each check waits for a file
     # that never comes: the run cannot end before the signal, whatever the machine's speed.
-    invariant_plugin(
-        plugins,
-        "audit_plugin_blocking",
-        "audit_blocking",
-        f"import time; marks = {str(marks)!r}; n = len(os.listdir(marks)); "
-        "open(os.path.join(marks, f'{os.getpid()}-{time.monotonic_ns()}'), 'x').close(); "
-        'exec(\'while n >= 3 and not os.path.exists(os.path.join(marks, "go")): '
-        "time.sleep(0.05)')",
-    )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugins), *sys.path])}
+    never = 'while not os.path.exists(os.path.join(marks, "go")): time.sleep(0.05)'
+    marks, env = _marking_plugin(tmp_path, "audit_plugin_blocking", 3, never)
     command = [sys.executable, "-c", "from agentrig.harness.cli import main; main()"]
     count = 12 if workers > 1 else 6
     reports = tmp_path / "r"
@@ -225,25 +188,10 @@ def test_a_stopping_signal_reports_what_finished_and_marks_the_rest(
         "--report-dir",
         str(reports),
     ]
-    process = subprocess.Popen(
-        [*command, "run", *arguments, "--plugin", "audit_plugin_blocking"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env=env,
-        start_new_session=True,  # its own process group, as a CI job's
-    )
-    try:
-        assert _wait_for(lambda: len(os.listdir(marks)) > 3), "no scenario blocked"
-        if workers > 1:
-            os.killpg(process.pid, stop)  # a CI runner stops the whole job
-        else:
-            os.kill(process.pid, stop)
-        output, _ = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-    text = " ".join(output.decode().split())
+    # in its own process group, as a CI job's
+    process = _started([*command, "run", *arguments, "--plugin", "audit_plugin_blocking"], env)
+    send = os.killpg if workers > 1 else os.kill  # a CI runner stops the whole job
+    text = _output_once_stopped(process, marks, 3, lambda pid: send(pid, stop))
     assert process.returncode == 128 + stop, text
     assert "Traceback" not in text
     reported = re.search(
@@ -269,6 +217,50 @@ def test_a_stopping_signal_reports_what_finished_and_marks_the_rest(
     junit = (reports / "junit.xml").read_text()
     assert f'tests="{count}" failures="0" errors="{unfinished}"' in junit
     assert _wait_for(lambda: _live_members(process.pid) == []), _live_members(process.pid)
+
+
+def _marking_plugin(
+    tmp_path: Path, module: str, blocked_from: int, block: str
+) -> tuple[Path, dict[str, str]]:
+    """A plugin ``module`` whose invariant leaves a file in the returned folder for each
+    scenario it checks, then runs the statement ``block`` from the ``blocked_from``-th on
+    (counted from 0); and the environment that finds the plugin."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    invariant_plugin(
+        plugins,
+        module,
+        module.replace("_plugin", ""),
+        f"import time; marks = {str(marks)!r}; n = len(os.listdir(marks)); "
+        "open(os.path.join(marks, f'{os.getpid()}-{time.monotonic_ns()}'), 'x').close(); "
+        f"exec({block!r}) if n >= {blocked_from} else None",
+    )
+    return marks, {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugins), *sys.path])}
+
+
+def _started(command: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """``command`` running in a process group of its own, its output collected."""
+    return subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True
+    )
+
+
+def _output_once_stopped(
+    process: subprocess.Popen[bytes], marks: Path, started: int, stop: Callable[[int], None]
+) -> str:
+    """Once more than ``started`` checks began (files in ``marks``), ``stop(pid)``; then the
+    process's output, its whitespace flattened (the group is killed if it outlives the wait)."""
+    try:
+        assert _wait_for(lambda: len(os.listdir(marks)) > started), "no scenario blocked"
+        stop(process.pid)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    return " ".join(output.decode().split())
 
 
 def _wait_for(condition: Callable[[], bool], seconds: float = 120) -> bool:

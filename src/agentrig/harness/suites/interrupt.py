@@ -7,7 +7,7 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 
 __all__ = [
@@ -41,28 +41,15 @@ def stopping_signal(interrupt: KeyboardInterrupt) -> tuple[str, int]:
     return "SIGINT", int(signal.SIGINT)
 
 
-@contextlib.contextmanager
-def interrupted_by_signals() -> Iterator[None]:
+def interrupted_by_signals() -> contextlib.AbstractContextManager[None]:
     """Raise :class:`Interrupted` on SIGTERM (``kill``, a CI job's timeout) or SIGHUP while
     inside, so that a command handles them as it handles Ctrl-C. The previous handlers come back
     on leaving. Outside the main thread it does nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
 
     def on_signal(number: int, frame: FrameType | None) -> None:
         raise Interrupted(number)
 
-    previous = {}
-    for name in _KILLING:
-        number = getattr(signal, name, None)
-        if number is not None:
-            previous[number] = signal.signal(number, on_signal)
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+    return _handled(_KILLING, on_signal)
 
 
 def leave_stop_signals_to_parent() -> None:
@@ -101,27 +88,35 @@ def ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-@contextlib.contextmanager
-def stopped_by_signals(stop: threading.Event) -> Iterator[None]:
+def stopped_by_signals(stop: threading.Event) -> contextlib.AbstractContextManager[None]:
     """Set ``stop`` on Ctrl-C (SIGINT), SIGTERM or SIGHUP while inside, so that a command that
     serves until stopped ends cleanly and writes what it owes. SIGINT is caught even when the
     process was started with it ignored (``cmd &`` in a script), and ``kill PID`` stops it as
     cleanly as Ctrl-C. The previous handlers come back on leaving. Outside the main thread
     (where handlers cannot be set) it does nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
 
     def on_signal(number: int, frame: FrameType | None) -> None:
         stop.set()
 
+    return _handled(_STOPPING, on_signal)
+
+
+@contextlib.contextmanager
+def _handled(
+    names: tuple[str, ...], handler: Callable[[int, FrameType | None], None]
+) -> Iterator[None]:
+    """``handler`` for each of the signals ``names`` (those the platform has) while inside, the
+    previous handlers back on leaving; nothing outside the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     previous = {}
-    for name in _STOPPING:
+    for name in names:
         number = getattr(signal, name, None)
         if number is not None:
-            previous[number] = signal.signal(number, on_signal)
+            previous[number] = signal.signal(number, handler)
     try:
         yield
     finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+        for number, replaced in previous.items():
+            signal.signal(number, replaced)
