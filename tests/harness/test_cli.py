@@ -527,3 +527,31 @@ class TestALoneSurrogateOnTheTerminal:
         junit = (tmp_path / "out" / "junit.xml").read_text(encoding="utf-8")
         assert "<error" in junit
         assert "lone surrogate" in junit
+
+
+class TestAMissingPathIsAUsageError:
+    """A path that does not exist is a mistyped argument, not a scenario file that failed to
+    load: exit 2 naming it, before anything runs or any report is written."""
+
+    @pytest.mark.parametrize("command", ["run", "validate", "serve"])
+    def test_a_mistyped_path_is_named(
+        self, command: str, suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.chdir(tmp_path)
+        code, output = invoke(command, suite, "scenarioz/")
+        assert code == 2, output
+        assert "error: scenarioz: no such file or folder" in " ".join(output.split())
+        assert not (tmp_path / "reports").exists()
+
+    @pytest.mark.parametrize("command", ["run", "validate", "serve"])
+    def test_no_scenarios_folder_says_so_and_how_to_name_one(
+        self, command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.chdir(tmp_path)
+        code, output = invoke(command)
+        assert code == 2, output
+        flat = " ".join(output.split())
+        assert f"error: no scenarios/ folder in {tmp_path}" in flat
+        assert f"agentrig {command} PATH..." in flat
+        assert "None" not in flat
+        assert not (tmp_path / "reports").exists()

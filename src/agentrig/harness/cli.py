@@ -41,10 +41,33 @@ PathsArgument = Annotated[
 ]
 
 
-def _load(paths: list[Path] | None) -> list:  # type: ignore[type-arg]
+DEFAULT_PATHS = [Path("scenarios")]
+
+
+def _existing(paths: list[Path] | None, command: str) -> list[Path]:
+    """``paths`` (default: ``scenarios/``), or exit 2 naming each that does not exist: a path
+    mistyped on the command line is a usage error, before anything runs or any report is
+    written."""
+    given = paths or DEFAULT_PATHS
+    missing = [path for path in given if not path.exists()]
+    if not missing:
+        return given
+    if not paths:
+        errors.print(
+            f"[red]error:[/] no scenarios/ folder in {escape(str(Path.cwd()))}; name the scenario "
+            f"files or folders: agentrig {command} PATH...",
+            soft_wrap=True,
+        )
+    else:
+        for path in missing:
+            errors.print(f"[red]error:[/] {escape(str(path))}: no such file or folder", soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def _load(paths: list[Path] | None, command: str) -> list:  # type: ignore[type-arg]
     from agentrig.harness.scenarios.loader import load_scenarios
 
-    return load_scenarios(paths or [Path("scenarios")])
+    return load_scenarios(_existing(paths, command))
 
 
 @app.command()
@@ -101,7 +124,7 @@ def run(
         for name in report or ():
             get_writer(name)  # an unknown format is a usage error before anything runs
         part = parse_shard(shard) if shard else None
-        suite = load_suite(paths or [Path("scenarios")])
+        suite = load_suite(_existing(paths, "run"))
         loaded = suite.scenarios
         matching = select(loaded, keyword=keyword)
         scenarios = select(matching, shard=part) if part else matching
@@ -180,7 +203,7 @@ def validate(paths: PathsArgument = None, plugin: PluginOption = None) -> None:
 
     try:
         load_plugins(plugin or ())
-        scenarios = _load(paths)
+        scenarios = _load(paths, "validate")
     except AgentrigError as error:
         _fail_usage(error)
     if not scenarios:
@@ -315,7 +338,7 @@ def serve(
     try:
         for name in report or ():
             get_writer(name)
-        loaded = _load(paths)
+        loaded = _load(paths, "serve")
     except AgentrigError as error:
         _fail_usage(error)
     if not loaded:
@@ -340,7 +363,7 @@ def version() -> None:
 
 
 def _nothing_found(paths: list[Path] | None) -> NoReturn:
-    searched = ", ".join(str(path) for path in paths or [Path("scenarios")])
+    searched = ", ".join(str(path) for path in paths or DEFAULT_PATHS)
     errors.print(
         f"[yellow]no *.scenario.yaml file found in {escape(searched)}[/] "
         "(folders named failing are searched only when named)",
