@@ -60,7 +60,9 @@ def _existing(paths: list[Path] | None, command: str) -> list[Path]:
         )
     else:
         for path in missing:
-            errors.print(f"[red]error:[/] {escape(str(path))}: no such file or folder", soft_wrap=True)
+            errors.print(
+                f"[red]error:[/] {escape(str(path))}: no such file or folder", soft_wrap=True
+            )
     raise typer.Exit(2)
 
 
@@ -317,8 +319,14 @@ def serve(
     """Serve scenarios' scripted models over the OpenAI and Anthropic HTTP APIs until Ctrl-C,
     then report every session; exit 0 only when every session passed. With --upstream and
     --record, forward to a real provider and record a cassette instead."""
-    from agentrig.harness.endpoint.command import record_until_interrupted, serve_until_interrupted
+    from agentrig.harness.endpoint.extras import require_extra
     from agentrig.harness.reporting import get_writer
+
+    try:
+        require_extra("serve")
+    except AgentrigError as error:
+        _fail_usage(error)
+    from agentrig.harness.endpoint.command import record_until_interrupted, serve_until_interrupted
 
     if (upstream is None) != (record is None):
         errors.print("[red]error:[/] --upstream and --record go together", soft_wrap=True)

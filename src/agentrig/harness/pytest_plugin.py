@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from agentrig import AgentBuilder
     from agentrig.fakes import FakeClock, ScriptedLLM, SeededIds, Turn
     from agentrig.harness.cassettes.fixture import CassetteFactory
+    from agentrig.harness.endpoint.extras import Extra
     from agentrig.harness.endpoint.handle import EndpointHandle
     from agentrig.harness.results import ScenarioResult
     from agentrig.harness.scenarios.model import Scenario
@@ -401,12 +402,15 @@ def agentrig_endpoint(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
     URLs, in-process clients; ``live=True`` for a real loopback server). A relative path is
     looked up from the current folder, then next to the test file. At teardown the test fails
     with the domain diff if a check failed or scripted replies went unused."""
+    _require_extra("endpoint")
     from agentrig.harness.endpoint.handle import EndpointCheckFailed, EndpointHandle
     from agentrig.harness.scenarios.model import Scenario as LoadedScenario
 
     handles: list[EndpointHandle] = []
 
     def open_endpoint(scenario: str | Path | Scenario, *, live: bool = False) -> EndpointHandle:
+        if live:
+            _require_extra("serve")
         if not isinstance(scenario, LoadedScenario):
             path = Path(scenario)
             if not path.is_absolute() and not path.exists():
@@ -430,6 +434,20 @@ def agentrig_endpoint(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
 
 
 _CASSETTE_MARKER_ARGUMENTS = ("path", "mode", "any_order")
+
+
+def _require_extra(extra: Extra) -> None:
+    """Fail the test with the extra to install when ``extra``'s packages are missing."""
+    from agentrig.errors import MissingDependencyError
+    from agentrig.harness.endpoint.extras import require_extra
+
+    try:
+        require_extra(extra)
+    except MissingDependencyError as error:
+        missing = str(error)
+    else:
+        return
+    pytest.fail(missing, pytrace=False)  # outside the handler: no chained exception shown
 
 
 def _cassette_marker_options(marker: pytest.Mark) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import time
 from types import TracebackType
 
 from agentrig.errors import AgentrigError
+from agentrig.harness.endpoint.extras import require_extra
 from agentrig.harness.endpoint.service import ProviderBaseUrls, RequestHandler
 
 
@@ -25,6 +26,7 @@ class EndpointServer(ProviderBaseUrls):
     """
 
     def __init__(self, endpoint: RequestHandler, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        require_extra("serve")
         import uvicorn
 
         from agentrig.harness.endpoint.asgi import endpoint_app
