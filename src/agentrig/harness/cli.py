@@ -274,8 +274,16 @@ def convert(
         load_recording,
         scenario_name,
     )
+    from agentrig.harness.scenarios.loader import SCENARIO_SUFFIX
     from agentrig.harness.scenarios.writer import scenario_to_yaml, write_scenario
 
+    if output is not None and not output.name.endswith(SCENARIO_SUFFIX):
+        errors.print(
+            f"[red]error:[/] --output {escape(str(output))} must end in {SCENARIO_SUFFIX} so "
+            "that agentrig run finds it; nothing was written",
+            soft_wrap=True,
+        )
+        raise typer.Exit(2)
     stem = (output or cassette).name.split(".")[0]
     header = f"Converted from {cassette} by agentrig convert; edit freely."
     try:

@@ -320,6 +320,14 @@ class TestCli:
         assert result.exit_code == 2
         assert message in result.output
 
+    def test_an_output_of_another_suffix_names_the_option(self, cassette: Path) -> None:
+        result = cli.invoke(app, ["convert", str(cassette), "-o", "out.yaml"])
+        assert result.exit_code == 2
+        assert result.output.startswith(
+            "error: --output out.yaml must end in .scenario.yaml so that agentrig run finds it"
+        )
+        assert "<root>" not in result.output
+
     def test_an_existing_file_is_not_replaced_without_force(
         self, cassette: Path, tmp_path: Path
     ) -> None:
