@@ -555,3 +555,18 @@ class TestAMissingPathIsAUsageError:
         assert f"agentrig {command} PATH..." in flat
         assert "None" not in flat
         assert not (tmp_path / "reports").exists()
+
+
+def test_the_command_list_shows_each_command_in_one_unbroken_sentence() -> None:
+    """``agentrig --help`` lists each command by its short help, or its whole docstring: a
+    docstring's line breaks showed there as breaks in mid-sentence."""
+    import typer.main
+
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    assert {"run", "validate", "serve", "convert", "schema", "version"} <= set(commands)
+    for name, command in commands.items():
+        listed = command.short_help or command.help or ""
+        assert "\n" not in listed, f"{name}: {listed!r}"
+    assert commands["run"].short_help == (
+        "Run scenario files; exit 0 only when every selected one passes."
+    )

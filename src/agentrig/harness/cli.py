@@ -72,7 +72,7 @@ def _load(paths: list[Path] | None, command: str) -> list:  # type: ignore[type-
     return load_scenarios(_existing(paths, command))
 
 
-@app.command()
+@app.command(short_help="Run scenario files; exit 0 only when every selected one passes.")
 def run(
     paths: PathsArgument = None,
     keyword: Annotated[
@@ -196,7 +196,7 @@ def _with_unloadable(
     return result.model_copy(update={"scenarios": tuple(ordered)})
 
 
-@app.command()
+@app.command(short_help="Check scenario files without running them.")
 def validate(paths: PathsArgument = None, plugin: PluginOption = None) -> None:
     """Check scenario files without running them: each must load and name known invariants;
     a file that names its agent (agent.builder) must also describe that agent's tools."""
@@ -303,7 +303,7 @@ def convert(
     console.print(f"wrote {escape(str(output))}", soft_wrap=True)
 
 
-@app.command()
+@app.command(short_help="Serve scenarios' scripted models over the OpenAI and Anthropic APIs.")
 def serve(
     paths: PathsArgument = None,
     host: Annotated[str, typer.Option(help="Address to listen on (keep it on loopback).")] = (
