@@ -297,18 +297,32 @@ def scripted_llm(fake_clock: FakeClock) -> Iterator[Callable[..., ScriptedLLM]]:
         return llm
 
     yield make
+    from agentrig.fakes import UnusedTurnsError
+
+    unused = []
     for llm in made:
-        llm.assert_complete()
+        try:
+            llm.assert_complete()
+        except UnusedTurnsError as error:
+            unused.append(str(error))
+    if unused:
+        pytest.fail("\n".join(unused), pytrace=False)
 
 
 class Harness:
     """Runs scenarios (files or models), optionally against an agent built in Python."""
 
     def load(self, path: str | Path) -> Scenario:
-        """Load a scenario file."""
+        """Load a scenario file; one that does not load fails the test with the error's
+        message (its file, line and field), without a traceback into agentrig."""
+        from agentrig.harness.errors import ScenarioFileError
         from agentrig.harness.scenarios.loader import load_scenario
 
-        return load_scenario(path)
+        try:
+            return load_scenario(path)
+        except ScenarioFileError as error:
+            problem = str(error)
+        pytest.fail(problem, pytrace=False)
 
     def run(
         self, scenario: Scenario | str | Path, *, builder: AgentBuilder | None = None
