@@ -417,6 +417,7 @@ def agentrig_endpoint(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
     looked up from the current folder, then next to the test file. At teardown the test fails
     with the domain diff if a check failed or scripted replies went unused."""
     _require_extra("endpoint")
+    from agentrig.errors import AgentrigError
     from agentrig.harness.endpoint.handle import EndpointCheckFailed, EndpointHandle
     from agentrig.harness.scenarios.model import Scenario as LoadedScenario
 
@@ -430,9 +431,14 @@ def agentrig_endpoint(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
             if not path.is_absolute() and not path.exists():
                 path = request.node.path.parent / path
             scenario = path
-        handle = EndpointHandle(scenario, live=live)
-        handles.append(handle)
-        return handle
+        try:
+            handle = EndpointHandle(scenario, live=live)
+        except AgentrigError as error:  # a file that does not load, a port that is taken...
+            problem = str(error)
+        else:
+            handles.append(handle)
+            return handle
+        pytest.fail(problem, pytrace=False)
 
     yield open_endpoint
     problems = []
