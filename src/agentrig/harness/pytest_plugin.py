@@ -360,7 +360,7 @@ def agentrig_snapshot(request: pytest.FixtureRequest) -> SnapshotAssertion:
     if find_spec("syrupy") is None:
         from agentrig.errors import MissingDependencyError
 
-        raise MissingDependencyError("syrupy", "syrupy")
+        pytest.fail(str(MissingDependencyError("syrupy", "syrupy")), pytrace=False)
     from agentrig.harness.snapshot import AgentrigSnapshotExtension
 
     snapshot: SnapshotAssertion = request.getfixturevalue("snapshot")
