@@ -167,7 +167,9 @@ _ANOTHER_CONVERSATION = (
     "its turn, and this request carries neither that answer nor a new user message): the "
     "cassette holds more than one conversation (sessions recorded together, or a subagent "
     "sharing the provider), and a scenario replays one; record each conversation into a "
-    "cassette of its own, or delete the interactions of the others"
+    "cassette of its own, or delete the interactions of the others (an agent that sends only "
+    "the new messages and leaves the history to the provider, with previous_response_id, "
+    "cannot be converted)"
 )
 
 
