@@ -356,3 +356,23 @@ def test_a_scenario_file_the_harness_cannot_load_fails_the_test_without_a_traceb
     assert "broken.scenario.yaml:4:" in output
     assert "load_scenario" not in output  # no traceback into the loader
     assert "ScenarioFileError" not in output
+
+
+def test_the_harness_finds_a_scenario_next_to_the_test_file_from_another_folder(
+    pytester: pytest.Pytester,
+) -> None:
+    """``pytest tests/`` from the project's root: a path written relative to the test file, as
+    ``agentrig_endpoint`` and ``agentrig_cassette`` take theirs, is found too."""
+    add_scenario(pytester, "tests/scenarios/greet.scenario.yaml", "greet")
+    (pytester.path / "tests" / "test_greet.py").write_text(
+        dedent(
+            """
+            def test_greet(agentrig_harness):
+                result = agentrig_harness.assert_passes("scenarios/greet.scenario.yaml")
+                assert result.name == "greet"
+            """
+        ),
+        encoding="utf-8",
+    )
+    result = pytester.runpytest("tests")
+    result.assert_outcomes(passed=1)

@@ -310,7 +310,11 @@ def scripted_llm(fake_clock: FakeClock) -> Iterator[Callable[..., ScriptedLLM]]:
 
 
 class Harness:
-    """Runs scenarios (files or models), optionally against an agent built in Python."""
+    """Runs scenarios (files or models), optionally against an agent built in Python; a
+    relative path is looked up from the current folder, then in ``beside`` (the test's folder)."""
+
+    def __init__(self, beside: Path | None = None) -> None:
+        self.beside = beside
 
     def load(self, path: str | Path) -> Scenario:
         """Load a scenario file; one that does not load fails the test with the error's
@@ -318,8 +322,12 @@ class Harness:
         from agentrig.harness.errors import ScenarioFileError
         from agentrig.harness.scenarios.loader import load_scenario
 
+        found = Path(path)
+        beside = self.beside / found if self.beside is not None else found
+        if not found.is_absolute() and not found.exists() and beside.exists():
+            found = beside
         try:
-            return load_scenario(path)
+            return load_scenario(found)
         except ScenarioFileError as error:
             problem = str(error)
         pytest.fail(problem, pytrace=False)
@@ -346,9 +354,10 @@ class Harness:
 
 
 @pytest.fixture
-def agentrig_harness() -> Harness:
-    """A ``Harness`` to run scenarios from tests."""
-    return Harness()
+def agentrig_harness(request: pytest.FixtureRequest) -> Harness:
+    """A ``Harness`` to run scenarios from tests; a relative path is looked up from the current
+    folder, then next to the test file."""
+    return Harness(beside=request.node.path.parent)
 
 
 @pytest.fixture
