@@ -189,3 +189,28 @@ def test_a_host_that_does_not_resolve_is_named_with_the_reason(tmp_path: Path) -
     said = " ".join((ran.stdout + ran.stderr).split())
     assert "error: the endpoint could not start on no-such-host.invalid:0: " in said
     assert "is the port free" not in said
+
+
+def test_the_banner_words_the_session_keys_as_the_refusal_of_a_bad_key_does(
+    tmp_path: Path,
+) -> None:
+    import threading
+
+    from agentrig.harness.endpoint.command import serve_until_interrupted
+    from agentrig.harness.endpoint.service import ScenarioEndpoint
+    from agentrig.harness.scenarios.loader import load_scenario
+
+    for name in ("first", "second"):
+        (tmp_path / f"{name}.scenario.yaml").write_text(
+            WEATHER.replace("name: weather", f"name: {name}"), encoding="utf-8"
+        )
+    scenarios = [load_scenario(tmp_path / f"{name}.scenario.yaml") for name in ("first", "second")]
+    stop = threading.Event()
+    stop.set()  # print the banner, then stop at once
+    said: list[str] = []
+    serve_until_interrupted(scenarios, host="127.0.0.1", port=0, say=said.append, stop=stop)
+    refusal = ScenarioEndpoint(scenarios).handle(
+        "POST", "/v1/chat/completions", {"authorization": "Bearer nobody"}, b"{}"
+    )
+    assert b"NAME/ANYTHING" in refusal.body
+    assert any("NAME/ANYTHING for several sessions" in line for line in said), said
