@@ -570,3 +570,20 @@ def test_the_command_list_shows_each_command_in_one_unbroken_sentence() -> None:
     assert commands["run"].short_help == (
         "Run scenario files; exit 0 only when every selected one passes."
     )
+
+
+def test_validate_reports_every_problem_of_every_file_in_one_pass(tmp_path: Path) -> None:
+    """A file that does not load, and a file that loads but names an unknown invariant: both,
+    each on a line of its own starting with ``error:``, so one edit pass fixes everything."""
+    write(tmp_path, "a-broken", "name: a\nturns:\n  - user: hi\n    model: [{sya: hello}]\n")
+    text = PASSING.format(name="b", tag="x") + "invariants:\n  exclude: [clean_mesages]\n"
+    write(tmp_path, "b-unknown-invariant", text)
+    write(tmp_path, "c-empty", "")
+    code, output = invoke("validate", tmp_path)
+    assert code == 2, output
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert len(lines) == 3, output
+    assert all(line.startswith("error: ") for line in lines), output
+    assert f"{tmp_path / 'a-broken.scenario.yaml'}:4:" in lines[0]
+    assert "unknown invariant(s): clean_mesages" in lines[1]
+    assert "the file is empty" in lines[2]

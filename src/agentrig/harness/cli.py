@@ -18,7 +18,7 @@ from rich.table import Table
 
 from agentrig.errors import AgentrigError
 from agentrig.harness.errors import ScenarioFileError
-from agentrig.harness.results import Failure, ScenarioResult, SuiteResult
+from agentrig.harness.results import ScenarioResult, SuiteResult
 
 if TYPE_CHECKING:
     from agentrig.harness.scenarios.model import Scenario
@@ -201,28 +201,28 @@ def validate(paths: PathsArgument = None, plugin: PluginOption = None) -> None:
     """Check scenario files without running them: each must load and name known invariants;
     a file that names its agent (agent.builder) must also describe that agent's tools."""
     from agentrig.harness.runner import named_builder_failures, preflight
+    from agentrig.harness.scenarios.loader import load_suite
     from agentrig.harness.suites.plugins import load_plugins
 
     try:
         load_plugins(plugin or ())
-        scenarios = _load(paths, "validate")
+        suite = load_suite(_existing(paths, "validate"))
     except AgentrigError as error:
         _fail_usage(error)
-    if not scenarios:
+    scenarios = suite.scenarios
+    if not suite.entries:
         _nothing_found(paths)
-    failures: list[tuple[Scenario, Failure]] = []
-    for scenario in scenarios:
-        refused = preflight(scenario)
-        found = [refused] if refused is not None else named_builder_failures(scenario)
-        failures.extend((scenario, failure) for failure in found)
-    for scenario, failure in failures:
-        where = failure.location or scenario.name
-        errors.print(
-            f"[red]error:[/] {escape(where)}: {escape(failure.message)}",
-            markup=True,
-            soft_wrap=True,
-        )
-    if failures:
+    problems: list[str] = []  # every problem of every file, in the files' order: one pass fixes all
+    for entry in suite.entries:
+        if isinstance(entry, ScenarioFileError):
+            problems.extend(problem.describe() for problem in entry.errors)
+            continue
+        refused = preflight(entry)
+        found = [refused] if refused is not None else named_builder_failures(entry)
+        problems.extend(f"{failure.location or entry.name}: {failure.message}" for failure in found)
+    for problem in problems:
+        errors.print(f"[red]error:[/] {escape(problem)}", markup=True, soft_wrap=True)
+    if problems:
         raise typer.Exit(2)
     console.print(f"[green]{len(scenarios)} scenario file(s) valid[/]")
 
