@@ -587,3 +587,14 @@ def test_validate_reports_every_problem_of_every_file_in_one_pass(tmp_path: Path
     assert f"{tmp_path / 'a-broken.scenario.yaml'}:4:" in lines[0]
     assert "unknown invariant(s): clean_mesages" in lines[1]
     assert "the file is empty" in lines[2]
+
+
+def test_serve_names_every_file_that_does_not_load_each_on_its_own_line(tmp_path: Path) -> None:
+    write(tmp_path, "a", "name: a\nturns:\n  - user: hi\n    model: [{sya: hello}]\n")
+    write(tmp_path, "b", "name: b\nturns: []\n")
+    code, output = invoke("serve", tmp_path)
+    assert code == 2, output
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert len(lines) == 2, output
+    assert lines[0].startswith(f"error: {tmp_path / 'a.scenario.yaml'}:4:"), output
+    assert lines[1].startswith(f"error: {tmp_path / 'b.scenario.yaml'}:2:"), output

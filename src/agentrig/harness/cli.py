@@ -408,7 +408,8 @@ def _refuse_overwrite(path: Path, why: str) -> NoReturn:
 
 
 def _fail_usage(error: AgentrigError) -> NoReturn:
-    errors.print(f"[red]error:[/] {escape(str(error))}", markup=True, soft_wrap=True)
+    for line in str(error).splitlines() or [""]:  # one problem a line (files that did not load)
+        errors.print(f"[red]error:[/] {escape(line)}", markup=True, soft_wrap=True)
     raise typer.Exit(2)
 
 
