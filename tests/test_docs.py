@@ -3,7 +3,8 @@
 The rules a doc writer follows (one test item per block, named ``docs/x.md:LINE``):
 
 - **One working directory and one namespace per doc.** The blocks of a doc run in order, in a
-  fresh temporary directory holding a copy of the bundled ``scenarios/``. Its ``python`` blocks
+  fresh temporary directory holding a copy of the bundled ``scenarios/`` (empty for the docs of
+  ``SELF_CONTAINED``, which a user follows in their own project). Its ``python`` blocks
   share one namespace, as if they were one module: a block may use what an earlier one defined.
   The environment holds dummy ``OPENAI_API_KEY``/``ANTHROPIC_API_KEY`` values, so providers can
   be built, and agentrig's real-call block is on, so no block reaches an API.
@@ -60,6 +61,9 @@ MARK = re.compile(r"^<!--\s*(.*?)\s*-->$")
 RUNNABLE = {"python", "yaml", "bash", "console", "shell", "sh"}
 DEFAULT_MODULE = "test_example.py"
 DUMMY_ENV = {"OPENAI_API_KEY": "sk-docs-dummy", "ANTHROPIC_API_KEY": "sk-ant-docs-dummy"}
+SELF_CONTAINED = {"tutorial.md", "endpoint.md", "endpoint-frameworks.md", "record-replay.md"}
+"""Docs a new user follows in a project of their own: they run in an empty folder, so every file
+their blocks use must be one they write (a ``<!-- file: PATH -->`` block), not a bundled one."""
 MINIMAL_SCENARIO = "name: fragment\nturns:\n  - user: Hi\n    model: [{say: Hello}]\n"
 
 
@@ -214,7 +218,8 @@ class DocRun:
         self.namespace: dict[str, Any] = {"__name__": "docs_example", "__doc_check__": check_output}
         self.files: dict[str, list[Block]] = {}
         self.written: list[Path] = []
-        shutil.copytree(ROOT / "scenarios", workdir / "scenarios")
+        if doc.name not in SELF_CONTAINED:
+            shutil.copytree(ROOT / "scenarios", workdir / "scenarios")
         (workdir / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n", encoding="utf-8")
         self.outcomes: dict[int, BaseException | None] = {}
         for block in blocks_of(doc):

@@ -527,3 +527,74 @@ class TestALoneSurrogateOnTheTerminal:
         junit = (tmp_path / "out" / "junit.xml").read_text(encoding="utf-8")
         assert "<error" in junit
         assert "lone surrogate" in junit
+
+
+class TestAMissingPathIsAUsageError:
+    """A path that does not exist is a mistyped argument, not a scenario file that failed to
+    load: exit 2 naming it, before anything runs or any report is written."""
+
+    @pytest.mark.parametrize("command", ["run", "validate", "serve"])
+    def test_a_mistyped_path_is_named(
+        self, command: str, suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.chdir(tmp_path)
+        code, output = invoke(command, suite, "scenarioz/")
+        assert code == 2, output
+        assert "error: scenarioz: no such file or folder" in " ".join(output.split())
+        assert not (tmp_path / "reports").exists()
+
+    @pytest.mark.parametrize("command", ["run", "validate", "serve"])
+    def test_no_scenarios_folder_says_so_and_how_to_name_one(
+        self, command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.chdir(tmp_path)
+        code, output = invoke(command)
+        assert code == 2, output
+        flat = " ".join(output.split())
+        assert f"error: no scenarios/ folder in {tmp_path}" in flat
+        assert f"agentrig {command} PATH..." in flat
+        assert "None" not in flat
+        assert not (tmp_path / "reports").exists()
+
+
+def test_the_command_list_shows_each_command_in_one_unbroken_sentence() -> None:
+    """``agentrig --help`` lists each command by its short help, or its whole docstring: a
+    docstring's line breaks showed there as breaks in mid-sentence."""
+    import typer.main
+
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    assert {"run", "validate", "serve", "convert", "schema", "version"} <= set(commands)
+    for name, command in commands.items():
+        listed = command.short_help or command.help or ""
+        assert "\n" not in listed, f"{name}: {listed!r}"
+    assert commands["run"].short_help == (
+        "Run scenario files; exit 0 only when every selected one passes."
+    )
+
+
+def test_validate_reports_every_problem_of_every_file_in_one_pass(tmp_path: Path) -> None:
+    """A file that does not load, and a file that loads but names an unknown invariant: both,
+    each on a line of its own starting with ``error:``, so one edit pass fixes everything."""
+    write(tmp_path, "a-broken", "name: a\nturns:\n  - user: hi\n    model: [{sya: hello}]\n")
+    text = PASSING.format(name="b", tag="x") + "invariants:\n  exclude: [clean_mesages]\n"
+    write(tmp_path, "b-unknown-invariant", text)
+    write(tmp_path, "c-empty", "")
+    code, output = invoke("validate", tmp_path)
+    assert code == 2, output
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert len(lines) == 3, output
+    assert all(line.startswith("error: ") for line in lines), output
+    assert f"{tmp_path / 'a-broken.scenario.yaml'}:4:" in lines[0]
+    assert "unknown invariant(s): clean_mesages" in lines[1]
+    assert "the file is empty" in lines[2]
+
+
+def test_serve_names_every_file_that_does_not_load_each_on_its_own_line(tmp_path: Path) -> None:
+    write(tmp_path, "a", "name: a\nturns:\n  - user: hi\n    model: [{sya: hello}]\n")
+    write(tmp_path, "b", "name: b\nturns: []\n")
+    code, output = invoke("serve", tmp_path)
+    assert code == 2, output
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert len(lines) == 2, output
+    assert lines[0].startswith(f"error: {tmp_path / 'a.scenario.yaml'}:4:"), output
+    assert lines[1].startswith(f"error: {tmp_path / 'b.scenario.yaml'}:2:"), output

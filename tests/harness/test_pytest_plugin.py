@@ -306,3 +306,73 @@ def test_a_fixture_giving_something_else_fails_clearly(pytester: pytest.Pytester
         ["*agentrig_builder: the fixture gave str 'my_agent:build'; give an AgentBuilder*"]
     )
     assert "Traceback" not in result.stdout.str()
+
+
+def test_unused_scripted_turns_fail_at_teardown_without_a_traceback(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        dedent(
+            """
+            import agentrig as ar
+            from agentrig.fakes import reply
+
+            def test_unused(scripted_llm):
+                llm = scripted_llm([reply("a"), reply("never")])
+                agent = ar.AgentBuilder.base().with_capability(ar.UseLlmConfig(llm)).build()
+                agent.execute(agent.new_state("x"))
+            """
+        )
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    output = result.stdout.str()
+    assert "ScriptedLLM for the parent agent: scripted turn(s) 2 were never used" in output
+    assert "assert_complete" not in output  # no traceback through the fixture and the fake
+    assert "pytest_plugin.py" not in output
+
+
+def test_a_scenario_file_the_harness_cannot_load_fails_the_test_without_a_traceback(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.path.joinpath("broken.scenario.yaml").write_text(
+        "name: broken\nturns:\n  - user: hi\n    model: [{sya: hello}]\n", encoding="utf-8"
+    )
+    pytester.makepyfile(
+        dedent(
+            """
+            def test_mistyped_path(agentrig_harness):
+                agentrig_harness.assert_passes("scenarioz/days.scenario.yaml")
+
+            def test_broken_file(agentrig_harness):
+                agentrig_harness.run("broken.scenario.yaml")
+            """
+        )
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=2)
+    output = result.stdout.str()
+    assert "scenarioz/days.scenario.yaml: cannot read the file" in output
+    assert "broken.scenario.yaml:4:" in output
+    assert "load_scenario" not in output  # no traceback into the loader
+    assert "ScenarioFileError" not in output
+
+
+def test_the_harness_finds_a_scenario_next_to_the_test_file_from_another_folder(
+    pytester: pytest.Pytester,
+) -> None:
+    """``pytest tests/`` from the project's root: a path written relative to the test file, as
+    ``agentrig_endpoint`` and ``agentrig_cassette`` take theirs, is found too."""
+    add_scenario(pytester, "tests/scenarios/greet.scenario.yaml", "greet")
+    (pytester.path / "tests" / "test_greet.py").write_text(
+        dedent(
+            """
+            def test_greet(agentrig_harness):
+                result = agentrig_harness.assert_passes("scenarios/greet.scenario.yaml")
+                assert result.name == "greet"
+            """
+        ),
+        encoding="utf-8",
+    )
+    result = pytester.runpytest("tests")
+    result.assert_outcomes(passed=1)

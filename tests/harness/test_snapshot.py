@@ -294,3 +294,25 @@ def test_the_documented_examples_run_and_store_what_the_page_shows(
     changed = pytester.runpytest()
     changed.assert_outcomes(passed=1, failed=1)
     changed.stdout.fnmatch_lines(["*Paris is rainy.*", "*Paris is sunny.*"])
+
+
+def test_the_snapshot_fixture_without_syrupy_fails_saying_what_to_install(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(
+        """
+        import sys
+
+        import pytest
+
+        @pytest.fixture(autouse=True)
+        def without_syrupy(monkeypatch):
+            monkeypatch.setitem(sys.modules, "syrupy", None)
+        """
+    )
+    pytester.makepyfile("def test_it(agentrig_snapshot):\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    output = result.stdout.str()
+    assert "syrupy is not installed: pip install 'agentrig[syrupy]'" in output
+    assert "MissingDependencyError" not in output  # a message, not a traceback

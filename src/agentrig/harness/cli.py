@@ -19,7 +19,7 @@ from rich.table import Table
 
 from agentrig.errors import AgentrigError
 from agentrig.harness.errors import ScenarioFileError
-from agentrig.harness.results import Failure, ScenarioResult, SuiteResult
+from agentrig.harness.results import ScenarioResult, SuiteResult
 from agentrig.harness.suites.interrupt import interrupted_by_signals, stopping_signal
 
 if TYPE_CHECKING:
@@ -43,13 +43,38 @@ PathsArgument = Annotated[
 ]
 
 
-def _load(paths: list[Path] | None) -> list:  # type: ignore[type-arg]
+DEFAULT_PATHS = [Path("scenarios")]
+
+
+def _existing(paths: list[Path] | None, command: str) -> list[Path]:
+    """``paths`` (default: ``scenarios/``), or exit 2 naming each that does not exist: a path
+    mistyped on the command line is a usage error, before anything runs or any report is
+    written."""
+    given = paths or DEFAULT_PATHS
+    missing = [path for path in given if not path.exists()]
+    if not missing:
+        return given
+    if not paths:
+        errors.print(
+            f"[red]error:[/] no scenarios/ folder in {escape(str(Path.cwd()))}; name the scenario "
+            f"files or folders: agentrig {command} PATH...",
+            soft_wrap=True,
+        )
+    else:
+        for path in missing:
+            errors.print(
+                f"[red]error:[/] {escape(str(path))}: no such file or folder", soft_wrap=True
+            )
+    raise typer.Exit(2)
+
+
+def _load(paths: list[Path] | None, command: str) -> list:  # type: ignore[type-arg]
     from agentrig.harness.scenarios.loader import load_scenarios
 
-    return load_scenarios(paths or [Path("scenarios")])
+    return load_scenarios(_existing(paths, command))
 
 
-@app.command()
+@app.command(short_help="Run scenario files; exit 0 only when every selected one passes.")
 def run(
     paths: PathsArgument = None,
     keyword: Annotated[
@@ -105,7 +130,7 @@ def run(
         for name in report or ():
             get_writer(name)  # an unknown format is a usage error before anything runs
         part = parse_shard(shard) if shard else None
-        suite = load_suite(paths or [Path("scenarios")])
+        suite = load_suite(_existing(paths, "run"))
         loaded = suite.scenarios
         matching = select(loaded, keyword=keyword)
         scenarios = select(matching, shard=part) if part else matching
@@ -182,33 +207,33 @@ def _with_unloadable(
     return result.model_copy(update={"scenarios": tuple(ordered)})
 
 
-@app.command()
+@app.command(short_help="Check scenario files without running them.")
 def validate(paths: PathsArgument = None, plugin: PluginOption = None) -> None:
     """Check scenario files without running them: each must load and name known invariants;
     a file that names its agent (agent.builder) must also describe that agent's tools."""
     from agentrig.harness.runner import named_builder_failures, preflight
+    from agentrig.harness.scenarios.loader import load_suite
     from agentrig.harness.suites.plugins import load_plugins
 
     try:
         load_plugins(plugin or ())
-        scenarios = _load(paths)
+        suite = load_suite(_existing(paths, "validate"))
     except AgentrigError as error:
         _fail_usage(error)
-    if not scenarios:
+    scenarios = suite.scenarios
+    if not suite.entries:
         _nothing_found(paths)
-    failures: list[tuple[Scenario, Failure]] = []
-    for scenario in scenarios:
-        refused = preflight(scenario)
-        found = [refused] if refused is not None else named_builder_failures(scenario)
-        failures.extend((scenario, failure) for failure in found)
-    for scenario, failure in failures:
-        where = failure.location or scenario.name
-        errors.print(
-            f"[red]error:[/] {escape(where)}: {escape(failure.message)}",
-            markup=True,
-            soft_wrap=True,
-        )
-    if failures:
+    problems: list[str] = []  # every problem of every file, in the files' order: one pass fixes all
+    for entry in suite.entries:
+        if isinstance(entry, ScenarioFileError):
+            problems.extend(problem.describe() for problem in entry.errors)
+            continue
+        refused = preflight(entry)
+        found = [refused] if refused is not None else named_builder_failures(entry)
+        problems.extend(f"{failure.location or entry.name}: {failure.message}" for failure in found)
+    for problem in problems:
+        errors.print(f"[red]error:[/] {escape(problem)}", markup=True, soft_wrap=True)
+    if problems:
         raise typer.Exit(2)
     console.print(f"[green]{len(scenarios)} scenario file(s) valid[/]")
 
@@ -260,8 +285,16 @@ def convert(
         load_recording,
         scenario_name,
     )
+    from agentrig.harness.scenarios.loader import SCENARIO_SUFFIX
     from agentrig.harness.scenarios.writer import scenario_to_yaml, write_scenario
 
+    if output is not None and not output.name.endswith(SCENARIO_SUFFIX):
+        errors.print(
+            f"[red]error:[/] --output {escape(str(output))} must end in {SCENARIO_SUFFIX} so "
+            "that agentrig run finds it; nothing was written",
+            soft_wrap=True,
+        )
+        raise typer.Exit(2)
     stem = (output or cassette).name.split(".")[0]
     header = f"Converted from {cassette} by agentrig convert; edit freely."
     try:
@@ -281,7 +314,7 @@ def convert(
     console.print(f"wrote {escape(str(output))}", soft_wrap=True)
 
 
-@app.command()
+@app.command(short_help="Serve scenarios' scripted models over the OpenAI and Anthropic APIs.")
 def serve(
     paths: PathsArgument = None,
     host: Annotated[str, typer.Option(help="Address to listen on (keep it on loopback).")] = (
@@ -305,8 +338,14 @@ def serve(
     """Serve scenarios' scripted models over the OpenAI and Anthropic HTTP APIs until Ctrl-C,
     then report every session; exit 0 only when every session passed. With --upstream and
     --record, forward to a real provider and record a cassette instead."""
-    from agentrig.harness.endpoint.command import record_until_interrupted, serve_until_interrupted
+    from agentrig.harness.endpoint.extras import require_extra
     from agentrig.harness.reporting import get_writer
+
+    try:
+        require_extra("serve")
+    except AgentrigError as error:
+        _fail_usage(error)
+    from agentrig.harness.endpoint.command import record_until_interrupted, serve_until_interrupted
 
     if (upstream is None) != (record is None):
         errors.print("[red]error:[/] --upstream and --record go together", soft_wrap=True)
@@ -326,7 +365,7 @@ def serve(
     try:
         for name in report or ():
             get_writer(name)
-        loaded = _load(paths)
+        loaded = _load(paths, "serve")
     except AgentrigError as error:
         _fail_usage(error)
     if not loaded:
@@ -351,7 +390,7 @@ def version() -> None:
 
 
 def _nothing_found(paths: list[Path] | None) -> NoReturn:
-    searched = ", ".join(str(path) for path in paths or [Path("scenarios")])
+    searched = ", ".join(str(path) for path in paths or DEFAULT_PATHS)
     errors.print(
         f"[yellow]no *.scenario.yaml file found in {escape(searched)}[/] "
         "(folders named failing are searched only when named)",
@@ -380,7 +419,8 @@ def _refuse_overwrite(path: Path, why: str) -> NoReturn:
 
 
 def _fail_usage(error: AgentrigError) -> NoReturn:
-    errors.print(f"[red]error:[/] {escape(str(error))}", markup=True, soft_wrap=True)
+    for line in str(error).splitlines() or [""]:  # one problem a line (files that did not load)
+        errors.print(f"[red]error:[/] {escape(line)}", markup=True, soft_wrap=True)
     raise typer.Exit(2)
 
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from agentrig import AgentBuilder
     from agentrig.fakes import FakeClock, ScriptedLLM, SeededIds, Turn
     from agentrig.harness.cassettes.fixture import CassetteFactory
+    from agentrig.harness.endpoint.extras import Extra
     from agentrig.harness.endpoint.handle import EndpointHandle
     from agentrig.harness.results import ScenarioResult
     from agentrig.harness.scenarios.model import Scenario
@@ -296,18 +297,40 @@ def scripted_llm(fake_clock: FakeClock) -> Iterator[Callable[..., ScriptedLLM]]:
         return llm
 
     yield make
+    from agentrig.fakes import UnusedTurnsError
+
+    unused = []
     for llm in made:
-        llm.assert_complete()
+        try:
+            llm.assert_complete()
+        except UnusedTurnsError as error:
+            unused.append(str(error))
+    if unused:
+        pytest.fail("\n".join(unused), pytrace=False)
 
 
 class Harness:
-    """Runs scenarios (files or models), optionally against an agent built in Python."""
+    """Runs scenarios (files or models), optionally against an agent built in Python; a
+    relative path is looked up from the current folder, then in ``beside`` (the test's folder)."""
+
+    def __init__(self, beside: Path | None = None) -> None:
+        self.beside = beside
 
     def load(self, path: str | Path) -> Scenario:
-        """Load a scenario file."""
+        """Load a scenario file; one that does not load fails the test with the error's
+        message (its file, line and field), without a traceback into agentrig."""
+        from agentrig.harness.errors import ScenarioFileError
         from agentrig.harness.scenarios.loader import load_scenario
 
-        return load_scenario(path)
+        found = Path(path)
+        beside = self.beside / found if self.beside is not None else found
+        if not found.is_absolute() and not found.exists() and beside.exists():
+            found = beside
+        try:
+            return load_scenario(found)
+        except ScenarioFileError as error:
+            problem = str(error)
+        pytest.fail(problem, pytrace=False)
 
     def run(
         self, scenario: Scenario | str | Path, *, builder: AgentBuilder | None = None
@@ -331,9 +354,10 @@ class Harness:
 
 
 @pytest.fixture
-def agentrig_harness() -> Harness:
-    """A ``Harness`` to run scenarios from tests."""
-    return Harness()
+def agentrig_harness(request: pytest.FixtureRequest) -> Harness:
+    """A ``Harness`` to run scenarios from tests; a relative path is looked up from the current
+    folder, then next to the test file."""
+    return Harness(beside=request.node.path.parent)
 
 
 @pytest.fixture
@@ -345,7 +369,7 @@ def agentrig_snapshot(request: pytest.FixtureRequest) -> SnapshotAssertion:
     if find_spec("syrupy") is None:
         from agentrig.errors import MissingDependencyError
 
-        raise MissingDependencyError("syrupy", "syrupy")
+        pytest.fail(str(MissingDependencyError("syrupy", "syrupy")), pytrace=False)
     from agentrig.harness.snapshot import AgentrigSnapshotExtension
 
     snapshot: SnapshotAssertion = request.getfixturevalue("snapshot")
@@ -401,20 +425,29 @@ def agentrig_endpoint(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
     URLs, in-process clients; ``live=True`` for a real loopback server). A relative path is
     looked up from the current folder, then next to the test file. At teardown the test fails
     with the domain diff if a check failed or scripted replies went unused."""
+    _require_extra("endpoint")
+    from agentrig.errors import AgentrigError
     from agentrig.harness.endpoint.handle import EndpointCheckFailed, EndpointHandle
     from agentrig.harness.scenarios.model import Scenario as LoadedScenario
 
     handles: list[EndpointHandle] = []
 
     def open_endpoint(scenario: str | Path | Scenario, *, live: bool = False) -> EndpointHandle:
+        if live:
+            _require_extra("serve")
         if not isinstance(scenario, LoadedScenario):
             path = Path(scenario)
             if not path.is_absolute() and not path.exists():
                 path = request.node.path.parent / path
             scenario = path
-        handle = EndpointHandle(scenario, live=live)
-        handles.append(handle)
-        return handle
+        try:
+            handle = EndpointHandle(scenario, live=live)
+        except AgentrigError as error:  # a file that does not load, a port that is taken...
+            problem = str(error)
+        else:
+            handles.append(handle)
+            return handle
+        pytest.fail(problem, pytrace=False)
 
     yield open_endpoint
     problems = []
@@ -430,6 +463,20 @@ def agentrig_endpoint(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
 
 
 _CASSETTE_MARKER_ARGUMENTS = ("path", "mode", "any_order")
+
+
+def _require_extra(extra: Extra) -> None:
+    """Fail the test with the extra to install when ``extra``'s packages are missing."""
+    from agentrig.errors import MissingDependencyError
+    from agentrig.harness.endpoint.extras import require_extra
+
+    try:
+        require_extra(extra)
+    except MissingDependencyError as error:
+        missing = str(error)
+    else:
+        return
+    pytest.fail(missing, pytrace=False)  # outside the handler: no chained exception shown
 
 
 def _cassette_marker_options(marker: pytest.Mark) -> dict[str, Any]:

@@ -260,6 +260,41 @@ class TestProblems:
         with pytest.raises(CassetteConversionError, match="interaction 1: the response is empty"):
             cassette_to_scenario(recorder.cassette, name="x", path="c.yaml")
 
+    def test_two_conversations_in_one_cassette_are_refused_at_the_second(
+        self, build: Build, tmp_path: Path
+    ) -> None:
+        """Sessions recorded together (``agentrig serve --record`` relays every API key into one
+        cassette) converted into one turn whose script the run could not use up."""
+        recorder = RecordingProvider(
+            ScriptedLLM(
+                [
+                    call("get_weather", city="Paris"),
+                    reply("A"),
+                    call("get_weather", city="Oslo"),
+                    reply("B"),
+                ]
+            )
+        )
+        loop = build(recorder)
+        for user in ("Say a", "Say b"):  # two sessions, each from a fresh state
+            loop.execute(ar.AgentState().with_user_message(user))
+        with pytest.raises(CassetteConversionError) as caught:
+            cassette_to_scenario(recorder.cassette, name="two")
+        assert caught.value.interaction == 3
+        assert "the cassette holds more than one conversation" in str(caught.value)
+        path = save_cassette(recorder.cassette, tmp_path / "two.yaml")
+        converted = cli.invoke(app, ["convert", str(path)])
+        assert converted.exit_code == 2
+        assert f"cannot convert cassette {path} interaction 3" in converted.output
+
+    def test_a_second_turn_of_one_conversation_still_converts(
+        self, build: Build, tmp_path: Path
+    ) -> None:
+        recorder = record(
+            build, [call("get_weather", city="Paris"), reply("A"), reply("B")], "a", "b"
+        )
+        assert_passes(recorder, tmp_path)
+
     @pytest.mark.parametrize(
         "schema",
         [
@@ -319,6 +354,14 @@ class TestCli:
         result = cli.invoke(app, ["convert", *given])
         assert result.exit_code == 2
         assert message in result.output
+
+    def test_an_output_of_another_suffix_names_the_option(self, cassette: Path) -> None:
+        result = cli.invoke(app, ["convert", str(cassette), "-o", "out.yaml"])
+        assert result.exit_code == 2
+        assert result.output.startswith(
+            "error: --output out.yaml must end in .scenario.yaml so that agentrig run finds it"
+        )
+        assert "<root>" not in result.output
 
     def test_an_existing_file_is_not_replaced_without_force(
         self, cassette: Path, tmp_path: Path

@@ -98,3 +98,30 @@ def test_concurrent_sessions_under_xdist(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_agent=body + tests)
     result = pytester.runpytest("-p", "no:cacheprovider", "-n", "2")
     result.assert_outcomes(passed=6)
+
+
+def test_a_scenario_the_endpoint_cannot_serve_fails_the_test_without_a_traceback(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(
+        ".scenario.yaml",
+        status="name: status\nturns:\n  - user: hi\n    model: [{say: hello}]\n"
+        "    expect: {status: completed}\n",
+    )
+    pytester.makepyfile(
+        test_agent="""
+def test_mistyped_path(agentrig_endpoint):
+    agentrig_endpoint("scenarioz/weather.scenario.yaml")
+
+def test_refused(agentrig_endpoint):
+    agentrig_endpoint("status.scenario.yaml")
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=2)
+    output = result.stdout.str()
+    assert "scenarioz/weather.scenario.yaml: cannot read the file" in output
+    assert "status.scenario.yaml:5:" in output
+    assert "expect.status needs agentrig's own state" in output
+    assert "handle.py" not in output  # no traceback into the endpoint
+    assert "load_scenario" not in output

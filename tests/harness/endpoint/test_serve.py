@@ -152,3 +152,65 @@ def test_serve_refuses_a_scenario_it_cannot_honour(
     assert f"{path}:11:15: turns[0].expect.status: expect.status needs agentrig's own state" in (
         completed.stderr + completed.stdout
     ).replace("\n", " ").replace("  ", " ")
+
+
+def _serve_once(folder: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-c", "from agentrig.harness.cli import main; main()", "serve"]
+    return subprocess.run(
+        [*command, *arguments],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "200"},
+        check=False,
+    )
+
+
+def test_a_port_in_use_exits_2_saying_so(tmp_path: Path) -> None:
+    import socket
+
+    (tmp_path / "weather.scenario.yaml").write_text(WEATHER, encoding="utf-8")
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        ran = _serve_once(tmp_path, "weather.scenario.yaml", "--port", str(port))
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    said = ran.stdout + ran.stderr
+    assert (
+        f"error: the endpoint could not start on 127.0.0.1:{port}: Address already in use" in said
+    )
+    assert "ERROR:" not in said  # uvicorn's own log line no longer doubles the message
+
+
+def test_a_host_that_does_not_resolve_is_named_with_the_reason(tmp_path: Path) -> None:
+    (tmp_path / "weather.scenario.yaml").write_text(WEATHER, encoding="utf-8")
+    ran = _serve_once(tmp_path, "weather.scenario.yaml", "--host", "no-such-host.invalid")
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    said = " ".join((ran.stdout + ran.stderr).split())
+    assert "error: the endpoint could not start on no-such-host.invalid:0: " in said
+    assert "is the port free" not in said
+
+
+def test_the_banner_words_the_session_keys_as_the_refusal_of_a_bad_key_does(
+    tmp_path: Path,
+) -> None:
+    import threading
+
+    from agentrig.harness.endpoint.command import serve_until_interrupted
+    from agentrig.harness.endpoint.service import ScenarioEndpoint
+    from agentrig.harness.scenarios.loader import load_scenario
+
+    for name in ("first", "second"):
+        (tmp_path / f"{name}.scenario.yaml").write_text(
+            WEATHER.replace("name: weather", f"name: {name}"), encoding="utf-8"
+        )
+    scenarios = [load_scenario(tmp_path / f"{name}.scenario.yaml") for name in ("first", "second")]
+    stop = threading.Event()
+    stop.set()  # print the banner, then stop at once
+    said: list[str] = []
+    serve_until_interrupted(scenarios, host="127.0.0.1", port=0, say=said.append, stop=stop)
+    refusal = ScenarioEndpoint(scenarios).handle(
+        "POST", "/v1/chat/completions", {"authorization": "Bearer nobody"}, b"{}"
+    )
+    assert b"NAME/ANYTHING" in refusal.body
+    assert any("NAME/ANYTHING for several sessions" in line for line in said), said

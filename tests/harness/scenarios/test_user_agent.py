@@ -173,6 +173,22 @@ def test_a_module_that_cannot_be_imported_says_so(tmp_path: Path) -> None:
     assert "PYTHONPATH" in failure.message
 
 
+def test_a_module_whose_own_import_is_missing_names_that_import_not_the_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The module was found: advice to run from its folder would send the user the wrong way."""
+    name = f"user_agent_{next(_modules)}"
+    (tmp_path / f"{name}.py").write_text("import no_such_dependency\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (failure,) = run_scenario(load_scenario(scenario_file(tmp_path, f"{name}:build"))).failures
+    assert f"module '{name}' failed to import: ModuleNotFoundError: No module named" in (
+        failure.message
+    )
+    assert f"({tmp_path / name}.py, line 1)" in failure.message
+    assert "install 'no_such_dependency'" in failure.message
+    assert "PYTHONPATH" not in failure.message
+
+
 def test_a_malformed_reference_is_a_file_error_with_a_hint(tmp_path: Path) -> None:
     with pytest.raises(ar.AgentrigError, match=r"agent\.builder: .*'package\.module:function'"):
         load_scenario(scenario_file(tmp_path, "just a name"))

@@ -100,6 +100,19 @@ def test_a_plugin_that_is_nowhere_says_how_to_make_it_importable(tmp_path: Path)
     assert "PYTHONPATH" in flat
 
 
+def test_a_plugin_whose_own_import_is_missing_names_that_import(
+    tmp_path: Path, plugin_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (plugin_dir / "audit_plugin_needs.py").write_text("import no_such_dependency\n")
+    monkeypatch.syspath_prepend(str(plugin_dir))
+    code, output = invoke("run", suite(tmp_path / "s", 1), "--plugin", "audit_plugin_needs")
+    assert code == 2
+    flat = " ".join(output.split())
+    assert "plugin module 'audit_plugin_needs' failed to import: ModuleNotFoundError" in flat
+    assert "install 'no_such_dependency'" in flat
+    assert "PYTHONPATH" not in flat
+
+
 def test_a_plugin_that_fails_only_in_a_worker_is_a_clear_error(
     tmp_path: Path, plugin_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -170,6 +170,32 @@ def _answers(messages: Sequence[RecordedMessage]) -> dict[str, RecordedMessage]:
     return found
 
 
+_ANOTHER_CONVERSATION = (
+    "it does not continue the conversation of the interaction before it (that one's answer ended "
+    "its turn, and this request carries neither that answer nor a new user message): the "
+    "cassette holds more than one conversation (sessions recorded together, or a subagent "
+    "sharing the provider), and a scenario replays one; record each conversation into a "
+    "cassette of its own, or delete the interactions of the others (an agent that sends only "
+    "the new messages and leaves the history to the provider, with previous_response_id, "
+    "cannot be converted)"
+)
+
+
+def _starts_another_conversation(
+    interaction: Interaction, previous: Interaction, users: int, users_seen: int
+) -> bool:
+    """Whether ``interaction`` begins a conversation other than ``previous``'s: the previous
+    answer ended its turn, and this request neither starts a new turn (more user messages) nor
+    carries that answer (as a step a hook asked for after a final answer does)."""
+    answer = previous.response
+    if answer is None or answer.tool_calls or users == 0 or users > users_seen:
+        return False
+    return not any(
+        message.role == "assistant" and message.content == answer.content
+        for message in interaction.request.messages
+    )
+
+
 @dataclass
 class _TurnDraft:
     user: str
@@ -206,6 +232,10 @@ class _Draft:
 
     def add(self, number: int, interaction: Interaction) -> None:
         users = [m for m in interaction.request.messages if m.role == "user"]
+        if number > 1 and _starts_another_conversation(
+            interaction, self.interactions[number - 2], len(users), self.users_seen
+        ):
+            raise CassetteConversionError(self.path, number, _ANOTHER_CONVERSATION)
         if len(users) > self.users_seen or not self.turns:
             self.turns.append(_TurnDraft(user=users[-1].content if users else ""))
             self.users_seen = len(users)

@@ -71,7 +71,7 @@ def _banner(server: EndpointServer, scenarios: Sequence[Scenario]) -> list[str]:
         keys = f"any API key; each key is one session of {scenarios[0].name}"
     else:
         names = ", ".join(s.name for s in scenarios)
-        keys = f"the scenario's name, or NAME/SESSION for several sessions; NAME one of: {names}"
+        keys = f"the scenario's name, or NAME/ANYTHING for several sessions; NAME one of: {names}"
     return [
         f"agentrig endpoint serving {len(scenarios)} scenario(s) on {server.base_url}",
         f"  OpenAI (Chat Completions, Responses) base URL: {server.openai_base_url}",

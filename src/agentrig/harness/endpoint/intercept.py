@@ -12,12 +12,14 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from agentrig.harness.endpoint.extras import require_extra
 from agentrig.harness.endpoint.service import ScenarioEndpoint
 
 
 @contextlib.contextmanager
 def intercepted(endpoint: ScenarioEndpoint, api_key: str, hosts: Sequence[str]) -> Iterator[None]:
     """Answer every request to ``hosts`` with ``endpoint`` as the session ``api_key``."""
+    require_extra("intercept")
     import httpx
     import pytest_httpx2._plugin  # noqa: F401  (registers respx's httpcore2 mocker)
     import respx

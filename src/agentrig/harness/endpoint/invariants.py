@@ -12,8 +12,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+from agentrig.errors import MissingDependencyError
+
+try:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+except ImportError:  # imported by everything of the endpoint: the message names the extra
+    raise MissingDependencyError("jsonschema", "endpoint") from None
 
 from agentrig._model import json_equal
 from agentrig.harness.endpoint.memo import remembered

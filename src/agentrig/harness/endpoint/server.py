@@ -5,11 +5,13 @@ Needs the ``serve`` extra: ``pip install 'agentrig[serve]'``.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from types import TracebackType
 
 from agentrig.errors import AgentrigError
+from agentrig.harness.endpoint.extras import require_extra
 from agentrig.harness.endpoint.service import ProviderBaseUrls, RequestHandler
 
 
@@ -25,6 +27,7 @@ class EndpointServer(ProviderBaseUrls):
     """
 
     def __init__(self, endpoint: RequestHandler, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        require_extra("serve")
         import uvicorn
 
         from agentrig.harness.endpoint.asgi import endpoint_app
@@ -34,29 +37,34 @@ class EndpointServer(ProviderBaseUrls):
             endpoint_app(endpoint), host=host, port=port, log_level="warning", lifespan="off"
         )
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, name="agentrig-endpoint")
+        self._thread: threading.Thread | None = None
         self.host = host
         self.port = port
 
     def start(self, timeout: float = 10.0) -> EndpointServer:
-        """Start serving; raise ``EndpointServerError`` if it is not up within ``timeout`` s."""
+        """Start serving; raise ``EndpointServerError``, with the reason, if the address cannot
+        be listened on or the server is not up within ``timeout`` s."""
+        listening = _listen(self.host, self.port)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [listening]}, name="agentrig-endpoint"
+        )
         self._thread.start()
         deadline = time.monotonic() + timeout
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 self.stop()
+                listening.close()
                 raise EndpointServerError(
-                    f"the endpoint could not start on {self.host}:{self.port} (is the port free?)"
+                    f"the endpoint could not start on {self.host}:{self.port} within {timeout} s"
                 )
             time.sleep(0.01)
-        sockets = self._server.servers[0].sockets
-        self.port = sockets[0].getsockname()[1]
+        self.port = listening.getsockname()[1]
         return self
 
     def stop(self) -> None:
         """Stop serving and wait for the server thread."""
         self._server.should_exit = True
-        if self._thread.is_alive():
+        if self._thread is not None and self._thread.is_alive():
             self._thread.join(timeout=10)
 
     @property
@@ -75,3 +83,15 @@ class EndpointServer(ProviderBaseUrls):
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port``, or ``EndpointServerError`` saying why not (the port
+    is taken, the address is not this machine's, the name does not resolve)."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        return socket.create_server((host, port), family=family)
+    except OSError as error:  # socket.gaierror is one too
+        reason = error.strerror or str(error)
+        message = f"the endpoint could not start on {host}:{port}: {reason}"
+        raise EndpointServerError(message) from None

@@ -19,5 +19,5 @@ def format_failure(failure: Failure) -> str:
 
 def format_scenario_failures(result: ScenarioResult) -> str:
     """Every failure of a scenario, headed by its name and location."""
-    head = f"scenario {result.name} ({result.file}:{result.line}) failed:"
+    head = f"scenario {result.name} ({result.location}) failed:"
     return "\n".join([head, *(format_failure(f) for f in result.failures)])

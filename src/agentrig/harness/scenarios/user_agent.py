@@ -14,7 +14,11 @@ from agentrig import AgentBuilder, UseContextConfig
 from agentrig._text import clipped
 from agentrig.errors import ConfigurationError
 from agentrig.harness.scenarios.model import Scenario
-from agentrig.harness.scenarios.user_code import describe_failure, import_user_module
+from agentrig.harness.scenarios.user_code import (
+    describe_failure,
+    import_user_module,
+    is_missing_itself,
+)
 
 __all__ = ["builder_prompt", "named_builder", "prompt_conflict", "resolve_builder"]
 
@@ -65,6 +69,11 @@ def resolve_builder(reference: str) -> AgentBuilder:
     try:
         module = import_user_module(module_name)
     except ModuleNotFoundError as error:
+        if not is_missing_itself(module_name, error):  # found; what it imports is missing
+            raise ConfigurationError(
+                f"{where}: module {module_name!r} failed to import: {describe_failure(error)}; "
+                f"install {error.name!r} where agentrig runs"
+            ) from error
         raise ConfigurationError(
             f"{where}: cannot import module {module_name!r}: {error}; run from the folder that "
             "holds it or add that folder to PYTHONPATH"

@@ -8,7 +8,7 @@ import sys
 import traceback
 from types import ModuleType
 
-__all__ = ["describe_failure", "import_user_module"]
+__all__ = ["describe_failure", "import_user_module", "is_missing_itself"]
 
 
 def import_user_module(module: str) -> ModuleType:
@@ -27,6 +27,13 @@ def import_user_module(module: str) -> ModuleType:
         except ModuleNotFoundError:
             sys.path.remove(here)
             raise
+
+
+def is_missing_itself(module: str, error: ModuleNotFoundError) -> bool:
+    """Whether ``error`` says ``module`` (or a package holding it) is not found, rather than a
+    module that ``module``'s own code imports."""
+    missing = error.name
+    return missing is None or module == missing or module.startswith(missing + ".")
 
 
 def describe_failure(error: Exception) -> str:

@@ -6,7 +6,11 @@ from collections.abc import Iterable
 
 from agentrig.errors import AgentrigError
 from agentrig.harness.errors import PluginError
-from agentrig.harness.scenarios.user_code import describe_failure, import_user_module
+from agentrig.harness.scenarios.user_code import (
+    describe_failure,
+    import_user_module,
+    is_missing_itself,
+)
 
 __all__ = ["load_plugins"]
 
@@ -18,6 +22,11 @@ def load_plugins(modules: Iterable[str]) -> None:
         try:
             import_user_module(module)
         except ModuleNotFoundError as error:
+            if not is_missing_itself(module, error):  # found; what it imports is missing
+                raise PluginError(
+                    f"plugin module {module!r} failed to import: {describe_failure(error)}; "
+                    f"install {error.name!r} where agentrig runs"
+                ) from error
             raise PluginError(
                 f"cannot import plugin module {module!r}: {error}; give its dotted import name, "
                 "and run agentrig from the folder that holds it or add that folder to PYTHONPATH"
