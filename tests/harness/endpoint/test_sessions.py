@@ -171,7 +171,10 @@ def test_unknown_routes_and_missing_keys_get_provider_errors(
     endpoint = ScenarioEndpoint([load_scenario(write_scenario(WEATHER))])
     missing = endpoint.handle("POST", "/v1/embeddings", {"authorization": "Bearer k"}, b"{}")
     assert missing.status == 404
-    assert b"POST /v1/chat/completions" in missing.body
+    error = json.loads(missing.body)["error"]  # as the OpenAI API answers an unknown URL
+    assert error["message"].startswith("Invalid URL (POST /v1/embeddings)")
+    assert "POST /v1/chat/completions" in error["message"]
+    assert (error["type"], error["code"]) == ("invalid_request_error", None)
     anonymous = endpoint.handle("POST", "/v1/messages", {"anthropic-version": "x"}, b"{}")
     assert anonymous.status == 401
     assert b'"type":"error"' in anonymous.body.replace(b" ", b"")

@@ -148,9 +148,8 @@ class ScenarioEndpoint:
         if method == "GET" and path.rstrip("/").endswith("/models"):
             return self._models(anthropic)
         if fmt is None or method != "POST":
-            message = f"agentrig endpoint: no route for {method} {path}; it serves " + ", ".join(
-                f"POST {f.path}" for f in FORMATS.values()
-            )
+            served = ", ".join(f"POST {f.path}" for f in FORMATS.values())
+            message = f"Invalid URL ({method} {path}): the agentrig endpoint serves {served}"
             return _error(errors, 404, message)
         key = _api_key(lowered)
         if key is None:

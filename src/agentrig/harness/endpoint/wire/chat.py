@@ -47,7 +47,7 @@ _ERRORS: dict[int, tuple[str, str | None]] = {
     400: ("invalid_request_error", None),
     401: ("invalid_request_error", "invalid_api_key"),
     403: ("invalid_request_error", "unsupported_country_region_territory"),
-    404: ("invalid_request_error", "model_not_found"),
+    404: ("invalid_request_error", None),  # an unknown URL; a missing model adds its own code
     429: ("requests", "rate_limit_exceeded"),
     500: ("server_error", None),
     503: ("server_error", None),
