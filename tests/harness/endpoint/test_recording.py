@@ -4,9 +4,12 @@ the scenario's script."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +18,7 @@ from typer.testing import CliRunner
 
 from agentrig.harness.cassettes import cassette_to_scenario, load_cassette
 from agentrig.harness.cli import app
+from agentrig.harness.endpoint.command import record_until_interrupted
 from agentrig.harness.endpoint.handle import EndpointHandle
 from agentrig.harness.endpoint.recording import RecordThrough
 from agentrig.harness.endpoint.server import EndpointServer
@@ -22,7 +26,14 @@ from agentrig.harness.endpoint.service import EndpointReply
 from agentrig.harness.scenarios.loader import load_scenario
 
 from .conftest import REASONING_WEATHER
-from .sdk_agents import SYSTEM, anthropic_agent, chat_agent, responses_agent
+from .sdk_agents import (
+    CHAT_TOOLS,
+    RESPONSES_TOOLS,
+    SYSTEM,
+    anthropic_agent,
+    chat_agent,
+    responses_agent,
+)
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -294,3 +305,157 @@ def test_chat_reasoning_in_the_reasoning_field_converts_to_think(tmp_path: Path)
         client.chat.completions.create(model="reasoner", messages=question)
     [turn] = cassette_to_scenario(load_cassette(cassette), name="reasoner").turns
     assert [(reply.think, reply.say) for reply in turn.model] == [("A greeting: greet.", "Hello!")]
+
+
+# --- one cassette per conversation --------------------------------------------------------------
+
+
+def _chat(base_url: str, key: str = SECRET) -> Any:
+    return openai.OpenAI(api_key=key, base_url=f"{base_url}/v1", max_retries=0)
+
+
+@contextlib.contextmanager
+def _recording_through(
+    write_scenario: Callable[[str], Path], cassette: Path
+) -> Iterator[tuple[RecordThrough, str]]:
+    """A record-through server in front of a live upstream serving ``SCENARIO`` (a session per
+    API key): the recorder and the base URL an agent is pointed at."""
+    with (
+        EndpointHandle(write_scenario(SCENARIO), live=True) as upstream,
+        RecordThrough(upstream.base_url, cassette) as recorder,
+        EndpointServer(recorder) as through,
+    ):
+        yield recorder, through.base_url
+
+
+def test_each_run_of_the_agent_is_recorded_into_a_cassette_of_its_own(
+    write_scenario: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """Two runs of the same agent, one after the other: two conversations, so two cassettes
+    (the second beside the first), each converting to the scenario of one run."""
+    cassette = tmp_path / "session.cassette.yaml"
+    with _recording_through(write_scenario, cassette) as (recorder, base_url):
+        for run in ("first", "second"):
+            client = _chat(base_url, key=run)  # each run is a session of its own upstream
+            messages = [
+                {"role": "system", "content": SYSTEM},
+                {"role": "user", "content": "Weather in Paris?"},
+            ]
+            assert chat_agent(client, messages) == "It is sunny in Paris today."
+            client.close()
+    second = tmp_path / "session-2.cassette.yaml"
+    assert recorder.paths == [cassette, second]
+    assert recorder.recorded == 4
+    for path in (cassette, second):
+        assert len(load_cassette(path).interactions) == 2
+        converted = tmp_path / f"{path.name.split('.')[0]}.scenario.yaml"
+        outcome = CliRunner().invoke(app, ["convert", str(path), "-o", str(converted)])
+        assert outcome.exit_code == 0, outcome.output
+        [turn] = load_scenario(converted).turns
+        assert [r.say or r.tool_calls[0].shorthand() for r in turn.model] == [
+            "get_weather(city=Paris)",
+            "It is sunny in Paris today.",
+        ]
+
+
+def test_conversations_that_interleave_are_told_apart_by_what_they_repeat(
+    write_scenario: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """Two agents at once (their requests alternate): each request goes to the conversation
+    whose last request it repeats."""
+    cassette = tmp_path / "both.cassette.yaml"
+    with _recording_through(write_scenario, cassette) as (recorder, base_url):
+        client = _chat(base_url)
+        talks: dict[str, list[Any]] = {
+            city: [{"role": "user", "content": f"Weather in {city}?"}] for city in ("Paris", "Oslo")
+        }
+        for step in range(2):
+            for city, messages in talks.items():
+                answer = (
+                    client.chat.completions.create(
+                        model="gpt-test",
+                        messages=messages,
+                        tools=CHAT_TOOLS,
+                        # each talk is a session of its own upstream (its own key)
+                        extra_headers={"Authorization": f"Bearer {city}"},
+                    )
+                    .choices[0]
+                    .message
+                )
+                if step == 0:
+                    [call] = answer.tool_calls or []
+                    messages.append(answer.model_dump(exclude_none=True))
+                    result = f"sunny in {city}"
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+        client.close()
+    assert recorder.paths == [cassette, tmp_path / "both-2.cassette.yaml"]
+    for path, city in zip(recorder.paths, ("Paris", "Oslo"), strict=True):
+        first, second = load_cassette(path).interactions
+        assert first.request.messages[-1].content == f"Weather in {city}?"
+        assert second.request.messages[-1].content == f"sunny in {city}"
+
+
+def test_a_responses_request_with_previous_response_id_continues_its_conversation(
+    write_scenario: Callable[[str], Path], tmp_path: Path
+) -> None:
+    cassette = tmp_path / "stored.cassette.yaml"
+    with _recording_through(write_scenario, cassette) as (recorder, base_url):
+        client = _chat(base_url)
+        first = client.responses.create(
+            model="gpt-test",
+            input=[{"role": "user", "content": "Weather in Paris?"}],
+            tools=RESPONSES_TOOLS,
+        )
+        [call] = [item for item in first.output if item.type == "function_call"]
+        output = {"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}
+        client.responses.create(
+            model="gpt-test", input=[output], previous_response_id=first.id, tools=RESPONSES_TOOLS
+        )
+        client.close()
+    assert recorder.paths == [cassette]
+    assert len(load_cassette(cassette).interactions) == 2
+
+
+def test_the_record_command_says_which_cassettes_it_wrote(
+    write_scenario: Callable[[str], Path], tmp_path: Path
+) -> None:
+    lines: list[str] = []
+    stop = threading.Event()
+    done: list[tuple[int, list[Path]]] = []
+    cassette = tmp_path / "run.cassette.yaml"
+    with EndpointHandle(write_scenario(SCENARIO), live=True) as upstream:
+        recording = threading.Thread(
+            target=lambda: done.append(
+                record_until_interrupted(
+                    upstream.base_url,
+                    cassette,
+                    host="127.0.0.1",
+                    port=0,
+                    say=lines.append,
+                    stop=stop,
+                )
+            )
+        )
+        recording.start()
+        try:
+            assert _wait_for(lambda: any("Press Ctrl-C" in line for line in lines)), lines
+            base_url = next(line for line in lines if " on http://" in line).rsplit(" ", 1)[-1]
+            assert "Each conversation is a cassette of its own" in "\n".join(lines)
+            for run in ("one", "two"):
+                client = _chat(base_url, key=run)
+                messages = [{"role": "user", "content": "Weather in Paris?"}]
+                assert chat_agent(client, messages) == "It is sunny in Paris today."
+                client.close()
+        finally:
+            stop.set()
+            recording.join(timeout=30)
+    assert done == [(4, [cassette, tmp_path / "run-2.cassette.yaml"])]
+
+
+def _wait_for(condition: Callable[[], bool], seconds: float = 60) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
