@@ -311,3 +311,43 @@ def test_chat_reasoning_in_the_reasoning_field_converts_to_think(tmp_path: Path)
         client.chat.completions.create(model="reasoner", messages=question)
     [turn] = cassette_to_scenario(load_cassette(cassette), name="reasoner").turns
     assert [(reply.think, reply.say) for reply in turn.model] == [("A greeting: greet.", "Hello!")]
+
+
+REDACTED = REASONING.replace("name: upstream-reasoning", "name: upstream-redacted").replace(
+    "- think: The user wants the weather, so I call the tool.", "- think: {redacted: true}"
+)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("api", ["responses", "anthropic"])
+def test_reasoning_without_text_is_recorded_converted_to_think_redacted_and_played_back(
+    write_scenario: Callable[[str], Path], tmp_path: Path, api: str, stream: bool
+) -> None:
+    # Upstream answers first with reasoning the client cannot read: a redacted_thinking block,
+    # a reasoning item with an empty summary and encrypted content.
+    cassette = tmp_path / "recorded.cassette.yaml"
+    with EndpointHandle(write_scenario(REDACTED), live=True) as upstream:
+        with (
+            EndpointServer(_Gzipped(upstream.endpoint)) as provider,
+            RecordThrough(provider.base_url, cassette) as recorder,
+            EndpointServer(recorder) as through,
+        ):
+            assert _reasoning_agent(api, stream, through.base_url) == "It is sunny in Paris today."
+        [session] = upstream.endpoint.results()
+        assert session.passed, session.failures
+
+    converted = tmp_path / "converted.scenario.yaml"
+    outcome = CliRunner().invoke(app, ["convert", str(cassette), "-o", str(converted)])
+    assert outcome.exit_code == 0, outcome.output
+    assert "redacted: true" in converted.read_text()
+    [turn] = load_scenario(converted).turns
+    assert [(reply.think_redacted, reply.think_text) for reply in turn.model] == [
+        (True, ""),
+        (False, "The tool says sunny."),
+    ]
+    with EndpointHandle(converted, live=True) as again:
+        answer = _reasoning_agent(api, stream, again.base_url, again.api_key)
+        assert answer == "It is sunny in Paris today."
+        result = again.check()
+    checks = {o.name: (o.checks, o.failures) for o in result.invariants}
+    assert checks["reasoning_sent_back"] == (2, 0)

@@ -431,8 +431,52 @@ def test_error_message_names_file_line_column_field_and_valid_values(tmp_path: P
             "turns[0].model[0].think",
             5,
             17,
-            "think needs the reasoning text (or leave it out)",
+            "think needs the reasoning text, or {redacted: true} for reasoning that shows no text "
+            "(or leave it out)",
             id="empty-think",
+        ),
+        pytest.param(
+            """
+            name: weather
+            turns:
+              - user: hi
+                model:
+                  - {think: {redacted: false}, say: hi}
+            """,
+            "turns[0].model[0].think.redacted",
+            5,
+            28,
+            "only redacted: true is a form of think (the model reasoned but shows no text); "
+            "write the reasoning text as think: TEXT, or leave think out",
+            id="think-redacted-false",
+        ),
+        pytest.param(
+            """
+            name: weather
+            turns:
+              - user: hi
+                model:
+                  - {think: [hmm], say: hi}
+            """,
+            "turns[0].model[0].think",
+            5,
+            10,
+            "expected the reasoning text, or {redacted: true} for reasoning that shows no text",
+            id="think-not-text",
+        ),
+        pytest.param(
+            """
+            name: weather
+            turns:
+              - user: hi
+                model:
+                  - {think: {redacted: true, text: hmm}, say: hi}
+            """,
+            "turns[0].model[0].think.text",
+            5,
+            34,
+            "unknown key 'text'; allowed keys: redacted",
+            id="think-unknown-key",
         ),
         pytest.param(
             """
