@@ -1070,6 +1070,16 @@ def test_examples_are_valid_for_the_models_and_the_schema(
         pytest.param(lambda d: d["agent"]["tools"].update({"bad name": {}}), id="bad-tool-name"),
         pytest.param(lambda d: d["turns"][0].update(cancel="later"), id="bad-cancel"),
         pytest.param(lambda d: d.update(turns=[]), id="no-turns"),
+        pytest.param(
+            lambda d: d["turns"][0]["model"][0].update(think={"redacted": False}),
+            id="think-redacted-false",
+        ),
+        pytest.param(lambda d: d["turns"][0]["model"][0].update(think={}), id="think-empty-map"),
+        pytest.param(
+            lambda d: d["turns"][0]["model"][0].update(think={"redacted": True, "text": "x"}),
+            id="think-unknown-key",
+        ),
+        pytest.param(lambda d: d["turns"][0]["model"][0].update(think=["x"]), id="think-list"),
     ],
 )
 def test_schema_rejects_what_the_models_reject(
