@@ -475,7 +475,7 @@ def _answer(reply: ModelReply, turn: int, response_id: str, sealed: bool) -> Wir
         finish_reason=finish,
         reasoning=reply.think_text,
         redacted=reply.think_redacted,
-        seal=seal_of(response_id) if sealed and reply.think else "",
+        seal=seal_of(response_id) if sealed and reply.think is not None else "",
     )
 
 
