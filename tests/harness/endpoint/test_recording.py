@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -459,3 +460,185 @@ def _wait_for(condition: Callable[[], bool], seconds: float = 60) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+REDACTED = REASONING_WEATHER.replace("name: reasoning-weather", "name: upstream-redacted").replace(
+    "- think: The user wants the weather, so I call the tool.", "- think: {redacted: true}"
+)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("api", ["responses", "anthropic"])
+def test_reasoning_without_text_is_recorded_converted_to_think_redacted_and_played_back(
+    write_scenario: Callable[[str], Path], tmp_path: Path, api: str, stream: bool
+) -> None:
+    # Upstream answers first with reasoning the client cannot read: a redacted_thinking block,
+    # a reasoning item with an empty summary and encrypted content.
+    cassette = tmp_path / "recorded.cassette.yaml"
+    with EndpointHandle(write_scenario(REDACTED), live=True) as upstream:
+        with (
+            EndpointServer(_Gzipped(upstream.endpoint)) as provider,
+            RecordThrough(provider.base_url, cassette) as recorder,
+            EndpointServer(recorder) as through,
+        ):
+            assert _reasoning_agent(api, stream, through.base_url) == "It is sunny in Paris today."
+        [session] = upstream.endpoint.results()
+        assert session.passed, session.failures
+
+    converted = tmp_path / "converted.scenario.yaml"
+    outcome = CliRunner().invoke(app, ["convert", str(cassette), "-o", str(converted)])
+    assert outcome.exit_code == 0, outcome.output
+    assert "redacted: true" in converted.read_text()
+    [turn] = load_scenario(converted).turns
+    assert [(reply.think_redacted, reply.think_text) for reply in turn.model] == [
+        (True, ""),
+        (False, "The tool says sunny."),
+    ]
+    with EndpointHandle(converted, live=True) as again:
+        answer = _reasoning_agent(api, stream, again.base_url, again.api_key)
+        assert answer == "It is sunny in Paris today."
+        result = again.check()
+    checks = {o.name: (o.checks, o.failures) for o in result.invariants}
+    assert checks["reasoning_sent_back"] == (2, 0)
+
+
+class _ReasonedFirst(_Recorded):
+    """The real streamed Responses session of a reasoning model (gpt-5.5, ``store: false``,
+    ``include: ["reasoning.encrypted_content"]``), whose first answer also carries a reasoning
+    item as the API sends one without summary text: ``summary: []`` and ``encrypted_content``.
+    (That recording itself reasoned too little to send one.)"""
+
+    ITEM = {
+        "id": "rs_00d64fa806f333310169fab1bf1c2081a0b2f7a1e2d3c4b5a6",
+        "type": "reasoning",
+        "encrypted_content": "gAAAAABp-rG_opaque-sealed-reasoning==",
+        "summary": [],
+    }
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        response = self.interactions[0]["response"]
+        body: str = response["body"]["string"]
+        item = json.dumps(self.ITEM, separators=(",", ":"))
+        body = body.replace('"output_index":0', '"output_index":1')
+        body = body.replace('"output":[{"id":"fc_', f'"output":[{item},{{"id":"fc_')
+        first = body.index("event: response.output_item.added")
+        events = "".join(
+            f"event: {kind}\ndata: "
+            + json.dumps(
+                {"type": kind, "item": self.ITEM, "output_index": 0}, separators=(",", ":")
+            )
+            + "\n\n"
+            for kind in ("response.output_item.added", "response.output_item.done")
+        )
+        response["body"]["string"] = body[:first] + events + body[first:]
+
+
+def test_a_real_reasoning_models_session_with_a_reasoning_item_without_summary_converts_to_think_redacted(
+    real_cassette: Callable[[str], Path], tmp_path: Path
+) -> None:
+    upstream = _ReasonedFirst(
+        real_cassette("llm/test_openai_responses/test_responses_tool_use_streaming.yaml")
+    )
+    cassette = tmp_path / "recorded.cassette.yaml"
+    with (
+        EndpointServer(upstream) as provider,
+        RecordThrough(provider.base_url, cassette) as recorder,
+        EndpointServer(recorder) as through,
+        httpx2.Client(base_url=through.base_url) as agent,
+    ):
+        for path, body in upstream.requests():
+            answer = agent.post(path, content=body, headers={"content-type": "application/json"})
+            assert answer.status_code == 200, answer.text
+    recorded = load_cassette(cassette)
+    first = recorded.interactions[0].response
+    assert first is not None
+    assert first.reasoning_content == ""
+    assert first.provider_data["openai_reasoning"] == [
+        {key: _ReasonedFirst.ITEM[key] for key in ("type", "id", "summary", "encrypted_content")}
+    ]
+    scenario = cassette_to_scenario(recorded, name="real")
+    [turn] = scenario.turns
+    assert [(r.think_redacted, r.think_text) for r in turn.model] == [(True, ""), (False, "")]
+    assert turn.model[0].tool_calls[0].name == "multiply"
+    # played back, the first answer carries such an item again, sealed by the endpoint
+    handle = EndpointHandle(scenario)
+    client = openai.OpenAI(
+        api_key=handle.api_key,
+        base_url=handle.openai_base_url,
+        http_client=handle.httpx2_client(),
+        max_retries=0,
+    )
+    replayed = client.responses.create(
+        model="gpt-5.5",
+        input="What is 1231 * 2331? Use the multiply tool.",
+        include=["reasoning.encrypted_content"],
+        store=False,
+    )
+    item, call = replayed.output
+    assert (item.type, item.summary, bool(item.encrypted_content)) == ("reasoning", [], True)
+    assert call.name == "multiply"
+
+
+class _RedactedFirst(_Recorded):
+    """The real streamed, gzip-compressed Anthropic session (two parallel tool uses, then text),
+    whose first answer opens with a ``redacted_thinking`` block as the API streams one: whole in
+    its ``content_block_start``, then its ``content_block_stop``."""
+
+    BLOCK = {
+        "type": "redacted_thinking",
+        "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIw",
+    }
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        response = self.interactions[0]["response"]
+        text = gzip.decompress(response["body"]["string"]).decode()
+        text = re.sub(r'"index":(\d+)', lambda m: f'"index":{int(m.group(1)) + 1}', text)
+        start = {"type": "content_block_start", "index": 0, "content_block": self.BLOCK}
+        block = (
+            f"event: content_block_start\ndata: {json.dumps(start)}\n\n"
+            'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
+        )
+        first = text.index("event: content_block_start")
+        response["body"]["string"] = gzip.compress((text[:first] + block + text[first:]).encode())
+
+
+def test_a_real_anthropic_session_with_a_redacted_thinking_block_converts_to_think_redacted(
+    real_cassette: Callable[[str], Path], tmp_path: Path
+) -> None:
+    upstream = _RedactedFirst(real_cassette("llm-anthropic/test_anthropic/test_tools.yaml"))
+    cassette = tmp_path / "recorded.cassette.yaml"
+    with (
+        EndpointServer(upstream) as provider,
+        RecordThrough(provider.base_url, cassette) as recorder,
+        EndpointServer(recorder) as through,
+        httpx2.Client(base_url=through.base_url) as agent,
+    ):
+        for path, body in upstream.requests():
+            answer = agent.post(path, content=body, headers={"content-type": "application/json"})
+            assert answer.status_code == 200, answer.text
+    recorded = load_cassette(cassette)
+    first = recorded.interactions[0].response
+    assert first is not None
+    assert first.provider_data["anthropic_thinking"] == [_RedactedFirst.BLOCK]
+    assert [c.name for c in first.tool_calls] == ["pelican_name_generator"] * 2
+    scenario = cassette_to_scenario(recorded, name="real")
+    [turn] = scenario.turns
+    assert [r.think_redacted for r in turn.model] == [True, False]
+    # played back, the first answer opens with such a block again, its data made up
+    handle = EndpointHandle(scenario)
+    client = anthropic.Anthropic(
+        api_key=handle.api_key,
+        base_url=handle.anthropic_base_url,
+        http_client=handle.httpx2_client(),
+        max_retries=0,
+    )
+    question = [{"role": "user", "content": "Two names for a pet pelican"}]
+    with client.messages.stream(model="claude", max_tokens=256, messages=question) as events:
+        replayed = events.get_final_message()
+    assert [block.type for block in replayed.content] == [
+        "redacted_thinking",
+        "tool_use",
+        "tool_use",
+    ]
