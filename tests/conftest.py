@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import importlib
 import os
 import threading
 import time
@@ -25,6 +27,15 @@ from agentrig import (
     runtime_context,
 )
 from agentrig.fakes import FakeClock, SeededIds
+
+# httpx and httpx2 import their httpcore on a transport's first use, and keep the httpcore
+# exception classes they map. A pytester run in this process removes the modules first imported
+# during it: an httpcore imported there and imported again later has other exception classes,
+# which httpx no longer maps (a refused connection then escapes the SDKs unwrapped, failing a
+# later test). Imported here, before any pytester run, they stay the same for the whole session.
+for _module in ("httpcore", "httpcore2"):
+    with contextlib.suppress(ImportError):
+        importlib.import_module(_module)
 
 R = TypeVar("R")
 
