@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -14,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from agentrig.harness.endpoint.server import listening_socket
 
 from .conftest import WEATHER
 from .sdk_agents import SYSTEM, chat_agent
@@ -214,3 +217,18 @@ def test_the_banner_words_the_session_keys_as_the_refusal_of_a_bad_key_does(
     )
     assert b"NAME/ANYTHING" in refusal.body
     assert any("NAME/ANYTHING for several sessions" in line for line in said), said
+
+
+def test_the_server_listens_on_a_tcp_socket_so_answers_are_not_held_back() -> None:
+    """asyncio turns Nagle's algorithm off only on connections of a socket whose protocol says
+    TCP; on a socket made with protocol 0 each answer waited for the client's delayed
+    acknowledgement (tens of milliseconds a model call over loopback)."""
+    listening = listening_socket("127.0.0.1", 0)
+    try:
+        assert listening.proto == socket.IPPROTO_TCP
+        client = socket.create_connection(listening.getsockname()[:2])
+        accepted, _ = listening.accept()
+        with client, accepted:
+            assert accepted.proto == socket.IPPROTO_TCP  # what asyncio checks before TCP_NODELAY
+    finally:
+        listening.close()
