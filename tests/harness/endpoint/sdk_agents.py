@@ -5,10 +5,12 @@ and agentrig's own providers pointed at an endpoint handle."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import agentrig as ar
 from agentrig.harness.endpoint.handle import EndpointHandle
+from agentrig.harness.results import Failure
 
 SYSTEM = "You answer weather questions."
 PARAMETERS = {
@@ -237,3 +239,40 @@ def weather_agent(provider: Any, **guards: Any) -> ar.AgentLoop:
     if guards:
         builder.with_capability(ar.UseGuards(**guards))
     return builder.build()
+
+
+# --- reasoning sent back (the tests of think: and think: {redacted: true}) ----------------------
+
+
+def first_turn() -> list[dict[str, Any]]:
+    """The weather scenarios' first user message, as the chat-shaped APIs take it."""
+    return [{"role": "user", "content": "Weather in Paris?"}]
+
+
+def reasoning_violations(handle: EndpointHandle) -> list[Failure]:
+    """The session's ``reasoning_sent_back`` failures (ends the session)."""
+    return [f for f in handle.result().failures if f.invariant == "reasoning_sent_back"]
+
+
+def reasoning_outcome(handle: EndpointHandle) -> tuple[int, int]:
+    """Checks and failures of ``reasoning_sent_back`` in a session that passed (ends it)."""
+    result = handle.check()
+    return {o.name: (o.checks, o.failures) for o in result.invariants}["reasoning_sent_back"]
+
+
+def anthropic_round_trip(handle: EndpointHandle, change: Callable[[dict[str, Any]], Any]) -> None:
+    """One tool round trip on the raw Messages API, the answer's first block (its thinking)
+    changed by ``change``, which returns the block to send back, or None to drop it."""
+    client = anthropic_client(handle)
+    messages = first_turn()
+    first = client.messages.create(model="claude-test", max_tokens=256, messages=messages)
+    blocks = [block.model_dump(exclude_none=True) for block in first.content]
+    sent = [b for b in (change(blocks[0]), *blocks[1:]) if b is not None]
+    messages += [
+        {"role": "assistant", "content": sent},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": blocks[1]["id"], "content": "sun"}],
+        },
+    ]
+    client.messages.create(model="claude-test", max_tokens=256, messages=messages)

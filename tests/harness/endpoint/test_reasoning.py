@@ -13,7 +13,6 @@ import pytest
 import agentrig as ar
 from agentrig.harness import load_scenario, run_scenario
 from agentrig.harness.endpoint.handle import EndpointHandle
-from agentrig.harness.results import Failure
 from agentrig.harness.runner import final_states
 
 from .conftest import REASONING_WEATHER
@@ -22,7 +21,10 @@ from .sdk_agents import (
     agentrig_provider,
     anthropic_agent,
     anthropic_client,
+    anthropic_round_trip,
+    first_turn,
     openai_client,
+    reasoning_violations,
     responses_agent,
     weather_agent,
 )
@@ -39,14 +41,6 @@ def reasoning(write_scenario: Callable[[str], Path]) -> Path:
     return write_scenario(REASONING_WEATHER)
 
 
-def _violations(handle: EndpointHandle) -> list[Failure]:
-    return [f for f in handle.result().failures if f.invariant == "reasoning_sent_back"]
-
-
-def _first_turn() -> list[dict[str, Any]]:
-    return [{"role": "user", "content": "Weather in Paris?"}]
-
-
 # --- what each API sends --------------------------------------------------------------------
 
 
@@ -60,7 +54,7 @@ def test_anthropic_answers_with_a_signed_thinking_block_first(
         "model": "claude-test",
         "max_tokens": 256,
         "system": SYSTEM,
-        "messages": _first_turn(),
+        "messages": first_turn(),
     }
     if stream:
         with client.messages.stream(**options) as events:
@@ -110,7 +104,7 @@ def test_chat_answers_with_reasoning_content_as_compatible_servers_do(
 ) -> None:
     handle = EndpointHandle(reasoning)
     client = openai_client(handle)
-    options: dict[str, Any] = {"model": "gpt-test", "messages": _first_turn()}
+    options: dict[str, Any] = {"model": "gpt-test", "messages": first_turn()}
     if stream:
         chunks = list(client.chat.completions.create(**options, stream=True))
         pieces = [(c.choices[0].delta.model_extra or {}).get("reasoning_content") for c in chunks]
@@ -129,7 +123,7 @@ def test_an_sdk_agent_that_returns_its_thinking_blocks_passes(
     reasoning: Path, stream: bool
 ) -> None:
     handle = EndpointHandle(reasoning)
-    answer = anthropic_agent(anthropic_client(handle), _first_turn(), stream=stream)
+    answer = anthropic_agent(anthropic_client(handle), first_turn(), stream=stream)
     assert answer == "It is sunny in Paris today."
     result = handle.check()
     outcome = {o.name: (o.checks, o.failures) for o in result.invariants}
@@ -156,28 +150,10 @@ def test_a_responses_agent_that_returns_its_reasoning_items_passes(reasoning: Pa
     handle.check()
 
 
-def _dropping_thinking(handle: EndpointHandle, change: Callable[[dict[str, Any]], Any]) -> None:
-    """One tool round trip on the raw Messages API, the thinking block changed by ``change``
-    (which returns the block to send back, or None to drop it)."""
-    client = anthropic_client(handle)
-    messages = _first_turn()
-    first = client.messages.create(model="claude-test", max_tokens=256, messages=messages)
-    blocks = [block.model_dump(exclude_none=True) for block in first.content]
-    sent = [b for b in (change(blocks[0]), *blocks[1:]) if b is not None]
-    messages += [
-        {"role": "assistant", "content": sent},
-        {
-            "role": "user",
-            "content": [{"type": "tool_result", "tool_use_id": blocks[1]["id"], "content": "sun"}],
-        },
-    ]
-    client.messages.create(model="claude-test", max_tokens=256, messages=messages)
-
-
 def test_an_agent_that_drops_the_thinking_block_is_reported(reasoning: Path) -> None:
     handle = EndpointHandle(reasoning)
-    _dropping_thinking(handle, lambda block: None)
-    [problem] = _violations(handle)
+    anthropic_round_trip(handle, lambda block: None)
+    [problem] = reasoning_violations(handle)
     assert problem.message == (
         "request 2: reasoning_sent_back: the answer that called get_weather reasoned first, and "
         "its thinking block (with its signature) was not sent back with the calls: the real API "
@@ -189,8 +165,8 @@ def test_an_agent_that_drops_the_thinking_block_is_reported(reasoning: Path) -> 
 
 def test_an_agent_that_changes_the_signature_is_reported(reasoning: Path) -> None:
     handle = EndpointHandle(reasoning)
-    _dropping_thinking(handle, lambda block: {**block, "signature": "forged"})
-    [problem] = _violations(handle)
+    anthropic_round_trip(handle, lambda block: {**block, "signature": "forged"})
+    [problem] = reasoning_violations(handle)
     assert "came back changed" in problem.message
     assert problem.observed == "forged"
 
@@ -200,7 +176,7 @@ def test_a_thinking_block_without_its_signature_is_refused_as_the_api_does(
 ) -> None:
     handle = EndpointHandle(reasoning)
     with pytest.raises(anthropic.BadRequestError, match=r"messages\[1\]\.content\[0\]"):
-        _dropping_thinking(handle, lambda block: {"type": "thinking", "thinking": "x"})
+        anthropic_round_trip(handle, lambda block: {"type": "thinking", "thinking": "x"})
 
 
 def test_the_check_can_be_excluded(write_scenario: Callable[[str], Path]) -> None:
@@ -208,8 +184,8 @@ def test_the_check_can_be_excluded(write_scenario: Callable[[str], Path]) -> Non
         "turns:", "invariants: {exclude: [reasoning_sent_back]}\nturns:"
     )
     handle = EndpointHandle(write_scenario(text, name="excluded"))
-    _dropping_thinking(handle, lambda block: None)
-    assert _violations(handle) == []
+    anthropic_round_trip(handle, lambda block: None)
+    assert reasoning_violations(handle) == []
 
 
 # --- agentrig's own providers, and its own runtime ------------------------------------------

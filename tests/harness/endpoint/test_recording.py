@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from agentrig.harness.cassettes import cassette_to_scenario, load_cassette
+from agentrig.harness.cassettes import Cassette, cassette_to_scenario, load_cassette
 from agentrig.harness.cli import app
 from agentrig.harness.endpoint.command import record_until_interrupted
 from agentrig.harness.endpoint.handle import EndpointHandle
@@ -191,6 +191,18 @@ def test_recording_real_answers(
     real_cassette: Callable[[str], Path], tmp_path: Path, relative: str
 ) -> None:
     upstream = _Recorded(real_cassette(relative))
+    recorded = _replayed_through_the_recorder(upstream, tmp_path)
+    assert len(recorded.interactions) == len(upstream.interactions)
+    assert all(i.response is not None for i in recorded.interactions)
+    calls = [c.name for i in recorded.interactions if i.response for c in i.response.tool_calls]
+    assert calls  # the real answers' tool calls were read from the decoded bytes
+    scenario = cassette_to_scenario(recorded, name="real")
+    assert [r.tool_calls[0].name for t in scenario.turns for r in t.model if r.tool_calls]
+
+
+def _replayed_through_the_recorder(upstream: _Recorded, tmp_path: Path) -> Cassette:
+    """The real requests of ``upstream`` sent through a record-through server in front of it
+    (which answers with the real bytes): the cassette recorded."""
     cassette = tmp_path / "recorded.cassette.yaml"
     with (
         EndpointServer(upstream) as provider,
@@ -203,13 +215,7 @@ def test_recording_real_answers(
             assert answer.status_code == 200, answer.text
             # relayed decoded: JSON, or the server-sent events of a streamed answer
             assert answer.text.lstrip().startswith(("{", "event:")), answer.text[:80]
-    recorded = load_cassette(cassette)
-    assert len(recorded.interactions) == len(upstream.interactions)
-    assert all(i.response is not None for i in recorded.interactions)
-    calls = [c.name for i in recorded.interactions if i.response for c in i.response.tool_calls]
-    assert calls  # the real answers' tool calls were read from the decoded bytes
-    scenario = cassette_to_scenario(recorded, name="real")
-    assert [r.tool_calls[0].name for t in scenario.turns for r in t.model if r.tool_calls]
+    return load_cassette(cassette)
 
 
 class _Gzipped:
@@ -248,8 +254,26 @@ def _reasoning_agent(api: str, stream: bool, base_url: str, key: str = SECRET) -
 def test_reasoning_is_recorded_converted_to_think_and_played_back(
     write_scenario: Callable[[str], Path], tmp_path: Path, api: str, stream: bool
 ) -> None:
+    converted, checks = _recorded_converted_and_played_back(
+        write_scenario(REASONING_WEATHER), tmp_path, api, stream
+    )
+    [turn] = load_scenario(converted).turns
+    assert [reply.think for reply in turn.model] == [
+        "The user wants the weather, so I call the tool.",
+        "The tool says sunny.",
+    ]
+    if api != "chat":  # Chat Completions has no sealed reasoning to send back
+        assert checks["reasoning_sent_back"] == (2, 0)
+
+
+def _recorded_converted_and_played_back(
+    scenario: Path, tmp_path: Path, api: str, stream: bool
+) -> tuple[Path, dict[str, tuple[int, int]]]:
+    """The reasoning agent on ``api`` recorded through a gzip-answering upstream serving
+    ``scenario``, the cassette converted, and the converted scenario played back to the same
+    agent (which passes it): the converted file, and its invariants' checks and failures."""
     cassette = tmp_path / "recorded.cassette.yaml"
-    with EndpointHandle(write_scenario(REASONING_WEATHER), live=True) as upstream:
+    with EndpointHandle(scenario, live=True) as upstream:
         with (
             EndpointServer(_Gzipped(upstream.endpoint)) as provider,
             RecordThrough(provider.base_url, cassette) as recorder,
@@ -262,20 +286,13 @@ def test_reasoning_is_recorded_converted_to_think_and_played_back(
     converted = tmp_path / "converted.scenario.yaml"
     outcome = CliRunner().invoke(app, ["convert", str(cassette), "-o", str(converted)])
     assert outcome.exit_code == 0, outcome.output
-    [turn] = load_scenario(converted).turns
-    assert [reply.think for reply in turn.model] == [
-        "The user wants the weather, so I call the tool.",
-        "The tool says sunny.",
-    ]
     # The scenario of an agent seen on the wire is one the endpoint serves, and the same agent
     # passes it, its reasoning sent back as the API wants it.
     with EndpointHandle(converted, live=True) as again:
         answer = _reasoning_agent(api, stream, again.base_url, again.api_key)
         assert answer == "It is sunny in Paris today."
         result = again.check()
-    checks = {o.name: (o.checks, o.failures) for o in result.invariants}
-    if api != "chat":  # Chat Completions has no sealed reasoning to send back
-        assert checks["reasoning_sent_back"] == (2, 0)
+    return converted, {o.name: (o.checks, o.failures) for o in result.invariants}
 
 
 class _Reasoner:
@@ -474,31 +491,15 @@ def test_reasoning_without_text_is_recorded_converted_to_think_redacted_and_play
 ) -> None:
     # Upstream answers first with reasoning the client cannot read: a redacted_thinking block,
     # a reasoning item with an empty summary and encrypted content.
-    cassette = tmp_path / "recorded.cassette.yaml"
-    with EndpointHandle(write_scenario(REDACTED), live=True) as upstream:
-        with (
-            EndpointServer(_Gzipped(upstream.endpoint)) as provider,
-            RecordThrough(provider.base_url, cassette) as recorder,
-            EndpointServer(recorder) as through,
-        ):
-            assert _reasoning_agent(api, stream, through.base_url) == "It is sunny in Paris today."
-        [session] = upstream.endpoint.results()
-        assert session.passed, session.failures
-
-    converted = tmp_path / "converted.scenario.yaml"
-    outcome = CliRunner().invoke(app, ["convert", str(cassette), "-o", str(converted)])
-    assert outcome.exit_code == 0, outcome.output
+    converted, checks = _recorded_converted_and_played_back(
+        write_scenario(REDACTED), tmp_path, api, stream
+    )
     assert "redacted: true" in converted.read_text()
     [turn] = load_scenario(converted).turns
     assert [(reply.think_redacted, reply.think_text) for reply in turn.model] == [
         (True, ""),
         (False, "The tool says sunny."),
     ]
-    with EndpointHandle(converted, live=True) as again:
-        answer = _reasoning_agent(api, stream, again.base_url, again.api_key)
-        assert answer == "It is sunny in Paris today."
-        result = again.check()
-    checks = {o.name: (o.checks, o.failures) for o in result.invariants}
     assert checks["reasoning_sent_back"] == (2, 0)
 
 
@@ -540,17 +541,7 @@ def test_a_real_reasoning_models_session_with_a_reasoning_item_without_summary_c
     upstream = _ReasonedFirst(
         real_cassette("llm/test_openai_responses/test_responses_tool_use_streaming.yaml")
     )
-    cassette = tmp_path / "recorded.cassette.yaml"
-    with (
-        EndpointServer(upstream) as provider,
-        RecordThrough(provider.base_url, cassette) as recorder,
-        EndpointServer(recorder) as through,
-        httpx2.Client(base_url=through.base_url) as agent,
-    ):
-        for path, body in upstream.requests():
-            answer = agent.post(path, content=body, headers={"content-type": "application/json"})
-            assert answer.status_code == 200, answer.text
-    recorded = load_cassette(cassette)
+    recorded = _replayed_through_the_recorder(upstream, tmp_path)
     first = recorded.interactions[0].response
     assert first is not None
     assert first.reasoning_content == ""
@@ -608,17 +599,7 @@ def test_a_real_anthropic_session_with_a_redacted_thinking_block_converts_to_thi
     real_cassette: Callable[[str], Path], tmp_path: Path
 ) -> None:
     upstream = _RedactedFirst(real_cassette("llm-anthropic/test_anthropic/test_tools.yaml"))
-    cassette = tmp_path / "recorded.cassette.yaml"
-    with (
-        EndpointServer(upstream) as provider,
-        RecordThrough(provider.base_url, cassette) as recorder,
-        EndpointServer(recorder) as through,
-        httpx2.Client(base_url=through.base_url) as agent,
-    ):
-        for path, body in upstream.requests():
-            answer = agent.post(path, content=body, headers={"content-type": "application/json"})
-            assert answer.status_code == 200, answer.text
-    recorded = load_cassette(cassette)
+    recorded = _replayed_through_the_recorder(upstream, tmp_path)
     first = recorded.interactions[0].response
     assert first is not None
     assert first.provider_data["anthropic_thinking"] == [_RedactedFirst.BLOCK]

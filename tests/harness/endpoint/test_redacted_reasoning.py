@@ -16,7 +16,6 @@ import agentrig as ar
 from agentrig.fakes import REASONING_SEAL_KEY, ScriptedLLM, Turn, call, reply
 from agentrig.harness import load_scenario, run_scenario
 from agentrig.harness.endpoint.handle import EndpointHandle
-from agentrig.harness.results import Failure
 from agentrig.harness.runner import final_states
 
 from .sdk_agents import (
@@ -24,7 +23,11 @@ from .sdk_agents import (
     agentrig_provider,
     anthropic_agent,
     anthropic_client,
+    anthropic_round_trip,
+    first_turn,
     openai_client,
+    reasoning_outcome,
+    reasoning_violations,
     responses_agent,
     weather_agent,
 )
@@ -58,19 +61,6 @@ def redacted(write_scenario: Callable[[str], Path]) -> Path:
     return write_scenario(SCENARIO)
 
 
-def _violations(handle: EndpointHandle) -> list[Failure]:
-    return [f for f in handle.result().failures if f.invariant == "reasoning_sent_back"]
-
-
-def _first_turn() -> list[dict[str, Any]]:
-    return [{"role": "user", "content": "Weather in Paris?"}]
-
-
-def _outcome(handle: EndpointHandle) -> tuple[int, int]:
-    result = handle.check()
-    return {o.name: (o.checks, o.failures) for o in result.invariants}["reasoning_sent_back"]
-
-
 # --- what each API sends --------------------------------------------------------------------
 
 
@@ -83,7 +73,7 @@ def test_anthropic_answers_with_a_redacted_thinking_block_first(
         "model": "claude-test",
         "max_tokens": 256,
         "system": SYSTEM,
-        "messages": _first_turn(),
+        "messages": first_turn(),
     }
     if stream:
         with client.messages.stream(**options) as events:
@@ -126,7 +116,7 @@ def test_responses_answers_with_a_reasoning_item_without_summary(
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 def test_chat_sends_nothing_of_it(redacted: Path, stream: bool) -> None:
     client = openai_client(EndpointHandle(redacted))
-    options: dict[str, Any] = {"model": "gpt-test", "messages": _first_turn()}
+    options: dict[str, Any] = {"model": "gpt-test", "messages": first_turn()}
     if stream:
         chunks = list(client.chat.completions.create(**options, stream=True))
         extras = [c.choices[0].delta.model_extra or {} for c in chunks if c.choices]
@@ -146,12 +136,12 @@ def test_an_sdk_agent_that_returns_its_redacted_thinking_block_passes(
     redacted: Path, stream: bool
 ) -> None:
     handle = EndpointHandle(redacted)
-    messages = _first_turn()
+    messages = first_turn()
     assert anthropic_agent(anthropic_client(handle), messages, stream=stream) == (
         "It is sunny in Paris today."
     )
     assert messages[1]["content"][0]["type"] == "redacted_thinking"
-    assert _outcome(handle) == (2, 0)
+    assert reasoning_outcome(handle) == (2, 0)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
@@ -164,36 +154,18 @@ def test_a_stateless_responses_agent_that_returns_its_reasoning_item_passes(
     sealed = {"include": ["reasoning.encrypted_content"], "store": False}
     client.responses.create = lambda **options: create(**{**sealed, **options})
     client.responses.stream = lambda **options: streamed(**{**sealed, **options})
-    items: list[Any] = _first_turn()
+    items: list[Any] = first_turn()
     assert responses_agent(client, items, stream=stream) == "It is sunny in Paris today."
     reasoning = items[1]
     assert (reasoning["type"], reasoning["summary"]) == ("reasoning", [])
     assert reasoning["encrypted_content"]
-    assert _outcome(handle) == (2, 0)
-
-
-def _anthropic_round_trip(handle: EndpointHandle, change: Callable[[dict[str, Any]], Any]) -> None:
-    """One tool round trip on the raw Messages API, the redacted thinking block changed by
-    ``change`` (which returns the block to send back, or None to drop it)."""
-    client = anthropic_client(handle)
-    messages = _first_turn()
-    first = client.messages.create(model="claude-test", max_tokens=256, messages=messages)
-    blocks = [block.model_dump(exclude_none=True) for block in first.content]
-    sent = [b for b in (change(blocks[0]), *blocks[1:]) if b is not None]
-    messages += [
-        {"role": "assistant", "content": sent},
-        {
-            "role": "user",
-            "content": [{"type": "tool_result", "tool_use_id": blocks[1]["id"], "content": "sun"}],
-        },
-    ]
-    client.messages.create(model="claude-test", max_tokens=256, messages=messages)
+    assert reasoning_outcome(handle) == (2, 0)
 
 
 def test_an_agent_that_drops_the_redacted_thinking_block_is_reported(redacted: Path) -> None:
     handle = EndpointHandle(redacted)
-    _anthropic_round_trip(handle, lambda block: None)  # as agents that keep only text do
-    [problem] = _violations(handle)
+    anthropic_round_trip(handle, lambda block: None)  # as agents that keep only text do
+    [problem] = reasoning_violations(handle)
     assert problem.message == (
         "request 2: reasoning_sent_back: the answer that called get_weather reasoned first, and "
         "its redacted_thinking block (with its data) was not sent back with the calls: the real "
@@ -215,22 +187,22 @@ def test_an_agent_that_changes_the_redacted_thinking_block_is_reported(
     redacted: Path, change: Callable[[dict[str, Any]], Any]
 ) -> None:
     handle = EndpointHandle(redacted)
-    _anthropic_round_trip(handle, change)
-    [problem] = _violations(handle)
+    anthropic_round_trip(handle, change)
+    [problem] = reasoning_violations(handle)
     assert "its redacted_thinking block (with its data) came back changed" in problem.message
 
 
 def test_a_redacted_thinking_block_without_its_data_is_refused(redacted: Path) -> None:
     handle = EndpointHandle(redacted)
     with pytest.raises(anthropic.BadRequestError, match=r"messages\[1\]\.content\[0\]\.data"):
-        _anthropic_round_trip(handle, lambda block: {"type": "redacted_thinking"})
+        anthropic_round_trip(handle, lambda block: {"type": "redacted_thinking"})
 
 
 def test_a_responses_agent_that_drops_the_reasoning_item_is_reported(redacted: Path) -> None:
     handle = EndpointHandle(redacted)
     client = openai_client(handle)
     sealed: dict[str, Any] = {"include": ["reasoning.encrypted_content"], "store": False}
-    items: list[Any] = _first_turn()
+    items: list[Any] = first_turn()
     first = client.responses.create(model="gpt-test", input=items, **sealed)
     kept = [i.model_dump(exclude_none=True) for i in first.output if i.type != "reasoning"]
     [function_call] = kept
@@ -239,7 +211,7 @@ def test_a_responses_agent_that_drops_the_reasoning_item_is_reported(redacted: P
         {"type": "function_call_output", "call_id": function_call["call_id"], "output": "sun"},
     ]
     client.responses.create(model="gpt-test", input=items, **sealed)
-    [problem] = _violations(handle)
+    [problem] = reasoning_violations(handle)
     assert "its reasoning item (with its encrypted content) was not sent back" in problem.message
     assert problem.location == f"{redacted}:11"
 
@@ -267,7 +239,7 @@ def test_agentrigs_providers_keep_and_send_back_the_redacted_reasoning(
     ]
     assert len(kept) == 1
     assert not [i for i in items if isinstance(i, ar.InferenceDelta) and i.reasoning]
-    assert _outcome(handle) == (2, 0)
+    assert reasoning_outcome(handle) == (2, 0)
 
 
 def test_agentrigs_runtime_plays_it_as_a_sealed_answer_without_reasoning_text(
