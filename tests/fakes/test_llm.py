@@ -174,6 +174,10 @@ class TestScriptedLLM:
             ([Turn(error="x", reasoning="r")], 1, "cannot also have text, reasoning or"),
             ([reply("x", reasoning=3)], 1, "reasoning must be a string, got int"),
             ([Turn(reasoning="only thinking")], 1, "a turn needs text, tool calls or an error"),
+            ([Turn(redacted_reasoning=True)], 1, "a turn needs text, tool calls or an error"),
+            ([Turn(error="x", redacted_reasoning=True)], 1, "cannot also have text, reasoning"),
+            ([reply("x", reasoning="r", redacted_reasoning=True)], 1, "either text (reasoning)"),
+            ([reply("x", redacted_reasoning=1)], 1, "redacted_reasoning must be a boolean, got"),
         ],
     )
     def test_invalid_scripts_are_rejected_at_construction(

@@ -36,7 +36,7 @@ _STOP = {
     "refusal": FinishReason.CONTENT_FILTER,
 }
 _SYSTEM_ROLES = (Role.SYSTEM, Role.DEVELOPER)
-_THINKING_KEY = "anthropic_thinking"
+THINKING_KEY = "anthropic_thinking"
 """The ``provider_data`` key of an answer's thinking and redacted thinking blocks, in order, as
 plain JSON dicts: the API needs them back, unchanged, in the assistant turn of a tool use."""
 # The fields each kind of thinking block must carry (all strings).
@@ -171,7 +171,7 @@ class AnthropicProvider(SdkProvider):
         provider_data: JsonObject = {"stop_reason": stop}
         thinking = assembler.thinking_blocks()
         if thinking:
-            provider_data[_THINKING_KEY] = thinking
+            provider_data[THINKING_KEY] = thinking
         return InferenceResponse(
             content="".join(assembler.text),
             tool_calls=calls,
@@ -387,10 +387,10 @@ def _blocks(index: int, message: Message) -> list[dict[str, Any]]:
 def _thinking(index: int, message: Message) -> list[dict[str, Any]]:
     """The thinking blocks an assistant message keeps in ``provider_data``, checked: the API
     would reject a malformed one with an error that names neither the message nor the field."""
-    blocks = message.provider_data.get(_THINKING_KEY) if message.provider_data else None
+    blocks = message.provider_data.get(THINKING_KEY) if message.provider_data else None
     if blocks is None:
         return []
-    field = f"messages[{index}].provider_data.{_THINKING_KEY}"
+    field = f"messages[{index}].provider_data.{THINKING_KEY}"
     if not isinstance(blocks, list):
         _malformed(field, f"expected a list of thinking blocks, got {type(blocks).__name__}")
     for position, block in enumerate(blocks):

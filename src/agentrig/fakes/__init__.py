@@ -9,6 +9,7 @@ from agentrig.fakes.errors import (
     UnusedTurnsError,
 )
 from agentrig.fakes.llm import (
+    REASONING_SEAL_KEY,
     CallSpec,
     Chunking,
     FunctionLLM,
@@ -23,6 +24,7 @@ from agentrig.fakes.llm import (
 from agentrig.fakes.tool import ReplyMode, ScriptedTool, ScriptedToolError, ToolReply
 
 __all__ = [
+    "REASONING_SEAL_KEY",
     "CallSpec",
     "Chunking",
     "FakeClock",

@@ -39,13 +39,26 @@ class CallSpec:
 
 _FINISH_REASONS = frozenset(reason.value for reason in FinishReason)
 
+REASONING_SEAL_KEY = "reasoning_seal"
+"""The ``provider_data`` key under which a scripted answer keeps the token its redacted
+reasoning is sealed with (``Turn(redacted_reasoning=True)``); the scenario endpoint keeps the
+seal of an answer it played under the same key."""
+
+REDACTED_REASONING_SEAL = "YWdlbnRyaWcgcmVkYWN0ZWQgcmVhc29uaW5n"
+"""The opaque token a scripted answer's redacted reasoning is sealed with (the base64 of
+``agentrig redacted reasoning``)."""
+
 
 @dataclass(frozen=True)
 class Turn:
     """One scripted model answer: text, tool calls, usage, finish reason and latency; or an error.
 
     ``reasoning`` is the model's thinking before it answered: the response's
-    ``reasoning_content``, streamed before the text (``AgentLoop.stream``)."""
+    ``reasoning_content``, streamed before the text (``AgentLoop.stream``).
+    ``redacted_reasoning`` is thinking the model did without any text the client sees (as
+    reasoning models send it sealed): the response has no ``reasoning_content``, and its
+    ``provider_data`` holds an opaque token under ``"reasoning_seal"``
+    (:data:`REASONING_SEAL_KEY`), which the assistant message keeps."""
 
     text: str = ""
     calls: tuple[CallSpec, ...] = ()
@@ -56,6 +69,7 @@ class Turn:
     retryable: bool = False
     failed_generation: str | None = None
     reasoning: str = ""
+    redacted_reasoning: bool = False
 
     def problem(self) -> str | None:
         """Why this turn is invalid, or None."""
@@ -67,7 +81,7 @@ class Turn:
         if self.error is not None:
             if not isinstance(self.error, str) or not self.error:
                 return f"an error turn needs a message, got {self.error!r}"
-            if self.text or self.calls or self.reasoning:
+            if self.text or self.calls or self.reasoning or self.redacted_reasoning:
                 return "an error turn cannot also have text, reasoning or tool calls"
         elif self.retryable:
             return "retryable applies to an error turn only: fail('message', retryable=True)"
@@ -78,6 +92,8 @@ class Turn:
             )
         elif not self.text and not self.calls:
             return "a turn needs text, tool calls or an error"
+        elif self.reasoning and self.redacted_reasoning:
+            return "a turn's reasoning is either text (reasoning) or redacted_reasoning, not both"
         return None
 
     def _type_problem(self) -> str | None:
@@ -85,6 +101,9 @@ class Turn:
             return f"text must be a string, got {type(self.text).__name__}"
         if not isinstance(self.reasoning, str):
             return f"reasoning must be a string, got {type(self.reasoning).__name__}"
+        if not isinstance(self.redacted_reasoning, bool):
+            kind = type(self.redacted_reasoning).__name__
+            return f"redacted_reasoning must be a boolean, got {kind}"
         if not isinstance(self.usage, Usage):
             return f"usage must be a Usage, got {type(self.usage).__name__}"
         if self.finish_reason is not None and self.finish_reason not in _FINISH_REASONS:
@@ -132,6 +151,7 @@ def _player(turn: Turn) -> Callable[[], InferenceResponse]:
     reason = FinishReason(turn.finish_reason) if turn.finish_reason else None
     reason = reason or (FinishReason.TOOL_CALLS if specs else FinishReason.STOP)
     make_call, make_response = ToolCall._trusted, InferenceResponse._trusted
+    sealed = turn.redacted_reasoning
 
     def play() -> InferenceResponse:
         calls: list[ToolCall] = []
@@ -147,6 +167,8 @@ def _player(turn: Turn) -> Callable[[], InferenceResponse]:
             usage=usage,
             finish_reason=reason,
             reasoning_content=reasoning,
+            # a new dict per answer: the messages built from it must not share one
+            provider_data={REASONING_SEAL_KEY: REDACTED_REASONING_SEAL} if sealed else {},
         )
 
     return play

@@ -355,12 +355,16 @@ def serve(
             errors.print("[red]error:[/] with --upstream, give no scenario files", soft_wrap=True)
             raise typer.Exit(2)
         try:
-            count = record_until_interrupted(
+            count, written = record_until_interrupted(
                 upstream, record, host=host, port=port, say=console.print
             )
         except AgentrigError as error:
             _fail_usage(error)
-        console.print(f"recorded {count} model call(s) to {escape(str(record))}", soft_wrap=True)
+        where = ", ".join(map(str, written)) or str(record)
+        console.print(
+            f"recorded {count} model call(s) in {len(written)} conversation(s): {escape(where)}",
+            soft_wrap=True,
+        )
         raise typer.Exit(0)
     try:
         for name in report or ():

@@ -134,10 +134,14 @@ def test_on_a_live_server(agentrig_endpoint: Endpoint) -> None:
     assert answer_of(state) == "It is sunny in Paris and in Oslo."
 
 
+@pytest.mark.parametrize("scenario", ["reasoning_weather", "redacted_reasoning_weather"])
 @MODES
 @API
-def test_a_reasoning_model(agentrig_endpoint: Endpoint, responses: bool, streamed: bool) -> None:
-    ep = agentrig_endpoint(SCENARIOS / "reasoning_weather.scenario.yaml")
+def test_a_reasoning_model(
+    agentrig_endpoint: Endpoint, responses: bool, streamed: bool, scenario: str
+) -> None:
+    # redacted_reasoning_weather: reasoning without text (a reasoning item with an empty summary)
+    ep = agentrig_endpoint(SCENARIOS / f"{scenario}.scenario.yaml")
     # a reasoning model, which asks the Responses API for its reasoning sealed, to send it back
     options: dict[str, Any] = {"include": ["reasoning.encrypted_content"]} if responses else {}
     model = chat_model(ep, responses=responses, streamed=streamed, model="gpt-5", **options)

@@ -159,12 +159,16 @@ async def test_an_agent_that_makes_its_own_client(
     assert result.final_output == "It is sunny in Paris."
 
 
+@pytest.mark.parametrize("scenario", ["reasoning_weather", "redacted_reasoning_weather"])
 @MODES
 @ON_EVERY_MODEL
-async def test_a_reasoning_model(agentrig_endpoint: Endpoint, model: str, streamed: bool) -> None:
+async def test_a_reasoning_model(
+    agentrig_endpoint: Endpoint, model: str, streamed: bool, scenario: str
+) -> None:
+    # redacted_reasoning_weather: reasoning without text (a reasoning item with an empty summary)
     from agents import ModelSettings
 
-    ep = agentrig_endpoint(SCENARIOS / "reasoning_weather.scenario.yaml")
+    ep = agentrig_endpoint(SCENARIOS / f"{scenario}.scenario.yaml")
     reasoning_model = (
         OpenAIResponsesModel(model="gpt-5", openai_client=client(ep))
         if model == "responses"

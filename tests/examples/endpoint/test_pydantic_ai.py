@@ -161,6 +161,30 @@ async def test_a_reasoning_model(agentrig_endpoint: Endpoint, model: str, stream
     assert thinking[0].startswith("The user asks for the weather in Paris")
 
 
+@MODES
+@ON_EVERY_MODEL
+async def test_a_reasoning_model_that_shows_no_reasoning_text(
+    agentrig_endpoint: Endpoint, model: str, streamed: bool
+) -> None:
+    # A redacted_thinking block (Anthropic), a reasoning item with an empty summary (Responses):
+    # the endpoint's checks at teardown include reasoning_sent_back.
+    ep = agentrig_endpoint(SCENARIOS / "redacted_reasoning_weather.scenario.yaml")
+    reasoning_model = (
+        OpenAIResponsesModel("gpt-5", provider=OpenAIProvider(openai_client=_client(ep)))
+        if model == "openai-responses"
+        else MODELS[model](ep)
+    )
+    agent = build_agent(reasoning_model)
+
+    answer, _ = await ask(agent, "What is the weather in Paris?", streamed=streamed)
+
+    assert answer == "It is sunny in Paris."
+    # pydantic-ai keeps the redacted_thinking block / the reasoning item with its encrypted
+    # content and sends it back: the request after the call passes reasoning_sent_back
+    checks = {o.name: (o.checks, o.failures) for o in ep.result().invariants}
+    assert checks["reasoning_sent_back"] == (2, 0)
+
+
 @ON_EVERY_MODEL
 async def test_an_agent_whose_tool_drifted_from_the_scenario_is_reported(model: str) -> None:
     def get_weather(town: str) -> str:

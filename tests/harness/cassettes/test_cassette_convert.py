@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -241,6 +242,76 @@ def test_a_real_recorded_session_converts_to_a_scenario_that_passes(
     ran = cli.invoke(app, ["run", str(scenario), "-q", "--report-dir", str(tmp_path / "r")])
     assert ran.exit_code == 0, ran.output
     assert "1 passed, 0 failed" in ran.output
+
+
+class TestReasoningWithoutText:
+    """An answer that reasoned but showed no text converts to ``think: {redacted: true}``; the
+    ``provider_data`` shapes are those agentrig's providers keep from the real APIs."""
+
+    @pytest.mark.parametrize(
+        "kept",
+        [
+            {"anthropic_thinking": [{"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3p"}]},
+            {"anthropic_thinking": [{"type": "thinking", "thinking": "", "signature": "EqQB"}]},
+            {
+                "openai_reasoning": [
+                    {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"}
+                ]
+            },
+            {"openai_reasoning": [{"type": "reasoning", "id": "rs_1", "summary": []}]},
+            {"reasoning_seal": "YWdlbnRyaWc="},
+        ],
+        ids=[
+            "anthropic-redacted",
+            "anthropic-thinking-without-text",
+            "responses-encrypted",
+            "responses-stored",
+            "scripted",
+        ],
+    )
+    def test_it_converts_to_think_redacted_and_plays(
+        self, tmp_path: Path, build: Build, kept: dict[str, Any]
+    ) -> None:
+        answers = iter(
+            [
+                ar.InferenceResponse(
+                    tool_calls=(
+                        ar.ToolCall(id="c1", name="get_weather", arguments={"city": "Paris"}),
+                    ),
+                    finish_reason=ar.FinishReason.TOOL_CALLS,
+                    provider_data={"stop_reason": "tool_use", **kept},
+                ),
+                ar.InferenceResponse(content="done", finish_reason=ar.FinishReason.STOP),
+            ]
+        )
+        recorder = RecordingProvider(FunctionLLM(lambda request: next(answers)))
+        build(recorder).execute(ar.AgentState().with_user_message("hi"))
+        scenario = cassette_to_scenario(recorder.cassette, name="recorded")
+        first, last = scenario.turns[0].model
+        assert first.model_dump(exclude_unset=True)["think"] == {"redacted": True}
+        assert last.think is None
+        assert_passes(recorder, tmp_path)
+
+    def test_reasoning_text_stays_text(self, build: Build) -> None:
+        kept = {"anthropic_thinking": [{"type": "thinking", "thinking": "hm", "signature": "s"}]}
+        answer = ar.InferenceResponse(content="ok", reasoning_content="hm", provider_data=kept)
+        recorder = RecordingProvider(FunctionLLM(lambda request: answer))
+        build(recorder).execute(ar.AgentState().with_user_message("hi"))
+        [reply_] = cassette_to_scenario(recorder.cassette, name="recorded").turns[0].model
+        assert reply_.think == "hm"
+
+    def test_a_scripted_redacted_reasoning_round_trips(self, tmp_path: Path, build: Build) -> None:
+        recorder = record(
+            build,
+            [
+                Turn(calls=(CallSpec("get_weather", {"city": "Paris"}),), redacted_reasoning=True),
+                "ok",
+            ],
+            "hi",
+        )
+        [first, _] = cassette_to_scenario(recorder.cassette, name="recorded").turns[0].model
+        assert first.think_redacted
+        assert_passes(recorder, tmp_path)
 
 
 class TestProblems:

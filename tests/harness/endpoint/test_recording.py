@@ -4,9 +4,13 @@ the scenario's script."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
-from collections.abc import Callable
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +19,7 @@ from typer.testing import CliRunner
 
 from agentrig.harness.cassettes import cassette_to_scenario, load_cassette
 from agentrig.harness.cli import app
+from agentrig.harness.endpoint.command import record_until_interrupted
 from agentrig.harness.endpoint.handle import EndpointHandle
 from agentrig.harness.endpoint.recording import RecordThrough
 from agentrig.harness.endpoint.server import EndpointServer
@@ -22,7 +27,14 @@ from agentrig.harness.endpoint.service import EndpointReply
 from agentrig.harness.scenarios.loader import load_scenario
 
 from .conftest import REASONING_WEATHER
-from .sdk_agents import SYSTEM, anthropic_agent, chat_agent, responses_agent
+from .sdk_agents import (
+    CHAT_TOOLS,
+    RESPONSES_TOOLS,
+    SYSTEM,
+    anthropic_agent,
+    chat_agent,
+    responses_agent,
+)
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -294,3 +306,339 @@ def test_chat_reasoning_in_the_reasoning_field_converts_to_think(tmp_path: Path)
         client.chat.completions.create(model="reasoner", messages=question)
     [turn] = cassette_to_scenario(load_cassette(cassette), name="reasoner").turns
     assert [(reply.think, reply.say) for reply in turn.model] == [("A greeting: greet.", "Hello!")]
+
+
+# --- one cassette per conversation --------------------------------------------------------------
+
+
+def _chat(base_url: str, key: str = SECRET) -> Any:
+    return openai.OpenAI(api_key=key, base_url=f"{base_url}/v1", max_retries=0)
+
+
+@contextlib.contextmanager
+def _recording_through(
+    write_scenario: Callable[[str], Path], cassette: Path
+) -> Iterator[tuple[RecordThrough, str]]:
+    """A record-through server in front of a live upstream serving ``SCENARIO`` (a session per
+    API key): the recorder and the base URL an agent is pointed at."""
+    with (
+        EndpointHandle(write_scenario(SCENARIO), live=True) as upstream,
+        RecordThrough(upstream.base_url, cassette) as recorder,
+        EndpointServer(recorder) as through,
+    ):
+        yield recorder, through.base_url
+
+
+def test_each_run_of_the_agent_is_recorded_into_a_cassette_of_its_own(
+    write_scenario: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """Two runs of the same agent, one after the other: two conversations, so two cassettes
+    (the second beside the first), each converting to the scenario of one run."""
+    cassette = tmp_path / "session.cassette.yaml"
+    with _recording_through(write_scenario, cassette) as (recorder, base_url):
+        for run in ("first", "second"):
+            client = _chat(base_url, key=run)  # each run is a session of its own upstream
+            messages = [
+                {"role": "system", "content": SYSTEM},
+                {"role": "user", "content": "Weather in Paris?"},
+            ]
+            assert chat_agent(client, messages) == "It is sunny in Paris today."
+            client.close()
+    second = tmp_path / "session-2.cassette.yaml"
+    assert recorder.paths == [cassette, second]
+    assert recorder.recorded == 4
+    for path in (cassette, second):
+        assert len(load_cassette(path).interactions) == 2
+        converted = tmp_path / f"{path.name.split('.')[0]}.scenario.yaml"
+        outcome = CliRunner().invoke(app, ["convert", str(path), "-o", str(converted)])
+        assert outcome.exit_code == 0, outcome.output
+        [turn] = load_scenario(converted).turns
+        assert [r.say or r.tool_calls[0].shorthand() for r in turn.model] == [
+            "get_weather(city=Paris)",
+            "It is sunny in Paris today.",
+        ]
+
+
+def test_conversations_that_interleave_are_told_apart_by_what_they_repeat(
+    write_scenario: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """Two agents at once (their requests alternate): each request goes to the conversation
+    whose last request it repeats."""
+    cassette = tmp_path / "both.cassette.yaml"
+    with _recording_through(write_scenario, cassette) as (recorder, base_url):
+        client = _chat(base_url)
+        talks: dict[str, list[Any]] = {
+            city: [{"role": "user", "content": f"Weather in {city}?"}] for city in ("Paris", "Oslo")
+        }
+        for step in range(2):
+            for city, messages in talks.items():
+                answer = (
+                    client.chat.completions.create(
+                        model="gpt-test",
+                        messages=messages,
+                        tools=CHAT_TOOLS,
+                        # each talk is a session of its own upstream (its own key)
+                        extra_headers={"Authorization": f"Bearer {city}"},
+                    )
+                    .choices[0]
+                    .message
+                )
+                if step == 0:
+                    [call] = answer.tool_calls or []
+                    messages.append(answer.model_dump(exclude_none=True))
+                    result = f"sunny in {city}"
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+        client.close()
+    assert recorder.paths == [cassette, tmp_path / "both-2.cassette.yaml"]
+    for path, city in zip(recorder.paths, ("Paris", "Oslo"), strict=True):
+        first, second = load_cassette(path).interactions
+        assert first.request.messages[-1].content == f"Weather in {city}?"
+        assert second.request.messages[-1].content == f"sunny in {city}"
+
+
+def test_a_responses_request_with_previous_response_id_continues_its_conversation(
+    write_scenario: Callable[[str], Path], tmp_path: Path
+) -> None:
+    cassette = tmp_path / "stored.cassette.yaml"
+    with _recording_through(write_scenario, cassette) as (recorder, base_url):
+        client = _chat(base_url)
+        first = client.responses.create(
+            model="gpt-test",
+            input=[{"role": "user", "content": "Weather in Paris?"}],
+            tools=RESPONSES_TOOLS,
+        )
+        [call] = [item for item in first.output if item.type == "function_call"]
+        output = {"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}
+        client.responses.create(
+            model="gpt-test", input=[output], previous_response_id=first.id, tools=RESPONSES_TOOLS
+        )
+        client.close()
+    assert recorder.paths == [cassette]
+    assert len(load_cassette(cassette).interactions) == 2
+
+
+def test_the_record_command_says_which_cassettes_it_wrote(
+    write_scenario: Callable[[str], Path], tmp_path: Path
+) -> None:
+    lines: list[str] = []
+    stop = threading.Event()
+    done: list[tuple[int, list[Path]]] = []
+    cassette = tmp_path / "run.cassette.yaml"
+    with EndpointHandle(write_scenario(SCENARIO), live=True) as upstream:
+        recording = threading.Thread(
+            target=lambda: done.append(
+                record_until_interrupted(
+                    upstream.base_url,
+                    cassette,
+                    host="127.0.0.1",
+                    port=0,
+                    say=lines.append,
+                    stop=stop,
+                )
+            )
+        )
+        recording.start()
+        try:
+            assert _wait_for(lambda: any("Press Ctrl-C" in line for line in lines)), lines
+            base_url = next(line for line in lines if " on http://" in line).rsplit(" ", 1)[-1]
+            assert "Each conversation is a cassette of its own" in "\n".join(lines)
+            for run in ("one", "two"):
+                client = _chat(base_url, key=run)
+                messages = [{"role": "user", "content": "Weather in Paris?"}]
+                assert chat_agent(client, messages) == "It is sunny in Paris today."
+                client.close()
+        finally:
+            stop.set()
+            recording.join(timeout=30)
+    assert done == [(4, [cassette, tmp_path / "run-2.cassette.yaml"])]
+
+
+def _wait_for(condition: Callable[[], bool], seconds: float = 60) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+REDACTED = REASONING_WEATHER.replace("name: reasoning-weather", "name: upstream-redacted").replace(
+    "- think: The user wants the weather, so I call the tool.", "- think: {redacted: true}"
+)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("api", ["responses", "anthropic"])
+def test_reasoning_without_text_is_recorded_converted_to_think_redacted_and_played_back(
+    write_scenario: Callable[[str], Path], tmp_path: Path, api: str, stream: bool
+) -> None:
+    # Upstream answers first with reasoning the client cannot read: a redacted_thinking block,
+    # a reasoning item with an empty summary and encrypted content.
+    cassette = tmp_path / "recorded.cassette.yaml"
+    with EndpointHandle(write_scenario(REDACTED), live=True) as upstream:
+        with (
+            EndpointServer(_Gzipped(upstream.endpoint)) as provider,
+            RecordThrough(provider.base_url, cassette) as recorder,
+            EndpointServer(recorder) as through,
+        ):
+            assert _reasoning_agent(api, stream, through.base_url) == "It is sunny in Paris today."
+        [session] = upstream.endpoint.results()
+        assert session.passed, session.failures
+
+    converted = tmp_path / "converted.scenario.yaml"
+    outcome = CliRunner().invoke(app, ["convert", str(cassette), "-o", str(converted)])
+    assert outcome.exit_code == 0, outcome.output
+    assert "redacted: true" in converted.read_text()
+    [turn] = load_scenario(converted).turns
+    assert [(reply.think_redacted, reply.think_text) for reply in turn.model] == [
+        (True, ""),
+        (False, "The tool says sunny."),
+    ]
+    with EndpointHandle(converted, live=True) as again:
+        answer = _reasoning_agent(api, stream, again.base_url, again.api_key)
+        assert answer == "It is sunny in Paris today."
+        result = again.check()
+    checks = {o.name: (o.checks, o.failures) for o in result.invariants}
+    assert checks["reasoning_sent_back"] == (2, 0)
+
+
+class _ReasonedFirst(_Recorded):
+    """The real streamed Responses session of a reasoning model (gpt-5.5, ``store: false``,
+    ``include: ["reasoning.encrypted_content"]``), whose first answer also carries a reasoning
+    item as the API sends one without summary text: ``summary: []`` and ``encrypted_content``.
+    (That recording itself reasoned too little to send one.)"""
+
+    ITEM = {
+        "id": "rs_00d64fa806f333310169fab1bf1c2081a0b2f7a1e2d3c4b5a6",
+        "type": "reasoning",
+        "encrypted_content": "gAAAAABp-rG_opaque-sealed-reasoning==",
+        "summary": [],
+    }
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        response = self.interactions[0]["response"]
+        body: str = response["body"]["string"]
+        item = json.dumps(self.ITEM, separators=(",", ":"))
+        body = body.replace('"output_index":0', '"output_index":1')
+        body = body.replace('"output":[{"id":"fc_', f'"output":[{item},{{"id":"fc_')
+        first = body.index("event: response.output_item.added")
+        events = "".join(
+            f"event: {kind}\ndata: "
+            + json.dumps(
+                {"type": kind, "item": self.ITEM, "output_index": 0}, separators=(",", ":")
+            )
+            + "\n\n"
+            for kind in ("response.output_item.added", "response.output_item.done")
+        )
+        response["body"]["string"] = body[:first] + events + body[first:]
+
+
+def test_a_real_reasoning_models_session_with_a_reasoning_item_without_summary_converts_to_think_redacted(
+    real_cassette: Callable[[str], Path], tmp_path: Path
+) -> None:
+    upstream = _ReasonedFirst(
+        real_cassette("llm/test_openai_responses/test_responses_tool_use_streaming.yaml")
+    )
+    cassette = tmp_path / "recorded.cassette.yaml"
+    with (
+        EndpointServer(upstream) as provider,
+        RecordThrough(provider.base_url, cassette) as recorder,
+        EndpointServer(recorder) as through,
+        httpx2.Client(base_url=through.base_url) as agent,
+    ):
+        for path, body in upstream.requests():
+            answer = agent.post(path, content=body, headers={"content-type": "application/json"})
+            assert answer.status_code == 200, answer.text
+    recorded = load_cassette(cassette)
+    first = recorded.interactions[0].response
+    assert first is not None
+    assert first.reasoning_content == ""
+    assert first.provider_data["openai_reasoning"] == [
+        {key: _ReasonedFirst.ITEM[key] for key in ("type", "id", "summary", "encrypted_content")}
+    ]
+    scenario = cassette_to_scenario(recorded, name="real")
+    [turn] = scenario.turns
+    assert [(r.think_redacted, r.think_text) for r in turn.model] == [(True, ""), (False, "")]
+    assert turn.model[0].tool_calls[0].name == "multiply"
+    # played back, the first answer carries such an item again, sealed by the endpoint
+    handle = EndpointHandle(scenario)
+    client = openai.OpenAI(
+        api_key=handle.api_key,
+        base_url=handle.openai_base_url,
+        http_client=handle.httpx2_client(),
+        max_retries=0,
+    )
+    replayed = client.responses.create(
+        model="gpt-5.5",
+        input="What is 1231 * 2331? Use the multiply tool.",
+        include=["reasoning.encrypted_content"],
+        store=False,
+    )
+    item, call = replayed.output
+    assert (item.type, item.summary, bool(item.encrypted_content)) == ("reasoning", [], True)
+    assert call.name == "multiply"
+
+
+class _RedactedFirst(_Recorded):
+    """The real streamed, gzip-compressed Anthropic session (two parallel tool uses, then text),
+    whose first answer opens with a ``redacted_thinking`` block as the API streams one: whole in
+    its ``content_block_start``, then its ``content_block_stop``."""
+
+    BLOCK = {
+        "type": "redacted_thinking",
+        "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIw",
+    }
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        response = self.interactions[0]["response"]
+        text = gzip.decompress(response["body"]["string"]).decode()
+        text = re.sub(r'"index":(\d+)', lambda m: f'"index":{int(m.group(1)) + 1}', text)
+        start = {"type": "content_block_start", "index": 0, "content_block": self.BLOCK}
+        block = (
+            f"event: content_block_start\ndata: {json.dumps(start)}\n\n"
+            'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
+        )
+        first = text.index("event: content_block_start")
+        response["body"]["string"] = gzip.compress((text[:first] + block + text[first:]).encode())
+
+
+def test_a_real_anthropic_session_with_a_redacted_thinking_block_converts_to_think_redacted(
+    real_cassette: Callable[[str], Path], tmp_path: Path
+) -> None:
+    upstream = _RedactedFirst(real_cassette("llm-anthropic/test_anthropic/test_tools.yaml"))
+    cassette = tmp_path / "recorded.cassette.yaml"
+    with (
+        EndpointServer(upstream) as provider,
+        RecordThrough(provider.base_url, cassette) as recorder,
+        EndpointServer(recorder) as through,
+        httpx2.Client(base_url=through.base_url) as agent,
+    ):
+        for path, body in upstream.requests():
+            answer = agent.post(path, content=body, headers={"content-type": "application/json"})
+            assert answer.status_code == 200, answer.text
+    recorded = load_cassette(cassette)
+    first = recorded.interactions[0].response
+    assert first is not None
+    assert first.provider_data["anthropic_thinking"] == [_RedactedFirst.BLOCK]
+    assert [c.name for c in first.tool_calls] == ["pelican_name_generator"] * 2
+    scenario = cassette_to_scenario(recorded, name="real")
+    [turn] = scenario.turns
+    assert [r.think_redacted for r in turn.model] == [True, False]
+    # played back, the first answer opens with such a block again, its data made up
+    handle = EndpointHandle(scenario)
+    client = anthropic.Anthropic(
+        api_key=handle.api_key,
+        base_url=handle.anthropic_base_url,
+        http_client=handle.httpx2_client(),
+        max_retries=0,
+    )
+    question = [{"role": "user", "content": "Two names for a pet pelican"}]
+    with client.messages.stream(model="claude", max_tokens=256, messages=question) as events:
+        replayed = events.get_final_message()
+    assert [block.type for block in replayed.content] == [
+        "redacted_thinking",
+        "tool_use",
+        "tool_use",
+    ]

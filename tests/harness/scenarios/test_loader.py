@@ -431,8 +431,52 @@ def test_error_message_names_file_line_column_field_and_valid_values(tmp_path: P
             "turns[0].model[0].think",
             5,
             17,
-            "think needs the reasoning text (or leave it out)",
+            "think needs the reasoning text, or {redacted: true} for reasoning that shows no text "
+            "(or leave it out)",
             id="empty-think",
+        ),
+        pytest.param(
+            """
+            name: weather
+            turns:
+              - user: hi
+                model:
+                  - {think: {redacted: false}, say: hi}
+            """,
+            "turns[0].model[0].think.redacted",
+            5,
+            28,
+            "only redacted: true is a form of think (the model reasoned but shows no text); "
+            "write the reasoning text as think: TEXT, or leave think out",
+            id="think-redacted-false",
+        ),
+        pytest.param(
+            """
+            name: weather
+            turns:
+              - user: hi
+                model:
+                  - {think: [hmm], say: hi}
+            """,
+            "turns[0].model[0].think",
+            5,
+            10,
+            "expected the reasoning text, or {redacted: true} for reasoning that shows no text",
+            id="think-not-text",
+        ),
+        pytest.param(
+            """
+            name: weather
+            turns:
+              - user: hi
+                model:
+                  - {think: {redacted: true, text: hmm}, say: hi}
+            """,
+            "turns[0].model[0].think.text",
+            5,
+            34,
+            "unknown key 'text'; allowed keys: redacted",
+            id="think-unknown-key",
         ),
         pytest.param(
             """
@@ -1026,6 +1070,16 @@ def test_examples_are_valid_for_the_models_and_the_schema(
         pytest.param(lambda d: d["agent"]["tools"].update({"bad name": {}}), id="bad-tool-name"),
         pytest.param(lambda d: d["turns"][0].update(cancel="later"), id="bad-cancel"),
         pytest.param(lambda d: d.update(turns=[]), id="no-turns"),
+        pytest.param(
+            lambda d: d["turns"][0]["model"][0].update(think={"redacted": False}),
+            id="think-redacted-false",
+        ),
+        pytest.param(lambda d: d["turns"][0]["model"][0].update(think={}), id="think-empty-map"),
+        pytest.param(
+            lambda d: d["turns"][0]["model"][0].update(think={"redacted": True, "text": "x"}),
+            id="think-unknown-key",
+        ),
+        pytest.param(lambda d: d["turns"][0]["model"][0].update(think=["x"]), id="think-list"),
     ],
 )
 def test_schema_rejects_what_the_models_reject(

@@ -167,10 +167,22 @@ class TestReplies:
                 finish_reason="length",
                 latency=1.5,
             ),
+            Turn(text="x", reasoning="I think."),
+            Turn(calls=(CallSpec("echo"),), redacted_reasoning=True),
         ],
     )
     def test_reply_from_turn_inverts_to_turn(self, turn: Turn) -> None:
         assert to_turn(reply_from_turn(turn)) == turn
+
+    def test_redacted_reasoning_is_written_as_think_redacted(self, tmp_path: Path) -> None:
+        scenario = scenario_from_script(
+            name="s", user="hi", script=[reply("ok", redacted_reasoning=True)]
+        )
+        path = write_scenario(scenario, path=tmp_path / "s.scenario.yaml")
+        assert "redacted: true" in path.read_text()
+        [written] = load_scenario(path).turns[0].model
+        assert written.think_redacted
+        assert written.think_text == ""
 
     def test_an_invalid_turn_is_refused_with_its_problem(self) -> None:
         with pytest.raises(InvalidInputError, match="a turn needs text, tool calls or an error"):

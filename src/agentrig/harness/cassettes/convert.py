@@ -26,7 +26,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agentrig.fakes import CallSpec, Turn
+from agentrig.drivers.anthropic import THINKING_KEY
+from agentrig.drivers.openai_responses import REASONING_KEY
+from agentrig.fakes import REASONING_SEAL_KEY, CallSpec, Turn
 from agentrig.harness.cassettes.errors import CassetteConversionError, CassetteFileError
 from agentrig.harness.cassettes.files import load_cassette
 from agentrig.harness.cassettes.matching import request_key
@@ -275,6 +277,7 @@ class _Draft:
             usage=to_response(response).usage,
             finish_reason=FinishReason(reason) if reason else None,
             reasoning=response.reasoning_content,
+            redacted_reasoning=_reasoned_without_text(response),
         )  # written as the scenario writer writes any scripted turn
         return reply_from_turn(turn)
 
@@ -322,6 +325,17 @@ class _Draft:
             tool["mode"] = "sequence"
         tool["replies"] = replies or [{"raise": _NOT_CALLED}]
         return tool
+
+
+def _reasoned_without_text(response: RecordedResponse) -> bool:
+    """Whether the recorded answer reasoned but showed no reasoning text (``think: {redacted:
+    true}``): it kept Anthropic thinking blocks (``redacted_thinking``, or ``thinking`` without
+    text) or Responses reasoning items (an empty summary, with or without encrypted content), or
+    a scripted answer's sealed reasoning, and has no ``reasoning_content``."""
+    if response.reasoning_content:
+        return False
+    kept = response.provider_data
+    return bool(kept.get(THINKING_KEY) or kept.get(REASONING_KEY) or kept.get(REASONING_SEAL_KEY))
 
 
 def _call(call: RecordedToolCall) -> dict[str, Any]:

@@ -47,9 +47,10 @@ def record_until_interrupted(
     port: int,
     say: Callable[[str], object],
     stop: threading.Event | None = None,
-) -> int:
-    """Forward to ``upstream`` and record to ``cassette`` until Ctrl-C, SIGTERM or SIGHUP (or
-    ``stop``); the number of model calls recorded."""
+) -> tuple[int, list[Path]]:
+    """Forward to ``upstream`` and record to ``cassette`` (one cassette per conversation, the
+    next ones beside it) until Ctrl-C, SIGTERM or SIGHUP (or ``stop``); the number of model
+    calls recorded, and the cassettes written."""
     stop = stop or threading.Event()
     with (
         RecordThrough(upstream, cassette) as recorder,
@@ -57,13 +58,14 @@ def record_until_interrupted(
         stopped_by_signals(stop),
     ):
         say(f"agentrig endpoint recording {upstream} to {cassette} on {server.base_url}")
+        say("  Each conversation is a cassette of its own: the next ones are written beside it.")
         say(f"  OpenAI (Chat Completions, Responses) base URL: {server.openai_base_url}")
         say(f"  Anthropic (Messages) base URL:                 {server.anthropic_base_url}")
         say("  API keys are passed on to the upstream; the cassette is scrubbed of them.")
         say("Press Ctrl-C to stop.")
         _wait(stop)
         say("stopping")
-        return recorder.recorded
+        return recorder.recorded, recorder.paths
 
 
 def _banner(server: EndpointServer, scenarios: Sequence[Scenario]) -> list[str]:

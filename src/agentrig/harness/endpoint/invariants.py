@@ -22,7 +22,7 @@ except ImportError:  # imported by everything of the endpoint: the message names
 
 from agentrig._model import json_equal
 from agentrig.harness.endpoint.memo import remembered
-from agentrig.harness.endpoint.wire._common import SEAL_KEY
+from agentrig.harness.endpoint.wire._common import REDACTED_KEY, SEAL_KEY
 from agentrig.harness.endpoint.wire.base import WireAnswer, WireRequest
 from agentrig.harness.scenarios.drift import param_problems
 from agentrig.harness.scenarios.model import ToolSpec
@@ -201,13 +201,14 @@ _SEALED_AS = {
     "anthropic": "its thinking block (with its signature)",
     "responses": "its reasoning item (with its encrypted content)",
 }
+_REDACTED_AS = {**_SEALED_AS, "anthropic": "its redacted_thinking block (with its data)"}
 
 
 def reasoning_sent_back(view: WireView) -> list[Violation]:
     """An answer that reasoned before calling tools is sent back with its sealed reasoning:
-    Anthropic's thinking block with its signature, a Responses reasoning item with its
-    encrypted content (when the agent asked for it), unchanged, as those APIs require to go on
-    with the tool calls of a reasoning model."""
+    Anthropic's thinking block with its signature (its redacted thinking block with its data),
+    a Responses reasoning item with its encrypted content (when the agent asked for it),
+    unchanged, as those APIs require to go on with the tool calls of a reasoning model."""
     history = view.expected_history
     if not history:
         return NONE
@@ -216,11 +217,17 @@ def reasoning_sent_back(view: WireView) -> list[Violation]:
     seal = answered.provider_data.get(SEAL_KEY)
     if not seal or not answered.tool_calls or index >= len(view.request.messages):
         return NONE  # nothing sealed to send back, or history_grows reports the dropped answer
-    sent = view.request.messages[index].provider_data.get(SEAL_KEY)
-    if sent == seal:
+    returned = view.request.messages[index].provider_data
+    sent = returned.get(SEAL_KEY)
+    redacted = answered.provider_data.get(REDACTED_KEY, False)
+    # Anthropic tells the two kinds of block apart: redacted data sent as a signature is refused
+    same_kind = view.request.format != "anthropic" or returned.get(REDACTED_KEY, False) == redacted
+    if sent == seal and same_kind:
         return NONE
     names = ", ".join(call.name for call in answered.tool_calls)
-    what = _SEALED_AS.get(view.request.format, "its sealed reasoning")
+    what = (_REDACTED_AS if redacted else _SEALED_AS).get(
+        view.request.format, "its sealed reasoning"
+    )
     problem = "was not sent back" if sent is None else "came back changed"
     return [
         Violation(

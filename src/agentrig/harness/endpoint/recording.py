@@ -2,6 +2,13 @@
 server), relays its answer unchanged, and records the exchange in an agentrig cassette, scrubbed
 of secrets, that ``agentrig convert`` turns into a scenario.
 
+A scenario replays one conversation, so each conversation gets a cassette of its own: the
+first is written to the path given, the next ones beside it (``session.cassette.yaml``, then
+``session-2.cassette.yaml``, ...). A request continues the conversation whose last request it
+repeats from the start (a Responses request with ``previous_response_id``, the one that got that
+answer); any other request starts a new one, as another run of the agent, a second agent, or a
+subagent sharing the provider does.
+
 The provider's answer is read into agentrig's terms by agentrig's own provider for that API,
 replaying the exact bytes the upstream sent, so the cassette holds what an agentrig run against
 the same upstream would have recorded.
@@ -12,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +29,7 @@ from agentrig.errors import ProviderError
 from agentrig.harness.cassettes import RecordingProvider
 from agentrig.harness.cassettes.convert import RECORDED_THROUGH
 from agentrig.harness.cassettes.model import Cassette, CassetteMetadata
+from agentrig.harness.endpoint.invariants import repeated_prefix
 from agentrig.harness.endpoint.service import JSON, EndpointReply
 from agentrig.harness.endpoint.wire import FORMATS, WireError, WireFormat, format_for_path
 from agentrig.harness.endpoint.wire.base import WireRequest
@@ -43,8 +52,20 @@ _FORWARDED = (
 _WIRE_ENCODING = ("content-encoding", "content-length", "transfer-encoding")
 
 
+@dataclass
+class _Conversation:
+    """One conversation being recorded: its cassette, and what its next request must repeat."""
+
+    recorder: RecordingProvider
+    sent: tuple[Message, ...] = ()
+    """The messages of its last request (the system prompt first, when there is one)."""
+    answered: str = ""
+    """The response id of its last answer."""
+
+
 class RecordThrough:
-    """Forwards requests to ``upstream`` and records each exchange to the cassette at ``path``."""
+    """Forwards requests to ``upstream`` and records each exchange, one cassette per
+    conversation: the first at ``path``, the next ones beside it (``paths``)."""
 
     def __init__(self, upstream: str, path: str | Path, *, timeout: float = 600.0) -> None:
         import httpx2
@@ -53,8 +74,13 @@ class RecordThrough:
         self.path = Path(path)
         self._client = httpx2.Client(timeout=timeout)
         self._lock = threading.Lock()
-        self._recorder: RecordingProvider | None = None
+        self._conversations: list[_Conversation] = []
         self.recorded = 0
+
+    @property
+    def paths(self) -> list[Path]:
+        """The cassettes written so far, one per conversation, in the order they began."""
+        return [Path(c.recorder.path or self.path) for c in self._conversations]
 
     def close(self) -> None:
         """Close the connections to the upstream."""
@@ -99,16 +125,57 @@ class RecordThrough:
             return  # the upstream answered it; there is no model call to record
         decoded = {k: v for k, v in headers.items() if k.lower() not in _WIRE_ENCODING}
         provider = _replaying_provider(fmt, request, status, decoded, answer)
+        inference = _inference_request(request)
+        sent = tuple(inference.messages)
         with self._lock:
-            if self._recorder is None:
-                metadata = CassetteMetadata(agentrig=__version__, recorded_with=RECORDED_THROUGH)
-                self._recorder = RecordingProvider(
-                    provider, path=self.path, cassette=Cassette(metadata=metadata)
-                )
-            self._recorder.inner = provider
+            conversation = self._conversation_of(request, sent, provider)
+            conversation.recorder.inner = provider
+            conversation.sent = sent
             with contextlib.suppress(ProviderError):  # recorded as the interaction's error
-                self._recorder.infer(_inference_request(request))
+                conversation.answered = conversation.recorder.infer(inference).response_id
             self.recorded += 1
+
+    def _conversation_of(
+        self, request: WireRequest, sent: tuple[Message, ...], provider: InferenceProvider
+    ) -> _Conversation:
+        """The conversation ``request`` goes on with, or a new one with a cassette of its own.
+
+        With ``previous_response_id``, the one that got that answer. Else the one whose last
+        request ``request`` repeats from the start and goes on from (the longest, if several);
+        else the one whose last request it repeats whole (a retry, as after an error); else
+        none: another run of the agent, another agent, or a subagent."""
+        previous = request.settings.get("previous_response_id")
+        if isinstance(previous, str) and previous:
+            for conversation in self._conversations:
+                if conversation.answered == previous:
+                    return conversation
+        goes_on: _Conversation | None = None
+        retried: _Conversation | None = None
+        for conversation in self._conversations:
+            length = len(conversation.sent)
+            if not length or repeated_prefix(conversation.sent, sent) < length:
+                continue
+            if length == len(sent):
+                retried = conversation
+            elif goes_on is None or length > len(goes_on.sent):
+                goes_on = conversation
+        found = goes_on or retried
+        if found is not None:
+            return found
+        metadata = CassetteMetadata(agentrig=__version__, recorded_with=RECORDED_THROUGH)
+        path = _numbered(self.path, len(self._conversations) + 1)
+        recorder = RecordingProvider(provider, path=path, cassette=Cassette(metadata=metadata))
+        self._conversations.append(_Conversation(recorder))
+        return self._conversations[-1]
+
+
+def _numbered(path: Path, number: int) -> Path:
+    """``path`` for the first conversation; ``NAME-N.SUFFIXES`` beside it for the ``number``-th
+    (``session.cassette.yaml``: ``session-2.cassette.yaml``)."""
+    if number == 1:
+        return path
+    stem, dot, suffixes = path.name.partition(".")
+    return path.with_name(f"{stem}-{number}{dot}{suffixes}")
 
 
 def _inference_request(request: WireRequest) -> InferenceRequest:

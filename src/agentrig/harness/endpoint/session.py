@@ -473,13 +473,20 @@ def _answer(reply: ModelReply, turn: int, response_id: str, sealed: bool) -> Wir
         refusal=reply.refuse,
         usage=reply.usage.to_usage() if reply.usage else ZERO_USAGE,
         finish_reason=finish,
-        reasoning=reply.think or "",
-        seal=seal_of(response_id) if sealed and reply.think else "",
+        reasoning=reply.think_text,
+        redacted=reply.think_redacted,
+        seal=seal_of(response_id) if sealed and reply.think is not None else "",
     )
 
 
 def _assistant(answer: WireAnswer) -> Message:
-    return wire_message(Role.ASSISTANT, answer.text, tool_calls=answer.tool_calls, seal=answer.seal)
+    return wire_message(
+        Role.ASSISTANT,
+        answer.text,
+        tool_calls=answer.tool_calls,
+        seal=answer.seal,
+        redacted=answer.redacted,
+    )
 
 
 def _with_context(

@@ -66,7 +66,8 @@ def to_turn(reply: ModelReply) -> Turn:
         latency=reply.latency,
         error=reply.error,
         retryable=reply.retryable,
-        reasoning=reply.think or "",
+        reasoning=reply.think_text,
+        redacted_reasoning=reply.think_redacted,
     )
 
 

@@ -65,6 +65,7 @@ __all__ = [
     "MessageExpect",
     "ModelReply",
     "ParamType",
+    "RedactedThink",
     "RoleName",
     "Scenario",
     "ScenarioModel",
@@ -375,6 +376,49 @@ class FaultSpec(ScenarioModel):
                     yield (key,), f"{key} only applies to a status fault"
 
 
+class RedactedThink(ScenarioModel):
+    """Reasoning the model did without any text the client sees: ``think: {redacted: true}``.
+
+    Reasoning models often reason in the open only in part: the Responses API sends a reasoning
+    item with an empty summary (and its encrypted content when asked), Anthropic a
+    ``redacted_thinking`` block of opaque data. Such a reply reasoned all the same, and an agent
+    must send its sealed reasoning back with its tool calls.
+    """
+
+    redacted: Flag = Field(
+        description="true: the model reasoned, but its reasoning reaches the client only sealed "
+        "(an Anthropic redacted_thinking block; a Responses reasoning item with an empty summary, "
+        "with its encrypted content when the request includes reasoning.encrypted_content; "
+        "nothing over Chat Completions).",
+        json_schema_extra={"const": True},
+    )
+
+    def _problems(self) -> Iterator[tuple[FieldPath, str]]:
+        if not self.redacted:
+            yield (
+                ("redacted",),
+                "only redacted: true is a form of think (the model reasoned but shows no text); "
+                "write the reasoning text as think: TEXT, or leave think out",
+            )
+
+
+def _think_kind(value: Any) -> str | None:
+    if isinstance(value, str):
+        return "text"
+    return "redacted" if isinstance(value, RedactedThink | dict) else None
+
+
+ThinkField = Annotated[
+    Annotated[Text, Tag("text")] | Annotated[RedactedThink, Tag("redacted")],
+    Discriminator(
+        _think_kind,
+        custom_error_type="think",
+        custom_error_message="expected the reasoning text, or {redacted: true} for reasoning "
+        "that shows no text",
+    ),
+]
+
+
 _REPLY_KEYS = ("say", "call", "calls", "error", "refuse", "fault")
 
 
@@ -401,11 +445,13 @@ class ModelReply(ScenarioModel):
     )
 
     say: Text | None = Field(default=None, description="The text of the reply.")
-    think: Text | None = Field(
+    think: ThinkField | None = Field(
         default=None,
         description="The model's reasoning before this reply: its reasoning_content on "
         "agentrig's runtime (streamed first); over the wire, a thinking block (Anthropic), a "
-        "reasoning item (Responses) or a reasoning_content field (Chat Completions).",
+        "reasoning item (Responses) or a reasoning_content field (Chat Completions). "
+        "{redacted: true}: the model reasoned but shows no text (a redacted_thinking block, a "
+        "reasoning item with an empty summary).",
     )
     call: CallField | None = Field(default=None, description="One tool call.")
     calls: Annotated[tuple[CallField, ...], Field(min_length=1)] | None = Field(
@@ -438,6 +484,16 @@ class ModelReply(ScenarioModel):
         """The calls of this reply, from ``call`` or ``calls``."""
         return (self.call,) if self.call is not None else self.calls or ()
 
+    @property
+    def think_text(self) -> str:
+        """The reasoning text of ``think`` (empty when absent or redacted)."""
+        return self.think if isinstance(self.think, str) else ""
+
+    @property
+    def think_redacted(self) -> bool:
+        """Whether the model reasoned without text the client sees (``think: {redacted: true}``)."""
+        return isinstance(self.think, RedactedThink) and self.think.redacted
+
     def _problems(self) -> Iterator[tuple[FieldPath, str]]:
         if all(getattr(self, key) is None for key in _REPLY_KEYS):
             yield (), "a reply needs at least one of: " + ", ".join(_REPLY_KEYS)
@@ -453,7 +509,11 @@ class ModelReply(ScenarioModel):
         if self.error == "":
             yield ("error",), "an error reply needs a message"
         if self.think == "":
-            yield ("think",), "think needs the reasoning text (or leave it out)"
+            yield (
+                ("think",),
+                "think needs the reasoning text, or {redacted: true} for reasoning that shows "
+                "no text (or leave it out)",
+            )
         if self.error is None:
             if self.retryable:
                 yield ("retryable",), "retryable only applies to an error reply"

@@ -31,6 +31,7 @@ from agentrig.harness.scenarios.model import (
     AgentSpec,
     BudgetSpec,
     ModelReply,
+    RedactedThink,
     Scenario,
     ScenarioTurn,
     ToolCallSpec,
@@ -111,6 +112,8 @@ def reply_from_turn(turn: ScriptTurn) -> ModelReply:
     fields: dict[str, Any] = {"latency": turn.latency} if turn.latency else {}
     if turn.reasoning:
         fields["think"] = turn.reasoning
+    elif turn.redacted_reasoning:
+        fields["think"] = RedactedThink(redacted=True)
     if turn.text:
         fields["say"] = turn.text
     specs = tuple(ToolCallSpec(name=c.name, args=dict(c.arguments), id=c.id) for c in turn.calls)

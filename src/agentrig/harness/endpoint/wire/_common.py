@@ -17,6 +17,7 @@ from pydantic_core import to_json
 
 from agentrig._model import JsonObject, problems_of
 from agentrig.drivers._sdk import RAW_ARGUMENTS_KEY, dump_arguments
+from agentrig.fakes.llm import REASONING_SEAL_KEY
 from agentrig.harness.endpoint.wire.base import FormatName, WireError, WireRequest
 from agentrig.messages import Message, Role, ToolCall, ToolResult
 from agentrig.state import ToolSchema
@@ -264,11 +265,18 @@ def message(
     name: str = "",
     tool_calls: tuple[ToolCall, ...] = (),
     seal: str = "",
+    redacted: bool = False,
 ) -> Message:
     """A message of values this module has checked already (built without a second validation:
     the endpoint reads a whole conversation on every model call), without id or time of its own
     (``WIRE_TIME``); ``seal`` is the sealed reasoning an assistant message carries, kept under
-    ``SEAL_KEY`` of its ``provider_data``."""
+    ``SEAL_KEY`` of its ``provider_data``, and ``redacted`` whether that reasoning came without
+    text (kept under ``REDACTED_KEY``)."""
+    data: JsonObject = {}
+    if seal:
+        data[SEAL_KEY] = seal
+        if redacted:
+            data[REDACTED_KEY] = True
     return Message._trusted(
         role=role,
         content=content,
@@ -276,12 +284,17 @@ def message(
         tool_calls=tool_calls,
         id="",
         created_at=WIRE_TIME,
-        provider_data={SEAL_KEY: seal} if seal else {},
+        provider_data=data,
     )
 
 
-SEAL_KEY = "reasoning_seal"
-"""The ``provider_data`` key of the token an assistant message's reasoning was sealed with."""
+SEAL_KEY = REASONING_SEAL_KEY
+"""The ``provider_data`` key of the token an assistant message's reasoning was sealed with (the
+key agentrig's scripted model keeps a redacted reasoning's token under, too)."""
+
+REDACTED_KEY = "reasoning_redacted"
+"""The ``provider_data`` key that marks sealed reasoning without text (an Anthropic
+``redacted_thinking`` block rather than a signed ``thinking`` block)."""
 
 
 def seal_of(number: str) -> str:

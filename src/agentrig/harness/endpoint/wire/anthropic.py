@@ -98,8 +98,8 @@ class AnthropicFormat(BaseFormat):
         )
 
     def response_body(self, answer: WireAnswer, *, model: str, response_id: str) -> JsonObject:
-        """A ``message`` object: a ``thinking`` block (with its signature) if the model reasoned,
-        a text block (the refusal, if any), then a ``tool_use`` block per tool call."""
+        """A ``message`` object: a ``thinking`` block (with its signature) if the model reasoned
+        (a ``redacted_thinking`` block of opaque ``data`` if it reasoned without text), a text block (the refusal, if any), then a ``tool_use`` block per tool call."""
         return {
             **_message(model, response_id),
             "content": [
@@ -116,7 +116,8 @@ class AnthropicFormat(BaseFormat):
     ) -> list[bytes]:
         """``message_start``, then per block ``content_block_start``, its deltas
         (``thinking_delta`` word by word and one ``signature_delta``, ``text_delta`` word by
-        word, ``input_json_delta`` in fragments) and ``content_block_stop``;
+        word, ``input_json_delta`` in fragments; none for a ``redacted_thinking`` block, whole in
+        its start) and ``content_block_stop``;
         ``message_delta`` with the stop reason and usage, then ``message_stop``. A ``ping``
         follows the first block's start, as the API sends it. Usage is always sent
         (``include_usage`` is an OpenAI option)."""
@@ -126,6 +127,10 @@ class AnthropicFormat(BaseFormat):
         events = [sse_event("message_start", {"type": "message_start", "message": start})]
         index = 0
         for block in _thinking_blocks(answer):
+            if block["type"] == "redacted_thinking":  # whole in its start, as the API sends it
+                events.extend((_block_start(index, block), _block_stop(index)))
+                index += 1
+                continue
             events.append(_block_start(index, {**block, "thinking": "", "signature": ""}))
             events.extend(
                 _block_delta(index, {"type": "thinking_delta", "thinking": piece})
@@ -184,6 +189,8 @@ def _message(model: str, response_id: str) -> JsonObject:
 
 
 def _thinking_blocks(answer: WireAnswer) -> list[JsonObject]:
+    if answer.redacted:
+        return [{"type": "redacted_thinking", "data": answer.seal}]
     if not answer.reasoning:
         return []
     return [{"type": "thinking", "thinking": answer.reasoning, "signature": answer.seal}]
@@ -255,15 +262,18 @@ def _user(content: object, where: str, calls: dict[str, str]) -> list[Message]:
 
 def _assistant(content: object, where: str, calls: dict[str, str]) -> Message:
     """An assistant turn; its tool uses are remembered in ``calls`` (id to name), the signature
-    of its first thinking block is its seal."""
+    of its first thinking block (the data of a redacted thinking block) is its seal."""
     texts: list[str] = []
     tool_calls: list[ToolCall] = []
-    seal = ""
+    seal, redacted = "", False
     for path, kind, block in _blocks(content, where):
         if kind == "text":
             texts.append(required(block, "text", str, path))
         elif kind == "thinking":
             seal = seal or required(block, "signature", str, path)
+        elif kind == "redacted_thinking":
+            data = required(block, "data", str, path)
+            seal, redacted = (seal, redacted) if seal else (data, True)
         elif kind == "tool_use":
             made = tool_call(
                 required(block, "id", str, path),
@@ -275,7 +285,9 @@ def _assistant(content: object, where: str, calls: dict[str, str]) -> Message:
             )
             calls[made.id] = made.name
             tool_calls.append(made)
-    return message(Role.ASSISTANT, "".join(texts), tool_calls=tuple(tool_calls), seal=seal)
+    return message(
+        Role.ASSISTANT, "".join(texts), tool_calls=tuple(tool_calls), seal=seal, redacted=redacted
+    )
 
 
 def _tools(data: dict[str, Any]) -> tuple[ToolSchema, ...]:

@@ -49,6 +49,10 @@ class WireAnswer:
     usage: Usage = field(default_factory=Usage)
     finish_reason: FinishReason = FinishReason.STOP
     reasoning: str = ""
+    redacted: bool = False
+    """Whether the model reasoned without text the client sees (``think: {redacted: true}``):
+    an Anthropic ``redacted_thinking`` block, a Responses reasoning item with an empty summary,
+    nothing over Chat Completions."""
     seal: str = ""
     """The token the reasoning is sealed with (see ``WireRequest.seals_reasoning``); empty when
     it goes over unsealed or there is none."""

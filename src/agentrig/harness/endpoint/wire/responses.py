@@ -49,8 +49,9 @@ class ResponsesFormat(BaseFormat):
 
     Output item ids are made from the response id: ``rs_<response_id>`` for the reasoning,
     ``msg_<response_id>`` for the message, ``fc_<response_id>_<n>`` for the n-th function call
-    (whose ``call_id`` is the tool call's id). A reasoning item carries its text as a summary,
-    and its seal as ``encrypted_content`` when ``include`` asks for ``reasoning.encrypted_content``.
+    (whose ``call_id`` is the tool call's id). A reasoning item carries its text as a summary
+    (an empty summary for redacted reasoning), and its seal as ``encrypted_content`` when
+    ``include`` asks for ``reasoning.encrypted_content``.
     """
 
     name = "responses"
@@ -161,12 +162,10 @@ def _status(answer: WireAnswer) -> str:
 
 def _items(answer: WireAnswer, response_id: str) -> list[JsonObject]:
     items: list[JsonObject] = []
-    if answer.reasoning:
-        reasoning: JsonObject = {
-            "id": f"rs_{response_id}",
-            "type": "reasoning",
-            "summary": [{"type": "summary_text", "text": answer.reasoning}],
-        }
+    if answer.reasoning or answer.redacted:
+        # redacted: reasoning without text, as the API sends it unless reasoning.summary is asked
+        summary = [{"type": "summary_text", "text": answer.reasoning}] if answer.reasoning else []
+        reasoning: JsonObject = {"id": f"rs_{response_id}", "type": "reasoning", "summary": summary}
         if answer.seal:
             reasoning["encrypted_content"] = answer.seal
         items.append(reasoning)
