@@ -261,18 +261,20 @@ def reasoning_outcome(handle: EndpointHandle) -> tuple[int, int]:
 
 
 def anthropic_round_trip(handle: EndpointHandle, change: Callable[[dict[str, Any]], Any]) -> None:
-    """One tool round trip on the raw Messages API, the answer's first block (its thinking)
-    changed by ``change``, which returns the block to send back, or None to drop it."""
+    """One tool round trip on the raw Messages API, the answer's first block (its thinking, if
+    it reasoned) changed by ``change``, which returns the block to send back instead, a list of
+    blocks, or None to drop it."""
     client = anthropic_client(handle)
     messages = first_turn()
     first = client.messages.create(model="claude-test", max_tokens=256, messages=messages)
     blocks = [block.model_dump(exclude_none=True) for block in first.content]
-    sent = [b for b in (change(blocks[0]), *blocks[1:]) if b is not None]
+    changed = change(blocks[0])
+    sent = [*(changed if isinstance(changed, list) else [changed]), *blocks[1:]]
     messages += [
-        {"role": "assistant", "content": sent},
+        {"role": "assistant", "content": [block for block in sent if block is not None]},
         {
             "role": "user",
-            "content": [{"type": "tool_result", "tool_use_id": blocks[1]["id"], "content": "sun"}],
+            "content": [{"type": "tool_result", "tool_use_id": blocks[-1]["id"], "content": "sun"}],
         },
     ]
     client.messages.create(model="claude-test", max_tokens=256, messages=messages)

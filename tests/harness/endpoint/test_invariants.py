@@ -9,10 +9,20 @@ from typing import Any
 
 import pytest
 
+from agentrig.harness.endpoint import memo, session
 from agentrig.harness.endpoint.handle import EndpointHandle
 from agentrig.harness.results import Failure
 
 from .conftest import WEATHER, WEATHER_TOOL, RawChatAgent, assistant_of, first_turn
+
+
+@pytest.fixture(autouse=True)
+def _nothing_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts as a fresh process would: nothing the endpoint remembers across sessions
+    (schema verdicts, the invariants a selection names) from an earlier test answers for it, as
+    it would when mutation testing runs each test again in a process that ran them all once."""
+    monkeypatch.setattr(memo, "_REMEMBERED", {})
+    session._selection.cache_clear()
 
 
 def _play_well(agent: RawChatAgent, *, result: str = "sunny") -> list[dict[str, Any]]:
@@ -263,6 +273,7 @@ def test_the_wrong_model(write_scenario: Callable[[str], Path]) -> None:
     handle = EndpointHandle(path)
     RawChatAgent(handle).post(first_turn(), model="gpt-other")
     [problem] = _violations(handle, "model_named")
+    assert problem.message == "request 1: model_named: the request asks for model 'gpt-other'"
     assert (problem.expected, problem.observed) == ("gpt-test", "gpt-other")
     assert problem.location == f"{path}:4"
 
@@ -280,10 +291,15 @@ def test_the_wrong_system_prompt(write_scenario: Callable[[str], Path]) -> None:
 
 
 def test_the_wrong_user_message(write_scenario: Callable[[str], Path]) -> None:
-    handle = EndpointHandle(write_scenario(WEATHER))
+    path = write_scenario(WEATHER)
+    handle = EndpointHandle(path)
     RawChatAgent(handle).post(first_turn("Weather in Rome?"))
     [problem] = _violations(handle, "user_turn_sent")
-    assert problem.observed == "Weather in Rome?"
+    assert problem.message == (
+        "request 1: user_turn_sent: the newest user message differs from the turn's user text"
+    )
+    assert (problem.expected, problem.observed) == ("Weather in Paris?", "Weather in Rome?")
+    assert problem.location == f"{path}:6"
 
 
 def test_invariants_can_be_excluded(write_scenario: Callable[[str], Path]) -> None:
@@ -337,3 +353,411 @@ def test_a_request_it_cannot_read_gets_the_providers_error_and_fails_the_session
     failures = handle.result().failures
     assert failures[0].kind == "script"
     assert failures[0].message.startswith("request 1 could not be read: /v1/chat/completions: ")
+
+
+# --- each check in detail: what it reports, and what it lets pass ---------------------------
+
+
+TWO_ROUNDS = """\
+name: two-rounds
+agent:
+  system_prompt: You answer weather questions.
+  model: gpt-test
+turns:
+  - user: Weather in Paris and Lyon?
+    model:
+      - calls: [get_weather(city=Paris), get_weather(city=Lyon)]
+      - call: get_weather(city=Nice)
+      - say: Sunny everywhere.
+"""
+"""Two tool rounds: the third request sends back the tool results of the first round again."""
+
+PARIS, LYON, NICE = "call_1_1_1", "call_1_1_2", "call_1_2_1"
+
+
+def _tool(call_id: str, content: str = "sunny") -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+def _two_rounds(
+    handle: EndpointHandle, edit: Callable[[list[dict[str, Any]]], Any] = lambda sent: None
+) -> None:
+    """Both rounds of ``TWO_ROUNDS``, played well, but for ``edit`` of the third request."""
+    agent = RawChatAgent(handle)
+    messages = first_turn("Weather in Paris and Lyon?")
+    first = agent.post(messages)
+    messages += [assistant_of(first), _tool(PARIS), _tool(LYON)]
+    second = agent.post(messages)
+    messages += [assistant_of(second), _tool(NICE)]
+    edit(messages)
+    agent.post(messages)
+
+
+def _item_of_calls(*calls: tuple[str, str]) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "tool_calls": [
+            {"id": call_id, "name": "get_weather", "arguments": {"city": city}}
+            for call_id, city in calls
+        ],
+    }
+
+
+def test_an_agent_that_sends_every_round_back_passes(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    handle = EndpointHandle(write_scenario(TWO_ROUNDS))
+    _two_rounds(handle)
+    result = handle.result()
+    assert result.failures == ()
+    assert {o.name: (o.checks, o.failures) for o in result.invariants}["history_grows"] == (3, 0)
+
+
+def test_a_tool_result_sent_back_for_another_call_id_is_an_edit(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    path = write_scenario(TWO_ROUNDS)
+    handle = EndpointHandle(path)
+
+    def renumber(sent: list[dict[str, Any]]) -> None:
+        sent[3] = _tool("call_9", "sunny")  # same content, another call id
+
+    _two_rounds(handle, renumber)
+    [problem] = _violations(handle, "history_grows")
+    assert problem.message == (
+        "request 3: history_grows: conversation item 3 differs from what was sent or answered "
+        "before"
+    )
+    assert problem.location == f"{path}:6"  # the turn
+    assert problem.expected == {
+        "role": "tool",
+        "content": "sunny",
+        "tool_result": {"call_id": PARIS, "content": "sunny"},
+    }
+    assert problem.observed == {
+        "role": "tool",
+        "content": "sunny",
+        "tool_result": {"call_id": "call_9", "content": "sunny"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "observed"),
+    [
+        (lambda calls: calls.pop(), _item_of_calls((PARIS, "Paris"))),
+        (
+            lambda calls: calls[1].update(id="call_9"),
+            _item_of_calls((PARIS, "Paris"), ("call_9", "Lyon")),
+        ),
+        (
+            lambda calls: calls[1]["function"].update(name="get_time"),
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"id": PARIS, "name": "get_weather", "arguments": {"city": "Paris"}},
+                    {"id": LYON, "name": "get_time", "arguments": {"city": "Lyon"}},
+                ],
+            },
+        ),
+    ],
+    ids=["a call dropped", "a call id changed", "a tool renamed"],
+)
+def test_tool_calls_sent_back_changed_are_an_edit(
+    write_scenario: Callable[[str], Path],
+    change: Callable[[list[dict[str, Any]]], Any],
+    observed: dict[str, Any],
+) -> None:
+    handle = EndpointHandle(write_scenario(TWO_ROUNDS))
+    _two_rounds(handle, lambda sent: change(sent[2]["tool_calls"]))
+    [problem] = _violations(handle, "history_grows")
+    assert problem.message.startswith("request 3: history_grows: conversation item 2 differs")
+    assert problem.expected == _item_of_calls((PARIS, "Paris"), (LYON, "Lyon"))
+    assert problem.observed == observed
+
+
+def test_a_user_message_sent_back_reworded_is_an_edit(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    handle = EndpointHandle(write_scenario(TWO_ROUNDS))
+
+    def reword(sent: list[dict[str, Any]]) -> None:
+        sent[1]["content"] = "Weather in Paris and Lyon, please?"
+
+    _two_rounds(handle, reword)
+    [problem] = _violations(handle, "history_grows")
+    assert "conversation item 1 differs" in problem.message
+    assert problem.observed == {"role": "user", "content": "Weather in Paris and Lyon, please?"}
+
+
+def test_history_that_drops_the_models_answer(write_scenario: Callable[[str], Path]) -> None:
+    path = write_scenario(WEATHER)
+    handle = EndpointHandle(path)
+    agent = RawChatAgent(handle)
+    agent.post(first_turn())
+    agent.post(first_turn())  # the question again, without the answer and its tool call
+    [problem] = _violations(handle, "history_grows")
+    assert problem.message == "request 2: history_grows: conversation item 2 of 2 was dropped"
+    assert problem.location == f"{path}:6"
+    assert problem.expected == [
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"id": "call_1_1_1", "name": "get_weather", "arguments": {"city": "Paris"}}
+            ],
+        }
+    ]
+    assert problem.observed == []
+    assert _violations(handle, "tool_results_answer_calls") == []
+
+
+TWO_TURNS = (
+    WEATHER
+    + """\
+  - user: And in Lyon?
+    model:
+      - say: Sunny too.
+"""
+)
+
+
+def test_calls_left_unanswered_when_the_next_user_message_comes(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    path = write_scenario(TWO_TURNS)
+    handle = EndpointHandle(path)
+    agent = RawChatAgent(handle)
+    messages = first_turn()
+    answer = agent.post(messages)
+    # The next question before the tool result, which comes after it: too late.
+    agent.post(
+        [
+            *messages,
+            assistant_of(answer),
+            {"role": "user", "content": "And in Lyon?"},
+            _tool("call_1_1_1"),
+        ]
+    )
+    unanswered, stray = _violations(handle, "tool_results_answer_calls")
+    assert unanswered.message == (
+        "request 2: tool_results_answer_calls: tool call(s) not answered before conversation "
+        "item 3 (user): get_weather (id 'call_1_1_1')"
+    )
+    assert (unanswered.expected, unanswered.observed) == (["call_1_1_1"], [])
+    assert unanswered.location == f"{path}:15"  # the second turn
+    assert stray.message == (
+        "request 2: tool_results_answer_calls: conversation item 4: tool result for call id "
+        "'call_1_1_1', which the assistant turn before it did not make"
+    )
+    assert (stray.expected, stray.observed) == ([], "call_1_1_1")
+
+
+def test_every_call_left_unanswered_is_named(write_scenario: Callable[[str], Path]) -> None:
+    handle = EndpointHandle(write_scenario(TWO_ROUNDS))
+    agent = RawChatAgent(handle)
+    messages = first_turn("Weather in Paris and Lyon?")
+    agent.post([*messages, assistant_of(agent.post(messages))])
+    [problem] = _violations(handle, "tool_results_answer_calls")
+    assert problem.message == (
+        "request 2: tool_results_answer_calls: tool call(s) not answered before this model "
+        f"call: get_weather (id '{PARIS}'), get_weather (id '{LYON}')"
+    )
+    assert (problem.expected, problem.observed) == ([PARIS, LYON], [])
+
+
+def test_each_scripted_tool_not_offered_is_reported(write_scenario: Callable[[str], Path]) -> None:
+    path = write_scenario(TWO_ROUNDS)
+    handle = EndpointHandle(path)
+    RawChatAgent(handle).post(first_turn("Weather in Paris and Lyon?"), tools=[_time_tool()])
+    problems = _violations(handle, "tools_offered")
+    assert [(p.message, p.expected, p.observed, p.location) for p in problems] == 2 * [
+        (
+            "request 1: tools_offered: the script calls get_weather, which the request does not "
+            "offer",
+            "get_weather",
+            ["get_time"],
+            f"{path}:8",
+        )
+    ]
+
+
+def _offering(handle: EndpointHandle, parameters: dict[str, Any]) -> list[Failure]:
+    """The tools_offered failures of the first request of ``TWO_ROUNDS`` (which calls
+    get_weather for Paris and for Lyon) offering get_weather with ``parameters``."""
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": parameters}}
+    RawChatAgent(handle).post(first_turn("Weather in Paris and Lyon?"), tools=[tool])
+    return _violations(handle, "tools_offered")
+
+
+def test_each_call_is_checked_against_the_offered_schema(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    handle = EndpointHandle(write_scenario(TWO_ROUNDS))
+    parameters = {"type": "object", "properties": {"city": {"enum": ["Paris"]}}}
+    [problem] = _offering(handle, parameters)  # the Lyon call
+    assert problem.message == (
+        "request 1: tools_offered: the scripted arguments of get_weather do not fit the offered "
+        "schema: city: 'Lyon' is not one of ['Paris']"
+    )
+    assert (problem.expected, problem.observed) == (parameters, {"city": "Lyon"})
+
+
+@pytest.mark.parametrize(
+    ("parameters", "problem"),
+    [
+        (
+            {"type": "object", "required": ["city", "country"]},
+            "arguments: 'country' is a required property",
+        ),
+        (  # of several problems, the same one every time
+            {
+                "type": "object",
+                "properties": {"city": {"type": "integer", "minLength": 9}},
+                "required": ["country"],
+            },
+            "city: '{city}' is not of type 'integer'",
+        ),
+        (
+            {"type": "object", "properties": {"city": {"type": "text"}}},
+            "it is invalid: properties/city/type: 'text' is not valid under any of the given "
+            "schemas",
+        ),
+        (
+            {"type": "object", "properties": {"city": {"pattern": "(unclosed"}}},
+            "it is invalid: properties/city/pattern: '(unclosed' is not a 'regex'",
+        ),
+    ],
+    ids=["missing", "several", "invalid type", "invalid pattern"],
+)
+def test_what_the_offered_schema_refuses_is_named(
+    write_scenario: Callable[[str], Path], parameters: dict[str, Any], problem: str
+) -> None:
+    handle = EndpointHandle(write_scenario(TWO_ROUNDS))
+    problems = _offering(handle, parameters)
+    assert [p.message.split("offered schema: ", 1)[1] for p in problems] == [
+        problem.format(city=city) for city in ("Paris", "Lyon")
+    ]
+
+
+def test_each_agents_schema_is_checked_for_the_same_arguments(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    path = write_scenario(TWO_ROUNDS)
+    assert _offering(EndpointHandle(path), {"type": "object"}) == []
+    refusing = {"type": "object", "properties": {"city": {"type": "integer"}}}
+    assert len(_offering(EndpointHandle(path), refusing)) == 2
+
+
+def test_an_argument_deep_in_the_schema_is_named_by_its_path(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    text = WEATHER.replace(
+        "      - call: get_weather(city=Paris)\n",
+        "      - calls: [{name: get_weather, args: {place: {city: Paris}}}]\n",
+    )
+    handle = EndpointHandle(write_scenario(text))
+    place = {"type": "object", "properties": {"city": {"type": "integer"}}}
+    tool = _weather_tool({"place": place}, ["place"])
+    RawChatAgent(handle).post(first_turn(), tools=[tool])
+    [problem] = _violations(handle, "tools_offered")
+    assert problem.message.endswith("schema: place/city: 'Paris' is not of type 'integer'")
+
+
+def test_a_schema_offered_anew_is_checked_anew(write_scenario: Callable[[str], Path]) -> None:
+    handle = EndpointHandle(write_scenario(DECLARED))
+    agent = RawChatAgent(handle)
+    weather = _weather_tool({"city": {"type": "string"}, "days": {"type": "integer"}}, ["city"])
+    messages = first_turn()
+    answer = agent.post(messages, tools=[weather, _time_tool()])  # as declared
+    messages += [assistant_of(answer), _tool("call_1_1_1")]
+    changed = _weather_tool({"city": {"type": "string"}, "days": {"type": "string"}}, ["city"])
+    agent.post(messages, tools=[changed, _time_tool()])
+    [problem] = _violations(handle, "tools_as_declared")
+    assert problem.message == (
+        "request 2: tools_as_declared: the agent's get_weather differs from agent.tools: "
+        "parameter 'days' is integer in the scenario but string in the real tool"
+    )
+
+
+def test_tools_offered_with_the_same_schema_are_each_held_to_their_own_declaration(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    handle = EndpointHandle(write_scenario(DECLARED))
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        "required": ["city"],
+    }
+    weather = {"type": "function", "function": {"name": "get_weather", "parameters": schema}}
+    time = {"type": "function", "function": {"name": "get_time", "parameters": schema}}
+    RawChatAgent(handle).post(first_turn(), tools=[weather, time])
+    [problem] = _violations(handle, "tools_as_declared")
+    assert problem.message.startswith("request 1: tools_as_declared: the agent's get_time differs")
+
+
+LEFT_OUT_FIRST = WEATHER.replace(
+    "  model: gpt-test\n",
+    """  model: gpt-test
+  tools:
+    get_time:
+      params: {zone: string}
+      scripted: true
+      replies: [{return: noon}]
+    get_date:
+      params: {zone: string}
+      replies: [{return: today}]
+    get_weather:
+      params: {city: string}
+      replies: [{return: sunny}]
+""",
+)
+"""Declared tools the checks pass over (a scripted one, one not offered) before one that
+differs."""
+
+
+def test_every_declared_tool_is_compared_past_those_left_out(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    path = write_scenario(LEFT_OUT_FIRST)
+    handle = EndpointHandle(path)
+    weather = _weather_tool({"town": {"type": "string"}}, ["town"])
+    other = {"type": "function", "function": {"name": "get_moon", "parameters": {}}}
+    RawChatAgent(handle).post(first_turn(), tools=[weather, other])
+    missing, differs = _violations(handle, "tools_as_declared")
+    assert missing.message == (
+        "request 1: tools_as_declared: agent.tools declares get_date, which the request does not "
+        "offer (it offers: get_moon, get_weather); fix the name, or mark the tool scripted: true "
+        "if the agent really has no such tool"
+    )
+    assert (missing.expected, missing.observed) == ("get_date", ["get_moon", "get_weather"])
+    assert missing.location == f"{path}:10"
+    assert differs.message.startswith(
+        "request 1: tools_as_declared: the agent's get_weather differs from agent.tools"
+    )
+
+
+def test_a_missing_system_prompt(write_scenario: Callable[[str], Path]) -> None:
+    path = write_scenario(WEATHER)
+    handle = EndpointHandle(path)
+    RawChatAgent(handle).post(first_turn()[1:])  # no system message at all
+    [problem] = _violations(handle, "system_prompt_sent")
+    assert problem.message == (
+        "request 1: system_prompt_sent: the system prompt sent differs from agent.system_prompt"
+    )
+    assert (problem.expected, problem.observed) == ("You answer weather questions.", None)
+    assert problem.location == f"{path}:3"
+
+
+def test_a_blank_system_prompt_asks_for_none(write_scenario: Callable[[str], Path]) -> None:
+    text = WEATHER.replace("You answer weather questions.", "' '")
+    handle = EndpointHandle(write_scenario(text))
+    RawChatAgent(handle).post(first_turn()[1:])
+    assert _violations(handle, "system_prompt_sent") == []
+
+
+def test_only_the_invariants_named_are_checked(write_scenario: Callable[[str], Path]) -> None:
+    text = WEATHER + "invariants: {only: [history_grows, model_named]}\n"
+    handle = EndpointHandle(write_scenario(text))
+    RawChatAgent(handle).post(first_turn("Weather in Rome?"), model="other")
+    result = handle.result()
+    assert [o.name for o in result.invariants] == ["history_grows", "model_named"]
+    assert [f.invariant for f in result.failures if f.kind == "invariant"] == ["model_named"]

@@ -4,6 +4,7 @@ and the ``reasoning_sent_back`` check that an agent returns sealed reasoning wit
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -165,10 +166,113 @@ def test_an_agent_that_drops_the_thinking_block_is_reported(reasoning: Path) -> 
 
 def test_an_agent_that_changes_the_signature_is_reported(reasoning: Path) -> None:
     handle = EndpointHandle(reasoning)
-    anthropic_round_trip(handle, lambda block: {**block, "signature": "forged"})
+    signatures: list[str] = []
+
+    def forge(block: dict[str, Any]) -> dict[str, Any]:
+        signatures.append(block["signature"])
+        return {**block, "signature": "forged"}
+
+    anthropic_round_trip(handle, forge)
     [problem] = reasoning_violations(handle)
-    assert "came back changed" in problem.message
-    assert problem.observed == "forged"
+    assert problem.message == (
+        "request 2: reasoning_sent_back: the answer that called get_weather reasoned first, and "
+        "its thinking block (with its signature) came back changed with the calls: the real API "
+        "refuses to go on with a reasoning model's tool calls without it"
+    )
+    assert (problem.expected, problem.observed) == (signatures[0], "forged")
+
+
+def test_every_call_of_the_answer_is_named(write_scenario: Callable[[str], Path]) -> None:
+    text = REASONING_WEATHER.replace(
+        "        call: get_weather(city=Paris)\n",
+        "        calls: [get_weather(city=Paris), get_weather(city=Lyon)]\n",
+    )
+    handle = EndpointHandle(write_scenario(text, name="two-calls"))
+    anthropic_round_trip(handle, lambda block: None)
+    [problem] = reasoning_violations(handle)
+    assert problem.message.startswith(
+        "request 2: reasoning_sent_back: the answer that called get_weather, get_weather "
+        "reasoned first"
+    )
+
+
+def test_an_agent_that_goes_on_over_an_api_without_sealed_reasoning_is_reported(
+    reasoning: Path,
+) -> None:
+    handle = EndpointHandle(reasoning)
+    messages = first_turn()
+    first = anthropic_client(handle).messages.create(
+        model="claude-test", max_tokens=256, messages=messages
+    )
+    use = first.content[1]
+    arguments = json.dumps(use.input)
+    call = {
+        "id": use.id,
+        "type": "function",
+        "function": {"name": use.name, "arguments": arguments},
+    }
+    openai_client(handle).chat.completions.create(  # the same session: the same key
+        model="gpt-test",
+        messages=[
+            *messages,
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": use.id, "content": "sun"},
+        ],
+    )
+    [problem] = reasoning_violations(handle)
+    assert problem.message == (
+        "request 2: reasoning_sent_back: the answer that called get_weather reasoned first, and "
+        "its sealed reasoning was not sent back with the calls: the real API refuses to go on "
+        "with a reasoning model's tool calls without it"
+    )
+
+
+def test_reasoning_before_a_final_answer_need_not_come_back(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    text = (
+        REASONING_WEATHER
+        + """\
+  - user: And tomorrow?
+    model:
+      - say: Sunny too.
+"""
+    )
+    handle = EndpointHandle(write_scenario(text, name="two-turns"))
+    client = anthropic_client(handle)
+    messages = first_turn()
+    assert anthropic_agent(client, messages) == "It is sunny in Paris today."
+    answer = messages[-1]["content"]
+    assert [block["type"] for block in answer] == ["thinking", "text"]
+    messages[-1] = {"role": "assistant", "content": answer[1:]}  # its thinking left out
+    messages.append({"role": "user", "content": "And tomorrow?"})
+    client.messages.create(model="claude-test", max_tokens=256, system=SYSTEM, messages=messages)
+    result = handle.result()
+    assert [f.message for f in result.failures if f.kind == "invariant"] == []
+    assert {o.name: o.checks for o in result.invariants}["reasoning_sent_back"] == 3
+
+
+def test_reasoning_the_answer_did_not_have_is_not_asked_for(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    text = REASONING_WEATHER.replace(
+        "      - think: The user wants the weather, so I call the tool.\n        call:",
+        "      - call:",
+    )
+    handle = EndpointHandle(write_scenario(text, name="unreasoned"))
+    made_up = {"type": "thinking", "thinking": "Hmm.", "signature": "made up"}
+    anthropic_round_trip(handle, lambda use: [made_up, use])
+    assert reasoning_violations(handle) == []
+
+
+def test_an_answer_dropped_altogether_is_left_to_history_grows(reasoning: Path) -> None:
+    handle = EndpointHandle(reasoning)
+    client = anthropic_client(handle)
+    for _ in range(2):  # the question again, without the answer
+        client.messages.create(model="claude-test", max_tokens=256, messages=first_turn())
+    dropped = [f.message for f in handle.result().failures if f.invariant == "history_grows"]
+    assert dropped == ["request 2: history_grows: conversation item 2 of 2 was dropped"]
+    assert reasoning_violations(handle) == []
 
 
 def test_a_thinking_block_without_its_signature_is_refused_as_the_api_does(

@@ -16,7 +16,7 @@ from agentrig.errors import MissingDependencyError
 
 try:
     from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
+    from jsonschema.exceptions import SchemaError, ValidationError
 except ImportError:  # imported by everything of the endpoint: the message names the extra
     raise MissingDependencyError("jsonschema", "endpoint") from None
 
@@ -37,8 +37,8 @@ class WireView:
 
     request: WireRequest
     expected_history: tuple[Message, ...] | None
-    """The previous request's conversation plus the answer it got; ``None`` for a first request
-    and after a new user turn began."""
+    """The previous request's conversation plus the answer it got (a new user turn carries it
+    too); ``None`` for a first request."""
     repeated: int
     """How many leading items of ``expected_history`` the request repeats unchanged
     (``repeated_prefix``)."""
@@ -61,7 +61,7 @@ class WireView:
         """``repr`` of an offered tool's parameters: the key its remembered verdicts are kept
         under (which tells lists from tuples, 1 from 1.0 from True, and keeps key order);
         worked out once for all the checks."""
-        text = self._schema_texts.get(tool.name)
+        text = self._schema_texts.get(tool.name)  # pragma: no mutate (a cache: a miss is alike)
         if text is None:
             text = self._schema_texts[tool.name] = repr(tool.parameters)
         return text
@@ -110,25 +110,22 @@ def same_item(expected: Message, sent: Message) -> bool:
     call id and content)."""
     if expected.role is not sent.role or expected.content.strip() != sent.content.strip():
         return False
-    if len(expected.tool_calls) != len(sent.tool_calls):
-        return False
-    for wanted, given in zip(expected.tool_calls, sent.tool_calls, strict=True):
-        if (wanted.id, wanted.name) != (given.id, given.name):
-            return False
-        if not json_equal(wanted.arguments, given.arguments):
-            return False
-    if expected.tool_result is None or sent.tool_result is None:
-        return expected.tool_result is None and sent.tool_result is None
-    return (expected.tool_result.call_id, expected.tool_result.content) == (
-        sent.tool_result.call_id,
-        sent.tool_result.content,
-    )
+    return _result(expected) == _result(sent) and json_equal(_calls(expected), _calls(sent))
+
+
+def _calls(message: Message) -> tuple[tuple[str, str, dict[str, Any]], ...]:
+    return tuple((call.id, call.name, call.arguments) for call in message.tool_calls)
+
+
+def _result(message: Message) -> tuple[str, str] | None:
+    result = message.tool_result
+    return None if result is None else (result.call_id, result.content)
 
 
 def repeated_prefix(history: tuple[Message, ...], sent: tuple[Message, ...]) -> int:
     """How many leading items of ``history`` ``sent`` repeats unchanged (``same_item``)."""
     count = 0
-    for expected, given in zip(history, sent, strict=False):
+    for expected, given in zip(history, sent, strict=False):  # pragma: no mutate (the default)
         if expected is not given and not same_item(expected, given):
             break
         count += 1
@@ -167,7 +164,7 @@ def tool_results_answer_calls(view: WireView) -> list[Violation]:
     found: list[Violation] = []
     pending: dict[str, str] = {}
     for index, message in enumerate(view.request.messages, start=1):
-        if message.role is Role.TOOL and message.tool_result is not None:
+        if message.tool_result is not None:  # a TOOL message: the only kind that has one
             call_id = message.tool_result.call_id
             if call_id not in pending:
                 found.append(
@@ -184,9 +181,7 @@ def tool_results_answer_calls(view: WireView) -> list[Violation]:
         if pending:
             where = f"before conversation item {index} ({message.role.value})"
             found.append(_unanswered(pending, where))
-            pending = {}
-        if message.role is Role.ASSISTANT and message.tool_calls:
-            pending = {call.id: call.name for call in message.tool_calls}
+        pending = {call.id: call.name for call in message.tool_calls}  # an assistant's, if any
     if pending:
         found.append(_unanswered(pending, "before this model call"))
     return found
@@ -326,8 +321,12 @@ def tools_as_declared(view: WireView) -> list[Violation]:
 
 
 def _declared_problems(spec: ToolSpec, schema: dict[str, Any], schema_text: str) -> list[str]:
-    key = ("declared", id(spec), schema_text)
-    problems: list[str] = remembered(key, spec, lambda: param_problems(spec, schema))
+    kind = "declared"  # pragma: no mutate (any name no other kind of work has will do)
+    problems: list[str] = remembered(
+        (kind, id(spec), schema_text),
+        spec,  # pragma: no mutate (held so that its id is not reused: no test can force that)
+        lambda: param_problems(spec, schema),
+    )
     return problems
 
 
@@ -336,21 +335,27 @@ def _schema_problem(
 ) -> str | None:
     if not schema:
         return None
-    key = ("arguments", schema_text, repr(arguments))
+    kind = "arguments"  # pragma: no mutate (any name no other kind of work has will do)
+    key = (kind, schema_text, repr(arguments))
     problem: str | None = remembered(key, None, lambda: _validate(schema, arguments))
     return problem
 
 
 def _validate(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+    # The schema is checked first: validated against, an invalid one raises (an unknown type, a
+    # pattern that is no regex) or is read as something else (a "required" that is a string).
     try:
-        validator = Draft202012Validator(schema)
-        error = next(iter(sorted(validator.iter_errors(arguments), key=str)), None)
-    except SchemaError as exc:
-        return f"the offered schema is invalid: {exc.message}"
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:  # never about the whole schema: it is an object, as it must be
+        return f"it is invalid: {_path(exc)}: {exc.message}"
+    error = min(Draft202012Validator(schema).iter_errors(arguments), key=str, default=None)
     if error is None:
         return None
-    at = "/".join(str(part) for part in error.absolute_path)
-    return f"{at or 'arguments'}: {error.message}"
+    return f"{_path(error) or 'arguments'}: {error.message}"
+
+
+def _path(error: ValidationError | SchemaError) -> str:
+    return "/".join(str(part) for part in error.absolute_path)
 
 
 def model_named(view: WireView) -> list[Violation]:
