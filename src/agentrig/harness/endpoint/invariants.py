@@ -110,7 +110,12 @@ def same_item(expected: Message, sent: Message) -> bool:
     call id and content)."""
     if expected.role is not sent.role or expected.content.strip() != sent.content.strip():
         return False
-    return _result(expected) == _result(sent) and json_equal(_calls(expected), _calls(sent))
+    if _result(expected) != _result(sent):
+        return False
+    # Most items call no tool: the JSON walk only when there are calls to compare.
+    return not (expected.tool_calls or sent.tool_calls) or json_equal(
+        _calls(expected), _calls(sent)
+    )
 
 
 def _calls(message: Message) -> tuple[tuple[str, str, dict[str, Any]], ...]:
