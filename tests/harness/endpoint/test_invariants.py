@@ -445,6 +445,7 @@ def test_a_tool_result_sent_back_for_another_call_id_is_an_edit(
     ("change", "observed"),
     [
         (lambda calls: calls.pop(), _item_of_calls((PARIS, "Paris"))),
+        (lambda calls: calls.clear(), {"role": "assistant"}),
         (
             lambda calls: calls[1].update(id="call_9"),
             _item_of_calls((PARIS, "Paris"), ("call_9", "Lyon")),
@@ -460,7 +461,7 @@ def test_a_tool_result_sent_back_for_another_call_id_is_an_edit(
             },
         ),
     ],
-    ids=["a call dropped", "a call id changed", "a tool renamed"],
+    ids=["a call dropped", "every call dropped", "a call id changed", "a tool renamed"],
 )
 def test_tool_calls_sent_back_changed_are_an_edit(
     write_scenario: Callable[[str], Path],
