@@ -67,6 +67,11 @@ SELF_CONTAINED = {
     "endpoint-frameworks.md",
     "record-replay.md",
     "scenario-format.md",
+    "async.md",
+    "snapshots.md",
+    "property-testing.md",
+    "sessions.md",
+    "providers.md",
 }
 """Docs a new user follows in a project of their own: they run in an empty folder, so every file
 their blocks use must be one they write (a ``<!-- file: PATH -->`` block), not a bundled one."""
