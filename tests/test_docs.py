@@ -61,7 +61,18 @@ MARK = re.compile(r"^<!--\s*(.*?)\s*-->$")
 RUNNABLE = {"python", "yaml", "bash", "console", "shell", "sh"}
 DEFAULT_MODULE = "test_example.py"
 DUMMY_ENV = {"OPENAI_API_KEY": "sk-docs-dummy", "ANTHROPIC_API_KEY": "sk-ant-docs-dummy"}
-SELF_CONTAINED = {"tutorial.md", "endpoint.md", "endpoint-frameworks.md", "record-replay.md"}
+SELF_CONTAINED = {
+    "tutorial.md",
+    "endpoint.md",
+    "endpoint-frameworks.md",
+    "record-replay.md",
+    "scenario-format.md",
+    "async.md",
+    "snapshots.md",
+    "property-testing.md",
+    "sessions.md",
+    "providers.md",
+}
 """Docs a new user follows in a project of their own: they run in an empty folder, so every file
 their blocks use must be one they write (a ``<!-- file: PATH -->`` block), not a bundled one."""
 MINIMAL_SCENARIO = "name: fragment\nturns:\n  - user: Hi\n    model: [{say: Hello}]\n"

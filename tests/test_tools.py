@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 from collections.abc import AsyncIterator, Iterator
@@ -378,6 +379,31 @@ class TestUnrecordableValues:
         final = make_agent(llm, [opaque]).execute(start())
         assert final.step_count() == 2
         assert llm.requests[1].messages[-1].content == "Error in tool call: no text for this value"
+        assert final.status() is ExecutionStatus.FAILED
+
+    @pytest.mark.parametrize("path", ["execute", "aexecute"])
+    def test_a_plain_tool_returning_an_unawaited_coroutine_fails_the_call_saying_so(
+        self, make_agent, start, path: str
+    ) -> None:
+        async def lookup(city: str) -> str:
+            return f"sunny in {city}"
+
+        def forgot_await(city: str) -> Any:
+            """Calls an async function without awaiting it."""
+            return lookup(city)
+
+        llm = ScriptedLLM([call("forgot_await", city="Oslo"), reply("sorry")])
+        agent = make_agent(llm, [forgot_await])
+        if path == "execute":
+            final = agent.execute(start())
+        else:
+            final = asyncio.run(agent.aexecute(start()))
+        execution = final.steps()[0].tool_executions[0]
+        assert execution.error_type == "ToolError"
+        message = execution.error_message()
+        assert "tool 'forgot_await' returned a coroutine" in message
+        assert "async def" in message
+        assert "<coroutine object" not in llm.requests[1].messages[-1].content
         assert final.status() is ExecutionStatus.FAILED
 
     def test_a_self_containing_list_is_kept_as_text(self) -> None:

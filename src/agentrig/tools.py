@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import UnionType
-from typing import Annotated, Any, Union, get_args, get_origin, overload
+from typing import Annotated, Any, NoReturn, Union, get_args, get_origin, overload
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
@@ -42,6 +42,7 @@ from agentrig.errors import (
     EventListenerError,
     InvalidToolArgumentsError,
     StepInterrupted,
+    ToolError,
     ToolNotFoundError,
 )
 from agentrig.events import (
@@ -664,6 +665,8 @@ def _success(call: ToolCall, result: Any, started: Any, completed: Any = None) -
         raw, content, usage = result.value, result.content, result.usage
     else:
         raw, content, usage = result, None, ZERO_USAGE
+    if type(raw) not in _JSON_SCALARS and inspect.isawaitable(raw):
+        _unawaited(call, raw)
     if type(raw) not in _JSON_SCALARS and isinstance(raw, Iterator):
         raw = list(raw)  # read once: the stored value and the model's text both come from it
     value = _json_value(raw)
@@ -680,6 +683,17 @@ def _success(call: ToolCall, result: Any, started: Any, completed: Any = None) -
         completed_at=completed or clock.now(),
     )
     return execution
+
+
+def _unawaited(call: ToolCall, value: Any) -> NoReturn:
+    """A plain tool handed back an awaitable (an async function called without ``await``): its
+    text would reach the model as a value, so the call fails instead."""
+    if inspect.iscoroutine(value):
+        value.close()  # never to run: no "was never awaited" warning later
+    raise ToolError(
+        f"tool '{call.name}' returned a {type(value).__name__} instead of a value: it called an "
+        "async function without awaiting it. Make the tool 'async def' and await the call."
+    )
 
 
 _JSON_SCALARS = frozenset({str, int, bool, type(None)})

@@ -440,6 +440,35 @@ def test_a_client_that_cannot_be_built_is_a_configuration_error(
         AnthropicProvider(model="m")
 
 
+def test_no_api_key_anywhere_is_a_configuration_error_when_the_provider_is_built(
+    no_credentials: Any,
+) -> None:
+    # The SDK builds a client without credentials (it fails only when it sends); the provider
+    # refuses at once, as OpenAIProvider does, naming the variable to set.
+    with pytest.raises(ConfigurationError, match=r"no API key.*ANTHROPIC_API_KEY"):
+        AnthropicProvider(model="m")
+
+
+@pytest.mark.parametrize(
+    "credential",
+    [
+        {"ANTHROPIC_API_KEY": "sk-ant-test"},
+        {"ANTHROPIC_AUTH_TOKEN": "token"},
+        {"ANTHROPIC_CUSTOM_HEADERS": "x-api-key: from-a-header"},
+    ],
+)
+def test_any_credential_the_sdk_takes_lets_the_provider_build(
+    no_credentials: Any, credential: dict[str, str]
+) -> None:
+    for name, value in credential.items():
+        no_credentials.setenv(name, value)
+    assert AnthropicProvider(model="m").client is not None
+
+
+def test_an_api_key_passed_needs_no_environment(no_credentials: Any) -> None:
+    assert AnthropicProvider(model="m", api_key="sk-ant-test").client.api_key == "sk-ant-test"
+
+
 def test_an_html_page_instead_of_json_says_to_check_base_url() -> None:
     page = httpx2.Response(
         200, content=b"<html>Welcome</html>", headers={"content-type": "text/html"}

@@ -389,6 +389,24 @@ def test_store_and_include(options: dict[str, Any], store: bool, include: Any) -
 
 
 @pytest.mark.parametrize(
+    ("include", "message"),
+    [
+        ("reasoning.encrypted_content", "write include=['reasoning.encrypted_content']"),
+        (3, "got 3"),
+        ([""], "got ['']"),
+        (["reasoning.encrypted_content", None], "a list of names such as"),
+    ],
+)
+def test_an_include_that_is_not_a_list_of_names_is_a_configuration_error(
+    include: Any, message: str
+) -> None:
+    # A bare string was sent letter by letter: "include": ["r", "e", "a", ...].
+    with pytest.raises(ConfigurationError) as raised:
+        OpenAIResponsesProvider(client=object(), model="gpt-5-mini", include=include)
+    assert message in str(raised.value)
+
+
+@pytest.mark.parametrize(
     ("choice", "sent"),
     [
         ("none", "none"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agentrig import ConfigurationError, InvalidInputError, Usage
@@ -54,3 +56,9 @@ def test_a_bad_price_given_as_a_dict_names_the_model_and_field() -> None:
     with pytest.raises(InvalidInputError, match=r"gpt-4o.*output") as raised:
         PriceTable({"gpt-4o": {"input": 1, "outptu": 2}})
     assert raised.value.field == "prices['gpt-4o'].output"
+
+
+@pytest.mark.parametrize("prices", [[("gpt-4o", {"input": 1.0, "output": 2.0})], None, "gpt-4o"])
+def test_prices_that_are_not_a_mapping_are_refused_naming_the_argument(prices: Any) -> None:
+    with pytest.raises(InvalidInputError, match="prices: expected a mapping of model name"):
+        PriceTable(prices)

@@ -228,6 +228,16 @@ class TestFunctionLLMMistakes:
         assert reason in str(raised.value)
         assert raised.value.turn == 2
 
+    @pytest.mark.parametrize("function", ["hello", None, [reply("hi")]])
+    def test_something_that_is_not_a_function_is_refused_when_built(self, function: Any) -> None:
+        # It used to fail at the first call, as "'str' object is not callable".
+        with pytest.raises(InvalidScriptError) as raised:
+            FunctionLLM(function)
+        message = str(raised.value)
+        assert message.startswith("FunctionLLM: expected a function of the request")
+        assert f"got {type(function).__name__}" in message
+        assert "ScriptedLLM" in message
+
     def test_a_call_whose_function_raised_is_recorded(self) -> None:
         def answers(request: InferenceRequest) -> str:
             raise ZeroDivisionError("boom")

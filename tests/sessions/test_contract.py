@@ -3,16 +3,22 @@ listing, and lossless round trips of states the real loop produced."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from agentrig import (
     AgentState,
+    FileSessionStore,
+    InMemorySessionStore,
     InvalidInputError,
     SessionConflictError,
     SessionError,
     SessionExistsError,
     SessionNotFoundError,
     SessionStore,
+    SqliteSessionStore,
     StoredSession,
 )
 from agentrig.fakes import FakeClock, ScriptedLLM, reply
@@ -260,3 +266,21 @@ def test_threads_sharing_a_store_lose_no_update(store: SessionStore, increment, 
     in_threads(lambda: increment(store, "counter", 10), 3)
     final = store.load("counter")
     assert (final.version, final.state.metadata()["count"]) == (31, 30)
+
+
+@pytest.mark.parametrize("clock", ["utc", 0, object()])
+@pytest.mark.parametrize("kind", ["memory", "file", "sqlite"])
+def test_a_clock_without_now_is_refused_when_the_store_is_opened(
+    tmp_path: Path, kind: str, clock: object
+) -> None:
+    # It used to fail at the first create: AttributeError: 'str' object has no attribute 'now'.
+    opens: dict[str, Any] = {
+        "memory": lambda: InMemorySessionStore(clock=clock),  # type: ignore[arg-type]
+        "file": lambda: FileSessionStore(tmp_path / "sessions", clock=clock),  # type: ignore[arg-type]
+        "sqlite": lambda: SqliteSessionStore(tmp_path / "s.db", clock=clock),  # type: ignore[arg-type]
+    }
+    with pytest.raises(InvalidInputError) as raised:
+        opens[kind]()
+    message = str(raised.value)
+    assert "clock: expected a Clock (an object with now())" in message
+    assert "FakeClock()" in message

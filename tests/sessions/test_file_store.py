@@ -74,6 +74,31 @@ class TestLayout:
             FileSessionStore(path)
         assert str(path) in str(raised.value)
 
+    @pytest.mark.parametrize("errno_name", ["EACCES", "EROFS", "ENOENT"])
+    def test_a_directory_that_cannot_be_created_is_a_session_error(
+        self, tmp_path: Path, start, monkeypatch: pytest.MonkeyPatch, errno_name: str
+    ) -> None:
+        # Simulated: the suite may run as root, whom a read-only folder does not stop.
+        import errno
+
+        code = getattr(errno, errno_name)
+        path = tmp_path / "read-only" / "sessions"
+
+        def refuse(self: Path, *args: object, **kwargs: object) -> None:
+            raise OSError(code, os.strerror(code), str(self))
+
+        monkeypatch.setattr(Path, "mkdir", refuse)
+        with pytest.raises(SessionError, match="cannot be created") as raised:
+            FileSessionStore(path)
+        assert str(path) in str(raised.value)
+        assert os.strerror(code) in str(raised.value)
+        monkeypatch.undo()
+        store = FileSessionStore(path)
+        shutil.rmtree(path)
+        monkeypatch.setattr(Path, "mkdir", refuse)
+        with pytest.raises(SessionError, match="cannot be created"):
+            store.create(start())
+
     def test_a_directory_removed_after_opening_is_made_again_on_write(
         self, file_store: FileSessionStore, directory: Path, start
     ) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from agentrig import (
     AgentState,
+    InvalidInputError,
     SessionConflictError,
     SessionCorruptError,
     SessionError,
@@ -226,6 +227,15 @@ class TestConcurrency:
 
 
 class TestUsage:
+    @pytest.mark.parametrize("timeout", ["5", -1, float("nan"), True, None])
+    def test_a_timeout_that_is_not_seconds_is_refused_naming_it(
+        self, tmp_path: Path, timeout: object
+    ) -> None:
+        # A string used to escape from sqlite3.connect as "TypeError: must be real number".
+        with pytest.raises(InvalidInputError, match="timeout: expected a number of seconds >= 0"):
+            SqliteSessionStore(tmp_path / "sessions.db", timeout=timeout)  # type: ignore[arg-type]
+        assert not (tmp_path / "sessions.db").exists()
+
     def test_a_closed_store_says_so_and_how_to_go_on(
         self, sqlite_store: SqliteSessionStore, stored: StoredSession, db_path: Path
     ) -> None:

@@ -93,6 +93,13 @@ class AnthropicProvider(SdkProvider):
                     f"cannot build the Anthropic client: {error} "
                     "(set ANTHROPIC_API_KEY, or pass api_key= or a ready client=)"
                 ) from None
+            if not _has_credentials(client):
+                # The SDK builds a client without credentials and fails only when it sends;
+                # the OpenAI SDK refuses at once, and so does this provider.
+                raise ConfigurationError(
+                    "cannot build the Anthropic client: no API key "
+                    "(set ANTHROPIC_API_KEY, or pass api_key= or a ready client=)"
+                )
         self.client = client
         self.async_client = async_client
         self.model = model
@@ -322,6 +329,15 @@ class _Assembler:
             arguments = parse_arguments(joined) if joined.strip() else dict(tool["input"] or {})
             calls.append(tool_call("anthropic", len(calls), tool["id"], tool["name"], arguments))
         return tuple(calls)
+
+
+def _has_credentials(client: Any) -> bool:
+    """Whether an SDK client has any way to authenticate: a key, a token, a credentials
+    provider (a profile, workload identity) or an auth header of its own."""
+    if client.api_key or client.auth_token or getattr(client, "credentials", None) is not None:
+        return True
+    headers = {name.lower() for name in client.default_headers}
+    return bool(headers & {"x-api-key", "authorization"})
 
 
 def _system(request: InferenceRequest) -> str:

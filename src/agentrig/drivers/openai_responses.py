@@ -100,7 +100,7 @@ class OpenAIResponsesProvider(SdkProvider):
         self.stream = stream
         self.prices = prices
         self.store = store
-        self.include: tuple[str, ...] | None = tuple(include) if include is not None else None
+        self.include: tuple[str, ...] | None = None if include is None else _include(include)
 
     def _build(self, kind: str) -> Any:
         try:
@@ -563,3 +563,20 @@ def _text_format(response_format: JsonObject) -> JsonObject:
         "name": name if isinstance(name, str) else "response",
         "schema": response_format,
     }
+
+
+def _include(include: object) -> tuple[str, ...]:
+    """``include=`` as the API's list of names; a bare string (read letter by letter) or an item
+    that is not a name is a ``ConfigurationError``."""
+    if isinstance(include, str):
+        raise ConfigurationError(
+            f"OpenAIResponsesProvider include= is a list of names, got the string {include!r}: "
+            f"write include=[{include!r}]"
+        )
+    items = tuple(include) if isinstance(include, Iterable) else None
+    if items is None or not all(isinstance(item, str) and item for item in items):
+        raise ConfigurationError(
+            f"OpenAIResponsesProvider include= is a list of names such as "
+            f"['reasoning.encrypted_content'], got {include!r}"
+        )
+    return items

@@ -72,6 +72,10 @@ class PriceTable:
     def __init__(
         self, prices: Mapping[str, ModelPrice | Mapping[str, float]], *, strict: bool = False
     ) -> None:
+        if not isinstance(prices, Mapping):
+            problem = "expected a mapping of model name to price, such as {'gpt-4o-mini': "
+            problem += f"{{'input': 0.15, 'output': 0.6}}}}, got {type(prices).__name__}"
+            raise InvalidInputError("PriceTable", [("prices", problem)])
         self._prices = {model: _model_price(model, price) for model, price in prices.items()}
         self._by_length = sorted(self._prices, key=len, reverse=True)
         self.strict = strict

@@ -444,6 +444,13 @@ class FunctionLLM(_Recorder):
         clock: FakeClock | None = None,
     ) -> None:
         super().__init__(clock)
+        if not callable(function):
+            raise InvalidScriptError(
+                None,
+                f"expected a function of the request returning the answer, got "
+                f"{type(function).__name__} {function!r} (for fixed answers, use ScriptedLLM)",
+                where="FunctionLLM",
+            )
         self.function = function
         self.name = getattr(function, "__name__", "FunctionLLM")
 

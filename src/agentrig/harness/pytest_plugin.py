@@ -259,6 +259,34 @@ def _agentrig_block_real_llm_calls(request: pytest.FixtureRequest) -> Iterator[N
         )
 
 
+@pytest.fixture(autouse=True)
+def _agentrig_http_cassette_misses(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A pytest-recording test (``@pytest.mark.vcr``) whose cassette agentrig configured fails
+    when a request matched no recorded interaction, even when the agent loop caught the error
+    and recorded a failed step, as ``use_http_cassette`` does when its block ends."""
+    cassette = None
+    if request.node.get_closest_marker("vcr") is not None and "vcr" in request.fixturenames:
+        cassette = request.getfixturevalue("vcr")
+    if cassette is None:
+        yield
+        return
+    from agentrig.harness.cassettes import http as http_cassettes
+
+    if not http_cassettes.is_configured(cassette):
+        yield
+        return
+    misses = http_cassettes.record_misses(cassette)
+    yield
+    if misses:
+        path = getattr(cassette, "_path", "the cassette")
+        pytest.fail(
+            f"{len(misses)} request(s) matched no recorded interaction of {path}, although the "
+            f"test went on (the agent loop records a provider error as a failed step); the "
+            f"first:\n{misses[0]}",
+            pytrace=False,
+        )
+
+
 @pytest.fixture
 def agentrig_builder() -> object:
     """The agent that collected scenario files run: override it in ``conftest.py`` to return an

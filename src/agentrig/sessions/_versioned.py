@@ -22,6 +22,12 @@ class VersionedStore(ABC):
     """A ``SessionStore`` whose subclasses only read, write and lock stored sessions."""
 
     def __init__(self, clock: Clock | None) -> None:
+        if clock is not None and not callable(getattr(clock, "now", None)):
+            reason = (
+                f"expected a Clock (an object with now()), got {type(clock).__name__} {clock!r}: "
+                "pass FakeClock() in tests, or leave it out for the system clock"
+            )
+            raise InvalidInputError(f"{type(self).__name__} argument", [("clock", reason)])
         self._clock: Clock = clock if clock is not None else SystemClock()
 
     # --- the SessionStore API ---------------------------------------------------------------

@@ -61,6 +61,14 @@ class FileSessionStore(VersionedStore):
                 f"Session directory {str(self.directory)!r} is not a directory (a file is in "
                 "the way): pass the path of a directory, or move the file.",
             ) from None
+        except OSError as error:  # a read-only or missing parent, a path the system refuses
+            reason = error.strerror or str(error)
+            raise SessionError(
+                "",
+                f"Session directory {str(self.directory)!r} cannot be created ({reason}: "
+                f"{error.filename or self.directory}): pass the path of a folder you may "
+                "write to.",
+            ) from None
 
     @contextmanager
     def _write_lock(self, session_id: str) -> Iterator[None]:

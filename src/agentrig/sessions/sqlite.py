@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 import threading
@@ -12,7 +13,12 @@ from types import TracebackType
 from typing import Any, Self
 
 from agentrig.clock import Clock
-from agentrig.errors import SessionConflictError, SessionCorruptError, SessionError
+from agentrig.errors import (
+    InvalidInputError,
+    SessionConflictError,
+    SessionCorruptError,
+    SessionError,
+)
 from agentrig.sessions._document import (
     Header,
     header_from,
@@ -82,6 +88,14 @@ class SqliteSessionStore(VersionedStore):
         timeout: float = 30.0,
     ) -> None:
         super().__init__(clock)
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not math.isfinite(timeout)
+            or timeout < 0
+        ):
+            reason = f"expected a number of seconds >= 0, got {timeout!r}"
+            raise InvalidInputError("SqliteSessionStore argument", [("timeout", reason)])
         self.path = os.fspath(path)
         self._timeout = timeout
         self._closed = False

@@ -510,6 +510,50 @@ def test_pytest_recording_replays_with_the_documented_setup(
     pytester.runpytest("--record-mode=none", "-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
+RECORDING_CONFTEST = """
+import pytest
+from agentrig.harness.cassettes import http as http_cassettes
+
+def pytest_recording_configure(config, vcr):
+    http_cassettes.configure_vcr(vcr)
+
+@pytest.fixture(scope="module")
+def vcr_config():
+    return http_cassettes.vcr_config()
+"""
+
+
+def test_a_miss_the_agent_loop_swallowed_fails_a_pytest_recording_test(
+    pytester: pytest.Pytester,
+) -> None:
+    """Without it, a test that checks little passes with a run that never got an answer."""
+    pytest.importorskip("pytest_recording")
+    pytester.makeconftest(RECORDING_CONFTEST)
+    pytester.makepyfile(
+        """
+        import pytest
+        from agentrig import AgentBuilder, AgentState, UseLlmConfig
+        from agentrig.drivers import OpenAIProvider
+
+        @pytest.mark.vcr
+        def test_no_cassette_yet():
+            provider = OpenAIProvider(api_key="sk", model="gpt-4o-mini", max_retries=0)
+            agent = AgentBuilder.base().with_capability(UseLlmConfig(provider)).build()
+            final = agent.execute(AgentState().with_user_message("Hi"))
+            assert final.status().value == "failed"  # the test checks nothing else
+
+        def test_without_a_cassette_is_left_alone():
+            assert True
+        """
+    )
+    result = pytester.runpytest("--record-mode=none", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, errors=1)
+    output = result.stdout.str()
+    assert "1 request(s) matched no recorded interaction of" in output
+    assert "test_no_cassette_yet.yaml" in output
+    assert "the cassette doesn't exist" in output
+
+
 BLOCKED_TESTS = """
 import pytest
 from agentrig import AgentBuilder, AgentState, InferenceRequest, Messages, ProviderError, RealLlmCallBlockedError, UseLlmConfig

@@ -60,6 +60,11 @@ class TestArgumentValidation:
             (lambda: ars.scripts(min_steps=2, max_steps=1), "smaller than min_steps=2"),
             (lambda: ars.scenarios(max_turns=0), "max_turns=0 is smaller than max_turns=1"),
             (lambda: ars.scenarios(tools={"t": {}}), "expected a mapping of tool name to ToolSpec"),
+            (lambda: ars.scenarios(expectations="yes"), "expected True or False, got 'yes'"),
+            (
+                lambda: ars.scenarios(tools={}, outcomes=("return", "explode")),
+                "expected a non-empty selection of: return, raise, stop; got",
+            ),
             (lambda: ars.llm_turns(invalid_arguments="yes"), "expected True or False"),
             (lambda: ars.tool_calls(names="search"), r"write names=\['search'\]"),
             (lambda: ars.messages(roles="user"), r"write roles=\['user'\]"),

@@ -13,6 +13,7 @@ import agentrig as ar
 from agentrig.harness import load_scenario, run_scenario
 from agentrig.harness.cli import app
 from agentrig.harness.runner import final_states
+from agentrig.harness.scenarios.user_agent import resolve_builder
 
 _modules = itertools.count()
 
@@ -192,6 +193,26 @@ def test_a_module_whose_own_import_is_missing_names_that_import_not_the_path(
 def test_a_malformed_reference_is_a_file_error_with_a_hint(tmp_path: Path) -> None:
     with pytest.raises(ar.AgentrigError, match=r"agent\.builder: .*'package\.module:function'"):
         load_scenario(scenario_file(tmp_path, "just a name"))
+
+
+@pytest.mark.parametrize(
+    ("reference", "hint"),
+    [
+        ("my_agent.agent.build", "e.g. 'my_agent.agent:build'"),  # a dot where the colon goes
+        ("my_agent.agent", "e.g. 'my_agent:agent'"),  # the module alone
+        ("my_agent.agent:", "write 'package.module:function'"),
+        ("my agent:build", "write 'package.module:function'"),
+    ],
+)
+def test_a_malformed_reference_given_in_python_is_a_configuration_error_with_a_hint(
+    reference: str, hint: str
+) -> None:
+    """``AgentMachine.agent_builder`` is no scenario file: nothing checked the reference before."""
+    with pytest.raises(ar.ConfigurationError) as raised:
+        resolve_builder(reference)
+    message = str(raised.value)
+    assert f"builder {reference!r} is not a reference" in message
+    assert hint in message
 
 
 # --- the system prompt ---------------------------------------------------------------------

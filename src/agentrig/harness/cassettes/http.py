@@ -717,7 +717,7 @@ def use_http_cassette(
             raise
         except ValueError as error:  # what deserialize() refuses
             raise HttpCassetteFileError(where, str(error)) from None
-        misses = _record_misses(cassette)
+        misses = record_misses(cassette)
         yield cassette
     if record_mode != "none" or not check_all_played:
         return
@@ -727,9 +727,9 @@ def use_http_cassette(
         raise UnplayedInteractionsError(where, unplayed(cassette), len(cassette))
 
 
-def _record_misses(cassette: Any) -> list[str]:
+def record_misses(cassette: Any) -> list[str]:
     """Note vcrpy's report of every request the cassette cannot answer (it raises it to the SDK,
-    which the caller may swallow)."""
+    which the caller may swallow): the returned list fills as the cassette plays."""
     from vcr.errors import CannotOverwriteExistingCassetteException
 
     misses: list[str] = []
@@ -746,6 +746,12 @@ def _record_misses(cassette: Any) -> list[str]:
 
     cassette.can_play_response_for = noting
     return misses
+
+
+def is_configured(cassette: Any) -> bool:
+    """Whether vcrpy's ``cassette`` was opened through a ``VCR`` that :func:`configure_vcr`
+    set up (its strict persister is agentrig's)."""
+    return bool(getattr(getattr(cassette, "_persister", None), "agentrig_strict", False))
 
 
 def unplayed(cassette: Any) -> list[str]:

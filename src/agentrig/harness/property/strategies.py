@@ -713,17 +713,15 @@ def scenarios(
     _sizes("max_turns", 1, "max_turns", max_turns)
     _int("max_steps", max_steps)
     modes = _choices("trace_modes", trace_modes, ("separated", "inline"))
+    expect = _flag("expectations", expectations)
+    drawn = tool_specs(outcomes=outcomes)  # checks ``outcomes`` even when ``tools`` fixes them
     fixed = None if tools is None else _tool_specs(tools)
     drawn_tools = (
         st.just(fixed)
         if fixed is not None
-        else st.dictionaries(identifiers(max_size=10), tool_specs(outcomes=outcomes), max_size=3)
+        else st.dictionaries(identifiers(max_size=10), drawn, max_size=3)
     )
-    return drawn_tools.flatmap(
-        lambda specs: _scenario(
-            specs, max_turns, max_steps, modes, _flag("expectations", expectations)
-        )
-    )
+    return drawn_tools.flatmap(lambda specs: _scenario(specs, max_turns, max_steps, modes, expect))
 
 
 def _tool_specs(tools: object) -> dict[str, ToolSpec]:

@@ -10,10 +10,12 @@ builder's: that needs ``system_prompt_override: true``.
 
 from __future__ import annotations
 
+import re
+
 from agentrig import AgentBuilder, UseContextConfig
 from agentrig._text import clipped
 from agentrig.errors import ConfigurationError
-from agentrig.harness.scenarios.model import Scenario
+from agentrig.harness.scenarios.model import BUILDER_REFERENCE_PATTERN, Scenario
 from agentrig.harness.scenarios.user_code import (
     describe_failure,
     import_user_module,
@@ -64,8 +66,10 @@ def resolve_builder(reference: str) -> AgentBuilder:
     no arguments) or names (``"package.module:builder"``). The module is imported like a
     ``--plugin`` module: from the Python path, then the current folder. Raises
     ``ConfigurationError`` saying what failed and where."""
-    module_name, _, attribute = reference.partition(":")
     where = f"builder {reference!r}"
+    if not isinstance(reference, str) or not re.match(BUILDER_REFERENCE_PATTERN, reference):
+        raise ConfigurationError(f"{where} is not a reference{_reference_hint(reference)}")
+    module_name, _, attribute = reference.partition(":")
     try:
         module = import_user_module(module_name)
     except ModuleNotFoundError as error:
@@ -104,3 +108,12 @@ def resolve_builder(reference: str) -> AgentBuilder:
             "builder itself, before build())"
         )
     return made
+
+
+def _reference_hint(reference: object) -> str:
+    """What to write instead of a malformed builder reference."""
+    hint = ": write 'package.module:function' (the module's dotted name, a colon, the function)"
+    if isinstance(reference, str) and ":" not in reference and "." in reference.strip("."):
+        module_name, _, attribute = reference.rpartition(".")
+        hint += f", e.g. {module_name + ':' + attribute!r}"
+    return hint
