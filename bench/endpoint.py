@@ -195,7 +195,7 @@ def peer(
         client, context, cleanup = load()
         detail = f"{name} {version(name)}"
     except (ImportError, PackageNotFoundError):
-        reason = f"{name} not installed (pip install 'agentrig[bench]')"
+        reason = f"{name} not installed (pip install -e '.[bench]')"
     except peers.CannotServe as error:
         reason = str(error)
     else:

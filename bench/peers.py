@@ -36,7 +36,7 @@ SIZES = (10, 100, 300, 1000)
 QUICK_SIZES = (3, 5)
 REPEATS = 3
 QUICK_REPEATS = 1
-INSTALL_HINT = "pip install 'agentrig[bench]'"
+INSTALL_HINT = "pip install -e '.[bench]'"
 REFERENCE_FASTEST_PEER_US = {10: 2000.0, 300: 3100.0}
 """µs/step of the fastest peer on issue #5's reference 2-core machine, at the N it quotes."""
 

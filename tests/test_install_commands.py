@@ -14,6 +14,8 @@ import pytest
 
 ROOT = Path(__file__).parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SOURCES = sorted((ROOT / "src").rglob("*.py")) + sorted((ROOT / "bench").glob("*.py"))
+"""The code whose messages and docstrings tell a user what to install."""
 FROM_AN_INDEX = re.compile(r"pip install\s+(?:-\S+\s+)*['\"]?agentrig(?:\[[^\]]*\])?(?=['\"\s`]|$)")
 
 
@@ -25,6 +27,15 @@ def index_installs(text: str) -> list[str]:
 @pytest.mark.parametrize("doc", DOCS, ids=[str(doc.relative_to(ROOT)) for doc in DOCS])
 def test_no_doc_installs_agentrig_from_a_package_index(doc: Path) -> None:
     assert index_installs(doc.read_text(encoding="utf-8")) == []
+
+
+def test_no_message_or_docstring_installs_agentrig_from_a_package_index() -> None:
+    found = {
+        str(path.relative_to(ROOT)): lines
+        for path in SOURCES
+        if (lines := index_installs(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}
 
 
 @pytest.mark.parametrize(

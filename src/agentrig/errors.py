@@ -307,12 +307,19 @@ class RealLlmCallBlockedError(ProviderError):
 
 
 class MissingDependencyError(AgentrigError, ImportError):
-    """An optional dependency is missing; the message names the extra to install."""
+    """An optional dependency is missing; the message names the package and the extra that
+    brings it (``install_hint``)."""
 
     def __init__(self, package: str, extra: str) -> None:
         self.package = package
         self.extra = extra
-        super().__init__(f"{package} is not installed: pip install 'agentrig[{extra}]'")
+        super().__init__(f"{package} is not installed: {install_hint(package, extra)}")
+
+
+def install_hint(package: str, extra: str) -> str:
+    """How to install ``package``, which agentrig's ``extra`` brings: by itself from the package
+    index, or with agentrig installed again from its checkout (agentrig is not on an index)."""
+    return f"pip install '{package}', or agentrig with its extra: pip install './agentrig[{extra}]'"
 
 
 class StepInterrupted(AgentrigError):  # carries ``error``; never the run's outcome

@@ -111,7 +111,7 @@ def test_peers_skip_what_is_not_installed() -> None:
     )
     output = run_script("-c", start)
     for peer in PEERS:
-        assert f"skipped: {peer} not installed (pip install 'agentrig[bench]')" in output
+        assert f"skipped: {peer} not installed (pip install -e '.[bench]')" in output
     assert "no peer ran" in output
 
 
@@ -174,7 +174,7 @@ class TestEndpointPeers:
 
     def test_not_installed(self) -> None:
         reason = self.skip_reason(ImportError("No module named 'llm_mock'"))
-        assert reason == "llm-mock not installed (pip install 'agentrig[bench]')"
+        assert reason == "llm-mock not installed (pip install -e '.[bench]')"
 
     def test_cannot_serve_the_workload(self) -> None:
         error = load_script("endpoint").peers.CannotServe(

@@ -314,5 +314,8 @@ def test_the_snapshot_fixture_without_syrupy_fails_saying_what_to_install(
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
     output = result.stdout.str()
-    assert "syrupy is not installed: pip install 'agentrig[syrupy]'" in output
+    assert (
+        "syrupy is not installed: pip install 'syrupy', or agentrig with its extra: "
+        "pip install './agentrig[syrupy]'"
+    ) in output
     assert "MissingDependencyError" not in output  # a message, not a traceback

@@ -1,6 +1,6 @@
 """``AnthropicProvider``: the Anthropic Messages API through the ``anthropic`` SDK.
 
-Needs the ``anthropic`` extra: ``pip install 'agentrig[anthropic]'``. The SDK is imported when a
+Needs the ``anthropic`` extra: ``pip install './agentrig[anthropic]'`` from a checkout. The SDK is imported when a
 provider is built, never by ``import agentrig``.
 """
 

@@ -1,6 +1,6 @@
 """``OpenAIProvider``: OpenAI Chat Completions (or any compatible API) through the ``openai`` SDK.
 
-Needs the ``openai`` extra: ``pip install 'agentrig[openai]'``. The SDK is imported when a
+Needs the ``openai`` extra: ``pip install './agentrig[openai]'`` from a checkout. The SDK is imported when a
 provider is built, never by ``import agentrig``.
 """
 

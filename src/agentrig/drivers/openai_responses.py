@@ -1,7 +1,7 @@
 """``OpenAIResponsesProvider``: the OpenAI Responses API (``POST /v1/responses``) through the
 ``openai`` SDK, sync (``infer``) and async (``ainfer``), whole or streamed.
 
-Needs the ``openai`` extra: ``pip install 'agentrig[openai]'``. The SDK is imported when a
+Needs the ``openai`` extra: ``pip install './agentrig[openai]'`` from a checkout. The SDK is imported when a
 provider is built, never by ``import agentrig``.
 """
 

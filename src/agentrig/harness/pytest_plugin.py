@@ -92,9 +92,10 @@ def _configure_hypothesis(config: pytest.Config) -> None:
     from importlib.util import find_spec
 
     if find_spec("hypothesis") is None:
-        raise pytest.UsageError(
-            "--agentrig-deep needs hypothesis: pip install 'agentrig[hypothesis]'"
-        )
+        from agentrig.errors import install_hint
+
+        hint = install_hint("hypothesis", "hypothesis")
+        raise pytest.UsageError(f"--agentrig-deep needs hypothesis: {hint}")
     from agentrig.harness.property.profiles import load_profile, register_profiles
 
     register_profiles()

@@ -33,7 +33,10 @@ def test_a_missing_package_names_itself_and_the_extra(
     monkeypatch.setitem(sys.modules, module, None)  # makes ``import module`` fail
     with pytest.raises(MissingDependencyError) as caught:
         require_extra(extra)  # type: ignore[arg-type]
-    assert str(caught.value) == f"{package} is not installed: pip install 'agentrig[{named}]'"
+    assert str(caught.value) == (
+        f"{package} is not installed: pip install '{package}', or agentrig with its extra: "
+        f"pip install './agentrig[{named}]'"
+    )
 
 
 def test_everything_installed_passes() -> None:
@@ -50,7 +53,11 @@ def test_serve_without_the_serve_extra_exits_2_saying_what_to_install(
     result = CliRunner().invoke(app, ["serve", str(scenario)])
     assert result.exit_code == 2, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
-    assert "uvicorn is not installed: pip install 'agentrig[serve]'" in result.output
+    said = " ".join(result.output.split())
+    assert (
+        "uvicorn is not installed: pip install 'uvicorn', or agentrig with its extra: "
+        "pip install './agentrig[serve]'" in said
+    )
 
 
 def test_a_live_handle_without_the_serve_extra_says_what_to_install(
@@ -59,7 +66,7 @@ def test_a_live_handle_without_the_serve_extra_says_what_to_install(
     scenario = tmp_path / "weather.scenario.yaml"
     scenario.write_text(WEATHER, encoding="utf-8")
     monkeypatch.setitem(sys.modules, "starlette", None)
-    with pytest.raises(MissingDependencyError, match=r"pip install 'agentrig\[serve\]'"):
+    with pytest.raises(MissingDependencyError, match=r"pip install '\./agentrig\[serve\]'"):
         EndpointHandle(scenario, live=True)
 
 
@@ -80,8 +87,18 @@ def test_uses_the_endpoint(agentrig_endpoint):
 @pytest.mark.parametrize(
     ("module", "live", "message"),
     [
-        ("jsonschema", False, "jsonschema is not installed: pip install 'agentrig[endpoint]'"),
-        ("uvicorn", True, "uvicorn is not installed: pip install 'agentrig[serve]'"),
+        (
+            "jsonschema",
+            False,
+            "jsonschema is not installed: pip install 'jsonschema', or agentrig with its extra: "
+            "pip install './agentrig[endpoint]'",
+        ),
+        (
+            "uvicorn",
+            True,
+            "uvicorn is not installed: pip install 'uvicorn', or agentrig with its extra: "
+            "pip install './agentrig[serve]'",
+        ),
     ],
 )
 def test_the_fixture_fails_the_test_with_the_extra_to_install(

@@ -18,4 +18,7 @@ def test_importing_the_strategies_without_hypothesis_names_the_extra(
     monkeypatch.setitem(sys.modules, "hypothesis", None)  # makes ``import hypothesis`` fail
     with pytest.raises(MissingDependencyError) as caught:
         importlib.import_module("agentrig.harness.property.strategies")
-    assert str(caught.value) == "hypothesis is not installed: pip install 'agentrig[hypothesis]'"
+    assert str(caught.value) == (
+        "hypothesis is not installed: pip install 'hypothesis', or agentrig with its extra: "
+        "pip install './agentrig[hypothesis]'"
+    )

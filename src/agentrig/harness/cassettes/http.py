@@ -31,7 +31,7 @@ With pytest-recording, in ``conftest.py``::
     def vcr_config():
         return http_cassettes.vcr_config()
 
-Needs ``vcrpy`` (``pip install 'agentrig[vcr]'``).
+Needs ``vcrpy`` (``pip install './agentrig[vcr]'`` from a checkout).
 """
 
 from __future__ import annotations

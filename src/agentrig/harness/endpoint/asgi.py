@@ -1,6 +1,6 @@
 """The endpoint as an ASGI application (starlette), for uvicorn or any ASGI server.
 
-Needs the ``serve`` extra: ``pip install 'agentrig[serve]'``.
+Needs the ``serve`` extra: ``pip install './agentrig[serve]'`` from a checkout.
 """
 
 from __future__ import annotations

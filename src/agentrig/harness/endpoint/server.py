@@ -1,6 +1,6 @@
 """A live endpoint on loopback: uvicorn serving the endpoint's ASGI app from a background thread.
 
-Needs the ``serve`` extra: ``pip install 'agentrig[serve]'``.
+Needs the ``serve`` extra: ``pip install './agentrig[serve]'`` from a checkout.
 """
 
 from __future__ import annotations
