@@ -118,7 +118,8 @@ def run(
     """Run scenario files; exit 0 only when every selected scenario passes. A file that does
     not load is reported as an error case and the others run; the exit code is then 2. Ctrl-C,
     SIGTERM or SIGHUP stop the run: the reports hold what finished and an error case for each
-    scenario that did not; the exit code is 128 + the signal's number (130, 143, 129)."""
+    scenario that did not (while the scenarios load, none ran: no reports); the exit code is
+    128 + the signal's number (130, 143, 129)."""
     from agentrig.harness.reporting import get_writer
     from agentrig.harness.scenarios.loader import load_suite
     from agentrig.harness.scenarios.selection import parse_shard, select, shard_of
@@ -126,16 +127,25 @@ def run(
     from agentrig.harness.suites.suite import run_suite
 
     try:
-        load_plugins(plugin or ())
-        for name in report or ():
-            get_writer(name)  # an unknown format is a usage error before anything runs
-        part = parse_shard(shard) if shard else None
-        suite = load_suite(_existing(paths, "run"))
-        loaded = suite.scenarios
-        matching = select(loaded, keyword=keyword)
-        scenarios = select(matching, shard=part) if part else matching
+        with interrupted_by_signals():
+            load_plugins(plugin or ())
+            for name in report or ():
+                get_writer(name)  # an unknown format is a usage error before anything runs
+            part = parse_shard(shard) if shard else None
+            suite = load_suite(_existing(paths, "run"))
+            loaded = suite.scenarios
+            matching = select(loaded, keyword=keyword)
+            scenarios = select(matching, shard=part) if part else matching
     except AgentrigError as error:
         _fail_usage(error)
+    except KeyboardInterrupt as stop:  # before any scenario ran: there is nothing to report
+        name, number = stopping_signal(stop)
+        errors.print(
+            f"[yellow]interrupted by {_shown_signal(name)} while loading the scenarios: none "
+            "ran; no reports written[/]",
+            soft_wrap=True,
+        )
+        raise typer.Exit(128 + number) from None
     # A file that did not load has no name or tags to select by: every -k run reports it, and
     # one shard of a matrix (by its path) does.
     broken = shard_of(suite.broken, part, key=lambda error: error.path)

@@ -295,3 +295,41 @@ def _live_members(group: int) -> list[str]:
     return [
         line for line in listed if line.split()[:1] == [str(group)] and "Z" not in line.split()[1]
     ]
+
+
+@pytest.mark.parametrize(
+    ("stop", "said"), [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "Ctrl-C (SIGINT)")]
+)
+def test_a_stopping_signal_while_loading_says_so_and_writes_no_report(
+    tmp_path: Path, stop: signal.Signals, said: str
+) -> None:
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    loading = tmp_path / "loading"
+    # A plugin whose import takes as long as the test wants: the run is still loading.
+    (plugins / "slow_plugin.py").write_text(
+        f"import pathlib, time\npathlib.Path({str(loading)!r}).touch()\ntime.sleep(600)\n",
+        "utf-8",
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugins), *sys.path])}
+    # Ctrl-C as at a terminal, even when this test runs in a background job (which ignores it)
+    main = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    command = [sys.executable, "-c", main + "from agentrig.harness.cli import main; main()"]
+    reports = tmp_path / "r"
+    arguments = [str(suite(tmp_path / "s", 2)), "--plugin", "slow_plugin", "--report-dir"]
+    process = _started([*command, "run", *arguments, str(reports)], env)
+    try:
+        assert _wait_for(loading.exists), "the plugin never started loading"
+        os.kill(process.pid, stop)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    text = " ".join(output.decode().split())
+    assert process.returncode == 128 + stop, text
+    assert "Traceback" not in text
+    assert (
+        f"interrupted by {said} while loading the scenarios: none ran; no reports written" in text
+    )
+    assert not reports.exists()
