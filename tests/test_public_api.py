@@ -35,6 +35,8 @@ INTENTIONALLY_PRIVATE = {
     "agentrig.compilers.checked_messages",
     # the results ToolExecutor and ToolCallingDriver give the calls a step did not run
     "agentrig.tools.not_run",
+    # the install command MissingDependencyError gives, which the pytest plugin gives too
+    "agentrig.errors.install_hint",
     # the context real providers send in; policies are installed with use_real_call_policy()
     "agentrig.drivers.network.sending",
     # OpenAIResponsesProvider's assembler of a Responses answer, public in its module for code

@@ -188,7 +188,7 @@ def test_a_model_is_required() -> None:
 
 def test_the_sdk_is_an_optional_dependency(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "anthropic", None)
-    with pytest.raises(MissingDependencyError, match=r"pip install 'agentrig\[anthropic\]'"):
+    with pytest.raises(MissingDependencyError, match=r"pip install '\./agentrig\[anthropic\]'"):
         AnthropicProvider(model="m")
 
 

@@ -456,7 +456,7 @@ def test_a_model_is_required() -> None:
 
 def test_the_sdk_is_an_optional_dependency(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "openai", None)
-    with pytest.raises(MissingDependencyError, match=r"pip install 'agentrig\[openai\]'"):
+    with pytest.raises(MissingDependencyError, match=r"pip install '\./agentrig\[openai\]'"):
         OpenAIResponsesProvider(model="m")
 
 
