@@ -373,3 +373,41 @@ class TestRounds:
     def test_an_interpreter_that_does_not_run_is_named(self, tmp_path: Path) -> None:
         missing = tmp_path / "no-such-python"
         assert f"--python {missing}: cannot run it" in self.refusal(missing)
+
+
+def test_endpoint_instructions_without_valgrind_says_so(tmp_path: Path) -> None:
+    """Without valgrind on the PATH the script says it skipped and exits 0 (the CI machine has
+    none; the counting itself takes a minute a SDK, too long for the suite)."""
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "endpoint_instructions.py"), "--turns", "1"],
+        cwd=BENCH.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"PATH": str(tmp_path), "PYTHONPATH": ":".join(sys.path)},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == "skipped: valgrind is not installed (apt-get install -y valgrind)"
+
+
+def test_endpoint_instructions_reads_callgrinds_dumps() -> None:
+    script = load_script("endpoint_instructions")
+    calls = 10 * 2  # ten turns of two model calls
+    dumps = [
+        "desc: Trigger: dump floor\nsummary: 30000000\n",
+        "desc: Trigger: Client Request: dump endpoint\nsummary: 33000000\n",
+        "desc: Trigger: dump endpoint,_nothing_remembered\ntotals: 45000000\n",
+        "desc: Trigger: Program termination\nsummary: 999\n",  # what runs after: not a part
+    ]
+    counted = script.per_call(dumps, calls)
+    assert counted == {
+        "floor": 1_500_000,
+        "endpoint": 1_650_000,
+        "endpoint, nothing remembered": 2_250_000,
+    }
+    rows = script.table([("anthropic", counted)]).splitlines()
+    assert rows[2].split() == ["anthropic", "floor", "1,500.0", "1.000x"]
+    assert rows[3].split() == ["anthropic", "endpoint", "1,650.0", "1.100x"]
+    with pytest.raises(SystemExit, match="no count of: endpoint, nothing remembered"):
+        script.per_call(dumps[:2], calls)

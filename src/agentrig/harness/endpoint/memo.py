@@ -25,3 +25,8 @@ def remembered(key: tuple[Any, ...], keep: object, work: Callable[[], T]) -> T:
         found = _REMEMBERED[key] = (keep, work())
     result: T = found[1]
     return result
+
+
+def forget() -> None:
+    """Forget every result remembered so far (the next sessions work everything out again)."""
+    _REMEMBERED.clear()
