@@ -512,7 +512,7 @@ def test_error_message_names_file_line_column_field_and_valid_values(tmp_path: P
             "turns",
             2,
             1,
-            "needs at least 1 item(s), got 0",
+            "a scenario needs turns (or, for a live scenario, user, judge and trials)",
             id="no-turns",
         ),
         pytest.param(

@@ -746,6 +746,12 @@ class AgentSpec(ScenarioModel):
         "function taking no arguments that returns an AgentBuilder (or 'package.module:name' of "
         "an AgentBuilder). Its tools take the place of the scripted tools of the same name.",
     )
+    adapter: BuilderReference | None = Field(
+        default=None,
+        description="Live scenarios: an agent built on anything, as 'package.module:function': "
+        "a sync or async function taking the conversation so far (a list of {role, content}) "
+        "and returning the agent's reply (a str, or {content, tool_calls, usage, cost}).",
+    )
     system_prompt: Text = Field(default="", description="The system prompt.")
     system_prompt_override: Flag = Field(
         default=False,
@@ -796,6 +802,8 @@ class AgentSpec(ScenarioModel):
     )
 
     def _problems(self) -> Iterator[tuple[FieldPath, str]]:
+        if self.builder is not None and self.adapter is not None:
+            yield ("adapter",), "use either builder or adapter, not both"
         if self.system_prompt_override and not self.system_prompt.strip():
             yield ("system_prompt_override",), "system_prompt_override needs a system_prompt"
         if self.subagents and SPAWN_SUBAGENT_TOOL in self.tools:
@@ -1066,8 +1074,22 @@ class InvariantSelection(ScenarioModel):
             yield ("exclude",), "use either only or exclude, not both"
 
 
+# The live keys are defined in their own module, which builds on the models above.
+from agentrig.harness.scenarios.live_model import (  # noqa: E402
+    JudgeSpec,
+    TrialsSpec,
+    UserSpec,
+)
+
+_LIVE_KEYS = ("user", "judge", "trials")
+
+
 class Scenario(ScenarioModel):
     """A scenario: an agent, the user's turns, the model's scripted replies, expectations.
+
+    A *live* scenario gives ``user``, ``judge`` and ``trials`` instead of ``turns``: a
+    simulated user talks to the agent on a real model, and a verdict is drawn from repeated
+    trials (see :mod:`agentrig.harness.live`).
 
     When loaded from a file, ``source`` points at the ``name:`` key and :meth:`locate` finds
     any field by its path in the file.
@@ -1081,14 +1103,59 @@ class Scenario(ScenarioModel):
     description: Text = Field(default="", description="What the scenario shows.")
     tags: tuple[Text, ...] = Field(default=(), description="Labels for selecting scenarios.")
     agent: AgentSpec = Field(default_factory=AgentSpec, description="The agent under test.")
-    turns: Annotated[tuple[ScenarioTurn, ...], Field(min_length=1)] = Field(
-        description="The user turns, run in order against one agent state."
+    turns: tuple[ScenarioTurn, ...] = Field(
+        default=(),
+        description="The user turns, run in order against one agent state (a deterministic "
+        "scenario; a live one has user, judge and trials instead).",
     )
     invariants: InvariantSelection = Field(
         default_factory=InvariantSelection, description="Which invariants to check."
     )
+    user: UserSpec | None = Field(
+        default=None, description="Live: the simulated user that talks to the agent."
+    )
+    judge: JudgeSpec | None = Field(
+        default=None, description="Live: how each trial is judged."
+    )
+    trials: TrialsSpec | None = Field(
+        default=None, description="Live: how many trials run and the requirement they decide."
+    )
 
     _yaml: YamlSource | None = PrivateAttr(default=None)
+
+    @property
+    def is_live(self) -> bool:
+        """Whether this is a live scenario (``user``, ``judge``, ``trials``), run by
+        ``agentrig run --live`` instead of the scripted model."""
+        return self.user is not None or self.judge is not None or self.trials is not None
+
+    def _problems(self) -> Iterator[tuple[FieldPath, str]]:
+        if not self.is_live:
+            if not self.turns:
+                yield (
+                    ("turns",),
+                    "a scenario needs turns (or, for a live scenario, user, judge and trials)",
+                )
+            return
+        if self.turns:
+            yield ("turns",), "a live scenario (user, judge, trials) has no scripted turns"
+        for key in _LIVE_KEYS:
+            if getattr(self, key) is None:
+                yield (key,), f"a live scenario needs {key} (it has " + ", ".join(
+                    k for k in _LIVE_KEYS if getattr(self, k) is not None
+                ) + ")"
+        if self.agent.builder is None and self.agent.adapter is None:
+            yield (
+                ("agent",),
+                "a live scenario needs the agent under test: agent.builder "
+                "('package.module:function' returning an AgentBuilder) or agent.adapter "
+                "('package.module:function' taking the conversation, returning the reply)",
+            )
+        if self.agent.tools:
+            yield (
+                ("agent", "tools"),
+                "a live agent runs its own tools: scripted tools have no place in a live scenario",
+            )
 
     def locate(self, path: FieldPath) -> SourceLocation | None:
         """Where the field at ``path`` (YAML keys and indices) was written, if known."""

@@ -22,7 +22,13 @@ from agentrig.harness.scenarios.user_code import (
     is_missing_itself,
 )
 
-__all__ = ["builder_prompt", "named_builder", "prompt_conflict", "resolve_builder"]
+__all__ = [
+    "builder_prompt",
+    "named_builder",
+    "prompt_conflict",
+    "resolve_builder",
+    "resolve_reference",
+]
 
 
 def named_builder(scenario: Scenario) -> AgentBuilder | None:
@@ -67,6 +73,29 @@ def resolve_builder(reference: str) -> AgentBuilder:
     ``--plugin`` module: from the Python path, then the current folder. Raises
     ``ConfigurationError`` saying what failed and where."""
     where = f"builder {reference!r}"
+    value = resolve_reference(reference, where)
+    if isinstance(value, AgentBuilder):
+        return value
+    if not callable(value):
+        raise ConfigurationError(
+            f"{where} is {type(value).__name__} {value!r}: name a function that returns an "
+            "AgentBuilder, or an AgentBuilder"
+        )
+    try:
+        made = value()
+    except Exception as error:  # the user's function failed
+        raise ConfigurationError(f"{where} raised {describe_failure(error)}") from error
+    if not isinstance(made, AgentBuilder):
+        raise ConfigurationError(
+            f"{where} returned {type(made).__name__} {made!r}, not an AgentBuilder (return the "
+            "builder itself, before build())"
+        )
+    return made
+
+
+def resolve_reference(reference: str, where: str) -> object:
+    """The object ``"package.module:name"`` names (``name`` may be dotted), the module imported
+    like a ``--plugin`` module. Raises ``ConfigurationError`` starting with ``where``."""
     if not isinstance(reference, str) or not re.match(BUILDER_REFERENCE_PATTERN, reference):
         raise ConfigurationError(f"{where} is not a reference{_reference_hint(reference)}")
     module_name, _, attribute = reference.partition(":")
@@ -91,23 +120,7 @@ def resolve_builder(reference: str) -> AgentBuilder:
         if not hasattr(value, part):
             raise ConfigurationError(f"{where}: module {module_name!r} has no {attribute!r}")
         value = getattr(value, part)
-    if isinstance(value, AgentBuilder):
-        return value
-    if not callable(value):
-        raise ConfigurationError(
-            f"{where} is {type(value).__name__} {value!r}: name a function that returns an "
-            "AgentBuilder, or an AgentBuilder"
-        )
-    try:
-        made = value()
-    except Exception as error:  # the user's function failed
-        raise ConfigurationError(f"{where} raised {describe_failure(error)}") from error
-    if not isinstance(made, AgentBuilder):
-        raise ConfigurationError(
-            f"{where} returned {type(made).__name__} {made!r}, not an AgentBuilder (return the "
-            "builder itself, before build())"
-        )
-    return made
+    return value
 
 
 def _reference_hint(reference: object) -> str:

@@ -1,0 +1,240 @@
+"""The agent under test in a live trial: an agentrig builder (``agent.builder``), whose model
+calls pass the trial's gateway, or any agent through an adapter (``agent.adapter``), a function
+of the conversation so far that returns the agent's reply."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agentrig import AgentBuilder, AgentLoop, AgentState
+from agentrig.drivers.tool_calling import ToolCallingDriver
+from agentrig.errors import ConfigurationError
+from agentrig.harness.live.gateway import (
+    CallControl,
+    Ledger,
+    RoleProvider,
+    is_infrastructure_error,
+)
+from agentrig.harness.live.transcript import (
+    AgentReply,
+    CalledTool,
+    Transcript,
+    agent_reply_of,
+)
+from agentrig.harness.scenarios.user_agent import resolve_builder, resolve_reference
+from agentrig.harness.scenarios.user_code import describe_failure
+from agentrig.messages import Role
+
+__all__ = [
+    "AdapterAgent",
+    "AdapterTape",
+    "AgentCrashed",
+    "AgentUnderTest",
+    "BuilderAgent",
+    "InfrastructureFailure",
+    "resolve_adapter",
+]
+
+_INFRA_NAMES = ("RateLimitError", "APIConnectionError", "APITimeoutError", "InternalServerError")
+
+
+class InfrastructureFailure(Exception):
+    """The agent could not answer because its provider failed (rate limited after every retry,
+    overloaded, unreachable): the trial is set aside, not failed."""
+
+
+class AgentCrashed(Exception):
+    """The agent raised instead of replying: the trial fails, the error is its reason."""
+
+
+class AgentUnderTest(Protocol):
+    """An agent a trial talks to."""
+
+    async def respond(self, transcript: Transcript, message: str) -> AgentReply:
+        """The agent's reply to ``message``, after ``transcript``."""
+        ...
+
+
+class BuilderAgent:
+    """An agentrig agent made by ``agent.builder``, its model asked through the trial's
+    gateway (recorded, replayed, capped, budgeted). One instance per trial."""
+
+    def __init__(
+        self,
+        builder: AgentBuilder,
+        *,
+        control: CallControl,
+        ledger: Ledger,
+        replay: Any = None,
+    ) -> None:
+        driver = builder.driver()
+        if not isinstance(driver, ToolCallingDriver):
+            raise ConfigurationError(
+                "agent.builder: a live trial needs the agent's model: install "
+                "UseLlmConfig(provider) or with_driver(ToolCallingDriver(provider))"
+            )
+        inner = driver.provider
+        self.provider = RoleProvider(
+            inner,
+            role="agent",
+            provider_name=str(getattr(inner, "name", "") or type(inner).__name__),
+            control=control,
+            ledger=ledger,
+            replay=replay,
+        )
+        self.ledger = ledger
+        self.loop: AgentLoop = (
+            builder.copy().with_driver(driver.with_provider(self.provider)).build()
+        )
+        self.state: AgentState | None = None
+
+    async def respond(self, transcript: Transcript, message: str) -> AgentReply:
+        """Run one execution of the agent on ``message``."""
+        errors_before = len(self.ledger.infrastructure_errors)
+        state = (
+            self.loop.new_state(message)
+            if self.state is None
+            else self.loop.continue_with(self.state, message)
+        )
+        state = await self.loop.aexecute(state)
+        self.state = state
+        text = _final_text(state)
+        if len(self.ledger.infrastructure_errors) > errors_before and not text:
+            raise InfrastructureFailure(str(self.ledger.infrastructure_errors[-1]))
+        return AgentReply(text, _called_tools(state), state.usage())
+
+
+def _final_text(state: AgentState) -> str:
+    texts = [m.content for m in state.final_response() if m.role is Role.ASSISTANT]
+    return texts[-1] if texts else ""
+
+
+def _called_tools(state: AgentState) -> tuple[CalledTool, ...]:
+    out: list[CalledTool] = []
+    for step in state.steps():
+        for execution in step.tool_executions:
+            call = execution.tool_call
+            failed = execution.error is not None
+            result = execution.error if failed else execution.content
+            out.append(CalledTool(call.name, dict(call.arguments), result, failed))
+    return tuple(out)
+
+
+@dataclass
+class AdapterTape:
+    """An adapter's replies in one trial, keyed by the conversation it was given: recorded
+    while the trial runs live, played back when it is replayed (the agent is not called)."""
+
+    recorded: list[dict[str, Any]] = field(default_factory=list)
+    replay: list[dict[str, Any]] | None = None
+    _cursor: int = 0
+
+    def played(self, messages: list[dict[str, str]]) -> AgentReply | None:
+        """The recorded reply to ``messages``, when replaying; raises ``LookupError`` when the
+        conversation differs from the recording."""
+        if self.replay is None:
+            return None
+        if self._cursor >= len(self.replay) or self.replay[self._cursor]["messages"] != messages:
+            raise LookupError("the conversation differs from the recorded one")
+        entry = self.replay[self._cursor]
+        self._cursor += 1
+        self.recorded.append(entry)
+        return agent_reply_of(entry["reply"], "the recorded reply")
+
+    def record(self, messages: list[dict[str, str]], reply: AgentReply) -> None:
+        """Keep ``reply`` as the answer to ``messages``."""
+        data = {
+            "content": reply.content,
+            "tool_calls": [
+                {
+                    "name": c.name,
+                    "arguments": dict(c.arguments),
+                    "result": c.result,
+                    "is_error": c.is_error,
+                }
+                for c in reply.tool_calls
+            ],
+            "usage": {name: getattr(reply.usage, name) for name in _TOKENS},
+            "cost": reply.usage.cost,
+        }
+        self.recorded.append({"messages": messages, "reply": data})
+
+
+_TOKENS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+)
+
+
+def resolve_adapter(reference: str) -> Callable[..., Any]:
+    """The function ``agent.adapter`` names; ``ConfigurationError`` when it is not callable."""
+    where = f"adapter {reference!r}"
+    value = resolve_reference(reference, where)
+    if not callable(value):
+        raise ConfigurationError(
+            f"{where} is {type(value).__name__}: name a function taking the conversation (a "
+            "list of {role, content}) and returning the reply"
+        )
+    return value
+
+
+class AdapterAgent:
+    """Any agent, through a function of the conversation so far (a list of ``{role, content}``
+    dicts ending with the user's message) that returns the reply: a str, or a dict
+    ``{content, tool_calls, usage, cost}``. Sync functions run in a worker thread."""
+
+    def __init__(
+        self, function: Callable[..., Any], reference: str, tape: AdapterTape, ledger: Ledger
+    ) -> None:
+        self.function = function
+        self.where = f"adapter {reference!r}"
+        self.tape = tape
+        self.ledger = ledger
+
+    async def respond(self, transcript: Transcript, message: str) -> AgentReply:
+        """Ask the adapted agent (or its recording)."""
+        messages = [*transcript.messages(), {"role": "user", "content": message}]
+        played = self.tape.played(messages)
+        if played is not None:
+            self.ledger.charge("agent", played.usage, replayed=True)
+            return played
+        try:
+            if inspect.iscoroutinefunction(self.function):
+                value = await self.function(list(messages))
+            else:
+                value = await asyncio.to_thread(self.function, list(messages))
+                if inspect.isawaitable(value):
+                    value = await value
+        except Exception as error:
+            if _is_infrastructure(error):
+                raise InfrastructureFailure(f"{self.where}: {describe_failure(error)}") from error
+            raise AgentCrashed(f"{self.where} raised {describe_failure(error)}") from error
+        try:
+            reply = agent_reply_of(value, self.where)
+        except TypeError as error:
+            raise AgentCrashed(str(error)) from None
+        self.tape.record(messages, reply)
+        # An adapter's model calls are its own: each reply counts as one call of the agent.
+        self.ledger.charge("agent", reply.usage, replayed=False)
+        return reply
+
+
+def _is_infrastructure(error: BaseException) -> bool:
+    if is_infrastructure_error(error):
+        return True
+    status = getattr(error, "status_code", None)
+    if isinstance(status, int) and (status in (408, 409, 429) or status >= 500):
+        return True
+    return any(cls.__name__ in _INFRA_NAMES for cls in type(error).__mro__)
+
+
+def builder_for(reference: str) -> AgentBuilder:
+    """A fresh builder from ``agent.builder`` (a copy when it names a shared builder)."""
+    return resolve_builder(reference).copy()

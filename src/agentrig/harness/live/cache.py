@@ -1,0 +1,123 @@
+"""The trial cache: every finished live trial is kept as cassettes, one per role, so that an
+identical run replays it offline with no model call, and any trial converts to a scenario.
+
+Layout, under the cache folder::
+
+    SCENARIO/FINGERPRINT/trial-INDEX.ATTEMPT/
+        agent.cassette.yaml      the agent's model calls (agent.builder)
+        agent.replies.json       or the adapter's replies (agent.adapter)
+        user.cassette.yaml       the simulated user's calls
+        judge.cassette.yaml      the judge's calls
+        outcome.json             written last: the trial is complete
+
+``FINGERPRINT`` hashes what decides the conversation (the agent reference, the user, the judge
+and the seed); how many trials run, the budget and the concurrency do not change it, so raising
+``trials.max`` reuses every trial already run. A trial whose requests differ from its recording
+(the agent's code or prompt changed) is run live again and recorded anew.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentrig.harness.cassettes.files import load_cassette, save_cassette
+from agentrig.harness.cassettes.model import Cassette
+from agentrig.harness.errors import DataFileError
+from agentrig.harness.scenarios.model import Scenario
+
+__all__ = ["CachedTrial", "TrialCache", "scenario_fingerprint"]
+
+_ROLES = ("agent", "user", "judge")
+_UNCOUNTED_TRIALS = {"max", "sequential", "budget_usd", "concurrency", "max_set_aside", "report_k"}
+
+
+def scenario_fingerprint(scenario: Scenario) -> str:
+    """A short hash of what decides a trial's conversation."""
+    data = scenario.model_dump(
+        mode="json",
+        exclude={"description": True, "tags": True, "trials": _UNCOUNTED_TRIALS},
+    )
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class CachedTrial:
+    """A trial recorded before: each role's cassette, the adapter's replies, its outcome."""
+
+    cassettes: dict[str, Cassette]
+    replies: list[dict[str, Any]] | None
+    outcome: dict[str, Any]
+
+
+class TrialCache:
+    """Trials of one scenario kept in ``folder`` (see the module docstring)."""
+
+    def __init__(self, folder: str | os.PathLike[str], scenario: Scenario) -> None:
+        self.root = Path(folder) / scenario.name / scenario_fingerprint(scenario)
+
+    def trial_folder(self, index: int, attempt: int) -> Path:
+        """Where trial ``index`` (its ``attempt``-th run) is kept."""
+        return self.root / f"trial-{index}.{attempt}"
+
+    def load(self, index: int, attempt: int) -> CachedTrial | None:
+        """The recorded trial, or None when there is none (or it is unreadable: it is then
+        run again and recorded anew)."""
+        folder = self.trial_folder(index, attempt)
+        marker = folder / "outcome.json"
+        if not marker.is_file():
+            return None
+        try:
+            outcome = json.loads(marker.read_text(encoding="utf-8"))
+            cassettes = {
+                role: load_cassette(folder / f"{role}.cassette.yaml")
+                for role in _ROLES
+                if (folder / f"{role}.cassette.yaml").is_file()
+            }
+            replies_file = folder / "agent.replies.json"
+            replies = (
+                json.loads(replies_file.read_text(encoding="utf-8"))
+                if replies_file.is_file()
+                else None
+            )
+        except (OSError, ValueError, DataFileError):
+            return None
+        if not isinstance(outcome, dict) or (replies is not None and not isinstance(replies, list)):
+            return None
+        return CachedTrial(cassettes, replies, outcome)
+
+    def save(
+        self,
+        index: int,
+        attempt: int,
+        cassettes: dict[str, Cassette],
+        replies: list[dict[str, Any]] | None,
+        outcome: dict[str, Any],
+    ) -> Path:
+        """Keep a finished trial; the outcome is written last, atomically."""
+        folder = self.trial_folder(index, attempt)
+        folder.mkdir(parents=True, exist_ok=True)
+        for role, cassette in cassettes.items():
+            save_cassette(cassette, folder / f"{role}.cassette.yaml")
+        if replies is not None:
+            _write_json(folder / "agent.replies.json", replies)
+        _write_json(folder / "outcome.json", outcome)
+        return folder
+
+
+def _write_json(target: Path, data: Any) -> None:
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as file:
+            json.dump(data, file, indent=1, sort_keys=True)
+            file.write("\n")
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,161 @@
+"""Every model call of a live trial passes one gate: answered from the trial's cassette when it
+was recorded before, else sent through the run's traffic control (caps, 429 back-off, budget)
+and recorded; its usage is charged to the role that made it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, TypeVar
+
+from agentrig.drivers import InferenceProvider
+from agentrig.drivers.provider import AsyncInferenceProvider
+from agentrig.errors import ProviderError
+from agentrig.harness.cassettes.model import Cassette, CassetteMetadata, Interaction
+from agentrig.harness.cassettes.normalize import (
+    normalize_request,
+    record_error,
+    record_response,
+)
+from agentrig.harness.cassettes.providers import ReplayProvider
+from agentrig.state import InferenceRequest, InferenceResponse, Usage
+from agentrig.state.usage import ZERO_USAGE
+
+__all__ = [
+    "CallControl",
+    "Ledger",
+    "RoleName",
+    "RoleProvider",
+    "Unlimited",
+    "is_infrastructure_error",
+]
+
+RoleName = Literal["agent", "user", "judge"]
+T = TypeVar("T")
+
+_INFRASTRUCTURE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+
+
+class CallControl(Protocol):
+    """What a model call is sent through: admission to the budget, a concurrency slot of its
+    provider, retries on rate limits; ``cost_of`` says what the answer cost."""
+
+    async def call(
+        self,
+        provider: str,
+        make_call: Callable[[], Awaitable[T]],
+        cost_of: Callable[[T], float],
+    ) -> T:
+        """The answer of ``make_call()``, sent under this control."""
+        ...
+
+
+class Unlimited:
+    """Sends every call at once, with no cap, retry or budget."""
+
+    async def call(
+        self,
+        provider: str,
+        make_call: Callable[[], Awaitable[T]],
+        cost_of: Callable[[T], float],
+    ) -> T:
+        """``make_call()``'s answer."""
+        return await make_call()
+
+
+def is_infrastructure_error(error: BaseException) -> bool:
+    """Whether ``error`` is the infrastructure's failure (a rate limit, an overloaded or
+    failing server, a timeout, a dropped connection) rather than the agent's."""
+    if not isinstance(error, ProviderError):
+        return False
+    if error.status_code is not None:
+        return error.status_code in _INFRASTRUCTURE_STATUSES or error.status_code >= 500
+    return error.retryable
+
+
+@dataclass
+class Ledger:
+    """What one trial's model calls cost, by role, and the calls actually sent."""
+
+    usage: dict[str, Usage] = field(
+        default_factory=lambda: {"agent": ZERO_USAGE, "user": ZERO_USAGE, "judge": ZERO_USAGE}
+    )
+    sent: dict[str, int] = field(default_factory=lambda: {"agent": 0, "user": 0, "judge": 0})
+    replayed: dict[str, int] = field(default_factory=lambda: {"agent": 0, "user": 0, "judge": 0})
+    infrastructure_errors: list[ProviderError] = field(default_factory=list)
+
+    def charge(self, role: RoleName, usage: Usage, *, replayed: bool) -> None:
+        """Add one answered call of ``role``."""
+        self.usage[role] = self.usage[role] + usage
+        (self.replayed if replayed else self.sent)[role] += 1
+
+    def cost(self, role: RoleName) -> float:
+        """What ``role``'s calls cost."""
+        return self.usage[role].cost
+
+
+class RoleProvider:
+    """The provider a role of a trial talks to: replays ``replay`` when given (the trial was
+    recorded before), else asks ``inner`` under ``control`` and records each interaction."""
+
+    def __init__(
+        self,
+        inner: InferenceProvider | AsyncInferenceProvider | None,
+        *,
+        role: RoleName,
+        provider_name: str,
+        control: CallControl,
+        ledger: Ledger,
+        replay: Cassette | None = None,
+    ) -> None:
+        self.inner = inner
+        self.role: RoleName = role
+        self.provider_name = provider_name
+        self.control = control
+        self.ledger = ledger
+        self._replay = None if replay is None else ReplayProvider(replay, path=f"<{role}>")
+        self.interactions: list[Interaction] = []
+
+    def cassette(self, model: str = "") -> Cassette:
+        """What this role was asked and answered in this trial, as a cassette."""
+        metadata = CassetteMetadata(provider=self.provider_name, model=model)
+        return Cassette(metadata=metadata, interactions=tuple(self.interactions))
+
+    def infer(self, request: InferenceRequest) -> InferenceResponse:
+        """Only replays answer synchronously: a live trial runs on the event loop."""
+        if self._replay is None:
+            raise RuntimeError("a live trial's provider is asked through ainfer")
+        return self._replayed(request)
+
+    async def ainfer(self, request: InferenceRequest) -> InferenceResponse:
+        """The answer to ``request``: replayed, or asked and recorded."""
+        if self._replay is not None:
+            return self._replayed(request)
+        inner = self.inner
+        if inner is None:
+            raise RuntimeError(f"the {self.role} has no model to ask")
+        ask: Callable[[], Awaitable[InferenceResponse]]
+        if hasattr(inner, "ainfer"):
+            ask = lambda: inner.ainfer(request)  # noqa: E731
+        else:
+            ask = lambda: asyncio.to_thread(inner.infer, request)  # noqa: E731
+        recorded = normalize_request(request)
+        try:
+            response: InferenceResponse = await self.control.call(
+                self.provider_name, ask, lambda answer: answer.usage.cost
+            )
+        except ProviderError as error:
+            self.interactions.append(Interaction(request=recorded, error=record_error(error)))
+            if is_infrastructure_error(error):
+                self.ledger.infrastructure_errors.append(error)
+            raise
+        self.interactions.append(Interaction(request=recorded, response=record_response(response)))
+        self.ledger.charge(self.role, response.usage, replayed=False)
+        return response
+
+    def _replayed(self, request: InferenceRequest) -> InferenceResponse:
+        assert self._replay is not None
+        response: InferenceResponse = self._replay.infer(request)
+        self.ledger.charge(self.role, response.usage, replayed=True)
+        return response

@@ -1,0 +1,66 @@
+"""The models of a live scenario's simulated user and judge, made from the scenario's
+``model:`` entries with agentrig's own providers (the official SDKs)."""
+
+from __future__ import annotations
+
+import os
+
+from agentrig.drivers import InferenceProvider
+from agentrig.drivers.pricing import ModelPrice, PriceTable
+from agentrig.errors import ConfigurationError
+from agentrig.harness.scenarios.live_model import LiveModelSpec
+from agentrig.state import LlmConfig
+
+__all__ = ["llm_config_of", "provider_for"]
+
+
+def provider_for(spec: LiveModelSpec, where: str) -> InferenceProvider:
+    """The provider ``spec`` names, with its API key read from the environment.
+
+    ``where`` says where the spec was written (``file:line``) for the error raised when the key
+    is missing: a :class:`~agentrig.errors.ConfigurationError` naming the variable.
+    """
+    variable = spec.key_variable()
+    key = os.environ.get(variable)
+    if not key:
+        raise ConfigurationError(
+            f"{where}: the {spec.provider} model {spec.name!r} needs an API key: set "
+            f"{variable} (or name another variable with api_key_env)"
+        )
+    prices = None
+    if spec.price is not None:
+        prices = PriceTable({spec.name: ModelPrice.model_validate(spec.price)})
+    # The SDKs' own retries are off: the live runner backs off on 429 itself, on its clock,
+    # and counts each attempt.
+    if spec.provider == "anthropic":
+        from agentrig.drivers.anthropic import AnthropicProvider
+
+        return AnthropicProvider(
+            model=spec.name,
+            api_key=key,
+            base_url=spec.base_url,
+            max_retries=0,
+            max_tokens=spec.max_tokens or 4096,
+            prices=prices,
+        )
+    if spec.provider == "openai-responses":
+        from agentrig.drivers.openai_responses import OpenAIResponsesProvider
+
+        return OpenAIResponsesProvider(
+            model=spec.name, api_key=key, base_url=spec.base_url, max_retries=0, prices=prices
+        )
+    from agentrig.drivers.openai import OpenAIProvider
+
+    return OpenAIProvider(
+        model=spec.name, api_key=key, base_url=spec.base_url, max_retries=0, prices=prices
+    )
+
+
+def llm_config_of(spec: LiveModelSpec) -> LlmConfig:
+    """The per-request settings of ``spec``: model, temperature, most output tokens."""
+    return LlmConfig(
+        model=spec.name,
+        provider=spec.provider,
+        temperature=spec.temperature,
+        max_output_tokens=spec.max_tokens,
+    )

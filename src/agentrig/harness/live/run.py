@@ -1,0 +1,346 @@
+"""Running a live scenario: its trials, concurrently, until the verdict is reached.
+
+Trials are numbered from 0 and decided **in index order**: the verdict reads the longest run of
+finished trials 0, 1, 2, ... (a set-aside trial is run again under the same index), whatever
+order they finished in. So the verdict does not depend on timing, and a second run that replays
+the cache reaches it at the same trial. Trials recorded before replay first, in order; live
+trials start only while the verdict is still open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from agentrig.drivers import InferenceProvider
+from agentrig.errors import ConfigurationError
+from agentrig.harness.live.agent import resolve_adapter
+from agentrig.harness.live.cache import TrialCache
+from agentrig.harness.live.gateway import CallControl, Unlimited
+from agentrig.harness.live.report_model import (
+    CriterionRecord,
+    LiveCost,
+    LiveResult,
+    MetricRecord,
+    TrialRecord,
+)
+from agentrig.harness.live.roles import provider_for
+from agentrig.harness.live.stats import (
+    Metric,
+    Outcome,
+    Requirement,
+    Verdict,
+    clopper_pearson,
+    fixed_verdict,
+    metric_interval,
+    minimum_trials_to_pass,
+    parse_metric,
+    pass_at_k,
+    pass_hat_k,
+    sequential_verdict,
+    wilson,
+)
+from agentrig.harness.live.trial import (
+    TrialContext,
+    TrialOutcome,
+    TrialSetup,
+    TrialStatus,
+    run_trial,
+)
+from agentrig.harness.scenarios.model import Scenario
+
+__all__ = ["LiveRun", "RoleModels", "requirement_of", "run_live_scenario"]
+
+RoleFactory = Callable[[TrialContext], InferenceProvider]
+
+
+@dataclass
+class RoleModels:
+    """Overrides of the simulated user's and the judge's models (a function of the trial that
+    returns a provider); None: the scenario's ``model:`` with its API key."""
+
+    user: RoleFactory | None = None
+    judge: RoleFactory | None = None
+
+
+@dataclass
+class LiveRun:
+    """What the trials of one run share beyond a scenario: the traffic control, the cache
+    folder, the role models, and the run's own limits."""
+
+    control: CallControl = field(default_factory=Unlimited)
+    cache_dir: str | None = None
+    models: RoleModels = field(default_factory=RoleModels)
+    max_trials: int | None = None
+    """Overrides every scenario's ``trials.max``."""
+    budget_exhausted: type[BaseException] | None = None
+    """The error the control raises when the run's budget is spent."""
+
+
+def requirement_of(scenario: Scenario) -> Requirement:
+    """The requirement ``scenario.trials.require`` states."""
+    assert scenario.trials is not None
+    spec = scenario.trials.require
+    return Requirement(
+        parse_metric(spec.metric),
+        spec.at_least,
+        confidence=spec.confidence,
+        indifference=spec.indifference,
+    )
+
+
+def check_reachable(scenario: Scenario, max_trials: int) -> None:
+    """Refuse, before any trial runs, a requirement that ``max_trials`` trials can never show
+    (even all successes would not pass)."""
+    needed = minimum_trials_to_pass(requirement_of(scenario))
+    if needed > max_trials:
+        where = scenario.nearest_location(("trials", "max")) or scenario.name
+        assert scenario.trials is not None
+        require = scenario.trials.require
+        raise ConfigurationError(
+            f"{where}: {require.metric} >= {require.at_least} at confidence "
+            f"{require.confidence} needs at least {needed} trials to pass (all successes); "
+            f"max is {max_trials}: raise trials.max or lower the requirement"
+        )
+
+
+def _role_factory(scenario: Scenario, role: str, given: RoleFactory | None) -> RoleFactory | None:
+    if given is not None:
+        return given
+    owner = scenario.user if role == "user" else scenario.judge
+    spec = None if owner is None else owner.model
+    if spec is None:
+        return None
+    where = scenario.nearest_location((role, "model")) or scenario.name
+    shared = provider_for(spec, where)  # checks the API key now, before any trial runs
+    return lambda context: _with_trial_header(shared, context)
+
+
+def _with_trial_header(provider: InferenceProvider, context: TrialContext) -> InferenceProvider:
+    """``provider`` sending ``x-agentrig-trial: KEY`` with each request (its SDK clients copied
+    with the header; the connection pool is shared)."""
+    headers = {"x-agentrig-trial": context.key}
+    client = getattr(provider, "client", None)
+    if client is None or not hasattr(client, "with_options"):
+        return provider
+    copy = object.__new__(type(provider))
+    copy.__dict__.update(provider.__dict__)
+    copy.__dict__["client"] = client.with_options(default_headers=headers)
+    async_client = getattr(provider, "async_client", None)
+    if async_client is not None and hasattr(async_client, "with_options"):
+        copy.__dict__["async_client"] = async_client.with_options(default_headers=headers)
+    return copy
+
+
+async def run_live_scenario(scenario: Scenario, run: LiveRun | None = None) -> LiveResult:
+    """Run ``scenario``'s trials and draw the verdict."""
+    run = run or LiveRun()
+    trials = scenario.trials
+    assert trials is not None, "a live scenario"
+    max_trials = run.max_trials or trials.max
+    requirement = requirement_of(scenario)
+    check_reachable(scenario, max_trials)
+    adapter = None
+    if scenario.agent.adapter is not None:
+        adapter = resolve_adapter(scenario.agent.adapter)
+    setup = TrialSetup(
+        scenario,
+        run.control,
+        user_model=_role_factory(scenario, "user", run.models.user),
+        judge_model=_role_factory(scenario, "judge", run.models.judge),
+        cache=None if run.cache_dir is None else TrialCache(run.cache_dir, scenario),
+        adapter=adapter,
+        budget_exhausted=run.budget_exhausted,
+    )
+    scheduler = _Scheduler(setup, requirement, max_trials)
+    return await scheduler.run()
+
+
+class _Scheduler:
+    def __init__(self, setup: TrialSetup, requirement: Requirement, max_trials: int) -> None:
+        trials = setup.scenario.trials
+        assert trials is not None
+        self.setup = setup
+        self.requirement = requirement
+        self.max_trials = max_trials
+        self.sequential = trials.sequential
+        self.concurrency = trials.concurrency
+        self.max_set_aside = trials.max_set_aside if trials.max_set_aside is not None else max_trials
+        self.final: dict[int, TrialOutcome] = {}
+        self.all: list[TrialOutcome] = []
+        self.attempts: dict[int, int] = {}
+        self.pending: list[tuple[int, int]] = []  # set-aside trials to run again
+        self.next_index = 0
+        self.set_aside = 0
+        self.verdict: Verdict | None = None
+        self.partial: str | None = None
+
+    async def run(self) -> LiveResult:
+        inflight: set[asyncio.Task[TrialOutcome]] = set()
+        try:
+            while self.verdict is None and self.partial is None:
+                while len(inflight) < self.concurrency and self._can_launch():
+                    index, attempt = self._next()
+                    if self._is_cached(index, attempt):
+                        self._take(await run_trial(self.setup, index, attempt))
+                        if self.verdict is not None or self.partial is not None:
+                            break
+                        continue
+                    inflight.add(asyncio.create_task(run_trial(self.setup, index, attempt)))
+                if self.verdict is not None or self.partial is not None or not inflight:
+                    break
+                done, inflight = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
+                for task in sorted(done, key=id):
+                    self._take(task.result())
+        except asyncio.CancelledError:
+            self.partial = "interrupted"
+            raise
+        finally:
+            for task in inflight:
+                task.cancel()
+            if inflight:
+                await asyncio.gather(*inflight, return_exceptions=True)
+        return self._result()
+
+    def _can_launch(self) -> bool:
+        if self.pending:
+            return True
+        return self.next_index < self.max_trials
+
+    def _next(self) -> tuple[int, int]:
+        if self.pending:
+            return self.pending.pop(0)
+        index = self.next_index
+        self.next_index += 1
+        return index, 0
+
+    def _is_cached(self, index: int, attempt: int) -> bool:
+        cache = self.setup.cache
+        return cache is not None and (cache.trial_folder(index, attempt) / "outcome.json").is_file()
+
+    def _take(self, outcome: TrialOutcome) -> None:
+        self.all.append(outcome)
+        if outcome.status is TrialStatus.SET_ASIDE:
+            if outcome.set_aside == "budget":
+                self.partial = "the budget is spent"
+                return
+            self.set_aside += 1
+            if self.set_aside > self.max_set_aside:
+                self.partial = f"more than {self.max_set_aside} trials were set aside"
+                return
+            self.pending.append((outcome.index, outcome.attempt + 1))
+            return
+        self.final[outcome.index] = outcome
+        self._decide()
+
+    def _prefix(self) -> list[bool]:
+        outcomes: list[bool] = []
+        while len(outcomes) in self.final:
+            outcomes.append(self.final[len(outcomes)].status is TrialStatus.SUCCESS)
+        return outcomes
+
+    def _decide(self) -> None:
+        prefix = self._prefix()
+        if self.sequential:
+            verdict = sequential_verdict(prefix, self.requirement, self.max_trials)
+            if verdict.decided_by == "sequential" or len(prefix) >= self.max_trials:
+                self.verdict = verdict
+        elif len(prefix) >= self.max_trials:
+            self.verdict = fixed_verdict(sum(prefix), len(prefix), self.requirement)
+
+    def _result(self) -> LiveResult:
+        prefix = self._prefix()
+        verdict = self.verdict
+        if verdict is None:
+            verdict = fixed_verdict(sum(prefix), len(prefix), self.requirement)
+        counted = verdict.trials
+        counted_indices = set(range(counted))
+        successes = sum(prefix[:counted])
+        records = tuple(_record(o, o.index in counted_indices and o is self.final.get(o.index))
+                        for o in sorted(self.all, key=lambda o: (o.index, o.attempt)))
+        cost = {role: sum(o.cost.get(role, 0.0) for o in self.all) for role in ("agent", "user", "judge")}
+        total = sum(cost.values())
+        set_aside: dict[str, int] = {}
+        for o in self.all:
+            if o.set_aside is not None:
+                set_aside[o.set_aside] = set_aside.get(o.set_aside, 0) + 1
+        discarded = sum(1 for i in self.final if i >= counted)
+        calls = {role: sum(o.calls.get(role, 0) for o in self.all) for role in ("agent", "user", "judge")}
+        reason = verdict.reason
+        if self.partial is not None:
+            reason = f"partial: {self.partial} after {counted} counted trial(s); {reason}"
+        return LiveResult(
+            verdict=verdict.outcome.value,  # type: ignore[arg-type]
+            reason=reason,
+            partial=self.partial,
+            metric=str(self.requirement.metric),
+            at_least=self.requirement.at_least,
+            confidence=self.requirement.confidence,
+            threshold=self.requirement.threshold,
+            decided_by=verdict.decided_by,  # type: ignore[arg-type]
+            trials=counted,
+            successes=successes,
+            rate=None if counted == 0 else successes / counted,
+            wilson=_pair(wilson(successes, counted, self.requirement.confidence)),
+            exact=_pair(clopper_pearson(successes, counted, self.requirement.confidence)),
+            metrics=_metrics(self.setup.scenario, self.requirement, successes, counted),
+            cost=LiveCost(
+                agent=cost["agent"],
+                user=cost["user"],
+                judge=cost["judge"],
+                total=total,
+                per_success=None if successes == 0 else total / successes,
+            ),
+            set_aside=set_aside,
+            discarded=discarded,
+            model_calls=calls,
+            replayed_trials=sum(1 for o in self.all if o.replayed),
+            records=records,
+        )
+
+
+def _pair(interval: object) -> tuple[float, float]:
+    return (float(interval.low), float(interval.high))  # type: ignore[attr-defined]
+
+
+def _metrics(
+    scenario: Scenario, requirement: Requirement, successes: int, trials: int
+) -> tuple[MetricRecord, ...]:
+    assert scenario.trials is not None
+    ks = sorted({requirement.metric.k, *scenario.trials.report_k})
+    exact = clopper_pearson(successes, trials, requirement.confidence)
+    out = [MetricRecord(metric="rate", value=None if trials == 0 else successes / trials,
+                        low=exact.low, high=exact.high)]
+    for k in ks:
+        for kind, estimate in (("pass^", pass_hat_k), ("pass@", pass_at_k)):
+            metric: Metric = parse_metric(f"{kind}{k}")
+            interval = metric_interval(metric, exact)
+            value = estimate(successes, trials, k) if k <= trials else None
+            out.append(MetricRecord(metric=f"{kind}{k}", value=value,
+                                    low=interval.low, high=interval.high))
+    return tuple(out)
+
+
+def _record(outcome: TrialOutcome, counted: bool) -> TrialRecord:
+    show = outcome.status is not TrialStatus.SUCCESS
+    return TrialRecord(
+        index=outcome.index,
+        attempt=outcome.attempt,
+        seed=outcome.seed,
+        status=outcome.status.value,  # type: ignore[arg-type]
+        counted=counted,
+        reason=outcome.reason,
+        set_aside=outcome.set_aside,
+        criteria=tuple(
+            CriterionRecord(id=c.id, kind=c.kind, outcome=c.outcome, detail=c.detail, votes=c.votes)
+            for c in outcome.criteria
+        ),
+        cost=dict(outcome.cost),
+        calls=dict(outcome.calls),
+        replayed=outcome.replayed,
+        transcript=tuple(outcome.transcript.render().splitlines()) if show else (),
+    )
+
+

@@ -1,0 +1,308 @@
+"""One live trial: the simulated user and the agent talk until the user ends the conversation
+(or ``stop.max_turns`` is reached, or a ``never`` rule is broken), then the judge decides.
+
+A trial ends in one of three ways: **success** (every criterion passed), **failure** (one
+failed, or the agent crashed), or **set aside** (the simulated user made a mistake, a provider
+failed, the judge could not decide, the budget ran out): set-aside trials are never counted for
+or against the agent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from agentrig.drivers import InferenceProvider
+from agentrig.errors import AgentrigError, ProviderError
+from agentrig.harness.cassettes.errors import CassetteMismatchError
+from agentrig.harness.cassettes.model import Cassette
+from agentrig.harness.live.agent import (
+    AdapterAgent,
+    AdapterTape,
+    AgentCrashed,
+    AgentUnderTest,
+    BuilderAgent,
+    InfrastructureFailure,
+    builder_for,
+)
+from agentrig.harness.live.cache import CachedTrial, TrialCache
+from agentrig.harness.live.gateway import (
+    CallControl,
+    Ledger,
+    RoleName,
+    RoleProvider,
+    is_infrastructure_error,
+)
+from agentrig.harness.live.judge import (
+    CriterionResult,
+    broken_never_rule,
+    judge_transcript,
+)
+from agentrig.harness.live.roles import llm_config_of
+from agentrig.harness.live.simulated_user import next_user_move
+from agentrig.harness.live.transcript import Exchange, Transcript
+from agentrig.harness.live.user_mistakes import find_user_mistake
+from agentrig.harness.scenarios.model import Scenario
+
+__all__ = [
+    "ReplayDiverged",
+    "TrialContext",
+    "TrialOutcome",
+    "TrialSetup",
+    "TrialStatus",
+    "current_trial",
+    "run_trial",
+    "trial_seed",
+]
+
+
+class TrialStatus(StrEnum):
+    """How a trial ended."""
+
+    SUCCESS = "success"
+    FAILURE = "failure"
+    SET_ASIDE = "set_aside"
+
+
+class ReplayDiverged(Exception):
+    """A recorded trial's requests differ from what the agent asks now: run it live again."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrialContext:
+    """Which trial is running: ``key`` names it (``SCENARIO/trial-INDEX.ATTEMPT``) in the
+    ``x-agentrig-trial`` header of the simulated user's and the judge's requests."""
+
+    scenario: str
+    index: int
+    attempt: int
+    seed: int
+
+    @property
+    def key(self) -> str:
+        """``SCENARIO/trial-INDEX.ATTEMPT``."""
+        return f"{self.scenario}/trial-{self.index}.{self.attempt}"
+
+
+_current: ContextVar[TrialContext | None] = ContextVar("agentrig_live_trial", default=None)
+
+
+def current_trial() -> TrialContext | None:
+    """The trial being run, inside a live trial (an adapter, a builder, a tool): None
+    elsewhere."""
+    return _current.get()
+
+
+def trial_seed(seed: int, index: int, attempt: int) -> int:
+    """The seed of trial ``index``'s ``attempt``-th run, derived from the scenario's seed."""
+    digest = hashlib.sha256(f"{seed}:{index}:{attempt}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+@dataclass(frozen=True, slots=True)
+class TrialOutcome:
+    """The outcome of one trial: its status, why, the criteria, the conversation and costs."""
+
+    index: int
+    attempt: int
+    seed: int
+    status: TrialStatus
+    reason: str
+    set_aside: str | None = None
+    """For a set-aside trial: ``user_mistake:CODE``, ``infrastructure``, ``judge_inconclusive``,
+    ``user_model_error``, ``judge_model_error`` or ``budget``."""
+    criteria: tuple[CriterionResult, ...] = ()
+    transcript: Transcript = field(default_factory=Transcript)
+    cost: dict[str, float] = field(default_factory=dict)
+    calls: dict[str, int] = field(default_factory=dict)
+    replayed: bool = False
+    wall_time_s: float = 0.0
+
+    def summary(self) -> dict[str, Any]:
+        """What the cache keeps of the outcome (checked against a replay of the trial)."""
+        return {
+            "status": self.status.value,
+            "reason": self.reason,
+            "set_aside": self.set_aside,
+            "criteria": [[c.id, c.outcome] for c in self.criteria],
+        }
+
+
+@dataclass
+class TrialSetup:
+    """What every trial of a scenario shares: the scenario, the traffic control, the role
+    models (made per trial by ``user_model``/``judge_model``), the cache and the agent."""
+
+    scenario: Scenario
+    control: CallControl
+    user_model: Callable[[TrialContext], InferenceProvider] | None = None
+    judge_model: Callable[[TrialContext], InferenceProvider] | None = None
+    cache: TrialCache | None = None
+    adapter: Callable[..., Any] | None = None
+    budget_exhausted: type[BaseException] | None = None
+
+
+async def run_trial(setup: TrialSetup, index: int, attempt: int) -> TrialOutcome:
+    """Run trial ``index`` (its ``attempt``-th run): replayed from the cache when recorded
+    before and the agent asks the same, else live (and recorded)."""
+    scenario = setup.scenario
+    assert scenario.trials is not None
+    context = TrialContext(
+        scenario.name, index, attempt, trial_seed(scenario.trials.seed, index, attempt)
+    )
+    cached = None if setup.cache is None else setup.cache.load(index, attempt)
+    if cached is not None:
+        try:
+            return await _run(setup, context, cached)
+        except ReplayDiverged:
+            pass  # recorded anew below
+    return await _run(setup, context, None)
+
+
+async def _run(
+    setup: TrialSetup, context: TrialContext, cached: CachedTrial | None
+) -> TrialOutcome:
+    scenario = setup.scenario
+    user, judge = scenario.user, scenario.judge
+    assert user is not None
+    assert judge is not None
+    started = time.perf_counter()
+    ledger = Ledger()
+    replay = cached.cassettes if cached is not None else {}
+
+    def role(
+        name: RoleName, make: Callable[[TrialContext], InferenceProvider] | None
+    ) -> RoleProvider:
+        live = None if make is None or cached is not None else make(context)
+        spec = user.model if name == "user" else judge.model
+        provider_name = spec.provider if spec is not None else name
+        return RoleProvider(
+            live,
+            role=name,
+            provider_name=provider_name,
+            control=setup.control,
+            ledger=ledger,
+            replay=replay.get(name, Cassette()) if cached is not None else None,
+        )
+
+    user_model = role("user", setup.user_model)
+    judge_model = role("judge", setup.judge_model)
+    tape = AdapterTape(replay=None if cached is None else (cached.replies or []))
+    token = _current.set(context)
+    transcript = Transcript()
+    agent: AgentUnderTest | None = None
+    try:
+        agent = _agent(setup, ledger, replay.get("agent") if cached is not None else None, tape)
+        status, reason, set_aside, criteria, transcript = await _converse(
+            setup, context, agent, user_model, judge_model
+        )
+    except (CassetteMismatchError, LookupError) as error:
+        if cached is not None:
+            raise ReplayDiverged(str(error)) from error
+        raise
+    finally:
+        _current.reset(token)
+    outcome = TrialOutcome(
+        context.index,
+        context.attempt,
+        context.seed,
+        status,
+        reason,
+        set_aside,
+        criteria,
+        transcript,
+        {role_name: ledger.cost(role_name) for role_name in ("agent", "user", "judge")},
+        dict(ledger.sent),
+        replayed=cached is not None,
+        wall_time_s=time.perf_counter() - started,
+    )
+    if cached is not None:
+        if outcome.summary() != cached.outcome:
+            raise ReplayDiverged("the replayed trial ended otherwise than recorded")
+        return outcome
+    if setup.cache is not None and set_aside != "budget":
+        cassettes = {"user": user_model.cassette(), "judge": judge_model.cassette()}
+        if isinstance(agent, BuilderAgent):
+            cassettes["agent"] = agent.provider.cassette()
+        replies = tape.recorded if isinstance(agent, AdapterAgent) else None
+        setup.cache.save(context.index, context.attempt, cassettes, replies, outcome.summary())
+    return outcome
+
+
+def _agent(setup: TrialSetup, ledger: Ledger, replay: Any, tape: AdapterTape) -> AgentUnderTest:
+    spec = setup.scenario.agent
+    if spec.adapter is not None:
+        assert setup.adapter is not None
+        return AdapterAgent(setup.adapter, spec.adapter, tape, ledger)
+    assert spec.builder is not None
+    return BuilderAgent(
+        builder_for(spec.builder), control=setup.control, ledger=ledger, replay=replay
+    )
+
+
+async def _converse(
+    setup: TrialSetup,
+    context: TrialContext,
+    agent: AgentUnderTest,
+    user_model: RoleProvider,
+    judge_model: RoleProvider,
+) -> tuple[TrialStatus, str, str | None, tuple[CriterionResult, ...], Transcript]:
+    scenario = setup.scenario
+    user, judge = scenario.user, scenario.judge
+    assert user is not None
+    assert judge is not None
+    user_config = None if user.model is None else llm_config_of(user.model)
+    judge_config = None if judge.model is None else llm_config_of(judge.model)
+    transcript = Transcript()
+    exhausted = setup.budget_exhausted
+    try:
+        for _ in range(user.stop.max_turns):
+            try:
+                move = await next_user_move(user, transcript, user_model, user_config)
+            except ProviderError as error:
+                kind = "infrastructure" if is_infrastructure_error(error) else "user_model_error"
+                return _aside(kind, f"the simulated user's model failed: {error}", transcript)
+            mistake = find_user_mistake(user, move, transcript)
+            if mistake is not None:
+                return _aside(f"user_mistake:{mistake.code}", str(mistake), transcript)
+            if move.ended:
+                break
+            try:
+                reply = await agent.respond(transcript, move.text)
+            except InfrastructureFailure as error:
+                return _aside("infrastructure", f"the agent's provider failed: {error}", transcript)
+            except AgentCrashed as error:
+                crashed = transcript.with_exchange(Exchange(move.text))
+                return TrialStatus.FAILURE, str(error), None, (), crashed
+            transcript = transcript.with_exchange(Exchange(move.text, reply))
+            if broken_never_rule(judge.criteria, transcript) is not None:
+                break
+        try:
+            criteria = await judge_transcript(judge.criteria, transcript, judge_model, judge_config)
+        except ProviderError as error:
+            kind = "infrastructure" if is_infrastructure_error(error) else "judge_model_error"
+            return _aside(kind, f"the judge's model failed: {error}", transcript)
+    except AgentrigError as error:
+        if exhausted is not None and isinstance(error, exhausted):
+            return _aside("budget", str(error), transcript)
+        raise
+    failed = [c for c in criteria if c.outcome == "failed"]
+    if failed:
+        reason = "; ".join(f"{c.id} failed: {c.detail}" for c in failed)
+        return TrialStatus.FAILURE, reason, None, criteria, transcript
+    undecided = [c for c in criteria if c.outcome == "inconclusive"]
+    if undecided:
+        reason = "; ".join(f"{c.id} inconclusive: {c.detail}" for c in undecided)
+        return TrialStatus.SET_ASIDE, reason, "judge_inconclusive", criteria, transcript
+    return TrialStatus.SUCCESS, "every criterion passed", None, criteria, transcript
+
+
+def _aside(
+    kind: str, reason: str, transcript: Transcript
+) -> tuple[TrialStatus, str, str | None, tuple[CriterionResult, ...], Transcript]:
+    return TrialStatus.SET_ASIDE, reason, kind, (), transcript

@@ -1,0 +1,10 @@
+"""Live-trial tests: the agents under test live in ``refund_app.py`` beside this file."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = str(Path(__file__).parent)
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)

@@ -1,0 +1,197 @@
+"""One live trial, played in process: the agent's, the simulated user's and the judge's models
+are functions (``refund_app``)."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import refund_app
+
+from agentrig.errors import ProviderError
+from agentrig.fakes import FunctionLLM, reply
+from agentrig.fakes.llm import Turn
+from agentrig.harness.live.cache import TrialCache
+from agentrig.harness.live.gateway import Unlimited
+from agentrig.harness.live.trial import TrialOutcome, TrialSetup, TrialStatus, run_trial
+from agentrig.harness.scenarios.loader import load_scenario
+from agentrig.harness.scenarios.model import Scenario
+from agentrig.state import InferenceRequest
+
+SCENARIO = """
+name: refund
+agent: {AGENT}
+user:
+  persona: Dana, terse
+  goal: a refund for her broken mug
+  knows: {order_id: A-1029}
+  stop: {max_turns: 4, not_before_tool: [issue_refund]}
+  model: {provider: openai, name: gpt-4.1-mini}
+judge:
+  criteria:
+    - {id: refunded, check: {tool_called: "issue_refund(order_id=A-1029)"}}
+    - {id: polite, rubric: the agent never blames the customer, votes: 3}
+    - {id: no_lookup_loop, never: {said: {contains: "your fault"}}}
+  model: {provider: openai, name: gpt-4.1}
+trials: {require: {metric: rate, at_least: 0.5}, max: 20, seed: 7}
+"""
+
+
+def scenario(tmp_path: Path, agent: str = '{builder: "refund_app:build"}') -> Scenario:
+    path = tmp_path / "refund.scenario.yaml"
+    path.write_text(textwrap.dedent(SCENARIO).replace("{AGENT}", agent))
+    return load_scenario(path)
+
+
+def setup(
+    loaded: Scenario,
+    user: Any = refund_app.user_model,
+    judge: Any = refund_app.judge_model,
+    cache: TrialCache | None = None,
+    adapter: Any = None,
+) -> TrialSetup:
+    return TrialSetup(
+        loaded,
+        Unlimited(),
+        user_model=lambda _: FunctionLLM(user),
+        judge_model=lambda _: FunctionLLM(judge),
+        cache=cache,
+        adapter=adapter,
+    )
+
+
+def trial(trial_setup: TrialSetup, index: int = 0, attempt: int = 0) -> TrialOutcome:
+    return asyncio.run(run_trial(trial_setup, index, attempt))
+
+
+@pytest.fixture(autouse=True)
+def always_refunds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 1.0)
+
+
+def test_a_trial_that_does_the_job_succeeds_with_each_role_costed(tmp_path: Path) -> None:
+    outcome = trial(setup(scenario(tmp_path)))
+    assert outcome.status is TrialStatus.SUCCESS, outcome.reason
+    assert [(c.id, c.outcome) for c in outcome.criteria] == [
+        ("refunded", "passed"),
+        ("polite", "passed"),
+        ("no_lookup_loop", "passed"),
+    ]
+    assert outcome.criteria[1].votes == ("passed", "passed", "passed")
+    assert [e.user for e in outcome.transcript.exchanges] == [
+        "My mug arrived broken. I want a refund.",
+        "It is order A-1029.",
+    ]
+    assert [c.name for c in outcome.transcript.tool_calls()] == ["issue_refund"]
+    assert outcome.transcript.tool_calls()[0].result == "refund for A-1029 issued"
+    # agent: ask for the id, call the tool, answer; user: 2 messages and the end; judge: 3 votes
+    assert outcome.calls == {"agent": 3, "user": 3, "judge": 3}
+    assert outcome.cost["agent"] == pytest.approx(3 * refund_app.AGENT_CALL_COST, abs=1e-12)
+    assert outcome.cost["user"] == pytest.approx(3 * refund_app.USER_CALL_COST, abs=1e-12)
+    assert outcome.cost["judge"] == pytest.approx(3 * refund_app.JUDGE_CALL_COST, abs=1e-12)
+
+
+def test_a_trial_that_fails_a_check_fails_and_the_judge_model_is_not_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 0.0)
+    outcome = trial(setup(scenario(tmp_path)))
+    assert outcome.status is TrialStatus.FAILURE
+    assert "refunded failed: expected a call issue_refund(order_id=A-1029); the agent made no tool calls" in outcome.reason
+    assert len(outcome.transcript.exchanges) == 4  # the user kept asking until max_turns
+    assert outcome.calls["judge"] == 0
+
+
+def test_a_broken_never_rule_ends_the_trial_as_a_failure(tmp_path: Path) -> None:
+    def rude_user(request: InferenceRequest) -> Turn:
+        return reply("Is it your fault?") if len(request.messages) > 2 else reply("Hi there")
+
+    def blaming_agent_judge(request: InferenceRequest) -> Turn:
+        return refund_app.judge_model(request)
+
+    outcome = trial(setup(scenario(tmp_path, '{adapter: "test_trial:blaming_adapter"}'),
+                          user=rude_user, judge=blaming_agent_judge, adapter=blaming_adapter))
+    assert outcome.status is TrialStatus.FAILURE
+    assert "no_lookup_loop failed" in outcome.reason
+    assert len(outcome.transcript.exchanges) == 1
+
+
+def blaming_adapter(conversation: list[dict[str, str]]) -> str:
+    return "That is your fault."
+
+
+@pytest.mark.parametrize(
+    ("answer", "code"),
+    [
+        (lambda n: reply("  ") if n else reply("My mug broke."), "empty_message"),
+        (lambda n: reply("It is order B-7777.") if n else reply("My mug broke."), "unknown_fact"),
+        (lambda n: reply("Assistant: how can I help?"), "role_confusion"),
+        (lambda n: Turn(calls=refund_app.call("end_conversation").calls), "ended_early"),
+        (lambda n: Turn(text="My mug", finish_reason="length"), "cut_off"),  # type: ignore[arg-type]
+    ],
+)
+def test_the_simulated_users_mistakes_set_the_trial_aside(
+    tmp_path: Path, answer: Any, code: str
+) -> None:
+    def user(request: InferenceRequest) -> Turn:
+        return answer(len(request.messages) > 2)  # type: ignore[no-any-return]
+
+    outcome = trial(setup(scenario(tmp_path), user=user))
+    assert outcome.status is TrialStatus.SET_ASIDE
+    assert outcome.set_aside == f"user_mistake:{code}"
+
+
+def test_a_rate_limited_agent_model_sets_the_trial_aside_as_infrastructure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def limited(request: InferenceRequest) -> Turn:
+        raise ProviderError("rate limited", status_code=429, retryable=True)
+
+    monkeypatch.setattr(refund_app, "agent_model", limited)
+    outcome = trial(setup(scenario(tmp_path)))
+    assert outcome.status is TrialStatus.SET_ASIDE
+    assert outcome.set_aside == "infrastructure"
+
+
+def test_an_adapter_agent_is_judged_on_the_tools_it_reports(tmp_path: Path) -> None:
+    loaded = scenario(tmp_path, '{adapter: "refund_app:adapter"}')
+    outcome = trial(setup(loaded, adapter=refund_app.adapter))
+    assert outcome.status is TrialStatus.SUCCESS, outcome.reason
+    assert outcome.cost["agent"] == pytest.approx(2 * refund_app.AGENT_CALL_COST, abs=1e-12)
+
+
+@pytest.mark.parametrize("agent", ['{builder: "refund_app:build"}', '{adapter: "refund_app:adapter"}'])
+def test_a_recorded_trial_replays_with_no_model_call_and_the_same_outcome(
+    tmp_path: Path, agent: str
+) -> None:
+    loaded = scenario(tmp_path, agent)
+    cache = TrialCache(tmp_path / "cache", loaded)
+    adapter = refund_app.adapter if "adapter" in agent else None
+    first = trial(setup(loaded, cache=cache, adapter=adapter))
+    assert not first.replayed
+    assert sum(first.calls.values()) > 0
+
+    def unreachable(request: InferenceRequest) -> Turn:
+        raise AssertionError("a replayed trial asked a model")
+
+    second = trial(setup(loaded, user=unreachable, judge=unreachable, cache=cache, adapter=adapter))
+    assert second.replayed
+    assert second.calls == {"agent": 0, "user": 0, "judge": 0}
+    assert second.summary() == first.summary()
+    assert second.cost == first.cost
+
+
+def test_a_recording_the_agent_no_longer_matches_runs_live_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loaded = scenario(tmp_path)
+    cache = TrialCache(tmp_path / "cache", loaded)
+    assert trial(setup(loaded, cache=cache)).status is TrialStatus.SUCCESS
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 0.0)
+    monkeypatch.setattr(refund_app.issue_refund, "description", "Refund it (changed).", raising=False)
+    again = trial(setup(loaded, cache=cache))
+    assert not again.replayed
+    assert again.status is TrialStatus.FAILURE
