@@ -6,7 +6,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
@@ -23,6 +23,7 @@ from agentrig.harness.results import ScenarioResult, SuiteResult
 from agentrig.harness.suites.interrupt import interrupted_by_signals, stopping_signal
 
 if TYPE_CHECKING:
+    from agentrig.harness.live.run import LiveRun
     from agentrig.harness.scenarios.model import Scenario
 
 app = typer.Typer(
@@ -114,12 +115,42 @@ def run(
             "--async", help="Run through the async path (AgentLoop.aiterate) instead of iterate."
         ),
     ] = False,
+    live: Annotated[
+        bool,
+        typer.Option(
+            "--live",
+            help="Also run live scenarios (user, judge, trials): real models, repeated trials, "
+            "a verdict each; exit 3 when a verdict is INCONCLUSIVE and none FAIL.",
+        ),
+    ] = False,
+    cache: Annotated[
+        Path,
+        typer.Option(help="Live: where trials are recorded and replayed from."),
+    ] = Path(".agentrig/cache"),
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Live: neither replay nor record trials.")
+    ] = False,
+    budget_usd: Annotated[
+        float | None,
+        typer.Option(min=0, help="Live: the most the whole run may spend, in USD."),
+    ] = None,
+    limit: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Live: calls in flight at once per provider, e.g. --limit openai=8 "
+            "--limit anthropic=4 (default 8 each)."
+        ),
+    ] = None,
+    max_trials: Annotated[
+        int | None,
+        typer.Option(min=1, help="Live: overrides every scenario's trials.max."),
+    ] = None,
 ) -> None:
     """Run scenario files; exit 0 only when every selected scenario passes. A file that does
     not load is reported as an error case and the others run; the exit code is then 2. Ctrl-C,
     SIGTERM or SIGHUP stop the run: the reports hold what finished and an error case for each
     scenario that did not (while the scenarios load, none ran: no reports); the exit code is
-    128 + the signal's number (130, 143, 129)."""
+    128 + the signal's number (130, 143, 129). Live scenarios run only with --live."""
     from agentrig.harness.reporting import get_writer
     from agentrig.harness.scenarios.loader import load_suite
     from agentrig.harness.scenarios.selection import parse_shard, select, shard_of
@@ -151,6 +182,17 @@ def run(
     broken = shard_of(suite.broken, part, key=lambda error: error.path)
     if not loaded and not suite.broken:
         _nothing_found(paths)
+    live_scenarios = [scenario for scenario in scenarios if scenario.is_live]
+    if live_scenarios and not live:
+        errors.print(
+            f"[yellow]{len(live_scenarios)} live scenario(s) not run: add --live to run their "
+            "trials[/]",
+            soft_wrap=True,
+        )
+        scenarios = [scenario for scenario in scenarios if not scenario.is_live]
+        if not scenarios and not broken:
+            raise typer.Exit(4)
+    live_run = _live_run(cache, no_cache, budget_usd, limit, max_trials) if live else None
     if not matching and not broken:
         errors.print("[yellow]no scenario selected[/]")
         raise typer.Exit(4)
@@ -171,13 +213,16 @@ def run(
     try:
         with _progress(quiet) as bar, interrupted_by_signals():
             task = bar.add_task("scenarios", total=len(scenarios))
+            scripted = [scenario for scenario in scenarios if not scenario.is_live]
             result = run_suite(
-                scenarios,
-                workers=workers or auto_workers(len(scenarios)),
+                scripted,
+                workers=workers or auto_workers(len(scripted)),
                 plugins=plugin or (),
                 progress=advance,
                 use_async=use_async,
             )
+            if live_run is not None and len(scripted) < len(scenarios):
+                result = _with_live(result, scenarios, live_run, advance)
     except AgentrigError as error:
         _fail_usage(error)
     except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM / SIGHUP (Interrupted)
@@ -193,6 +238,49 @@ def run(
     if not quiet:
         _failure_details(result)
     _report_and_exit(result, report_dir, report, verbose=verbose, unloadable=len(broken))
+
+
+def _live_run(
+    cache: Path,
+    no_cache: bool,
+    budget_usd: float | None,
+    limit: list[str] | None,
+    max_trials: int | None,
+) -> LiveRun:
+    """The options of ``run --live`` as a :class:`~agentrig.harness.live.run.LiveRun`."""
+    from agentrig.harness.live.options import live_run_options
+
+    try:
+        return live_run_options(
+            cache_dir=None if no_cache else cache,
+            budget_usd=budget_usd,
+            limits=limit or (),
+            max_trials=max_trials,
+        )
+    except AgentrigError as error:
+        _fail_usage(error)
+
+
+def _with_live(
+    result: SuiteResult,
+    scenarios: Sequence[Scenario],
+    live_run: LiveRun,
+    progress: Callable[[ScenarioResult], None],
+) -> SuiteResult:
+    """``result`` (of the scripted scenarios) with the live ones run, in ``scenarios``' order."""
+    import asyncio
+
+    from agentrig.harness.live.suite import run_live_suite
+
+    started = time.perf_counter()
+    live = [scenario for scenario in scenarios if scenario.is_live]
+    live_results = iter(asyncio.run(run_live_suite(live, live_run, progress)))
+    scripted_results = iter(result.scenarios)
+    ordered = tuple(
+        next(live_results) if scenario.is_live else next(scripted_results) for scenario in scenarios
+    )
+    wall = result.wall_time_s + time.perf_counter() - started
+    return SuiteResult(scenarios=ordered, wall_time_s=wall)
 
 
 def _with_unloadable(
@@ -615,7 +703,17 @@ def _report_and_exit(
         _summary_line(result, [], [], unloadable=unloadable)
         _fail_write(report_dir, error, "--report-dir", what="reports to ")
     _summary_line(result, written, formats, verbose=verbose, unloadable=unloadable)
-    raise typer.Exit(2 if unloadable else 0 if result.passed else 1)
+    raise typer.Exit(_exit_code(result, unloadable))
+
+
+def _exit_code(result: SuiteResult, unloadable: int) -> int:
+    """2 when files did not load, 0 when all passed, 3 when the only failures are live
+    verdicts that are INCONCLUSIVE, else 1."""
+    if unloadable:
+        return 2
+    if result.passed:
+        return 0
+    return 3 if result.failed_count == result.inconclusive_count else 1
 
 
 def _summary_line(

@@ -57,6 +57,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=("none", "once", "new_episodes", "all"),
         help="record mode of agentrig_cassette providers (default: the test's, else none)",
     )
+    group.addoption(
+        "--agentrig-live",
+        action="store_true",
+        default=False,
+        help="run live scenarios (user, judge, trials) against real models; skipped otherwise",
+    )
+    group.addoption(
+        "--agentrig-live-cache",
+        default=".agentrig/cache",
+        metavar="DIR",
+        help="where live trials are recorded and replayed from (default .agentrig/cache)",
+    )
     parser.addini(
         "agentrig_scenarios", type="bool", default=False, help="collect *.scenario.yaml files"
     )
@@ -167,17 +179,34 @@ class ScenarioItem(pytest.Function):
         super().__init__(callobj=_fixtures_of_scenario_items, **kwargs)
         self.scenario = scenario
         self.add_marker(pytest.mark.agentrig_scenario)
+        if scenario.is_live:  # its trials talk to real models (run only with --agentrig-live)
+            self.add_marker(pytest.mark.agentrig_real_llm)
         self.extra_keyword_matches.update(scenario.tags)
 
     def runtest(self) -> None:
-        """Run the scenario; raise ``ScenarioFailed`` on any failure."""
-        from agentrig.harness.runner import run_scenario
+        """Run the scenario; raise ``ScenarioFailed`` on any failure. A live scenario runs
+        only with ``--agentrig-live`` (it is skipped otherwise): its verdict must be PASS."""
+        if self.scenario.is_live:
+            result = self._run_live()
+        else:
+            from agentrig.harness.runner import run_scenario
 
-        builder = self._builder(self.funcargs["agentrig_builder"])
-        result = run_scenario(self.scenario, builder=builder)
+            builder = self._builder(self.funcargs["agentrig_builder"])
+            result = run_scenario(self.scenario, builder=builder)
         self.config.stash[_RESULTS].append(result)
         if not result.passed:
             raise ScenarioFailed(result)
+
+    def _run_live(self) -> ScenarioResult:
+        if not self.config.getoption("--agentrig-live"):
+            pytest.skip("a live scenario: run it with --agentrig-live")
+        import asyncio
+
+        from agentrig.harness.live.options import live_run_options
+        from agentrig.harness.live.suite import run_live_suite
+
+        run = live_run_options(cache_dir=self.config.getoption("--agentrig-live-cache"))
+        return asyncio.run(run_live_suite([self.scenario], run))[0]
 
     def _builder(self, chosen: object) -> AgentBuilder | None:
         """The fixture's builder for this scenario; a file naming its own ``agent.builder``

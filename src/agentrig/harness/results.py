@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, m
 
 from agentrig._model import problems_of
 from agentrig.errors import InvalidInputError
+from agentrig.harness.live.report_model import LiveResult
 from agentrig.messages import ToolCall, ToolResult
 
 __all__ = [
@@ -39,7 +40,7 @@ Count = Annotated[int, Field(ge=0)]
 Seconds = Annotated[float, Field(ge=0)]
 
 EntryKind = Literal["user", "assistant", "tool_call", "tool_result", "system", "event", "stop"]
-FailureKind = Literal["expectation", "invariant", "script", "error"]
+FailureKind = Literal["expectation", "invariant", "script", "error", "verdict"]
 
 
 class _Result(BaseModel):
@@ -142,6 +143,9 @@ class ScenarioResult(_Result):
     invariants: tuple[InvariantOutcome, ...]
     transcript: tuple[TranscriptEntry, ...]
     wall_time_s: Seconds
+    live: LiveResult | None = None
+    """A live scenario's verdict, its statistics, costs and trials (None for a scenario with
+    scripted turns)."""
 
     @model_validator(mode="after")
     def _passed_matches_failures(self) -> Self:
@@ -154,6 +158,11 @@ class ScenarioResult(_Result):
     def status(self) -> Literal["passed", "failed"]:
         """``"passed"`` or ``"failed"``."""
         return "passed" if self.passed else "failed"
+
+    @property
+    def inconclusive(self) -> bool:
+        """Whether this is a live scenario whose trials did not decide its verdict."""
+        return self.live is not None and self.live.verdict == "INCONCLUSIVE"
 
     @property
     def location(self) -> str:
@@ -186,6 +195,11 @@ class SuiteResult(_Result):
     def failed_count(self) -> int:
         """Number of scenarios that failed."""
         return sum(not scenario.passed for scenario in self.scenarios)
+
+    @property
+    def inconclusive_count(self) -> int:
+        """Number of live scenarios whose verdict is INCONCLUSIVE (counted as failed too)."""
+        return sum(scenario.inconclusive for scenario in self.scenarios)
 
     @property
     def passed_count(self) -> int:

@@ -100,7 +100,10 @@ def test_a_trial_that_fails_a_check_fails_and_the_judge_model_is_not_asked(
     monkeypatch.setattr(refund_app, "SUCCESS_RATE", 0.0)
     outcome = trial(setup(scenario(tmp_path)))
     assert outcome.status is TrialStatus.FAILURE
-    assert "refunded failed: expected a call issue_refund(order_id=A-1029); the agent made no tool calls" in outcome.reason
+    assert (
+        "refunded failed: expected a call issue_refund(order_id=A-1029); the agent made no tool calls"
+        in outcome.reason
+    )
     assert len(outcome.transcript.exchanges) == 4  # the user kept asking until max_turns
     assert outcome.calls["judge"] == 0
 
@@ -112,8 +115,14 @@ def test_a_broken_never_rule_ends_the_trial_as_a_failure(tmp_path: Path) -> None
     def blaming_agent_judge(request: InferenceRequest) -> Turn:
         return refund_app.judge_model(request)
 
-    outcome = trial(setup(scenario(tmp_path, '{adapter: "test_trial:blaming_adapter"}'),
-                          user=rude_user, judge=blaming_agent_judge, adapter=blaming_adapter))
+    outcome = trial(
+        setup(
+            scenario(tmp_path, '{adapter: "test_trial:blaming_adapter"}'),
+            user=rude_user,
+            judge=blaming_agent_judge,
+            adapter=blaming_adapter,
+        )
+    )
     assert outcome.status is TrialStatus.FAILURE
     assert "no_lookup_loop failed" in outcome.reason
     assert len(outcome.transcript.exchanges) == 1
@@ -163,7 +172,9 @@ def test_an_adapter_agent_is_judged_on_the_tools_it_reports(tmp_path: Path) -> N
     assert outcome.cost["agent"] == pytest.approx(2 * refund_app.AGENT_CALL_COST, abs=1e-12)
 
 
-@pytest.mark.parametrize("agent", ['{builder: "refund_app:build"}', '{adapter: "refund_app:adapter"}'])
+@pytest.mark.parametrize(
+    "agent", ['{builder: "refund_app:build"}', '{adapter: "refund_app:adapter"}']
+)
 def test_a_recorded_trial_replays_with_no_model_call_and_the_same_outcome(
     tmp_path: Path, agent: str
 ) -> None:
@@ -191,7 +202,9 @@ def test_a_recording_the_agent_no_longer_matches_runs_live_again(
     cache = TrialCache(tmp_path / "cache", loaded)
     assert trial(setup(loaded, cache=cache)).status is TrialStatus.SUCCESS
     monkeypatch.setattr(refund_app, "SUCCESS_RATE", 0.0)
-    monkeypatch.setattr(refund_app.issue_refund, "description", "Refund it (changed).", raising=False)
+    monkeypatch.setattr(
+        refund_app.issue_refund, "description", "Refund it (changed).", raising=False
+    )
     again = trial(setup(loaded, cache=cache))
     assert not again.replayed
     assert again.status is TrialStatus.FAILURE

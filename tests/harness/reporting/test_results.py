@@ -191,7 +191,7 @@ def test_bad_nested_value_names_its_path(suite: SuiteResult) -> None:
     error = _problem(data)
     fields = [field for field, _ in error.problems]
     assert fields == ["scenarios[0].turns[0].steps", "scenarios[1].failures[0].kind"]
-    assert "'expectation', 'invariant', 'script' or 'error'" in str(error)
+    assert "'expectation', 'invariant', 'script', 'error' or 'verdict'" in str(error)
 
 
 def test_validation_is_strict(suite: SuiteResult) -> None:

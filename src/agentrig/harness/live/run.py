@@ -10,7 +10,6 @@ trials start only while the verdict is still open.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -29,7 +28,6 @@ from agentrig.harness.live.report_model import (
 from agentrig.harness.live.roles import provider_for
 from agentrig.harness.live.stats import (
     Metric,
-    Outcome,
     Requirement,
     Verdict,
     clopper_pearson,
@@ -167,7 +165,9 @@ class _Scheduler:
         self.max_trials = max_trials
         self.sequential = trials.sequential
         self.concurrency = trials.concurrency
-        self.max_set_aside = trials.max_set_aside if trials.max_set_aside is not None else max_trials
+        self.max_set_aside = (
+            trials.max_set_aside if trials.max_set_aside is not None else max_trials
+        )
         self.final: dict[int, TrialOutcome] = {}
         self.all: list[TrialOutcome] = []
         self.attempts: dict[int, int] = {}
@@ -258,16 +258,23 @@ class _Scheduler:
         counted = verdict.trials
         counted_indices = set(range(counted))
         successes = sum(prefix[:counted])
-        records = tuple(_record(o, o.index in counted_indices and o is self.final.get(o.index))
-                        for o in sorted(self.all, key=lambda o: (o.index, o.attempt)))
-        cost = {role: sum(o.cost.get(role, 0.0) for o in self.all) for role in ("agent", "user", "judge")}
+        records = tuple(
+            _record(o, o.index in counted_indices and o is self.final.get(o.index))
+            for o in sorted(self.all, key=lambda o: (o.index, o.attempt))
+        )
+        cost = {
+            role: sum(o.cost.get(role, 0.0) for o in self.all)
+            for role in ("agent", "user", "judge")
+        }
         total = sum(cost.values())
         set_aside: dict[str, int] = {}
         for o in self.all:
             if o.set_aside is not None:
                 set_aside[o.set_aside] = set_aside.get(o.set_aside, 0) + 1
         discarded = sum(1 for i in self.final if i >= counted)
-        calls = {role: sum(o.calls.get(role, 0) for o in self.all) for role in ("agent", "user", "judge")}
+        calls = {
+            role: sum(o.calls.get(role, 0) for o in self.all) for role in ("agent", "user", "judge")
+        }
         reason = verdict.reason
         if self.partial is not None:
             reason = f"partial: {self.partial} after {counted} counted trial(s); {reason}"
@@ -311,15 +318,22 @@ def _metrics(
     assert scenario.trials is not None
     ks = sorted({requirement.metric.k, *scenario.trials.report_k})
     exact = clopper_pearson(successes, trials, requirement.confidence)
-    out = [MetricRecord(metric="rate", value=None if trials == 0 else successes / trials,
-                        low=exact.low, high=exact.high)]
+    out = [
+        MetricRecord(
+            metric="rate",
+            value=None if trials == 0 else successes / trials,
+            low=exact.low,
+            high=exact.high,
+        )
+    ]
     for k in ks:
         for kind, estimate in (("pass^", pass_hat_k), ("pass@", pass_at_k)):
             metric: Metric = parse_metric(f"{kind}{k}")
             interval = metric_interval(metric, exact)
             value = estimate(successes, trials, k) if k <= trials else None
-            out.append(MetricRecord(metric=f"{kind}{k}", value=value,
-                                    low=interval.low, high=interval.high))
+            out.append(
+                MetricRecord(metric=f"{kind}{k}", value=value, low=interval.low, high=interval.high)
+            )
     return tuple(out)
 
 
@@ -342,5 +356,3 @@ def _record(outcome: TrialOutcome, counted: bool) -> TrialRecord:
         replayed=outcome.replayed,
         transcript=tuple(outcome.transcript.render().splitlines()) if show else (),
     )
-
-

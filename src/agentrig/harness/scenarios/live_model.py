@@ -129,9 +129,7 @@ class UserSpec(ScenarioModel):
     stop: UserStopSpec = Field(
         default_factory=UserStopSpec, description="When the conversation ends."
     )
-    model: LiveModelSpec | None = Field(
-        default=None, description="The model that plays the user."
-    )
+    model: LiveModelSpec | None = Field(default=None, description="The model that plays the user.")
 
     def _problems(self) -> Iterator[tuple[FieldPath, str]]:
         scripted_only = self.opening is not None and self.stop.max_turns == 1

@@ -1114,9 +1114,7 @@ class Scenario(ScenarioModel):
     user: UserSpec | None = Field(
         default=None, description="Live: the simulated user that talks to the agent."
     )
-    judge: JudgeSpec | None = Field(
-        default=None, description="Live: how each trial is judged."
-    )
+    judge: JudgeSpec | None = Field(default=None, description="Live: how each trial is judged.")
     trials: TrialsSpec | None = Field(
         default=None, description="Live: how many trials run and the requirement they decide."
     )
@@ -1141,9 +1139,12 @@ class Scenario(ScenarioModel):
             yield ("turns",), "a live scenario (user, judge, trials) has no scripted turns"
         for key in _LIVE_KEYS:
             if getattr(self, key) is None:
-                yield (key,), f"a live scenario needs {key} (it has " + ", ".join(
-                    k for k in _LIVE_KEYS if getattr(self, k) is not None
-                ) + ")"
+                yield (
+                    (key,),
+                    f"a live scenario needs {key} (it has "
+                    + ", ".join(k for k in _LIVE_KEYS if getattr(self, k) is not None)
+                    + ")",
+                )
         if self.agent.builder is None and self.agent.adapter is None:
             yield (
                 ("agent",),
