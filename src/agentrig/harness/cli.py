@@ -365,7 +365,13 @@ def schema(
 
 @app.command()
 def convert(
-    cassette: Annotated[Path, typer.Argument(help="A cassette file recorded by agentrig.")],
+    cassette: Annotated[
+        Path,
+        typer.Argument(
+            help="A cassette file recorded by agentrig, or a live trial's folder in the cache "
+            "(.agentrig/cache/SCENARIO/FINGERPRINT/trial-N.A)."
+        ),
+    ],
     output: Annotated[
         Path | None,
         typer.Option("--output", "-o", help="Write to this *.scenario.yaml file, not stdout."),
@@ -377,12 +383,14 @@ def convert(
         bool, typer.Option("--force", help="Replace the --output file if it exists.")
     ] = False,
 ) -> None:
-    """Convert a recorded cassette into an editable scenario file that replays it."""
+    """Convert a recorded cassette, or a recorded live trial, into an editable scenario file
+    that replays it."""
     from agentrig.harness.cassettes.convert import (
         cassette_to_scenario,
         load_recording,
         scenario_name,
     )
+    from agentrig.harness.live.convert import is_trial_folder, trial_to_scenario
     from agentrig.harness.scenarios.loader import SCENARIO_SUFFIX
     from agentrig.harness.scenarios.writer import scenario_to_yaml, write_scenario
 
@@ -396,9 +404,15 @@ def convert(
     stem = (output or cassette).name.split(".")[0]
     header = f"Converted from {cassette} by agentrig convert; edit freely."
     try:
-        scenario = cassette_to_scenario(
-            load_recording(cassette), name=name or scenario_name(stem), path=str(cassette)
-        )
+        if is_trial_folder(cassette):
+            trial = f"{cassette.parent.parent.name}-{cassette.name}"
+            scenario = trial_to_scenario(
+                cassette, name=name or scenario_name(output.name.split(".")[0] if output else trial)
+            )
+        else:
+            scenario = cassette_to_scenario(
+                load_recording(cassette), name=name or scenario_name(stem), path=str(cassette)
+            )
         if output is None:
             typer.echo(scenario_to_yaml(scenario, header=header), nl=False)
             return

@@ -208,3 +208,37 @@ def test_a_recording_the_agent_no_longer_matches_runs_live_again(
     again = trial(setup(loaded, cache=cache))
     assert not again.replayed
     assert again.status is TrialStatus.FAILURE
+
+
+@pytest.mark.parametrize(("rate", "passes"), [(1.0, True), (0.0, False)])
+def test_a_recorded_trial_converts_to_a_scenario_that_ends_the_same_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rate: float, passes: bool
+) -> None:
+    from agentrig.harness.live.convert import trial_to_scenario
+    from agentrig.harness.runner import run_scenario
+
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", rate)
+    loaded = scenario(tmp_path)
+    cache = TrialCache(tmp_path / "cache", loaded)
+    outcome = trial(setup(loaded, cache=cache))
+    assert (outcome.status is TrialStatus.SUCCESS) is passes
+
+    converted = trial_to_scenario(cache.trial_folder(0, 0), name="refund-trial-0")
+    assert converted.agent.builder == "refund_app:build"
+    assert [t.user for t in converted.turns] == [e.user for e in outcome.transcript.exchanges]
+    result = run_scenario(converted)
+    assert result.passed is passes, [f.message for f in result.failures]
+    if not passes:
+        assert any("issue_refund" in f.message for f in result.failures)
+    assert "not converted: polite, no_lookup_loop" in converted.description
+
+
+def test_an_adapter_trial_does_not_convert(tmp_path: Path) -> None:
+    from agentrig.harness.cassettes.errors import CassetteConversionError
+    from agentrig.harness.live.convert import trial_to_scenario
+
+    loaded = scenario(tmp_path, '{adapter: "refund_app:adapter"}')
+    cache = TrialCache(tmp_path / "cache", loaded)
+    trial(setup(loaded, cache=cache, adapter=refund_app.adapter))
+    with pytest.raises(CassetteConversionError, match="agent.adapter trial"):
+        trial_to_scenario(cache.trial_folder(0, 0), name="x")

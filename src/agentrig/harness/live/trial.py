@@ -222,7 +222,8 @@ async def _run(
         wall_time_s=time.perf_counter() - started,
     )
     if cached is not None:
-        if outcome.summary() != cached.outcome:
+        recorded = {key: cached.outcome.get(key) for key in outcome.summary()}
+        if outcome.summary() != recorded:
             raise ReplayDiverged("the replayed trial ended otherwise than recorded")
         return outcome
     if setup.cache is not None and set_aside != "budget":
@@ -230,7 +231,14 @@ async def _run(
         if isinstance(agent, BuilderAgent):
             cassettes["agent"] = agent.provider.cassette()
         replies = tape.recorded if isinstance(agent, AdapterAgent) else None
-        setup.cache.save(context.index, context.attempt, cassettes, replies, outcome.summary())
+        kept = {
+            **outcome.summary(),
+            "scenario": scenario.model_dump(
+                mode="json", include={"name", "agent", "judge"}, exclude_unset=True
+            ),
+            "users": [exchange.user for exchange in outcome.transcript.exchanges],
+        }
+        setup.cache.save(context.index, context.attempt, cassettes, replies, kept)
     return outcome
 
 

@@ -1,0 +1,126 @@
+"""A recorded live trial as a deterministic scenario: the agent's model calls and tool results
+replayed by a scripted model and scripted tools, the agent's own builder around them, and the
+judge's deterministic criteria as expectations, so that a trial that failed live fails the same
+way under ``agentrig run`` (and a success passes).
+
+What converts: ``check`` criteria (``tool_called``, ``final_response``, ``said``). What does
+not: ``never`` rules and rubrics (a rubric needs a model); the scenario's description lists
+them. A trial of an ``agent.adapter`` agent holds its replies, not its model calls: it cannot be
+converted (record the agent through ``agentrig serve --upstream`` instead).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from agentrig.harness.cassettes.convert import cassette_to_scenario
+from agentrig.harness.cassettes.errors import CassetteConversionError
+from agentrig.harness.cassettes.files import load_cassette
+from agentrig.harness.checks.trajectory import partial_args
+from agentrig.harness.scenarios.live_model import CriterionSpec, LiveCheck
+from agentrig.harness.scenarios.model import Scenario
+
+__all__ = ["is_trial_folder", "trial_to_scenario"]
+
+
+def is_trial_folder(path: Path) -> bool:
+    """Whether ``path`` is a recorded trial's folder (it holds ``outcome.json``)."""
+    return path.is_dir() and (path / "outcome.json").is_file()
+
+
+def trial_to_scenario(folder: Path, *, name: str) -> Scenario:
+    """The scenario that replays the trial recorded in ``folder``; raises
+    :class:`~agentrig.harness.cassettes.errors.CassetteConversionError` naming the folder."""
+    where = str(folder)
+    try:
+        kept = json.loads((folder / "outcome.json").read_text(encoding="utf-8"))
+        live = kept["scenario"]
+        agent = live["agent"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise CassetteConversionError(where, None, f"not a recorded trial: {error}") from None
+    if agent.get("adapter"):
+        raise CassetteConversionError(
+            where,
+            None,
+            "an agent.adapter trial holds the agent's replies, not its model calls: record the "
+            "agent through agentrig serve --upstream to convert its sessions",
+        )
+    cassette = folder / "agent.cassette.yaml"
+    replay = cassette_to_scenario(
+        load_cassette(cassette), name=name, path=str(cassette)
+    ).model_dump(by_alias=True, exclude_unset=True, mode="json")
+    criteria = [CriterionSpec.model_validate(c) for c in live["judge"]["criteria"]]
+    replay["agent"] = _around_builder(replay.get("agent", {}), agent.get("builder"))
+    turns = replay.get("turns", [])
+    calls = _calls_by_turn(turns)
+    left_out = [c.id for c in criteria if c.check is None]
+    for criterion in criteria:
+        if criterion.check is not None:
+            _expect(turns, calls, criterion.check)
+    status = kept.get("status", "")
+    replay["description"] = (
+        f"Live trial {folder.name} of {live['name']} ({status}: {kept.get('reason', '')}), "
+        "converted by agentrig convert; its deterministic criteria are expectations"
+        + (f"; not converted: {', '.join(left_out)} (never rules and rubrics)" if left_out else "")
+        + "."
+    )
+    try:
+        return Scenario.model_validate(replay)
+    except ValidationError as error:
+        raise CassetteConversionError(where, None, f"the scenario is invalid: {error}") from None
+
+
+def _around_builder(agent: dict[str, Any], builder: str | None) -> dict[str, Any]:
+    """The converted agent: the live agent's builder, with every recorded tool scripted (its
+    real tools are not called) and the builder's own system prompt."""
+    if builder is None:
+        return agent
+    tools = {name: {**spec, "scripted": True} for name, spec in agent.get("tools", {}).items()}
+    kept = {k: v for k, v in agent.items() if k not in ("system_prompt", "tools")}
+    return {"builder": builder, **kept, **({"tools": tools} if tools else {})}
+
+
+def _calls_by_turn(turns: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    out: list[list[dict[str, Any]]] = []
+    for turn in turns:
+        made = []
+        for reply in turn.get("model", []):
+            for call in [reply.get("call")] if reply.get("call") else reply.get("calls", []):
+                if isinstance(call, dict):
+                    made.append(call)
+        out.append(made)
+    return out
+
+
+def _expect(
+    turns: list[dict[str, Any]], calls: list[list[dict[str, Any]]], check: LiveCheck
+) -> None:
+    if not turns:
+        return
+    last = turns[-1].setdefault("expect", {})
+    if check.tool_called is not None:
+        wanted = check.tool_called
+        for made in calls:
+            if any(
+                c.get("name") == wanted.name and partial_args(wanted.args, c.get("args", {}))
+                for c in made
+            ):
+                return  # made in that turn: its recorded trajectory already expects it
+        last["tool_calls"] = {
+            "mode": "superset",
+            "args": "partial",
+            "calls": [{"name": wanted.name, "args": dict(wanted.args)}],
+        }
+        return
+    if check.said is not None:
+        said = [r.get("say") for turn in turns for r in turn.get("model", [])]
+        if any(isinstance(text, str) and check.said.matches(text) for text in said):
+            return  # said in the recording: the turns' recorded answers replay it
+        last["final_response"] = check.said.model_dump(exclude_none=True)
+        return
+    assert check.final_response is not None
+    last["final_response"] = check.final_response.model_dump(exclude_none=True)
