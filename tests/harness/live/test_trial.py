@@ -240,5 +240,5 @@ def test_an_adapter_trial_does_not_convert(tmp_path: Path) -> None:
     loaded = scenario(tmp_path, '{adapter: "refund_app:adapter"}')
     cache = TrialCache(tmp_path / "cache", loaded)
     trial(setup(loaded, cache=cache, adapter=refund_app.adapter))
-    with pytest.raises(CassetteConversionError, match="agent.adapter trial"):
+    with pytest.raises(CassetteConversionError, match=r"agent\.adapter trial"):
         trial_to_scenario(cache.trial_folder(0, 0), name="x")
