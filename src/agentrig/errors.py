@@ -54,6 +54,9 @@ live next to their code, in the module named on the right::
     ├── PluginError                a plugin module that cannot be imported     harness.errors
     ├── SuiteError                 a suite that cannot run as asked            harness.errors
     ├── SelectionError             a malformed ``-k`` expression or ``--shard``  harness.scenarios
+    ├── BudgetExhausted            a live run's budget is spent: no model call admitted  harness.live
+    ├── VirtualTimeDeadlock        a virtual-time loop's tasks all wait, nothing can wake them
+    │                                                                (RuntimeError) harness.live
     └── UnknownWriterError         no report writer by that name   (LookupError) harness.reporting
 
 A replay miss is deliberately *not* a ``ProviderError``: code that catches provider failures

@@ -411,3 +411,11 @@ def test_endpoint_instructions_reads_callgrinds_dumps() -> None:
     assert rows[3].split() == ["anthropic", "endpoint", "1,650.0", "1.100x"]
     with pytest.raises(SystemExit, match="no count of: endpoint, nothing remembered"):
         script.per_call(dumps[:2], calls)
+
+
+def test_live_limits_small() -> None:
+    output = run_script(str(BENCH / "live_limits.py"), "--calls", "40", "--cap", "4")
+    for header in ("scenario", "limits", "busy", "done/ideal", "min limit", "429s", "lost"):
+        assert header in output
+    for scenario in ("noise 30%, Retry-After: 0", "server 2, no Retry-After"):
+        assert scenario in output
