@@ -92,8 +92,8 @@ def main() -> None:
     options = parser.parse_args()
     cap, calls = options.cap, options.calls
     configurations: dict[str, dict[str, Any]] = {
-        "defaults (halve, +1 per 4)": {},
-        "decrease=0.7, recover_after=1": {"decrease": 0.7, "recover_after": 1},
+        "defaults (x0.7, +1 a success)": {},
+        "decrease=0.5, recover_after=4": {"decrease": 0.5, "recover_after": 4},
         "decrease=1 (no AIMD cut)": {"decrease": 1.0},
     }
     capacity = max(1, cap * 5 // 8)

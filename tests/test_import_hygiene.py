@@ -112,6 +112,7 @@ HARNESS_STAGES = {
     "property": {"errors", "scenarios", "checks", "cassettes"},
     "reporting": {"errors", "results"},
     "suites": {"errors", "scenarios", "results", "runner"},
+    "live": {"errors", "scenarios", "checks", "cassettes", "results"},
 }
 """What each harness subpackage may import from the rest of the harness: the stages before it."""
 

@@ -290,13 +290,22 @@ class TestRetryAfter:
 
 
 class TestAimd:
-    def test_each_fresh_rate_limit_halves_the_concurrency_down_to_one(self) -> None:
-        limits = ProviderLimits({"openai": 8})
-        seen: list[int] = []
+    @pytest.mark.parametrize(
+        ("retry_after", "seen"),
+        [
+            (None, [8, 4, 2, 1, 1]),  # no Retry-After: the cause is unknown, cut at once
+            (0.0, [8, 8, 4, 2, 1]),  # a Retry-After is honoured; cut once the 429s go on
+        ],
+    )
+    def test_each_fresh_rate_limit_cuts_the_concurrency_down_to_one(
+        self, retry_after: float | None, seen: list[int]
+    ) -> None:
+        limits = ProviderLimits({"openai": 8}, decrease=0.5)
+        limit_at_attempt: list[int] = []
 
         def answer(index: int) -> tuple[float, BaseException | None]:
-            seen.append(limits.limit("openai"))
-            return 0.1, RateLimited(429, 0.0) if index < 4 else None
+            limit_at_attempt.append(limits.limit("openai"))
+            return 0.1, RateLimited(429, retry_after) if index < 4 else None
 
         provider = Provider(answer)
         traffic = Traffic(limits)
@@ -305,13 +314,25 @@ class TestAimd:
             await traffic.call("openai", provider.call(), free)
 
         run_in_virtual_time(main())
-        assert seen == [8, 4, 2, 1, 1]
-        assert traffic.stats()["openai"].min_limit == 1
+        assert limit_at_attempt == seen
+        assert traffic.stats()["openai"].min_limit == seen[-1]
+
+    def test_the_default_cut_keeps_seven_tenths(self) -> None:
+        limits = ProviderLimits({"openai": 8})
+        limit_at_attempt: list[int] = []
+
+        def answer(index: int) -> tuple[float, BaseException | None]:
+            limit_at_attempt.append(limits.limit("openai"))
+            return 0.1, RateLimited(429, None) if index < 3 else None
+
+        traffic = Traffic(limits)
+        run_in_virtual_time(traffic.call("openai", Provider(answer).call(), free))
+        assert limit_at_attempt == [8, 5, 3, 2]
 
     def test_rate_limits_to_calls_sent_before_the_cut_cut_only_once(self) -> None:
         # 8 calls in flight together all answer 429: one cut (to 4), not eight (to 1).
-        provider = Provider(lambda index: (1.0, RateLimited(429, 0.0) if index < 8 else None))
-        limits = ProviderLimits({"openai": 8})
+        provider = Provider(lambda index: (1.0, RateLimited(429, None) if index < 8 else None))
+        limits = ProviderLimits({"openai": 8}, decrease=0.5)
         traffic = Traffic(limits)
 
         async def main() -> None:
@@ -319,16 +340,18 @@ class TestAimd:
 
         run_in_virtual_time(main())
         assert traffic.stats()["openai"].min_limit == 4
-        # The 8 retries go 4 at a time at the cut concurrency.
-        assert Counter(provider.starts) == {0.0: 8, 1.0: 4, 2.0: 4}
+        # The 8 retries go 4 at a time at the cut concurrency (after the back-off's jitter).
+        starts = Counter(provider.starts)
+        assert starts[0.0] == 8
+        assert sorted(starts.values()) == [4, 4, 8]
 
     def test_concurrency_grows_back_one_slot_per_recover_after_successes(self) -> None:
-        limits = ProviderLimits({"openai": 4}, recover_after=3)
+        limits = ProviderLimits({"openai": 4}, recover_after=3, decrease=0.5)
         seen: list[int] = []
 
         def answer(index: int) -> tuple[float, BaseException | None]:
             seen.append(limits.limit("openai"))
-            return 0.1, RateLimited(429, 0.0) if index == 0 else None
+            return 0.1, RateLimited(429, None) if index == 0 else None
 
         provider = Provider(answer)
         traffic = Traffic(limits)
@@ -343,8 +366,8 @@ class TestAimd:
         assert limits.limit("openai") == 4
 
     def test_attempts_in_flight_follow_the_cut_concurrency(self) -> None:
-        provider = Provider(lambda index: (1.0, RateLimited(429, 0.0) if index == 0 else None))
-        limits = ProviderLimits({"openai": 8}, recover_after=1000)
+        provider = Provider(lambda index: (1.0, RateLimited(429, None) if index == 0 else None))
+        limits = ProviderLimits({"openai": 8}, recover_after=1000, decrease=0.5)
         traffic = Traffic(limits)
 
         async def main() -> None:
@@ -369,7 +392,7 @@ class TestAimd:
             return (0.05, RateLimited(429)) if now() < 60 else (1.0, None)
 
         provider = Provider(answer)
-        limits = ProviderLimits({"openai": 8})
+        limits = ProviderLimits({"openai": 8}, decrease=0.5, recover_after=4)
         traffic = Traffic(limits)
 
         async def main() -> list[int]:

@@ -102,6 +102,8 @@ class BuilderAgent:
         )
         state = await self.loop.aexecute(state)
         self.state = state
+        if self.ledger.refused is not None:
+            raise self.ledger.refused
         text = _final_text(state)
         if len(self.ledger.infrastructure_errors) > errors_before and not text:
             raise InfrastructureFailure(str(self.ledger.infrastructure_errors[-1]))

@@ -19,6 +19,7 @@ from agentrig.harness.cassettes.normalize import (
     record_response,
 )
 from agentrig.harness.cassettes.providers import ReplayProvider
+from agentrig.harness.live.budget import BudgetExhausted
 from agentrig.state import InferenceRequest, InferenceResponse, Usage
 from agentrig.state.usage import ZERO_USAGE
 
@@ -84,6 +85,9 @@ class Ledger:
     sent: dict[str, int] = field(default_factory=lambda: {"agent": 0, "user": 0, "judge": 0})
     replayed: dict[str, int] = field(default_factory=lambda: {"agent": 0, "user": 0, "judge": 0})
     infrastructure_errors: list[ProviderError] = field(default_factory=list)
+    refused: BudgetExhausted | None = None
+    """The budget's refusal of a call, when one was refused (the agent loop records errors in
+    its state: the trial reads it here)."""
 
     def charge(self, role: RoleName, usage: Usage, *, replayed: bool) -> None:
         """Add one answered call of ``role``."""
@@ -149,6 +153,9 @@ class RoleProvider:
             self.interactions.append(Interaction(request=recorded, error=record_error(error)))
             if is_infrastructure_error(error):
                 self.ledger.infrastructure_errors.append(error)
+            raise
+        except BudgetExhausted as error:
+            self.ledger.refused = error
             raise
         self.interactions.append(Interaction(request=recorded, response=record_response(response)))
         self.ledger.charge(self.role, response.usage, replayed=False)

@@ -54,7 +54,10 @@ DEFAULT_MAX_ATTEMPTS = 20
 independent, a call fails with probability 0.3**20 = 3.5e-11: about one lost call in 29
 billion, so a run of a million calls loses none with probability 0.99997."""
 
-DEFAULT_RECOVER_AFTER = 4
+DEFAULT_DECREASE = 0.7
+"""How much a provider's concurrency is kept on a 429 that goes on (AIMD's multiplicative cut):
+0.7 of it, as TCP CUBIC keeps; halving settles far below the cap when 429s come at random."""
+DEFAULT_RECOVER_AFTER = 1
 """Successes that give back one slot of concurrency lost to rate limits."""
 
 _SOON = 1e-6
@@ -234,7 +237,7 @@ class ProviderLimits:
         requests_per_minute: Mapping[str, float] | None = None,
         default_requests_per_minute: float | None = None,
         burst: int = 1,
-        decrease: float = 0.5,
+        decrease: float = DEFAULT_DECREASE,
         recover_after: int = DEFAULT_RECOVER_AFTER,
         backoff: Backoff | None = None,
         seed: int = 0,
@@ -329,9 +332,13 @@ class ProviderLimits:
         if slot.epoch == gate.epoch:
             gate.epoch += 1
             gate.strikes += 1
-            gate.limit = max(1, math.floor(gate.limit * self._decrease))
-            gate.min_limit = min(gate.min_limit, gate.limit)
-            gate.successes = 0
+            # A Retry-After is the server saying when to come back: the gate honours it, and
+            # concurrency is cut only when the 429s go on (a second strike with no success
+            # between). Without one the cause is unknown: cut at once.
+            if signal.retry_after is None or gate.strikes >= 2:
+                gate.limit = max(1, math.floor(gate.limit * self._decrease))
+                gate.min_limit = min(gate.min_limit, gate.limit)
+                gate.successes = 0
         if signal.retry_after is not None:
             delay = min(signal.retry_after, self._backoff.max_retry_after)
         else:

@@ -26,6 +26,7 @@ from agentrig.harness.live.report_model import (
     TrialRecord,
 )
 from agentrig.harness.live.roles import provider_for
+from agentrig.harness.live.scenario_budget import ScenarioBudget
 from agentrig.harness.live.stats import (
     Metric,
     Requirement,
@@ -73,8 +74,6 @@ class LiveRun:
     models: RoleModels = field(default_factory=RoleModels)
     max_trials: int | None = None
     """Overrides every scenario's ``trials.max``."""
-    budget_exhausted: type[BaseException] | None = None
-    """The error the control raises when the run's budget is spent."""
 
 
 def requirement_of(scenario: Scenario) -> Requirement:
@@ -143,14 +142,16 @@ async def run_live_scenario(scenario: Scenario, run: LiveRun | None = None) -> L
     adapter = None
     if scenario.agent.adapter is not None:
         adapter = resolve_adapter(scenario.agent.adapter)
+    control = run.control
+    if trials.budget_usd is not None:
+        control = ScenarioBudget(control, trials.budget_usd, scenario.name)
     setup = TrialSetup(
         scenario,
-        run.control,
+        control,
         user_model=_role_factory(scenario, "user", run.models.user),
         judge_model=_role_factory(scenario, "judge", run.models.judge),
         cache=None if run.cache_dir is None else TrialCache(run.cache_dir, scenario),
         adapter=adapter,
-        budget_exhausted=run.budget_exhausted,
     )
     scheduler = _Scheduler(setup, requirement, max_trials)
     return await scheduler.run()

@@ -18,7 +18,7 @@ from enum import StrEnum
 from typing import Any
 
 from agentrig.drivers import InferenceProvider
-from agentrig.errors import AgentrigError, ProviderError
+from agentrig.errors import ProviderError
 from agentrig.harness.cassettes.errors import CassetteMismatchError
 from agentrig.harness.cassettes.model import Cassette
 from agentrig.harness.live.agent import (
@@ -30,6 +30,7 @@ from agentrig.harness.live.agent import (
     InfrastructureFailure,
     builder_for,
 )
+from agentrig.harness.live.budget import BudgetExhausted
 from agentrig.harness.live.cache import CachedTrial, TrialCache
 from agentrig.harness.live.gateway import (
     CallControl,
@@ -144,7 +145,6 @@ class TrialSetup:
     judge_model: Callable[[TrialContext], InferenceProvider] | None = None
     cache: TrialCache | None = None
     adapter: Callable[..., Any] | None = None
-    budget_exhausted: type[BaseException] | None = None
 
 
 async def run_trial(setup: TrialSetup, index: int, attempt: int) -> TrialOutcome:
@@ -267,7 +267,6 @@ async def _converse(
     user_config = None if user.model is None else llm_config_of(user.model)
     judge_config = None if judge.model is None else llm_config_of(judge.model)
     transcript = Transcript()
-    exhausted = setup.budget_exhausted
     try:
         for _ in range(user.stop.max_turns):
             try:
@@ -295,10 +294,8 @@ async def _converse(
         except ProviderError as error:
             kind = "infrastructure" if is_infrastructure_error(error) else "judge_model_error"
             return _aside(kind, f"the judge's model failed: {error}", transcript)
-    except AgentrigError as error:
-        if exhausted is not None and isinstance(error, exhausted):
-            return _aside("budget", str(error), transcript)
-        raise
+    except BudgetExhausted as error:
+        return _aside("budget", str(error), transcript)
     failed = [c for c in criteria if c.outcome == "failed"]
     if failed:
         reason = "; ".join(f"{c.id} failed: {c.detail}" for c in failed)
