@@ -18,7 +18,8 @@ The rules a doc writer follows (one test item per block, named ``docs/x.md:LINE`
   current folder is for ``python -m``) and its tests run under pytest with
   agentrig's plugin: first with ``--agentrig-record-mode=once --snapshot-update``, then, when
   that wrote files (cassettes, snapshots), again as a plain ``pytest`` run that replays them.
-- **yaml** blocks with ``name:`` and ``turns:`` are scenarios: loaded and run; they must pass.
+- **yaml** blocks with ``name:`` and ``turns:`` are scenarios: loaded and run; they must pass
+  (a live scenario, with ``user:``/``judge:``/``trials:``, is only loaded).
   A block marked ``<!-- fragment -->`` is loaded inside a minimal scenario; one marked
   ``<!-- file: PATH -->`` is saved as ``PATH`` (in the doc's directory), for later blocks to use.
 - **bash**/**console** lines that start with ``agentrig`` run through typer's ``CliRunner``, lines
@@ -329,7 +330,10 @@ class DocRun:
         path = self.workdir / (block.mark("file") or f"doc-{block.line}.scenario.yaml")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-        result = run_scenario(load_scenario(path))
+        scenario = load_scenario(path)
+        if scenario.is_live:  # its trials need models: the doc's shell blocks run those
+            return
+        result = run_scenario(scenario)
         assert result.passed, result
 
     def run_shell(self, block: Block) -> None:

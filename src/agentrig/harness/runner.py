@@ -95,6 +95,12 @@ def _play(
     streaming: bool | None = None,
 ) -> tuple[ScenarioResult, tuple[AgentState, ...]]:
     started = time.perf_counter()
+    if scenario.is_live:
+        message = (
+            "a live scenario (user, judge, trials) runs its trials against real models: run it "
+            "with agentrig run --live, or in pytest with --agentrig-live"
+        )
+        return _refused(scenario, message, ("user",), started), ()
     try:
         builder = named_builder(scenario) if builder is None else builder
     except AgentrigError as error:

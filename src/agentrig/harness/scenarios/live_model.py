@@ -12,9 +12,10 @@ import re
 from collections.abc import Iterator
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, Strict
+from pydantic import BeforeValidator, ConfigDict, Field, Strict
 
 from agentrig.harness.scenarios.model import (
+    IDENTIFIER_PATTERN,
     CallField,
     Flag,
     Identifier,
@@ -146,6 +147,13 @@ class UserSpec(ScenarioModel):
                 yield ("knows", name), "a fact needs a value"
 
 
+def _bare_name_as_call(value: object) -> object:
+    """``name`` (no parentheses) as the call ``name()``, which matches any arguments."""
+    if isinstance(value, str) and re.fullmatch(IDENTIFIER_PATTERN, value.strip()):
+        return {"name": value.strip()}
+    return value
+
+
 class LiveCheck(ScenarioModel):
     """A deterministic check on a trial's transcript: exactly one of ``tool_called``,
     ``final_response`` or ``said``."""
@@ -154,10 +162,10 @@ class LiveCheck(ScenarioModel):
         json_schema_extra={"minProperties": 1, "maxProperties": 1},
     )
 
-    tool_called: CallField | None = Field(
+    tool_called: Annotated[CallField, BeforeValidator(_bare_name_as_call)] | None = Field(
         default=None,
         description="The agent called this tool with at least these arguments, e.g. "
-        "issue_refund(order_id=A-1029).",
+        "issue_refund(order_id=A-1029); a bare name (delete_account) matches any call of it.",
     )
     final_response: TextMatchSpec | None = Field(
         default=None, description="The agent's last reply in the conversation."

@@ -1,0 +1,198 @@
+"""A live scenario's trials, run to a verdict, in process (``refund_app`` plays every model)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import refund_app
+
+from agentrig.errors import ConfigurationError
+from agentrig.fakes import FunctionLLM, reply
+from agentrig.fakes.llm import Turn
+from agentrig.harness.live.report_model import LiveResult
+from agentrig.harness.live.run import LiveRun, RoleModels, run_live_scenario
+from agentrig.harness.live.trial import current_trial
+from agentrig.harness.scenarios.loader import load_scenario
+from agentrig.harness.scenarios.model import Scenario
+from agentrig.state import InferenceRequest
+
+SCENARIO = """
+name: refund
+agent: {builder: "refund_app:build"}
+user:
+  persona: Dana, terse
+  goal: a refund for her broken mug
+  knows: {order_id: A-1029}
+  stop: {max_turns: 3, not_before_tool: [issue_refund]}
+  model: {provider: openai, name: gpt-4.1-mini}
+judge:
+  criteria:
+    - {id: refunded, check: {tool_called: "issue_refund(order_id=A-1029)"}}
+    - {id: polite, rubric: the agent never blames the customer}
+  model: {provider: openai, name: gpt-4.1}
+trials: {TRIALS}
+"""
+
+
+def scenario(tmp_path: Path, trials: str) -> Scenario:
+    path = tmp_path / "refund.scenario.yaml"
+    path.write_text(textwrap.dedent(SCENARIO).replace("{TRIALS}", trials))
+    return load_scenario(path)
+
+
+def models(user: Any = refund_app.user_model, judge: Any = refund_app.judge_model) -> RoleModels:
+    return RoleModels(user=lambda _: FunctionLLM(user), judge=lambda _: FunctionLLM(judge))
+
+
+def live(loaded: Scenario, **options: Any) -> LiveResult:
+    options.setdefault("models", models())
+    return asyncio.run(run_live_scenario(loaded, LiveRun(**options)))
+
+
+def test_an_agent_that_always_succeeds_passes_as_soon_as_the_test_decides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 1.0)
+    result = live(scenario(tmp_path, "{require: {metric: rate, at_least: 0.8}, max: 100}"))
+    assert result.verdict == "PASS"
+    assert result.decided_by == "sequential"
+    assert result.successes == result.trials < 100
+    assert result.exact[0] > 0.75  # the interval's lower bound is near the threshold
+
+
+def test_an_agent_that_never_succeeds_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 0.0)
+    result = live(scenario(tmp_path, "{require: {metric: rate, at_least: 0.8}, max: 60}"))
+    assert result.verdict == "FAIL"
+    assert result.successes == 0
+    assert result.cost.per_success is None
+    failed = [r for r in result.records if r.status == "failure"]
+    assert failed
+    assert failed[0].transcript[0].startswith("USER: ")
+
+
+def test_cost_per_success_is_exact_against_the_scripted_usage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 0.5)
+    result = live(
+        scenario(tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 20, sequential: false}")
+    )
+    assert result.trials == 20
+    calls = result.model_calls
+    expected = {
+        "agent": calls["agent"] * refund_app.AGENT_CALL_COST,
+        "user": calls["user"] * refund_app.USER_CALL_COST,
+        "judge": calls["judge"] * refund_app.JUDGE_CALL_COST,
+    }
+    assert abs(result.cost.agent - expected["agent"]) < 1e-6
+    assert abs(result.cost.user - expected["user"]) < 1e-6
+    assert abs(result.cost.judge - expected["judge"]) < 1e-6
+    assert result.successes > 0
+    assert result.cost.per_success is not None
+    assert abs(result.cost.per_success - sum(expected.values()) / result.successes) < 1e-6
+
+
+def test_the_verdict_does_not_depend_on_how_many_trials_run_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 0.7)
+    base = "{require: {metric: rate, at_least: 0.6}, max: 60, seed: 3, concurrency: CONC}"
+    one = live(scenario(tmp_path, base.replace("CONC", "1")))
+    eight = live(scenario(tmp_path, base.replace("CONC", "8")))
+    assert (one.verdict, one.trials, one.successes) == (eight.verdict, eight.trials, eight.successes)
+    counted = [(r.index, r.status) for r in eight.records if r.counted]
+    assert counted == [(r.index, r.status) for r in one.records if r.counted]
+
+
+def test_a_second_identical_run_makes_no_model_call_and_gives_the_same_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 0.8)
+    loaded = scenario(tmp_path, "{require: {metric: rate, at_least: 0.6}, max: 40, concurrency: 6}")
+    first = live(loaded, cache_dir=str(tmp_path / "cache"))
+    assert sum(first.model_calls.values()) > 0
+
+    def unreachable(request: InferenceRequest) -> Turn:
+        raise AssertionError("a model was asked in a replayed run")
+
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 0.0)  # the agent's model is not asked either
+    second = live(loaded, cache_dir=str(tmp_path / "cache"), models=models(unreachable, unreachable))
+    assert second.model_calls == {"agent": 0, "user": 0, "judge": 0}
+    assert (second.verdict, second.trials, second.successes) == (
+        first.verdict,
+        first.trials,
+        first.successes,
+    )
+    assert second.replayed_trials >= second.trials
+
+
+def test_the_simulated_users_mistakes_are_set_aside_and_run_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 1.0)
+
+    def sloppy_user(request: InferenceRequest) -> Turn:
+        trial = current_trial()
+        assert trial is not None
+        if random.Random(trial.seed).random() < 0.3 and len(request.messages) > 2:
+            return reply("")  # an empty message: the user's mistake
+        return refund_app.user_model(request)
+
+    result = live(
+        scenario(tmp_path, "{require: {metric: rate, at_least: 0.7}, max: 60}"),
+        models=models(user=sloppy_user),
+    )
+    assert result.verdict == "PASS"
+    assert result.successes == result.trials  # no mistake counted against the agent
+    assert result.set_aside.get("user_mistake:empty_message", 0) > 0
+    aside = [r for r in result.records if r.status == "set_aside"]
+    assert all(not r.counted for r in aside)
+    assert all(r.set_aside == "user_mistake:empty_message" for r in aside)
+
+
+def test_a_scenario_budget_stops_the_trials_with_a_partial_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 1.0)
+    budget = 0.003
+    result = live(
+        scenario(
+            tmp_path,
+            f"{{require: {{metric: rate, at_least: 0.95}}, max: 200, budget_usd: {budget}, "
+            "concurrency: 4}",
+        )
+    )
+    assert result.partial == "the budget is spent"
+    assert result.verdict == "INCONCLUSIVE"
+    assert "partial" in result.reason
+    # overshoot: at most one call in flight per concurrent call of the scenario
+    most = max(refund_app.AGENT_CALL_COST, refund_app.USER_CALL_COST, refund_app.JUDGE_CALL_COST)
+    assert result.cost.total <= budget + 4 * most + 1e-12
+
+
+def test_a_requirement_the_trials_cannot_show_is_refused_before_any_trial(
+    tmp_path: Path,
+) -> None:
+    def unreachable(request: InferenceRequest) -> Turn:
+        raise AssertionError("a trial ran")
+
+    loaded = scenario(tmp_path, "{require: {metric: pass^4, at_least: 0.7}, max: 10}")
+    with pytest.raises(ConfigurationError, match=r"refund\.scenario\.yaml:\d+: .*needs at least"):
+        live(loaded, models=models(unreachable, unreachable))
+
+
+def test_a_missing_api_key_names_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    loaded = scenario(tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 10}")
+    with pytest.raises(ConfigurationError, match="set OPENAI_API_KEY"):
+        asyncio.run(run_live_scenario(loaded, LiveRun()))
