@@ -609,17 +609,28 @@ def _summary_table(result: SuiteResult) -> None:
     table.add_column("status / stop reason", overflow="fold")
     for scenario in result.scenarios:
         table.add_row(
-            "[green]pass[/]" if scenario.passed else "[red]FAIL[/]",
+            _result_cell(scenario),
             f"{escape(scenario.name)}\n[dim]{escape(scenario.location)}[/]",
-            str(scenario.total_steps),
+            "-" if scenario.live is not None else str(scenario.total_steps),
             _outcome(scenario),
         )
     console.print(table)
 
 
+def _result_cell(scenario: ScenarioResult) -> str:
+    if scenario.inconclusive:
+        return "[yellow]INCONCLUSIVE[/]"
+    return "[green]pass[/]" if scenario.passed else "[red]FAIL[/]"
+
+
 def _outcome(scenario: ScenarioResult) -> str:
     from agentrig.harness.reporting.base import status_explained
+    from agentrig.harness.reporting.live import format_interval, format_share
 
+    if scenario.live is not None:  # a live scenario: its successes over its rate
+        live = scenario.live
+        rate = f"rate {format_share(live.rate)} {format_interval(*live.exact)}"
+        return f"{live.successes}/{live.trials} successes\n[dim]{escape(rate)}[/]"
     if not scenario.turns:
         return "-"
     last = scenario.turns[-1]
@@ -627,12 +638,18 @@ def _outcome(scenario: ScenarioResult) -> str:
 
 
 def _failure_details(result: SuiteResult) -> None:
-    from agentrig.harness.reporting.terminal import format_scenario_failures
+    """Every failure in detail, then every live verdict in one line (a passing one too: its
+    rate and cost are news)."""
+    from agentrig.harness.reporting.terminal import format_live_line, format_scenario_failures
 
     for scenario in result.scenarios:
         if not scenario.passed:
             console.print("")
             console.print(format_scenario_failures(scenario), markup=False, highlight=False)
+    live = [format_live_line(scenario) for scenario in result.scenarios if scenario.live]
+    if live:
+        console.print("")
+        console.print("\n".join(live), markup=False, highlight=False, soft_wrap=True)
 
 
 NOT_FINISHED = (
@@ -674,14 +691,15 @@ def _report_interrupted(
     reports of ``result`` (where each scenario not finished is an error case saying so) and exit
     128 + the signal's number."""
     from agentrig.harness.reporting import write_reports, writer_names
+    from agentrig.harness.reporting.terminal import format_counts
 
     name, number = stopped_by
     if not quiet:
         _failure_details(SuiteResult(scenarios=tuple(ran), wall_time_s=0.0))
-    passed = sum(scenario.passed for scenario in ran)
+    counts = format_counts(SuiteResult(scenarios=tuple(ran), wall_time_s=0.0))
     line = (
         f"[yellow]interrupted by {_shown_signal(name)}: {len(ran)} of {selected} scenario(s) "
-        f"ran: {passed} passed, {len(ran) - passed} failed"
+        f"ran: {counts}"
     )
     formats = list(dict.fromkeys(report or writer_names()))
     try:
@@ -740,9 +758,15 @@ def _summary_line(
 ) -> None:
     """``N passed, M failed in Ts; reports in DIR/ (html, json, ...)``, short enough for 80
     columns; each report's path in full with ``-v`` or when they are not in one folder. Files
-    that did not load count as failed, and the line says how many there were."""
+    that did not load count as failed, and the line says how many there were. INCONCLUSIVE
+    live verdicts are counted apart (``3 passed, 1 failed, 1 inconclusive``); yellow when they
+    are all that did not pass."""
+    from agentrig.harness.reporting.terminal import format_counts
+
     colour = "green" if result.passed else "red"
-    line = f"[{colour}]{result.passed_count} passed, {result.failed_count} failed[/] "
+    if not result.passed and result.failed_count == result.inconclusive_count:
+        colour = "yellow"
+    line = f"[{colour}]{format_counts(result)}[/] "
     if unloadable:
         line += f"[red]({unloadable} file(s) did not load)[/] "
     line += f"in {result.wall_time_s:.2f}s"

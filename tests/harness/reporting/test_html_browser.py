@@ -221,13 +221,16 @@ def real_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def measure(binary: str, report: Path, tmp_path: Path, width: int, height: int) -> dict[str, Any]:
+def measure(
+    binary: str, report: Path, tmp_path: Path, width: int, height: int, probe: str = PROBE
+) -> dict[str, Any]:
     """Where things sit when ``report`` is shown in a ``width`` x ``height`` viewport: the page
-    gets a measuring script (and its hash in the page's CSP) and is framed at that size."""
+    gets a measuring script (``probe``, and its hash in the page's CSP) and is framed at that
+    size."""
     html = report.read_text(encoding="utf-8")
-    digest = base64.b64encode(hashlib.sha256(PROBE.encode()).digest()).decode()
+    digest = base64.b64encode(hashlib.sha256(probe.encode()).digest()).decode()
     html = html.replace("script-src ", f"script-src 'sha256-{digest}' ", 1)
-    html = html.replace("</body>", f"<script>{PROBE}</script>\n</body>", 1)
+    html = html.replace("</body>", f"<script>{probe}</script>\n</body>", 1)
     probed = tmp_path / f"probed-{width}.html"
     probed.write_text(html, encoding="utf-8")
     holder = tmp_path / f"holder-{width}.html"
@@ -308,3 +311,85 @@ def test_control_a_failure_pushed_below_the_fold_is_seen_there(
     pushed = tmp_path / "report.html"
     pushed.write_text(html, encoding="utf-8")
     assert measure(chromium, pushed, tmp_path, 1400, 1000)["top"] > 1000
+
+
+# --- live scenarios: the chart as drawn, the page at 420 px ------------------------------------
+
+CHART_PROBE = """
+(function () {
+  "use strict";
+  var charts = Array.prototype.map.call(
+    document.querySelectorAll("details.scenario[open] svg.live-chart"), function (svg) {
+      var card = svg.closest("details.scenario");
+      var axis = svg.querySelector("line.axis").getBoundingClientRect();
+      var point = svg.querySelector("circle.point");
+      var bar = svg.querySelector("rect.interval").getBoundingClientRect();
+      var threshold = svg.querySelector("line.threshold").getBoundingClientRect();
+      var centre = point ? point.getBoundingClientRect() : null;
+      return {
+        name: card.getAttribute("data-name"), left: axis.left, width: axis.width,
+        point: centre ? centre.left + centre.width / 2 : null,
+        barLeft: bar.left, barRight: bar.right, threshold: threshold.left + threshold.width / 2,
+        colour: getComputedStyle(svg.querySelector("rect.interval")).fill
+      };
+    });
+  var root = document.documentElement;
+  parent.postMessage(JSON.stringify({
+    width: window.innerWidth, height: window.innerHeight, scrollWidth: root.scrollWidth,
+    charts: charts
+  }), "*");
+})();
+"""
+
+
+@pytest.fixture
+def live_report(tmp_path: Path, live_suite: SuiteResult) -> Path:
+    """The live suite's HTML report on disk."""
+    path = tmp_path / "live.html"
+    path.write_text(HtmlWriter().render(live_suite), encoding="utf-8")
+    return path
+
+
+def test_live_cards_render_filter_and_keep_markup_as_text(
+    chromium: str, live_report: Path, tmp_path: Path
+) -> None:
+    dom = dump_dom(chromium, tmp_path / "profile", live_report.as_uri() + "#failed=1")
+    body = dom.first("body")
+    assert body.get("data-report-ready") == "1"
+    assert "data-pwned" not in body
+    shown = {k for k, a in dom.scenarios().items() if "hidden" not in a}
+    assert shown == {"scenario-refund-fail", "scenario-refund-budget", "scenario-refund-never"}
+    tags = [name for name, _ in dom.tags]
+    assert tags.count("svg") == 4
+    assert tags.count("script") == 1
+    assert "<script>alert(1)</script>" in "".join(dom.texts)
+
+
+@pytest.mark.parametrize("width", [1400, 420])
+def test_live_charts_place_the_rate_interval_and_threshold(
+    chromium: str, live_report: Path, tmp_path: Path, live_suite: SuiteResult, width: int
+) -> None:
+    """Measured as drawn: each open card's point, bar and threshold sit where their values are
+    on the axis; the verdict colours the bar; at 420 px nothing scrolls sideways."""
+    data = measure(chromium, live_report, tmp_path, width, 900, CHART_PROBE)
+    assert data["scrollWidth"] <= width
+    lives = {s.name: s.live for s in live_suite.scenarios if s.live is not None}
+    charts = {chart["name"]: chart for chart in data["charts"]}
+    assert set(charts) == {"refund-fail", "refund-budget", "refund-never"}  # the open cards
+    colours = {}
+    for name, chart in charts.items():
+        live = lives[name]
+        assert live is not None
+        assert live.rate is not None
+        assert chart["width"] > 100, chart
+        tolerance = 2 / chart["width"]  # two pixels
+        for where, value in [
+            ("point", live.rate),
+            ("barLeft", live.exact[0]),
+            ("barRight", live.exact[1]),
+            ("threshold", live.threshold),
+        ]:
+            share = (chart[where] - chart["left"]) / chart["width"]
+            assert share == pytest.approx(value, abs=tolerance), (name, where)
+        colours[live.verdict] = chart["colour"]
+    assert colours["FAIL"] != colours["INCONCLUSIVE"]

@@ -26,6 +26,7 @@ __all__ = [
     "format_seconds",
     "get_writer",
     "last_turn_outcome",
+    "outcome_counts",
     "register_writer",
     "status_explained",
     "unregister_writer",
@@ -172,6 +173,14 @@ def compared_values(
         f"{prefix}expected: {render(failure.expected)}",
         f"{prefix}observed: {render(failure.observed)}",
     ]
+
+
+def outcome_counts(result: SuiteResult) -> list[tuple[int, str]]:
+    """``[(passed, "passed"), (failed, "failed")]``, then ``(n, "inconclusive")`` when some live
+    verdicts are INCONCLUSIVE, which are then not counted as failed."""
+    inconclusive = result.inconclusive_count
+    counts = [(result.passed_count, "passed"), (result.failed_count - inconclusive, "failed")]
+    return counts + ([(inconclusive, "inconclusive")] if inconclusive else [])
 
 
 def format_seconds(seconds: float) -> str:

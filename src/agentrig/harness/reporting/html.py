@@ -9,6 +9,14 @@ page reads at 420 px and by keyboard. It filters scenarios by name or tag and ca
 ones only; a URL fragment presets both, e.g. ``report.html#filter=tools`` or
 ``#filter=paris&failed=1``, and ``#scenario-NAME`` opens that card. Once its script has run, ``<body>`` carries
 ``data-report-ready="1"``. Wall times appear only in elements labelled "Wall time".
+
+A live scenario's card also carries ``data-verdict="PASS|FAIL|INCONCLUSIVE"`` (an INCONCLUSIVE
+one is ``data-status="failed"``, counted apart in the header) and a ``<section class="live">``:
+a chart (inline SVG) of the success rate as a point, its exact interval as a bar on a 0-1 axis
+and the threshold the requirement implies as a dashed line, coloured by the verdict; the
+statistics, each metric with its interval, the cost by role, and every failed or set-aside
+trial folded in a ``<details class="trial">`` with its criteria and transcript, then a folded
+table of all trials. Pages without a live scenario are unchanged.
 """
 
 from __future__ import annotations
@@ -19,12 +27,29 @@ from html import escape
 
 from pydantic import JsonValue
 
+from agentrig.harness.live.report_model import LiveResult, TrialRecord
 from agentrig.harness.reporting.base import (
     ReportWriter,
     format_json,
     format_seconds,
+    outcome_counts,
     register_writer,
     status_explained,
+)
+from agentrig.harness.reporting.live import (
+    by_role,
+    calls_text,
+    format_confidence,
+    format_interval,
+    format_share,
+    format_usd,
+    rate_text,
+    requirement_text,
+    set_aside_text,
+    shown_trials,
+    trial_label,
+    trial_text,
+    verdict_reason,
 )
 from agentrig.harness.results import (
     Failure,
@@ -99,6 +124,32 @@ ol.failures > li { margin: .5rem 0; }
 details.invariants > summary { color: var(--muted); margin: .5rem 0; }
 """
 
+_LIVE_CSS = """
+:root { --warn: #9a6700; }
+.inconclusive-count { color: var(--warn); }
+details.scenario[data-verdict=INCONCLUSIVE] { border-left-color: var(--warn); }
+[data-verdict=INCONCLUSIVE] .badge { background: var(--warn); }
+section.live { margin: .5rem 0; }
+.verdict-reason { font-weight: 600; white-space: pre-wrap; }
+svg.live-chart { display: block; width: 100%; max-width: 30rem; height: auto; margin: .25rem 0; }
+svg.live-chart text { fill: var(--muted); font-size: 11px; }
+svg.live-chart .axis { stroke: var(--muted); }
+svg.live-chart .threshold { stroke: #1f2328; stroke-dasharray: 4 3; }
+svg.live-chart .threshold-label { fill: #1f2328; }
+svg.live-chart .interval { fill-opacity: .3; }
+svg.live-chart .point { stroke: #fff; stroke-width: 2; }
+.verdict-pass .mark { fill: var(--ok); stroke: var(--ok); }
+.verdict-fail .mark { fill: var(--bad); stroke: var(--bad); }
+.verdict-inconclusive .mark { fill: var(--warn); stroke: var(--warn); }
+.live-grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(16rem, 1fr));
+  gap: 0 1rem; align-items: start; }
+table.live-stats th { white-space: nowrap; }
+details.trial { border: 1px solid var(--line); border-left: 3px solid var(--bad);
+  border-radius: 4px; margin: .25rem 0; padding: .2rem .6rem; }
+details.trial[data-trial-status=set_aside] { border-left-color: var(--warn); }
+details.trials > summary { color: var(--muted); margin: .5rem 0; }
+"""
+
 _SCRIPT = """
 (function () {
   "use strict";
@@ -169,11 +220,13 @@ class HtmlWriter(ReportWriter):
         parts = [_header(result), _failure_summary(result), _CONTROLS]
         parts += [_scenario(s) for s in result.scenarios]
         body = "\n".join(part for part in parts if part)
+        live = any(scenario.live is not None for scenario in result.scenarios)
+        css = _CSS + _LIVE_CSS if live else _CSS
         return (
             '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            f"<title>{_e(_title(result))}</title>\n<style>{_CSS}</style>\n</head>\n"
+            f"<title>{_e(_title(result))}</title>\n<style>{css}</style>\n</head>\n"
             f"<body>\n{body}\n<script>{_SCRIPT}</script>\n</body>\n</html>\n"
         )
 
@@ -183,7 +236,8 @@ def _e(value: object) -> str:
 
 
 def _title(result: SuiteResult) -> str:
-    return f"agentrig report: {result.passed_count} passed, {result.failed_count} failed"
+    counts = ", ".join(f"{count} {label}" for count, label in outcome_counts(result))
+    return f"agentrig report: {counts}"
 
 
 def _anchor(scenario: ScenarioResult) -> str:
@@ -191,9 +245,11 @@ def _anchor(scenario: ScenarioResult) -> str:
 
 
 def _header(result: SuiteResult) -> str:
-    counts = (
-        f'<span class="passed-count">{result.passed_count} passed</span>'
-        f'<span class="failed-count">{result.failed_count} failed</span>'
+    counts = "".join(
+        f'<span class="{label}-count">{count} {label}</span>'
+        for count, label in outcome_counts(result)
+    )
+    counts += (
         f"<span>{result.total} total</span>"
         f'<span>showing <span id="shown">{result.total}</span></span>'
     )
@@ -208,9 +264,12 @@ def _failure_summary(result: SuiteResult) -> str:
     if not failed:
         return ""
     items = "\n".join(_failure_link(scenario) for scenario in failed)
+    inconclusive = sum(scenario.inconclusive for scenario in failed)
+    heading = f"{len(failed) - inconclusive} failed"
+    heading += f", {inconclusive} inconclusive" if inconclusive else ""
     return (
         '<nav class="failure-summary" aria-labelledby="failures-heading">\n'
-        f'<h2 id="failures-heading" class="bad">{len(failed)} failed</h2>\n'
+        f'<h2 id="failures-heading" class="bad">{heading}</h2>\n'
         f"<ol>\n{items}\n</ol>\n</nav>"
     )
 
@@ -240,8 +299,12 @@ def _scenario(scenario: ScenarioResult) -> str:
         f'class="scenario" id="{_e(_anchor(scenario))}" data-status="{scenario.status}" '
         f'data-name="{_e(scenario.name)}" data-tags="{_e(" ".join(scenario.tags))}"'
     )
+    if scenario.live is not None:
+        attributes += f' data-verdict="{scenario.live.verdict}"'
     opened = "" if scenario.passed else " open"
-    parts = [_summary(scenario), _failures(scenario.failures), _about(scenario)]
+    why = "Why it is inconclusive" if scenario.inconclusive else "Why it failed"
+    parts = [_summary(scenario), _failures(scenario.failures, why), _about(scenario)]
+    parts += [_live(scenario.live, scenario.passed)] if scenario.live is not None else []
     parts += [_turns(scenario), _transcript(scenario), _invariants(scenario.invariants)]
     return f"<details {attributes}{opened}>\n" + "\n".join(p for p in parts if p) + "\n</details>"
 
@@ -252,6 +315,13 @@ def _summary(scenario: ScenarioResult) -> str:
     outcome = ""
     if scenario.turns:
         outcome = f'<span class="muted">{_e(status_explained(scenario, scenario.turns[-1]))}</span>'
+    if scenario.live is not None:
+        live = scenario.live
+        badge = live.verdict
+        outcome = (
+            f'<span class="muted">{live.successes}/{live.trials} successes · rate '
+            f"{format_share(live.rate)} {format_interval(*live.exact)}</span>"
+        )
     wall = f'<span class="wall-time">Wall time: {format_seconds(scenario.wall_time_s)} s</span>'
     return (
         f'<summary><span class="badge">{badge}</span><span class="name">{_e(scenario.name)}</span>'
@@ -371,12 +441,12 @@ def _table(headers: tuple[str, ...], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _failures(failures: tuple[Failure, ...]) -> str:
+def _failures(failures: tuple[Failure, ...], heading: str = "Why it failed") -> str:
     if not failures:
         return ""
     items = "\n".join(_failure(failure) for failure in failures)
     return (
-        f'<section class="failures"><h3 class="bad">Why it failed</h3>\n'
+        f'<section class="failures"><h3 class="bad">{heading}</h3>\n'
         f'<ol class="failures">\n{items}\n</ol></section>'
     )
 
@@ -399,4 +469,157 @@ def _diff(failure: Failure) -> str:
     return (
         f'<div class="diff"><div>Expected<pre class="expected">{expected}</pre></div>'
         f'<div>Observed<pre class="observed">{observed}</pre></div></div>'
+    )
+
+
+def _live(live: LiveResult, passed: bool) -> str:
+    """A live scenario's verdict, chart, statistics, metrics, costs and trials (the reason for
+    the verdict only when it passed: a failed card opens on it)."""
+    decided = "a sequential test" if live.decided_by == "sequential" else "the interval"
+    stats = [
+        ("Successes", f"{live.successes} of {live.trials} counted trial(s), decided by {decided}"),
+        ("Rate", rate_text(live)),
+        ("Requirement", requirement_text(live)),
+        ("Set aside", set_aside_text(live)),
+        ("Discarded", f"{live.discarded} (finished after the verdict)"),
+        ("Model calls", calls_text(live.model_calls)),
+        ("Replayed trials", str(live.replayed_trials)),
+    ]
+    if live.partial is not None:
+        stats.insert(0, ("Stopped early", live.partial))
+    rows = "".join(f"<tr><th>{label}</th><td>{_e(text)}</td></tr>" for label, text in stats)
+    metrics = [
+        [
+            _e(m.metric),
+            format_share(m.value)
+            + (' <span class="muted">(k &gt; trials)</span>' if m.value is None else ""),
+            format_interval(m.low, m.high),
+        ]
+        for m in live.metrics
+    ]
+    interval = f"Interval ({format_confidence(live.confidence)})"
+    costs = [
+        [role.replace("_", " "), _e(format_usd(getattr(live.cost, role)))] for role in _COST_ROWS
+    ]
+    grid = [
+        f'<div><table class="live-stats"><tbody>{rows}</tbody></table></div>',
+        "<div>"
+        + (_table(("Metric", "Estimate", interval), metrics) if metrics else "")
+        + _table(("Cost", "USD"), costs)
+        + "</div>",
+    ]
+    parts = [
+        f'<section class="live"><h3>Verdict: {_e(live.verdict)}</h3>',
+        f'<p class="verdict-reason">{_e(verdict_reason(live))}</p>' if passed else "",
+        _chart(live),
+        '<div class="live-grid">' + "".join(grid) + "</div>",
+        _trials(live),
+        "</section>",
+    ]
+    return "\n".join(part for part in parts if part)
+
+
+_COST_ROWS = ("agent", "user", "judge", "total", "per_success")
+
+# The chart's geometry, in SVG user units: the 0-1 axis runs from _LEFT to _LEFT + _SPAN.
+_WIDTH, _HEIGHT, _LEFT, _SPAN, _AXIS_Y = 360, 64, 14, 332, 40
+
+
+def _x(share: float) -> str:
+    return f"{_LEFT + min(max(share, 0.0), 1.0) * _SPAN:.1f}"
+
+
+def _chart(live: LiveResult) -> str:
+    """The success rate as a point, its exact interval as a bar on a 0-1 axis, the threshold as
+    a dashed line; coloured by the verdict (inline SVG, no script)."""
+    low, high = live.exact
+    rate = "no trial counted" if live.rate is None else f"success rate {live.rate:.3f}"
+    label = (
+        f"{live.verdict}: {rate}, exact {format_confidence(live.confidence)} interval "
+        f"{low:.3f} to {high:.3f}, threshold {live.threshold:.3f}"
+    )
+    ticks = "".join(
+        f'<line class="axis" x1="{_x(t)}" y1="{_AXIS_Y}" x2="{_x(t)}" y2="{_AXIS_Y + 4}"/>'
+        f'<text x="{_x(t)}" y="{_AXIS_Y + 16}" text-anchor="middle">{t:g}</text>'
+        for t in (0, 0.25, 0.5, 0.75, 1)
+    )
+    width = max(float(_x(high)) - float(_x(low)), 1.0)
+    marks = (
+        f'<rect class="mark interval" x="{_x(low)}" y="{_AXIS_Y - 14}" width="{width:.1f}" '
+        f'height="10" rx="2"/>'
+    )
+    if live.rate is not None:
+        marks += f'<circle class="mark point" cx="{_x(live.rate)}" cy="{_AXIS_Y - 9}" r="5.5"/>'
+    threshold = _x(live.threshold)
+    right = live.threshold > 0.6  # the label reads leftwards near the right end
+    marks += (
+        f'<line class="threshold" x1="{threshold}" y1="4" x2="{threshold}" y2="{_AXIS_Y + 4}"/>'
+        f'<text class="threshold-label" x="{float(threshold) + (-4 if right else 4):.1f}" y="11" '
+        f'text-anchor="{"end" if right else "start"}">threshold {live.threshold:.3f}</text>'
+    )
+    return (
+        f'<svg class="live-chart verdict-{live.verdict.lower()}" viewBox="0 0 {_WIDTH} {_HEIGHT}" '
+        f'width="{_WIDTH}" height="{_HEIGHT}" role="img" aria-label="{_e(label)}">'
+        f"<title>{_e(label)}</title>"
+        f'<line class="axis" x1="{_x(0)}" y1="{_AXIS_Y}" x2="{_x(1)}" y2="{_AXIS_Y}"/>'
+        f"{ticks}{marks}</svg>"
+    )
+
+
+def _trials(live: LiveResult) -> str:
+    """Each failed or set-aside trial folded with its criteria and transcript, then a folded
+    table of every trial."""
+    shown = shown_trials(live)
+    parts = [f"<h3>Trials ({len(live.records)} run, {len(shown)} failed or set aside)</h3>"]
+    parts += [_trial(record) for record in shown]
+    if live.records:
+        rows = [
+            [
+                _e(trial_label(record)),
+                _e(
+                    record.status.replace("_", " ")
+                    + (f": {record.set_aside}" if record.set_aside else "")
+                ),
+                "yes" if record.counted else "no",
+                f'<span class="text">{_e(record.reason)}</span>',
+                _e(format_usd(sum(record.cost.values()))),
+                _e(calls_text(record.calls)),
+                "yes" if record.replayed else "no",
+            ]
+            for record in live.records
+        ]
+        headers = ("Trial", "Status", "Counted", "Reason", "Cost", "Model calls", "Replayed")
+        parts.append(
+            f'<details class="trials"><summary>All {len(live.records)} trials</summary>\n'
+            + _table(headers, rows)
+            + "\n</details>"
+        )
+    return "\n".join(parts)
+
+
+def _trial(record: TrialRecord) -> str:
+    summary = f"<summary>{_e(trial_text(record))}</summary>"
+    parts = [summary]
+    if record.criteria:
+        rows = [
+            [
+                _e(c.id),
+                _e(c.kind),
+                _e(c.outcome),
+                f'<span class="text">{_e(c.detail)}</span>',
+                _e(", ".join(c.votes)),
+            ]
+            for c in record.criteria
+        ]
+        parts.append(_table(("Criterion", "Kind", "Outcome", "Detail", "Votes"), rows))
+    cost = ", ".join(f"{role} {format_usd(amount)}" for role, amount in by_role(record.cost))
+    parts.append(f'<p class="muted">seed {record.seed} · cost {_e(cost or "none")}</p>')
+    if record.transcript:
+        parts.append(f'<pre class="trial-transcript">{_e(chr(10).join(record.transcript))}</pre>')
+    else:
+        parts.append('<p class="muted">No transcript was recorded.</p>')
+    return (
+        f'<details class="trial" data-trial-status="{_e(record.status)}">'
+        + "\n".join(parts)
+        + "</details>"
     )
