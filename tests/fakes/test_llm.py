@@ -339,3 +339,23 @@ class TestTheClockOfTheRun:
         context = ToolContext(state=AgentState(), tool_call=ToolCall(name="slow"))
         with pytest.raises(InvalidScriptError, match=r"tool 'slow' reply 1: call 1: latency 1s"):
             tool.invoke({}, context)
+
+
+def test_repeat_last_answers_every_call_after_the_script() -> None:
+    llm = ScriptedLLM([reply("first"), reply("again")], repeat_last=True)
+    assert [llm.infer(request()).content for _ in range(5)] == ["first"] + ["again"] * 4
+    assert (llm.remaining, llm.exhausted, llm.overruns) == (0, True, [])
+    llm.assert_complete()
+    assert "repeat_last=True" in repr(llm)
+
+
+def test_repeat_last_counts_the_last_turn_unused_until_it_answered_once() -> None:
+    llm = ScriptedLLM([reply("first"), reply("again")], repeat_last=True)
+    llm.infer(request())
+    with pytest.raises(UnusedTurnsError):
+        llm.assert_complete()
+    empty = ScriptedLLM([], repeat_last=True)
+    with pytest.raises(ScriptExhaustedError):
+        empty.infer(request())
+    with pytest.raises(InvalidScriptError, match="repeat_last must be true or false"):
+        ScriptedLLM([reply("x")], repeat_last="yes")  # type: ignore[arg-type]

@@ -598,3 +598,20 @@ def test_serve_names_every_file_that_does_not_load_each_on_its_own_line(tmp_path
     assert len(lines) == 2, output
     assert lines[0].startswith(f"error: {tmp_path / 'a.scenario.yaml'}:4:"), output
     assert lines[1].startswith(f"error: {tmp_path / 'b.scenario.yaml'}:2:"), output
+
+
+def test_validate_and_run_accept_the_endpoints_invariant_names(tmp_path: Path) -> None:
+    text = PASSING.format(name="judge", tag="x") + (
+        "invariants:\n  exclude: [history_grows, user_turn_sent, script_not_exceeded]\n"
+    )
+    write(tmp_path, "judge", text)
+    code, output = invoke("validate", tmp_path)
+    assert code == 0, output
+    assert "1 scenario file(s) valid" in output
+    code, output = invoke("run", tmp_path, "--report-dir", tmp_path / "out")
+    assert code == 0, output
+    # a name neither player checks is still refused, at its line
+    write(tmp_path, "judge", text.replace("user_turn_sent", "user_turn_snet"))
+    code, output = invoke("validate", tmp_path)
+    assert code == 2
+    assert "user_turn_snet" in output

@@ -539,3 +539,166 @@ def test_a_scripted_raise_reply_and_a_hook_block_are_intended(tmp_path: Path) ->
         """,
     )
     assert result.passed, result.failures
+
+
+# --- simulation fields on agentrig's own runtime --------------------------------------------------
+
+
+def test_a_repeating_reply_answers_every_further_model_call_of_its_turn(tmp_path: Path) -> None:
+    result = run(
+        tmp_path,
+        """\
+        name: looping
+        agent:
+          budget: {max_steps: 4}
+          tools:
+            poll: {replies: [{return: not yet}]}
+        turns:
+          - user: wait for it
+            model:
+              - say: Polling.
+                call: poll()
+              - call: poll()
+                repeat: true
+            expect: {stop_reason: steps_limit, steps: 4}
+        """,
+    )
+    assert result.passed, result.failures
+    assert result.turns[0].steps == 4
+
+
+def test_a_repeating_reply_that_never_answered_is_unused(tmp_path: Path) -> None:
+    path = scenario_file(
+        tmp_path,
+        """\
+        name: unused-repeat
+        turns:
+          - user: hi
+            model:
+              - say: hello
+              - say: again
+                repeat: true
+        """,
+    )
+    [failure] = run_scenario(load_scenario(path)).failures
+    assert (failure.kind, failure.message) == (
+        "script",
+        "turn 1: scripted model reply 2 was never used",
+    )
+    assert failure.location == f"{path}:6"
+
+
+def test_a_subagents_repeating_reply_serves_every_spawn(tmp_path: Path) -> None:
+    result = run(
+        tmp_path,
+        """\
+        name: repeated-helper
+        agent:
+          subagents:
+            helper:
+              model: [{say: done, repeat: true}]
+        turns:
+          - user: delegate thrice
+            model:
+              - calls:
+                  - spawn_subagent(subagent=helper, prompt=a)
+                  - spawn_subagent(subagent=helper, prompt=b)
+                  - spawn_subagent(subagent=helper, prompt=c)
+              - say: all done
+            expect: {status: completed, final_response: all done}
+        """,
+    )
+    assert result.passed, result.failures
+
+
+MIXTURE = """\
+    name: coin
+    SEED
+    turns:
+      - user: Flip.
+        mixture:
+          - {weight: 1, label: heads, model: [{say: heads}]}
+          - {weight: 1, model: [{say: tails}]}
+      - user: Thanks.
+        model: [{say: bye}]
+"""
+
+
+def test_a_run_plays_the_mixture_branch_of_the_empty_session_key_and_names_it(
+    tmp_path: Path,
+) -> None:
+    from agentrig.harness.scenarios.mixture import RUNTIME_SESSION_KEY, mixture_draw, pick_branch
+
+    names = ("heads", "branch 2")
+    seen = set()
+    for seed in range(6):
+        result = run(tmp_path, MIXTURE.replace("SEED", f"seed: {seed}"))
+        assert result.passed, result.failures
+        branch = pick_branch([1, 1], mixture_draw("coin", RUNTIME_SESSION_KEY, 1, seed))
+        name = names[branch]
+        assert [t.branch for t in result.turns] == [name, None]
+        assert result.turns[0].final_response == ("heads" if branch == 0 else "tails")
+        event = result.transcript[0]
+        assert (event.kind, event.name, event.turn) == ("event", name, 1)
+        again = run(tmp_path, MIXTURE.replace("SEED", f"seed: {seed}"))
+        assert again.model_copy(update={"wall_time_s": 0.0}) == result.model_copy(
+            update={"wall_time_s": 0.0}
+        )
+        seen.add(name)
+    assert seen == set(names)
+
+
+def test_a_failure_in_a_mixture_branch_points_at_that_branch(tmp_path: Path) -> None:
+    text = MIXTURE.replace("SEED", "").replace("[{say: heads}]", "[{say: heads}, {say: more}]")
+    text = text.replace("[{say: tails}]", "[{say: tails}, {say: more}]")
+    path = scenario_file(tmp_path, text)
+    scenario = load_scenario(path)
+    branch = scenario.branch_for(1, "")
+    assert branch is not None
+    [failure] = run_scenario(scenario).failures
+    assert failure.message == "turn 1: scripted model reply 2 was never used"
+    assert failure.location == f"{path}:{6 + branch}"  # the line of the branch
+
+
+@pytest.mark.parametrize(
+    ("selection", "clean_messages_checked"),
+    [
+        ("{exclude: [history_grows, user_turn_sent]}", True),
+        ("{exclude: [history_grows, clean_messages]}", False),
+        ("{only: [clean_messages, user_turn_sent]}", True),
+        ("{only: [script_not_exceeded]}", False),
+    ],
+)
+def test_endpoint_invariant_names_are_accepted_and_left_to_the_endpoint(
+    tmp_path: Path, selection: str, clean_messages_checked: bool
+) -> None:
+    result = run(
+        tmp_path,
+        f"""\
+            name: both-players
+            invariants: {selection}
+            turns:
+              - user: hi
+                model: [{{say: hello}}]
+            """,
+    )
+    assert result.passed, result.failures
+    names = {outcome.name for outcome in result.invariants}
+    assert not names & {"history_grows", "user_turn_sent", "script_not_exceeded"}
+    assert ("clean_messages" in names) == clean_messages_checked
+
+
+def test_scripted_logprobs_are_ignored_by_agentrigs_runtime(tmp_path: Path) -> None:
+    result = run(
+        tmp_path,
+        """\
+        name: logprobs
+        turns:
+          - user: right?
+            model:
+              - say: "Yes"
+                logprobs: [{token: "Yes", logprob: -0.2, top: {"No": -1.8}}]
+            expect: {final_response: "Yes"}
+        """,
+    )
+    assert result.passed, result.failures

@@ -309,7 +309,9 @@ class ScriptedLLM(_Recorder):
     ``FakeClock`` the agent runs under (``AgentBuilder.with_clock``). An extra call raises
     ``ScriptExhaustedError``; ``assert_complete()`` raises ``UnusedTurnsError`` for unused turns.
     ``infer_stream`` plays the same turn as ``infer`` and hands its answer out in pieces cut as
-    ``chunking`` says (runs through ``AgentLoop.stream`` ask for it).
+    ``chunking`` says (runs through ``AgentLoop.stream`` ask for it). With ``repeat_last``, the
+    last turn answers every call after it too (a role asked the same thing again and again): it
+    counts as played once it answered once, and the script never runs out.
     """
 
     def __init__(
@@ -320,9 +322,14 @@ class ScriptedLLM(_Recorder):
         name: str = "ScriptedLLM",
         chunking: Chunking | str = Chunking.WHOLE,
         subagents: Mapping[str, Iterable[Turn | str]] | None = None,
+        repeat_last: bool = False,
     ) -> None:
         super().__init__(clock)
         self.name = name
+        if not isinstance(repeat_last, bool):
+            reason = f"repeat_last must be true or false, got {type(repeat_last).__name__}"
+            raise InvalidScriptError(None, reason, where=name)
+        self.repeat_last = repeat_last
         self._owner = " for the parent agent"  # what unused turns name; "" in a subagent's script
         self.subagents: dict[str, ScriptedLLM] = {
             agent: ScriptedLLM(
@@ -411,6 +418,8 @@ class ScriptedLLM(_Recorder):
     def _take(self) -> tuple[float, Callable[[], InferenceResponse]]:
         index = self._next
         if index >= len(self._plays):
+            if self.repeat_last and self._plays:
+                return self._plays[-1]
             number = len(self.turns) + len(self.overruns) + 1
             self.overruns.append(number)
             raise ScriptExhaustedError(
@@ -429,7 +438,8 @@ class ScriptedLLM(_Recorder):
             script.assert_complete()
 
     def __repr__(self) -> str:
-        return f"ScriptedLLM(turns={len(self.turns)}, remaining={self.remaining})"
+        repeat = ", repeat_last=True" if self.repeat_last else ""
+        return f"ScriptedLLM(turns={len(self.turns)}, remaining={self.remaining}{repeat})"
 
 
 class FunctionLLM(_Recorder):

@@ -383,8 +383,7 @@ def convert(
         bool, typer.Option("--force", help="Replace the --output file if it exists.")
     ] = False,
 ) -> None:
-    """Convert a recorded cassette, or a recorded live trial, into an editable scenario file
-    that replays it."""
+    """Convert a recorded cassette or live trial into an editable scenario that replays it."""
     from agentrig.harness.cassettes.convert import (
         cassette_to_scenario,
         load_recording,

@@ -480,9 +480,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def agentrig_endpoint(request: pytest.FixtureRequest) -> Iterator[Callable[..., EndpointHandle]]:
     """Serve a scenario's scripted model to the agent under test:
     ``agentrig_endpoint("weather.scenario.yaml")`` gives an ``EndpointHandle`` (API key, base
-    URLs, in-process clients; ``live=True`` for a real loopback server). A relative path is
-    looked up from the current folder, then next to the test file. At teardown the test fails
-    with the domain diff if a check failed or scripted replies went unused."""
+    URLs, in-process clients; ``live=True`` for a real loopback server; ``key=`` the session's
+    API key, which picks a ``mixture`` turn's branch). A relative path is looked up from the
+    current folder, then next to the test file. At teardown the test fails with the domain diff
+    if a check failed or scripted replies went unused."""
     _require_extra("endpoint")
     from agentrig.errors import AgentrigError
     from agentrig.harness.endpoint.handle import EndpointCheckFailed, EndpointHandle
@@ -490,7 +491,9 @@ def agentrig_endpoint(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
 
     handles: list[EndpointHandle] = []
 
-    def open_endpoint(scenario: str | Path | Scenario, *, live: bool = False) -> EndpointHandle:
+    def open_endpoint(
+        scenario: str | Path | Scenario, *, live: bool = False, key: str | None = None
+    ) -> EndpointHandle:
         if live:
             _require_extra("serve")
         if not isinstance(scenario, LoadedScenario):
@@ -499,7 +502,7 @@ def agentrig_endpoint(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
                 path = request.node.path.parent / path
             scenario = path
         try:
-            handle = EndpointHandle(scenario, live=live)
+            handle = EndpointHandle(scenario, live=live, key=key)
         except AgentrigError as error:  # a file that does not load, a port that is taken...
             problem = str(error)
         else:

@@ -75,6 +75,17 @@ class TranscriptEntry(_Result):
         )
 
     @classmethod
+    def of_branch(
+        cls, turn: int, name: str, number: int, shares: tuple[float, ...]
+    ) -> TranscriptEntry:
+        """The event naming the ``mixture`` branch turn ``turn`` played: ``name`` (its label,
+        or ``branch N``), its 1-based ``number`` among the branches, whose ``shares`` are
+        given. The entry's ``name`` is the branch's name."""
+        share = shares[number - 1]
+        text = f"mixture: plays {name} (branch {number} of {len(shares)}, share {share:.4g})"
+        return cls(turn=turn, step=None, kind="event", role=None, text=text, name=name)
+
+    @classmethod
     def of_tool_result(cls, turn: int, step: int, result: ToolResult) -> TranscriptEntry:
         """The entry of a tool's result in step ``step`` (a result with no tool name has none)."""
         return cls(
@@ -127,6 +138,9 @@ class TurnResult(_Result):
     final_response: str
     usage: dict[str, int]
     cost: float
+    branch: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The ``mixture`` branch the turn played: its label, or ``branch N`` (1-based); None (and
+    left out of a report) for a turn without a mixture."""
 
 
 class ScenarioResult(_Result):

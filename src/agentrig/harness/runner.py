@@ -17,8 +17,14 @@ from agentrig.errors import AgentrigError, SubagentFailedError
 from agentrig.events import AgentExecutionCompleted, SubagentCompleted, ToolCallCompleted
 from agentrig.fakes import ScriptedLLM, ScriptedToolError
 from agentrig.harness.checks.expectations import check_expectation
-from agentrig.harness.checks.invariant import InvariantChecker, select_invariants
+from agentrig.harness.checks.invariant import (
+    Invariant,
+    InvariantChecker,
+    invariant_names,
+    select_invariants,
+)
 from agentrig.harness.checks.watch import run_checked, watch
+from agentrig.harness.endpoint.invariant_names import ENDPOINT_INVARIANT_NAMES
 from agentrig.harness.errors import ScenarioFileError
 from agentrig.harness.reporting.transcript import turn_transcript
 from agentrig.harness.results import (
@@ -31,6 +37,7 @@ from agentrig.harness.results import (
 from agentrig.harness.scenarios.agent_factory import ScenarioAgent, build_agent
 from agentrig.harness.scenarios.drift import tool_drift
 from agentrig.harness.scenarios.loader import SCENARIO_SUFFIX
+from agentrig.harness.scenarios.mixture import RUNTIME_SESSION_KEY
 from agentrig.harness.scenarios.model import (
     SPAWN_SUBAGENT_TOOL,
     CancelAfterStep,
@@ -162,13 +169,27 @@ def _refused(scenario: Scenario, message: str, path: FieldPath, started: float) 
 
 def preflight(scenario: Scenario) -> Failure | None:
     """What would stop a loaded ``scenario`` before its first turn, found without running it:
-    invariant names that are not registered (plugins may register more). None when it can start."""
-    selection = scenario.invariants
+    invariant names that are not registered (plugins may register more) nor checked by the
+    scenario endpoint. None when it can start."""
     try:
-        select_invariants(selection.only, selection.exclude or ())
+        _selected_invariants(scenario)
     except AgentrigError as error:
         return _invariants_failure(scenario, error)
     return None
+
+
+def _selected_invariants(scenario: Scenario) -> list[Invariant]:
+    """The runtime invariants ``scenario.invariants`` selects. The names of the scenario
+    endpoint's invariants (``history_grows``...) are accepted and left out: a file played by
+    both names the invariants of either, and each player checks its own."""
+    registered = set(invariant_names())
+
+    def own(names: Sequence[str]) -> list[str]:
+        return [n for n in names if n in registered or n not in ENDPOINT_INVARIANT_NAMES]
+
+    selection = scenario.invariants
+    only = None if selection.only is None else own(selection.only)
+    return select_invariants(only, own(selection.exclude or ()))
 
 
 def named_builder_failures(scenario: Scenario) -> list[Failure]:
@@ -268,14 +289,12 @@ def _invariants_failure(scenario: Scenario, error: AgentrigError) -> Failure:
 
 
 def _start(scenario: Scenario, agent: ScenarioAgent) -> _Run:
-    selection = scenario.invariants
-    invariants = select_invariants(selection.only, selection.exclude or ())
-    return _Run(scenario, agent, watch(agent, invariants))
+    return _Run(scenario, agent, watch(agent, _selected_invariants(scenario)))
 
 
 def _run_turn(run: _Run, number: int, turn: ScenarioTurn, state: AgentState) -> AgentState:
     agent = run.agent
-    agent.script.start_turn(number, turn.model)
+    agent.script.start_turn(number, run.scenario.replies_for(number, RUNTIME_SESSION_KEY))
     agent.cancellation.reset()
     agent.cancel_after[0] = (
         turn.cancel.after_step if isinstance(turn.cancel, CancelAfterStep) else None
@@ -358,7 +377,8 @@ def _check_turn(run: _Run, number: int, turn: ScenarioTurn, final: AgentState) -
         f"(the turn scripts {len(script.turns)} reply(ies)); "
         "add a reply or check why the agent did not stop"
     )
-    _check_model_script(run, script, f"turn {number}", overrun, (*base, "model"), turn=number)
+    script_path = run.scenario.script_path(number, RUNTIME_SESSION_KEY)
+    _check_model_script(run, script, f"turn {number}", overrun, script_path, turn=number)
     _check_tool_scripts(run, number, turn, final)
     for mismatch in check_expectation(turn.expect, final):
         why = _recorded_errors(final) if mismatch.field == "status" else ""
@@ -371,8 +391,22 @@ def _check_turn(run: _Run, number: int, turn: ScenarioTurn, final: AgentState) -
             expected=mismatch.expected,
             observed=mismatch.observed,
         )
-    run.turns.append(_turn_result(number, turn, final))
+    branch = _branch_entry(run.scenario, number)
+    run.turns.append(_turn_result(number, turn, final, branch))
+    if branch is not None:
+        run.transcript.append(branch)
     run.transcript.extend(turn_transcript(number, turn.user, final))
+
+
+def _branch_entry(scenario: Scenario, number: int) -> TranscriptEntry | None:
+    """The transcript entry naming the ``mixture`` branch turn ``number`` plays (a run draws
+    with ``RUNTIME_SESSION_KEY``); None for a turn without a mixture."""
+    spec = scenario.turns[number - 1]
+    branch = scenario.branch_for(number, RUNTIME_SESSION_KEY)
+    if spec.mixture is None or branch is None:
+        return None
+    name = spec.mixture[branch].name(branch)
+    return TranscriptEntry.of_branch(number, name, branch + 1, spec.branch_shares())
 
 
 def _recorded_errors(final: AgentState, shown: int = 3) -> str:
@@ -422,7 +456,7 @@ def _check_tool_scripts(run: _Run, number: int, turn: ScenarioTurn, final: Agent
                 kind,
                 f"turn {number}, step {step_number}: {problem}; "
                 "list the error under expect.errors if this is intended",
-                ("turns", number - 1, "model"),
+                run.scenario.script_path(number, RUNTIME_SESSION_KEY),
                 turn=number,
                 step=step_number,
                 **({"field": "expect.errors", "observed": error} if kind == "expectation" else {}),
@@ -497,7 +531,9 @@ def _check_model_script(
         run.fail("script", message, (*path, unused - 1), **extra)
 
 
-def _turn_result(number: int, turn: ScenarioTurn, final: AgentState) -> TurnResult:
+def _turn_result(
+    number: int, turn: ScenarioTurn, final: AgentState, branch: TranscriptEntry | None
+) -> TurnResult:
     status, reason, usage = final.status(), final.last_stop_reason(), final.usage()
     return TurnResult(
         index=number,
@@ -508,6 +544,7 @@ def _turn_result(number: int, turn: ScenarioTurn, final: AgentState) -> TurnResu
         final_response=final.final_response().to_text(),
         usage={key: int(value) for key, value in usage.summary().items() if key != "cost"},
         cost=usage.cost,
+        branch=branch.name if branch is not None else None,
     )
 
 

@@ -125,3 +125,62 @@ def test_refused(agentrig_endpoint):
     assert "expect.status needs agentrig's own state" in output
     assert "handle.py" not in output  # no traceback into the endpoint
     assert "load_scenario" not in output
+
+
+MIXTURE = """\
+name: flaky
+turns:
+  - user: Weather in Paris?
+    mixture:
+      - {weight: 1, label: right, model: [{say: It is sunny in Paris.}]}
+      - {weight: 1, label: wrong, model: [{say: It is raining.}]}
+    expect:
+      final_response: {contains: sunny}
+"""
+
+MIXTURE_TESTS = """
+import openai
+
+def ask(ep):
+    client = openai.OpenAI(api_key=ep.api_key, base_url=ep.openai_base_url,
+                           http_client=ep.httpx2_client())
+    return client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Weather in Paris?"}]
+    ).choices[0].message.content
+
+def test_right(agentrig_endpoint):
+    assert "sunny" in ask(agentrig_endpoint("flaky.scenario.yaml", key=RIGHT))
+
+def test_wrong(agentrig_endpoint):
+    assert "raining" in ask(agentrig_endpoint("flaky.scenario.yaml", key=WRONG))
+
+def test_default(agentrig_endpoint):
+    ep = agentrig_endpoint("flaky.scenario.yaml")
+    assert ep.api_key == "flaky"
+    assert ask(ep) == ask_again()
+
+def ask_again():
+    from agentrig.harness.endpoint.handle import EndpointHandle
+    return ask(EndpointHandle("flaky.scenario.yaml"))
+"""
+
+
+def test_the_fixture_plays_the_mixture_branch_of_the_key_it_is_given(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    from agentrig.harness.scenarios.loader import load_scenario
+
+    path = tmp_path / "flaky.scenario.yaml"
+    path.write_text(MIXTURE, encoding="utf-8")
+    scenario = load_scenario(path)
+    keys = [f"flaky/trial-{n}" for n in range(1, 50)]
+    right = next(key for key in keys if scenario.branch_for(1, key) == 0)
+    wrong = next(key for key in keys if scenario.branch_for(1, key) == 1)
+    default_passes = scenario.branch_for(1, "flaky") == 0
+    pytester.makefile(".scenario.yaml", flaky=MIXTURE)
+    tests = MIXTURE_TESTS.replace("RIGHT", repr(right)).replace("WRONG", repr(wrong))
+    pytester.makepyfile(test_agent=tests)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    # the wrong branch fails its session's expectation at teardown, and so may the default's
+    result.assert_outcomes(passed=3, errors=1 if default_passes else 2)
+    result.stdout.fnmatch_lines(["*ERROR at teardown of test_wrong*"])

@@ -762,3 +762,17 @@ def test_only_the_invariants_named_are_checked(write_scenario: Callable[[str], P
     result = handle.result()
     assert [o.name for o in result.invariants] == ["history_grows", "model_named"]
     assert [f.invariant for f in result.failures if f.kind == "invariant"] == ["model_named"]
+
+
+def test_the_endpoints_invariant_names_are_those_of_its_checks() -> None:
+    from agentrig.harness.endpoint.invariant_names import (
+        ENDPOINT_INVARIANT_NAMES,
+        SCRIPT_NOT_EXCEEDED,
+        WIRE_INVARIANT_NAMES,
+    )
+    from agentrig.harness.endpoint.invariants import ALL_INVARIANT_NAMES, WIRE_INVARIANTS
+
+    assert tuple(WIRE_INVARIANTS) == WIRE_INVARIANT_NAMES
+    assert (
+        ALL_INVARIANT_NAMES == ENDPOINT_INVARIANT_NAMES == (*WIRE_INVARIANTS, SCRIPT_NOT_EXCEEDED)
+    )

@@ -107,7 +107,11 @@ def test_the_verdict_does_not_depend_on_how_many_trials_run_at_once(
     base = "{require: {metric: rate, at_least: 0.6}, max: 60, seed: 3, concurrency: CONC}"
     one = live(scenario(tmp_path, base.replace("CONC", "1")))
     eight = live(scenario(tmp_path, base.replace("CONC", "8")))
-    assert (one.verdict, one.trials, one.successes) == (eight.verdict, eight.trials, eight.successes)
+    assert (one.verdict, one.trials, one.successes) == (
+        eight.verdict,
+        eight.trials,
+        eight.successes,
+    )
     counted = [(r.index, r.status) for r in eight.records if r.counted]
     assert counted == [(r.index, r.status) for r in one.records if r.counted]
 
@@ -124,7 +128,9 @@ def test_a_second_identical_run_makes_no_model_call_and_gives_the_same_verdict(
         raise AssertionError("a model was asked in a replayed run")
 
     monkeypatch.setattr(refund_app, "SUCCESS_RATE", 0.0)  # the agent's model is not asked either
-    second = live(loaded, cache_dir=str(tmp_path / "cache"), models=models(unreachable, unreachable))
+    second = live(
+        loaded, cache_dir=str(tmp_path / "cache"), models=models(unreachable, unreachable)
+    )
     assert second.model_calls == {"agent": 0, "user": 0, "judge": 0}
     assert (second.verdict, second.trials, second.successes) == (
         first.verdict,

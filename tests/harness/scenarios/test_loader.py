@@ -558,6 +558,8 @@ def test_unknown_keys_list_the_allowed_keys(tmp_path: Path) -> None:
         "cost",
         "finish_reason",
         "latency",
+        "repeat",
+        "logprobs",
     )
 
 
@@ -898,6 +900,14 @@ class _Checker:
         bad = isinstance(value, int | float) and not isinstance(value, bool) and value < low
         return [f"{at}: below {low}"] if bad else []
 
+    def k_exclusiveMinimum(self, low: float, value: Any, at: str, _: Any) -> list[str]:
+        bad = isinstance(value, int | float) and not isinstance(value, bool) and value <= low
+        return [f"{at}: not above {low}"] if bad else []
+
+    def k_maximum(self, high: float, value: Any, at: str, _: Any) -> list[str]:
+        bad = isinstance(value, int | float) and not isinstance(value, bool) and value > high
+        return [f"{at}: above {high}"] if bad else []
+
     def k_minItems(self, low: int, value: Any, at: str, _: Any) -> list[str]:
         return [f"{at}: too few items"] if isinstance(value, list) and len(value) < low else []
 
@@ -1000,7 +1010,12 @@ def test_schema_is_well_formed() -> None:
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert schema["title"] == "agentrig scenario file"
     assert schema["type"] == "object"
-    assert schema["required"] == ["name", "turns"]
+    assert schema["required"] == ["name"]
+    # turns (a scripted scenario), or user, judge and trials (a live one)
+    assert [branch["required"] for branch in schema["oneOf"]] == [
+        ["turns"],
+        ["user", "judge", "trials"],
+    ]
     assert schema["additionalProperties"] is False
     assert json.loads(json.dumps(schema)) == schema
     refs = re.findall(r'"\$ref": "#/\$defs/([^"]+)"', json.dumps(schema))
@@ -1080,6 +1095,31 @@ def test_examples_are_valid_for_the_models_and_the_schema(
             id="think-unknown-key",
         ),
         pytest.param(lambda d: d["turns"][0]["model"][0].update(think=["x"]), id="think-list"),
+        pytest.param(
+            lambda d: d["turns"][0].update(mixture=[{"weight": 1, "model": [{"say": "x"}]}]),
+            id="model-and-mixture",
+        ),
+        pytest.param(
+            lambda d: _mixture(d, [{"weight": 0, "model": [{"say": "x"}]}]), id="zero-weight"
+        ),
+        pytest.param(
+            lambda d: _mixture(d, [{"weight": -1, "model": [{"say": "x"}]}]), id="negative-weight"
+        ),
+        pytest.param(lambda d: _mixture(d, []), id="empty-mixture"),
+        pytest.param(lambda d: _mixture(d, [{"weight": 1, "model": []}]), id="empty-branch"),
+        pytest.param(
+            lambda d: _mixture(d, [{"weight": 1, "labl": "x", "model": [{"say": "x"}]}]),
+            id="branch-unknown-key",
+        ),
+        pytest.param(lambda d: d["turns"][0].update(seed=1.5), id="seed-not-integer"),
+        pytest.param(lambda d: d["turns"][0]["model"][2].update(repeat="yes"), id="repeat-text"),
+        pytest.param(lambda d: _logprobs(d, {"logprob": 0.5}), id="positive-logprob"),
+        pytest.param(lambda d: _logprobs(d, {"top": {"a": 0.1}}), id="positive-top-logprob"),
+        pytest.param(
+            lambda d: d["turns"][0]["model"][0].update(logprobs=[{"token": "x", "logprob": -1}]),
+            id="logprobs-without-say",
+        ),
+        pytest.param(lambda d: d["turns"][0]["model"][2].update(logprobs=[]), id="no-logprobs"),
     ],
 )
 def test_schema_rejects_what_the_models_reject(
@@ -1090,6 +1130,18 @@ def test_schema_rejects_what_the_models_reject(
     assert checker.errors(checker.root, data)
     with pytest.raises(ValueError, match="validation error"):
         Scenario.model_validate(data)
+
+
+def _mixture(data: dict[str, Any], branches: list[Any]) -> None:
+    """Replace the first turn's model with a ``mixture`` of ``branches``."""
+    del data["turns"][0]["model"]
+    data["turns"][0]["mixture"] = branches
+
+
+def _logprobs(data: dict[str, Any], entry: dict[str, Any]) -> None:
+    """Give the first turn's text reply one token spelling its text, changed by ``entry``."""
+    reply = data["turns"][0]["model"][2]
+    reply["logprobs"] = [{"token": reply["say"], "logprob": -0.5, **entry}]
 
 
 def test_an_alias_bomb_in_a_pairs_value_is_an_error_not_a_hang(

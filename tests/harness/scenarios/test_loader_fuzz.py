@@ -4,9 +4,11 @@ scenarios, damaged bytes)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
@@ -79,3 +81,60 @@ def test_damaged_bytes_of_real_files(
 @given(raw=st.binary(max_size=300))
 def test_random_bytes(tmp_path_factory: Any, hostile: Any, raw: bytes) -> None:
     _load_text(tmp_path_factory.mktemp("fuzz"), raw, hostile)
+
+
+# --- the simulation fields: each bad value is reported at its own line and field -----------------
+
+_BAD_WEIGHTS = st.sampled_from(["0", "-1", "-0.5", ".nan", ".inf", "-.inf", "yes", "'0.5'", "null"])
+_GOOD_WEIGHTS = st.sampled_from(["1", "0.25", "3", "1.0e-6"])
+
+
+@st.composite
+def _bad_simulation_file(draw: st.DrawFn) -> tuple[str, str, int]:
+    """A scenario text with one bad simulation field, that field's path and its 1-based line."""
+    kind = draw(st.sampled_from(["weight", "empty", "repeat", "logprob", "top"]), label="kind")
+    lines = ["name: fuzz", "turns:", "  - user: hi"]
+    if kind == "empty":
+        lines.append("    mixture: []")
+        return "\n".join(lines) + "\n", "turns[0].mixture", 4
+    if kind == "weight":
+        count = draw(st.integers(1, 4), label="branches")
+        bad = draw(st.integers(0, count - 1), label="bad branch")
+        lines.append("    mixture:")
+        for index in range(count):
+            weight = draw(_BAD_WEIGHTS if index == bad else _GOOD_WEIGHTS)
+            lines.append(f"      - {{weight: {weight}, model: [{{say: b{index}}}]}}")
+        return "\n".join(lines) + "\n", f"turns[0].mixture[{bad}].weight", 5 + bad
+    if kind == "repeat":
+        count = draw(st.integers(2, 5), label="replies")
+        bad = draw(st.integers(0, count - 2), label="repeating reply")
+        lines.append("    model:")
+        for index in range(count):
+            repeat = ", repeat: true" if index in (bad, count - 1) else ""
+            lines.append(f"      - {{say: r{index}{repeat}}}")
+        return "\n".join(lines) + "\n", f"turns[0].model[{bad}].repeat", 5 + bad
+    value = draw(st.floats(min_value=1e-9, max_value=1e9, allow_nan=False), label="logprob")
+    tokens = draw(st.lists(st.sampled_from(["Ye", "s", " it", " is"]), min_size=1, max_size=4))
+    bad = draw(st.integers(0, len(tokens) - 1), label="bad token")
+    lines += ["    model:", f"      - say: {json.dumps(''.join(tokens))}", "        logprobs:"]
+    for index, token in enumerate(tokens):
+        logprob = f"{value!r}" if index == bad and kind == "logprob" else "-0.5"
+        top = f", top: {{x: {value!r}}}" if index == bad and kind == "top" else ""
+        lines.append(f"          - {{token: {json.dumps(token)}, logprob: {logprob}{top}}}")
+    suffix = "logprob" if kind == "logprob" else "top.x"
+    return "\n".join(lines) + "\n", f"turns[0].model[0].logprobs[{bad}].{suffix}", 7 + bad
+
+
+@agentrig_settings(max_examples=60)
+@given(case=_bad_simulation_file())
+def test_bad_simulation_fields_name_their_line_and_field(
+    tmp_path_factory: Any, case: tuple[str, str, int]
+) -> None:
+    text, field, line = case
+    path = tmp_path_factory.mktemp("fuzz") / "fuzz.scenario.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ScenarioFileError) as caught:
+        load_scenario(path)
+    error = caught.value
+    assert [(p.field, p.line, p.path) for p in error.errors] == [(field, line, str(path))]
+    assert str(error).startswith(f"{path}:{line}:")

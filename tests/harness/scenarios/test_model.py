@@ -271,3 +271,105 @@ def test_a_reply_when_compares_as_json_a_boolean_is_not_a_number() -> None:
 )
 def test_the_format_names_every_value_of_the_runtime_enum(names: Any, values: list[Enum]) -> None:
     assert list(get_args(names)) == [value.value for value in values]
+
+
+# --- simulation: repeat, mixture, logprobs ------------------------------------------------------
+
+
+def _problems(model: type[Any], data: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The locations of ``data``'s problems, without the length errors pydantic adds to a
+    list whose items failed (the loader leaves them out too)."""
+    with pytest.raises(ValidationError) as caught:
+        model.model_validate(data)
+    return [
+        tuple(item["loc"])
+        for item in caught.value.errors()
+        if not (item["type"] == "too_short" and item["input"])
+    ]
+
+
+def test_only_the_last_reply_of_a_script_may_repeat() -> None:
+    repeat, plain = {"say": "a", "repeat": True}, {"say": "b"}
+    assert ScenarioTurn.model_validate({"user": "hi", "model": [plain, repeat]}).model[-1].repeat
+    assert _problems(ScenarioTurn, {"user": "hi", "model": [repeat, plain, plain]}) == [
+        ("model", 0, "repeat")
+    ]
+    branch = {"weight": 1, "model": [plain, repeat, plain]}
+    assert _problems(ScenarioTurn, {"user": "hi", "mixture": [branch]}) == [
+        ("mixture", 0, "model", 1, "repeat")
+    ]
+    subagent = {"model": [repeat, plain]}
+    assert _problems(AgentSpec, {"subagents": {"helper": subagent}}) == [
+        ("subagents", "helper", "model", 0, "repeat")
+    ]
+    with pytest.raises(ValidationError, match="only the last reply may repeat: reply 1 of 3"):
+        ScenarioTurn.model_validate({"user": "hi", "model": [repeat, plain, plain]})
+
+
+def test_mixture_rules_name_the_field() -> None:
+    branch = {"weight": 1, "model": [{"say": "a"}]}
+    both = {"user": "hi", "model": [{"say": "b"}], "mixture": [branch]}
+    assert _problems(ScenarioTurn, both) == [("mixture",)]
+    # model: [] written beside a mixture is still two scripts
+    assert _problems(ScenarioTurn, {**both, "model": []}) == [("mixture",)]
+    assert _problems(ScenarioTurn, {"user": "hi", "mixture": []}) == [("mixture",)]
+    zero = {"user": "hi", "mixture": [branch, {**branch, "weight": 0}]}
+    assert _problems(ScenarioTurn, zero) == [("mixture", 1, "weight")]
+    for bad in (-1, float("inf"), float("nan"), "1", True):
+        turn = {"user": "hi", "mixture": [{**branch, "weight": bad}]}
+        assert _problems(ScenarioTurn, turn) == [("mixture", 0, "weight")], bad
+    empty = {"user": "hi", "mixture": [{"weight": 1, "model": []}]}
+    assert _problems(ScenarioTurn, empty) == [("mixture", 0, "model")]
+    twice = {"user": "hi", "mixture": [{**branch, "label": "x"}, {**branch, "label": "x"}]}
+    assert _problems(ScenarioTurn, twice) == [("mixture", 1, "label")]
+    huge = {"user": "hi", "mixture": [{**branch, "weight": 1e308}, {**branch, "weight": 1e308}]}
+    assert _problems(ScenarioTurn, huge) == [("mixture",)]
+    cancelled = {"user": "hi", "cancel": "before", "mixture": [branch]}
+    assert _problems(ScenarioTurn, cancelled) == [("mixture",)]
+    assert _problems(ScenarioTurn, {"user": "hi", "seed": 3}) == [("seed",)]
+    assert _problems(ScenarioTurn, {"user": "hi", "mixture": [branch], "seed": 1.0}) == [("seed",)]
+    no_mixture = {"name": "s", "seed": 3, "turns": [{"user": "hi"}]}
+    assert _problems(Scenario, no_mixture) == [("seed",)]
+
+
+def test_mixture_branches_are_named_and_their_weights_normalised() -> None:
+    turn = ScenarioTurn.model_validate(
+        {
+            "user": "hi",
+            "mixture": [
+                {"weight": 3, "label": "right", "model": [{"say": "a"}]},
+                {"weight": 1, "model": [{"say": "b"}]},
+            ],
+        }
+    )
+    assert turn.mixture is not None
+    assert [b.name(i) for i, b in enumerate(turn.mixture)] == ["right", "branch 2"]
+    assert turn.branch_shares() == (0.75, 0.25)
+    assert [turn.branch_at(d) for d in (0.0, 0.7499, 0.75, 0.9999)] == [0, 0, 1, 1]
+    assert ScenarioTurn(user="hi").branch_at(0.5) is None
+    assert ScenarioTurn(user="hi").branch_shares() == ()
+
+
+def test_logprob_rules_name_the_field() -> None:
+    def reply(**fields: Any) -> dict[str, Any]:
+        return {"say": "Yes", "logprobs": [{"token": "Yes", "logprob": -0.1}], **fields}
+
+    parsed = ModelReply.model_validate(
+        reply(logprobs=[{"token": "Yes", "logprob": -0.1, "top": {"No": -3, "Yes": -0.1}}])
+    )
+    assert parsed.logprobs is not None
+    assert parsed.logprobs[0].ranked() == (("Yes", -0.1), ("No", -3.0))
+    assert _problems(ModelReply, reply(logprobs=[{"token": "Yes", "logprob": 0.2}])) == [
+        ("logprobs", 0, "logprob")
+    ]
+    positive_top = [{"token": "Yes", "logprob": -1, "top": {"No": 0.5}}]
+    assert _problems(ModelReply, reply(logprobs=positive_top)) == [("logprobs", 0, "top", "No")]
+    assert _problems(ModelReply, reply(logprobs=[])) == [("logprobs",)]
+    assert _problems(ModelReply, reply(say="Yes!")) == [("logprobs",)]
+    assert _problems(ModelReply, {**reply(), "say": None, "call": "f()"}) == [("logprobs",)]
+    error = {"error": "down", "logprobs": [{"token": "x", "logprob": -1}]}
+    assert _problems(ModelReply, error) == [("logprobs",)]
+    status = {**reply(), "say": None, "fault": {"status": 500}}
+    assert _problems(ModelReply, status) == [("logprobs",)]
+    with pytest.raises(ValidationError, match="the tokens spell 'Yes', not the say text 'Yes!'"):
+        ModelReply.model_validate(reply(say="Yes!"))

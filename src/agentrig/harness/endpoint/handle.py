@@ -29,6 +29,12 @@ class EndpointCheckFailed(AssertionError):
     """The agent broke an over-the-wire invariant, missed an expectation, or left script unused."""
 
 
+def _default_key(scenario: Scenario) -> str:
+    if any(turn.mixture is not None for turn in scenario.turns):
+        return scenario.name
+    return f"{scenario.name}/{uuid.uuid4().hex[:12]}"
+
+
 class EndpointHandle(ProviderBaseUrls):
     """A scenario served to one agent: in-process by default, or on a live server (``live=True``).
 
@@ -37,10 +43,15 @@ class EndpointHandle(ProviderBaseUrls):
     ``EndpointCheckFailed`` with every failure; the pytest fixture calls it at teardown.
     """
 
-    def __init__(self, scenario: Scenario | str | Path, *, live: bool = False) -> None:
+    def __init__(
+        self, scenario: Scenario | str | Path, *, live: bool = False, key: str | None = None
+    ) -> None:
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         self.endpoint = ScenarioEndpoint([self.scenario])
-        self.api_key = f"{self.scenario.name}/{uuid.uuid4().hex[:12]}"
+        self.api_key = key or _default_key(self.scenario)
+        """The API key, the session's key: ``key``, else ``NAME/RANDOM``; for a scenario with a
+        ``mixture`` turn, ``NAME``, so that a test plays the same branches on every run (give
+        ``key=`` to play those of another session, ``NAME/trial-7``)."""
         self._server = EndpointServer(self.endpoint).start() if live else None
         self._base_url = self._server.base_url if self._server else f"http://{IN_PROCESS_HOST}"
 

@@ -21,6 +21,7 @@ except ImportError:  # imported by everything of the endpoint: the message names
     raise MissingDependencyError("jsonschema", "endpoint") from None
 
 from agentrig._model import json_equal
+from agentrig.harness.endpoint.invariant_names import ENDPOINT_INVARIANT_NAMES
 from agentrig.harness.endpoint.memo import remembered
 from agentrig.harness.endpoint.wire._common import REDACTED_KEY, SEAL_KEY
 from agentrig.harness.endpoint.wire.base import WireAnswer, WireRequest
@@ -423,8 +424,7 @@ WIRE_INVARIANTS: dict[str, WireCheck] = {
 """Every per-request check by name. ``script_not_exceeded`` (no request after the script is used
 up) is checked by the session itself, since it decides what is answered."""
 
-SCRIPT_NOT_EXCEEDED = "script_not_exceeded"
-ALL_INVARIANT_NAMES = (*WIRE_INVARIANTS, SCRIPT_NOT_EXCEEDED)
+ALL_INVARIANT_NAMES = ENDPOINT_INVARIANT_NAMES
 
 
 def selected(only: Sequence[str] | None, exclude: Sequence[str] | None) -> tuple[str, ...]:

@@ -168,10 +168,13 @@ class ScenarioEndpoint:
         if plan.answer is None:  # an error, made for this request
             reply = _reply(fmt, plan, stream=stream, include_usage=include_usage, model=model)
         else:  # the same for every session that plays this plan (see ``EndpointSession.plan``)
+            top = fmt.logprobs_asked(request) if plan.answer.logprobs else None
             reply = remembered(
-                ("reply", fmt.name, id(plan), stream, include_usage, model),
+                ("reply", fmt.name, id(plan), stream, include_usage, model, top),
                 plan,
-                lambda: _reply(fmt, plan, stream=stream, include_usage=include_usage, model=model),
+                lambda: _reply(
+                    fmt, plan, stream=stream, include_usage=include_usage, model=model, top=top
+                ),
             )
         chunking = session.scenario.agent.wire_chunking
         if reply.chunks is None or chunking == "events":
@@ -255,9 +258,19 @@ def _error(
 
 
 def _reply(
-    fmt: WireFormat, plan: Plan, *, stream: bool, include_usage: bool, model: str
+    fmt: WireFormat,
+    plan: Plan,
+    *,
+    stream: bool,
+    include_usage: bool,
+    model: str,
+    top: int | None = None,
 ) -> EndpointReply:
+    """The reply that plays ``plan``; ``top``: the likeliest tokens to send beside each token's
+    log probability (None: the request asked for none)."""
     answer = plan.answer
+    if answer is not None and top is not None:
+        answer = replace(answer, logprobs_top=top)
     if answer is None:
         return _error(
             fmt,

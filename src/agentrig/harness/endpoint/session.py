@@ -16,8 +16,8 @@ from agentrig.harness.checks.expectations import (
 )
 from agentrig.harness.checks.trajectory import Call
 from agentrig.harness.endpoint.compatibility import check_endpoint_scenario
+from agentrig.harness.endpoint.invariant_names import SCRIPT_NOT_EXCEEDED
 from agentrig.harness.endpoint.invariants import (
-    SCRIPT_NOT_EXCEEDED,
     WIRE_INVARIANTS,
     Violation,
     WireCheck,
@@ -29,7 +29,12 @@ from agentrig.harness.endpoint.memo import remembered
 from agentrig.harness.endpoint.wire import response_id
 from agentrig.harness.endpoint.wire._common import message as wire_message
 from agentrig.harness.endpoint.wire._common import seal_of
-from agentrig.harness.endpoint.wire.base import FormatName, WireAnswer, WireRequest
+from agentrig.harness.endpoint.wire.base import (
+    FormatName,
+    TokenLogprobs,
+    WireAnswer,
+    WireRequest,
+)
 from agentrig.harness.results import (
     Failure,
     FailureKind,
@@ -108,6 +113,12 @@ class EndpointSession:
     exchanges: list[Exchange] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
     _cursor: dict[int, int] = field(default_factory=dict)
+    """Requests each turn's script answered (past its length once a repeating reply repeats)."""
+    _bases: dict[int, tuple[Message, ...] | None] = field(default_factory=dict)
+    """Per turn whose repeating reply answered: the conversation it first answered, which each
+    request it answers must carry (``history_grows``): a stateless role asks fresh questions."""
+    _branches: dict[int, int] = field(default_factory=dict)
+    """Per ``mixture`` turn played so far: the branch this session plays."""
     _overruns: dict[int, int] = field(default_factory=dict)
     _requests_checked: int = 0
     """Requests the per-request checks checked (each selected one checks every such request)."""
@@ -143,6 +154,8 @@ class EndpointSession:
             turn = self._turn_of(conversation)
             plan = self._choose(number, turn, request)
             history = self._expected_history()
+            if self._bases and turn in self._bases:  # a repeating reply answers
+                history = self._bases[turn]
             repeated = repeated_prefix(history or (), conversation)
             if turn <= len(self.scenario.turns):
                 request = _with_context(request, conversation, system)
@@ -195,33 +208,74 @@ class EndpointSession:
             )
             self._fail("script", message, ("turns",), turn=None)
             return Plan(response_id, status=400, error=f"agentrig endpoint: {message}")
-        replies = turns[turn - 1].model
-        index = self._cursor.get(turn, 0)
+        spec = turns[turn - 1]
+        replies = spec.model if spec.mixture is None else self._mixed(turn)
+        used = index = self._cursor.get(turn, 0)
         if index >= len(replies):
-            self._overruns[turn] = self._overruns.get(turn, 0) + 1
-            message = (
-                f"turn {turn}: request {number} came after the script was used up (the turn "
-                f"scripts {len(replies)} reply(ies)); add a reply or check why the agent did "
-                "not stop"
-            )
-            self._script_checked += 1
-            self._record(
-                SCRIPT_NOT_EXCEEDED,
-                [Violation(SCRIPT_NOT_EXCEEDED, message)],
-                turn,
-                number,
-                ("turns", turn - 1, "model"),
-            )
-            return Plan(response_id, status=400, error=f"agentrig endpoint: {message}")
-        self._cursor[turn] = index + 1
-        self._script_checked += 1
+            if not replies or not replies[-1].repeat:
+                return self._overrun(number, turn, len(replies))
+            index = len(replies) - 1  # the repeating reply answers again
         reply, sealed = replies[index], request.seals_reasoning
+        if reply.repeat and used == index:  # its first answer: the base of those to come
+            self._bases[turn] = self._expected_history()
+        self._cursor[turn] = used + 1
+        self._script_checked += 1
         # The same reply played as the same request number is the same plan in every session.
         return remembered(
             ("plan", id(reply), response_id, turn, sealed),
             reply,
             lambda: _plan_reply(reply, response_id, turn, sealed),
         )
+
+    def _overrun(self, number: int, turn: int, scripted: int) -> Plan:
+        """The answer to a request that came after its turn's script was used up."""
+        self._overruns[turn] = self._overruns.get(turn, 0) + 1
+        message = (
+            f"turn {turn}: request {number} came after the script was used up (the turn "
+            f"scripts {scripted} reply(ies)); add a reply or check why the agent did not stop"
+        )
+        self._script_checked += 1
+        self._record(
+            SCRIPT_NOT_EXCEEDED,
+            [Violation(SCRIPT_NOT_EXCEEDED, message)],
+            turn,
+            number,
+            self._script_path(turn),
+        )
+        return Plan(str(number), status=400, error=f"agentrig endpoint: {message}")
+
+    def _branch(self, turn: int) -> int:
+        """The ``mixture`` branch this session plays in ``turn`` (drawn once, from its key)."""
+        branch = self._branches.get(turn)
+        if branch is None:
+            found = self.scenario.branch_for(turn, self.key)
+            assert found is not None, "only a mixture turn has branches"
+            branch = self._branches[turn] = found
+        return branch
+
+    def _mixed(self, turn: int) -> tuple[ModelReply, ...]:
+        """The replies of the ``mixture`` branch this session plays in ``turn``."""
+        mixture = self.scenario.turns[turn - 1].mixture
+        assert mixture is not None
+        return mixture[self._branch(turn)].model
+
+    def _replies(self, turn: int) -> tuple[ModelReply, ...]:
+        """The replies this session plays in ``turn`` (1-based)."""
+        spec = self.scenario.turns[turn - 1]
+        return spec.model if spec.mixture is None else self._mixed(turn)
+
+    def _script_path(self, turn: int) -> FieldPath:
+        """Where the replies this session plays in ``turn`` were written."""
+        if self.scenario.turns[turn - 1].mixture is None:
+            return ("turns", turn - 1, "model")
+        return ("turns", turn - 1, "mixture", self._branch(turn), "model")
+
+    def _reply_path(self, turn: int, back: int) -> FieldPath:
+        """Where the reply ``back`` answers before the next one of ``turn`` was written (1: the
+        last one played), within the replies."""
+        last = len(self._replies(turn)) - 1
+        index = min(max(self._cursor.get(turn, back) - back, 0), max(last, 0))
+        return (*self._script_path(turn), index)
 
     # --- checking ------------------------------------------------------------------------
 
@@ -262,9 +316,9 @@ class EndpointSession:
         if invariant == "user_turn_sent":
             return ("turns", turn - 1, "user")
         if invariant == "tools_offered":
-            return ("turns", turn - 1, "model", self._cursor.get(turn, 1) - 1)
+            return self._reply_path(turn, 1)
         if invariant == "reasoning_sent_back":  # the reply before, whose reasoning went astray
-            return ("turns", turn - 1, "model", max(self._cursor.get(turn, 2) - 2, 0))
+            return self._reply_path(turn, 2)
         return ("turns", turn - 1)
 
     def _expected_history(self) -> tuple[Message, ...] | None:
@@ -314,8 +368,8 @@ class EndpointSession:
     def unused_replies(self) -> int:
         """Scripted replies no request has taken yet."""
         return sum(
-            len(turn.model) - self._cursor.get(index, 0)
-            for index, turn in enumerate(self.scenario.turns, start=1)
+            max(len(self._replies(index)) - self._cursor.get(index, 0), 0)
+            for index in range(1, len(self.scenario.turns) + 1)
         )
 
     def result(self) -> ScenarioResult:
@@ -334,7 +388,10 @@ class EndpointSession:
         for index, spec in enumerate(self.scenario.turns, start=1):
             exchanges = [e for e in self.exchanges if e.turn == index]
             failures.extend(self._turn_failures(index, exchanges))
-            turns.append(_turn_result(index, spec.user, exchanges))
+            branch = self._branch_entry(index)
+            turns.append(_turn_result(index, spec.user, exchanges, branch))
+            if branch is not None and exchanges:
+                transcript.append(branch)
             transcript.extend(_transcript(index, exchanges, self._previous_of(exchanges)))
         source = self.scenario.source
         return ScenarioResult(
@@ -362,6 +419,17 @@ class EndpointSession:
             wall_time_s=time.perf_counter() - self._started,
         )
 
+    def _branch_entry(self, turn: int) -> TranscriptEntry | None:
+        """The transcript entry naming the ``mixture`` branch this session plays in ``turn``;
+        None for a turn without a mixture."""
+        spec = self.scenario.turns[turn - 1]
+        if spec.mixture is None:
+            return None
+        branch = self._branch(turn)
+        return TranscriptEntry.of_branch(
+            turn, spec.mixture[branch].name(branch), branch + 1, spec.branch_shares()
+        )
+
     def _previous_of(self, exchanges: list[Exchange]) -> Exchange | None:
         if not exchanges:
             return None
@@ -371,7 +439,8 @@ class EndpointSession:
     def _turn_failures(self, index: int, exchanges: list[Exchange]) -> Iterator[Failure]:
         spec = self.scenario.turns[index - 1]
         base: FieldPath = ("turns", index - 1)
-        if not exchanges and spec.model:
+        replies = self._replies(index)
+        if not exchanges and replies:
             yield self._failure(
                 "script",
                 f"turn {index} was never reached: no request carried its user message",
@@ -379,12 +448,12 @@ class EndpointSession:
                 index,
             )
             return
-        used = self._cursor.get(index, 0)
-        for unused in range(used + 1, len(spec.model) + 1):
+        used = self._cursor.get(index, 0)  # a repeating reply that answered once is used
+        for unused in range(used + 1, len(replies) + 1):
             yield self._failure(
                 "script",
                 f"turn {index}: scripted model reply {unused} was never used",
-                (*base, "model", unused - 1),
+                (*self._script_path(index), unused - 1),
                 index,
             )
         for mismatch in check_observed(spec.expect, _observed(exchanges)):
@@ -476,6 +545,10 @@ def _answer(reply: ModelReply, turn: int, response_id: str, sealed: bool) -> Wir
         reasoning=reply.think_text,
         redacted=reply.think_redacted,
         seal=seal_of(response_id) if sealed and reply.think is not None else "",
+        logprobs=tuple(
+            TokenLogprobs(entry.token, entry.logprob, entry.ranked())
+            for entry in reply.logprobs or ()
+        ),
     )
 
 
@@ -526,7 +599,9 @@ def _observed(exchanges: list[Exchange]) -> ObservedTurn:
     )
 
 
-def _turn_result(index: int, user: str, exchanges: list[Exchange]) -> TurnResult:
+def _turn_result(
+    index: int, user: str, exchanges: list[Exchange], branch: TranscriptEntry | None
+) -> TurnResult:
     total = Usage()
     for exchange in exchanges:
         if exchange.answered and exchange.plan.answer is not None:
@@ -541,6 +616,7 @@ def _turn_result(index: int, user: str, exchanges: list[Exchange]) -> TurnResult
         final_response=observed.final_response,
         usage={key: int(value) for key, value in total.summary().items() if key != "cost"},
         cost=0.0,
+        branch=branch.name if branch is not None else None,
     )
 
 

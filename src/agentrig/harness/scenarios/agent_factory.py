@@ -76,6 +76,11 @@ def to_budget(spec: BudgetSpec | None) -> ExecutionBudget:
     return ExecutionBudget() if spec is None else ExecutionBudget(**dict(spec))
 
 
+def repeats(replies: tuple[ModelReply, ...]) -> bool:
+    """Whether the last of ``replies`` answers every call after it (``repeat: true``)."""
+    return bool(replies) and replies[-1].repeat
+
+
 class TurnScript:
     """The main model: plays the current turn's replies; the runner swaps scripts per turn."""
 
@@ -85,12 +90,14 @@ class TurnScript:
         self.current = ScriptedLLM([], clock=clock, name="model")
 
     def start_turn(self, number: int, replies: tuple[ModelReply, ...]) -> None:
-        """Load the replies of turn ``number`` (1-based)."""
+        """Load the replies of turn ``number`` (1-based); a last reply with ``repeat: true``
+        answers every call after it too."""
         self.current = ScriptedLLM(
             [to_turn(r) for r in replies],
             clock=self.clock,
             name=f"turn {number}",
             chunking=self.chunking,
+            repeat_last=repeats(replies),
         )
 
     def infer(self, request: InferenceRequest) -> InferenceResponse:
@@ -150,7 +157,12 @@ def build_agent(
         if tool_spec.scripted or name not in own
     }
     subagent_scripts = {
-        name: ScriptedLLM([to_turn(r) for r in sub.model], clock=clock, name=f"subagent {name}")
+        name: ScriptedLLM(
+            [to_turn(r) for r in sub.model],
+            clock=clock,
+            name=f"subagent {name}",
+            repeat_last=repeats(sub.model),
+        )
         for name, sub in spec.subagents.items()
     }
     token = CancellationToken()

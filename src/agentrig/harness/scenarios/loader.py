@@ -344,6 +344,7 @@ _MESSAGES = {
     "tuple_type": "expected a list, got {got}",
     "greater_than_equal": "must be at least {ge}, got {got}",
     "less_than_equal": "must be at most {le}, got {got}",
+    "greater_than": "must be greater than {gt}, got {got}",
     "finite_number": "expected a finite number, got {got}",
     "too_short": "needs at least {min_length} item(s), got {actual_length}",
     "string_too_long": "must be at most {max_length} characters long",

@@ -12,6 +12,7 @@ Dump with ``model_dump(by_alias=True, exclude_unset=True)`` to get the file's sh
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,6 +32,7 @@ from pydantic import (
     Strict,
     Tag,
     ValidationError,
+    field_validator,
     model_validator,
 )
 from pydantic.config import JsonDict
@@ -40,6 +42,7 @@ from pydantic_core import CoreSchema, InitErrorDetails, PydanticCustomError
 from agentrig._model import json_equal
 from agentrig.errors import InvalidInputError
 from agentrig.harness.scenarios.calls import CALL_SHORTHAND_PATTERN, read_call, write_call
+from agentrig.harness.scenarios.mixture import mixture_draw, pick_branch
 from agentrig.harness.scenarios.yaml_source import FieldPath, YamlSource, not_json_data
 from agentrig.state import Usage
 
@@ -63,6 +66,7 @@ __all__ = [
     "HookTriggerName",
     "InvariantSelection",
     "MessageExpect",
+    "MixtureBranch",
     "ModelReply",
     "ParamType",
     "RedactedThink",
@@ -76,6 +80,7 @@ __all__ = [
     "SubagentPolicySpec",
     "SubagentSpec",
     "TextMatch",
+    "TokenLogprob",
     "ToolCallSpec",
     "ToolCallsExpect",
     "ToolMode",
@@ -162,6 +167,9 @@ Latency = Annotated[
     float, Strict(), Field(ge=0, allow_inf_nan=False), AfterValidator(_check_latency)
 ]
 Flag = Annotated[bool, Strict()]
+Seed = Annotated[int, Strict()]
+Weight = Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
+LogprobValue = Annotated[float, Strict(), Field(le=0, allow_inf_nan=False)]
 ScenarioName = Annotated[str, Strict(), Field(pattern=SCENARIO_NAME_PATTERN)]
 Identifier = Annotated[str, Strict(), Field(pattern=IDENTIFIER_PATTERN)]
 InvariantName = Annotated[str, Strict(), Field(pattern=INVARIANT_NAME_PATTERN)]
@@ -419,6 +427,26 @@ ThinkField = Annotated[
 ]
 
 
+class TokenLogprob(ScenarioModel):
+    """One token of a reply's ``say`` text with its log probability, and the likeliest tokens
+    the model weighed in its place (``top``), as the OpenAI APIs report them when asked."""
+
+    token: Text = Field(description="The token: the tokens of a reply, joined, spell its say.")
+    logprob: LogprobValue = Field(
+        description="The token's log probability (at most 0; the APIs use -9999.0 for "
+        "a token that is very unlikely)."
+    )
+    top: dict[str, LogprobValue] = Field(
+        default_factory=dict,
+        description="The likeliest tokens at this position: token -> log probability (each at "
+        "most 0). Sent most likely first, as many as the request asks for (top_logprobs).",
+    )
+
+    def ranked(self) -> tuple[tuple[str, float], ...]:
+        """``top`` most likely first (ties keep the order written)."""
+        return tuple(sorted(self.top.items(), key=lambda item: -item[1]))
+
+
 _REPLY_KEYS = ("say", "call", "calls", "error", "refuse", "fault")
 
 
@@ -440,6 +468,8 @@ class ModelReply(ScenarioModel):
                 {"not": {"required": ["error", "calls"]}},
                 {"not": {"required": ["error", "fault"]}},
                 {"not": {"required": ["refuse", "say"]}},
+                {"not": {"required": ["error", "logprobs"]}},
+                {"anyOf": [{"not": {"required": ["logprobs"]}}, {"required": ["say"]}]},
             ],
         }
     )
@@ -478,6 +508,19 @@ class ModelReply(ScenarioModel):
     latency: Latency = Field(
         default=0.0, description="Seconds the fake clock advances before the reply arrives."
     )
+    repeat: Flag = Field(
+        default=False,
+        description="true: this reply, the last of its turn, answers every further request of "
+        "the turn too (a judge or another stateless role asked again and again); it counts as "
+        "used once it answered once, and the script never runs out.",
+    )
+    logprobs: Annotated[tuple[TokenLogprob, ...], Field(min_length=1)] | None = Field(
+        default=None,
+        description="The log probabilities of the tokens of say, which they spell: sent by the "
+        "scenario endpoint to a request that asks for logprobs (Chat Completions: logprobs and "
+        "top_logprobs; Responses: include message.output_text.logprobs). Anthropic's API and "
+        "agentrig's own runtime have none and ignore them.",
+    )
 
     @property
     def tool_calls(self) -> tuple[ToolCallSpec, ...]:
@@ -514,11 +557,13 @@ class ModelReply(ScenarioModel):
                 "think needs the reasoning text, or {redacted: true} for reasoning that shows "
                 "no text (or leave it out)",
             )
+        yield from self._logprob_problems()
         if self.error is None:
             if self.retryable:
                 yield ("retryable",), "retryable only applies to an error reply"
             return
         for key in (
+            "logprobs",
             "say",
             "think",
             "call",
@@ -532,17 +577,44 @@ class ModelReply(ScenarioModel):
             if getattr(self, key) is not None:
                 yield (key,), f"an error reply cannot have {key}: the provider raises instead"
 
+    def _logprob_problems(self) -> Iterator[tuple[FieldPath, str]]:
+        status_fault = self.fault is not None and self.fault.status is not None
+        if self.logprobs is None or self.error is not None or status_fault:
+            return  # the error's and the fault's own rules refuse them
+        if self.say is None:
+            yield ("logprobs",), "logprobs are those of the tokens of say: give the reply a say"
+            return
+        spelt = "".join(entry.token for entry in self.logprobs)
+        if spelt != self.say:
+            yield (
+                ("logprobs",),
+                f"the tokens spell {spelt!r}, not the say text {self.say!r}: the tokens of a "
+                "reply, joined, are its text",
+            )
+
     def _fault_problems(self) -> Iterator[tuple[FieldPath, str]]:
         fault = self.fault
         if fault is None or self.error is not None:
             return
         if fault.status is not None:
-            for key in ("say", "call", "calls", "refuse", "usage", "cost", "finish_reason"):
+            keys = ("say", "call", "calls", "refuse", "usage", "cost", "finish_reason", "logprobs")
+            for key in keys:
                 if getattr(self, key) is not None:
                     problem = f"a status fault cannot have {key}: the answer is the HTTP error"
                     yield (key,), problem
         elif self.say is None and self.refuse is None and not self.tool_calls:
             yield ("fault",), "a stream fault streams the reply: give it say, call or calls"
+
+
+def _repeat_problems(replies: tuple[ModelReply, ...]) -> Iterator[tuple[FieldPath, str]]:
+    """``repeat`` on a reply other than the last of ``replies`` (paths relative to the list)."""
+    for index, reply in enumerate(replies[:-1]):
+        if reply.repeat:
+            yield (
+                (index, "repeat"),
+                f"only the last reply may repeat: reply {index + 1} of {len(replies)} repeats, "
+                "so the replies after it would never play",
+            )
 
 
 # --- tools ------------------------------------------------------------------------------------
@@ -694,6 +766,10 @@ class SubagentSpec(ScenarioModel):
         default=(),
         description="The subagent's scripted model, consumed across all of its spawns.",
     )
+
+    def _problems(self) -> Iterator[tuple[FieldPath, str]]:
+        for path, message in _repeat_problems(self.model):
+            yield ("model", *path), message
 
 
 class SubagentPolicySpec(ScenarioModel):
@@ -1039,8 +1115,36 @@ Cancel = Annotated[
 ]
 
 
+class MixtureBranch(ScenarioModel):
+    """One script a ``mixture:`` turn may play, with its weight (its share of the sessions)."""
+
+    weight: Weight = Field(
+        description="How often this branch plays, relative to the others (> 0; the weights of "
+        "a mixture are normalised to sum to 1)."
+    )
+    label: Text | None = Field(
+        default=None,
+        description="A name for the branch, shown in the result (TurnResult.branch) and the "
+        "transcript; unique in its mixture.",
+    )
+    model: Annotated[tuple[ModelReply, ...], Field(min_length=1)] = Field(
+        description="The model's scripted replies when this branch plays, in order."
+    )
+
+    def name(self, index: int) -> str:
+        """The label, or ``branch N`` (``index`` 0-based, N 1-based) when it has none."""
+        return self.label if self.label is not None else f"branch {index + 1}"
+
+    def _problems(self) -> Iterator[tuple[FieldPath, str]]:
+        for path, message in _repeat_problems(self.model):
+            yield ("model", *path), message
+
+
 class ScenarioTurn(ScenarioModel):
-    """One user message, the model's scripted replies to it, and what to expect."""
+    """One user message, the model's scripted replies to it (``model``, or one of several
+    scripts drawn per session from a ``mixture``), and what to expect."""
+
+    model_config = ConfigDict(json_schema_extra={"not": {"required": ["model", "mixture"]}})
 
     user: Text = Field(description="The user's message.")
     cancel: Cancel | None = Field(
@@ -1050,13 +1154,58 @@ class ScenarioTurn(ScenarioModel):
     model: tuple[ModelReply, ...] = Field(
         default=(), description="The model's scripted replies during this turn, in order."
     )
+    mixture: Annotated[tuple[MixtureBranch, ...], Field(min_length=1)] | None = Field(
+        default=None,
+        description="Instead of model: several scripts with weights. Each session (each API key "
+        "of the scenario endpoint; agentrig's runtime draws with the empty key) plays one, drawn "
+        "from a SHA-256 of the scenario name, the session key, the turn number and the seed, so "
+        "a key always plays the same branch and over many keys each branch's share converges "
+        "to its weight.",
+    )
+    seed: Seed | None = Field(
+        default=None,
+        description="The seed of this turn's mixture draw (instead of the scenario's seed).",
+    )
     expect: Expectation = Field(
         default_factory=Expectation, description="What must hold after the turn."
     )
 
+    def branch_shares(self) -> tuple[float, ...]:
+        """The share of sessions each ``mixture`` branch is played in: its weight over their
+        sum (empty without a mixture)."""
+        weights = [branch.weight for branch in self.mixture or ()]
+        total = math.fsum(weights)
+        return tuple(weight / total for weight in weights)
+
+    def branch_at(self, draw: float) -> int | None:
+        """The index of the ``mixture`` branch a draw in [0, 1) picks; None without a mixture."""
+        if self.mixture is None:
+            return None
+        return pick_branch([branch.weight for branch in self.mixture], draw)
+
     def _problems(self) -> Iterator[tuple[FieldPath, str]]:
         if self.cancel == "before" and self.model:
             yield ("model",), "cancel: before means the model is never called: remove the replies"
+        for path, message in _repeat_problems(self.model):
+            yield ("model", *path), message
+        if self.mixture is None:
+            if self.seed is not None:
+                yield ("seed",), "seed only applies to a turn with a mixture"
+            return
+        if "model" in self.model_fields_set:
+            yield ("mixture",), "use either model or mixture, not both"
+        if self.cancel == "before":
+            yield ("mixture",), "cancel: before means the model is never called: remove the mixture"
+        if not math.isfinite(sum(branch.weight for branch in self.mixture)):
+            yield ("mixture",), "the weights add up to more than a number holds: scale them down"
+        seen: dict[str, int] = {}
+        for index, branch in enumerate(self.mixture):
+            if branch.label is None:
+                continue
+            if branch.label in seen:
+                problem = f"label {branch.label!r} is already branch {seen[branch.label] + 1}'s"
+                yield ("mixture", index, "label"), problem
+            seen.setdefault(branch.label, index)
 
 
 class InvariantSelection(ScenarioModel):
@@ -1082,6 +1231,8 @@ from agentrig.harness.scenarios.live_model import (  # noqa: E402
 )
 
 _LIVE_KEYS = ("user", "judge", "trials")
+_NO_TURNS = object()
+"""Stands for the missing turns of a scenario that is not live, until the field rejects it."""
 
 
 class Scenario(ScenarioModel):
@@ -1095,7 +1246,15 @@ class Scenario(ScenarioModel):
     any field by its path in the file.
     """
 
-    model_config = ConfigDict(title="Scenario")
+    model_config = ConfigDict(
+        title="Scenario",
+        json_schema_extra={
+            "oneOf": [
+                {"required": ["turns"], "not": {"anyOf": [{"required": [k]} for k in _LIVE_KEYS]}},
+                {"required": list(_LIVE_KEYS), "not": {"required": ["turns"]}},
+            ]
+        },
+    )
 
     name: ScenarioName = Field(
         description="Unique in a suite: lowercase letters, digits, '.', '_' and '-'."
@@ -1107,9 +1266,14 @@ class Scenario(ScenarioModel):
         default=(),
         description="The user turns, run in order against one agent state (a deterministic "
         "scenario; a live one has user, judge and trials instead).",
+        json_schema_extra={"minItems": 1},
     )
     invariants: InvariantSelection = Field(
         default_factory=InvariantSelection, description="Which invariants to check."
+    )
+    seed: Seed | None = Field(
+        default=None,
+        description="The seed of the mixture draws of every turn that gives no seed of its own.",
     )
     user: UserSpec | None = Field(
         default=None, description="Live: the simulated user that talks to the agent."
@@ -1121,6 +1285,26 @@ class Scenario(ScenarioModel):
 
     _yaml: YamlSource | None = PrivateAttr(default=None)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _mark_missing_turns(cls, data: Any) -> Any:
+        # Reported as an error of the turns field, so that it comes with every other field's
+        # errors (a rule of the whole model is checked only once every field is valid).
+        if isinstance(data, dict) and not any(key in data for key in _LIVE_KEYS):
+            if not data.get("turns") and isinstance(data.get("turns", ()), list | tuple):
+                return {**data, "turns": _NO_TURNS}
+        return data
+
+    @field_validator("turns", mode="before")
+    @classmethod
+    def _turns_given(cls, value: Any) -> Any:
+        if value is _NO_TURNS:
+            raise PydanticCustomError(
+                "scenario_rule",
+                "a scenario needs turns (or, for a live scenario, user, judge and trials)",
+            )
+        return value
+
     @property
     def is_live(self) -> bool:
         """Whether this is a live scenario (``user``, ``judge``, ``trials``), run by
@@ -1128,8 +1312,10 @@ class Scenario(ScenarioModel):
         return self.user is not None or self.judge is not None or self.trials is not None
 
     def _problems(self) -> Iterator[tuple[FieldPath, str]]:
+        if self.seed is not None and all(turn.mixture is None for turn in self.turns):
+            yield ("seed",), "seed only applies to a scenario with a mixture turn"
         if not self.is_live:
-            if not self.turns:
+            if not self.turns:  # built in code: a file's missing turns fail the field itself
                 yield (
                     ("turns",),
                     "a scenario needs turns (or, for a live scenario, user, judge and trials)",
@@ -1157,6 +1343,34 @@ class Scenario(ScenarioModel):
                 ("agent", "tools"),
                 "a live agent runs its own tools: scripted tools have no place in a live scenario",
             )
+
+    def branch_for(self, turn: int, session_key: str) -> int | None:
+        """The index of the ``mixture`` branch that turn ``turn`` (1-based) plays in the session
+        of ``session_key`` (see :mod:`~agentrig.harness.scenarios.mixture`); None for a turn
+        without a mixture."""
+        spec = self.turns[turn - 1]
+        if spec.mixture is None:
+            return None
+        seed = spec.seed if spec.seed is not None else self.seed
+        return spec.branch_at(mixture_draw(self.name, session_key, turn, seed))
+
+    def replies_for(self, turn: int, session_key: str) -> tuple[ModelReply, ...]:
+        """The scripted replies of turn ``turn`` (1-based) in the session of ``session_key``:
+        its ``model``, or the replies of the ``mixture`` branch the session plays."""
+        spec = self.turns[turn - 1]
+        if spec.mixture is None:
+            return spec.model
+        branch = self.branch_for(turn, session_key)
+        assert branch is not None
+        return spec.mixture[branch].model
+
+    def script_path(self, turn: int, session_key: str) -> FieldPath:
+        """Where the replies ``replies_for`` gives were written: ``turns[i].model``, or
+        ``turns[i].mixture[b].model``."""
+        branch = self.branch_for(turn, session_key)
+        if branch is None:
+            return ("turns", turn - 1, "model")
+        return ("turns", turn - 1, "mixture", branch, "model")
 
     def locate(self, path: FieldPath) -> SourceLocation | None:
         """Where the field at ``path`` (YAML keys and indices) was written, if known."""

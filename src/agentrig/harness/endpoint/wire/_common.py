@@ -18,7 +18,7 @@ from pydantic_core import to_json
 from agentrig._model import JsonObject, problems_of
 from agentrig.drivers._sdk import RAW_ARGUMENTS_KEY, dump_arguments
 from agentrig.fakes.llm import REASONING_SEAL_KEY
-from agentrig.harness.endpoint.wire.base import FormatName, WireError, WireRequest
+from agentrig.harness.endpoint.wire.base import FormatName, WireAnswer, WireError, WireRequest
 from agentrig.messages import Message, Role, ToolCall, ToolResult
 from agentrig.state import ToolSchema
 
@@ -94,6 +94,41 @@ class BaseFormat(ABC):
     @abstractmethod
     def _read(self, data: dict[str, Any]) -> WireRequest:
         """The request in the body's JSON object ``data``, read field by field."""
+
+    def logprobs_asked(self, request: WireRequest) -> int | None:
+        """How many likeliest tokens ``request`` asks to see beside each token's log
+        probability; None when it asks for no log probabilities (the default: the API has
+        none). Read only for an answer that scripts them."""
+        return None
+
+
+def top_count(settings: Mapping[str, Any]) -> int:
+    """The request's ``top_logprobs`` (0 when absent or not a count: the endpoint plays the
+    scripted log probabilities; it does not hold the agent to the API's limits)."""
+    top = settings.get("top_logprobs")
+    return top if isinstance(top, int) and not isinstance(top, bool) and top > 0 else 0
+
+
+def logprob_entries(answer: WireAnswer, *, with_bytes: bool = True) -> list[JsonObject]:
+    """The log probabilities ``answer`` sends, in the OpenAI APIs' shape: per token its
+    ``token``, ``logprob``, ``bytes`` (its UTF-8 bytes; left out when not ``with_bytes``, as in
+    the Responses API's stream events) and ``top_logprobs`` (cut to ``answer.logprobs_top``)."""
+    top = answer.logprobs_top or 0
+    return [
+        {
+            **_logprob(entry.token, entry.logprob, with_bytes),
+            "top_logprobs": [
+                _logprob(token, value, with_bytes) for token, value in entry.top[:top]
+            ],
+        }
+        for entry in answer.sent_logprobs()
+    ]
+
+
+def _logprob(token: str, logprob: float, with_bytes: bool) -> JsonObject:
+    if with_bytes:
+        return {"token": token, "logprob": logprob, "bytes": list(token.encode())}
+    return {"token": token, "logprob": logprob}
 
 
 def _reason(error: Exception) -> str:

@@ -38,6 +38,16 @@ class WireRequest:
     Responses API's encrypted content (when ``include`` asks for it)."""
 
 
+@dataclass(frozen=True, slots=True)
+class TokenLogprobs:
+    """One token of an answer's text with its log probability, and the likeliest tokens in its
+    place (``top``: token and log probability, most likely first)."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
 @dataclass(slots=True)
 class WireAnswer:
     """One scripted answer to play: text, tool calls (ids already assigned), or a refusal;
@@ -56,6 +66,15 @@ class WireAnswer:
     seal: str = ""
     """The token the reasoning is sealed with (see ``WireRequest.seals_reasoning``); empty when
     it goes over unsealed or there is none."""
+    logprobs: tuple[TokenLogprobs, ...] = ()
+    """The scripted log probabilities of the tokens of ``text`` (which they spell)."""
+    logprobs_top: int | None = None
+    """How many of each token's likeliest tokens to send with ``logprobs``; None when the
+    request did not ask for logprobs (then none are sent)."""
+
+    def sent_logprobs(self) -> tuple[TokenLogprobs, ...]:
+        """The log probabilities to send: none unless the request asked for them."""
+        return self.logprobs if self.logprobs_top is not None else ()
 
 
 class WireError(Exception):
@@ -96,4 +115,9 @@ class WireFormat(Protocol):
 
     def error_body(self, status: int, message: str, *, param: str | None = None) -> JsonObject:
         """The provider's error body for an HTTP ``status`` with ``message``."""
+        ...
+
+    def logprobs_asked(self, request: WireRequest) -> int | None:
+        """How many likeliest tokens ``request`` asks to see beside each token's log
+        probability; None when it asks for no log probabilities (or the API has none)."""
         ...

@@ -12,6 +12,7 @@ from agentrig.harness.endpoint.wire._common import (
     fail,
     function_tool,
     join,
+    logprob_entries,
     message,
     objects,
     optional,
@@ -23,6 +24,7 @@ from agentrig.harness.endpoint.wire._common import (
     text_of,
     tool_call,
     tool_message,
+    top_count,
     typed,
 )
 from agentrig.harness.endpoint.wire.base import WireAnswer, WireRequest
@@ -132,7 +134,7 @@ class ChatFormat(BaseFormat):
                 {
                     "index": 0,
                     "message": reply,
-                    "logprobs": None,
+                    "logprobs": _logprobs(logprob_entries(answer)),
                     "finish_reason": finish_reason(answer),
                 }
             ],
@@ -155,8 +157,10 @@ class ChatFormat(BaseFormat):
             "model": model,
         }
 
-        def chunk(delta: JsonObject, finish: str | None = None) -> bytes:
-            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        def chunk(
+            delta: JsonObject, finish: str | None = None, logprobs: JsonObject | None = None
+        ) -> bytes:
+            choice = {"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
             return sse_data({**head, "choices": [choice]})
 
         first: JsonObject = {"role": "assistant", "content": "", "refusal": None}
@@ -166,7 +170,13 @@ class ChatFormat(BaseFormat):
         opens_with_a_call = calls_only and answer.tool_calls and not answer.reasoning
         events = [] if opens_with_a_call else [chunk(first)]
         events.extend(chunk({"reasoning_content": piece}) for piece in pieces(answer.reasoning))
-        events.extend(chunk({"content": piece}) for piece in pieces(answer.text))
+        entries = logprob_entries(answer)
+        if entries:  # a token a chunk, each with its log probabilities, as the API streams them
+            events.extend(
+                chunk({"content": entry["token"]}, logprobs=_logprobs([entry])) for entry in entries
+            )
+        else:
+            events.extend(chunk({"content": piece}) for piece in pieces(answer.text))
         if answer.refusal is not None:
             events.extend(chunk({"refusal": piece}) for piece in pieces(answer.refusal))
         for index, call in enumerate(answer.tool_calls):
@@ -191,6 +201,16 @@ class ChatFormat(BaseFormat):
     def error_body(self, status: int, message: str, *, param: str | None = None) -> JsonObject:
         """``{"error": {"message", "type", "param", "code"}}`` with OpenAI's type and code."""
         return openai_error(status, message, param)
+
+    def logprobs_asked(self, request: WireRequest) -> int | None:
+        """``top_logprobs`` (0 when not given) when the request sends ``logprobs: true``."""
+        settings = request.settings
+        return top_count(settings) if settings.get("logprobs") is True else None
+
+
+def _logprobs(entries: list[JsonObject]) -> JsonObject | None:
+    """A choice's ``logprobs``: null when none are sent."""
+    return {"content": entries, "refusal": None} if entries else None
 
 
 def _call(call: ToolCall) -> JsonObject:

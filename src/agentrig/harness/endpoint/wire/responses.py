@@ -14,6 +14,7 @@ from agentrig.harness.endpoint.wire._common import (
     function_tool,
     join,
     kind_of,
+    logprob_entries,
     message,
     objects,
     optional,
@@ -25,6 +26,7 @@ from agentrig.harness.endpoint.wire._common import (
     text_of,
     tool_call,
     tool_message,
+    top_count,
 )
 from agentrig.harness.endpoint.wire.base import WireAnswer, WireRequest
 from agentrig.harness.endpoint.wire.chat import openai_error
@@ -34,6 +36,7 @@ from agentrig.state.status import FinishReason
 
 _KNOWN = frozenset({"model", "input", "instructions", "tools", "stream"})
 _ENCRYPTED_REASONING = "reasoning.encrypted_content"
+_LOGPROBS = "message.output_text.logprobs"
 _ROLES = ("system", "developer", "user", "assistant")
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal"})
 # Why a response is incomplete, by the finish reason that made it so.
@@ -114,6 +117,14 @@ class ResponsesFormat(BaseFormat):
         """``{"error": {"message", "type", "param", "code"}}`` with OpenAI's type and code."""
         return openai_error(status, message, param)
 
+    def logprobs_asked(self, request: WireRequest) -> int | None:
+        """``top_logprobs`` (0 when not given) when ``include`` asks for
+        ``message.output_text.logprobs``."""
+        include = request.settings.get("include")
+        if not isinstance(include, list) or _LOGPROBS not in include:
+            return None
+        return top_count(request.settings)
+
     def _response(
         self,
         answer: WireAnswer,
@@ -171,8 +182,9 @@ def _items(answer: WireAnswer, response_id: str) -> list[JsonObject]:
         items.append(reasoning)
     parts: list[JsonObject] = []
     if answer.text:
+        logprobs = logprob_entries(answer)
         parts.append(
-            {"type": "output_text", "annotations": [], "logprobs": [], "text": answer.text}
+            {"type": "output_text", "annotations": [], "logprobs": logprobs, "text": answer.text}
         )
     if answer.refusal is not None:
         parts.append({"type": "refusal", "refusal": answer.refusal})
@@ -238,16 +250,35 @@ def _message_parts(events: _Events, where: JsonObject, item: JsonObject) -> None
     for position, part in enumerate(item["content"]):
         at = {**where, "content_index": position}
         if part["type"] == "output_text":
-            events.add("response.content_part.added", **at, part={**part, "text": ""})
-            for piece in pieces(part["text"]):
-                events.add("response.output_text.delta", **at, delta=piece, logprobs=[])
-            events.add("response.output_text.done", **at, text=part["text"], logprobs=[])
+            opened = {**part, "text": "", "logprobs": []}
+            events.add("response.content_part.added", **at, part=opened)
+            logprobs = [_streamed(entry) for entry in part["logprobs"]]
+            if logprobs:  # a token a delta, each with its log probabilities
+                for entry in logprobs:
+                    events.add(
+                        "response.output_text.delta", **at, delta=entry["token"], logprobs=[entry]
+                    )
+            else:
+                for piece in pieces(part["text"]):
+                    events.add("response.output_text.delta", **at, delta=piece, logprobs=[])
+            events.add("response.output_text.done", **at, text=part["text"], logprobs=logprobs)
         else:
             events.add("response.content_part.added", **at, part={**part, "refusal": ""})
             for piece in pieces(part["refusal"]):
                 events.add("response.refusal.delta", **at, delta=piece)
             events.add("response.refusal.done", **at, refusal=part["refusal"])
         events.add("response.content_part.done", **at, part=part)
+
+
+def _streamed(entry: JsonObject) -> JsonObject:
+    """A token's log probabilities as the stream events carry them: without ``bytes``."""
+    return {
+        "token": entry["token"],
+        "logprob": entry["logprob"],
+        "top_logprobs": [
+            {"token": top["token"], "logprob": top["logprob"]} for top in entry["top_logprobs"]
+        ],
+    }
 
 
 def _summary_parts(events: _Events, where: JsonObject, item: JsonObject) -> None:
