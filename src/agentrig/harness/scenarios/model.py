@@ -1290,9 +1290,9 @@ class Scenario(ScenarioModel):
     def _mark_missing_turns(cls, data: Any) -> Any:
         # Reported as an error of the turns field, so that it comes with every other field's
         # errors (a rule of the whole model is checked only once every field is valid).
-        if isinstance(data, dict) and not any(key in data for key in _LIVE_KEYS):
-            if not data.get("turns") and isinstance(data.get("turns", ()), list | tuple):
-                return {**data, "turns": _NO_TURNS}
+        live = isinstance(data, dict) and any(key in data for key in _LIVE_KEYS)
+        if isinstance(data, dict) and not live and data.get("turns", ()) in ([], ()):
+            return {**data, "turns": _NO_TURNS}
         return data
 
     @field_validator("turns", mode="before")
