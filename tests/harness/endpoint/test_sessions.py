@@ -443,3 +443,46 @@ def test_header_names_are_read_in_any_case(
     reply = endpoint.handle("POST", "/v1/responses", headers, _responses_body("m"))
     assert reply.status == 200, reply.body
     assert list(endpoint.sessions) == ["mixed"]
+
+
+TRIAL_MIXTURE = """\
+name: trial-mixture
+agent: {system_prompt: You answer.}
+turns:
+  - user: Hi
+    mixture:
+      - {weight: 1, label: kind, model: [{say: Hello!}]}
+      - {weight: 1, label: curt, model: [{say: What?}]}
+"""
+
+
+def test_each_live_trial_header_is_a_session_of_its_own_with_its_own_mixture_draw(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    handle = EndpointHandle(write_scenario(TRIAL_MIXTURE), key="model")
+    client = _client(handle)
+    answers = []
+    for trial in range(20):
+        headers = {"x-agentrig-trial": f"refund/trial-{trial}.0"}
+        answer = client.chat.completions.create(
+            model="m",
+            messages=[
+                {"role": "system", "content": "You answer."},
+                {"role": "user", "content": "Hi"},
+            ],
+            extra_headers=headers,
+        )
+        answers.append(answer.choices[0].message.content)
+    # twenty sessions of one key: each played its own draw, and each passed
+    results = handle.endpoint.results()
+    assert len(results) == 20
+    assert all(result.passed for result in results)
+    assert set(answers) == {"Hello!", "What?"}
+    # the same key and trial on another endpoint: the same branch
+    other = _client(EndpointHandle(write_scenario(TRIAL_MIXTURE), key="model"))
+    again = other.chat.completions.create(
+        model="m",
+        messages=[{"role": "system", "content": "You answer."}, {"role": "user", "content": "Hi"}],
+        extra_headers={"x-agentrig-trial": "refund/trial-3.0"},
+    )
+    assert again.choices[0].message.content == answers[3]

@@ -2,7 +2,8 @@
 one reply out. The ASGI app, the in-process transports and the pytest fixture all wrap it.
 
 Sessions are keyed by the API key the agent sends (``Authorization: Bearer KEY`` or
-``x-api-key: KEY``). With one scenario, every distinct key is a session of it. With several, a
+``x-api-key: KEY``), and by the ``x-agentrig-trial`` header when a request carries one (each
+live trial of ``agentrig run --live`` sends its own, so one key serves every trial). With one scenario, every distinct key is a session of it. With several, a
 key names its scenario: ``SCENARIO`` or ``SCENARIO/ANYTHING`` (the part after ``/`` tells
 concurrent sessions of one scenario apart). Two sessions never share a script.
 """
@@ -33,6 +34,10 @@ JSON = "application/json"
 EVENT_STREAM = "text/event-stream"
 MALFORMED_EVENT = b'data: {"this is": not json\n\n'
 """What a ``malformed_at`` fault sends in place of an event."""
+
+
+TRIAL_HEADER = "x-agentrig-trial"
+"""The header naming the live trial a request belongs to: with the API key, it keys the session."""
 
 
 class RequestHandler(Protocol):
@@ -104,14 +109,16 @@ class ScenarioEndpoint:
 
     # --- sessions --------------------------------------------------------------------------
 
-    def session(self, key: str) -> EndpointSession:
-        """The session of ``key``, made on first use; ``EndpointKeyError`` if it names no
+    def session(self, key: str, trial: str | None = None) -> EndpointSession:
+        """The session of ``key`` (and of ``trial``, the ``x-agentrig-trial`` header a live
+        trial sends, when given), made on first use; ``EndpointKeyError`` if the key names no
         scenario."""
+        session_key = key if not trial else f"{key}#{trial}"
         with self._lock:
-            found = self.sessions.get(key)
+            found = self.sessions.get(session_key)
             if found is None:
-                found = EndpointSession(self._scenario_for(key), key=key, checked=True)
-                self.sessions[key] = found
+                found = EndpointSession(self._scenario_for(key), key=session_key, checked=True)
+                self.sessions[session_key] = found
             return found
 
     def _scenario_for(self, key: str) -> Scenario:
@@ -155,7 +162,7 @@ class ScenarioEndpoint:
         if key is None:
             return _error(fmt, 401, "agentrig endpoint: no API key (Authorization or x-api-key)")
         try:
-            session = self.session(key)
+            session = self.session(key, lowered.get(TRIAL_HEADER))
         except EndpointKeyError as error:
             return _error(fmt, 401, str(error))
         try:
