@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -20,9 +21,15 @@ from rich.table import Table
 from agentrig.errors import AgentrigError
 from agentrig.harness.errors import ScenarioFileError
 from agentrig.harness.results import ScenarioResult, SuiteResult
-from agentrig.harness.suites.interrupt import interrupted_by_signals, stopping_signal
+from agentrig.harness.suites.interrupt import (
+    Interrupted,
+    interrupted_by_signals,
+    stopping_signal,
+)
 
 if TYPE_CHECKING:
+    import asyncio
+
     from agentrig.harness.live.run import LiveRun
     from agentrig.harness.scenarios.model import Scenario
 
@@ -274,13 +281,40 @@ def _with_live(
 
     started = time.perf_counter()
     live = [scenario for scenario in scenarios if scenario.is_live]
-    live_results = iter(asyncio.run(run_live_suite(live, live_run, progress)))
+    stopped_by: list[int] = []
+
+    async def main() -> list[ScenarioResult]:
+        # Ctrl-C, SIGTERM or SIGHUP cancel the trials, which end with partial verdicts; the
+        # run then stops as an interrupted one, with their reports.
+        loop, task = asyncio.get_running_loop(), asyncio.current_task()
+        assert task is not None
+        numbers = [int(getattr(signal, name)) for name in _STOPS if hasattr(signal, name)]
+        for number in numbers:
+            loop.add_signal_handler(number, _stop_with, number, task, stopped_by)
+        try:
+            return await run_live_suite(live, live_run, progress)
+        finally:
+            for number in numbers:
+                loop.remove_signal_handler(number)
+
+    finished = asyncio.run(main())
+    if stopped_by:
+        raise Interrupted(stopped_by[0]) if stopped_by[0] != signal.SIGINT else KeyboardInterrupt()
+    live_results = iter(finished)
     scripted_results = iter(result.scenarios)
     ordered = tuple(
         next(live_results) if scenario.is_live else next(scripted_results) for scenario in scenarios
     )
     wall = result.wall_time_s + time.perf_counter() - started
     return SuiteResult(scenarios=ordered, wall_time_s=wall)
+
+
+_STOPS = ("SIGINT", "SIGTERM", "SIGHUP")
+
+
+def _stop_with(number: int, task: asyncio.Task[object], stopped_by: list[int]) -> None:
+    stopped_by.append(number)
+    task.cancel()
 
 
 def _with_unloadable(

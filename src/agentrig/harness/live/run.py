@@ -29,9 +29,9 @@ from agentrig.harness.live.roles import provider_for
 from agentrig.harness.live.scenario_budget import ScenarioBudget
 from agentrig.harness.live.stats import (
     Metric,
+    Outcome,
     Requirement,
     Verdict,
-    clopper_pearson,
     fixed_verdict,
     metric_interval,
     minimum_trials_to_pass,
@@ -39,7 +39,6 @@ from agentrig.harness.live.stats import (
     pass_at_k,
     pass_hat_k,
     sequential_verdict,
-    wilson,
 )
 from agentrig.harness.live.trial import (
     TrialContext,
@@ -91,7 +90,11 @@ def requirement_of(scenario: Scenario) -> Requirement:
 def check_reachable(scenario: Scenario, max_trials: int) -> None:
     """Refuse, before any trial runs, a requirement that ``max_trials`` trials can never show
     (even all successes would not pass)."""
-    needed = minimum_trials_to_pass(requirement_of(scenario))
+    requirement = requirement_of(scenario)
+    assert scenario.trials is not None
+    needed = minimum_trials_to_pass(requirement)
+    if scenario.trials.sequential:
+        needed = min(needed, minimum_trials_to_pass(requirement, sequential=True))
     if needed > max_trials:
         where = scenario.nearest_location(("trials", "max")) or scenario.name
         assert scenario.trials is not None
@@ -193,11 +196,12 @@ class _Scheduler:
                 if self.verdict is not None or self.partial is not None or not inflight:
                     break
                 done, inflight = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
-                for task in sorted(done, key=id):
+                for task in done:
                     self._take(task.result())
         except asyncio.CancelledError:
+            # Interrupted (Ctrl-C, SIGTERM): the verdict of the trials that finished, said to be
+            # partial, so that the reports still get written.
             self.partial = "interrupted"
-            raise
         finally:
             for task in inflight:
                 task.cancel()
@@ -246,7 +250,7 @@ class _Scheduler:
         prefix = self._prefix()
         if self.sequential:
             verdict = sequential_verdict(prefix, self.requirement, self.max_trials)
-            if verdict.decided_by == "sequential" or len(prefix) >= self.max_trials:
+            if verdict.outcome is not Outcome.INCONCLUSIVE or len(prefix) >= self.max_trials:
                 self.verdict = verdict
         elif len(prefix) >= self.max_trials:
             self.verdict = fixed_verdict(sum(prefix), len(prefix), self.requirement)
@@ -291,9 +295,9 @@ class _Scheduler:
             trials=counted,
             successes=successes,
             rate=None if counted == 0 else successes / counted,
-            wilson=_pair(wilson(successes, counted, self.requirement.confidence)),
-            exact=_pair(clopper_pearson(successes, counted, self.requirement.confidence)),
-            metrics=_metrics(self.setup.scenario, self.requirement, successes, counted),
+            wilson=(verdict.wilson.low, verdict.wilson.high),
+            exact=(verdict.exact.low, verdict.exact.high),
+            metrics=_metrics(self.setup.scenario, self.requirement, verdict),
             cost=LiveCost(
                 agent=cost["agent"],
                 user=cost["user"],
@@ -309,16 +313,14 @@ class _Scheduler:
         )
 
 
-def _pair(interval: object) -> tuple[float, float]:
-    return (float(interval.low), float(interval.high))  # type: ignore[attr-defined]
-
-
 def _metrics(
-    scenario: Scenario, requirement: Requirement, successes: int, trials: int
+    scenario: Scenario, requirement: Requirement, verdict: Verdict
 ) -> tuple[MetricRecord, ...]:
+    """The rate, and pass^k and pass@k for the requirement's k and ``trials.report_k``, each
+    with the verdict's exact interval carried over."""
     assert scenario.trials is not None
+    successes, trials, exact = verdict.successes, verdict.trials, verdict.exact
     ks = sorted({requirement.metric.k, *scenario.trials.report_k})
-    exact = clopper_pearson(successes, trials, requirement.confidence)
     out = [
         MetricRecord(
             metric="rate",

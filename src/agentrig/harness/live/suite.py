@@ -107,4 +107,12 @@ async def run_live_suite(
             progress(result)
         return result
 
-    return list(await asyncio.gather(*(reported(s) for s in scenarios)))
+    tasks = [asyncio.ensure_future(reported(scenario)) for scenario in scenarios]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except asyncio.CancelledError:
+        # Each scenario ends its trials with a partial verdict when cancelled: collect them.
+        for task in tasks:
+            task.cancel()
+        finished = await asyncio.gather(*tasks, return_exceptions=True)
+        return [result for result in finished if isinstance(result, ScenarioResult)]
