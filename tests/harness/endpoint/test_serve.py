@@ -232,3 +232,33 @@ def test_the_server_listens_on_a_tcp_socket_so_answers_are_not_held_back() -> No
             assert accepted.proto == socket.IPPROTO_TCP  # what asyncio checks before TCP_NODELAY
     finally:
         listening.close()
+
+
+def test_a_client_that_hangs_up_mid_request_leaves_no_traceback(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    # A live trial cancelled after its scenario's verdict drops its request half sent.
+    import logging
+
+    from agentrig.harness.endpoint.server import EndpointServer
+    from agentrig.harness.endpoint.service import ScenarioEndpoint
+    from agentrig.harness.scenarios.loader import load_scenario
+
+    logged: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.ERROR)
+    handler.emit = logged.append  # type: ignore[method-assign]
+    endpoint = ScenarioEndpoint([load_scenario(write_scenario(WEATHER))])
+    with EndpointServer(endpoint) as server:
+        logger = logging.getLogger("uvicorn.error")
+        logger.addHandler(handler)
+        try:
+            with socket.create_connection((server.host, server.port)) as connection:
+                connection.sendall(
+                    b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                    b"Authorization: Bearer k\r\nContent-Type: application/json\r\n"
+                    b'Content-Length: 500\r\n\r\n{"model": '
+                )
+            time.sleep(0.5)
+        finally:
+            logger.removeHandler(handler)
+    assert [record.getMessage() for record in logged] == []

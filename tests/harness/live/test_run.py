@@ -12,14 +12,14 @@ import pytest
 import refund_app
 
 from agentrig.errors import ConfigurationError
-from agentrig.fakes import FunctionLLM, reply
+from agentrig.fakes import FunctionLLM
 from agentrig.fakes.llm import Turn
 from agentrig.harness.live.report_model import LiveResult
 from agentrig.harness.live.run import LiveRun, RoleModels, run_live_scenario
 from agentrig.harness.live.trial import current_trial
 from agentrig.harness.scenarios.loader import load_scenario
 from agentrig.harness.scenarios.model import Scenario
-from agentrig.state import InferenceRequest
+from agentrig.state import InferenceRequest, InferenceResponse
 
 SCENARIO = """
 name: refund
@@ -145,11 +145,11 @@ def test_the_simulated_users_mistakes_are_set_aside_and_run_again(
 ) -> None:
     monkeypatch.setattr(refund_app, "SUCCESS_RATE", 1.0)
 
-    def sloppy_user(request: InferenceRequest) -> Turn:
+    def sloppy_user(request: InferenceRequest) -> Turn | InferenceResponse:
         trial = current_trial()
         assert trial is not None
         if random.Random(trial.seed).random() < 0.3 and len(request.messages) > 2:
-            return reply("")  # an empty message: the user's mistake
+            return InferenceResponse(content="")  # an empty message: the user's mistake
         return refund_app.user_model(request)
 
     result = live(

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 import anyio
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
@@ -45,7 +45,10 @@ def endpoint_app(endpoint: RequestHandler) -> Starlette:
     """An ASGI app that answers every request with ``endpoint``."""
 
     async def answer(request: Request) -> Response:
-        body = await request.body()
+        try:
+            body = await request.body()
+        except ClientDisconnect:  # the client gave up (a cancelled call): no one to answer
+            return Response(status_code=499)
         path = request.url.path
         reply = endpoint.handle(request.method, path, request.headers, body)
         if reply.delay:

@@ -19,6 +19,7 @@ from agentrig.harness.live.gateway import (
     RoleProvider,
     is_infrastructure_error,
 )
+from agentrig.harness.live.roles import close_clients, sdk_clients, with_trial_header
 from agentrig.harness.live.transcript import (
     AgentReply,
     CalledTool,
@@ -70,6 +71,7 @@ class BuilderAgent:
         control: CallControl,
         ledger: Ledger,
         replay: Any = None,
+        trial_key: str = "",
     ) -> None:
         driver = builder.driver()
         if not isinstance(driver, ToolCallingDriver):
@@ -77,7 +79,8 @@ class BuilderAgent:
                 "agent.builder: a live trial needs the agent's model: install "
                 "UseLlmConfig(provider) or with_driver(ToolCallingDriver(provider))"
             )
-        inner = driver.provider
+        self.made = driver.provider
+        inner = with_trial_header(driver.provider, trial_key) if trial_key else driver.provider
         self.provider = RoleProvider(
             inner,
             role="agent",
@@ -91,6 +94,11 @@ class BuilderAgent:
             builder.copy().with_driver(driver.with_provider(self.provider)).build()
         )
         self.state: AgentState | None = None
+
+    async def close(self, keep: frozenset[int] = frozenset()) -> None:
+        """Close the SDK clients of the provider this trial's builder made, unless their ids
+        are in ``keep`` (clients every trial shares)."""
+        await close_clients(tuple(c for c in sdk_clients(self.made) if id(c) not in keep))
 
     async def respond(self, transcript: Transcript, message: str) -> AgentReply:
         """Run one execution of the agent on ``message``."""

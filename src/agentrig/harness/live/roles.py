@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from agentrig.drivers import InferenceProvider
 from agentrig.drivers.pricing import ModelPrice, PriceTable
@@ -11,7 +12,14 @@ from agentrig.errors import ConfigurationError
 from agentrig.harness.scenarios.live_model import LiveModelSpec
 from agentrig.state import LlmConfig
 
-__all__ = ["llm_config_of", "provider_for"]
+__all__ = [
+    "TRIAL_HEADER",
+    "close_clients",
+    "llm_config_of",
+    "provider_for",
+    "sdk_clients",
+    "with_trial_header",
+]
 
 
 def provider_for(spec: LiveModelSpec, where: str) -> InferenceProvider:
@@ -64,3 +72,41 @@ def llm_config_of(spec: LiveModelSpec) -> LlmConfig:
         temperature=spec.temperature,
         max_output_tokens=spec.max_tokens,
     )
+
+
+TRIAL_HEADER = "x-agentrig-trial"
+"""The header that names the live trial on every request of it (all three roles)."""
+
+
+def with_trial_header(provider: Any, key: str) -> Any:
+    """``provider`` (an agentrig SDK provider) sending ``x-agentrig-trial: KEY`` with each
+    request: a copy whose SDK clients are copied with the header (their connection pool is
+    shared). Any other provider is returned as it is."""
+    client = getattr(provider, "client", None)
+    if client is None or not hasattr(client, "with_options") or not hasattr(provider, "__dict__"):
+        return provider
+    headers = {TRIAL_HEADER: key}
+    copy = object.__new__(type(provider))
+    copy.__dict__.update(provider.__dict__)
+    copy.__dict__["client"] = client.with_options(default_headers=headers)
+    async_client = getattr(provider, "async_client", None)
+    if async_client is not None and hasattr(async_client, "with_options"):
+        copy.__dict__["async_client"] = async_client.with_options(default_headers=headers)
+    return copy
+
+
+def sdk_clients(provider: Any) -> tuple[Any, ...]:
+    """The SDK clients an agentrig SDK provider holds (sync and async), none for others."""
+    return tuple(
+        client
+        for client in (getattr(provider, "client", None), getattr(provider, "async_client", None))
+        if client is not None and hasattr(client, "close")
+    )
+
+
+async def close_clients(clients: tuple[Any, ...]) -> None:
+    """Close ``clients`` (their connection pools): the async ones awaited, the sync ones too."""
+    for client in clients:
+        closing = client.close()
+        if hasattr(closing, "__await__"):
+            await closing

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agentrig.drivers import InferenceProvider
-from agentrig.errors import ConfigurationError
-from agentrig.harness.live.agent import resolve_adapter
+from agentrig.errors import AgentrigError, ConfigurationError
+from agentrig.harness.live.agent import builder_for, resolve_adapter
 from agentrig.harness.live.cache import TrialCache
 from agentrig.harness.live.gateway import CallControl, Unlimited
 from agentrig.harness.live.report_model import (
@@ -25,7 +25,12 @@ from agentrig.harness.live.report_model import (
     MetricRecord,
     TrialRecord,
 )
-from agentrig.harness.live.roles import provider_for
+from agentrig.harness.live.roles import (
+    close_clients,
+    provider_for,
+    sdk_clients,
+    with_trial_header,
+)
 from agentrig.harness.live.scenario_budget import ScenarioBudget
 from agentrig.harness.live.stats import (
     Metric,
@@ -106,7 +111,12 @@ def check_reachable(scenario: Scenario, max_trials: int) -> None:
         )
 
 
-def _role_factory(scenario: Scenario, role: str, given: RoleFactory | None) -> RoleFactory | None:
+def _role_factory(
+    scenario: Scenario, role: str, given: RoleFactory | None, opened: list[object]
+) -> RoleFactory | None:
+    """The trials' provider for ``role``: ``given``, else one made from the scenario's model
+    spec (kept in ``opened``, to be closed when the trials end), copied per trial with its
+    ``x-agentrig-trial`` header."""
     if given is not None:
         return given
     owner = scenario.user if role == "user" else scenario.judge
@@ -115,23 +125,24 @@ def _role_factory(scenario: Scenario, role: str, given: RoleFactory | None) -> R
         return None
     where = scenario.nearest_location((role, "model")) or scenario.name
     shared = provider_for(spec, where)  # checks the API key now, before any trial runs
-    return lambda context: _with_trial_header(shared, context)
+    opened.append(shared)
+    return lambda context: with_trial_header(shared, context.key)
 
 
-def _with_trial_header(provider: InferenceProvider, context: TrialContext) -> InferenceProvider:
-    """``provider`` sending ``x-agentrig-trial: KEY`` with each request (its SDK clients copied
-    with the header; the connection pool is shared)."""
-    headers = {"x-agentrig-trial": context.key}
-    client = getattr(provider, "client", None)
-    if client is None or not hasattr(client, "with_options"):
-        return provider
-    copy = object.__new__(type(provider))
-    copy.__dict__.update(provider.__dict__)
-    copy.__dict__["client"] = client.with_options(default_headers=headers)
-    async_client = getattr(provider, "async_client", None)
-    if async_client is not None and hasattr(async_client, "with_options"):
-        copy.__dict__["async_client"] = async_client.with_options(default_headers=headers)
-    return copy
+def _shared_agent_clients(scenario: Scenario) -> frozenset[int]:
+    """The ids of the SDK clients the agent's builder gives every time (a provider made once,
+    at import): the trials leave those open. A provider the builder makes anew for each trial
+    is closed when its trial ends."""
+    if scenario.agent.builder is None:
+        return frozenset()
+    try:
+        first = builder_for(scenario.agent.builder).driver()
+        second = builder_for(scenario.agent.builder).driver()
+    except AgentrigError:
+        return frozenset()  # the first trial reports it
+    one = {id(c) for c in sdk_clients(getattr(first, "provider", None))}
+    two = {id(c) for c in sdk_clients(getattr(second, "provider", None))}
+    return frozenset(one & two)
 
 
 async def run_live_scenario(scenario: Scenario, run: LiveRun | None = None) -> LiveResult:
@@ -148,16 +159,22 @@ async def run_live_scenario(scenario: Scenario, run: LiveRun | None = None) -> L
     control = run.control
     if trials.budget_usd is not None:
         control = ScenarioBudget(control, trials.budget_usd, scenario.name)
+    opened: list[object] = []
     setup = TrialSetup(
         scenario,
         control,
-        user_model=_role_factory(scenario, "user", run.models.user),
-        judge_model=_role_factory(scenario, "judge", run.models.judge),
+        user_model=_role_factory(scenario, "user", run.models.user, opened),
+        judge_model=_role_factory(scenario, "judge", run.models.judge, opened),
         cache=None if run.cache_dir is None else TrialCache(run.cache_dir, scenario),
         adapter=adapter,
     )
+    setup.shared_clients = _shared_agent_clients(scenario)
     scheduler = _Scheduler(setup, requirement, max_trials)
-    return await scheduler.run()
+    try:
+        return await scheduler.run()
+    finally:
+        for provider in opened:
+            await close_clients(sdk_clients(provider))
 
 
 class _Scheduler:
@@ -284,14 +301,14 @@ class _Scheduler:
         if self.partial is not None:
             reason = f"partial: {self.partial} after {counted} counted trial(s); {reason}"
         return LiveResult(
-            verdict=verdict.outcome.value,  # type: ignore[arg-type]
+            verdict=verdict.outcome.value,
             reason=reason,
             partial=self.partial,
             metric=str(self.requirement.metric),
             at_least=self.requirement.at_least,
             confidence=self.requirement.confidence,
             threshold=self.requirement.threshold,
-            decided_by=verdict.decided_by,  # type: ignore[arg-type]
+            decided_by=verdict.decided_by,
             trials=counted,
             successes=successes,
             rate=None if counted == 0 else successes / counted,
@@ -346,7 +363,7 @@ def _record(outcome: TrialOutcome, counted: bool) -> TrialRecord:
         index=outcome.index,
         attempt=outcome.attempt,
         seed=outcome.seed,
-        status=outcome.status.value,  # type: ignore[arg-type]
+        status=outcome.status.value,
         counted=counted,
         reason=outcome.reason,
         set_aside=outcome.set_aside,

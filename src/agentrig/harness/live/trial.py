@@ -145,6 +145,8 @@ class TrialSetup:
     judge_model: Callable[[TrialContext], InferenceProvider] | None = None
     cache: TrialCache | None = None
     adapter: Callable[..., Any] | None = None
+    shared_clients: frozenset[int] = frozenset()
+    """Ids of SDK clients every trial's agent shares (left open when a trial ends)."""
 
 
 async def run_trial(setup: TrialSetup, index: int, attempt: int) -> TrialOutcome:
@@ -197,7 +199,9 @@ async def _run(
     transcript = Transcript()
     agent: AgentUnderTest | None = None
     try:
-        agent = _agent(setup, ledger, replay.get("agent") if cached is not None else None, tape)
+        agent = _agent(
+            setup, ledger, replay.get("agent") if cached is not None else None, tape, context
+        )
         status, reason, set_aside, criteria, transcript = await _converse(
             setup, context, agent, user_model, judge_model
         )
@@ -207,6 +211,8 @@ async def _run(
         raise
     finally:
         _current.reset(token)
+        if isinstance(agent, BuilderAgent):
+            await agent.close(keep=setup.shared_clients)
     outcome = TrialOutcome(
         context.index,
         context.attempt,
@@ -242,14 +248,20 @@ async def _run(
     return outcome
 
 
-def _agent(setup: TrialSetup, ledger: Ledger, replay: Any, tape: AdapterTape) -> AgentUnderTest:
+def _agent(
+    setup: TrialSetup, ledger: Ledger, replay: Any, tape: AdapterTape, context: TrialContext
+) -> AgentUnderTest:
     spec = setup.scenario.agent
     if spec.adapter is not None:
         assert setup.adapter is not None
         return AdapterAgent(setup.adapter, spec.adapter, tape, ledger)
     assert spec.builder is not None
     return BuilderAgent(
-        builder_for(spec.builder), control=setup.control, ledger=ledger, replay=replay
+        builder_for(spec.builder),
+        control=setup.control,
+        ledger=ledger,
+        replay=replay,
+        trial_key=context.key,
     )
 
 

@@ -1,0 +1,89 @@
+"""``agentrig run --live`` offline, as docs/live.md shows it: the scenario endpoint plays the
+agent's model (a mixture that refunds in 80% of sessions), the simulated user and the judge,
+over the openai SDK on loopback; the agent is examples/live/refund_agent.py, unchanged."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agentrig.harness.cli import app
+from agentrig.harness.endpoint.server import EndpointServer
+from agentrig.harness.endpoint.service import ScenarioEndpoint
+from agentrig.harness.scenarios.loader import load_scenarios
+
+EXAMPLE = Path(__file__).parents[3] / "examples" / "live"
+
+# The SDKs reach the endpoint on loopback: that is what agentrig's block of real calls stops.
+pytestmark = pytest.mark.agentrig_real_llm
+
+
+@pytest.fixture
+def offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Path, ScenarioEndpoint]]:
+    """The example copied to a project folder, the endpoint serving its models, the keys set."""
+    project = tmp_path / "project"
+    shutil.copytree(EXAMPLE, project)
+    endpoint = ScenarioEndpoint(load_scenarios([project / "models"]))
+    with EndpointServer(endpoint) as server:
+        monkeypatch.chdir(project)
+        monkeypatch.syspath_prepend(str(project))
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "refund-model")
+        monkeypatch.setenv("REFUND_USER_KEY", "refund-user")
+        monkeypatch.setenv("REFUND_JUDGE_KEY", "refund-judge")
+        yield project, endpoint
+
+
+def run_live(*args: str) -> tuple[int, dict[str, object]]:
+    result = CliRunner().invoke(
+        app, ["run", "--live", "refund.scenario.yaml", "--report-dir", "reports", "-q", *args]
+    )
+    report = json.loads(Path("reports/report.json").read_text())
+    return result.exit_code, report["scenarios"][0]
+
+
+def test_the_offline_run_passes_and_a_second_run_replays_it_with_no_model_call(
+    offline: tuple[Path, ScenarioEndpoint],
+) -> None:
+    project, endpoint = offline
+    code, scenario = run_live()
+    assert code == 0, scenario
+    live = scenario["live"]
+    assert live["verdict"] == "PASS"
+    assert live["model_calls"]["agent"] > 0
+    # every request the endpoint was sent passed its wire checks; the only sessions left
+    # unfinished are those of trials cancelled once the verdict was reached
+    results = endpoint.results()
+    assert results
+    broken = [f for r in results for f in r.failures if f.kind == "invariant"]
+    assert broken == []
+    unfinished = [f.message for r in results for f in r.failures]
+    assert all("never reached" in m or "was never used" in m for m in unfinished), unfinished
+    sessions = len(results)
+
+    code, again = run_live()
+    assert code == 0
+    assert again["live"]["model_calls"] == {"agent": 0, "user": 0, "judge": 0}
+    assert (again["live"]["verdict"], again["live"]["trials"], again["live"]["successes"]) == (
+        live["verdict"],
+        live["trials"],
+        live["successes"],
+    )
+    assert len(endpoint.results()) == sessions  # the endpoint was not asked again
+
+
+def test_a_requirement_above_the_agents_rate_fails(offline: tuple[Path, ScenarioEndpoint]) -> None:
+    project, _ = offline
+    text = (project / "refund.scenario.yaml").read_text()
+    (project / "refund.scenario.yaml").write_text(text.replace("at_least: 0.6", "at_least: 0.95"))
+    code, scenario = run_live("--no-cache", "--max-trials", "200")
+    assert code == 1
+    assert scenario["live"]["verdict"] == "FAIL"
+    assert scenario["live"]["successes"] < scenario["live"]["trials"]
