@@ -52,7 +52,7 @@ def run_live(*args: str) -> tuple[int, dict[str, object]]:
 def test_the_offline_run_passes_and_a_second_run_replays_it_with_no_model_call(
     offline: tuple[Path, ScenarioEndpoint],
 ) -> None:
-    project, endpoint = offline
+    _, endpoint = offline
     code, scenario = run_live()
     assert code == 0, scenario
     live = scenario["live"]
