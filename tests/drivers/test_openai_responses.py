@@ -1051,7 +1051,7 @@ def test_a_real_call_is_blocked_at_once_in_both_paths(
 
     monkeypatch.setattr("time.sleep", slept.append)
     monkeypatch.setattr("asyncio.sleep", no_sleep)
-    provider = OpenAIResponsesProvider(api_key="sk", base_url="http://127.0.0.1:9/v1", model="m")
+    provider = OpenAIResponsesProvider(api_key="sk", base_url="http://llm.invalid:9/v1", model="m")
     request = InferenceRequest(messages=CONVERSATION)
 
     def send() -> Any:
@@ -1061,7 +1061,7 @@ def test_a_real_call_is_blocked_at_once_in_both_paths(
 
     with block_real_llm_calls() as blocker, pytest.raises(RealLlmCallBlockedError):
         send()
-    assert blocker.blocked == [("openai", "http://127.0.0.1:9/v1/responses")]
+    assert blocker.blocked == [("openai", "http://llm.invalid:9/v1/responses")]
     assert slept == []  # the SDK's own retries (2 by default) did not run
 
 

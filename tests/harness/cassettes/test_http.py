@@ -561,7 +561,7 @@ from agentrig.drivers import OpenAIProvider
 
 
 def provider():
-    return OpenAIProvider(api_key="sk", base_url="http://127.0.0.1:9/v1", model="m", max_retries=0)
+    return OpenAIProvider(api_key="sk", base_url="http://llm.invalid:9/v1", model="m", max_retries=0)
 
 def test_direct_call_is_blocked():
     with pytest.raises(RealLlmCallBlockedError, match="agentrig_real_llm"):
@@ -588,7 +588,7 @@ def test_real_llm_calls_are_blocked_unless_the_test_allows_them(pytester: pytest
     result.stdout.fnmatch_lines(
         [
             "*ERROR at teardown of test_direct_call_is_blocked*",
-            "real openai call to http://127.0.0.1:9/v1/chat/completions blocked (1 in all)*",
+            "real openai call to http://llm.invalid:9/v1/chat/completions blocked (1 in all)*",
             "*ERROR at teardown of test_a_call_the_loop_swallowed_still_fails_the_test*",
         ]
     )
@@ -597,8 +597,8 @@ def test_real_llm_calls_are_blocked_unless_the_test_allows_them(pytester: pytest
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: OpenAIProvider(api_key="sk", base_url="http://127.0.0.1:9/v1", model="m"),
-        lambda: AnthropicProvider(api_key="sk", base_url="http://127.0.0.1:9", model="m"),
+        lambda: OpenAIProvider(api_key="sk", base_url="http://llm.invalid:9/v1", model="m"),
+        lambda: AnthropicProvider(api_key="sk", base_url="http://llm.invalid:9", model="m"),
     ],
     ids=["openai", "anthropic"],
 )
@@ -704,3 +704,17 @@ def test_a_well_formed_cassette_of_the_same_shape_loads(tmp_path: Path) -> None:
 def test_a_tagged_value_that_does_not_parse_is_a_value_error(tag: str) -> None:
     with pytest.raises(ValueError, match="invalid YAML value"):
         http_cassettes.deserialize(f"{tag} x\n")
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.53", "localhost", "[::1]"])
+def test_a_call_to_this_machine_is_not_blocked(host: str) -> None:
+    # agentrig serve, or a model server on the machine: no real LLM API, nothing spent
+    from agentrig.harness.cassettes.network_block import block_real_llm_calls
+
+    provider = OpenAIProvider(
+        api_key="sk", base_url=f"http://{host}:9/v1", model="m", max_retries=0
+    )
+    with block_real_llm_calls() as blocker, pytest.raises(ProviderError) as raised:
+        provider.infer(InferenceRequest(messages=Messages.from_text("hi")))
+    assert blocker.blocked == []
+    assert not isinstance(raised.value, RealLlmCallBlockedError)  # refused by the port, not us

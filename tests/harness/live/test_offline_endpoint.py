@@ -19,9 +19,6 @@ from agentrig.harness.scenarios.loader import load_scenarios
 
 EXAMPLE = Path(__file__).parents[3] / "examples" / "live"
 
-# The SDKs reach the endpoint on loopback: that is what agentrig's block of real calls stops.
-pytestmark = pytest.mark.agentrig_real_llm
-
 
 @pytest.fixture
 def offline(

@@ -4,11 +4,14 @@
 While a real provider sends (``agentrig.drivers.network.sending``), opening a connection raises
 ``RealLlmCallBlockedError``. The check sits in the HTTP connection pools (httpcore2 and httpcore,
 whichever the SDKs loaded, sync and async), below vcrpy's patch of the transport, so a replayed HTTP cassette never
-reaches it; only a request that would really leave the machine does.
+reaches it; only a request that would really leave the machine does. A request to this machine
+(a loopback address or ``localhost``: ``agentrig serve``, a local model server) is no real LLM
+call, and passes.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -72,6 +75,8 @@ class RealCallBlocker:
         if provider is None:
             return
         url = request.url
+        if _is_loopback(url.host.decode()):
+            return
         port = f":{url.port}" if url.port is not None else ""
         target = f"{url.scheme.decode()}://{url.host.decode()}{port}{url.target.decode()}"
         self.blocked.append((provider, target))
@@ -96,6 +101,16 @@ class RealCallBlocker:
         while self._undo:
             pool, method, original = self._undo.pop()
             setattr(pool, method, original)
+
+
+def _is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine: ``localhost`` or a loopback address."""
+    if host.lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 @contextmanager
