@@ -1,0 +1,1 @@
+"""Live trials: simulated users, judges and verdicts drawn from repeated trials."""
