@@ -296,7 +296,8 @@ def test_metric_interval_maps_the_rate_bounds() -> None:
     assert metric_interval(RATE, on_rate) == on_rate
     assert tuple(metric_interval(Metric("pass^k", 3), on_rate)) == pytest.approx((0.216, 0.729))
     assert tuple(metric_interval(Metric("pass@k", 2), on_rate)) == pytest.approx((0.84, 0.99))
-    assert metric_interval(Metric("pass@k", 2), Interval(0.0, 1.0)) == Interval(0.0, 1.0)
+    whole = metric_interval(Metric("pass@k", 2), Interval(0.0, 1.0))
+    assert str(whole) == "[0.000, 1.000]"  # not -0.000
 
 
 # --- the fixed rule ----------------------------------------------------------------------------

@@ -391,7 +391,7 @@ class Metric:
         if self.kind == "pass^k":
             return float(rate**self.k)
         if self.kind == "pass@k":
-            return -math.expm1(self.k * math.log1p(-rate)) if rate < 1.0 else 1.0
+            return 0.0 - math.expm1(self.k * math.log1p(-rate)) if rate < 1.0 else 1.0
         return rate
 
     def rate_for(self, value: float) -> float:
@@ -399,7 +399,7 @@ class Metric:
         if self.kind == "pass^k":
             return float(value ** (1.0 / self.k))
         if self.kind == "pass@k":
-            return -math.expm1(math.log1p(-value) / self.k) if value < 1.0 else 1.0
+            return 0.0 - math.expm1(math.log1p(-value) / self.k) if value < 1.0 else 1.0
         return value
 
     def estimate(self, successes: int, trials: int) -> float | None:
