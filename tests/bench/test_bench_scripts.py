@@ -126,6 +126,29 @@ def test_suite_quick(tmp_path: Path) -> None:
     assert [row["messages"] for row in data["serialization"]] == [10, 100]
 
 
+def test_live_stats_quick(tmp_path: Path) -> None:
+    saved = tmp_path / "live_stats.json"
+    output = run_script(
+        str(BENCH / "live_stats.py"), "--quick", "--seed", "3", "--json", str(saved)
+    )
+    for header in ("exact (sum)", "wilson (sum)", "exact wrong", "median n", "µs/call"):
+        assert header in output
+    data = json.loads(saved.read_text())
+    assert (data["seed"], data["suites"], data["max_trials"]) == (3, 50, 200)
+    assert len(data["coverage"]) == 25
+    assert all(row["exact_coverage_summed"] >= 0.95 for row in data["coverage"])
+    assert [row["where"] for row in data["sequential"][:5]] == [
+        "p0-0.1",
+        "p_low",
+        "p0",
+        "p_high",
+        "p0+0.1",
+    ]
+    for row in data["sequential"]:
+        assert row["pass"] + row["fail"] + row["inconclusive"] == pytest.approx(1.0)
+    assert all(row["us_per_call"] > 0 for row in data["speed"])
+
+
 def test_endpoint_quick(tmp_path: Path) -> None:
     saved = tmp_path / "endpoint.json"
     output = run_script(str(BENCH / "endpoint.py"), "--quick", "--json", str(saved), timeout=300)
