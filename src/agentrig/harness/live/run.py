@@ -10,6 +10,7 @@ trials start only while the verdict is still open.
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -78,6 +79,9 @@ class LiveRun:
     models: RoleModels = field(default_factory=RoleModels)
     max_trials: int | None = None
     """Overrides every scenario's ``trials.max``."""
+    run_id: str = field(default_factory=lambda: secrets.token_hex(4))
+    """Names this run in each trial's ``x-agentrig-trial`` header (random by default: two runs
+    against one ``agentrig serve`` keep their sessions apart)."""
 
 
 def requirement_of(scenario: Scenario) -> Requirement:
@@ -167,6 +171,7 @@ async def run_live_scenario(scenario: Scenario, run: LiveRun | None = None) -> L
         judge_model=_role_factory(scenario, "judge", run.models.judge, opened),
         cache=None if run.cache_dir is None else TrialCache(run.cache_dir, scenario),
         adapter=adapter,
+        run_id=run.run_id,
     )
     setup.shared_clients = _shared_agent_clients(scenario)
     scheduler = _Scheduler(setup, requirement, max_trials)

@@ -76,18 +76,21 @@ class ReplayDiverged(Exception):
 
 @dataclass(frozen=True, slots=True)
 class TrialContext:
-    """Which trial is running: ``key`` names it (``SCENARIO/trial-INDEX.ATTEMPT``) in the
-    ``x-agentrig-trial`` header of the simulated user's and the judge's requests."""
+    """Which trial is running. ``key`` names it in the ``x-agentrig-trial`` header of every
+    request of the trial: ``RUN/SCENARIO/trial-INDEX.ATTEMPT``, ``RUN`` the run's id (random
+    unless given), so that two runs against one ``agentrig serve`` never share a session."""
 
     scenario: str
     index: int
     attempt: int
     seed: int
+    run: str = ""
 
     @property
     def key(self) -> str:
-        """``SCENARIO/trial-INDEX.ATTEMPT``."""
-        return f"{self.scenario}/trial-{self.index}.{self.attempt}"
+        """``RUN/SCENARIO/trial-INDEX.ATTEMPT`` (without ``RUN/`` when the run has no id)."""
+        trial = f"{self.scenario}/trial-{self.index}.{self.attempt}"
+        return f"{self.run}/{trial}" if self.run else trial
 
 
 _current: ContextVar[TrialContext | None] = ContextVar("agentrig_live_trial", default=None)
@@ -145,6 +148,8 @@ class TrialSetup:
     judge_model: Callable[[TrialContext], InferenceProvider] | None = None
     cache: TrialCache | None = None
     adapter: Callable[..., Any] | None = None
+    run_id: str = ""
+    """Names the run in each trial's ``x-agentrig-trial`` header."""
     shared_clients: frozenset[int] = frozenset()
     """Ids of SDK clients every trial's agent shares (left open when a trial ends)."""
 
@@ -155,7 +160,11 @@ async def run_trial(setup: TrialSetup, index: int, attempt: int) -> TrialOutcome
     scenario = setup.scenario
     assert scenario.trials is not None
     context = TrialContext(
-        scenario.name, index, attempt, trial_seed(scenario.trials.seed, index, attempt)
+        scenario.name,
+        index,
+        attempt,
+        trial_seed(scenario.trials.seed, index, attempt),
+        setup.run_id,
     )
     cached = None if setup.cache is None else setup.cache.load(index, attempt)
     if cached is not None:
