@@ -29,6 +29,8 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import socket
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -41,14 +43,12 @@ import _common as common
 from agentrig.errors import ProviderError
 from agentrig.fakes import FunctionLLM
 from agentrig.fakes.llm import Turn, call, reply
-from agentrig.harness.endpoint.server import EndpointServer
-from agentrig.harness.endpoint.service import ScenarioEndpoint
 from agentrig.harness.live.limits import ProviderLimits, Traffic
 from agentrig.harness.live.report_model import LiveResult
 from agentrig.harness.live.run import LiveRun, RoleModels, run_live_scenario
 from agentrig.harness.live.trial import current_trial
 from agentrig.harness.live.virtual_time import run_in_virtual_time
-from agentrig.harness.scenarios.loader import load_scenario, load_scenarios
+from agentrig.harness.scenarios.loader import load_scenario
 from agentrig.harness.scenarios.model import Scenario
 from agentrig.messages import Role
 from agentrig.state import InferenceRequest, InferenceResponse
@@ -61,6 +61,7 @@ from agentrig.drivers.pricing import ModelPrice, PriceTable
 from agentrig.fakes import FunctionLLM
 
 MODEL = None  # set by the benchmark: an InferenceProvider (None: the endpoint, over the SDK)
+ENDPOINT_MODEL = None  # the SDK provider, made once (as a production agent makes its client)
 
 
 @tool
@@ -70,9 +71,12 @@ def issue_refund(order_id: str) -> str:
 
 
 def build() -> AgentBuilder:
-    provider = MODEL or OpenAIProvider(
-        model="m", max_retries=0, prices=PriceTable({"m": ModelPrice(input=0.4, output=1.6)})
-    )
+    global ENDPOINT_MODEL
+    if MODEL is None and ENDPOINT_MODEL is None:
+        ENDPOINT_MODEL = OpenAIProvider(
+            model="m", max_retries=0, prices=PriceTable({"m": ModelPrice(input=0.4, output=1.6)})
+        )
+    provider = MODEL or ENDPOINT_MODEL
     return (
         AgentBuilder.base()
         .with_tools([issue_refund])
@@ -188,9 +192,14 @@ def fixed(n: int, concurrency: int, **extra: Any) -> str:
     )
 
 
+RUNNER = asyncio.Runner()
+"""One event loop for every case, as one ``agentrig run --live`` has: the agent's SDK client,
+made once, keeps its connections across runs."""
+
+
 def live(scenario: Scenario, run: LiveRun) -> tuple[LiveResult, float]:
     started = time.perf_counter()
-    result = asyncio.run(run_live_scenario(scenario, run))
+    result = RUNNER.run(run_live_scenario(scenario, run))
     return result, time.perf_counter() - started
 
 
@@ -220,46 +229,56 @@ def overhead(space: Workspace, trials: int) -> list[list[Any]]:
     )
 
     space.agent.MODEL = None
-    with EndpointServer(ScenarioEndpoint(load_scenarios([space.folder / "models"]))) as server:
-        os.environ.update(OPENAI_BASE_URL=server.openai_base_url, OPENAI_API_KEY="bench-agent")
-        floor_ms = _sdk_floor_ms(server.openai_base_url)
-        live(space.scenario(fixed(5, 1)), LiveRun())  # warm up
-        one, seconds = live(space.scenario(fixed(trials, 1)), LiveRun())
-        _check(one, trials)
-        per_trial = seconds / trials * 1000
-        rows.append(
-            [
-                "endpoint over the openai SDK, one at a time",
-                trials,
-                per_trial,
-                per_trial - CALLS_PER_TRIAL * floor_ms,
-                trials / seconds,
-            ]
-        )
-        eight, seconds = live(space.scenario(fixed(trials, 8)), LiveRun())
-        _check(eight, trials)
-        rows.append(
-            [
-                "endpoint over the openai SDK, 8 at once",
-                trials,
-                seconds / trials * 1000,
-                None,
-                trials / seconds,
-            ]
-        )
-        rows.append(
-            [
-                f"floor: {CALLS_PER_TRIAL} bare SDK calls to the endpoint",
-                trials,
-                CALLS_PER_TRIAL * floor_ms,
-                None,
-                None,
-            ]
-        )
+    floor_ms = _sdk_floor_ms(os.environ["OPENAI_BASE_URL"])
+    floor8_ms = _sdk_floor_ms(os.environ["OPENAI_BASE_URL"], calls=400, concurrency=8)
+    live(space.scenario(fixed(5, 1)), LiveRun())  # warm up
+    one, seconds = live(space.scenario(fixed(trials, 1)), LiveRun())
+    _check(one, trials)
+    per_trial = seconds / trials * 1000
+    rows.append(
+        [
+            "endpoint over the openai SDK, one at a time",
+            trials,
+            per_trial,
+            per_trial - CALLS_PER_TRIAL * floor_ms,
+            trials / seconds,
+        ]
+    )
+    eight, seconds = live(space.scenario(fixed(trials, 8)), LiveRun())
+    _check(eight, trials)
+    rows.append(
+        [
+            "endpoint over the openai SDK, 8 at once",
+            trials,
+            seconds / trials * 1000,
+            None,
+            trials / seconds,
+        ]
+    )
+    rows.append(
+        [
+            f"floor: {CALLS_PER_TRIAL} bare SDK calls to the endpoint",
+            trials,
+            CALLS_PER_TRIAL * floor_ms,
+            None,
+            None,
+        ]
+    )
+    rows.append(
+        [
+            f"floor: {CALLS_PER_TRIAL} bare SDK calls to the endpoint, 8 at once",
+            trials,
+            CALLS_PER_TRIAL * floor8_ms,
+            None,
+            1000 / (CALLS_PER_TRIAL * floor8_ms),
+        ]
+    )
     return rows
 
 
-def _sdk_floor_ms(base_url: str, calls: int = 200) -> float:
+def _sdk_floor_ms(base_url: str, calls: int = 200, concurrency: int = 1) -> float:
+    """ms per call of the bare openai SDK against the endpoint (wall time over calls, with
+    ``concurrency`` calls in flight)."""
     import openai
 
     async def main() -> float:
@@ -279,14 +298,18 @@ def _sdk_floor_ms(base_url: str, calls: int = 200) -> float:
         ]
         for _ in range(10):
             await client.chat.completions.create(model="j", messages=messages, tools=tools)
+
+        async def worker(count: int) -> None:
+            for _ in range(count):
+                await client.chat.completions.create(model="j", messages=messages, tools=tools)
+
         started = time.perf_counter()
-        for _ in range(calls):
-            await client.chat.completions.create(model="j", messages=messages, tools=tools)
+        await asyncio.gather(*(worker(calls // concurrency) for _ in range(concurrency)))
         elapsed = time.perf_counter() - started
         await client.close()
         return elapsed / calls * 1000
 
-    return asyncio.run(main())
+    return RUNNER.run(main())
 
 
 def _check(result: LiveResult, trials: int) -> None:
@@ -301,56 +324,50 @@ def _check(result: LiveResult, trials: int) -> None:
 def cost(space: Workspace, trials: int) -> list[list[Any]]:
     space.agent.MODEL = None
     rows: list[list[Any]] = []
-    with EndpointServer(ScenarioEndpoint(load_scenarios([space.folder / "models"]))) as server:
-        os.environ.update(OPENAI_BASE_URL=server.openai_base_url, OPENAI_API_KEY="bench-agent")
-        result, _ = live(space.scenario(fixed(trials, 8)), LiveRun())
-        usage = {  # tokens of one trial's calls, by role (the scripts above)
-            "agent": [(100, 10), (150, 12)],
-            "user": [(60, 9), (90, 7)],
-            "judge": [(300, 20)],
-        }
-        expected = {
-            role: trials * sum(i * PRICE[role][0] + o * PRICE[role][1] for i, o in calls) / 1e6
-            for role, calls in usage.items()
-        }
-        reported = {
-            "agent": result.cost.agent,
-            "user": result.cost.user,
-            "judge": result.cost.judge,
-        }
-        for role in ("agent", "user", "judge"):
-            rows.append(
-                [
-                    f"cost of the {role}",
-                    reported[role],
-                    expected[role],
-                    abs(reported[role] - expected[role]),
-                ]
-            )
-        per_success = sum(expected.values()) / trials
+    result, _ = live(space.scenario(fixed(trials, 8)), LiveRun())
+    _check(result, trials)
+    usage = {  # tokens of one trial's calls, by role (the scripts above)
+        "agent": [(100, 10), (150, 12)],
+        "user": [(60, 9), (90, 7)],
+        "judge": [(300, 20)],
+    }
+    expected = {
+        role: trials * sum(i * PRICE[role][0] + o * PRICE[role][1] for i, o in calls) / 1e6
+        for role, calls in usage.items()
+    }
+    reported = {"agent": result.cost.agent, "user": result.cost.user, "judge": result.cost.judge}
+    for role in ("agent", "user", "judge"):
+        difference = abs(reported[role] - expected[role])
         rows.append(
-            [
-                "cost per success",
-                result.cost.per_success,
-                per_success,
-                abs((result.cost.per_success or 0) - per_success),
-            ]
+            [f"cost of the {role}", _usd(reported[role]), _usd(expected[role]), _usd(difference)]
         )
-        budget = 0.0025
-        limited, _ = live(space.scenario(fixed(400, 8, budget_usd=budget)), LiveRun())
-        call_cost = (
-            max(i * PRICE[r][0] + o * PRICE[r][1] for r, c in usage.items() for i, o in c) / 1e6
-        )
-        rows.append(["budget $0.0025: spent", limited.cost.total, budget, None])
-        rows.append(
-            [
-                "  overshoot, and its bound (8 calls in flight)",
-                limited.cost.total - budget,
-                8 * call_cost,
-                None,
-            ]
-        )
+    per_success = sum(expected.values()) / trials
+    reported_per_success = result.cost.per_success or 0.0
+    rows.append(
+        [
+            "cost per success",
+            _usd(reported_per_success),
+            _usd(per_success),
+            _usd(abs(reported_per_success - per_success)),
+        ]
+    )
+    budget = 0.0025
+    limited, _ = live(space.scenario(fixed(400, 8, budget_usd=budget)), LiveRun())
+    call_cost = max(i * PRICE[r][0] + o * PRICE[r][1] for r, c in usage.items() for i, o in c)
+    rows.append(["budget: spent, and the budget", _usd(limited.cost.total), _usd(budget), "-"])
+    rows.append(
+        [
+            "  overshoot, and its bound (8 calls in flight)",
+            _usd(limited.cost.total - budget),
+            _usd(8 * call_cost / 1e6),
+            "-",
+        ]
+    )
     return rows
+
+
+def _usd(amount: float) -> str:
+    return f"${amount:.9f}"
 
 
 # --- 3. 429s ------------------------------------------------------------------------------
@@ -385,15 +402,27 @@ def rate_limits(space: Workspace, trials: int) -> list[list[Any]]:
     stats = traffic.stats()["limited_agent"]
     ideal = cap / latency
     lost = sum(n for why, n in result.set_aside.items() if why == "infrastructure")
+    attempts = answered[0] + sum(stats.rate_limited.values())
     return [
-        ["trials counted / run", result.trials, trials, None],
+        ["trials counted, of those run", result.trials, trials, None],
         ["trials lost to 429s (set aside)", lost, 0, None],
-        ["429s met, retried", sum(stats.rate_limited.values()), sum(stats.retries.values()), None],
         [
-            "agent calls answered per virtual second",
-            answered[0] / seconds,
+            "429s met, and retried",
+            sum(stats.rate_limited.values()),
+            sum(stats.retries.values()),
+            None,
+        ],
+        [
+            "agent attempts a second (the slots' use)",
+            attempts / seconds,
             ideal,
-            answered[0] / seconds / ideal,
+            attempts / seconds / ideal,
+        ],
+        [
+            "agent calls answered a second",
+            answered[0] / seconds,
+            ideal * (1 - share),
+            answered[0] / seconds / (ideal * (1 - share)),
         ],
     ]
 
@@ -469,6 +498,8 @@ def main() -> None:
     if args.quick:
         args.trials = 10
     space = Workspace()
+    server = Server(space.folder / "models")
+    os.environ.update(OPENAI_BASE_URL=server.openai_base_url, OPENAI_API_KEY="bench-agent")
     print(common.machine_line(common.machine()))
     report: dict[str, Any] = {}
     print(f"\n1. overhead of a {CALLS_PER_TRIAL}-call trial")
@@ -496,6 +527,41 @@ def main() -> None:
     report["replay"] = rows
     print(common.table(["run", "model calls", "verdict", "trials", "successes"], rows))
     common.save_json(args.json, {"machine": common.machine(), **report})
+    server.stop()
+
+
+class Server:
+    """``agentrig serve`` in a process of its own (as a user runs it: the harness and the
+    endpoint each get a core, and do not share one interpreter's lock)."""
+
+    def __init__(self, models: Path) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        command = [
+            str(Path(sys.executable).parent / "agentrig"),
+            "serve",
+            str(models),
+            "--port",
+            str(port),
+            "--report-dir",
+            str(models.parent / "serve-reports"),
+        ]
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.openai_base_url = f"http://127.0.0.1:{port}/v1"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        self.process.kill()
+        raise SystemExit(f"agentrig serve did not start: {self.process.stderr.read().decode()}")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
 
 
 if __name__ == "__main__":

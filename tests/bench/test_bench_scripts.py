@@ -442,3 +442,16 @@ def test_live_limits_small() -> None:
         assert header in output
     for scenario in ("noise 30%, Retry-After: 0", "server 2, no Retry-After"):
         assert scenario in output
+
+
+def test_live_quick(tmp_path: Path) -> None:
+    saved = tmp_path / "live.json"
+    output = run_script(str(BENCH / "live.py"), "--quick", "--json", str(saved), timeout=300)
+    for header in ("ms over the floor", "trials/s", "difference", "slots' use", "share"):
+        assert header in output
+    data = json.loads(saved.read_text())
+    # costs exact to the micro-dollar, every user mistake set aside, the replay free of calls
+    assert all(row[3] == "$0.000000000" for row in data["cost"][:4])
+    assert all(row[2] == row[1] and row[3] == 0 for row in data["user_mistakes"])
+    assert data["replay"][1][1] == 0
+    assert data["replay"][0][2:] == data["replay"][1][2:]

@@ -10,6 +10,7 @@ are unaffected. Heavy imports happen inside the hooks and fixtures that need the
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -200,13 +201,16 @@ class ScenarioItem(pytest.Function):
     def _run_live(self) -> ScenarioResult:
         if not self.config.getoption("--agentrig-live"):
             pytest.skip("a live scenario: run it with --agentrig-live")
-        import asyncio
 
         from agentrig.harness.live.options import live_run_options
         from agentrig.harness.live.suite import run_live_suite
 
         run = live_run_options(cache_dir=self.config.getoption("--agentrig-live-cache"))
-        return asyncio.run(run_live_suite([self.scenario], run))[0]
+        runner = self.config.stash.get(_LIVE_LOOP, None)
+        if runner is None:  # one event loop for every live scenario of the session, so that an
+            # agent's SDK client made once (at import) keeps working from one scenario to the next
+            runner = self.config.stash[_LIVE_LOOP] = asyncio.Runner()
+        return runner.run(run_live_suite([self.scenario], run))[0]
 
     def _builder(self, chosen: object) -> AgentBuilder | None:
         """The fixture's builder for this scenario; a file naming its own ``agent.builder``
@@ -249,10 +253,15 @@ class ScenarioItem(pytest.Function):
 
 
 _RESULTS = pytest.StashKey[list["ScenarioResult"]]()
+_LIVE_LOOP = pytest.StashKey[asyncio.Runner]()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Write agentrig reports of the collected scenarios when ``--agentrig-report-dir`` is set."""
+    """Write agentrig reports of the collected scenarios when ``--agentrig-report-dir`` is set;
+    close the live scenarios' event loop."""
+    runner = session.config.stash.get(_LIVE_LOOP, None)
+    if runner is not None:
+        runner.close()
     directory = session.config.getoption("--agentrig-report-dir")
     results = session.config.stash.get(_RESULTS, [])
     if directory and results:

@@ -84,3 +84,29 @@ def test_a_requirement_above_the_agents_rate_fails(offline: tuple[Path, Scenario
     assert code == 1
     assert scenario["live"]["verdict"] == "FAIL"
     assert scenario["live"]["successes"] < scenario["live"]["trials"]
+
+
+def test_live_scenarios_run_as_pytest_items_only_when_asked(
+    offline: tuple[Path, ScenarioEndpoint], pytester: pytest.Pytester
+) -> None:
+    project, _ = offline
+    pytester.chdir()
+    shutil.copytree(project, pytester.path, dirs_exist_ok=True)
+    skipped = pytester.runpytest_inprocess("--agentrig-scenarios", "refund.scenario.yaml", "-q")
+    skipped.assert_outcomes(skipped=1)
+    ran = pytester.runpytest_inprocess(
+        "--agentrig-scenarios", "--agentrig-live", "refund.scenario.yaml", "-q"
+    )
+    ran.assert_outcomes(passed=1)
+    strict = (pytester.path / "refund.scenario.yaml").read_text().replace("0.6", "0.95")
+    (pytester.path / "refund.scenario.yaml").write_text(strict)
+    failed = pytester.runpytest_inprocess(
+        "--agentrig-scenarios",
+        "--agentrig-live",
+        "--agentrig-live-cache",
+        "fresh",
+        "-q",
+        "refund.scenario.yaml",
+    )
+    failed.assert_outcomes(failed=1)
+    assert "FAIL" in failed.stdout.str()

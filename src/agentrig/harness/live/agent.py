@@ -72,6 +72,7 @@ class BuilderAgent:
         ledger: Ledger,
         replay: Any = None,
         trial_key: str = "",
+        record: bool = True,
     ) -> None:
         driver = builder.driver()
         if not isinstance(driver, ToolCallingDriver):
@@ -88,6 +89,7 @@ class BuilderAgent:
             control=control,
             ledger=ledger,
             replay=replay,
+            record=record,
         )
         self.ledger = ledger
         self.loop: AgentLoop = (

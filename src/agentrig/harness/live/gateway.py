@@ -101,7 +101,8 @@ class Ledger:
 
 class RoleProvider:
     """The provider a role of a trial talks to: replays ``replay`` when given (the trial was
-    recorded before), else asks ``inner`` under ``control`` and records each interaction."""
+    recorded before), else asks ``inner`` under ``control`` and records each interaction
+    (unless ``record`` is false: a run without a cache keeps none)."""
 
     def __init__(
         self,
@@ -112,8 +113,10 @@ class RoleProvider:
         control: CallControl,
         ledger: Ledger,
         replay: Cassette | None = None,
+        record: bool = True,
     ) -> None:
         self.inner = inner
+        self.record = record
         self.role: RoleName = role
         self.provider_name = provider_name
         self.control = control
@@ -144,20 +147,24 @@ class RoleProvider:
             ask = lambda: inner.ainfer(request)  # noqa: E731
         else:
             ask = lambda: asyncio.to_thread(inner.infer, request)  # noqa: E731
-        recorded = normalize_request(request)
+        recorded = normalize_request(request) if self.record else None
         try:
             response: InferenceResponse = await self.control.call(
                 self.provider_name, ask, lambda answer: answer.usage.cost
             )
         except ProviderError as error:
-            self.interactions.append(Interaction(request=recorded, error=record_error(error)))
+            if recorded is not None:
+                self.interactions.append(Interaction(request=recorded, error=record_error(error)))
             if is_infrastructure_error(error):
                 self.ledger.infrastructure_errors.append(error)
             raise
         except BudgetExhausted as error:
             self.ledger.refused = error
             raise
-        self.interactions.append(Interaction(request=recorded, response=record_response(response)))
+        if recorded is not None:
+            self.interactions.append(
+                Interaction(request=recorded, response=record_response(response))
+            )
         self.ledger.charge(self.role, response.usage, replayed=False)
         return response
 

@@ -199,6 +199,7 @@ async def _run(
             control=setup.control,
             ledger=ledger,
             replay=replay.get(name, Cassette()) if cached is not None else None,
+            record=setup.cache is not None,
         )
 
     user_model = role("user", setup.user_model)
@@ -271,6 +272,7 @@ def _agent(
         ledger=ledger,
         replay=replay,
         trial_key=context.key,
+        record=setup.cache is not None,
     )
 
 
