@@ -152,6 +152,13 @@ def run(
         int | None,
         typer.Option(min=1, help="Live: overrides every scenario's trials.max."),
     ] = None,
+    run_id: Annotated[
+        str | None,
+        typer.Option(
+            help="Live: the run's name in each trial's x-agentrig-trial header (default: "
+            "random, so that two runs against one agentrig serve never share a session)."
+        ),
+    ] = None,
 ) -> None:
     """Run scenario files; exit 0 only when every selected scenario passes. A file that does
     not load is reported as an error case and the others run; the exit code is then 2. Ctrl-C,
@@ -199,7 +206,7 @@ def run(
         scenarios = [scenario for scenario in scenarios if not scenario.is_live]
         if not scenarios and not broken:
             raise typer.Exit(4)
-    live_run = _live_run(cache, no_cache, budget_usd, limit, max_trials) if live else None
+    live_run = _live_run(cache, no_cache, budget_usd, limit, max_trials, run_id) if live else None
     if not matching and not broken:
         errors.print("[yellow]no scenario selected[/]")
         raise typer.Exit(4)
@@ -253,6 +260,7 @@ def _live_run(
     budget_usd: float | None,
     limit: list[str] | None,
     max_trials: int | None,
+    run_id: str | None,
 ) -> LiveRun:
     """The options of ``run --live`` as a :class:`~agentrig.harness.live.run.LiveRun`."""
     from agentrig.harness.live.options import live_run_options
@@ -263,6 +271,7 @@ def _live_run(
             budget_usd=budget_usd,
             limits=limit or (),
             max_trials=max_trials,
+            run_id=run_id,
         )
     except AgentrigError as error:
         _fail_usage(error)

@@ -70,6 +70,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="where live trials are recorded and replayed from (default .agentrig/cache)",
     )
+    group.addoption(
+        "--agentrig-live-run-id",
+        default=None,
+        metavar="NAME",
+        help="the run's name in each live trial's x-agentrig-trial header (default: random)",
+    )
     parser.addini(
         "agentrig_scenarios", type="bool", default=False, help="collect *.scenario.yaml files"
     )
@@ -205,7 +211,10 @@ class ScenarioItem(pytest.Function):
         from agentrig.harness.live.options import live_run_options
         from agentrig.harness.live.suite import run_live_suite
 
-        run = live_run_options(cache_dir=self.config.getoption("--agentrig-live-cache"))
+        run = live_run_options(
+            cache_dir=self.config.getoption("--agentrig-live-cache"),
+            run_id=self.config.getoption("--agentrig-live-run-id"),
+        )
         runner = self.config.stash.get(_LIVE_LOOP, None)
         if runner is None:  # one event loop for every live scenario of the session, so that an
             # agent's SDK client made once (at import) keeps working from one scenario to the next

@@ -40,7 +40,18 @@ def offline(
 
 def run_live(*args: str) -> tuple[int, dict[str, object]]:
     result = CliRunner().invoke(
-        app, ["run", "--live", "refund.scenario.yaml", "--report-dir", "reports", "-q", *args]
+        app,
+        [
+            "run",
+            "--live",
+            "refund.scenario.yaml",
+            "--report-dir",
+            "reports",
+            "-q",
+            "--run-id",
+            "offline",
+            *args,
+        ],
     )
     report = json.loads(Path("reports/report.json").read_text())
     return result.exit_code, report["scenarios"][0]
@@ -51,7 +62,7 @@ def test_the_offline_run_passes_and_a_second_run_replays_it_with_no_model_call(
 ) -> None:
     _, endpoint = offline
     code, scenario = run_live()
-    assert code == 0, scenario
+    assert code == 0, scenario["failures"]
     live = scenario["live"]
     assert live["verdict"] == "PASS"
     assert live["model_calls"]["agent"] > 0
@@ -95,7 +106,12 @@ def test_live_scenarios_run_as_pytest_items_only_when_asked(
     skipped = pytester.runpytest_inprocess("--agentrig-scenarios", "refund.scenario.yaml", "-q")
     skipped.assert_outcomes(skipped=1)
     ran = pytester.runpytest_inprocess(
-        "--agentrig-scenarios", "--agentrig-live", "refund.scenario.yaml", "-q"
+        "--agentrig-scenarios",
+        "--agentrig-live",
+        "--agentrig-live-run-id",
+        "items",
+        "refund.scenario.yaml",
+        "-q",
     )
     ran.assert_outcomes(passed=1)
     strict = (pytester.path / "refund.scenario.yaml").read_text().replace("0.6", "0.95")

@@ -202,3 +202,25 @@ def test_a_missing_api_key_names_the_variable(
     loaded = scenario(tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 10}")
     with pytest.raises(ConfigurationError, match="set OPENAI_API_KEY"):
         asyncio.run(run_live_scenario(loaded, LiveRun()))
+
+
+def test_a_broken_user_model_stops_the_trials_after_three_in_a_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentrig.errors import ProviderError
+
+    asked: list[int] = []
+
+    def unauthorized(request: InferenceRequest) -> Turn:
+        asked.append(1)
+        raise ProviderError("openai API returned HTTP 401: bad key", status_code=401)
+
+    result = live(
+        scenario(tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 60, concurrency: 1}"),
+        models=models(user=unauthorized),
+    )
+    assert result.verdict == "INCONCLUSIVE"
+    assert result.partial is not None
+    assert "simulated user's model failed 3 trials in a row" in result.partial
+    assert "HTTP 401" in result.partial
+    assert len(asked) == 3

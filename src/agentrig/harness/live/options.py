@@ -42,6 +42,7 @@ def live_run_options(
     budget_usd: float | None = None,
     limits: Iterable[str] = (),
     max_trials: int | None = None,
+    run_id: str | None = None,
 ) -> LiveRun:
     """The run these options describe."""
     budget = (
@@ -50,8 +51,13 @@ def live_run_options(
     traffic = Traffic(
         ProviderLimits(parse_limits(limits), default_cap=DEFAULT_PROVIDER_CAP), budget
     )
-    return LiveRun(
+    run = LiveRun(
         control=traffic,
         cache_dir=None if cache_dir is None else os.fspath(cache_dir),
         max_trials=max_trials,
     )
+    if run_id is not None:
+        if not run_id or "/" in run_id or not run_id.isprintable():
+            raise InvalidInputError("--run-id", [(run_id, "use a name without '/'")])
+        run.run_id = run_id
+    return run

@@ -59,6 +59,11 @@ __all__ = ["LiveRun", "RoleModels", "requirement_of", "run_live_scenario"]
 
 RoleFactory = Callable[[TrialContext], InferenceProvider]
 
+BROKEN_ROLE_STREAK = 3
+"""Trials in a row whose simulated user's (or judge's) model failed the same way, with no
+other trial between, that stop a scenario's trials: a wrong key or model name fails them all."""
+_ROLE_ERRORS = ("user_model_error", "judge_model_error")
+
 
 @dataclass
 class RoleModels:
@@ -202,6 +207,7 @@ class _Scheduler:
         self.set_aside = 0
         self.verdict: Verdict | None = None
         self.partial: str | None = None
+        self.streak: list[TrialOutcome] = []
 
     async def run(self) -> LiveResult:
         inflight: set[asyncio.Task[TrialOutcome]] = set()
@@ -257,10 +263,29 @@ class _Scheduler:
             if self.set_aside > self.max_set_aside:
                 self.partial = f"more than {self.max_set_aside} trials were set aside"
                 return
+            if self._role_broken(outcome):
+                return
             self.pending.append((outcome.index, outcome.attempt + 1))
             return
+        self.streak = []
         self.final[outcome.index] = outcome
         self._decide()
+
+    def _role_broken(self, outcome: TrialOutcome) -> bool:
+        """Whether the simulated user's or the judge's model failed the same way in the last
+        :data:`BROKEN_ROLE_STREAK` trials in a row (a wrong key or model name, say): running
+        more would fail alike, so the trials stop, the verdict partial."""
+        if outcome.set_aside not in _ROLE_ERRORS:
+            self.streak = []
+            return False
+        self.streak = [o for o in self.streak if o.set_aside == outcome.set_aside] + [outcome]
+        if len(self.streak) < BROKEN_ROLE_STREAK:
+            return False
+        role = "simulated user's" if outcome.set_aside == "user_model_error" else "judge's"
+        self.partial = (
+            f"the {role} model failed {len(self.streak)} trials in a row ({outcome.reason})"
+        )
+        return True
 
     def _prefix(self) -> list[bool]:
         outcomes: list[bool] = []
