@@ -44,10 +44,10 @@ from agentrig.errors import ProviderError
 from agentrig.fakes import FunctionLLM
 from agentrig.fakes.llm import Turn, call, reply
 from agentrig.harness.live.limits import ProviderLimits, Traffic
-from agentrig.harness.live.report_model import LiveResult
 from agentrig.harness.live.run import LiveRun, RoleModels, run_live_scenario
 from agentrig.harness.live.trial import current_trial
 from agentrig.harness.live.virtual_time import run_in_virtual_time
+from agentrig.harness.live_results import LiveResult
 from agentrig.harness.scenarios.loader import load_scenario
 from agentrig.harness.scenarios.model import Scenario
 from agentrig.messages import Role

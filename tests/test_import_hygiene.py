@@ -110,9 +110,9 @@ HARNESS_STAGES = {
     "checks": {"errors", "scenarios"},
     "cassettes": {"errors", "scenarios"},
     "property": {"errors", "scenarios", "checks", "cassettes"},
-    "reporting": {"errors", "results"},
+    "reporting": {"errors", "results", "live_results"},
     "suites": {"errors", "scenarios", "results", "runner"},
-    "live": {"errors", "scenarios", "checks", "cassettes", "results"},
+    "live": {"errors", "scenarios", "checks", "cassettes", "results", "live_results"},
 }
 """What each harness subpackage may import from the rest of the harness: the stages before it."""
 

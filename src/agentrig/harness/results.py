@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, m
 
 from agentrig._model import problems_of
 from agentrig.errors import InvalidInputError
-from agentrig.harness.live.report_model import LiveResult
+from agentrig.harness.live_results import LiveResult
 from agentrig.messages import ToolCall, ToolResult
 
 __all__ = [

@@ -14,9 +14,9 @@ import refund_app
 from agentrig.errors import ConfigurationError
 from agentrig.fakes import FunctionLLM
 from agentrig.fakes.llm import Turn
-from agentrig.harness.live.report_model import LiveResult
 from agentrig.harness.live.run import LiveRun, RoleModels, run_live_scenario
 from agentrig.harness.live.trial import current_trial
+from agentrig.harness.live_results import LiveResult
 from agentrig.harness.scenarios.loader import load_scenario
 from agentrig.harness.scenarios.model import Scenario
 from agentrig.state import InferenceRequest, InferenceResponse

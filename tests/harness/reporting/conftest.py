@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import pytest
 
-from agentrig.harness.live.report_model import (
+from agentrig.harness.live_results import (
     CriterionRecord,
     LiveCost,
     LiveResult,

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentrig.harness.cli import app
-from agentrig.harness.live.report_model import LiveResult
+from agentrig.harness.live_results import LiveResult
 from agentrig.harness.reporting import (
     HtmlWriter,
     JsonWriter,

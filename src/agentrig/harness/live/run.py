@@ -19,13 +19,6 @@ from agentrig.errors import AgentrigError, ConfigurationError
 from agentrig.harness.live.agent import builder_for, resolve_adapter
 from agentrig.harness.live.cache import TrialCache
 from agentrig.harness.live.gateway import CallControl, Unlimited
-from agentrig.harness.live.report_model import (
-    CriterionRecord,
-    LiveCost,
-    LiveResult,
-    MetricRecord,
-    TrialRecord,
-)
 from agentrig.harness.live.roles import (
     close_clients,
     provider_for,
@@ -52,6 +45,13 @@ from agentrig.harness.live.trial import (
     TrialSetup,
     TrialStatus,
     run_trial,
+)
+from agentrig.harness.live_results import (
+    CriterionRecord,
+    LiveCost,
+    LiveResult,
+    MetricRecord,
+    TrialRecord,
 )
 from agentrig.harness.scenarios.model import Scenario
 

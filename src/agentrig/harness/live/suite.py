@@ -10,9 +10,9 @@ from collections.abc import Callable, Sequence
 
 from agentrig.errors import ConfigurationError
 from agentrig.harness.live.agent import resolve_adapter
-from agentrig.harness.live.report_model import LiveResult
 from agentrig.harness.live.roles import provider_for
 from agentrig.harness.live.run import LiveRun, check_reachable, run_live_scenario
+from agentrig.harness.live_results import LiveResult
 from agentrig.harness.results import Failure, ScenarioResult
 from agentrig.harness.scenarios.model import Scenario
 from agentrig.harness.scenarios.user_agent import resolve_builder

@@ -27,7 +27,7 @@ from html import escape
 
 from pydantic import JsonValue
 
-from agentrig.harness.live.report_model import LiveResult, TrialRecord
+from agentrig.harness.live_results import LiveResult, TrialRecord
 from agentrig.harness.reporting.base import (
     ReportWriter,
     format_json,

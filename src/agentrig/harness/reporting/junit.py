@@ -21,7 +21,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 
-from agentrig.harness.live.report_model import LiveResult
+from agentrig.harness.live_results import LiveResult
 from agentrig.harness.reporting.base import (
     ReportWriter,
     compared_values,

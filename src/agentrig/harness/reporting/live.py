@@ -1,6 +1,6 @@
 """A live scenario's result in words, shared by every report and the terminal.
 
-Each function renders one part of a :class:`~agentrig.harness.live.report_model.LiveResult` as
+Each function renders one part of a :class:`~agentrig.harness.live_results.LiveResult` as
 plain text (the writers escape it for their format). Shares (rates, metrics, intervals) have
 three decimals; amounts are USD. Dicts are rendered in a fixed order (the roles agent, user,
 judge first, then by name), so equal results always read the same.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from agentrig.harness.live.report_model import LiveCost, LiveResult, MetricRecord, TrialRecord
+from agentrig.harness.live_results import LiveCost, LiveResult, MetricRecord, TrialRecord
 
 __all__ = [
     "SHOWN_TRANSCRIPTS",

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from html import escape
 
-from agentrig.harness.live.report_model import LiveResult, TrialRecord
+from agentrig.harness.live_results import LiveResult, TrialRecord
 from agentrig.harness.reporting.base import (
     ReportWriter,
     compared_values,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentrig.harness.live.report_model import LiveResult
+from agentrig.harness.live_results import LiveResult
 from agentrig.harness.reporting.base import compared_values, outcome_counts
 from agentrig.harness.reporting.live import (
     format_interval,

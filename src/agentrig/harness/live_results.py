@@ -1,5 +1,6 @@
 """What a live scenario's run reports: the verdict with its intervals and metrics, the costs by
-role, the trials set aside and why, and each trial. Plain data, part of every report."""
+role, the trials set aside and why, and each trial. Plain data, part of every report (as
+:mod:`~agentrig.harness.results`, which holds it)."""
 
 from __future__ import annotations
 
