@@ -580,6 +580,170 @@ def test_union_tags_do_not_confuse_locations(tmp_path: Path) -> None:
     assert error.errors[1].valid == ("after_step",)
 
 
+def test_a_missing_key_is_not_taken_for_a_key_of_that_name_higher_up(tmp_path: Path) -> None:
+    error = _error(
+        tmp_path,
+        """
+        name: x
+        turns:
+          - user: hi
+            model:
+              - call: {args: {x: 1}}
+        """,
+    )
+    assert [(p.field, p.line, p.reason) for p in error.errors] == [
+        ("turns[0].model[0].call.name", 5, "missing required key 'name'"),
+    ]
+
+
+LIVE = """
+name: refund
+agent:
+  builder: app.agent:build
+user:
+  persona: Dana
+  goal: a refund
+  model:
+    provider: openai
+    name: gpt-4.1-mini
+judge:
+  criteria:
+    - id: refunded
+      check: {tool_called: "issue_refund(order_id=A-1029)"}
+    - id: polite
+      rubric: the agent is polite
+  model: {provider: openai, name: gpt-4.1, price: {input: 2, output: 8}}
+trials:
+  require: {metric: rate, at_least: 0.7}
+  max: 30
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "problems"),
+    [
+        pytest.param(
+            "    name: gpt-4.1-mini\n",
+            "",
+            [("user.model.name", 7, "missing required key 'name'")],
+            id="missing-model-name",
+        ),
+        pytest.param(
+            "at_least: 0.7",
+            "at_least: 1",
+            [("trials.require.at_least", 18, "must be less than 1.0, got the number 1")],
+            id="at-least-1",
+        ),
+        pytest.param(
+            "at_least: 0.7",
+            "at_least: 0.7, confidence: 1.0, indifference: 0.5",
+            [
+                ("trials.require.confidence", 18, "must be less than 1.0, got the number 1.0"),
+                ("trials.require.indifference", 18, "must be less than 0.5, got the number 0.5"),
+            ],
+            id="confidence-1",
+        ),
+        pytest.param(
+            "name: gpt-4.1,",
+            "name: '',",
+            [("judge.model.name", 16, "needs at least 1 character(s), got the string ''")],
+            id="empty-model-name",
+        ),
+        pytest.param(
+            "metric: rate",
+            "metric: pass^0",
+            [
+                (
+                    "trials.require.metric",
+                    18,
+                    "'pass^0' is not a metric: write rate, pass^K or pass@K with K a whole number "
+                    "from 1 (no sign, no leading zero, no blanks), e.g. pass^4",
+                )
+            ],
+            id="pass^0",
+        ),
+        pytest.param(
+            "    provider: openai\n",
+            "    provider: openai\n    api_key_env: 1KEY\n",
+            [
+                (
+                    "user.model.api_key_env",
+                    9,
+                    "'1KEY' is not an environment variable's name: use letters, digits and '_', "
+                    "not starting with a digit",
+                )
+            ],
+            id="api-key-env",
+        ),
+        pytest.param(
+            "  builder: app.agent:build",
+            "  adapter: app.agent.reply",
+            [
+                (
+                    "agent.adapter",
+                    3,
+                    "'app.agent.reply' is not a valid name: write 'package.module:function', a "
+                    "dotted module name, a colon and the function that takes the conversation "
+                    "and returns the agent's reply",
+                )
+            ],
+            id="adapter-reference",
+        ),
+        pytest.param(
+            "  max: 30",
+            "  max: 30\n  budget_usd: '2'",
+            [("trials.budget_usd", 20, "expected a number, got the string '2'")],
+            id="budget-text",
+        ),
+        pytest.param(
+            "output: 8}",
+            "output: true}",
+            [("judge.model.price.output", 16, "expected a number, got the boolean true")],
+            id="price-boolean",
+        ),
+        pytest.param(
+            "output: 8}",
+            "output: 8, cache: x}",
+            [
+                (
+                    "judge.model.price.cache",
+                    16,
+                    "'cache' is not one of: input, output, cache_read, cache_write (did you "
+                    "mean 'cache_read'?)",
+                )
+            ],
+            id="price-unknown-key",
+        ),
+        pytest.param(
+            "  model: {provider: openai, name: gpt-4.1, price: {input: 2, output: 8}}\n",
+            "",
+            [
+                (
+                    "judge.model",
+                    10,
+                    "criterion 'polite' is a rubric: the judge needs a model, e.g. {provider: "
+                    "anthropic, name: claude-sonnet-4-5}",
+                )
+            ],
+            id="rubric-without-model",
+        ),
+        pytest.param(
+            "trials:\n  require: {metric: rate, at_least: 0.7}\n  max: 30\n",
+            "",
+            [("trials", 1, "a live scenario needs trials (it has user, judge)")],
+            id="no-trials",
+        ),
+    ],
+)
+def test_live_key_errors_name_their_line_field_and_reason(
+    tmp_path: Path, old: str, new: str, problems: list[tuple[str, int, str]]
+) -> None:
+    text = LIVE.lstrip("\n")
+    assert old in text
+    error = _error(tmp_path, text.replace(old, new, 1))
+    assert [(p.field, p.line, p.reason) for p in error.errors] == problems
+
+
 def test_all_problems_are_reported_at_once_in_file_order(tmp_path: Path) -> None:
     error = _error(
         tmp_path,

@@ -44,8 +44,8 @@ METRIC_PATTERN = r"^(rate|pass\^[1-9][0-9]*|pass@[1-9][0-9]*)$"
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 Probability = Annotated[float, Strict(), Field(gt=0, lt=1, allow_inf_nan=False)]
-Money = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Temperature = Annotated[float, Field(ge=0, le=2, allow_inf_nan=False)]
+Money = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]
+Temperature = Annotated[float, Strict(), Field(ge=0, le=2, allow_inf_nan=False)]
 
 
 class LiveModelSpec(ScenarioModel):
