@@ -11,10 +11,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import live_files
 import pytest
 import yaml
+from hypothesis import event, given
 
 from agentrig.harness.errors import ScenarioFileError
+from agentrig.harness.property.profiles import agentrig_settings
 from agentrig.harness.scenarios.loader import (
     load_scenario,
     load_scenarios,
@@ -1068,6 +1071,13 @@ class _Checker:
         bad = isinstance(value, int | float) and not isinstance(value, bool) and value <= low
         return [f"{at}: not above {low}"] if bad else []
 
+    def k_exclusiveMaximum(self, high: float, value: Any, at: str, _: Any) -> list[str]:
+        bad = isinstance(value, int | float) and not isinstance(value, bool) and value >= high
+        return [f"{at}: not below {high}"] if bad else []
+
+    def k_minLength(self, low: int, value: Any, at: str, _: Any) -> list[str]:
+        return [f"{at}: too short"] if isinstance(value, str) and len(value) < low else []
+
     def k_maximum(self, high: float, value: Any, at: str, _: Any) -> list[str]:
         bad = isinstance(value, int | float) and not isinstance(value, bool) and value > high
         return [f"{at}: above {high}"] if bad else []
@@ -1152,6 +1162,7 @@ def _json_data(data: Any) -> Any:
 
 def _examples() -> list[Any]:
     bundled = sorted((ROOT / "scenarios").glob("**/*.scenario.yaml"))
+    bundled += sorted((ROOT / "examples" / "live").glob("*.scenario.yaml"))
     return [
         pytest.param(lambda: load_yaml_file(FULL).data, id="full-example"),
         pytest.param(lambda: load_yaml_text(_docs_example()).data, id="docs-example"),
@@ -1294,6 +1305,172 @@ def test_schema_rejects_what_the_models_reject(
     assert checker.errors(checker.root, data)
     with pytest.raises(ValueError, match="validation error"):
         Scenario.model_validate(data)
+
+
+# --- the live keys: the schema accepts exactly what the models accept ------------------------
+
+
+def _model_accepts(data: Any) -> bool:
+    try:
+        Scenario.model_validate(data)
+    except ValueError:
+        return False
+    return True
+
+
+@agentrig_settings(max_examples=60)
+@given(data=live_files.live_scenarios())
+def test_the_schema_accepts_every_valid_live_scenario(
+    checker: _Checker, data: dict[str, Any]
+) -> None:
+    assert _model_accepts(data)
+    assert checker.errors(checker.root, _json_data(data)) == []
+
+
+@agentrig_settings(max_examples=300)
+@given(case=live_files.broken_live_scenarios())
+def test_the_schema_rejects_each_live_defect_it_can_state(
+    checker: _Checker, case: live_files.Broken
+) -> None:
+    event(case.kind)
+    assert not _model_accepts(case.data)
+    if case.schema_tells:  # else a rule JSON Schema cannot state: only the models see it
+        assert checker.errors(checker.root, case.data), case.kind
+
+
+LIVE_DATA = yaml.safe_load(LIVE)
+
+
+def _live(change: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
+    data = json.loads(json.dumps(LIVE_DATA))
+    change(data)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("data", "valid"),
+    [
+        pytest.param(_live(lambda d: None), True, id="as-written"),
+        pytest.param(
+            _live(lambda d: d["judge"]["criteria"][0]["check"].update(said=None)),
+            True,
+            id="check-with-a-null-key",
+        ),
+        pytest.param(
+            _live(lambda d: d["judge"]["criteria"][0]["check"].update(tool_called=None)),
+            False,
+            id="check-of-nulls",
+        ),
+        pytest.param(
+            _live(lambda d: d["judge"]["criteria"][0].update(rubric=None)),
+            True,
+            id="criterion-with-a-null-rubric",
+        ),
+        pytest.param(
+            _live(lambda d: d["judge"]["criteria"][0].update(never=None, check=None)),
+            False,
+            id="criterion-of-nulls",
+        ),
+        pytest.param(
+            _live(lambda d: d["judge"]["criteria"][0].update(votes=3)),
+            False,
+            id="votes-on-a-check",
+        ),
+        pytest.param(
+            _live(lambda d: d["judge"]["criteria"][1].update(check=None, votes=3)),
+            True,
+            id="votes-on-a-rubric",
+        ),
+        pytest.param(
+            _live(lambda d: d["judge"]["model"]["price"].pop("output")),
+            False,
+            id="price-without-output",
+        ),
+        pytest.param(
+            _live(lambda d: d["judge"]["model"]["price"].update(cache_read=0.5)),
+            True,
+            id="price-with-cache-read",
+        ),
+        pytest.param(
+            _live(lambda d: d["judge"]["model"].update(price=None)),
+            True,
+            id="null-price",
+        ),
+        pytest.param(_live(lambda d: d["judge"].update(model=None)), False, id="null-judge-model"),
+        pytest.param(
+            _live(lambda d: d["judge"]["criteria"].pop(1) and d["judge"].update(model=None)),
+            True,
+            id="null-judge-model-without-rubric",
+        ),
+        pytest.param(_live(lambda d: d["user"].pop("model")), False, id="user-without-model"),
+        pytest.param(
+            _live(lambda d: d["user"].pop("model") and d["user"].update(opening="hi")),
+            False,
+            id="user-with-an-opening-without-model",
+        ),
+        pytest.param(
+            _live(
+                lambda d: (
+                    d["user"].pop("model") and d["user"].update(opening="hi", stop={"max_turns": 1})
+                )
+            ),
+            True,
+            id="one-scripted-turn-without-model",
+        ),
+        pytest.param(
+            _live(
+                lambda d: (
+                    d["user"].pop("model") and d["user"].update(opening="", stop={"max_turns": 1})
+                )
+            ),
+            False,
+            id="empty-opening-without-model",
+        ),
+        pytest.param(
+            _live(lambda d: d["user"].update(knows={"order_id": "  "})),
+            False,
+            id="blank-fact",
+        ),
+        pytest.param(
+            _live(lambda d: d["user"].update(knows={"order id": "A-1"})),
+            False,
+            id="fact-not-a-name",
+        ),
+        pytest.param(
+            _live(lambda d: d["judge"]["criteria"][1].update(rubric=" ")),
+            False,
+            id="blank-rubric",
+        ),
+        pytest.param(_live(lambda d: d.update(user=None)), False, id="null-user"),
+        pytest.param(_live(lambda d: d.update(turns=[])), False, id="live-with-no-turns"),
+        pytest.param(
+            _live(lambda d: d.update(turns=[{"user": "hi"}], user=None, judge=None, trials=None)),
+            True,
+            id="scripted-with-null-live-keys",
+        ),
+        pytest.param(
+            _live(lambda d: d["agent"].update(adapter="app.agent:reply")),
+            False,
+            id="builder-and-adapter",
+        ),
+        pytest.param(
+            _live(lambda d: d["agent"].update(adapter=None)),
+            True,
+            id="builder-and-null-adapter",
+        ),
+        pytest.param(_live(lambda d: d["agent"].pop("builder")), False, id="no-agent"),
+        pytest.param(
+            _live(lambda d: d["agent"].update(tools={"t": {"replies": [{"return": 1}]}})),
+            False,
+            id="scripted-tools",
+        ),
+    ],
+)
+def test_the_schema_and_the_models_agree_on_the_live_keys(
+    checker: _Checker, data: dict[str, Any], valid: bool
+) -> None:
+    assert _model_accepts(data) is valid
+    assert (checker.errors(checker.root, data) == []) is valid
 
 
 def _mixture(data: dict[str, Any], branches: list[Any]) -> None:
