@@ -11,10 +11,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import live_files
 import pytest
 import yaml
+from hypothesis import event, given
 
 from agentrig.harness.errors import ScenarioFileError
+from agentrig.harness.property.profiles import agentrig_settings
 from agentrig.harness.scenarios.loader import (
     load_scenario,
     load_scenarios,
@@ -580,6 +583,170 @@ def test_union_tags_do_not_confuse_locations(tmp_path: Path) -> None:
     assert error.errors[1].valid == ("after_step",)
 
 
+def test_a_missing_key_is_not_taken_for_a_key_of_that_name_higher_up(tmp_path: Path) -> None:
+    error = _error(
+        tmp_path,
+        """
+        name: x
+        turns:
+          - user: hi
+            model:
+              - call: {args: {x: 1}}
+        """,
+    )
+    assert [(p.field, p.line, p.reason) for p in error.errors] == [
+        ("turns[0].model[0].call.name", 5, "missing required key 'name'"),
+    ]
+
+
+LIVE = """
+name: refund
+agent:
+  builder: app.agent:build
+user:
+  persona: Dana
+  goal: a refund
+  model:
+    provider: openai
+    name: gpt-4.1-mini
+judge:
+  criteria:
+    - id: refunded
+      check: {tool_called: "issue_refund(order_id=A-1029)"}
+    - id: polite
+      rubric: the agent is polite
+  model: {provider: openai, name: gpt-4.1, price: {input: 2, output: 8}}
+trials:
+  require: {metric: rate, at_least: 0.7}
+  max: 30
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "problems"),
+    [
+        pytest.param(
+            "    name: gpt-4.1-mini\n",
+            "",
+            [("user.model.name", 7, "missing required key 'name'")],
+            id="missing-model-name",
+        ),
+        pytest.param(
+            "at_least: 0.7",
+            "at_least: 1",
+            [("trials.require.at_least", 18, "must be less than 1.0, got the number 1")],
+            id="at-least-1",
+        ),
+        pytest.param(
+            "at_least: 0.7",
+            "at_least: 0.7, confidence: 1.0, indifference: 0.5",
+            [
+                ("trials.require.confidence", 18, "must be less than 1.0, got the number 1.0"),
+                ("trials.require.indifference", 18, "must be less than 0.5, got the number 0.5"),
+            ],
+            id="confidence-1",
+        ),
+        pytest.param(
+            "name: gpt-4.1,",
+            "name: '',",
+            [("judge.model.name", 16, "needs at least 1 character(s), got the string ''")],
+            id="empty-model-name",
+        ),
+        pytest.param(
+            "metric: rate",
+            "metric: pass^0",
+            [
+                (
+                    "trials.require.metric",
+                    18,
+                    "'pass^0' is not a metric: write rate, pass^K or pass@K with K a whole number "
+                    "from 1 (no sign, no leading zero, no blanks), e.g. pass^4",
+                )
+            ],
+            id="pass^0",
+        ),
+        pytest.param(
+            "    provider: openai\n",
+            "    provider: openai\n    api_key_env: 1KEY\n",
+            [
+                (
+                    "user.model.api_key_env",
+                    9,
+                    "'1KEY' is not an environment variable's name: use letters, digits and '_', "
+                    "not starting with a digit",
+                )
+            ],
+            id="api-key-env",
+        ),
+        pytest.param(
+            "  builder: app.agent:build",
+            "  adapter: app.agent.reply",
+            [
+                (
+                    "agent.adapter",
+                    3,
+                    "'app.agent.reply' is not a valid name: write 'package.module:function', a "
+                    "dotted module name, a colon and the function that takes the conversation "
+                    "and returns the agent's reply",
+                )
+            ],
+            id="adapter-reference",
+        ),
+        pytest.param(
+            "  max: 30",
+            "  max: 30\n  budget_usd: '2'",
+            [("trials.budget_usd", 20, "expected a number, got the string '2'")],
+            id="budget-text",
+        ),
+        pytest.param(
+            "output: 8}",
+            "output: true}",
+            [("judge.model.price.output", 16, "expected a number, got the boolean true")],
+            id="price-boolean",
+        ),
+        pytest.param(
+            "output: 8}",
+            "output: 8, cache: x}",
+            [
+                (
+                    "judge.model.price.cache",
+                    16,
+                    "'cache' is not one of: input, output, cache_read, cache_write (did you "
+                    "mean 'cache_read'?)",
+                )
+            ],
+            id="price-unknown-key",
+        ),
+        pytest.param(
+            "  model: {provider: openai, name: gpt-4.1, price: {input: 2, output: 8}}\n",
+            "",
+            [
+                (
+                    "judge.model",
+                    10,
+                    "criterion 'polite' is a rubric: the judge needs a model, e.g. {provider: "
+                    "anthropic, name: claude-sonnet-4-5}",
+                )
+            ],
+            id="rubric-without-model",
+        ),
+        pytest.param(
+            "trials:\n  require: {metric: rate, at_least: 0.7}\n  max: 30\n",
+            "",
+            [("trials", 1, "a live scenario needs trials (it has user, judge)")],
+            id="no-trials",
+        ),
+    ],
+)
+def test_live_key_errors_name_their_line_field_and_reason(
+    tmp_path: Path, old: str, new: str, problems: list[tuple[str, int, str]]
+) -> None:
+    text = LIVE.lstrip("\n")
+    assert old in text
+    error = _error(tmp_path, text.replace(old, new, 1))
+    assert [(p.field, p.line, p.reason) for p in error.errors] == problems
+
+
 def test_all_problems_are_reported_at_once_in_file_order(tmp_path: Path) -> None:
     error = _error(
         tmp_path,
@@ -904,6 +1071,13 @@ class _Checker:
         bad = isinstance(value, int | float) and not isinstance(value, bool) and value <= low
         return [f"{at}: not above {low}"] if bad else []
 
+    def k_exclusiveMaximum(self, high: float, value: Any, at: str, _: Any) -> list[str]:
+        bad = isinstance(value, int | float) and not isinstance(value, bool) and value >= high
+        return [f"{at}: not below {high}"] if bad else []
+
+    def k_minLength(self, low: int, value: Any, at: str, _: Any) -> list[str]:
+        return [f"{at}: too short"] if isinstance(value, str) and len(value) < low else []
+
     def k_maximum(self, high: float, value: Any, at: str, _: Any) -> list[str]:
         bad = isinstance(value, int | float) and not isinstance(value, bool) and value > high
         return [f"{at}: above {high}"] if bad else []
@@ -988,6 +1162,7 @@ def _json_data(data: Any) -> Any:
 
 def _examples() -> list[Any]:
     bundled = sorted((ROOT / "scenarios").glob("**/*.scenario.yaml"))
+    bundled += sorted((ROOT / "examples" / "live").glob("*.scenario.yaml"))
     return [
         pytest.param(lambda: load_yaml_file(FULL).data, id="full-example"),
         pytest.param(lambda: load_yaml_text(_docs_example()).data, id="docs-example"),
@@ -1130,6 +1305,172 @@ def test_schema_rejects_what_the_models_reject(
     assert checker.errors(checker.root, data)
     with pytest.raises(ValueError, match="validation error"):
         Scenario.model_validate(data)
+
+
+# --- the live keys: the schema accepts exactly what the models accept ------------------------
+
+
+def _model_accepts(data: Any) -> bool:
+    try:
+        Scenario.model_validate(data)
+    except ValueError:
+        return False
+    return True
+
+
+@agentrig_settings(max_examples=60)
+@given(data=live_files.live_scenarios())
+def test_the_schema_accepts_every_valid_live_scenario(
+    checker: _Checker, data: dict[str, Any]
+) -> None:
+    assert _model_accepts(data)
+    assert checker.errors(checker.root, _json_data(data)) == []
+
+
+@agentrig_settings(max_examples=300)
+@given(case=live_files.broken_live_scenarios())
+def test_the_schema_rejects_each_live_defect_it_can_state(
+    checker: _Checker, case: live_files.Broken
+) -> None:
+    event(case.kind)
+    assert not _model_accepts(case.data)
+    if case.schema_tells:  # else a rule JSON Schema cannot state: only the models see it
+        assert checker.errors(checker.root, case.data), case.kind
+
+
+LIVE_DATA = yaml.safe_load(LIVE)
+
+
+def _live(change: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
+    data = json.loads(json.dumps(LIVE_DATA))
+    change(data)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("data", "valid"),
+    [
+        pytest.param(_live(lambda d: None), True, id="as-written"),
+        pytest.param(
+            _live(lambda d: d["judge"]["criteria"][0]["check"].update(said=None)),
+            True,
+            id="check-with-a-null-key",
+        ),
+        pytest.param(
+            _live(lambda d: d["judge"]["criteria"][0]["check"].update(tool_called=None)),
+            False,
+            id="check-of-nulls",
+        ),
+        pytest.param(
+            _live(lambda d: d["judge"]["criteria"][0].update(rubric=None)),
+            True,
+            id="criterion-with-a-null-rubric",
+        ),
+        pytest.param(
+            _live(lambda d: d["judge"]["criteria"][0].update(never=None, check=None)),
+            False,
+            id="criterion-of-nulls",
+        ),
+        pytest.param(
+            _live(lambda d: d["judge"]["criteria"][0].update(votes=3)),
+            False,
+            id="votes-on-a-check",
+        ),
+        pytest.param(
+            _live(lambda d: d["judge"]["criteria"][1].update(check=None, votes=3)),
+            True,
+            id="votes-on-a-rubric",
+        ),
+        pytest.param(
+            _live(lambda d: d["judge"]["model"]["price"].pop("output")),
+            False,
+            id="price-without-output",
+        ),
+        pytest.param(
+            _live(lambda d: d["judge"]["model"]["price"].update(cache_read=0.5)),
+            True,
+            id="price-with-cache-read",
+        ),
+        pytest.param(
+            _live(lambda d: d["judge"]["model"].update(price=None)),
+            True,
+            id="null-price",
+        ),
+        pytest.param(_live(lambda d: d["judge"].update(model=None)), False, id="null-judge-model"),
+        pytest.param(
+            _live(lambda d: d["judge"]["criteria"].pop(1) and d["judge"].update(model=None)),
+            True,
+            id="null-judge-model-without-rubric",
+        ),
+        pytest.param(_live(lambda d: d["user"].pop("model")), False, id="user-without-model"),
+        pytest.param(
+            _live(lambda d: d["user"].pop("model") and d["user"].update(opening="hi")),
+            False,
+            id="user-with-an-opening-without-model",
+        ),
+        pytest.param(
+            _live(
+                lambda d: (
+                    d["user"].pop("model") and d["user"].update(opening="hi", stop={"max_turns": 1})
+                )
+            ),
+            True,
+            id="one-scripted-turn-without-model",
+        ),
+        pytest.param(
+            _live(
+                lambda d: (
+                    d["user"].pop("model") and d["user"].update(opening="", stop={"max_turns": 1})
+                )
+            ),
+            False,
+            id="empty-opening-without-model",
+        ),
+        pytest.param(
+            _live(lambda d: d["user"].update(knows={"order_id": "  "})),
+            False,
+            id="blank-fact",
+        ),
+        pytest.param(
+            _live(lambda d: d["user"].update(knows={"order id": "A-1"})),
+            False,
+            id="fact-not-a-name",
+        ),
+        pytest.param(
+            _live(lambda d: d["judge"]["criteria"][1].update(rubric=" ")),
+            False,
+            id="blank-rubric",
+        ),
+        pytest.param(_live(lambda d: d.update(user=None)), False, id="null-user"),
+        pytest.param(_live(lambda d: d.update(turns=[])), False, id="live-with-no-turns"),
+        pytest.param(
+            _live(lambda d: d.update(turns=[{"user": "hi"}], user=None, judge=None, trials=None)),
+            True,
+            id="scripted-with-null-live-keys",
+        ),
+        pytest.param(
+            _live(lambda d: d["agent"].update(adapter="app.agent:reply")),
+            False,
+            id="builder-and-adapter",
+        ),
+        pytest.param(
+            _live(lambda d: d["agent"].update(adapter=None)),
+            True,
+            id="builder-and-null-adapter",
+        ),
+        pytest.param(_live(lambda d: d["agent"].pop("builder")), False, id="no-agent"),
+        pytest.param(
+            _live(lambda d: d["agent"].update(tools={"t": {"replies": [{"return": 1}]}})),
+            False,
+            id="scripted-tools",
+        ),
+    ],
+)
+def test_the_schema_and_the_models_agree_on_the_live_keys(
+    checker: _Checker, data: dict[str, Any], valid: bool
+) -> None:
+    assert _model_accepts(data) is valid
+    assert (checker.errors(checker.root, data) == []) is valid
 
 
 def _mixture(data: dict[str, Any], branches: list[Any]) -> None:

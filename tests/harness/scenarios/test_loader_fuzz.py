@@ -1,6 +1,7 @@
 """Fuzz tests of the scenario loader: whatever the file holds, only ``ScenarioFileError`` escapes
 and no load runs past the hang bound (random YAML text, structural mutants of the bundled
-scenarios, damaged bytes)."""
+scenarios and of live scenarios, damaged bytes); and each defect of a live scenario's keys is
+reported at its own line and field."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import live_files
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from agentrig.harness.errors import ScenarioFileError
@@ -21,7 +23,8 @@ from agentrig.harness.scenarios.yaml_source import load_yaml_file
 ROOT = Path(__file__).resolve().parents[3]
 BUNDLED = sorted((ROOT / "scenarios").rglob("*.scenario.yaml"))
 DATA = sorted((Path(__file__).parent / "data").glob("*.yaml"))
-REAL = BUNDLED + DATA
+LIVE = sorted((ROOT / "examples" / "live").glob("*.scenario.yaml"))
+REAL = BUNDLED + DATA + LIVE
 
 
 def _load_text(tmp_path: Path, raw: bytes, hostile: Any) -> ScenarioFileError | None:
@@ -45,6 +48,7 @@ def _dumped(value: Any) -> bytes | None:
 
 def test_the_real_files_are_there() -> None:
     assert len(BUNDLED) > 50
+    assert [load_scenario(path).is_live for path in LIVE] == [True]
 
 
 @agentrig_settings(max_examples=40)
@@ -138,3 +142,54 @@ def test_bad_simulation_fields_name_their_line_and_field(
     error = caught.value
     assert [(p.field, p.line, p.path) for p in error.errors] == [(field, line, str(path))]
     assert str(error).startswith(f"{path}:{line}:")
+
+
+# --- the live keys: each defect is reported at its own line and field ------------------------
+
+
+@agentrig_settings(max_examples=40)
+@given(data=st.data())
+def test_structural_mutants_of_live_scenarios(
+    tmp_path_factory: Any, hostile: Any, data: st.DataObject
+) -> None:
+    base = data.draw(live_files.live_scenarios(), label="live scenario")
+    raw = _dumped(hostile.mutant(data, base))
+    if raw is not None:
+        _load_text(tmp_path_factory.mktemp("fuzz"), raw, hostile)
+
+
+@agentrig_settings(max_examples=40)
+@given(data=live_files.live_scenarios())
+def test_generated_live_scenarios_load(tmp_path_factory: Any, data: dict[str, Any]) -> None:
+    text, _ = live_files.write_yaml(data)
+    path = tmp_path_factory.mktemp("fuzz") / "live.scenario.yaml"
+    path.write_text(text, encoding="utf-8")
+    scenario = load_scenario(path)
+    assert scenario.is_live
+    assert scenario.user is not None
+    assert scenario.user.persona == data["user"]["persona"]
+    assert scenario.trials is not None
+    assert scenario.trials.require.at_least == data["trials"]["require"]["at_least"]
+
+
+@agentrig_settings(max_examples=300)
+@given(case=live_files.broken_live_scenarios())
+def test_each_live_defect_is_named_at_its_line_and_field(
+    tmp_path_factory: Any, hostile: Any, case: live_files.Broken
+) -> None:
+    event(case.kind)
+    text, lines = live_files.write_yaml(case.data)
+    path = tmp_path_factory.mktemp("fuzz") / "live.scenario.yaml"
+    path.write_text(text, encoding="utf-8")
+    error = hostile.check(lambda: load_scenario(path), (ScenarioFileError,))
+    assert isinstance(error, ScenarioFileError), f"{case.kind}: loaded\n{text}"
+    expected = sorted(
+        (live_files.dotted(problem.field), lines[problem.line_of]) for problem in case.expected
+    )
+    found = sorted((problem.field, problem.line) for problem in error.errors)
+    assert found == expected, f"{case.kind}: {error}\n{text}"
+    for problem in error.errors:
+        assert str(problem).startswith(f"{path}:{problem.line}:")
+        assert f": {problem.field}: " in str(problem)
+        assert "Input should" not in problem.reason  # pydantic's words, not the loader's
+        assert "String should" not in problem.reason

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, ConfigDict, Field, Strict
+from pydantic.config import JsonDict
 
 from agentrig.harness.scenarios.model import (
     IDENTIFIER_PATTERN,
@@ -23,6 +24,7 @@ from agentrig.harness.scenarios.model import (
     ScenarioModel,
     Text,
     TextMatchSpec,
+    given_schema,
 )
 from agentrig.harness.scenarios.yaml_source import FieldPath
 
@@ -44,8 +46,47 @@ METRIC_PATTERN = r"^(rate|pass\^[1-9][0-9]*|pass@[1-9][0-9]*)$"
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 Probability = Annotated[float, Strict(), Field(gt=0, lt=1, allow_inf_nan=False)]
-Money = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Temperature = Annotated[float, Field(ge=0, le=2, allow_inf_nan=False)]
+Money = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]
+Temperature = Annotated[float, Strict(), Field(ge=0, le=2, allow_inf_nan=False)]
+PRICE_KEYS = ("input", "output", "cache_read", "cache_write")
+_NOT_BLANK = r"\S"
+"""A JSON Schema pattern for a text that is not all blanks (the models strip it to check)."""
+
+
+def _price_schema(schema: JsonDict) -> None:
+    """A price: a mapping of the four prices, input and output required (the model checks the
+    same as a rule, so that a missing one is named)."""
+    price: JsonDict = {
+        "type": "object",
+        "properties": {key: {"type": "number", "minimum": 0} for key in PRICE_KEYS},
+        "required": ["input", "output"],
+        "additionalProperties": False,
+    }
+    schema.pop("additionalProperties", None)
+    schema["anyOf"] = [price, {"type": "null"}]
+
+
+def _facts_schema(schema: JsonDict) -> None:
+    """``knows``: names (identifiers) to texts that are not blank."""
+    patterns = schema.get("patternProperties")
+    assert isinstance(patterns, dict)
+    for value in patterns.values():
+        assert isinstance(value, dict)
+        value["pattern"] = _NOT_BLANK
+    schema["additionalProperties"] = False
+
+
+def _text_option(**extra: Any) -> Any:
+    """A field's JSON Schema with ``extra`` added to its text option (``anyOf`` [text, null])."""
+
+    def change(schema: JsonDict) -> None:
+        options = schema.get("anyOf")
+        assert isinstance(options, list)
+        for option in options:
+            if isinstance(option, dict) and option.get("type") == "string":
+                option.update(extra)
+
+    return change
 
 
 class LiveModelSpec(ScenarioModel):
@@ -74,7 +115,7 @@ class LiveModelSpec(ScenarioModel):
         default=None,
         description="USD per million tokens, e.g. {input: 0.4, output: 1.6}: the cost of this "
         "role's calls in the report (without it they cost 0).",
-        json_schema_extra={"additionalProperties": False},
+        json_schema_extra=_price_schema,
     )
 
     def key_variable(self) -> str:
@@ -111,6 +152,24 @@ class UserStopSpec(ScenarioModel):
 class UserSpec(ScenarioModel):
     """The simulated user: an LLM with a persona and a goal that talks to the agent."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                given_schema("model"),
+                {  # one scripted turn needs no model
+                    "required": ["opening", "stop"],
+                    "properties": {
+                        "opening": {"type": "string"},
+                        "stop": {
+                            "required": ["max_turns"],
+                            "properties": {"max_turns": {"const": 1}},
+                        },
+                    },
+                },
+            ]
+        }
+    )
+
     persona: Annotated[str, Strict(), Field(min_length=1)] = Field(
         description="Who the user is and how they talk."
     )
@@ -122,10 +181,12 @@ class UserSpec(ScenarioModel):
         description="The only facts the user may disclose, by name. A user message carrying a "
         "value shaped like one of them but not among them (another order id, another e-mail) "
         "is the simulated user's mistake.",
-        json_schema_extra={"additionalProperties": {"type": "string"}},
+        json_schema_extra=_facts_schema,
     )
     opening: Text | None = Field(
-        default=None, description="The user's first message, fixed (else the model writes it)."
+        default=None,
+        description="The user's first message, fixed (else the model writes it).",
+        json_schema_extra=_text_option(minLength=1),
     )
     stop: UserStopSpec = Field(
         default_factory=UserStopSpec, description="When the conversation ends."
@@ -147,6 +208,18 @@ class UserSpec(ScenarioModel):
                 yield ("knows", name), "a fact needs a value"
 
 
+def _bare_name_schema(schema: JsonDict) -> None:
+    """``tool_called`` also takes a bare tool name."""
+    options = schema.get("anyOf")
+    assert isinstance(options, list)
+    bare: JsonDict = {
+        "type": "string",
+        "pattern": r"^\s*" + IDENTIFIER_PATTERN.strip("^$") + r"\s*$",
+        "description": "A tool's name: any call of it.",
+    }
+    options.insert(0, bare)
+
+
 def _bare_name_as_call(value: object) -> object:
     """``name`` (no parentheses) as the call ``name()``, which matches any arguments."""
     if isinstance(value, str) and re.fullmatch(IDENTIFIER_PATTERN, value.strip()):
@@ -154,18 +227,20 @@ def _bare_name_as_call(value: object) -> object:
     return value
 
 
+_CHECKS = ("tool_called", "final_response", "said")
+
+
 class LiveCheck(ScenarioModel):
     """A deterministic check on a trial's transcript: exactly one of ``tool_called``,
     ``final_response`` or ``said``."""
 
-    model_config = ConfigDict(
-        json_schema_extra={"minProperties": 1, "maxProperties": 1},
-    )
+    model_config = ConfigDict(json_schema_extra={"oneOf": [given_schema(k) for k in _CHECKS]})
 
     tool_called: Annotated[CallField, BeforeValidator(_bare_name_as_call)] | None = Field(
         default=None,
         description="The agent called this tool with at least these arguments, e.g. "
         "issue_refund(order_id=A-1029); a bare name (delete_account) matches any call of it.",
+        json_schema_extra=_bare_name_schema,
     )
     final_response: TextMatchSpec | None = Field(
         default=None, description="The agent's last reply in the conversation."
@@ -195,7 +270,13 @@ class CriterionSpec(ScenarioModel):
     every agent reply; broken, it ends the trial as a failure), or an LLM-judged ``rubric``."""
 
     model_config = ConfigDict(
-        json_schema_extra={"oneOf": [{"required": [k]} for k in ("check", "never", "rubric")]}
+        json_schema_extra={
+            "oneOf": [
+                {**given_schema("check"), "not": {"required": ["votes"]}},
+                {**given_schema("never"), "not": {"required": ["votes"]}},
+                given_schema("rubric"),
+            ]
+        }
     )
 
     id: Identifier = Field(description="The criterion's name in reports.")
@@ -204,7 +285,9 @@ class CriterionSpec(ScenarioModel):
         default=None, description="Must never hold; checked after each agent reply."
     )
     rubric: Text | None = Field(
-        default=None, description="A statement the judge model decides from the transcript."
+        default=None,
+        description="A statement the judge model decides from the transcript.",
+        json_schema_extra=_text_option(pattern=_NOT_BLANK),
     )
     votes: Positive = Field(
         default=1,
@@ -231,6 +314,15 @@ class CriterionSpec(ScenarioModel):
 
 class JudgeSpec(ScenarioModel):
     """How a trial is judged: every criterion must pass for the trial to succeed."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [  # no rubric, or a model to judge it
+                {"properties": {"criteria": {"items": {"not": given_schema("rubric")}}}},
+                given_schema("model"),
+            ]
+        }
+    )
 
     criteria: Annotated[tuple[CriterionSpec, ...], Field(min_length=1)] = Field(
         description="The criteria, deterministic ones decided first."

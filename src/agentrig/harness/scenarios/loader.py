@@ -239,7 +239,12 @@ def file_error(
     """Every problem of ``exc`` (validating ``root`` from ``source``) as one error naming the file,
     line and field of each."""
     everything = exc.errors(include_url=False)
-    errors = [error for error in everything if not _is_noise(error)] or everything
+    bad_keys = {error["loc"][:-1] for error in everything if error["loc"][-1:] == ("[key]",)}
+    errors = [
+        error
+        for error in everything
+        if not _is_noise(error) and error["loc"] not in bad_keys  # the value of a bad key
+    ] or everything
     problems = [_problem(error, source, root) for error in errors]
     problems.sort(key=lambda problem: (problem.line or 0, problem.column or 0))
     return ScenarioFileError.combine(problems)
@@ -253,8 +258,16 @@ def _is_noise(error: ErrorDetails) -> bool:
 
 def _problem(error: ErrorDetails, source: YamlSource, root: type[BaseModel]) -> ScenarioFileError:
     loc, kind = error["loc"], error["type"]
-    path, found = _match_loc(source.data, loc)
-    missing = kind == "missing" and not found and bool(loc)
+    if kind == "missing" and loc:
+        # Match the missing key's parent: the key itself is not in the file, and matching it
+        # would take a key of the same name higher up (the scenario's name for a model's).
+        path, _ = _match_loc(source.data, loc[:-1])
+        found = False
+    else:
+        path, found = _match_loc(source.data, loc)
+    # A key that is not in the file (missing, or one a rule is about) is named in full, at its
+    # parent's line.
+    missing = kind in ("missing", "scenario_rule") and not found and bool(loc)
     shown = (*path, loc[-1]) if missing else path
     on_key = kind == "extra_forbidden" or (bool(loc) and loc[-1] == "[key]")
     where = source.key_locations.get(path) if on_key else None
@@ -345,9 +358,11 @@ _MESSAGES = {
     "greater_than_equal": "must be at least {ge}, got {got}",
     "less_than_equal": "must be at most {le}, got {got}",
     "greater_than": "must be greater than {gt}, got {got}",
+    "less_than": "must be less than {lt}, got {got}",
     "finite_number": "expected a finite number, got {got}",
     "too_short": "needs at least {min_length} item(s), got {actual_length}",
     "string_too_long": "must be at most {max_length} characters long",
+    "string_too_short": "needs at least {min_length} character(s), got {got}",
     "timezone_aware": "needs a timezone, such as 2026-01-01T00:05:00Z",
     "datetime_type": "expected an ISO-8601 date-time with a timezone, got {got}",
     "datetime_parsing": "expected an ISO-8601 date-time with a timezone, got {got}",
@@ -361,6 +376,14 @@ _PATTERN_HINTS = {
     INVARIANT_NAME_PATTERN: "use lowercase snake_case",
     BUILDER_REFERENCE_PATTERN: "write 'package.module:function', a dotted module name, a colon "
     "and the function that returns the AgentBuilder",
+}
+_FIELD_REASONS = {
+    "metric": "is not a metric: write rate, pass^K or pass@K with K a whole number from 1 (no "
+    "sign, no leading zero, no blanks), e.g. pass^4",
+    "api_key_env": "is not an environment variable's name: use letters, digits and '_', not "
+    "starting with a digit",
+    "adapter": "is not a valid name: write 'package.module:function', a dotted module name, a "
+    "colon and the function that takes the conversation and returns the agent's reply",
 }
 
 
@@ -376,7 +399,10 @@ def _reason(
     if kind == "missing":
         return f"missing required key {shown[-1]!r}" if shown else "missing required key", ()
     if kind == "string_pattern_mismatch":
-        hint = _PATTERN_HINTS.get(str(ctx.get("pattern")), f"it must match {ctx.get('pattern')}")
+        pattern, key = str(ctx.get("pattern")), shown[-1] if shown else None
+        if key in _FIELD_REASONS:  # a live scenario's key; its pattern lives with the live keys
+            return f"{_show(value)} {_FIELD_REASONS[key]}", ()
+        hint = _PATTERN_HINTS.get(pattern, f"it must match {pattern}")
         return f"{_show(value)} is not a valid name: {hint}", ()
     if kind == "model_type" and ctx.get("class_name") == "TextMatch":
         # A text check takes a bare text too: say so, and why ``yes`` was not one.

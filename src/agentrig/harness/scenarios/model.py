@@ -241,6 +241,11 @@ class _AlsoAccepts:
         return {"anyOf": [dict(self.schema), handler(core_schema)]}
 
 
+def given_schema(key: str) -> JsonDict:
+    """JSON Schema: ``key`` is written, and not as null (the models read a null as left out)."""
+    return {"required": [key], "properties": {key: {"not": {"type": "null"}}}}
+
+
 def _one_of_required(*keys: str) -> dict[str, Any]:
     return {"oneOf": [{"required": [key]} for key in keys]}
 
@@ -816,6 +821,10 @@ class HookSpec(ScenarioModel):
 class AgentSpec(ScenarioModel):
     """The agent under test; every part is optional."""
 
+    model_config = ConfigDict(
+        json_schema_extra={"not": {"allOf": [given_schema("builder"), given_schema("adapter")]}}
+    )
+
     builder: BuilderReference | None = Field(
         default=None,
         description="The agent under test, built in Python: 'package.module:function', a "
@@ -1231,6 +1240,11 @@ from agentrig.harness.scenarios.live_model import (  # noqa: E402
 )
 
 _LIVE_KEYS = ("user", "judge", "trials")
+_LIVE_AGENT: JsonDict = {
+    "anyOf": [given_schema("builder"), given_schema("adapter")],
+    "not": {"required": ["tools"], "properties": {"tools": {"minProperties": 1}}},
+}
+"""JSON Schema: a live scenario's agent has a builder or an adapter, and no scripted tools."""
 _NO_TURNS = object()
 """Stands for the missing turns of a scenario that is not live, until the field rejects it."""
 
@@ -1250,8 +1264,13 @@ class Scenario(ScenarioModel):
         title="Scenario",
         json_schema_extra={
             "oneOf": [
-                {"required": ["turns"], "not": {"anyOf": [{"required": [k]} for k in _LIVE_KEYS]}},
-                {"required": list(_LIVE_KEYS), "not": {"required": ["turns"]}},
+                {"required": ["turns"], "not": {"anyOf": [given_schema(k) for k in _LIVE_KEYS]}},
+                {
+                    "required": list(_LIVE_KEYS),
+                    "allOf": [*(given_schema(k) for k in _LIVE_KEYS), {"required": ["agent"]}],
+                    "properties": {"agent": _LIVE_AGENT},
+                    "not": {"required": ["turns"]},
+                },
             ]
         },
     )
@@ -1321,7 +1340,7 @@ class Scenario(ScenarioModel):
                     "a scenario needs turns (or, for a live scenario, user, judge and trials)",
                 )
             return
-        if self.turns:
+        if "turns" in self.model_fields_set:
             yield ("turns",), "a live scenario (user, judge, trials) has no scripted turns"
         for key in _LIVE_KEYS:
             if getattr(self, key) is None:
