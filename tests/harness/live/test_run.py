@@ -14,6 +14,8 @@ import refund_app
 from agentrig.errors import ConfigurationError
 from agentrig.fakes import FunctionLLM
 from agentrig.fakes.llm import Turn
+from agentrig.harness.live.budget import Budget
+from agentrig.harness.live.limits import ProviderLimits, Traffic
 from agentrig.harness.live.report_model import LiveResult
 from agentrig.harness.live.run import LiveRun, RoleModels, run_live_scenario
 from agentrig.harness.live.trial import current_trial
@@ -182,6 +184,34 @@ def test_a_scenario_budget_stops_the_trials_with_a_partial_verdict(
     # overshoot: at most one call in flight per concurrent call of the scenario
     most = max(refund_app.AGENT_CALL_COST, refund_app.USER_CALL_COST, refund_app.JUDGE_CALL_COST)
     assert result.cost.total <= budget + 4 * most + 1e-12
+
+
+@pytest.mark.parametrize("concurrency", [1, 4, 8])
+def test_the_reported_cost_is_what_the_run_spent_with_trials_stopped_midway(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, concurrency: int
+) -> None:
+    # The budget runs out while other trials are half-way: their calls were paid, so the
+    # report counts them, and its cost is the budget's to the cent.
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 1.0)
+    budget = Budget(0.003, name="the run's budget")
+    result = live(
+        scenario(
+            tmp_path,
+            f"{{require: {{metric: rate, at_least: 0.95}}, max: 200, concurrency: {concurrency}}}",
+        ),
+        control=Traffic(ProviderLimits({}), budget),
+    )
+    assert result.partial == "the budget is spent"
+    assert result.cost.total == pytest.approx(budget.spent, abs=1e-12)
+    paid = {
+        role: result.model_calls[role] * price
+        for role, price in (
+            ("agent", refund_app.AGENT_CALL_COST),
+            ("user", refund_app.USER_CALL_COST),
+            ("judge", refund_app.JUDGE_CALL_COST),
+        )
+    }
+    assert sum(paid.values()) == pytest.approx(budget.spent, abs=1e-12)
 
 
 def test_a_requirement_the_trials_cannot_show_is_refused_before_any_trial(

@@ -98,6 +98,13 @@ class Ledger:
         """What ``role``'s calls cost."""
         return self.usage[role].cost
 
+    def add(self, other: Ledger) -> None:
+        """Add ``other``'s usage and calls to this ledger."""
+        for role in ("agent", "user", "judge"):
+            self.usage[role] = self.usage[role] + other.usage[role]
+            self.sent[role] += other.sent[role]
+            self.replayed[role] += other.replayed[role]
+
 
 class RoleProvider:
     """The provider a role of a trial talks to: replays ``replay`` when given (the trial was

@@ -289,8 +289,11 @@ class _Scheduler:
             _record(o, o.index in counted_indices and o is self.final.get(o.index))
             for o in sorted(self.all, key=lambda o: (o.index, o.attempt))
         )
+        # What the run spent: every trial that ended, and what those cancelled half-way (once
+        # the verdict was reached, the budget spent, or the run interrupted) had paid for.
+        stopped = self.setup.stopped
         cost = {
-            role: sum(o.cost.get(role, 0.0) for o in self.all)
+            role: sum(o.cost.get(role, 0.0) for o in self.all) + stopped.cost(role)
             for role in ("agent", "user", "judge")
         }
         total = sum(cost.values())
@@ -300,7 +303,8 @@ class _Scheduler:
                 set_aside[o.set_aside] = set_aside.get(o.set_aside, 0) + 1
         discarded = sum(1 for i in self.final if i >= counted)
         calls = {
-            role: sum(o.calls.get(role, 0) for o in self.all) for role in ("agent", "user", "judge")
+            role: sum(o.calls.get(role, 0) for o in self.all) + stopped.sent[role]
+            for role in ("agent", "user", "judge")
         }
         reason = verdict.reason
         if self.partial is not None:

@@ -9,6 +9,7 @@ or against the agent.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from collections.abc import Callable
@@ -152,6 +153,8 @@ class TrialSetup:
     """Names the run in each trial's ``x-agentrig-trial`` header."""
     shared_clients: frozenset[int] = frozenset()
     """Ids of SDK clients every trial's agent shares (left open when a trial ends)."""
+    stopped: Ledger = field(default_factory=Ledger)
+    """What the trials cancelled before they ended spent (their calls were paid for)."""
 
 
 async def run_trial(setup: TrialSetup, index: int, attempt: int) -> TrialOutcome:
@@ -218,6 +221,9 @@ async def _run(
     except (CassetteMismatchError, LookupError) as error:
         if cached is not None:
             raise ReplayDiverged(str(error)) from error
+        raise
+    except asyncio.CancelledError:
+        setup.stopped.add(ledger)  # stopped half-way: the calls it made are still paid for
         raise
     finally:
         _current.reset(token)
