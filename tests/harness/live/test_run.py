@@ -225,6 +225,21 @@ def test_a_requirement_the_trials_cannot_show_is_refused_before_any_trial(
         live(loaded, models=models(unreachable, unreachable))
 
 
+def test_a_run_cap_too_small_for_the_requirement_names_max_trials_not_the_file(
+    tmp_path: Path,
+) -> None:
+    def unreachable(request: InferenceRequest) -> Turn:
+        raise AssertionError("a trial ran")
+
+    loaded = scenario(tmp_path, "{require: {metric: rate, at_least: 0.6}, max: 60}")
+    with pytest.raises(ConfigurationError) as raised:
+        live(loaded, models=models(unreachable, unreachable), max_trials=5)
+    message = str(raised.value)
+    assert "needs at least 6 trials" in message
+    assert "--max-trials 5" in message
+    assert "raise trials.max" not in message  # the file's max is 60: it is not the cause
+
+
 def test_a_missing_api_key_names_the_variable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -96,23 +96,30 @@ def requirement_of(scenario: Scenario) -> Requirement:
     )
 
 
-def check_reachable(scenario: Scenario, max_trials: int) -> None:
-    """Refuse, before any trial runs, a requirement that ``max_trials`` trials can never show
-    (even all successes would not pass)."""
-    requirement = requirement_of(scenario)
+def check_reachable(scenario: Scenario, max_trials: int | None = None) -> None:
+    """Refuse, before any trial runs, a requirement that the trials allowed can never show
+    (even all successes would not pass): ``scenario``'s ``trials.max``, or ``max_trials``, the
+    run's cap (``--max-trials``) that overrides it."""
     assert scenario.trials is not None
+    requirement = requirement_of(scenario)
     needed = minimum_trials_to_pass(requirement)
     if scenario.trials.sequential:
         needed = min(needed, minimum_trials_to_pass(requirement, sequential=True))
-    if needed > max_trials:
+    allowed = max_trials or scenario.trials.max
+    if needed <= allowed:
+        return
+    require = scenario.trials.require
+    if max_trials is None:
         where = scenario.nearest_location(("trials", "max")) or scenario.name
-        assert scenario.trials is not None
-        require = scenario.trials.require
-        raise ConfigurationError(
-            f"{where}: {require.metric} >= {require.at_least} at confidence "
-            f"{require.confidence} needs at least {needed} trials to pass (all successes); "
-            f"max is {max_trials}: raise trials.max or lower the requirement"
-        )
+        cap = f"max is {allowed}: raise trials.max"
+    else:
+        where = scenario.nearest_location(("trials", "require")) or scenario.name
+        cap = f"the run allows {allowed} (--max-trials {allowed}, over trials.max): raise it"
+    raise ConfigurationError(
+        f"{where}: {require.metric} >= {require.at_least} at confidence {require.confidence} "
+        f"needs at least {needed} trials to pass (all successes); {cap} or lower the "
+        "requirement"
+    )
 
 
 def _role_factory(
@@ -156,7 +163,7 @@ async def run_live_scenario(scenario: Scenario, run: LiveRun | None = None) -> L
     assert trials is not None, "a live scenario"
     max_trials = run.max_trials or trials.max
     requirement = requirement_of(scenario)
-    check_reachable(scenario, max_trials)
+    check_reachable(scenario, run.max_trials)
     adapter = None
     if scenario.agent.adapter is not None:
         adapter = resolve_adapter(scenario.agent.adapter)
