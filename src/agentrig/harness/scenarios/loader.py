@@ -364,6 +364,24 @@ _PATTERN_HINTS = {
 }
 
 
+def _pattern_reason(pattern: str) -> tuple[str, str]:
+    """What a value of ``pattern`` is (a name, a metric...) and how to write one."""
+    # live_model builds on model, which imports it last: imported here, once both are loaded
+    from agentrig.harness.scenarios.live_model import ENV_NAME_PATTERN, METRIC_PATTERN
+
+    if pattern == METRIC_PATTERN:
+        return "metric", (
+            "write rate, pass^K (all of K trials succeed) or pass@K (at least one of K does), "
+            "K a whole number >= 1"
+        )
+    if pattern == ENV_NAME_PATTERN:
+        return (
+            "environment variable name",
+            "use letters, digits and '_', starting with a letter or '_'",
+        )
+    return "name", _PATTERN_HINTS.get(pattern, f"it must match {pattern}")
+
+
 def _reason(
     error: ErrorDetails, shown: FieldPath, root: type[BaseModel]
 ) -> tuple[str, tuple[str, ...]]:
@@ -376,8 +394,8 @@ def _reason(
     if kind == "missing":
         return f"missing required key {shown[-1]!r}" if shown else "missing required key", ()
     if kind == "string_pattern_mismatch":
-        hint = _PATTERN_HINTS.get(str(ctx.get("pattern")), f"it must match {ctx.get('pattern')}")
-        return f"{_show(value)} is not a valid name: {hint}", ()
+        what, hint = _pattern_reason(str(ctx.get("pattern")))
+        return f"{_show(value)} is not a valid {what}: {hint}", ()
     if kind == "model_type" and ctx.get("class_name") == "TextMatch":
         # A text check takes a bare text too: say so, and why ``yes`` was not one.
         reason = f"expected a text or a mapping with one of equals, contains, regex, empty, got {_describe(value)}"
