@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import refund_app
 
-from agentrig.errors import ConfigurationError
+from agentrig.errors import ConfigurationError, ProviderError
 from agentrig.fakes import FunctionLLM
 from agentrig.fakes.llm import Turn
 from agentrig.harness.live.budget import Budget
@@ -212,6 +212,48 @@ def test_the_reported_cost_is_what_the_run_spent_with_trials_stopped_midway(
         )
     }
     assert sum(paid.values()) == pytest.approx(budget.spent, abs=1e-12)
+
+
+class Unauthorized(Exception):
+    """What an SDK raises for HTTP 401 (pydantic-ai, the openai SDK: a ``status_code``)."""
+
+    status_code = 401
+
+
+@pytest.mark.parametrize("role", ["agent", "adapter", "user", "judge"])
+def test_a_model_refusing_its_api_key_stops_the_scenario_and_blames_no_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, role: str
+) -> None:
+    # A wrong key is the run's setup, not the agent's doing, and no retry will cure it: the
+    # scenario stops at once, partial, saying which model refused it (not FAIL 0/12, "the agent
+    # made no tool calls", nor 61 trials set aside and paid for).
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 1.0)
+
+    def refused(request: InferenceRequest) -> Turn:
+        raise ProviderError("invalid API key", status_code=401)
+
+    def adapter(conversation: list[dict[str, Any]]) -> dict[str, Any]:
+        raise Unauthorized("Error code: 401 - invalid API key")
+
+    text = textwrap.dedent(SCENARIO).replace("{TRIALS}", "{require: {metric: rate, at_least: 0.6}}")
+    if role == "adapter":
+        text = text.replace('{builder: "refund_app:build"}', '{adapter: "refund_app:adapter"}')
+        monkeypatch.setattr(refund_app, "adapter", adapter)
+    if role == "agent":
+        monkeypatch.setattr(refund_app, "agent_model", refused)
+    (tmp_path / "refund.scenario.yaml").write_text(text)
+    loaded = load_scenario(tmp_path / "refund.scenario.yaml")
+    user = refused if role == "user" else refund_app.user_model
+    judge = refused if role == "judge" else refund_app.judge_model
+    result = live(loaded, models=models(user, judge), cache_dir=str(tmp_path / "cache"))
+    assert result.verdict == "INCONCLUSIVE"
+    assert result.trials == 0
+    assert not list(tmp_path.glob("cache/*/*/trial-*"))  # the key fixed, the trials run live
+    who = "agent" if role == "adapter" else role
+    assert result.partial is not None
+    assert result.partial.startswith(f"the {who}'s model refused access (HTTP 401)"), result.partial
+    assert set(result.set_aside) == {"access_denied"}
+    assert result.set_aside["access_denied"] <= 4  # at most the trials in flight at once
 
 
 def test_a_requirement_the_trials_cannot_show_is_refused_before_any_trial(

@@ -260,6 +260,9 @@ class _Scheduler:
             if outcome.set_aside == "budget":
                 self.partial = "the budget is spent"
                 return
+            if outcome.set_aside == "access_denied":
+                self.partial = self.partial or outcome.reason  # a wrong key: no retry cures it
+                return
             self.set_aside += 1
             if self.set_aside > self.max_set_aside:
                 self.partial = f"more than {self.max_set_aside} trials were set aside"
