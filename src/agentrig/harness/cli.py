@@ -751,10 +751,9 @@ def _report_interrupted(
         _fail_write(report_dir, error, "--report-dir", what="reports to ")
     folders = {path.parent for path in written}
     where = f"{folders.pop()}/" if len(folders) == 1 else ", ".join(map(str, written))
-    console.print(
-        f"{line}; reports in {escape(where)} (the {selected - len(ran)} not finished as errors)[/]",
-        soft_wrap=True,
-    )
+    unfinished = selected - len(ran)  # none when every scenario ended (live: a partial verdict)
+    tail = f" (the {unfinished} not finished as errors)" if unfinished else ""
+    console.print(f"{line}; reports in {escape(where)}{tail}[/]", soft_wrap=True)
     raise typer.Exit(128 + number)
 
 

@@ -5,7 +5,12 @@ over the openai SDK on loopback; the agent is examples/live/refund_agent.py, unc
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -126,3 +131,40 @@ def test_live_scenarios_run_as_pytest_items_only_when_asked(
     )
     failed.assert_outcomes(failed=1)
     assert "FAIL" in failed.stdout.str()
+
+
+def test_ctrl_c_mid_run_writes_the_reports_with_a_partial_verdict_and_exits_130(
+    offline: tuple[Path, ScenarioEndpoint],
+) -> None:
+    project, _ = offline
+    # a requirement at the agent's true rate (0.8) takes the sequential test long to decide
+    text = (project / "refund.scenario.yaml").read_text()
+    (project / "refund.scenario.yaml").write_text(text.replace("at_least: 0.6", "at_least: 0.8"))
+    command = ["run", "--live", "refund.scenario.yaml", "--max-trials", "200"]
+    process = subprocess.Popen(
+        [sys.executable, "-c", "from agentrig.harness.cli import main; main()", *command],
+        cwd=project,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while len(list(project.glob(".agentrig/cache/*/*/trial-*/outcome.json"))) < 3:
+        assert process.poll() is None, process.communicate()[0]
+        assert time.monotonic() < deadline, "no trial finished in 60 s"
+        time.sleep(0.02)
+    process.send_signal(signal.SIGINT)
+    output = process.communicate(timeout=60)[0]
+    assert process.returncode == 130, output
+    assert "Traceback" not in output
+    assert "interrupted by Ctrl-C (SIGINT): 1 of 1 scenario(s) ran" in output
+    assert "not finished as errors" not in output  # the scenario ended, with a partial verdict
+    report = json.loads((project / "reports" / "report.json").read_text())
+    live = report["scenarios"][0]["live"]
+    assert live["partial"] == "interrupted"
+    assert live["verdict"] in ("INCONCLUSIVE", "PASS", "FAIL")
+    assert live["reason"].startswith("partial: interrupted after ")
+    assert len(live["records"]) >= 3
+    junit = (project / "reports" / "junit.xml").read_text()
+    assert "partial: interrupted" in junit

@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 import refund_app
 
-from agentrig.errors import ConfigurationError
+from agentrig.errors import ConfigurationError, ProviderError
 from agentrig.fakes import FunctionLLM
 from agentrig.fakes.llm import Turn
+from agentrig.harness.live.budget import Budget
+from agentrig.harness.live.limits import ProviderLimits, Traffic
 from agentrig.harness.live.run import LiveRun, RoleModels, run_live_scenario
 from agentrig.harness.live.trial import current_trial
 from agentrig.harness.live_results import LiveResult
@@ -184,6 +186,76 @@ def test_a_scenario_budget_stops_the_trials_with_a_partial_verdict(
     assert result.cost.total <= budget + 4 * most + 1e-12
 
 
+@pytest.mark.parametrize("concurrency", [1, 4, 8])
+def test_the_reported_cost_is_what_the_run_spent_with_trials_stopped_midway(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, concurrency: int
+) -> None:
+    # The budget runs out while other trials are half-way: their calls were paid, so the
+    # report counts them, and its cost is the budget's to the cent.
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 1.0)
+    budget = Budget(0.003, name="the run's budget")
+    result = live(
+        scenario(
+            tmp_path,
+            f"{{require: {{metric: rate, at_least: 0.95}}, max: 200, concurrency: {concurrency}}}",
+        ),
+        control=Traffic(ProviderLimits({}), budget),
+    )
+    assert result.partial == "the budget is spent"
+    assert result.cost.total == pytest.approx(budget.spent, abs=1e-12)
+    paid = {
+        role: result.model_calls[role] * price
+        for role, price in (
+            ("agent", refund_app.AGENT_CALL_COST),
+            ("user", refund_app.USER_CALL_COST),
+            ("judge", refund_app.JUDGE_CALL_COST),
+        )
+    }
+    assert sum(paid.values()) == pytest.approx(budget.spent, abs=1e-12)
+
+
+class Unauthorized(Exception):
+    """What an SDK raises for HTTP 401 (pydantic-ai, the openai SDK: a ``status_code``)."""
+
+    status_code = 401
+
+
+@pytest.mark.parametrize("role", ["agent", "adapter", "user", "judge"])
+def test_a_model_refusing_its_api_key_stops_the_scenario_and_blames_no_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, role: str
+) -> None:
+    # A wrong key is the run's setup, not the agent's doing, and no retry will cure it: the
+    # scenario stops at once, partial, saying which model refused it (not FAIL 0/12, "the agent
+    # made no tool calls", nor 61 trials set aside and paid for).
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 1.0)
+
+    def refused(request: InferenceRequest) -> Turn:
+        raise ProviderError("invalid API key", status_code=401)
+
+    def adapter(conversation: list[dict[str, Any]]) -> dict[str, Any]:
+        raise Unauthorized("Error code: 401 - invalid API key")
+
+    text = textwrap.dedent(SCENARIO).replace("{TRIALS}", "{require: {metric: rate, at_least: 0.6}}")
+    if role == "adapter":
+        text = text.replace('{builder: "refund_app:build"}', '{adapter: "refund_app:adapter"}')
+        monkeypatch.setattr(refund_app, "adapter", adapter)
+    if role == "agent":
+        monkeypatch.setattr(refund_app, "agent_model", refused)
+    (tmp_path / "refund.scenario.yaml").write_text(text)
+    loaded = load_scenario(tmp_path / "refund.scenario.yaml")
+    user = refused if role == "user" else refund_app.user_model
+    judge = refused if role == "judge" else refund_app.judge_model
+    result = live(loaded, models=models(user, judge), cache_dir=str(tmp_path / "cache"))
+    assert result.verdict == "INCONCLUSIVE"
+    assert result.trials == 0
+    assert not list(tmp_path.glob("cache/*/*/trial-*"))  # the key fixed, the trials run live
+    who = "agent" if role == "adapter" else role
+    assert result.partial is not None
+    assert result.partial.startswith(f"the {who}'s model refused access (HTTP 401)"), result.partial
+    assert set(result.set_aside) == {"access_denied"}
+    assert result.set_aside["access_denied"] <= 4  # at most the trials in flight at once
+
+
 def test_a_requirement_the_trials_cannot_show_is_refused_before_any_trial(
     tmp_path: Path,
 ) -> None:
@@ -193,6 +265,21 @@ def test_a_requirement_the_trials_cannot_show_is_refused_before_any_trial(
     loaded = scenario(tmp_path, "{require: {metric: pass^4, at_least: 0.7}, max: 10}")
     with pytest.raises(ConfigurationError, match=r"refund\.scenario\.yaml:\d+: .*needs at least"):
         live(loaded, models=models(unreachable, unreachable))
+
+
+def test_a_run_cap_too_small_for_the_requirement_names_max_trials_not_the_file(
+    tmp_path: Path,
+) -> None:
+    def unreachable(request: InferenceRequest) -> Turn:
+        raise AssertionError("a trial ran")
+
+    loaded = scenario(tmp_path, "{require: {metric: rate, at_least: 0.6}, max: 60}")
+    with pytest.raises(ConfigurationError) as raised:
+        live(loaded, models=models(unreachable, unreachable), max_trials=5)
+    message = str(raised.value)
+    assert "needs at least 6 trials" in message
+    assert "--max-trials 5" in message
+    assert "raise trials.max" not in message  # the file's max is 60: it is not the cause
 
 
 def test_a_missing_api_key_names_the_variable(
@@ -213,7 +300,7 @@ def test_a_broken_user_model_stops_the_trials_after_three_in_a_row(
 
     def unauthorized(request: InferenceRequest) -> Turn:
         asked.append(1)
-        raise ProviderError("openai API returned HTTP 401: bad key", status_code=401)
+        raise ProviderError("openai API returned HTTP 404: no model 'gpt-4.1-mni'", status_code=404)
 
     result = live(
         scenario(tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 60, concurrency: 1}"),
@@ -222,5 +309,5 @@ def test_a_broken_user_model_stops_the_trials_after_three_in_a_row(
     assert result.verdict == "INCONCLUSIVE"
     assert result.partial is not None
     assert "simulated user's model failed 3 trials in a row" in result.partial
-    assert "HTTP 401" in result.partial
+    assert "HTTP 404" in result.partial
     assert len(asked) == 3

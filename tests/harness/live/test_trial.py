@@ -172,6 +172,23 @@ def test_an_adapter_agent_is_judged_on_the_tools_it_reports(tmp_path: Path) -> N
     assert outcome.cost["agent"] == pytest.approx(2 * refund_app.AGENT_CALL_COST, abs=1e-12)
 
 
+def test_an_adapter_sees_its_trial_through_agentrig_harness_live(tmp_path: Path) -> None:
+    from agentrig.harness.live import TrialContext, current_trial  # the path docs/live.md gives
+
+    seen: list[TrialContext | None] = []
+
+    def adapter(conversation: list[dict[str, str]]) -> dict[str, Any]:
+        seen.append(current_trial())
+        return refund_app.adapter(conversation)
+
+    loaded = scenario(tmp_path, '{adapter: "refund_app:adapter"}')
+    outcome = trial(setup(loaded, adapter=adapter), index=3)
+    assert outcome.status is TrialStatus.SUCCESS, outcome.reason
+    assert seen
+    assert all(c is not None and (c.index, c.attempt, c.seed) == (3, 0, outcome.seed) for c in seen)
+    assert current_trial() is None  # outside a trial
+
+
 @pytest.mark.parametrize(
     "agent", ['{builder: "refund_app:build"}', '{adapter: "refund_app:adapter"}']
 )

@@ -17,6 +17,7 @@ from agentrig.harness.live.gateway import (
     CallControl,
     Ledger,
     RoleProvider,
+    access_denied_status,
     is_infrastructure_error,
 )
 from agentrig.harness.live.roles import close_clients, sdk_clients, with_trial_header
@@ -31,6 +32,7 @@ from agentrig.harness.scenarios.user_code import describe_failure
 from agentrig.messages import Role
 
 __all__ = [
+    "AccessDenied",
     "AdapterAgent",
     "AdapterTape",
     "AgentCrashed",
@@ -46,6 +48,15 @@ _INFRA_NAMES = ("RateLimitError", "APIConnectionError", "APITimeoutError", "Inte
 class InfrastructureFailure(Exception):
     """The agent could not answer because its provider failed (rate limited after every retry,
     overloaded, unreachable): the trial is set aside, not failed."""
+
+
+class AccessDenied(Exception):
+    """The agent's model refused its credentials (HTTP 401, 403): the run's setup is wrong,
+    and the scenario stops."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class AgentCrashed(Exception):
@@ -105,6 +116,7 @@ class BuilderAgent:
     async def respond(self, transcript: Transcript, message: str) -> AgentReply:
         """Run one execution of the agent on ``message``."""
         errors_before = len(self.ledger.infrastructure_errors)
+        refused_before = len(self.ledger.access_errors)
         state = (
             self.loop.new_state(message)
             if self.state is None
@@ -114,6 +126,9 @@ class BuilderAgent:
         self.state = state
         if self.ledger.refused is not None:
             raise self.ledger.refused
+        if len(self.ledger.access_errors) > refused_before:
+            error = self.ledger.access_errors[-1]
+            raise AccessDenied(access_denied_status(error) or 401, str(error))
         text = _final_text(state)
         if len(self.ledger.infrastructure_errors) > errors_before and not text:
             raise InfrastructureFailure(str(self.ledger.infrastructure_errors[-1]))
@@ -225,6 +240,9 @@ class AdapterAgent:
                 if inspect.isawaitable(value):
                     value = await value
         except Exception as error:
+            status = access_denied_status(error)
+            if status is not None:
+                raise AccessDenied(status, f"{self.where}: {describe_failure(error)}") from error
             if _is_infrastructure(error):
                 raise InfrastructureFailure(f"{self.where}: {describe_failure(error)}") from error
             raise AgentCrashed(f"{self.where} raised {describe_failure(error)}") from error

@@ -29,6 +29,7 @@ __all__ = [
     "RoleName",
     "RoleProvider",
     "Unlimited",
+    "access_denied_status",
     "is_infrastructure_error",
 ]
 
@@ -36,6 +37,7 @@ RoleName = Literal["agent", "user", "judge"]
 T = TypeVar("T")
 
 _INFRASTRUCTURE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+_ACCESS_STATUSES = frozenset({401, 403})
 
 
 class CallControl(Protocol):
@@ -75,6 +77,22 @@ def is_infrastructure_error(error: BaseException) -> bool:
     return error.retryable
 
 
+def access_denied_status(error: BaseException) -> int | None:
+    """The HTTP status (401 or 403) when ``error`` says a model refused its credentials:
+    the run's setup, which no retry cures and no agent caused; None otherwise. Read from the
+    ``status_code`` of the error or of one of its causes (agentrig's ``ProviderError`` and the
+    SDKs' errors have one)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        status = getattr(current, "status_code", None)
+        if isinstance(status, int) and not isinstance(status, bool):
+            return status if status in _ACCESS_STATUSES else None
+        current = current.__cause__ or current.__context__
+    return None
+
+
 @dataclass
 class Ledger:
     """What one trial's model calls cost, by role, and the calls actually sent."""
@@ -85,6 +103,9 @@ class Ledger:
     sent: dict[str, int] = field(default_factory=lambda: {"agent": 0, "user": 0, "judge": 0})
     replayed: dict[str, int] = field(default_factory=lambda: {"agent": 0, "user": 0, "judge": 0})
     infrastructure_errors: list[ProviderError] = field(default_factory=list)
+    access_errors: list[ProviderError] = field(default_factory=list)
+    """Calls refused for their credentials (HTTP 401, 403): the agent loop records errors in
+    its state, the trial reads them here."""
     refused: BudgetExhausted | None = None
     """The budget's refusal of a call, when one was refused (the agent loop records errors in
     its state: the trial reads it here)."""
@@ -97,6 +118,13 @@ class Ledger:
     def cost(self, role: RoleName) -> float:
         """What ``role``'s calls cost."""
         return self.usage[role].cost
+
+    def add(self, other: Ledger) -> None:
+        """Add ``other``'s usage and calls to this ledger."""
+        for role in ("agent", "user", "judge"):
+            self.usage[role] = self.usage[role] + other.usage[role]
+            self.sent[role] += other.sent[role]
+            self.replayed[role] += other.replayed[role]
 
 
 class RoleProvider:
@@ -157,6 +185,8 @@ class RoleProvider:
                 self.interactions.append(Interaction(request=recorded, error=record_error(error)))
             if is_infrastructure_error(error):
                 self.ledger.infrastructure_errors.append(error)
+            elif access_denied_status(error) is not None:
+                self.ledger.access_errors.append(error)
             raise
         except BudgetExhausted as error:
             self.ledger.refused = error

@@ -101,23 +101,30 @@ def requirement_of(scenario: Scenario) -> Requirement:
     )
 
 
-def check_reachable(scenario: Scenario, max_trials: int) -> None:
-    """Refuse, before any trial runs, a requirement that ``max_trials`` trials can never show
-    (even all successes would not pass)."""
-    requirement = requirement_of(scenario)
+def check_reachable(scenario: Scenario, max_trials: int | None = None) -> None:
+    """Refuse, before any trial runs, a requirement that the trials allowed can never show
+    (even all successes would not pass): ``scenario``'s ``trials.max``, or ``max_trials``, the
+    run's cap (``--max-trials``) that overrides it."""
     assert scenario.trials is not None
+    requirement = requirement_of(scenario)
     needed = minimum_trials_to_pass(requirement)
     if scenario.trials.sequential:
         needed = min(needed, minimum_trials_to_pass(requirement, sequential=True))
-    if needed > max_trials:
+    allowed = max_trials or scenario.trials.max
+    if needed <= allowed:
+        return
+    require = scenario.trials.require
+    if max_trials is None:
         where = scenario.nearest_location(("trials", "max")) or scenario.name
-        assert scenario.trials is not None
-        require = scenario.trials.require
-        raise ConfigurationError(
-            f"{where}: {require.metric} >= {require.at_least} at confidence "
-            f"{require.confidence} needs at least {needed} trials to pass (all successes); "
-            f"max is {max_trials}: raise trials.max or lower the requirement"
-        )
+        cap = f"max is {allowed}: raise trials.max"
+    else:
+        where = scenario.nearest_location(("trials", "require")) or scenario.name
+        cap = f"the run allows {allowed} (--max-trials {allowed}, over trials.max): raise it"
+    raise ConfigurationError(
+        f"{where}: {require.metric} >= {require.at_least} at confidence {require.confidence} "
+        f"needs at least {needed} trials to pass (all successes); {cap} or lower the "
+        "requirement"
+    )
 
 
 def _role_factory(
@@ -161,7 +168,7 @@ async def run_live_scenario(scenario: Scenario, run: LiveRun | None = None) -> L
     assert trials is not None, "a live scenario"
     max_trials = run.max_trials or trials.max
     requirement = requirement_of(scenario)
-    check_reachable(scenario, max_trials)
+    check_reachable(scenario, run.max_trials)
     adapter = None
     if scenario.agent.adapter is not None:
         adapter = resolve_adapter(scenario.agent.adapter)
@@ -259,6 +266,9 @@ class _Scheduler:
             if outcome.set_aside == "budget":
                 self.partial = "the budget is spent"
                 return
+            if outcome.set_aside == "access_denied":
+                self.partial = self.partial or outcome.reason  # a wrong key: no retry cures it
+                return
             self.set_aside += 1
             if self.set_aside > self.max_set_aside:
                 self.partial = f"more than {self.max_set_aside} trials were set aside"
@@ -314,8 +324,11 @@ class _Scheduler:
             _record(o, o.index in counted_indices and o is self.final.get(o.index))
             for o in sorted(self.all, key=lambda o: (o.index, o.attempt))
         )
+        # What the run spent: every trial that ended, and what those cancelled half-way (once
+        # the verdict was reached, the budget spent, or the run interrupted) had paid for.
+        stopped = self.setup.stopped
         cost = {
-            role: sum(o.cost.get(role, 0.0) for o in self.all)
+            role: sum(o.cost.get(role, 0.0) for o in self.all) + stopped.cost(role)
             for role in ("agent", "user", "judge")
         }
         total = sum(cost.values())
@@ -325,7 +338,8 @@ class _Scheduler:
                 set_aside[o.set_aside] = set_aside.get(o.set_aside, 0) + 1
         discarded = sum(1 for i in self.final if i >= counted)
         calls = {
-            role: sum(o.calls.get(role, 0) for o in self.all) for role in ("agent", "user", "judge")
+            role: sum(o.calls.get(role, 0) for o in self.all) + stopped.sent[role]
+            for role in ("agent", "user", "judge")
         }
         reason = verdict.reason
         if self.partial is not None:

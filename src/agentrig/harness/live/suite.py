@@ -26,9 +26,8 @@ def preflight_live(scenarios: Sequence[Scenario], run: LiveRun) -> None:
     made. Raises :class:`~agentrig.errors.ConfigurationError` listing each problem."""
     problems: list[str] = []
     for scenario in scenarios:
-        assert scenario.trials is not None
         try:
-            check_reachable(scenario, run.max_trials or scenario.trials.max)
+            check_reachable(scenario, run.max_trials)
         except ConfigurationError as error:
             problems.append(str(error))
         for role, given in (("user", run.models.user), ("judge", run.models.judge)):

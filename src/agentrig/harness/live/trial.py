@@ -9,6 +9,7 @@ or against the agent.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from agentrig.errors import ProviderError
 from agentrig.harness.cassettes.errors import CassetteMismatchError
 from agentrig.harness.cassettes.model import Cassette
 from agentrig.harness.live.agent import (
+    AccessDenied,
     AdapterAgent,
     AdapterTape,
     AgentCrashed,
@@ -37,6 +39,7 @@ from agentrig.harness.live.gateway import (
     Ledger,
     RoleName,
     RoleProvider,
+    access_denied_status,
     is_infrastructure_error,
 )
 from agentrig.harness.live.judge import (
@@ -48,6 +51,7 @@ from agentrig.harness.live.roles import llm_config_of
 from agentrig.harness.live.simulated_user import next_user_move
 from agentrig.harness.live.transcript import Exchange, Transcript
 from agentrig.harness.live.user_mistakes import find_user_mistake
+from agentrig.harness.scenarios.live_model import LiveModelSpec
 from agentrig.harness.scenarios.model import Scenario
 
 __all__ = [
@@ -119,7 +123,7 @@ class TrialOutcome:
     reason: str
     set_aside: str | None = None
     """For a set-aside trial: ``user_mistake:CODE``, ``infrastructure``, ``judge_inconclusive``,
-    ``user_model_error``, ``judge_model_error`` or ``budget``."""
+    ``user_model_error``, ``judge_model_error``, ``access_denied`` or ``budget``."""
     criteria: tuple[CriterionResult, ...] = ()
     transcript: Transcript = field(default_factory=Transcript)
     cost: dict[str, float] = field(default_factory=dict)
@@ -152,6 +156,8 @@ class TrialSetup:
     """Names the run in each trial's ``x-agentrig-trial`` header."""
     shared_clients: frozenset[int] = frozenset()
     """Ids of SDK clients every trial's agent shares (left open when a trial ends)."""
+    stopped: Ledger = field(default_factory=Ledger)
+    """What the trials cancelled before they ended spent (their calls were paid for)."""
 
 
 async def run_trial(setup: TrialSetup, index: int, attempt: int) -> TrialOutcome:
@@ -219,6 +225,9 @@ async def _run(
         if cached is not None:
             raise ReplayDiverged(str(error)) from error
         raise
+    except asyncio.CancelledError:
+        setup.stopped.add(ledger)  # stopped half-way: the calls it made are still paid for
+        raise
     finally:
         _current.reset(token)
         if isinstance(agent, BuilderAgent):
@@ -242,7 +251,8 @@ async def _run(
         if outcome.summary() != recorded:
             raise ReplayDiverged("the replayed trial ended otherwise than recorded")
         return outcome
-    if setup.cache is not None and set_aside != "budget":
+    # a trial stopped by the budget or a refused key says nothing of the agent: never replayed
+    if setup.cache is not None and set_aside not in ("budget", "access_denied"):
         cassettes = {"user": user_model.cassette(), "judge": judge_model.cassette()}
         if isinstance(agent, BuilderAgent):
             cassettes["agent"] = agent.provider.cassette()
@@ -295,6 +305,9 @@ async def _converse(
             try:
                 move = await next_user_move(user, transcript, user_model, user_config)
             except ProviderError as error:
+                status = access_denied_status(error)
+                if status is not None:
+                    return _denied("user", status, error, user.model, transcript)
                 kind = "infrastructure" if is_infrastructure_error(error) else "user_model_error"
                 return _aside(kind, f"the simulated user's model failed: {error}", transcript)
             mistake = find_user_mistake(user, move, transcript)
@@ -306,6 +319,8 @@ async def _converse(
                 reply = await agent.respond(transcript, move.text)
             except InfrastructureFailure as error:
                 return _aside("infrastructure", f"the agent's provider failed: {error}", transcript)
+            except AccessDenied as error:
+                return _denied("agent", error.status, error, None, transcript)
             except AgentCrashed as error:
                 crashed = transcript.with_exchange(Exchange(move.text))
                 return TrialStatus.FAILURE, str(error), None, (), crashed
@@ -315,6 +330,9 @@ async def _converse(
         try:
             criteria = await judge_transcript(judge.criteria, transcript, judge_model, judge_config)
         except ProviderError as error:
+            status = access_denied_status(error)
+            if status is not None:
+                return _denied("judge", status, error, judge.model, transcript)
             kind = "infrastructure" if is_infrastructure_error(error) else "judge_model_error"
             return _aside(kind, f"the judge's model failed: {error}", transcript)
     except BudgetExhausted as error:
@@ -334,3 +352,18 @@ def _aside(
     kind: str, reason: str, transcript: Transcript
 ) -> tuple[TrialStatus, str, str | None, tuple[CriterionResult, ...], Transcript]:
     return TrialStatus.SET_ASIDE, reason, kind, (), transcript
+
+
+def _denied(
+    role: str,
+    status: int,
+    error: BaseException,
+    spec: LiveModelSpec | None,
+    transcript: Transcript,
+) -> tuple[TrialStatus, str, str | None, tuple[CriterionResult, ...], Transcript]:
+    """A model refused its credentials: set aside as ``access_denied``, which stops the
+    scenario (its reason says which model, and where its key comes from)."""
+    reason = f"the {role}'s model refused access (HTTP {status}): {error}"
+    if spec is not None:
+        reason += f"; its API key is read from {spec.key_variable()}"
+    return _aside("access_denied", reason, transcript)
