@@ -186,13 +186,39 @@ def test_a_scenario_budget_stops_the_trials_with_a_partial_verdict(
     assert result.cost.total <= budget + 4 * most + 1e-12
 
 
+class SlowClosingClient:
+    """An SDK client whose ``close`` waits on the network, as a real one's does (longer in
+    some trials than in others)."""
+
+    def __init__(self) -> None:
+        trial = current_trial()
+        self.delay = 0.002 * (1 + (trial.index % 4 if trial is not None else 0))
+
+    async def close(self) -> None:
+        await asyncio.sleep(self.delay)
+
+
+BUILD = refund_app.build
+
+
+def build_with_a_client() -> Any:
+    """refund_app's agent, its model holding an SDK client of its own, closed after its trial."""
+    builder = BUILD()
+    provider = builder.driver().provider  # type: ignore[attr-defined]
+    provider.async_client = SlowClosingClient()
+    return builder
+
+
 @pytest.mark.parametrize("concurrency", [1, 4, 8])
+@pytest.mark.parametrize("client", [False, True], ids=["no-client", "client"])
 def test_the_reported_cost_is_what_the_run_spent_with_trials_stopped_midway(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, concurrency: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, concurrency: int, client: bool
 ) -> None:
-    # The budget runs out while other trials are half-way: their calls were paid, so the
-    # report counts them, and its cost is the budget's to the cent.
+    # The budget runs out while other trials are half-way, or closing their clients: their
+    # calls were paid, so the report counts them, and its cost is the budget's to the cent.
     monkeypatch.setattr(refund_app, "SUCCESS_RATE", 1.0)
+    if client:
+        monkeypatch.setattr(refund_app, "build", build_with_a_client)
     budget = Budget(0.003, name="the run's budget")
     result = live(
         scenario(

@@ -215,23 +215,25 @@ async def _run(
     transcript = Transcript()
     agent: AgentUnderTest | None = None
     try:
-        agent = _agent(
-            setup, ledger, replay.get("agent") if cached is not None else None, tape, context
-        )
-        status, reason, set_aside, criteria, transcript = await _converse(
-            setup, context, agent, user_model, judge_model
-        )
-    except (CassetteMismatchError, LookupError) as error:
-        if cached is not None:
-            raise ReplayDiverged(str(error)) from error
-        raise
+        try:
+            agent = _agent(
+                setup, ledger, replay.get("agent") if cached is not None else None, tape, context
+            )
+            status, reason, set_aside, criteria, transcript = await _converse(
+                setup, context, agent, user_model, judge_model
+            )
+        except (CassetteMismatchError, LookupError) as error:
+            if cached is not None:
+                raise ReplayDiverged(str(error)) from error
+            raise
+        finally:
+            _current.reset(token)
+            if isinstance(agent, BuilderAgent):
+                await agent.close(keep=setup.shared_clients)
     except asyncio.CancelledError:
-        setup.stopped.add(ledger)  # stopped half-way: the calls it made are still paid for
+        # stopped half-way, or while closing its clients: the calls it made are still paid for
+        setup.stopped.add(ledger)
         raise
-    finally:
-        _current.reset(token)
-        if isinstance(agent, BuilderAgent):
-            await agent.close(keep=setup.shared_clients)
     outcome = TrialOutcome(
         context.index,
         context.attempt,
