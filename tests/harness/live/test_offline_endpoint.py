@@ -168,3 +168,36 @@ def test_ctrl_c_mid_run_writes_the_reports_with_a_partial_verdict_and_exits_130(
     assert len(live["records"]) >= 3
     junit = (project / "reports" / "junit.xml").read_text()
     assert "partial: interrupted" in junit
+
+
+def test_a_recorded_trial_converts_to_a_ci_scenario_that_ends_as_it_did_live(
+    offline: tuple[Path, ScenarioEndpoint], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, scenario = run_live()
+    assert code == 0, scenario
+    folders = {
+        outcome: next(
+            path.parent
+            for path in sorted(Path(".agentrig/cache").glob("*/*/trial-*/outcome.json"))
+            if json.loads(path.read_text())["status"] == outcome
+        )
+        for outcome in ("success", "failure")
+    }
+    # in CI: no endpoint, and a key variable the builder reads but no model call uses
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")
+    runner = CliRunner()
+    for outcome, folder in folders.items():
+        target = f"{outcome}.scenario.yaml"
+        converted = runner.invoke(app, ["convert", str(folder), "-o", target])
+        assert converted.exit_code == 0, converted.output
+        ran = runner.invoke(app, ["run", target, "--report-dir", f"reports-{outcome}", "-q"])
+        assert ran.exit_code == (0 if outcome == "success" else 1), ran.output
+        if outcome == "failure":
+            report = json.loads(Path("reports-failure/report.json").read_text())
+            [failure] = report["scenarios"][0]["failures"]
+            assert "missing issue_refund(order_id='A-1029')" in failure["message"], failure
+    monkeypatch.delenv("OPENAI_API_KEY")
+    unset = runner.invoke(app, ["run", "success.scenario.yaml", "--report-dir", "r"])
+    assert unset.exit_code == 1
+    assert "set OPENAI_API_KEY" in unset.output.replace("\n", " ")  # what docs/live.md quotes
