@@ -38,6 +38,23 @@ def test_agentrig_run_on_the_example_folder_passes_its_model_scripts(tmp_path: P
     assert ran == {"refund-model": True, "refund-user": True, "refund-judge": True}
 
 
+def test_agentrig_run_on_the_live_scenario_alone_says_so_and_exits_4(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(EXAMPLE, project)
+    shutil.rmtree(project / "models")  # the folder then holds the live scenario alone
+    done = subprocess.run(
+        [sys.executable, "-c", "from agentrig.harness.cli import main; main()", "run", "."],
+        cwd=project,
+        env={k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 4, done.stdout + done.stderr  # nothing ran, and nothing spent
+    assert "1 live scenario(s) not run: add --live to run their trials" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def verdict_chances(requirement: Requirement, rate: float, max_trials: int) -> dict[Outcome, float]:
     """The chance of each verdict of the truncated sequential test at a true ``rate``, summed
     exactly over every count of successes (no simulation)."""
