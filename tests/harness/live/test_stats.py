@@ -115,7 +115,7 @@ def test_exact_interval_matches_scipy_for_every_count_up_to_200(confidence: floa
     for n in range(1, 201):
         for c in range(n + 1):
             got = clopper_pearson(c, n, confidence)
-            if confidence == 0.95:
+            if confidence == 0.95 and n <= 30:  # binomtest itself, where it is quick enough
                 expected = binomtest(c, n).proportion_ci(confidence, method="exact")
                 low, high = expected.low, expected.high
             else:  # binomtest takes 1.6 ms a call: the same quantiles, straight from Boost
