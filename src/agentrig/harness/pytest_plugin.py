@@ -205,7 +205,10 @@ class ScenarioItem(pytest.Function):
         from agentrig.harness.live.options import live_run_options
         from agentrig.harness.live.suite import run_live_suite
 
-        run = live_run_options(cache_dir=self.config.getoption("--agentrig-live-cache"))
+        run = live_run_options(
+            cache_dir=self.config.getoption("--agentrig-live-cache"),
+            cache_option="--agentrig-live-cache",
+        )
         runner = self.config.stash.get(_LIVE_LOOP, None)
         if runner is None:  # one event loop for every live scenario of the session, so that an
             # agent's SDK client made once (at import) keeps working from one scenario to the next
