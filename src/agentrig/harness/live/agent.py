@@ -37,6 +37,8 @@ __all__ = [
     "AgentUnderTest",
     "BuilderAgent",
     "InfrastructureFailure",
+    "agent_driver",
+    "builder_for",
     "resolve_adapter",
 ]
 
@@ -74,12 +76,7 @@ class BuilderAgent:
         trial_key: str = "",
         record: bool = True,
     ) -> None:
-        driver = builder.driver()
-        if not isinstance(driver, ToolCallingDriver):
-            raise ConfigurationError(
-                "agent.builder: a live trial needs the agent's model: install "
-                "UseLlmConfig(provider) or with_driver(ToolCallingDriver(provider))"
-            )
+        driver = agent_driver(builder)
         self.made = driver.provider
         inner = with_trial_header(driver.provider, trial_key) if trial_key else driver.provider
         self.provider = RoleProvider(
@@ -245,6 +242,18 @@ def _is_infrastructure(error: BaseException) -> bool:
     if isinstance(status, int) and (status in (408, 409, 429) or status >= 500):
         return True
     return any(cls.__name__ in _INFRA_NAMES for cls in type(error).__mro__)
+
+
+def agent_driver(builder: AgentBuilder) -> ToolCallingDriver:
+    """The driver through which a live trial asks ``builder``'s model; ``ConfigurationError``
+    when it has none (a live trial needs the agent's own model)."""
+    driver = builder.driver()
+    if not isinstance(driver, ToolCallingDriver):
+        raise ConfigurationError(
+            "agent.builder: a live trial needs the agent's model: install "
+            "UseLlmConfig(provider) or with_driver(ToolCallingDriver(provider))"
+        )
+    return driver
 
 
 def builder_for(reference: str) -> AgentBuilder:
