@@ -1362,6 +1362,24 @@ def _live(change: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
             id="check-of-nulls",
         ),
         pytest.param(
+            _live(
+                lambda d: d["judge"]["criteria"][0].update(
+                    check={"said": {"contains": "refund", "regex": None}}
+                )
+            ),
+            True,
+            id="text-match-with-a-null-key",
+        ),
+        pytest.param(
+            _live(
+                lambda d: d["judge"]["criteria"][0].update(
+                    check={"said": {"contains": None, "regex": None}}
+                )
+            ),
+            False,
+            id="text-match-of-nulls",
+        ),
+        pytest.param(
             _live(lambda d: d["judge"]["criteria"][0].update(rubric=None)),
             True,
             id="criterion-with-a-null-rubric",
