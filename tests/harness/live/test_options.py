@@ -6,11 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from agentrig.errors import InvalidInputError
 from agentrig.harness.cli import app
 from agentrig.harness.live.options import live_run_options, parse_limits
+from agentrig.harness.property.profiles import agentrig_settings
 
 SCENARIO = """\
 name: refund
@@ -77,3 +80,19 @@ def test_a_limit_that_is_not_a_plain_count_is_an_invalid_input_error(item: str) 
 def test_a_run_budget_that_is_not_finite_names_the_option() -> None:
     with pytest.raises(InvalidInputError, match=r"--budget-usd: expected a finite"):
         live_run_options(budget_usd=float("inf"))
+
+
+@agentrig_settings(max_examples=100)
+@given(items=st.lists(st.text(max_size=12) | st.from_regex(r"[a-z]{1,6}=[0-9]{1,12}"), max_size=4))
+def test_any_limit_text_is_caps_or_an_invalid_input_error(items: list[str]) -> None:
+    refused: InvalidInputError | None = None
+    try:
+        caps = parse_limits(items)
+    except InvalidInputError as error:
+        refused, caps = error, {}
+    if refused is not None:
+        assert refused.what == "--limit"
+        assert {field for field, _ in refused.problems} <= set(items)
+    assert all(name == name.strip() and name for name in caps)
+    assert all(isinstance(cap, int) and 1 <= cap < 10**9 for cap in caps.values())
+    assert len(caps) <= len(items)
