@@ -144,15 +144,19 @@ class AdapterTape:
 
     def played(self, messages: list[dict[str, str]]) -> AgentReply | None:
         """The recorded reply to ``messages``, when replaying; raises ``LookupError`` when the
-        conversation differs from the recording."""
+        conversation differs from the recording, or the recording cannot be read."""
         if self.replay is None:
             return None
-        if self._cursor >= len(self.replay) or self.replay[self._cursor]["messages"] != messages:
+        entry = self.replay[self._cursor] if self._cursor < len(self.replay) else None
+        if not isinstance(entry, dict) or entry.get("messages") != messages:
             raise LookupError("the conversation differs from the recorded one")
-        entry = self.replay[self._cursor]
+        try:
+            reply = agent_reply_of(entry.get("reply"), "the recorded reply")
+        except TypeError as error:  # a damaged recording: the trial runs live again
+            raise LookupError(f"the recording cannot be read: {error}") from None
         self._cursor += 1
         self.recorded.append(entry)
-        return agent_reply_of(entry["reply"], "the recorded reply")
+        return reply
 
     def record(self, messages: list[dict[str, str]], reply: AgentReply) -> None:
         """Keep ``reply`` as the answer to ``messages``."""
