@@ -72,7 +72,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Scenar
     return out
 
 
-@agentrig_settings(max_examples=60)
+@agentrig_settings(max_examples=25)
 @given(data=st.data())
 def test_a_damaged_recording_is_run_again(
     recorded: dict[str, tuple[Scenario, Path]],
