@@ -207,6 +207,8 @@ def run(
         if not scenarios and not broken:
             raise typer.Exit(4)
     live_run = _live_run(cache, no_cache, budget_usd, limit, max_trials, run_id) if live else None
+    if live_run is not None and live_scenarios:
+        _preflight(live_scenarios, live_run)  # before anything runs, scripted scenarios too
     if not matching and not broken:
         errors.print("[yellow]no scenario selected[/]")
         raise typer.Exit(4)
@@ -277,6 +279,16 @@ def _live_run(
         _fail_usage(error)
 
 
+def _preflight(scenarios: Sequence[Scenario], live_run: LiveRun) -> None:
+    """Refuse (exit 2) live scenarios that cannot run: see ``preflight_live``."""
+    from agentrig.harness.live.suite import preflight_live
+
+    try:
+        preflight_live(scenarios, live_run)
+    except AgentrigError as error:
+        _fail_usage(error)
+
+
 def _with_live(
     result: SuiteResult,
     scenarios: Sequence[Scenario],
@@ -301,7 +313,7 @@ def _with_live(
         for number in numbers:
             loop.add_signal_handler(number, _stop_with, number, task, stopped_by)
         try:
-            return await run_live_suite(live, live_run, progress)
+            return await run_live_suite(live, live_run, progress, checked=True)
         finally:
             for number in numbers:
                 loop.remove_signal_handler(number)

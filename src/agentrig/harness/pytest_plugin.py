@@ -214,6 +214,7 @@ class ScenarioItem(pytest.Function):
         run = live_run_options(
             cache_dir=self.config.getoption("--agentrig-live-cache"),
             run_id=self.config.getoption("--agentrig-live-run-id"),
+            cache_option="--agentrig-live-cache",
         )
         runner = self.config.stash.get(_LIVE_LOOP, None)
         if runner is None:  # one event loop for every live scenario of the session, so that an

@@ -101,3 +101,18 @@ def adapter(conversation: list[dict[str, Any]]) -> dict[str, Any]:
         "tool_calls": [{"name": "issue_refund", "arguments": {"order_id": order.group()}}],
         "cost": AGENT_CALL_COST,
     }
+
+
+def build_without_model() -> AgentBuilder:
+    """The refund agent without its model: a live trial cannot ask it anything."""
+    return AgentBuilder.base().with_tools([lookup_order, issue_refund])
+
+
+BUILDS = {"left": 1_000_000}
+"""How many more times ``build_for_a_while`` builds the agent with its model."""
+
+
+def build_for_a_while() -> AgentBuilder:
+    """The refund agent while ``BUILDS["left"]`` lasts, then without its model."""
+    BUILDS["left"] -= 1
+    return build() if BUILDS["left"] >= 0 else build_without_model()

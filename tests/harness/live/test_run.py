@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import random
 import textwrap
 from pathlib import Path
@@ -337,3 +338,20 @@ def test_a_broken_user_model_stops_the_trials_after_three_in_a_row(
     assert "simulated user's model failed 3 trials in a row" in result.partial
     assert "HTTP 404" in result.partial
     assert len(asked) == 3
+
+
+def test_a_trial_that_raises_leaves_no_trial_unheard_of(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The builder loses its model after the checks before the first trial: every trial raises.
+    monkeypatch.setitem(refund_app.BUILDS, "left", 3)
+    loaded = scenario(tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 10, concurrency: 4}")
+    loaded = loaded.model_copy(
+        update={
+            "agent": loaded.agent.model_copy(update={"builder": "refund_app:build_for_a_while"})
+        }
+    )
+    with pytest.raises(ConfigurationError, match="a live trial needs the agent's model"):
+        live(loaded)
+    gc.collect()  # a task whose error nobody asked for complains when it is collected
+    assert "exception was never retrieved" not in caplog.text

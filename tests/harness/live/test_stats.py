@@ -15,9 +15,10 @@ import math
 import random
 from collections import defaultdict
 from fractions import Fraction
+from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import beta, binomtest, norm
 
@@ -399,6 +400,34 @@ def test_minimum_trials_to_pass() -> None:
     assert minimum_trials_to_pass(requirement(0.9), sequential=True) == 27  # 3.00 / 0.111
 
 
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    at_least=st.floats(min_value=1e-300, max_value=1 - 2e-16),
+    k=st.integers(1, 10**12),
+    kind=st.sampled_from(["rate", "pass^", "pass@"]),
+    confidence=st.floats(min_value=0.5, max_value=0.9999),
+    indifference=st.floats(min_value=1e-12, max_value=0.49),
+)
+def test_minimum_trials_to_pass_is_the_smallest_count_even_next_to_1_or_0(
+    bounded: Any, at_least: float, k: int, kind: str, confidence: float, indifference: float
+) -> None:
+    metric = "rate" if kind == "rate" else f"{kind}{k}"
+    try:
+        rule = requirement(at_least, metric, confidence=confidence, indifference=indifference)
+    except InvalidInputError:
+        return  # undecidable in double precision: refused (see BAD_CALLS)
+    level = rule.interval_confidence
+    fixed = bounded(lambda: minimum_trials_to_pass(rule))  # it used to step one trial at a time
+    assert clopper_pearson(fixed, fixed, level).low >= rule.threshold
+    assert fixed == 1 or clopper_pearson(fixed - 1, fixed - 1, level).low < rule.threshold
+    sequential = bounded(lambda: minimum_trials_to_pass(rule, sequential=True))
+    test = SequentialTest(rule)
+    assert test.decide(sequential, sequential) is Outcome.PASS
+    assert sequential == 1 or test.decide(sequential - 1, sequential - 1) is not Outcome.PASS
+
+
 # --- the sequential test -----------------------------------------------------------------------
 
 
@@ -601,6 +630,11 @@ BAD_CALLS = [
     (lambda: sequential_verdict("TTF", RULE, 10), "outcomes"),  # type: ignore[arg-type]
     (lambda: sequential_verdict([True], RULE, 0), "max_trials"),
     (lambda: minimum_trials_to_pass(0.9), "requirement"),  # type: ignore[arg-type]
+    # No number of trials decides these in double precision (they hung or divided by zero).
+    (lambda: Requirement(RATE, 0.9999999999999999), "at_least"),
+    (lambda: requirement(0.7, f"pass^{10**20}"), "at_least"),
+    (lambda: Requirement(RATE, 5e-324), "at_least"),
+    (lambda: Requirement(RATE, 0.7, indifference=1e-17), "indifference"),
 ]
 
 

@@ -259,3 +259,19 @@ def test_an_adapter_trial_does_not_convert(tmp_path: Path) -> None:
     trial(setup(loaded, cache=cache, adapter=refund_app.adapter))
     with pytest.raises(CassetteConversionError, match=r"agent\.adapter trial"):
         trial_to_scenario(cache.trial_folder(0, 0), name="x")
+
+
+@pytest.mark.parametrize(
+    ("answer", "words"),
+    [
+        ({"content": "Done.", "usage": ["a"]}, "returned usage ['a']: use a dict"),
+        ({"content": "Done.", "tool_calls": 5}, "returned tool_calls 5: use a list"),
+    ],
+)
+def test_an_adapter_reply_of_the_wrong_shape_fails_the_trial_naming_it(
+    tmp_path: Path, answer: dict[str, Any], words: str
+) -> None:
+    loaded = scenario(tmp_path, '{adapter: "refund_app:adapter"}')
+    outcome = trial(setup(loaded, adapter=lambda conversation: answer))
+    assert outcome.status is TrialStatus.FAILURE
+    assert f"adapter 'refund_app:adapter' {words}" in outcome.reason

@@ -662,7 +662,7 @@ def live_results(monkeypatch: pytest.MonkeyPatch) -> dict[str, LiveResult]:
     results = {"refund-pass": live_pass(), "refund-budget": live_inconclusive()}
 
     async def run_live_suite(
-        scenarios: list[Any], run: object = None, progress: Any = None
+        scenarios: list[Any], run: object = None, progress: Any = None, checked: bool = False
     ) -> list[ScenarioResult]:
         done = []
         for scenario in scenarios:
@@ -674,6 +674,7 @@ def live_results(monkeypatch: pytest.MonkeyPatch) -> dict[str, LiveResult]:
 
     suite_module = types.ModuleType("agentrig.harness.live.suite")
     suite_module.run_live_suite = run_live_suite  # type: ignore[attr-defined]
+    suite_module.preflight_live = lambda scenarios, run: None  # type: ignore[attr-defined]
     options = types.ModuleType("agentrig.harness.live.options")
     options.live_run_options = lambda **_: object()  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "agentrig.harness.live.suite", suite_module)

@@ -158,7 +158,7 @@ def test_structural_mutants_of_live_scenarios(
         _load_text(tmp_path_factory.mktemp("fuzz"), raw, hostile)
 
 
-@agentrig_settings(max_examples=40)
+@agentrig_settings(max_examples=30)
 @given(data=live_files.live_scenarios())
 def test_generated_live_scenarios_load(tmp_path_factory: Any, data: dict[str, Any]) -> None:
     text, _ = live_files.write_yaml(data)
@@ -172,7 +172,7 @@ def test_generated_live_scenarios_load(tmp_path_factory: Any, data: dict[str, An
     assert scenario.trials.require.at_least == data["trials"]["require"]["at_least"]
 
 
-@agentrig_settings(max_examples=300)
+@agentrig_settings(max_examples=50)  # 15 kinds of defect: --agentrig-deep tries 1000
 @given(case=live_files.broken_live_scenarios())
 def test_each_live_defect_is_named_at_its_line_and_field(
     tmp_path_factory: Any, hostile: Any, case: live_files.Broken

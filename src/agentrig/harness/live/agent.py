@@ -39,6 +39,8 @@ __all__ = [
     "AgentUnderTest",
     "BuilderAgent",
     "InfrastructureFailure",
+    "agent_driver",
+    "builder_for",
     "resolve_adapter",
 ]
 
@@ -85,12 +87,7 @@ class BuilderAgent:
         trial_key: str = "",
         record: bool = True,
     ) -> None:
-        driver = builder.driver()
-        if not isinstance(driver, ToolCallingDriver):
-            raise ConfigurationError(
-                "agent.builder: a live trial needs the agent's model: install "
-                "UseLlmConfig(provider) or with_driver(ToolCallingDriver(provider))"
-            )
+        driver = agent_driver(builder)
         self.made = driver.provider
         inner = with_trial_header(driver.provider, trial_key) if trial_key else driver.provider
         self.provider = RoleProvider(
@@ -162,15 +159,19 @@ class AdapterTape:
 
     def played(self, messages: list[dict[str, str]]) -> AgentReply | None:
         """The recorded reply to ``messages``, when replaying; raises ``LookupError`` when the
-        conversation differs from the recording."""
+        conversation differs from the recording, or the recording cannot be read."""
         if self.replay is None:
             return None
-        if self._cursor >= len(self.replay) or self.replay[self._cursor]["messages"] != messages:
+        entry = self.replay[self._cursor] if self._cursor < len(self.replay) else None
+        if not isinstance(entry, dict) or entry.get("messages") != messages:
             raise LookupError("the conversation differs from the recorded one")
-        entry = self.replay[self._cursor]
+        try:
+            reply = agent_reply_of(entry.get("reply"), "the recorded reply")
+        except TypeError as error:  # a damaged recording: the trial runs live again
+            raise LookupError(f"the recording cannot be read: {error}") from None
         self._cursor += 1
         self.recorded.append(entry)
-        return agent_reply_of(entry["reply"], "the recorded reply")
+        return reply
 
     def record(self, messages: list[dict[str, str]], reply: AgentReply) -> None:
         """Keep ``reply`` as the answer to ``messages``."""
@@ -263,6 +264,18 @@ def _is_infrastructure(error: BaseException) -> bool:
     if isinstance(status, int) and (status in (408, 409, 429) or status >= 500):
         return True
     return any(cls.__name__ in _INFRA_NAMES for cls in type(error).__mro__)
+
+
+def agent_driver(builder: AgentBuilder) -> ToolCallingDriver:
+    """The driver through which a live trial asks ``builder``'s model; ``ConfigurationError``
+    when it has none (a live trial needs the agent's own model)."""
+    driver = builder.driver()
+    if not isinstance(driver, ToolCallingDriver):
+        raise ConfigurationError(
+            "agent.builder: a live trial needs the agent's model: install "
+            "UseLlmConfig(provider) or with_driver(ToolCallingDriver(provider))"
+        )
+    return driver
 
 
 def builder_for(reference: str) -> AgentBuilder:

@@ -14,7 +14,9 @@ from agentrig.state import LlmConfig
 
 __all__ = [
     "TRIAL_HEADER",
+    "api_key",
     "close_clients",
+    "key_location",
     "llm_config_of",
     "provider_for",
     "sdk_clients",
@@ -22,19 +24,26 @@ __all__ = [
 ]
 
 
-def provider_for(spec: LiveModelSpec, where: str) -> InferenceProvider:
-    """The provider ``spec`` names, with its API key read from the environment.
-
-    ``where`` says where the spec was written (``file:line``) for the error raised when the key
-    is missing: a :class:`~agentrig.errors.ConfigurationError` naming the variable.
-    """
+def api_key(spec: LiveModelSpec, where: str) -> str:
+    """The API key of ``spec``, read from the environment variable it names (or the provider's
+    default one). ``where`` says where the spec (or its ``api_key_env``) was written
+    (``file:line``) for the :class:`~agentrig.errors.ConfigurationError` raised when the
+    variable is unset or empty, which names it."""
     variable = spec.key_variable()
     key = os.environ.get(variable)
     if not key:
+        other = "another" if spec.api_key_env is not None else "the"
         raise ConfigurationError(
             f"{where}: the {spec.provider} model {spec.name!r} needs an API key: set "
-            f"{variable} (or name another variable with api_key_env)"
+            f"{variable} (or name {other} variable with api_key_env)"
         )
+    return key
+
+
+def provider_for(spec: LiveModelSpec, where: str) -> InferenceProvider:
+    """The provider ``spec`` names, with its API key read from the environment (see
+    :func:`api_key`; ``where`` is as there)."""
+    key = api_key(spec, where)
     prices = None
     if spec.price is not None:
         prices = PriceTable({spec.name: ModelPrice.model_validate(spec.price)})
@@ -62,6 +71,13 @@ def provider_for(spec: LiveModelSpec, where: str) -> InferenceProvider:
     return OpenAIProvider(
         model=spec.name, api_key=key, base_url=spec.base_url, max_retries=0, prices=prices
     )
+
+
+def key_location(spec: LiveModelSpec, role: str) -> tuple[str, ...]:
+    """The field path that names ``role``'s API key variable: its ``api_key_env`` when given,
+    else its ``model``."""
+    model = (role, "model")
+    return (*model, "api_key_env") if spec.api_key_env is not None else model
 
 
 def llm_config_of(spec: LiveModelSpec) -> LlmConfig:

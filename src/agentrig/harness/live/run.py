@@ -15,12 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agentrig.drivers import InferenceProvider
-from agentrig.errors import AgentrigError, ConfigurationError
+from agentrig.errors import AgentrigError, ConfigurationError, InvalidInputError
 from agentrig.harness.live.agent import builder_for, resolve_adapter
 from agentrig.harness.live.cache import TrialCache
 from agentrig.harness.live.gateway import CallControl, Unlimited
 from agentrig.harness.live.roles import (
     close_clients,
+    key_location,
     provider_for,
     sdk_clients,
     with_trial_header,
@@ -104,9 +105,16 @@ def requirement_of(scenario: Scenario) -> Requirement:
 def check_reachable(scenario: Scenario, max_trials: int | None = None) -> None:
     """Refuse, before any trial runs, a requirement that the trials allowed can never show
     (even all successes would not pass): ``scenario``'s ``trials.max``, or ``max_trials``, the
-    run's cap (``--max-trials``) that overrides it."""
+    run's cap (``--max-trials``) that overrides it; or one that no number of trials can decide
+    in double precision (a success rate that rounds to 1, an indifference too small)."""
+    try:
+        requirement = requirement_of(scenario)
+    except InvalidInputError as error:
+        where = scenario.nearest_location(("trials", "require")) or scenario.name
+        raise ConfigurationError(
+            "\n".join(f"{where}: trials.require.{field}: {why}" for field, why in error.problems)
+        ) from None
     assert scenario.trials is not None
-    requirement = requirement_of(scenario)
     needed = minimum_trials_to_pass(requirement)
     if scenario.trials.sequential:
         needed = min(needed, minimum_trials_to_pass(requirement, sequential=True))
@@ -139,7 +147,7 @@ def _role_factory(
     spec = None if owner is None else owner.model
     if spec is None:
         return None
-    where = scenario.nearest_location((role, "model")) or scenario.name
+    where = scenario.nearest_location(key_location(spec, role)) or scenario.name
     shared = provider_for(spec, where)  # checks the API key now, before any trial runs
     opened.append(shared)
     return lambda context: with_trial_header(shared, context.key)
@@ -167,8 +175,8 @@ async def run_live_scenario(scenario: Scenario, run: LiveRun | None = None) -> L
     trials = scenario.trials
     assert trials is not None, "a live scenario"
     max_trials = run.max_trials or trials.max
-    requirement = requirement_of(scenario)
     check_reachable(scenario, run.max_trials)
+    requirement = requirement_of(scenario)
     adapter = None
     if scenario.agent.adapter is not None:
         adapter = resolve_adapter(scenario.agent.adapter)
@@ -231,8 +239,14 @@ class _Scheduler:
                 if self.verdict is not None or self.partial is not None or not inflight:
                     break
                 done, inflight = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
+                # Every finished trial is heard, its error too (asked for, so that a second one
+                # does not go unreported): the outcomes are taken, then the first error raised.
+                errors = [error for error in (task.exception() for task in done) if error]
                 for task in done:
-                    self._take(task.result())
+                    if task.exception() is None:
+                        self._take(task.result())
+                if errors:
+                    raise errors[0]
         except asyncio.CancelledError:
             # Interrupted (Ctrl-C, SIGTERM): the verdict of the trials that finished, said to be
             # partial, so that the reports still get written.

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
@@ -478,7 +478,32 @@ class Requirement:
         if not (_is_real(self.indifference) and 0 < self.indifference < 0.5):
             reason = f"must be a number between 0 and 0.5 (exclusive), got {self.indifference!r}"
             problems.append(("indifference", reason))
-        _check("requirement", problems)
+        _check("requirement", problems or self._decidable_problems())
+
+    def _decidable_problems(self) -> list[tuple[str, str]]:
+        """Why no number of trials could decide this requirement in double precision: a
+        threshold that cannot be told from 1 (or 0), or an indifference too small to move it."""
+        threshold = self.threshold
+        if not (threshold / 2.0 > 0.0 and (1.0 + threshold) / 2.0 < 1.0):
+            end = "1" if threshold > 0.5 else "0"
+            fix = "lower at_least" if end == "1" else "raise at_least"
+            if self.metric.kind != "rate":
+                fix += " or k"
+            reason = (
+                f"{self.metric} >= {self.at_least!r} needs a success rate of {threshold!r}, "
+                f"which double precision cannot tell from {end}: no number of trials can "
+                f"decide it; {fix}"
+            )
+            return [("at_least", reason)]
+        low, high = _sprt_rates(threshold, self.indifference)
+        if not high / low > 1.0:
+            reason = (
+                f"{self.indifference!r} is too small next to the success rate {threshold!r} the "
+                "requirement asks for: the sequential test cannot tell the rates on either side "
+                "of it apart; raise it (the default is 0.05)"
+            )
+            return [("indifference", reason)]
+        return []
 
     @property
     def threshold(self) -> float:
@@ -678,9 +703,7 @@ class SequentialTest:
             _check(what, [("max_trials", f"must be a whole number >= 1, got {max_trials!r}")])
         self.requirement = requirement
         self.max_trials = max_trials
-        p0, delta = requirement.threshold, requirement.indifference
-        self.p_low = max(p0 - delta, p0 / 2.0)
-        self.p_high = min(p0 + delta, (1.0 + p0) / 2.0)
+        self.p_low, self.p_high = _sprt_rates(requirement.threshold, requirement.indifference)
         error = 1.0 - requirement.confidence
         self._pass_at = -math.log(error)
         self._fail_at = math.log(error)
@@ -796,6 +819,14 @@ class SequentialTest:
         return _verdict(c, n, requirement, outcome, reason, "sequential", exact)
 
 
+def _sprt_rates(threshold: float, indifference: float) -> tuple[float, float]:
+    """The two rates the sequential test weighs: ``threshold`` minus and plus ``indifference``,
+    each at most halfway to 0 or 1 (see ``SequentialTest``)."""
+    low = max(threshold - indifference, threshold / 2.0)
+    high = min(threshold + indifference, (1.0 + threshold) / 2.0)
+    return low, high
+
+
 def sequential_verdict(
     outcomes: Sequence[bool], requirement: Requirement, max_trials: int
 ) -> Verdict:
@@ -833,18 +864,36 @@ def minimum_trials_to_pass(requirement: Requirement, *, sequential: bool = False
     _check_requirement("arguments to minimum_trials_to_pass", requirement)
     if sequential:
         test = SequentialTest(requirement)
-        n = max(1, math.ceil(test.pass_at / test.llr_of(1, 1)))
-        while n > 1 and test.decide(n - 1, n - 1) is Outcome.PASS:
-            n -= 1
-        while test.decide(n, n) is not Outcome.PASS:
-            n += 1
-        return n
+        guess = math.ceil(test.pass_at / test.llr_of(1, 1))
+        return _smallest(lambda n: test.decide(n, n) is Outcome.PASS, guess)
     level = requirement.interval_confidence
     threshold = requirement.threshold
-    n = max(1, math.ceil(math.log(1.0 - requirement.confidence) / math.log(threshold)))
-    # The closed form may be off by one in floating point: settle on the rule itself.
-    while n > 1 and clopper_pearson(n - 1, n - 1, level).low >= threshold:
-        n -= 1
-    while clopper_pearson(n, n, level).low < threshold:
-        n += 1
-    return n
+    guess = math.ceil(math.log(1.0 - requirement.confidence) / math.log(threshold))
+    # The closed form may be off in floating point (by far, next to 1): settle on the rule.
+    return _smallest(lambda n: clopper_pearson(n, n, level).low >= threshold, guess)
+
+
+def _smallest(holds: Callable[[int], bool], guess: int) -> int:
+    """The smallest ``n >= 1`` for which ``holds(n)``, ``holds`` being False and then True as
+    ``n`` grows: searched by doubling steps from ``guess``, then by bisection, so that a guess
+    off by a lot costs a few dozen calls, not one per step."""
+    high = max(1, guess)
+    step = 1
+    if holds(high):
+        while high - step >= 1 and holds(high - step):
+            high -= step
+            step *= 2
+        low = max(0, high - step)
+    else:
+        low = high
+        while not holds(low + step):
+            low += step
+            step *= 2
+        high = low + step
+    while high - low > 1:  # holds(high), and not holds(low) (or low == 0)
+        middle = (low + high) // 2
+        if holds(middle):
+            high = middle
+        else:
+            low = middle
+    return high

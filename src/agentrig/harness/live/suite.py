@@ -9,21 +9,21 @@ import time
 from collections.abc import Callable, Sequence
 
 from agentrig.errors import ConfigurationError
-from agentrig.harness.live.agent import resolve_adapter
-from agentrig.harness.live.roles import provider_for
+from agentrig.harness.live.agent import agent_driver, builder_for, resolve_adapter
+from agentrig.harness.live.roles import api_key, key_location
 from agentrig.harness.live.run import LiveRun, check_reachable, run_live_scenario
 from agentrig.harness.live_results import LiveResult
 from agentrig.harness.results import Failure, ScenarioResult
 from agentrig.harness.scenarios.model import Scenario
-from agentrig.harness.scenarios.user_agent import resolve_builder
 
 __all__ = ["live_scenario_result", "preflight_live", "run_live_suite"]
 
 
 def preflight_live(scenarios: Sequence[Scenario], run: LiveRun) -> None:
     """Everything that can be refused before a trial runs, for every live scenario: a
-    requirement its ``max`` trials cannot show, a missing API key, an agent that cannot be
-    made. Raises :class:`~agentrig.errors.ConfigurationError` listing each problem."""
+    requirement its ``max`` trials cannot show (or no number of trials can decide), a missing
+    API key, an agent that cannot be made or has no model of its own. Raises
+    :class:`~agentrig.errors.ConfigurationError` listing each problem at its ``file:line``."""
     problems: list[str] = []
     for scenario in scenarios:
         try:
@@ -36,19 +36,30 @@ def preflight_live(scenarios: Sequence[Scenario], run: LiveRun) -> None:
             if spec is None or given is not None:
                 continue
             try:
-                provider_for(spec, scenario.nearest_location((role, "model")) or scenario.name)
+                api_key(spec, scenario.nearest_location(key_location(spec, role)) or scenario.name)
             except ConfigurationError as error:
                 problems.append(str(error))
-        where = scenario.nearest_location(("agent",)) or scenario.name
-        try:
-            if scenario.agent.adapter is not None:
-                resolve_adapter(scenario.agent.adapter)
-            elif scenario.agent.builder is not None:
-                resolve_builder(scenario.agent.builder)
-        except ConfigurationError as error:
-            problems.append(f"{where}: {error}")
+        problem = _agent_problem(scenario)
+        if problem is not None:
+            problems.append(problem)
     if problems:
         raise ConfigurationError("\n".join(dict.fromkeys(problems)))
+
+
+def _agent_problem(scenario: Scenario) -> str | None:
+    """Why ``scenario``'s agent cannot be made for a live trial, at the line of its
+    ``agent.builder`` or ``agent.adapter``; None when it can."""
+    spec = scenario.agent
+    key = "adapter" if spec.adapter is not None else "builder"
+    where = scenario.nearest_location(("agent", key)) or scenario.name
+    try:
+        if spec.adapter is not None:
+            resolve_adapter(spec.adapter)
+        elif spec.builder is not None:
+            agent_driver(builder_for(spec.builder))
+    except ConfigurationError as error:
+        return f"{where}: {error}"
+    return None
 
 
 def live_scenario_result(
@@ -95,10 +106,14 @@ async def run_live_suite(
     scenarios: Sequence[Scenario],
     run: LiveRun | None = None,
     progress: Callable[[ScenarioResult], None] | None = None,
+    *,
+    checked: bool = False,
 ) -> list[ScenarioResult]:
-    """Run every live scenario of ``scenarios`` at once; results in the scenarios' order."""
+    """Run every live scenario of ``scenarios`` at once; results in the scenarios' order.
+    They are checked by :func:`preflight_live` first, unless ``checked`` says the caller did."""
     run = run or LiveRun()
-    preflight_live(scenarios, run)
+    if not checked:
+        preflight_live(scenarios, run)
 
     async def reported(scenario: Scenario) -> ScenarioResult:
         result = await _one(scenario, run)

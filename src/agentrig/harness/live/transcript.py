@@ -114,8 +114,14 @@ def agent_reply_of(value: object, where: str) -> AgentReply:
     content = value.get("content", "")
     if not isinstance(content, str):
         raise TypeError(f"{where} returned content of type {type(content).__name__}: use a str")
-    calls = tuple(_called_tool(call, where) for call in value.get("tool_calls") or ())
-    usage_data = dict(value.get("usage") or {})
+    listed = value.get("tool_calls") or ()
+    if not isinstance(listed, list | tuple):
+        raise TypeError(f"{where} returned tool_calls {listed!r}: use a list of tool calls")
+    calls = tuple(_called_tool(call, where) for call in listed)
+    given = value.get("usage") or {}
+    if not isinstance(given, Mapping):
+        raise TypeError(f"{where} returned usage {given!r}: use a dict of token counts")
+    usage_data = dict(given)
     if "cost" in value:
         usage_data["cost"] = value["cost"]
     try:

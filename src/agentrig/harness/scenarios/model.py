@@ -911,10 +911,15 @@ REGEX_TIMEOUT_S = 2.0
 """How long an expectation's ``regex`` may search one text before the check fails."""
 
 
+_TEXT_CHECKS = ("equals", "contains", "regex", "empty")
+
+
 class TextMatch(ScenarioModel):
     """A check on a text: exactly one of ``equals``, ``contains``, ``regex`` or ``empty``."""
 
-    model_config = ConfigDict(json_schema_extra={"minProperties": 1, "maxProperties": 1})
+    model_config = ConfigDict(
+        json_schema_extra={"oneOf": [given_schema(k) for k in _TEXT_CHECKS]}  # null: left out
+    )
 
     equals: Text | None = Field(default=None, description="The exact text.")
     contains: Text | None = Field(default=None, description="A substring of the text.")
@@ -941,11 +946,7 @@ class TextMatch(ScenarioModel):
         return (text == "") == bool(self.empty)
 
     def _problems(self) -> Iterator[tuple[FieldPath, str]]:
-        given = [
-            key
-            for key in ("equals", "contains", "regex", "empty")
-            if getattr(self, key) is not None
-        ]
+        given = [key for key in _TEXT_CHECKS if getattr(self, key) is not None]
         if len(given) != 1:
             yield (), "use exactly one of: equals, contains, regex, empty"
         if self.regex is not None:
