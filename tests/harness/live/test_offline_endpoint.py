@@ -126,6 +126,8 @@ def test_live_scenarios_run_as_pytest_items_only_when_asked(
         "--agentrig-live",
         "--agentrig-live-cache",
         "fresh",
+        "--agentrig-live-run-id",
+        "items-strict",  # sessions of their own on the endpoint, the same draws every time
         "-q",
         "refund.scenario.yaml",
     )
