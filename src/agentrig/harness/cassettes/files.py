@@ -20,7 +20,13 @@ from agentrig.harness.scenarios.yaml_source import (
     load_yaml_text,
 )
 
-__all__ = ["cassette_from_yaml", "cassette_to_yaml", "load_cassette", "save_cassette"]
+__all__ = [
+    "cassette_from_yaml",
+    "cassette_to_yaml",
+    "load_cassette",
+    "save_cassette",
+    "write_text_atomically",
+]
 
 StrPath = str | os.PathLike[str]
 
@@ -58,7 +64,13 @@ def save_cassette(cassette: Cassette, path: StrPath) -> Path:
     reader never sees half a file. Parent folders are created."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    text = cassette_to_yaml(cassette)
+    write_text_atomically(target, cassette_to_yaml(cassette))
+    return target
+
+
+def write_text_atomically(target: Path, text: str) -> None:
+    """Write ``text`` (UTF-8, ``\\n`` line ends) to ``target`` through a temporary file in its
+    folder and ``os.replace``: a reader sees the old file or the new one, never half of one."""
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as file:
@@ -67,7 +79,6 @@ def save_cassette(cassette: Cassette, path: StrPath) -> Path:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-    return target
 
 
 def _validate(source: YamlSource) -> Cassette:

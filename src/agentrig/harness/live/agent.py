@@ -19,6 +19,7 @@ from agentrig.harness.live.gateway import (
     RoleProvider,
     access_denied_status,
     is_infrastructure_error,
+    is_infrastructure_status,
 )
 from agentrig.harness.live.roles import close_clients, sdk_clients, with_trial_header
 from agentrig.harness.live.transcript import (
@@ -261,7 +262,7 @@ def _is_infrastructure(error: BaseException) -> bool:
     if is_infrastructure_error(error):
         return True
     status = getattr(error, "status_code", None)
-    if isinstance(status, int) and (status in (408, 409, 429) or status >= 500):
+    if isinstance(status, int) and is_infrastructure_status(status):
         return True
     return any(cls.__name__ in _INFRA_NAMES for cls in type(error).__mro__)
 

@@ -21,12 +21,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentrig.harness.cassettes.files import load_cassette, save_cassette
+from agentrig.harness.cassettes.files import (
+    load_cassette,
+    save_cassette,
+    write_text_atomically,
+)
 from agentrig.harness.cassettes.model import Cassette
 from agentrig.harness.errors import DataFileError
 from agentrig.harness.scenarios.model import Scenario
@@ -112,12 +115,4 @@ class TrialCache:
 
 
 def _write_json(target: Path, data: Any) -> None:
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as file:
-            json.dump(data, file, indent=1, sort_keys=True)
-            file.write("\n")
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_text_atomically(target, json.dumps(data, indent=1, sort_keys=True) + "\n")

@@ -31,12 +31,14 @@ __all__ = [
     "Unlimited",
     "access_denied_status",
     "is_infrastructure_error",
+    "is_infrastructure_status",
 ]
 
 RoleName = Literal["agent", "user", "judge"]
 T = TypeVar("T")
 
-_INFRASTRUCTURE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+_INFRASTRUCTURE_STATUSES = frozenset({408, 409, 429})
+"""Besides every 5xx: a timeout, a conflict, a rate limit."""
 _ACCESS_STATUSES = frozenset({401, 403})
 
 
@@ -73,8 +75,13 @@ def is_infrastructure_error(error: BaseException) -> bool:
     if not isinstance(error, ProviderError):
         return False
     if error.status_code is not None:
-        return error.status_code in _INFRASTRUCTURE_STATUSES or error.status_code >= 500
+        return is_infrastructure_status(error.status_code)
     return error.retryable
+
+
+def is_infrastructure_status(status: int) -> bool:
+    """Whether an HTTP ``status`` is the infrastructure's failure: 408, 409, 429 or any 5xx."""
+    return status in _INFRASTRUCTURE_STATUSES or status >= 500
 
 
 def access_denied_status(error: BaseException) -> int | None:
