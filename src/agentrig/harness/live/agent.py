@@ -20,6 +20,7 @@ from agentrig.harness.live.gateway import (
     access_denied_status,
     is_infrastructure_error,
     is_infrastructure_status,
+    provider_name_of,
 )
 from agentrig.harness.live.roles import close_clients, sdk_clients, with_trial_header
 from agentrig.harness.live.transcript import (
@@ -94,7 +95,7 @@ class BuilderAgent:
         self.provider = RoleProvider(
             inner,
             role="agent",
-            provider_name=str(getattr(inner, "name", "") or type(inner).__name__),
+            provider_name=provider_name_of(inner),
             control=control,
             ledger=ledger,
             replay=replay,
