@@ -16,7 +16,6 @@ the same upstream would have recorded.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrig import __version__
+from agentrig.drivers.pricing import PriceTable
 from agentrig.drivers.provider import InferenceProvider
 from agentrig.errors import ProviderError
 from agentrig.harness.cassettes import RecordingProvider
@@ -34,7 +34,7 @@ from agentrig.harness.endpoint.service import JSON, EndpointReply
 from agentrig.harness.endpoint.wire import FORMATS, WireError, WireFormat, format_for_path
 from agentrig.harness.endpoint.wire.base import WireRequest
 from agentrig.messages import Message, Messages, Role
-from agentrig.state import InferenceRequest, LlmConfig
+from agentrig.state import InferenceRequest, InferenceResponse, LlmConfig
 
 _FORWARDED = (
     "authorization",
@@ -63,16 +63,14 @@ class _Conversation:
     """The response id of its last answer."""
 
 
-class RecordThrough:
-    """Forwards requests to ``upstream`` and records each exchange, one cassette per
-    conversation: the first at ``path``, the next ones beside it (``paths``)."""
+class Conversations:
+    """Model calls seen on the wire, sorted into conversations, each recorded as a cassette
+    (written to ``path``, then beside it, when a path is given; else kept in memory). Each
+    answer is read by agentrig's own provider for its API, priced by ``prices``."""
 
-    def __init__(self, upstream: str, path: str | Path, *, timeout: float = 600.0) -> None:
-        import httpx2
-
-        self.upstream = upstream.rstrip("/")
-        self.path = Path(path)
-        self._client = httpx2.Client(timeout=timeout)
+    def __init__(self, path: str | Path | None = None, *, prices: PriceTable | None = None) -> None:
+        self.path = None if path is None else Path(path)
+        self.prices = prices
         self._lock = threading.Lock()
         self._conversations: list[_Conversation] = []
         self.recorded = 0
@@ -80,60 +78,41 @@ class RecordThrough:
     @property
     def paths(self) -> list[Path]:
         """The cassettes written so far, one per conversation, in the order they began."""
-        return [Path(c.recorder.path or self.path) for c in self._conversations]
+        return [Path(c.recorder.path) for c in self._conversations if c.recorder.path]
 
-    def close(self) -> None:
-        """Close the connections to the upstream."""
-        self._client.close()
+    @property
+    def cassettes(self) -> list[Cassette]:
+        """Each conversation's cassette, in the order they began."""
+        return [c.recorder.cassette for c in self._conversations]
 
-    def __enter__(self) -> RecordThrough:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def handle(
-        self, method: str, path: str, headers: Mapping[str, str], body: bytes
-    ) -> EndpointReply:
-        """Forward one request and relay the answer; record it when it is a model call."""
-        forwarded = {
-            name.lower(): value for name, value in headers.items() if name.lower() in _FORWARDED
-        }
-        upstream = self._client.request(method, self._target(path), headers=forwarded, content=body)
-        answer = upstream.read()
-        reply_headers = {"content-type": upstream.headers.get("content-type", JSON)}
-        for name in ("retry-after", "request-id", "x-request-id"):
-            if name in upstream.headers:
-                reply_headers[name] = upstream.headers[name]
+    def record(
+        self, path: str, body: bytes, status: int, headers: Mapping[str, str], answer: bytes
+    ) -> InferenceResponse | None:
+        """Record one exchange (a request to ``path`` of a model API, and the upstream's
+        answer); the answer as agentrig reads it, or None when it is not a model call or the
+        answer is an error (recorded as the interaction's error)."""
         fmt = format_for_path(path.split("?", 1)[0])
-        if method == "POST" and fmt is not None:
-            self._record(fmt, body, upstream.status_code, dict(upstream.headers), answer)
-        return EndpointReply(upstream.status_code, reply_headers, answer)
-
-    def _target(self, path: str) -> str:
-        # An upstream given with its /v1 (as OpenAI base URLs are) is not given a second one.
-        if self.upstream.endswith("/v1") and path.startswith("/v1/"):
-            path = path[3:]
-        return self.upstream + path
-
-    def _record(
-        self, fmt: WireFormat, body: bytes, status: int, headers: dict[str, str], answer: bytes
-    ) -> None:
+        if fmt is None:
+            return None
         try:
             request = fmt.parse_request(body)
         except WireError:
-            return  # the upstream answered it; there is no model call to record
+            return None  # the upstream answered it; there is no model call to record
         decoded = {k: v for k, v in headers.items() if k.lower() not in _WIRE_ENCODING}
-        provider = _replaying_provider(fmt, request, status, decoded, answer)
+        provider = _replaying_provider(fmt, request, status, decoded, answer, self.prices)
         inference = _inference_request(request)
         sent = tuple(inference.messages)
         with self._lock:
             conversation = self._conversation_of(request, sent, provider)
             conversation.recorder.inner = provider
             conversation.sent = sent
-            with contextlib.suppress(ProviderError):  # recorded as the interaction's error
-                conversation.answered = conversation.recorder.infer(inference).response_id
             self.recorded += 1
+            try:
+                response = conversation.recorder.infer(inference)
+            except ProviderError:  # recorded as the interaction's error
+                return None
+            conversation.answered = response.response_id
+            return response
 
     def _conversation_of(
         self, request: WireRequest, sent: tuple[Message, ...], provider: InferenceProvider
@@ -163,10 +142,68 @@ class RecordThrough:
         if found is not None:
             return found
         metadata = CassetteMetadata(agentrig=__version__, recorded_with=RECORDED_THROUGH)
-        path = _numbered(self.path, len(self._conversations) + 1)
+        path = None if self.path is None else _numbered(self.path, len(self._conversations) + 1)
         recorder = RecordingProvider(provider, path=path, cassette=Cassette(metadata=metadata))
         self._conversations.append(_Conversation(recorder))
         return self._conversations[-1]
+
+
+class RecordThrough:
+    """Forwards requests to ``upstream`` and records each exchange, one cassette per
+    conversation: the first at ``path``, the next ones beside it (``paths``)."""
+
+    def __init__(self, upstream: str, path: str | Path, *, timeout: float = 600.0) -> None:
+        import httpx2
+
+        self.upstream = upstream.rstrip("/")
+        self.path = Path(path)
+        self._client = httpx2.Client(timeout=timeout)
+        self.conversations = Conversations(self.path)
+
+    @property
+    def paths(self) -> list[Path]:
+        """The cassettes written so far, one per conversation, in the order they began."""
+        return self.conversations.paths
+
+    @property
+    def recorded(self) -> int:
+        """The model calls recorded so far."""
+        return self.conversations.recorded
+
+    def close(self) -> None:
+        """Close the connections to the upstream."""
+        self._client.close()
+
+    def __enter__(self) -> RecordThrough:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def handle(
+        self, method: str, path: str, headers: Mapping[str, str], body: bytes
+    ) -> EndpointReply:
+        """Forward one request and relay the answer; record it when it is a model call."""
+        forwarded = {
+            name.lower(): value for name, value in headers.items() if name.lower() in _FORWARDED
+        }
+        upstream = self._client.request(method, self._target(path), headers=forwarded, content=body)
+        answer = upstream.read()
+        reply_headers = {"content-type": upstream.headers.get("content-type", JSON)}
+        for name in ("retry-after", "request-id", "x-request-id"):
+            if name in upstream.headers:
+                reply_headers[name] = upstream.headers[name]
+        if method == "POST":
+            self.conversations.record(
+                path, body, upstream.status_code, dict(upstream.headers), answer
+            )
+        return EndpointReply(upstream.status_code, reply_headers, answer)
+
+    def _target(self, path: str) -> str:
+        # An upstream given with its /v1 (as OpenAI base URLs are) is not given a second one.
+        if self.upstream.endswith("/v1") and path.startswith("/v1/"):
+            path = path[3:]
+        return self.upstream + path
 
 
 def _numbered(path: Path, number: int) -> Path:
@@ -190,7 +227,12 @@ def _inference_request(request: WireRequest) -> InferenceRequest:
 
 
 def _replaying_provider(
-    fmt: WireFormat, request: WireRequest, status: int, headers: dict[str, str], answer: bytes
+    fmt: WireFormat,
+    request: WireRequest,
+    status: int,
+    headers: dict[str, str],
+    answer: bytes,
+    prices: PriceTable | None = None,
 ) -> InferenceProvider:
     """agentrig's provider for ``fmt``, whose HTTP client answers with the upstream's bytes."""
     import httpx2
@@ -199,7 +241,7 @@ def _replaying_provider(
         return httpx2.Response(status, headers=headers, content=answer)
 
     client = httpx2.Client(transport=httpx2.MockTransport(canned))
-    options: dict[str, Any] = {"model": request.model, "stream": request.stream}
+    options: dict[str, Any] = {"model": request.model, "stream": request.stream, "prices": prices}
     if fmt is FORMATS["anthropic"]:
         import anthropic
 
