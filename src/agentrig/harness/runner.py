@@ -108,6 +108,10 @@ def _play(
             "with agentrig run --live, or in pytest with --agentrig-live"
         )
         return _refused(scenario, message, ("user",), started), ()
+    if scenario.agent.adapter is not None and builder is None:
+        from agentrig.harness.endpoint.adapter_run import run_adapter_scenario
+
+        return run_adapter_scenario(scenario), ()
     try:
         builder = named_builder(scenario) if builder is None else builder
     except AgentrigError as error:
