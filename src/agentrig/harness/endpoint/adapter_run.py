@@ -77,7 +77,7 @@ def run_adapter_scenario(scenario: Scenario) -> ScenarioResult:
                     message = (
                         f"turn {number}: adapter {reference!r} raised {describe_failure(error)}"
                     )
-                    problems.append(Failure(kind="agent", message=message, location=where))
+                    problems.append(Failure(kind="error", message=message, location=where))
                     return
                 conversation.append({"role": "assistant", "content": reply.content})
         finally:
@@ -87,7 +87,7 @@ def run_adapter_scenario(scenario: Scenario) -> ScenarioResult:
     try:
         asyncio.run(play())
     except Exception as error:  # the adapter could not be found or made
-        problems.append(Failure(kind="agent", message=str(error), location=where))
+        problems.append(Failure(kind="error", message=str(error), location=where))
     results = endpoint.results()
     result = results[0] if results else _no_session(scenario)
     failures = (*problems, *result.failures)
