@@ -109,7 +109,7 @@ def _play(
         )
         return _refused(scenario, message, ("user",), started), ()
     if scenario.agent.adapter is not None and builder is None:
-        from agentrig.harness.endpoint.adapter_run import run_adapter_scenario
+        from agentrig.harness.live.adapter_replay import run_adapter_scenario
 
         return run_adapter_scenario(scenario), ()
     try:

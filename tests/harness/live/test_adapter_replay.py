@@ -1,4 +1,4 @@
-"""``agentrig run`` on a scripted scenario whose agent is an adapter: the scenario endpoint plays
+"""``agentrig run`` on a scripted scenario whose agent is an adapter (a converted adapter trial): the scenario endpoint plays
 its model in process to the client ``current_trial().http_client()`` returns, and the
 endpoint's checks decide."""
 
