@@ -358,7 +358,7 @@ def _model_turn(parts: list[tuple[str, dict[str, Any]]], anonymous: int) -> tupl
             if not call_id:
                 anonymous += 1
                 call_id = f"{ANONYMOUS_CALL}{anonymous}"
-            arguments = typed(called.get("args") or {}, dict, join(call_where, "args"))
+            arguments = optional(called, "args", dict, {}, call_where)
             calls.append(ToolCall._trusted(id=call_id, name=name, arguments=arguments))
         elif "text" in part and not part.get("thought"):
             texts.append(required(part, "text", str, where))
