@@ -33,6 +33,7 @@ from agentrig.harness.endpoint.invariants import repeated_prefix
 from agentrig.harness.endpoint.service import JSON, EndpointReply
 from agentrig.harness.endpoint.wire import FORMATS, WireError, WireFormat, format_for_path
 from agentrig.harness.endpoint.wire.base import WireRequest
+from agentrig.harness.endpoint.wire.gemini_answers import GeminiAnswer
 from agentrig.messages import Message, Messages, Role
 from agentrig.state import InferenceRequest, LlmConfig
 
@@ -41,6 +42,7 @@ _FORWARDED = (
     "x-api-key",
     "anthropic-version",
     "anthropic-beta",
+    "x-goog-api-key",
     "openai-organization",
     "openai-project",
     "content-type",
@@ -107,7 +109,7 @@ class RecordThrough:
                 reply_headers[name] = upstream.headers[name]
         fmt = format_for_path(path.split("?", 1)[0])
         if method == "POST" and fmt is not None:
-            self._record(fmt, body, upstream.status_code, dict(upstream.headers), answer)
+            self._record(fmt, path, body, upstream.status_code, dict(upstream.headers), answer)
         return EndpointReply(upstream.status_code, reply_headers, answer)
 
     def _target(self, path: str) -> str:
@@ -117,10 +119,16 @@ class RecordThrough:
         return self.upstream + path
 
     def _record(
-        self, fmt: WireFormat, body: bytes, status: int, headers: dict[str, str], answer: bytes
+        self,
+        fmt: WireFormat,
+        target: str,
+        body: bytes,
+        status: int,
+        headers: dict[str, str],
+        answer: bytes,
     ) -> None:
         try:
-            request = fmt.parse_request(body)
+            request = fmt.read(target, body)
         except WireError:
             return  # the upstream answered it; there is no model call to record
         decoded = {k: v for k, v in headers.items() if k.lower() not in _WIRE_ENCODING}
@@ -192,7 +200,10 @@ def _inference_request(request: WireRequest) -> InferenceRequest:
 def _replaying_provider(
     fmt: WireFormat, request: WireRequest, status: int, headers: dict[str, str], answer: bytes
 ) -> InferenceProvider:
-    """agentrig's provider for ``fmt``, whose HTTP client answers with the upstream's bytes."""
+    """agentrig's provider for ``fmt``, whose HTTP client answers with the upstream's bytes
+    (for Gemini, which agentrig has no provider for, a reader of the answer)."""
+    if fmt is FORMATS["gemini"]:
+        return GeminiAnswer(status, answer, streamed=request.stream)
     import httpx2
 
     def canned(_: Any) -> Any:
