@@ -16,7 +16,7 @@ from google import genai
 from openai import AsyncOpenAI
 from pydantic_ai.models import Model
 from pydantic_ai.models.anthropic import AnthropicModel
-from pydantic_ai.models.google import GoogleModel
+from pydantic_ai.models.google import GoogleModel, GoogleModelSettings
 from pydantic_ai.models.openai import (
     OpenAIChatModel,
     OpenAIResponsesModel,
@@ -164,7 +164,9 @@ async def test_a_reasoning_model(agentrig_endpoint: Endpoint, model: str, stream
         if model == "openai-responses"
         else MODELS[model](ep)
     )
-    agent = build_agent(reasoning_model)
+    # Gemini shows its thoughts only to a request that asks for them.
+    settings = GoogleModelSettings(google_thinking_config={"include_thoughts": True})
+    agent = build_agent(reasoning_model, model_settings=settings if model == "google" else None)
 
     answer, messages = await ask(agent, "What is the weather in Paris?", streamed=streamed)
 

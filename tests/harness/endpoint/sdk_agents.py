@@ -165,15 +165,17 @@ def anthropic_agent(client: Any, messages: list[dict[str, Any]], *, stream: bool
 GEMINI_DECLARATION = {"name": "get_weather", "parameters": {**PARAMETERS, "type": "OBJECT"}}
 
 
-def gemini_agent(client: Any, *, stream: bool = False) -> str:
+def gemini_agent(client: Any, *, stream: bool = False, thoughts: bool = False) -> str:
     """Gemini (google-genai): loops until the model answers without function calls, sending each
-    answer back as it came (its thought signatures with it) and a result per call."""
+    answer back as it came (its thought signatures with it) and a result per call; asks to see
+    the model's thoughts when ``thoughts``."""
     from google.genai import types
 
     config = types.GenerateContentConfig(
         system_instruction=SYSTEM,
         tools=[types.Tool(function_declarations=[GEMINI_DECLARATION])],
         automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+        thinking_config=types.ThinkingConfig(include_thoughts=True) if thoughts else None,
     )
     contents: list[Any] = [types.Content(role="user", parts=[types.Part(text="Weather in Paris?")])]
     while True:

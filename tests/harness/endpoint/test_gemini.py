@@ -355,3 +355,40 @@ def test_the_system_instruction_is_checked(weather: Path) -> None:
     (failure,) = [f for f in handle.result().failures if f.invariant == "system_prompt_sent"]
     assert failure.observed == "Refund everything."
     assert failure.expected == SYSTEM
+
+
+@pytest.mark.parametrize(
+    ("generation", "shown"),
+    [
+        ({}, False),
+        ({"generationConfig": {"thinkingConfig": {"thinkingBudget": 512}}}, False),
+        ({"generationConfig": {"thinkingConfig": {"includeThoughts": True}}}, True),
+        ({"generation_config": {"thinking_config": {"include_thoughts": True}}}, True),
+    ],
+)
+def test_thoughts_are_shown_only_to_a_request_that_asks_for_them(
+    write_scenario: Callable[[str], Path], generation: dict[str, Any], shown: bool
+) -> None:
+    handle = EndpointHandle(write_scenario(REASONING_WEATHER))
+    headers = {"x-goog-api-key": handle.api_key}
+
+    answer = post(handle, PATH, {**QUESTION, **generation}, **headers).json()
+
+    parts = answer["candidates"][0]["content"]["parts"]
+    thoughts = [part["text"] for part in parts if part.get("thought")]
+    assert thoughts == (["The user wants the weather, so I call the tool."] if shown else [])
+    assert parts[-1]["functionCall"]["name"] == "get_weather"
+    assert parts[-1]["thoughtSignature"]  # sealed either way
+
+
+def test_the_sdk_sees_thoughts_when_it_asks(write_scenario: Callable[[str], Path]) -> None:
+    handle = EndpointHandle(write_scenario(REASONING_WEATHER))
+    config = types.GenerateContentConfig(
+        thinking_config=types.ThinkingConfig(include_thoughts=True)
+    )
+
+    answer = gemini_client(handle).models.generate_content(
+        model="gemini-test", contents="Weather in Paris?", config=config
+    )
+
+    assert answer.candidates[0].content.parts[0].thought

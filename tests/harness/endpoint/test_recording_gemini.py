@@ -54,15 +54,15 @@ def _client(base_url: str, key: str = SECRET) -> Any:
 
 
 def _recorded_and_converted(scenario: Path, tmp_path: Path, stream: bool) -> tuple[Path, Path]:
-    """The Gemini agent recorded through to an upstream serving ``scenario``, the cassette
-    converted: the cassette and the converted scenario."""
+    """The Gemini agent (asking to see thoughts) recorded through to an upstream serving
+    ``scenario``, the cassette converted: the cassette and the converted scenario."""
     cassette = tmp_path / "recorded.cassette.yaml"
     with EndpointHandle(scenario, live=True) as upstream:
         with (
             RecordThrough(upstream.base_url, cassette) as recorder,
             EndpointServer(recorder) as through,
         ):
-            answer = gemini_agent(_client(through.gemini_base_url), stream=stream)
+            answer = gemini_agent(_client(through.gemini_base_url), stream=stream, thoughts=True)
             assert answer == "It is sunny in Paris today."
         assert recorder.recorded == 2
         [session] = upstream.endpoint.results()  # the agent's requests reached it unchanged
@@ -78,7 +78,7 @@ def _played_back(converted: Path, stream: bool) -> dict[str, tuple[int, int]]:
     and failures."""
     with EndpointHandle(converted, live=True) as again:
         client = _client(again.gemini_base_url, again.api_key)
-        assert gemini_agent(client, stream=stream) == "It is sunny in Paris today."
+        assert gemini_agent(client, stream=stream, thoughts=True) == "It is sunny in Paris today."
         result = again.check()
     return {o.name: (o.checks, o.failures) for o in result.invariants}
 

@@ -190,11 +190,18 @@ class ScenarioEndpoint:
             reply = _reply(fmt, plan, stream=stream, include_usage=include_usage, model=model)
         else:  # the same for every session that plays this plan (see ``EndpointSession.plan``)
             top = fmt.logprobs_asked(request) if plan.answer.logprobs else None
+            hidden = not request.reasoning_shown and bool(plan.answer.reasoning)
             reply = remembered(
-                ("reply", fmt.name, id(plan), stream, include_usage, model, top),
+                ("reply", fmt.name, id(plan), stream, include_usage, model, top, hidden),
                 plan,
                 lambda: _reply(
-                    fmt, plan, stream=stream, include_usage=include_usage, model=model, top=top
+                    fmt,
+                    plan,
+                    stream=stream,
+                    include_usage=include_usage,
+                    model=model,
+                    top=top,
+                    hidden=hidden,
                 ),
             )
         chunking = session.scenario.agent.wire_chunking
@@ -296,12 +303,16 @@ def _reply(
     include_usage: bool,
     model: str,
     top: int | None = None,
+    hidden: bool = False,
 ) -> EndpointReply:
     """The reply that plays ``plan``; ``top``: the likeliest tokens to send beside each token's
-    log probability (None: the request asked for none)."""
+    log probability (None: the request asked for none); ``hidden``: the reasoning goes without
+    its text, as reasoning that shows none (the request did not ask to see it)."""
     answer = plan.answer
     if answer is not None and top is not None:
         answer = replace(answer, logprobs_top=top)
+    if answer is not None and hidden:
+        answer = replace(answer, redacted=True)
     if answer is None:
         return _error(
             fmt,

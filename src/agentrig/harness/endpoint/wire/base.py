@@ -36,6 +36,10 @@ class WireRequest:
     """Whether the format hands an answer's reasoning over sealed, as a token the agent must
     send back with the answer's tool calls: Anthropic's thinking signature and Gemini's thought
     signature (always), the Responses API's encrypted content (when ``include`` asks for it)."""
+    reasoning_shown: bool = True
+    """Whether an answer may show its reasoning's text: Gemini sends thought parts only to a
+    request that asks for them (``thinkingConfig.includeThoughts``), the signature alone
+    otherwise."""
     anonymous_calls: bool = False
     """Whether an assistant turn sent a tool call without its id (Gemini lets a client leave
     ids out): such a call has a placeholder id (``ANONYMOUS_CALL`` and a number), which the

@@ -11,7 +11,9 @@ them); a client may send a call back without it, as the API allows: such a call 
 placeholder id (``ANONYMOUS_CALL``) that the session replaces with the id of the call it
 repeats, and a ``functionResponse`` without one answers the first unanswered call of its name.
 Reasoning is sealed by a ``thoughtSignature`` on the first part of a ``functionCall`` (on the
-first text part when the answer calls no tool), which the API needs back with the calls.
+first text part when the answer calls no tool), which the API needs back with the calls; its
+text goes as thought parts only to a request that asks for them (``includeThoughts``: see
+``WireRequest.reasoning_shown``).
 """
 
 from __future__ import annotations
@@ -162,13 +164,14 @@ class GeminiFormat(BaseFormat):
             tools=_tools(data),
             settings=settings_of(data, _KNOWN),
             seals_reasoning=True,
+            reasoning_shown=_thoughts_asked(data),
             anonymous_calls=anonymous > 0,
         )
 
     def response_body(self, answer: WireAnswer, *, model: str, response_id: str) -> JsonObject:
         """A ``GenerateContentResponse``: one candidate whose parts are the thoughts (when the
-        model reasoned with text), the text (or refusal), then a ``functionCall`` per tool
-        call; its ``finishReason``, and ``usageMetadata``."""
+        model reasoned with text the client may see), the text (or refusal), then a
+        ``functionCall`` per tool call; its ``finishReason``, and ``usageMetadata``."""
         return _response(
             _parts(answer),
             finish_reason(answer),
@@ -323,6 +326,20 @@ def _usage(usage: Usage) -> JsonObject:
     if thoughts:
         found["thoughtsTokenCount"] = thoughts
     return found
+
+
+def _thoughts_asked(data: dict[str, Any]) -> bool:
+    """Whether the request asks to see the model's thoughts (``generationConfig.thinkingConfig
+    .includeThoughts``; the google-genai SDK sends ``include_thoughts`` there)."""
+    generation = _member(data, "generationConfig", "generation_config")
+    thinking = (
+        _member(generation, "thinkingConfig", "thinking_config")
+        if isinstance(generation, dict)
+        else None
+    )
+    if not isinstance(thinking, dict):
+        return False
+    return _member(thinking, "includeThoughts", "include_thoughts") is True
 
 
 def _system(value: object, key: str) -> str:
