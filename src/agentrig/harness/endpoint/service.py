@@ -1,8 +1,8 @@
 """The endpoint itself, apart from any HTTP stack: one request in (method, path, headers, body),
 one reply out. The ASGI app, the in-process transports and the pytest fixture all wrap it.
 
-Sessions are keyed by the API key the agent sends (``Authorization: Bearer KEY``,
-``x-api-key: KEY``, Gemini's ``x-goog-api-key: KEY`` or ``?key=KEY``), and by the ``x-agentrig-trial`` header when a request carries one (each
+Sessions are keyed by the API key the agent sends (``Authorization: Bearer KEY``, ``x-api-key:
+KEY``, ``x-goog-api-key: KEY`` or ``?key=KEY``), and by the ``x-agentrig-trial`` header when a request carries one (each
 live trial of ``agentrig run --live`` sends its own, so one key serves every trial). With one scenario, every distinct key is a session of it. With several, a
 key names its scenario: ``SCENARIO`` or ``SCENARIO/ANYTHING`` (the part after ``/`` tells
 concurrent sessions of one scenario apart). Two sessions never share a script.
