@@ -4,6 +4,7 @@ invariants that read what only Gemini sends (thought signatures, calls without i
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -129,6 +130,77 @@ def test_a_model_other_than_the_scenarios_is_reported(weather: Path) -> None:
     named = [f for f in handle.result().failures if f.invariant == "model_named"]
     assert len(named) == 1
     assert "gemini-other" in named[0].message
+
+
+PARALLEL = """\
+name: parallel
+agent: {system_prompt: You answer weather questions.}
+turns:
+  - user: Weather in Paris?
+    model:
+      - calls: [get_weather(city=Paris), get_weather(city=Oslo)]
+      - say: Sunny in both.
+    expect:
+      final_response: Sunny in both.
+      tool_results:
+        - {tool: get_weather, content: sunny in Paris}
+        - {tool: get_weather, content: sunny in Oslo}
+"""
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_parallel_calls_through_the_sdk(
+    write_scenario: Callable[[str], Path], stream: bool, asynchronous: bool
+) -> None:
+    handle = EndpointHandle(write_scenario(PARALLEL))
+    client = gemini_client(handle)
+
+    if asynchronous:
+        answer = asyncio.run(_async_gemini_agent(client.aio, stream=stream))
+    else:
+        answer = gemini_agent(client, stream=stream)
+
+    assert answer == "Sunny in both."
+    handle.check()
+
+
+async def _async_gemini_agent(client: Any, *, stream: bool) -> str:
+    """``gemini_agent`` on the SDK's async client."""
+    config = types.GenerateContentConfig(
+        system_instruction=SYSTEM, tools=[types.Tool(function_declarations=[GEMINI_DECLARATION])]
+    )
+    contents: list[Any] = [types.Content(role="user", parts=[types.Part(text="Weather in Paris?")])]
+    while True:
+        options = {"model": "gemini-test", "contents": contents, "config": config}
+        if stream:
+            parts = [
+                part
+                async for chunk in await client.models.generate_content_stream(**options)
+                for part in chunk.candidates[0].content.parts or ()
+            ]
+            content = types.Content(role="model", parts=parts)
+        else:
+            content = (await client.models.generate_content(**options)).candidates[0].content
+        contents.append(content)
+        calls = [part.function_call for part in content.parts or () if part.function_call]
+        if not calls:
+            return "".join(part.text or "" for part in content.parts or ())
+        contents.append(
+            types.Content(
+                role="user",
+                parts=[
+                    types.Part(
+                        function_response=types.FunctionResponse(
+                            id=call.id,
+                            name=call.name,
+                            response={"result": f"sunny in {call.args['city']}"},
+                        )
+                    )
+                    for call in calls
+                ],
+            )
+        )
 
 
 # --- faults ------------------------------------------------------------------------------
