@@ -1,5 +1,5 @@
 """The bundled endpoint scenarios, run unchanged by a pydantic-ai agent on its OpenAI Chat,
-OpenAI Responses and Anthropic models, plain and streamed."""
+OpenAI Responses, Anthropic and Google (Gemini) models, plain and streamed."""
 
 from __future__ import annotations
 
@@ -12,15 +12,18 @@ import pytest
 pytest.importorskip("pydantic_ai", reason="needs the frameworks extra (pydantic-ai-slim)")
 
 from anthropic import AsyncAnthropic
+from google import genai
 from openai import AsyncOpenAI
 from pydantic_ai.models import Model
 from pydantic_ai.models.anthropic import AnthropicModel
+from pydantic_ai.models.google import GoogleModel, GoogleModelSettings
 from pydantic_ai.models.openai import (
     OpenAIChatModel,
     OpenAIResponsesModel,
     OpenAIResponsesModelSettings,
 )
 from pydantic_ai.providers.anthropic import AnthropicProvider
+from pydantic_ai.providers.google import GoogleProvider
 from pydantic_ai.providers.openai import OpenAIProvider
 from weather_pydantic_ai import build_agent
 
@@ -52,10 +55,24 @@ def anthropic(ep: EndpointHandle) -> Model:
     return AnthropicModel("claude-sonnet-5-5", provider=AnthropicProvider(anthropic_client=client))
 
 
+def google(ep: EndpointHandle) -> Model:
+    # google-genai retries only when given retry options (with its own back-off: it does not
+    # read Retry-After); a short one keeps the rate-limited test fast.
+    retry = genai.types.HttpRetryOptions(attempts=3, initial_delay=0.01, jitter=0)
+    options = genai.types.HttpOptions(
+        base_url=ep.gemini_base_url,
+        httpx_async_client=ep.async_httpx2_client(),
+        retry_options=retry,
+    )
+    client = genai.Client(api_key=ep.api_key, http_options=options)
+    return GoogleModel("gemini-2.5-flash", provider=GoogleProvider(client=client))
+
+
 MODELS: dict[str, Callable[[EndpointHandle], Model]] = {
     "openai-chat": openai_chat,
     "openai-responses": openai_responses,
     "anthropic": anthropic,
+    "google": google,
 }
 
 Endpoint = Callable[..., EndpointHandle]
@@ -147,7 +164,9 @@ async def test_a_reasoning_model(agentrig_endpoint: Endpoint, model: str, stream
         if model == "openai-responses"
         else MODELS[model](ep)
     )
-    agent = build_agent(reasoning_model)
+    # Gemini shows its thoughts only to a request that asks for them.
+    settings = GoogleModelSettings(google_thinking_config={"include_thoughts": True})
+    agent = build_agent(reasoning_model, model_settings=settings if model == "google" else None)
 
     answer, messages = await ask(agent, "What is the weather in Paris?", streamed=streamed)
 
@@ -218,12 +237,15 @@ async def test_two_turns_on_a_stored_responses_conversation(agentrig_endpoint: E
     assert answer == "It is sunny in Oslo too."
 
 
-@pytest.mark.parametrize("model", ["openai:gpt-4.1", "anthropic:claude-sonnet-5-5"])
+@pytest.mark.parametrize(
+    "model", ["openai:gpt-4.1", "anthropic:claude-sonnet-5-5", "google:gemini-2.5-flash"]
+)
 async def test_an_agent_that_makes_its_own_client(
     agentrig_endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch, model: str
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-placeholder")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-placeholder")
+    monkeypatch.setenv("GOOGLE_API_KEY", "placeholder")
     ep = agentrig_endpoint(SCENARIOS / "weather.scenario.yaml")
 
     with ep.intercept():  # the providers' own hosts are answered by the endpoint

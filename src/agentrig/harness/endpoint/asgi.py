@@ -50,6 +50,8 @@ def endpoint_app(endpoint: RequestHandler) -> Starlette:
         except ClientDisconnect:  # the client gave up (a cancelled call): no one to answer
             return Response(status_code=499)
         path = request.url.path
+        if request.url.query:  # Gemini names streaming (alt=sse), and may send its key, there
+            path = f"{path}?{request.url.query}"
         reply = endpoint.handle(request.method, path, request.headers, body)
         if reply.delay:
             await anyio.sleep(reply.delay)

@@ -30,6 +30,7 @@ from agentrig.harness.cassettes.model import Cassette, CassetteMetadata
 from agentrig.harness.endpoint.history import repeated_prefix
 from agentrig.harness.endpoint.wire import FORMATS, WireError, WireFormat, format_for_path
 from agentrig.harness.endpoint.wire.base import WireRequest
+from agentrig.harness.endpoint.wire.gemini_answers import GeminiAnswer
 from agentrig.messages import Message, Messages, Role
 from agentrig.state import InferenceRequest, InferenceResponse, LlmConfig
 
@@ -84,7 +85,7 @@ class Conversations:
         if fmt is None:
             return None
         try:
-            request = fmt.parse_request(body)
+            request = fmt.read(path, body)
         except WireError:
             return None  # the upstream answered it; there is no model call to record
         decoded = {k: v for k, v in headers.items() if k.lower() not in _WIRE_ENCODING}
@@ -165,7 +166,10 @@ def _replaying_provider(
     answer: bytes,
     prices: PriceTable | None = None,
 ) -> InferenceProvider:
-    """agentrig's provider for ``fmt``, whose HTTP client answers with the upstream's bytes."""
+    """agentrig's provider for ``fmt``, whose HTTP client answers with the upstream's bytes
+    (for Gemini, which agentrig has no provider for, a reader of the answer)."""
+    if fmt is FORMATS["gemini"]:
+        return GeminiAnswer(status, answer, streamed=request.stream)
     import httpx2
 
     def canned(_: Any) -> Any:

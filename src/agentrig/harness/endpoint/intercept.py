@@ -2,8 +2,8 @@
 (with ``api.openai.com`` hard-coded) reach the endpoint unchanged.
 
 The ``openai`` and ``anthropic`` SDKs send through httpx2, which respx reaches only through
-pytest-httpx2's ``httpcore2`` mocker; clients on plain httpx go through respx's ``httpcore``
-mocker. Both are installed for the duration.
+pytest-httpx2's ``httpcore2`` mocker; clients on plain httpx (``google-genai``'s default) go
+through respx's ``httpcore`` mocker. Both are installed for the duration.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ def intercepted(endpoint: ScenarioEndpoint, api_key: str, hosts: Sequence[str]) 
         headers = dict(request.headers)
         # The agent's own key (often a placeholder) is replaced by the session's.
         headers.pop("x-api-key", None)
+        headers.pop("x-goog-api-key", None)
         headers["authorization"] = f"Bearer {api_key}"
         reply = endpoint.handle(
             request.method, request.url.raw_path.decode(), headers, request.content

@@ -19,6 +19,7 @@ _FORWARDED = (
     "x-api-key",
     "anthropic-version",
     "anthropic-beta",
+    "x-goog-api-key",
     "openai-organization",
     "openai-project",
     "content-type",

@@ -1,8 +1,8 @@
 """The endpoint itself, apart from any HTTP stack: one request in (method, path, headers, body),
 one reply out. The ASGI app, the in-process transports and the pytest fixture all wrap it.
 
-Sessions are keyed by the API key the agent sends (``Authorization: Bearer KEY`` or
-``x-api-key: KEY``), and by the ``x-agentrig-trial`` header when a request carries one (each
+Sessions are keyed by the API key the agent sends (``Authorization: Bearer KEY``, ``x-api-key:
+KEY``, ``x-goog-api-key: KEY`` or ``?key=KEY``), and by the ``x-agentrig-trial`` header when a request carries one (each
 live trial of ``agentrig run --live`` sends its own, so one key serves every trial). With one scenario, every distinct key is a session of it. With several, a
 key names its scenario: ``SCENARIO`` or ``SCENARIO/ANYTHING`` (the part after ``/`` tells
 concurrent sessions of one scenario apart). Two sessions never share a script.
@@ -14,6 +14,7 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
+from urllib.parse import parse_qs
 
 from agentrig.errors import AgentrigError
 from agentrig.harness.endpoint.memo import remembered
@@ -27,6 +28,7 @@ from agentrig.harness.endpoint.wire import (
     json_bytes,
     response_id,
 )
+from agentrig.harness.endpoint.wire.gemini import GEMINI
 from agentrig.harness.results import ScenarioResult
 from agentrig.harness.scenarios.model import Scenario
 
@@ -71,6 +73,12 @@ class ProviderBaseUrls:
         """``BASE``: the ``base_url`` for the Anthropic SDK."""
         return self.base_url
 
+    @property
+    def gemini_base_url(self) -> str:
+        """``BASE``: the ``base_url`` for the google-genai SDK (``HttpOptions(base_url=...)``),
+        which adds ``/v1beta/models/...`` itself."""
+        return self.base_url
+
 
 class EndpointKeyError(AgentrigError):
     """A request's API key names no scenario the endpoint serves."""
@@ -94,7 +102,8 @@ class EndpointReply:
 
 @dataclass
 class ScenarioEndpoint:
-    """Serves ``scenarios`` over the OpenAI Chat, OpenAI Responses and Anthropic Messages APIs."""
+    """Serves ``scenarios`` over the OpenAI Chat, OpenAI Responses, Anthropic Messages and
+    Gemini APIs."""
 
     scenarios: Sequence[Scenario]
     sessions: dict[str, EndpointSession] = field(default_factory=dict)
@@ -148,25 +157,30 @@ class ScenarioEndpoint:
         """Answer one HTTP request (``headers`` as ``RequestHandler.handle`` takes them). Never
         raises for a bad request: it gets an error reply."""
         lowered = case_insensitive(headers)
-        path = path.split("?", 1)[0]
+        target = path
+        path, _, query = path.partition("?")
         fmt = format_for_path(path)
         anthropic = fmt is FORMATS["anthropic"] or "anthropic-version" in lowered
         errors = FORMATS["anthropic"] if anthropic else FORMATS["chat"]
+        if fmt is FORMATS["gemini"] or _is_gemini(path, lowered):
+            errors = FORMATS["gemini"]
         if method == "GET" and path.rstrip("/").endswith("/models"):
-            return self._models(anthropic)
+            return self._models(anthropic, gemini=errors is FORMATS["gemini"])
         if fmt is None or method != "POST":
             served = ", ".join(f"POST {f.path}" for f in FORMATS.values())
             message = f"Invalid URL ({method} {path}): the agentrig endpoint serves {served}"
             return _error(errors, 404, message)
-        key = _api_key(lowered)
+        key = _api_key(lowered, query)
         if key is None:
-            return _error(fmt, 401, "agentrig endpoint: no API key (Authorization or x-api-key)")
+            return _error(
+                fmt, 401, "agentrig endpoint: no API key (Authorization, x-api-key, x-goog-api-key)"
+            )
         try:
             session = self.session(key, lowered.get(TRIAL_HEADER))
         except EndpointKeyError as error:
             return _error(fmt, 401, str(error))
         try:
-            request = fmt.parse_request(body)
+            request = fmt.read(target, body)
         except WireError as error:
             session.unreadable(f"{fmt.path}: {error.message}")
             return _error(fmt, 400, f"agentrig endpoint: {error.message}", param=error.param)
@@ -176,11 +190,18 @@ class ScenarioEndpoint:
             reply = _reply(fmt, plan, stream=stream, include_usage=include_usage, model=model)
         else:  # the same for every session that plays this plan (see ``EndpointSession.plan``)
             top = fmt.logprobs_asked(request) if plan.answer.logprobs else None
+            hidden = not request.reasoning_shown and bool(plan.answer.reasoning)
             reply = remembered(
-                ("reply", fmt.name, id(plan), stream, include_usage, model, top),
+                ("reply", fmt.name, id(plan), stream, include_usage, model, top, hidden),
                 plan,
                 lambda: _reply(
-                    fmt, plan, stream=stream, include_usage=include_usage, model=model, top=top
+                    fmt,
+                    plan,
+                    stream=stream,
+                    include_usage=include_usage,
+                    model=model,
+                    top=top,
+                    hidden=hidden,
                 ),
             )
         chunking = session.scenario.agent.wire_chunking
@@ -188,9 +209,11 @@ class ScenarioEndpoint:
             return reply
         return replace(reply, chunks=tuple(cut_chunks(reply.chunks, chunking)))
 
-    def _models(self, anthropic: bool) -> EndpointReply:
+    def _models(self, anthropic: bool, *, gemini: bool = False) -> EndpointReply:
         names = sorted({s.agent.model for s in self.scenarios if s.agent.model} or {"agentrig"})
-        if anthropic:
+        if gemini:
+            body = GEMINI.models_body(names)
+        elif anthropic:
             data = [
                 {
                     "type": "model",
@@ -240,12 +263,20 @@ def case_insensitive(headers: Mapping[str, str]) -> Mapping[str, str]:
     return headers
 
 
-def _api_key(headers: Mapping[str, str]) -> str | None:
+def _api_key(headers: Mapping[str, str], query: str = "") -> str | None:
     bearer = headers.get("authorization", "")
     if bearer.lower().startswith("bearer ") and bearer[7:].strip():
         return bearer[7:].strip()
-    key = headers.get("x-api-key", "").strip()
+    key = (headers.get("x-api-key") or headers.get("x-goog-api-key") or "").strip()
+    if not key and "key=" in query:  # Gemini's ?key=KEY
+        key = parse_qs(query).get("key", [""])[-1].strip()
     return key or None
+
+
+def _is_gemini(path: str, headers: Mapping[str, str]) -> bool:
+    """Whether a request that is no model call is meant for the Gemini API (its error shape and
+    model list): it carries Google's key header, or goes to a ``/v1beta`` path."""
+    return "x-goog-api-key" in headers or "/v1beta/" in path + "/"
 
 
 def _error(
@@ -272,12 +303,16 @@ def _reply(
     include_usage: bool,
     model: str,
     top: int | None = None,
+    hidden: bool = False,
 ) -> EndpointReply:
     """The reply that plays ``plan``; ``top``: the likeliest tokens to send beside each token's
-    log probability (None: the request asked for none)."""
+    log probability (None: the request asked for none); ``hidden``: the reasoning goes without
+    its text, as reasoning that shows none (the request did not ask to see it)."""
     answer = plan.answer
     if answer is not None and top is not None:
         answer = replace(answer, logprobs_top=top)
+    if answer is not None and hidden:
+        answer = replace(answer, redacted=True)
     if answer is None:
         return _error(
             fmt,

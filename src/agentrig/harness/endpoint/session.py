@@ -27,8 +27,8 @@ from agentrig.harness.endpoint.invariants import (
 )
 from agentrig.harness.endpoint.memo import remembered
 from agentrig.harness.endpoint.wire import response_id
+from agentrig.harness.endpoint.wire._common import adopt_call_ids, seal_of
 from agentrig.harness.endpoint.wire._common import message as wire_message
-from agentrig.harness.endpoint.wire._common import seal_of
 from agentrig.harness.endpoint.wire.base import (
     FormatName,
     TokenLogprobs,
@@ -145,6 +145,8 @@ class EndpointSession:
     def plan(self, request: WireRequest) -> Plan:
         """Decide the answer to ``request``, check it, and remember the exchange."""
         with self._lock:
+            if request.anonymous_calls:  # calls sent back without ids: those they repeat
+                request = adopt_call_ids(request, self._expected_history() or ())
             number = len(self.exchanges) + 1
             continued = self._continued(request)
             conversation = self._conversation(request, continued)

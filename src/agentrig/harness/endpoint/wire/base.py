@@ -11,7 +11,7 @@ from agentrig.messages import Message, ToolCall
 from agentrig.state import ToolSchema, Usage
 from agentrig.state.status import FinishReason
 
-FormatName = Literal["chat", "responses", "anthropic"]
+FormatName = Literal["chat", "responses", "anthropic", "gemini"]
 
 
 @dataclass(slots=True)
@@ -34,8 +34,16 @@ class WireRequest:
     settings: JsonObject = field(default_factory=dict)
     seals_reasoning: bool = False
     """Whether the format hands an answer's reasoning over sealed, as a token the agent must
-    send back with the answer's tool calls: Anthropic's thinking signature (always), the
-    Responses API's encrypted content (when ``include`` asks for it)."""
+    send back with the answer's tool calls: Anthropic's thinking signature and Gemini's thought
+    signature (always), the Responses API's encrypted content (when ``include`` asks for it)."""
+    reasoning_shown: bool = True
+    """Whether an answer may show its reasoning's text: Gemini sends thought parts only to a
+    request that asks for them (``thinkingConfig.includeThoughts``), the signature alone
+    otherwise."""
+    anonymous_calls: bool = False
+    """Whether an assistant turn sent a tool call without its id (Gemini lets a client leave
+    ids out): such a call has a placeholder id (``ANONYMOUS_CALL`` and a number), which the
+    session replaces with the id of the call it repeats (``adopt_call_ids``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +109,15 @@ class WireFormat(Protocol):
 
     def parse_request(self, body: bytes) -> WireRequest:
         """Read a request body; raise ``WireError`` naming the field when it cannot be read."""
+        ...
+
+    def matches(self, path: str) -> bool:
+        """Whether requests to ``path`` (without its query) are this format's."""
+        ...
+
+    def read(self, target: str, body: bytes) -> WireRequest:
+        """Read a request posted to ``target`` (its path and query: Gemini names the model and
+        streaming there); ``WireError`` naming the field when it cannot be read."""
         ...
 
     def response_body(self, answer: WireAnswer, *, model: str, response_id: str) -> JsonObject:
