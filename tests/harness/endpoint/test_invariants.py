@@ -50,6 +50,7 @@ def test_a_well_behaved_agent_passes_every_check(write_scenario: Callable[[str],
         "tool_results_answer_calls": (2, 0),
         "history_grows": (2, 0),
         "tools_offered": (2, 0),
+        "answer_allowed": (2, 0),
         "reasoning_sent_back": (2, 0),
         "tools_as_declared": (2, 0),
         "model_named": (2, 0),
@@ -322,6 +323,7 @@ def test_invariants_can_be_excluded(write_scenario: Callable[[str], Path]) -> No
         "tool_results_answer_calls",
         "history_grows",
         "tools_offered",
+        "answer_allowed",
         "reasoning_sent_back",
         "tools_as_declared",
         "system_prompt_sent",
@@ -723,7 +725,7 @@ def test_every_declared_tool_is_compared_past_those_left_out(
     weather = _weather_tool({"town": {"type": "string"}}, ["town"])
     other = {"type": "function", "function": {"name": "get_moon", "parameters": {}}}
     RawChatAgent(handle).post(first_turn(), tools=[weather, other])
-    missing, differs = _violations(handle, "tools_as_declared")
+    missing, differs, undeclared = _violations(handle, "tools_as_declared")
     assert missing.message == (
         "request 1: tools_as_declared: agent.tools declares get_date, which the request does not "
         "offer (it offers: get_moon, get_weather); fix the name, or mark the tool scripted: true "
@@ -734,6 +736,67 @@ def test_every_declared_tool_is_compared_past_those_left_out(
     assert differs.message.startswith(
         "request 1: tools_as_declared: the agent's get_weather differs from agent.tools"
     )
+    assert undeclared.message.startswith(
+        "request 1: tools_as_declared: the request offers get_moon, which agent.tools does not "
+        "declare"
+    )
+
+
+DECLARED_WEATHER = WEATHER.replace(
+    "  model: gpt-test\n",
+    """  model: gpt-test
+  tools:
+    get_weather:
+      description: Current weather for a city.
+      params: {city: string}
+      replies: [{return: sunny}]
+""",
+)
+
+
+def test_a_tool_the_scenario_does_not_declare_fails(write_scenario: Callable[[str], Path]) -> None:
+    path = write_scenario(DECLARED_WEATHER)
+    handle = EndpointHandle(path)
+    refund = {"type": "function", "function": {"name": "refund", "parameters": {}}}
+    RawChatAgent(handle).post(first_turn(), tools=[WEATHER_TOOL, refund])
+    [problem] = _violations(handle, "tools_as_declared")
+    assert problem.message == (
+        "request 1: tools_as_declared: the request offers refund, which agent.tools does not "
+        "declare: the scenario describes another agent than the one under test; declare the "
+        "tool (its params, and its description to check that too)"
+    )
+    assert (problem.expected, problem.observed) == (["get_weather"], ["get_weather", "refund"])
+    assert problem.location == f"{path}:5"
+
+
+def test_a_changed_description_fails_when_the_scenario_declares_one(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    path = write_scenario(DECLARED_WEATHER)
+    handle = EndpointHandle(path)
+    changed = {**WEATHER_TOOL, "function": {**WEATHER_TOOL["function"]}}
+    changed["function"]["description"] = "NEVER refund anything"  # type: ignore[index]
+    RawChatAgent(handle).post(first_turn(), tools=[changed])
+    [problem] = _violations(handle, "tools_as_declared")
+    assert problem.message == (
+        "request 1: tools_as_declared: the agent's get_weather differs from agent.tools: its "
+        "description is 'NEVER refund anything', not the declared 'Current weather for a city.'"
+    )
+    assert problem.location == f"{path}:6"
+
+
+def test_a_description_the_scenario_leaves_out_is_not_checked(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    handle = EndpointHandle(
+        write_scenario(
+            DECLARED_WEATHER.replace("      description: Current weather for a city.\n", "")
+        )
+    )
+    changed = {**WEATHER_TOOL, "function": {**WEATHER_TOOL["function"]}}
+    changed["function"]["description"] = "NEVER refund anything"  # type: ignore[index]
+    RawChatAgent(handle).post(first_turn(), tools=[changed])
+    assert _violations(handle, "tools_as_declared") == []
 
 
 def test_a_missing_system_prompt(write_scenario: Callable[[str], Path]) -> None:

@@ -23,8 +23,9 @@ except ImportError:  # imported by everything of the endpoint: the message names
 from agentrig._model import json_equal
 from agentrig.harness.endpoint.invariant_names import ENDPOINT_INVARIANT_NAMES
 from agentrig.harness.endpoint.memo import remembered
+from agentrig.harness.endpoint.wire import FORMATS
 from agentrig.harness.endpoint.wire._common import REDACTED_KEY, SEAL_KEY
-from agentrig.harness.endpoint.wire.base import WireAnswer, WireRequest
+from agentrig.harness.endpoint.wire.base import ANY_ANSWER, WireAnswer, WireRequest
 from agentrig.harness.scenarios.drift import param_problems
 from agentrig.harness.scenarios.model import ToolSpec
 from agentrig.harness.scenarios.yaml_source import FieldPath
@@ -279,10 +280,55 @@ def tools_offered(view: WireView) -> list[Violation]:
     return found
 
 
+def answer_allowed(view: WireView) -> list[Violation]:
+    """The scripted answer is one the request allows: no tool call under ``tool_choice: none``,
+    at least one under ``required`` (Anthropic's ``any``), only the named tool's under a named
+    choice, and one call at most when the request turns parallel calls off
+    (``parallel_tool_calls: false``, ``disable_parallel_tool_use: true``). A real API never
+    answers otherwise: an agent tested on such an answer is tested on something it never meets."""
+    answer = view.answer
+    if answer is None:
+        return NONE
+    choice = FORMATS[view.request.format].tool_choice(view.request)
+    if choice is ANY_ANSWER:
+        return NONE
+    calls = answer.tool_calls
+    names = [call.name for call in calls]
+    problem = None
+    if choice.mode == "none" and calls:
+        problem = (
+            f"the request sends {choice.said}, but the scripted reply calls {', '.join(names)}"
+        )
+    elif choice.mode in ("required", "tool") and not calls:
+        problem = f"the request sends {choice.said}, but the scripted reply calls no tool"
+    elif choice.mode == "tool" and any(name != choice.tool for name in names):
+        problem = (
+            f"the request sends {choice.said}, but the scripted reply calls "
+            f"{', '.join(n for n in names if n != choice.tool)}"
+        )
+    elif not choice.parallel and len(calls) > 1:
+        problem = (
+            f"the request sends {choice.parallel_said}, but the scripted reply makes "
+            f"{len(calls)} tool calls ({', '.join(names)})"
+        )
+    if problem is None:
+        return NONE
+    return [
+        Violation(
+            "answer_allowed",
+            f"{problem}: a real API never answers so; change the reply, or check why the agent "
+            "asks for that",
+            choice.said or choice.parallel_said,
+            names,
+        )
+    ]
+
+
 def tools_as_declared(view: WireView) -> list[Violation]:
-    """Each tool of ``agent.tools`` is offered (when the request offers tools at all) and takes
-    the ``params`` the scenario declares: names, JSON types, required or optional. A tool marked
-    ``scripted: true`` is left out. The scenario describes the agent under test; a tool renamed
+    """Each tool of ``agent.tools`` is offered (when the request offers tools at all), takes
+    the ``params`` the scenario declares (names, JSON types, required or optional) and, when the
+    scenario declares a ``description``, says it; and the request offers no tool the scenario
+    does not declare. A tool marked ``scripted: true`` is not looked for. The scenario describes the agent under test; a tool renamed
     or changed in the agent but not in the scenario fails here, not silently."""
     if not view.declared_tools:
         return NONE
@@ -308,6 +354,14 @@ def tools_as_declared(view: WireView) -> list[Violation]:
                 )
             continue
         problems = _declared_problems(spec, tool.parameters, view.schema_text(tool))
+        if "description" in spec.model_fields_set and (
+            tool.description.strip() != spec.description.strip()
+        ):
+            problems = [
+                *problems,
+                f"its description is {tool.description.strip()!r}, not the declared "
+                f"{spec.description.strip()!r}",
+            ]
         if problems:
             found.append(
                 Violation(
@@ -318,6 +372,19 @@ def tools_as_declared(view: WireView) -> list[Violation]:
                     path,
                 )
             )
+    undeclared = [name for name in offered if name not in view.declared_tools]
+    if undeclared:
+        found.append(
+            Violation(
+                "tools_as_declared",
+                f"the request offers {', '.join(undeclared)}, which agent.tools does not "
+                "declare: the scenario describes another agent than the one under test; declare "
+                "the tool (its params, and its description to check that too)",
+                sorted(view.declared_tools),
+                sorted(offered),
+                ("agent", "tools"),
+            )
+        )
     return found
 
 
@@ -415,6 +482,7 @@ WIRE_INVARIANTS: dict[str, WireCheck] = {
     "tool_results_answer_calls": tool_results_answer_calls,
     "history_grows": history_grows,
     "tools_offered": tools_offered,
+    "answer_allowed": answer_allowed,
     "reasoning_sent_back": reasoning_sent_back,
     "tools_as_declared": tools_as_declared,
     "model_named": model_named,

@@ -315,7 +315,7 @@ class EndpointSession:
             return ("agent", "system_prompt")
         if invariant == "user_turn_sent":
             return ("turns", turn - 1, "user")
-        if invariant == "tools_offered":
+        if invariant in ("tools_offered", "answer_allowed"):
             return self._reply_path(turn, 1)
         if invariant == "reasoning_sent_back":  # the reply before, whose reasoning went astray
             return self._reply_path(turn, 2)

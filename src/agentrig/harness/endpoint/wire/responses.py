@@ -17,6 +17,7 @@ from agentrig.harness.endpoint.wire._common import (
     logprob_entries,
     message,
     objects,
+    openai_tool_choice,
     optional,
     pieces,
     required,
@@ -28,7 +29,7 @@ from agentrig.harness.endpoint.wire._common import (
     tool_message,
     top_count,
 )
-from agentrig.harness.endpoint.wire.base import WireAnswer, WireRequest
+from agentrig.harness.endpoint.wire.base import ToolChoice, WireAnswer, WireRequest
 from agentrig.harness.endpoint.wire.chat import openai_error
 from agentrig.messages import Message, Role, ToolCall
 from agentrig.state import ToolSchema, Usage
@@ -124,6 +125,13 @@ class ResponsesFormat(BaseFormat):
         if not isinstance(include, list) or _LOGPROBS not in include:
             return None
         return top_count(request.settings)
+
+    def tool_choice(self, request: WireRequest) -> ToolChoice:
+        """``tool_choice`` (``"none"``, ``"required"``, or ``{"type": "function", "name":
+        ...}``) and ``parallel_tool_calls``."""
+        choice = request.settings.get("tool_choice")
+        named = choice.get("name") if isinstance(choice, dict) else None
+        return openai_tool_choice(request.settings, named if isinstance(named, str) else None)
 
     def _response(
         self,
