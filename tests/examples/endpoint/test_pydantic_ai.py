@@ -230,3 +230,61 @@ async def test_an_agent_that_makes_its_own_client(
         answer, _ = await ask(build_agent(model), "What is the weather in Paris?", streamed=False)
 
     assert answer == "It is sunny in Paris."
+
+
+VALIDATED = """\
+name: validated-weather
+agent:
+  # pydantic-ai adds its own notes to the system prompt when it retries: a rule, not the text
+  system_prompt: {contains: You answer weather questions.}
+turns:
+  - user: What is the weather in Paris?
+    model:
+      - say: Paris.
+      - say: It is sunny in Paris.
+    expect:
+      final_response: It is sunny in Paris.
+      model_calls: 2
+"""
+
+
+def _validated_agent(model: Model) -> Any:
+    from pydantic_ai import Agent, ModelRetry
+
+    agent = Agent(model, system_prompt="You answer weather questions.")
+
+    @agent.output_validator
+    def about_the_weather(output: str) -> str:
+        if "sunny" not in output:
+            raise ModelRetry("Say what the weather is.")
+        return output
+
+    return agent
+
+
+@ON_EVERY_MODEL
+async def test_an_output_validator_retry_stays_in_its_turn(tmp_path: Path, model: str) -> None:
+    # pydantic-ai sends the ModelRetry as a user message: a retry of the turn, not a second turn
+    path = tmp_path / "validated.scenario.yaml"
+    path.write_text(VALIDATED)
+    with EndpointHandle(path) as ep:
+        answer, _ = await ask(
+            _validated_agent(MODELS[model](ep)), "What is the weather in Paris?", streamed=False
+        )
+        result = ep.result()
+
+    assert answer == "It is sunny in Paris."
+    assert result.passed, [f.message for f in result.failures]
+
+
+async def test_a_turn_that_allows_no_retry_refuses_the_frameworks(tmp_path: Path) -> None:
+    path = tmp_path / "validated.scenario.yaml"
+    path.write_text(VALIDATED.replace("    model:\n", "    retries: false\n    model:\n", 1))
+    with EndpointHandle(path) as ep:
+        with pytest.raises(Exception, match="request 2 carries 2 user messages"):
+            await ask(
+                _validated_agent(openai_chat(ep)), "What is the weather in Paris?", streamed=False
+            )
+        result = ep.result()
+
+    assert not result.passed

@@ -839,3 +839,75 @@ def test_the_endpoints_invariant_names_are_those_of_its_checks() -> None:
     assert (
         ALL_INVARIANT_NAMES == ENDPOINT_INVARIANT_NAMES == (*WIRE_INVARIANTS, SCRIPT_NOT_EXCEEDED)
     )
+
+
+RETRIED = """\
+name: retried
+agent:
+  system_prompt: {regex: "^You answer weather questions\\\\."}
+turns:
+  - user: Weather in Paris?
+    RETRIES
+    model:
+      - say: Paris.
+      - say: It is sunny in Paris.
+  - user: And in Oslo?
+    model:
+      - say: It is sunny in Oslo.
+"""
+
+
+def _retry_then_next_turn(agent: RawChatAgent, retry: str) -> None:
+    messages = first_turn()
+    answer = agent.post(messages)
+    messages += [assistant_of(answer), {"role": "user", "content": retry}]
+    answer = agent.post(messages)
+    messages += [assistant_of(answer), {"role": "user", "content": "And in Oslo?"}]
+    agent.post(messages)
+
+
+@pytest.mark.parametrize(
+    ("retries", "retry"),
+    [
+        pytest.param("", "Please return text or call a tool.", id="a-framework's-by-default"),
+        pytest.param("retries: {contains: Try again}", "Try again: no city.", id="a-rule"),
+        pytest.param("retries: true", "Anything at all.", id="any"),
+    ],
+)
+def test_a_retry_of_a_turn_is_answered_in_that_turn(
+    write_scenario: Callable[[str], Path], retries: str, retry: str
+) -> None:
+    handle = EndpointHandle(write_scenario(RETRIED.replace("RETRIES", retries)))
+    _retry_then_next_turn(RawChatAgent(handle), retry)
+    result = handle.check()
+    assert [turn.final_response for turn in result.turns] == [
+        "It is sunny in Paris.",
+        "It is sunny in Oslo.",
+    ]
+
+
+def test_a_message_no_rule_names_starts_the_next_turn(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    path = write_scenario(RETRIED.replace("RETRIES", "retries: {contains: Try again}"))
+    handle = EndpointHandle(path)
+    _retry_then_next_turn(RawChatAgent(handle), "Something else.")
+    [problem] = _violations(handle, "user_turn_sent")
+    assert problem.message == (
+        "request 2: user_turn_sent: the newest user message differs from the turn's user text"
+    )
+    assert (problem.expected, problem.observed) == ("And in Oslo?", "Something else.")
+
+
+def test_a_system_prompt_rule_the_prompt_fails(write_scenario: Callable[[str], Path]) -> None:
+    path = write_scenario(RETRIED.replace("RETRIES", ""))
+    handle = EndpointHandle(path)
+    messages = first_turn()
+    messages[0]["content"] = "Note: you answer weather questions."
+    RawChatAgent(handle).post(messages)
+    [problem] = _violations(handle, "system_prompt_sent")
+    assert problem.message == (
+        "request 1: system_prompt_sent: the system prompt sent does not pass "
+        "agent.system_prompt's rule {'regex': '^You answer weather questions\\\\.'}"
+    )
+    assert problem.location == f"{path}:3"

@@ -27,7 +27,7 @@ from agentrig.harness.endpoint.wire import FORMATS
 from agentrig.harness.endpoint.wire._common import REDACTED_KEY, SEAL_KEY
 from agentrig.harness.endpoint.wire.base import ANY_ANSWER, WireAnswer, WireRequest
 from agentrig.harness.scenarios.drift import param_problems
-from agentrig.harness.scenarios.model import ToolSpec
+from agentrig.harness.scenarios.model import TextMatch, ToolSpec
 from agentrig.harness.scenarios.yaml_source import FieldPath
 from agentrig.messages import Message, Role
 from agentrig.state import ToolSchema
@@ -46,9 +46,13 @@ class WireView:
     (``repeated_prefix``)."""
     answer: WireAnswer | None
     expected_model: str | None
-    expected_system: str | None
+    expected_system: str | TextMatch | None
+    """``agent.system_prompt``: the text, or a rule, the request's system prompt must pass."""
     expected_user: str | None
     declared_tools: Mapping[str, ToolSpec] = field(default_factory=dict)
+    user_message: Message | None = None
+    """The user message that began the request's turn (past any retries of it); None: the
+    newest user message."""
     """The scenario's ``agent.tools``: what it says the agent's own tools take."""
     _offered: dict[str, ToolSchema] | None = None
     _schema_texts: dict[str, str] = field(default_factory=dict)
@@ -448,6 +452,21 @@ def model_named(view: WireView) -> list[Violation]:
 def system_prompt_sent(view: WireView) -> list[Violation]:
     """The request carries the scenario's ``agent.system_prompt`` (when it gives one)."""
     expected = view.expected_system
+    if isinstance(expected, TextMatch):
+        try:
+            if expected.matches(view.request.system or ""):
+                return NONE
+        except TimeoutError:
+            pass
+        rule = expected.model_dump(exclude_none=True)
+        return [
+            Violation(
+                "system_prompt_sent",
+                f"the system prompt sent does not pass agent.system_prompt's rule {rule}",
+                rule,
+                view.request.system,
+            )
+        ]
     if not expected or (view.request.system or "").strip() == expected.strip():
         return NONE
     return [
@@ -461,11 +480,14 @@ def system_prompt_sent(view: WireView) -> list[Violation]:
 
 
 def user_turn_sent(view: WireView) -> list[Violation]:
-    """The newest user message is the scenario turn's ``user:`` text."""
+    """The user message that began the turn (the newest one, past any retry of the turn) is
+    the scenario turn's ``user:`` text."""
     expected = view.expected_user
     if expected is None:
         return NONE
-    newest = next((m for m in reversed(view.request.messages) if m.role is Role.USER), None)
+    newest = view.user_message or next(
+        (m for m in reversed(view.request.messages) if m.role is Role.USER), None
+    )
     if newest is None or newest.content.strip() == expected.strip():
         return NONE
     return [

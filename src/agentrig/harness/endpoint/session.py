@@ -26,6 +26,7 @@ from agentrig.harness.endpoint.invariants import (
     selected,
 )
 from agentrig.harness.endpoint.memo import remembered
+from agentrig.harness.endpoint.retries import retries_turn
 from agentrig.harness.endpoint.wire import response_id
 from agentrig.harness.endpoint.wire._common import message as wire_message
 from agentrig.harness.endpoint.wire._common import seal_of
@@ -151,7 +152,7 @@ class EndpointSession:
             system = request.system
             if system is None and continued is not None:  # the API keeps the stored one
                 system = continued.system
-            turn = self._turn_of(conversation)
+            turn, newest = self._turn_of(conversation)
             plan = self._choose(number, turn, request)
             history = self._expected_history()
             if self._bases and turn in self._bases:  # a repeating reply answers
@@ -159,7 +160,7 @@ class EndpointSession:
             repeated = repeated_prefix(history or (), conversation)
             if turn <= len(self.scenario.turns):
                 request = _with_context(request, conversation, system)
-                self._check(number, turn, request, history, repeated, plan)
+                self._check(number, turn, request, history, repeated, plan, newest)
             # Each message the request repeats is kept as history's own object: a session keeps
             # a message once, not once for every later request that carries it again.
             if repeated:
@@ -194,9 +195,21 @@ class EndpointSession:
             return request.messages
         return (*self._after(continued), *request.messages)
 
-    def _turn_of(self, conversation: tuple[Message, ...]) -> int:
-        users = sum(1 for m in conversation if m.role is Role.USER)
-        return max(users, 1)
+    def _turn_of(self, conversation: tuple[Message, ...]) -> tuple[int, Message | None]:
+        """The turn a request of ``conversation`` belongs to, and the user message that began
+        it: each user message begins a turn, but those that retry the turn before
+        (``retries_turn``: a framework's retry, or what the turn's ``retries:`` names)."""
+        turns = self.scenario.turns
+        turn, newest = 0, None
+        for message in conversation:
+            if message.role is not Role.USER:
+                continue
+            if 0 < turn <= len(turns) and retries_turn(
+                turns[turn - 1], turns[turn] if turn < len(turns) else None, message.content
+            ):
+                continue
+            turn, newest = turn + 1, message
+        return max(turn, 1), newest
 
     def _choose(self, number: int, turn: int, request: WireRequest) -> Plan:
         response_id = str(number)
@@ -287,6 +300,7 @@ class EndpointSession:
         history: tuple[Message, ...] | None,
         repeated: int,
         plan: Plan,
+        newest: Message | None,
     ) -> None:
         """Run the selected invariants on ``request`` (its conversation and system prompt as
         the endpoint understands them)."""
@@ -300,6 +314,7 @@ class EndpointSession:
             expected_system=self.scenario.agent.system_prompt or None,
             expected_user=spec.user,
             declared_tools=self.scenario.agent.tools,
+            user_message=newest,
         )
         for name, check in self._wire_checks:
             found = check(view)

@@ -837,7 +837,13 @@ class AgentSpec(ScenarioModel):
         "a sync or async function taking the conversation so far (a list of {role, content}) "
         "and returning the agent's reply (a str, or {content, tool_calls, usage, cost}).",
     )
-    system_prompt: Text = Field(default="", description="The system prompt.")
+    system_prompt: Text | TextMatch = Field(
+        default="",
+        description="The system prompt. For the scenario endpoint it may instead be a rule the "
+        "prompt an agent sends must pass ({contains: ...}, {regex: ...}, {equals: ...}): for a "
+        "framework that adds text of its own to the prompt. agentrig's own runtime sets no "
+        "system prompt from a rule.",
+    )
     system_prompt_override: Flag = Field(
         default=False,
         description="Let system_prompt replace the system prompt of the agent's builder (without "
@@ -886,10 +892,16 @@ class AgentSpec(ScenarioModel):
         ),
     )
 
+    @property
+    def prompt_text(self) -> str:
+        """The system prompt agentrig's own runtime sets: ``system_prompt`` when it is a text,
+        empty when it is a rule (which only the scenario endpoint checks)."""
+        return self.system_prompt if isinstance(self.system_prompt, str) else ""
+
     def _problems(self) -> Iterator[tuple[FieldPath, str]]:
         if self.builder is not None and self.adapter is not None:
             yield ("adapter",), "use either builder or adapter, not both"
-        if self.system_prompt_override and not self.system_prompt.strip():
+        if self.system_prompt_override and not self.prompt_text.strip():
             yield ("system_prompt_override",), "system_prompt_override needs a system_prompt"
         if self.subagents and SPAWN_SUBAGENT_TOOL in self.tools:
             yield ("tools", SPAWN_SUBAGENT_TOOL), "spawn_subagent comes with subagents: rename it"
@@ -1175,6 +1187,16 @@ class ScenarioTurn(ScenarioModel):
     seed: Seed | None = Field(
         default=None,
         description="The seed of this turn's mixture draw (instead of the scenario's seed).",
+    )
+    retries: Flag | TextMatch | None = Field(
+        default=None,
+        description="Scenario endpoint: which user-role messages of the agent retry this turn "
+        "instead of starting the next one. Left out: the retry and feedback messages of the "
+        "common frameworks (pydantic-ai's validation feedback, its <system> blocks, 'Please "
+        "return text or call a tool.'); a rule ({contains: ...}, {regex: ...}): those, and the "
+        "messages it matches; true: every user message but the next turn's user text; false: "
+        "none, every user message starts a turn. Each retry is a model call the turn's script "
+        "answers.",
     )
     expect: Expectation = Field(
         default_factory=Expectation, description="What must hold after the turn."
