@@ -95,6 +95,9 @@ class Exchange:
     """The system prompt in force for the request (its own, or the one it continues)."""
     conversation: tuple[Message, ...]
     plan: Plan
+    reply: int | None = None
+    """The index of the scripted reply that answered, among those of its turn; None for an
+    answer the script did not give (a request past the script or the scenario's turns)."""
 
     @property
     def answered(self) -> bool:
@@ -153,7 +156,7 @@ class EndpointSession:
             if system is None and continued is not None:  # the API keeps the stored one
                 system = continued.system
             turn, newest = self._turn_of(conversation)
-            plan = self._choose(number, turn, request)
+            plan, reply = self._choose(number, turn, request)
             history = self._expected_history()
             if self._bases and turn in self._bases:  # a repeating reply answers
                 history = self._bases[turn]
@@ -166,7 +169,7 @@ class EndpointSession:
             if repeated:
                 conversation = (*(history or ())[:repeated], *conversation[repeated:])
             self.exchanges.append(
-                Exchange(number, turn, request.format, system, conversation, plan)
+                Exchange(number, turn, request.format, system, conversation, plan, reply)
             )
             return plan
 
@@ -211,7 +214,9 @@ class EndpointSession:
             turn, newest = turn + 1, message
         return max(turn, 1), newest
 
-    def _choose(self, number: int, turn: int, request: WireRequest) -> Plan:
+    def _choose(self, number: int, turn: int, request: WireRequest) -> tuple[Plan, int | None]:
+        """The plan that answers request ``number`` of ``turn``, and the index of the scripted
+        reply it plays (None when none does)."""
         response_id = str(number)
         turns = self.scenario.turns
         if turn > len(turns):
@@ -220,13 +225,13 @@ class EndpointSession:
                 f"{len(turns)} turn(s)"
             )
             self._fail("script", message, ("turns",), turn=None)
-            return Plan(response_id, status=400, error=f"agentrig endpoint: {message}")
+            return Plan(response_id, status=400, error=f"agentrig endpoint: {message}"), None
         spec = turns[turn - 1]
         replies = spec.model if spec.mixture is None else self._mixed(turn)
         used = index = self._cursor.get(turn, 0)
         if index >= len(replies):
             if not replies or not replies[-1].repeat:
-                return self._overrun(number, turn, len(replies))
+                return self._overrun(number, turn, len(replies)), None
             index = len(replies) - 1  # the repeating reply answers again
         reply, sealed = replies[index], request.seals_reasoning
         if reply.repeat and used == index:  # its first answer: the base of those to come
@@ -234,11 +239,12 @@ class EndpointSession:
         self._cursor[turn] = used + 1
         self._script_checked += 1
         # The same reply played as the same request number is the same plan in every session.
-        return remembered(
+        plan: Plan = remembered(
             ("plan", id(reply), response_id, turn, sealed),
             reply,
             lambda: _plan_reply(reply, response_id, turn, sealed),
         )
+        return plan, index
 
     def _overrun(self, number: int, turn: int, scripted: int) -> Plan:
         """The answer to a request that came after its turn's script was used up."""
@@ -400,8 +406,11 @@ class EndpointSession:
         failures = list(self.failures)
         turns: list[TurnResult] = []
         transcript: list[TranscriptEntry] = []
+        last = self.exchanges[-1] if self.exchanges and self.unused_replies else None
         for index, spec in enumerate(self.scenario.turns, start=1):
             exchanges = [e for e in self.exchanges if e.turn == index]
+            if last is not None and last.turn == index:
+                failures.extend(self._unrecovered(last))
             failures.extend(self._turn_failures(index, exchanges))
             branch = self._branch_entry(index)
             turns.append(_turn_result(index, spec.user, exchanges, branch))
@@ -481,6 +490,28 @@ class EndpointSession:
                 expected=mismatch.expected,
                 observed=mismatch.observed,
             )
+
+    def _unrecovered(self, last: Exchange) -> Iterator[Failure]:
+        """The failure naming the scripted fault or error that answered ``last``, the session's
+        last request, when the script goes on after it: the agent gave up where the script
+        expects it to recover (nothing when the last request was answered)."""
+        plan = last.plan
+        if last.answered or last.reply is None:
+            return
+        if plan.fault is not None:
+            what = f"the scripted fault ({plan.fault.describe()})"
+        else:
+            what = f"the scripted error (HTTP {plan.status}: {plan.error})"
+        path = (*self._script_path(last.turn), last.reply)
+        where = self.scenario.locate(path)
+        line = f" (line {where.line})" if where is not None else ""
+        yield self._failure(
+            "script",
+            f"turn {last.turn}: request {last.number} got {what}{line} and no request followed: "
+            "the agent gave up where the script has it recover",
+            path,
+            last.turn,
+        )
 
     def _failure(
         self, kind: FailureKind, message: str, path: FieldPath, turn: int | None, **extra: object
