@@ -98,11 +98,46 @@ class Exchange:
     reply: int | None = None
     """The index of the scripted reply that answered, among those of its turn; None for an
     answer the script did not give (a request past the script or the scenario's turns)."""
+    received: bool = True
+    """Whether the reply reached the client: false while a delayed reply waits (it counts once
+    delivered), and for good when the client gave up first."""
+    abandoned: bool = False
+    """Whether the client gave up before the reply reached it (its timeout, or a disconnect)."""
 
     @property
     def answered(self) -> bool:
         """Whether the agent received a complete scripted answer."""
-        return self.plan.answer is not None and self.plan.fault is None
+        return self.plan.answer is not None and self.plan.fault is None and self.received
+
+    @property
+    def awaited(self) -> bool:
+        """Whether the reply may never reach the client: one that waits first (``latency``)
+        or sends nothing (a ``timeout`` fault); the player reports what became of it."""
+        return self.plan.latency > 0 or (
+            self.plan.fault is not None and bool(self.plan.fault.timeout)
+        )
+
+
+@dataclass(slots=True)
+class Delivery:
+    """What became of a reply that may never reach the client (``Exchange.awaited``): the
+    player that sends it calls ``delivered`` once it sends it, or ``abandoned`` when the
+    client gave up first (its timeout, a disconnect). Until then the reply does not count."""
+
+    session: EndpointSession
+    exchange: Exchange
+
+    def delivered(self) -> None:
+        """The reply is being sent: the agent has it."""
+        with self.session._lock:
+            if not self.exchange.abandoned:
+                self.exchange.received = True
+
+    def abandoned(self) -> None:
+        """The client gave up before the reply: it is no model call of the agent's, and what
+        the agent sends next carries no answer to it."""
+        with self.session._lock:
+            self.exchange.received, self.exchange.abandoned = False, True
 
 
 @dataclass(slots=True)
@@ -148,6 +183,12 @@ class EndpointSession:
 
     def plan(self, request: WireRequest) -> Plan:
         """Decide the answer to ``request``, check it, and remember the exchange."""
+        return self.exchange(request).plan
+
+    def exchange(self, request: WireRequest) -> Exchange:
+        """Decide the answer to ``request``, check it, and remember the exchange (returned: a
+        reply that may never arrive, ``Exchange.awaited``, counts once a ``Delivery`` of it
+        says it was delivered)."""
         with self._lock:
             number = len(self.exchanges) + 1
             continued = self._continued(request)
@@ -168,10 +209,11 @@ class EndpointSession:
             # a message once, not once for every later request that carries it again.
             if repeated:
                 conversation = (*(history or ())[:repeated], *conversation[repeated:])
-            self.exchanges.append(
-                Exchange(number, turn, request.format, system, conversation, plan, reply)
-            )
-            return plan
+            exchange = Exchange(number, turn, request.format, system, conversation, plan, reply)
+            if exchange.awaited:
+                exchange.received = False
+            self.exchanges.append(exchange)
+            return exchange
 
     def unreadable(self, message: str) -> None:
         """Record a request the endpoint could not read (it is answered with HTTP 400)."""
@@ -499,15 +541,17 @@ class EndpointSession:
         if last.answered or last.reply is None:
             return
         if plan.fault is not None:
-            what = f"the scripted fault ({plan.fault.describe()})"
-        else:
-            what = f"the scripted error (HTTP {plan.status}: {plan.error})"
+            what = f"got the scripted fault ({plan.fault.describe()})"
+        elif plan.answer is None:
+            what = f"got the scripted error (HTTP {plan.status}: {plan.error})"
+        else:  # the client gave up first (or still waits)
+            what = f"never received the scripted reply (latency: {plan.latency:g})"
         path = (*self._script_path(last.turn), last.reply)
         where = self.scenario.locate(path)
         line = f" (line {where.line})" if where is not None else ""
         yield self._failure(
             "script",
-            f"turn {last.turn}: request {last.number} got {what}{line} and no request followed: "
+            f"turn {last.turn}: request {last.number} {what}{line} and no request followed: "
             "the agent gave up where the script has it recover",
             path,
             last.turn,
@@ -551,6 +595,9 @@ def _plan_reply(reply: ModelReply, response_id: str, turn: int, sealed: bool) ->
     if reply.error is not None:
         status = 503 if reply.retryable else 400
         return Plan(response_id, status=status, error=reply.error, latency=reply.latency)
+    if fault is not None and fault.timeout:
+        message = "agentrig endpoint: no answer (a scripted timeout), and the client waited on"
+        return Plan(response_id, status=504, error=message, fault=fault, latency=reply.latency)
     if fault is not None and fault.status is not None:
         message = fault.message or f"scripted fault: HTTP {fault.status}"
         return Plan(
@@ -674,6 +721,13 @@ def _transcript(
             yield _entry_of(turn, step, message)
         previous = exchange
         plan = exchange.plan
+        if not exchange.received:
+            why = f"fault: {plan.fault.describe()}" if plan.fault else f"latency {plan.latency:g} s"
+            text = f"the client never got the reply ({why}): it gave up first"
+            yield TranscriptEntry(
+                turn=turn, step=step, kind="event", role=None, text=text, is_error=True
+            )
+            continue
         if plan.answer is None:
             text = f"HTTP {plan.status}: {plan.error}"
             yield TranscriptEntry(

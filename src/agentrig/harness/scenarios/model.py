@@ -334,20 +334,22 @@ class UsageSpec(ScenarioModel):
         )
 
 
+_FAULT_KINDS = ("status", "cut_after", "malformed_at", "timeout")
+
+
 class FaultSpec(ScenarioModel):
     """A failure the scenario endpoint plays for one request: exactly one of ``status``,
-    ``cut_after`` or ``malformed_at``.
+    ``cut_after``, ``malformed_at`` or ``timeout``.
 
     ``status`` answers with that HTTP error (with ``Retry-After`` when ``retry_after`` is
     given) and nothing else; ``cut_after`` and ``malformed_at`` stream the reply's ``say`` /
     ``call`` but cut the stream after that many events, or replace that event (1-based) with a
-    malformed one. A run on agentrig's own runtime plays any fault as a provider error.
+    malformed one; ``timeout`` answers nothing, until the client gives up at its own timeout.
+    A run on agentrig's own runtime plays any fault as a provider error.
     """
 
     model_config = ConfigDict(
-        json_schema_extra={
-            "oneOf": [{"required": [key]} for key in ("status", "cut_after", "malformed_at")]
-        }
+        json_schema_extra={"oneOf": [{"required": [key]} for key in _FAULT_KINDS]}
     )
 
     status: Annotated[int, Strict(), Field(ge=400, le=599)] | None = Field(
@@ -365,6 +367,12 @@ class FaultSpec(ScenarioModel):
     malformed_at: Positive | None = Field(
         default=None, description="Replace this event of the stream (1-based) with malformed JSON."
     )
+    timeout: Annotated[bool, Strict(), Field(json_schema_extra={"const": True})] | None = Field(
+        default=None,
+        description="true: answer nothing; the client waits until its own timeout and gives up "
+        "(over loopback the endpoint sees it disconnect; in process the client's timeout "
+        "error is raised when its read timeout has passed).",
+    )
 
     @property
     def retryable(self) -> bool:
@@ -377,12 +385,16 @@ class FaultSpec(ScenarioModel):
             return f"HTTP {self.status}" + (f": {self.message}" if self.message else "")
         if self.cut_after is not None:
             return f"stream cut after {self.cut_after} events"
+        if self.timeout:
+            return "no answer until the client's timeout"
         return f"malformed stream event {self.malformed_at}"
 
     def _problems(self) -> Iterator[tuple[FieldPath, str]]:
-        given = [k for k in ("status", "cut_after", "malformed_at") if getattr(self, k) is not None]
+        given = [k for k in _FAULT_KINDS if getattr(self, k) is not None]
         if len(given) != 1:
-            yield (), "use exactly one of: status, cut_after, malformed_at"
+            yield (), "use exactly one of: " + ", ".join(_FAULT_KINDS)
+        if self.timeout is False:
+            yield ("timeout",), "timeout: false plays no fault: leave the fault out"
         if self.status is None:
             for key in ("retry_after", "message"):
                 if getattr(self, key) is not None:
