@@ -911,3 +911,69 @@ def test_a_system_prompt_rule_the_prompt_fails(write_scenario: Callable[[str], P
         "agent.system_prompt's rule {'regex': '^You answer weather questions\\\\.'}"
     )
     assert problem.location == f"{path}:3"
+
+
+AGENTS = """\
+name: two-agents
+agent:
+  tools:
+    get_weather: {params: {city: string}, replies: [{return: sunny}]}
+    get_time: {params: {zone: string}, replies: [{return: noon}]}
+  agents:
+    weather: {system_prompt: You answer weather questions., tools: [get_weather]}
+    clock: {system_prompt: {contains: time}, tools: [get_time]}
+turns:
+  - user: Weather in Paris?
+    model:
+      - say: It is sunny.
+"""
+
+
+def test_a_request_that_is_none_of_the_agents_fails_system_prompt_sent(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    path = write_scenario(AGENTS)
+    handle = EndpointHandle(path)
+    messages = first_turn()
+    messages[0]["content"] = "You tell jokes."
+    RawChatAgent(handle).post(messages)  # offers get_weather: one of agent.tools, no failure
+    [problem] = _violations(handle, "system_prompt_sent")
+    assert problem.message == (
+        "request 1: system_prompt_sent: the system prompt sent is that of none of agent.agents "
+        "(weather, clock)"
+    )
+    assert problem.location == f"{path}:6"
+    assert _violations(handle, "tools_as_declared") == []
+
+
+def test_a_request_of_one_agent_is_held_to_its_tools(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    path = write_scenario(AGENTS)
+    handle = EndpointHandle(path)
+    RawChatAgent(handle).post(first_turn(), tools=[])  # the weather agent, without its tool
+    assert _violations(handle, "system_prompt_sent") == []
+    time = {"type": "function", "function": {"name": "get_time", "parameters": {}}}
+    handle = EndpointHandle(path)
+    RawChatAgent(handle).post(first_turn(), tools=[WEATHER_TOOL, time])
+    [problem] = _violations(handle, "tools_as_declared")
+    assert problem.message.startswith(
+        "request 1: tools_as_declared: the request offers get_time, which "
+        "agent.agents.weather.tools does not declare"
+    )
+    assert problem.location == f"{path}:7"
+
+
+def test_agents_take_the_place_of_the_system_prompt(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    from agentrig.harness.errors import ScenarioFileError
+
+    text = AGENTS.replace("agent:\n", "agent:\n  system_prompt: You help.\n").replace(
+        "tools: [get_time]", "tools: [get_date]"
+    )
+    with pytest.raises(ScenarioFileError) as raised:
+        EndpointHandle(write_scenario(text))
+    message = str(raised.value)
+    assert "give each agent's system_prompt under agents, not system_prompt" in message
+    assert "unknown tool 'get_date'; agent.tools has: get_weather, get_time" in message

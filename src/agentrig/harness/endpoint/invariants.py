@@ -53,6 +53,14 @@ class WireView:
     user_message: Message | None = None
     """The user message that began the request's turn (past any retries of it); None: the
     newest user message."""
+    declared_as: str = "agent.tools"
+    """Where ``declared_tools`` were declared, for messages (``agent.agents.NAME.tools`` for
+    the tools of one of several agents)."""
+    declared_path: FieldPath = ("agent", "tools")
+    """The scenario field that declares ``declared_tools``."""
+    declared_complete: bool = True
+    """Whether the request must offer every tool of ``declared_tools`` (not when they are all
+    the agents' tools, for a request that is none of ``agent.agents``)."""
     """The scenario's ``agent.tools``: what it says the agent's own tools take."""
     _offered: dict[str, ToolSchema] | None = None
     _schema_texts: dict[str, str] = field(default_factory=dict)
@@ -344,11 +352,11 @@ def tools_as_declared(view: WireView) -> list[Violation]:
         path: FieldPath = ("agent", "tools", name)
         tool = offered.get(name)
         if tool is None:
-            if offered:
+            if offered and view.declared_complete:
                 found.append(
                     Violation(
                         "tools_as_declared",
-                        f"agent.tools declares {name}, which the request does not offer "
+                        f"{view.declared_as} declares {name}, which the request does not offer "
                         f"(it offers: {', '.join(sorted(offered))}); fix the name, or mark the "
                         "tool scripted: true if the agent really has no such tool",
                         name,
@@ -381,12 +389,12 @@ def tools_as_declared(view: WireView) -> list[Violation]:
         found.append(
             Violation(
                 "tools_as_declared",
-                f"the request offers {', '.join(undeclared)}, which agent.tools does not "
-                "declare: the scenario describes another agent than the one under test; declare "
-                "the tool (its params, and its description to check that too)",
+                f"the request offers {', '.join(undeclared)}, which {view.declared_as} does "
+                "not declare: the scenario describes another agent than the one under test; "
+                "declare the tool (its params, and its description to check that too)",
                 sorted(view.declared_tools),
                 sorted(offered),
-                ("agent", "tools"),
+                view.declared_path,
             )
         )
     return found
@@ -453,11 +461,8 @@ def system_prompt_sent(view: WireView) -> list[Violation]:
     """The request carries the scenario's ``agent.system_prompt`` (when it gives one)."""
     expected = view.expected_system
     if isinstance(expected, TextMatch):
-        try:
-            if expected.matches(view.request.system or ""):
-                return NONE
-        except TimeoutError:
-            pass
+        if prompt_passes(expected, view.request.system):
+            return NONE
         rule = expected.model_dump(exclude_none=True)
         return [
             Violation(
@@ -477,6 +482,17 @@ def system_prompt_sent(view: WireView) -> list[Violation]:
             view.request.system,
         )
     ]
+
+
+def prompt_passes(expected: str | TextMatch, sent: str | None) -> bool:
+    """Whether the system prompt ``sent`` is the ``expected`` text (without surrounding
+    whitespace) or passes the ``expected`` rule (a regex that searches too long fails)."""
+    if isinstance(expected, str):
+        return (sent or "").strip() == expected.strip()
+    try:
+        return expected.matches(sent or "")
+    except TimeoutError:
+        return False
 
 
 def user_turn_sent(view: WireView) -> list[Violation]:

@@ -22,6 +22,7 @@ from agentrig.harness.endpoint.invariants import (
     Violation,
     WireCheck,
     WireView,
+    prompt_passes,
     repeated_prefix,
     selected,
 )
@@ -353,22 +354,46 @@ class EndpointSession:
         """Run the selected invariants on ``request`` (its conversation and system prompt as
         the endpoint understands them)."""
         spec = self.scenario.turns[turn - 1]
+        agent = self.scenario.agent
         view = WireView(
             request=request,
             expected_history=history,
             repeated=repeated,
             answer=plan.answer,
-            expected_model=self.scenario.agent.model,
-            expected_system=self.scenario.agent.system_prompt or None,
+            expected_model=agent.model,
+            expected_system=agent.system_prompt or None,
             expected_user=spec.user,
-            declared_tools=self.scenario.agent.tools,
+            declared_tools=agent.tools,
             user_message=newest,
         )
+        if agent.agents:
+            self._as_one_of_the_agents(view, number, turn)
         for name, check in self._wire_checks:
             found = check(view)
             if found:
                 self._record(name, found, turn, number, self._path_of(name, turn))
         self._requests_checked += 1
+
+    def _as_one_of_the_agents(self, view: WireView, number: int, turn: int) -> None:
+        """Hold ``view`` to the one of ``agent.agents`` whose system prompt its request sends:
+        that agent's tools. A request that is none of them breaks ``system_prompt_sent`` here,
+        and offers none but the tools of ``agent.tools``."""
+        agents = self.scenario.agent.agents
+        sent = view.request.system
+        view.expected_system = None  # the agent is known by its prompt: it passes, or is none
+        name = next((n for n, a in agents.items() if prompt_passes(a.system_prompt, sent)), None)
+        if name is None:
+            problem = (
+                f"the system prompt sent is that of none of agent.agents ({', '.join(agents)})"
+            )
+            found = Violation("system_prompt_sent", problem, list(agents), sent)
+            self._record("system_prompt_sent", [found], turn, number, ("agent", "agents"))
+            view.declared_complete = False
+            return
+        tools = self.scenario.agent.tools
+        view.declared_tools = {tool: tools[tool] for tool in agents[name].tools}
+        view.declared_as = f"agent.agents.{name}.tools"
+        view.declared_path = ("agent", "agents", name, "tools")
 
     def _path_of(self, invariant: str, turn: int) -> FieldPath:
         """The scenario field a broken invariant points at."""

@@ -53,6 +53,7 @@ __all__ = [
     "INVARIANT_NAME_PATTERN",
     "SCENARIO_NAME_PATTERN",
     "SPAWN_SUBAGENT_TOOL",
+    "AgentRoleSpec",
     "AgentSpec",
     "ArgsMatch",
     "BudgetSpec",
@@ -830,6 +831,22 @@ class HookSpec(ScenarioModel):
                 yield (key,), f"{key} only applies to action: set_metadata"
 
 
+class AgentRoleSpec(ScenarioModel):
+    """One of several agents that share a conversation (a triage agent that hands off to a
+    refunds agent), for the scenario endpoint: the system prompt its requests are known by,
+    and the tools of ``agent.tools`` it offers."""
+
+    system_prompt: Text | TextMatch = Field(
+        description="The agent's system prompt, or a rule it passes ({contains: ...}, "
+        "{regex: ...}): a request whose prompt passes it is this agent's."
+    )
+    tools: tuple[Identifier, ...] = Field(
+        default=(),
+        description="The tools of agent.tools this agent offers, by name: tools_as_declared "
+        "holds each of its requests to them.",
+    )
+
+
 class AgentSpec(ScenarioModel):
     """The agent under test; every part is optional."""
 
@@ -881,6 +898,13 @@ class AgentSpec(ScenarioModel):
     subagents: dict[Identifier, SubagentSpec] = Field(
         default_factory=dict, description="Subagents by name.", json_schema_extra=_NO_KEYS
     )
+    agents: dict[Identifier, AgentRoleSpec] = Field(
+        default_factory=dict,
+        description="Scenario endpoint: several agents behind one conversation (a handoff), by "
+        "name: each request is held to the agent whose system_prompt it sends, and to that "
+        "agent's tools. Instead of system_prompt; agentrig's own runtime ignores it.",
+        json_schema_extra=_NO_KEYS,
+    )
     subagent_policy: SubagentPolicySpec | None = Field(
         default=None, description="Limits on spawning subagents."
     )
@@ -919,6 +943,13 @@ class AgentSpec(ScenarioModel):
             yield ("tools", SPAWN_SUBAGENT_TOOL), "spawn_subagent comes with subagents: rename it"
         if self.subagent_policy is not None and not self.subagents:
             yield ("subagent_policy",), "subagent_policy needs subagents"
+        if self.agents and self.system_prompt != "":
+            yield ("agents",), "give each agent's system_prompt under agents, not system_prompt"
+        for name, role in self.agents.items():
+            for index, tool in enumerate(role.tools):
+                if tool not in self.tools:
+                    problem = f"unknown tool {tool!r}; agent.tools has: {', '.join(self.tools)}"
+                    yield ("agents", name, "tools", index), problem
         known = [*self.tools, SPAWN_SUBAGENT_TOOL]
         for name, subagent in self.subagents.items():
             for key in ("tools", "deny"):
