@@ -288,3 +288,31 @@ async def test_a_turn_that_allows_no_retry_refuses_the_frameworks(tmp_path: Path
         result = ep.result()
 
     assert not result.passed
+
+
+async def test_a_text_answer_to_a_structured_output_request_is_flagged(tmp_path: Path) -> None:
+    # pydantic-ai asks for its output tool (tool_choice "required"): a real API never answers
+    # such a request in text, and a scenario scripting one tests an answer the agent never meets
+    from pydantic import BaseModel
+    from pydantic_ai import Agent
+
+    class Weather(BaseModel):
+        city: str
+
+    path = tmp_path / "structured.scenario.yaml"
+    path.write_text(
+        "name: structured\nturns:\n  - user: Weather in Paris?\n"
+        "    model:\n      - say: It is sunny.\n      - call: final_result(city=Paris)\n"
+    )
+    with EndpointHandle(path) as ep:
+        agent = Agent(openai_chat(ep), output_type=Weather)
+        output, _ = await ask(agent, "Weather in Paris?", streamed=False)
+        allowed = [f for f in ep.result().failures if f.invariant == "answer_allowed"]
+
+    assert output == Weather(city="Paris")
+    assert [f.message for f in allowed] == [
+        'request 1: answer_allowed: the request sends tool_choice: "required", but the scripted '
+        "reply calls no tool: a real API never answers so; change the reply, or check why the "
+        "agent asks for that"
+    ]
+    assert allowed[0].location == f"{path}:5"

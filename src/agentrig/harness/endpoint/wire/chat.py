@@ -28,7 +28,7 @@ from agentrig.harness.endpoint.wire._common import (
     top_count,
     typed,
 )
-from agentrig.harness.endpoint.wire.base import ToolChoice, WireAnswer, WireRequest
+from agentrig.harness.endpoint.wire.base import ANY_ANSWER, ToolChoice, WireAnswer, WireRequest
 from agentrig.messages import Message, Role, ToolCall
 from agentrig.state import ToolSchema, Usage
 from agentrig.state.status import FinishReason
@@ -211,10 +211,13 @@ class ChatFormat(BaseFormat):
     def tool_choice(self, request: WireRequest) -> ToolChoice:
         """``tool_choice`` (``"none"``, ``"required"``, or ``{"type": "function", "function":
         {"name": ...}}``) and ``parallel_tool_calls``."""
-        choice = request.settings.get("tool_choice")
+        settings = request.settings
+        if "tool_choice" not in settings and "parallel_tool_calls" not in settings:
+            return ANY_ANSWER  # most requests: the model is free
+        choice = settings.get("tool_choice")
         function = choice.get("function") if isinstance(choice, dict) else None
         named = function.get("name") if isinstance(function, dict) else None
-        return openai_tool_choice(request.settings, named if isinstance(named, str) else None)
+        return openai_tool_choice(settings, named if isinstance(named, str) else None)
 
 
 def _logprobs(entries: list[JsonObject]) -> JsonObject | None:
