@@ -133,3 +133,20 @@ def test_an_async_client_in_process_is_held_to_its_timeout_too(
     with EndpointHandle(write_scenario(text)) as handle:
         assert asyncio.run(ask(handle)) == "It is sunny in Paris today."
         handle.check()
+
+
+def test_intercept_meets_a_timeout_fault_with_the_clients_timeout_error(
+    write_scenario: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-placeholder")
+    path = write_scenario(SCENARIO.replace("SLOW", NO_ANSWER))
+    with EndpointHandle(path) as handle, handle.intercept():
+        client = openai.OpenAI(timeout=0.3, max_retries=0)  # the default host
+        with pytest.raises(openai.APITimeoutError):
+            chat_agent(client, _messages())
+        failures = handle.result().failures
+
+    assert [f.message for f in failures if "no request followed" in f.message] == [
+        "turn 1: request 2 got the scripted fault (no answer until the client's timeout) "
+        "(line 8) and no request followed: the agent gave up where the script has it recover"
+    ]
