@@ -277,6 +277,29 @@ def test_an_unexpected_failed_status_names_the_recorded_errors(tmp_path: Path) -
     assert failure.message == "turn 1: expect.status: status is failed (error: disk full)"
 
 
+def test_a_provider_error_that_ended_the_turn_is_named_beside_the_expectation(
+    tmp_path: Path,
+) -> None:
+    result = run(
+        tmp_path,
+        """\
+        name: rate-limited
+        turns:
+          - user: Weather in Paris?
+            model:
+              - fault: {status: 429, message: slow down}
+              - say: It is sunny in Paris.
+            expect: {final_response: It is sunny in Paris.}
+        """,
+    )
+    failure = next(f for f in result.failures if f.field == "expect.final_response")
+    assert failure.message == (
+        "turn 1: expect.final_response: final response does not match "
+        "(error: scripted fault: HTTP 429: slow down)"
+    )
+    assert failure.observed == ""
+
+
 def test_an_unknown_invariant_points_at_the_invariants_field(tmp_path: Path) -> None:
     path = scenario_file(
         tmp_path,

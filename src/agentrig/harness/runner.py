@@ -45,6 +45,7 @@ from agentrig.harness.scenarios.model import (
     ScenarioTurn,
 )
 from agentrig.harness.scenarios.user_agent import named_builder, prompt_conflict
+from agentrig.state.status import ExecutionStatus
 
 FieldPath = tuple[str | int, ...]
 T = TypeVar("T")
@@ -384,8 +385,11 @@ def _check_turn(run: _Run, number: int, turn: ScenarioTurn, final: AgentState) -
     script_path = run.scenario.script_path(number, RUNTIME_SESSION_KEY)
     _check_model_script(run, script, f"turn {number}", overrun, script_path, turn=number)
     _check_tool_scripts(run, number, turn, final)
+    # A turn that failed says why beside each expectation it missed (``observed: ""`` alone
+    # hides a provider error that ended the run); a status mismatch says it in any case.
+    failed = final.status() is ExecutionStatus.FAILED
     for mismatch in check_expectation(turn.expect, final):
-        why = _recorded_errors(final) if mismatch.field == "status" else ""
+        why = _recorded_errors(final) if failed or mismatch.field == "status" else ""
         run.fail(
             "expectation",
             f"turn {number}: expect.{mismatch.field}: {mismatch.message}{why}",

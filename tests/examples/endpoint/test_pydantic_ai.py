@@ -252,3 +252,89 @@ async def test_an_agent_that_makes_its_own_client(
         answer, _ = await ask(build_agent(model), "What is the weather in Paris?", streamed=False)
 
     assert answer == "It is sunny in Paris."
+
+
+VALIDATED = """\
+name: validated-weather
+agent:
+  # pydantic-ai adds its own notes to the system prompt when it retries: a rule, not the text
+  system_prompt: {contains: You answer weather questions.}
+turns:
+  - user: What is the weather in Paris?
+    model:
+      - say: Paris.
+      - say: It is sunny in Paris.
+    expect:
+      final_response: It is sunny in Paris.
+      model_calls: 2
+"""
+
+
+def _validated_agent(model: Model) -> Any:
+    from pydantic_ai import Agent, ModelRetry
+
+    agent = Agent(model, system_prompt="You answer weather questions.")
+
+    @agent.output_validator
+    def about_the_weather(output: str) -> str:
+        if "sunny" not in output:
+            raise ModelRetry("Say what the weather is.")
+        return output
+
+    return agent
+
+
+@ON_EVERY_MODEL
+async def test_an_output_validator_retry_stays_in_its_turn(tmp_path: Path, model: str) -> None:
+    # pydantic-ai sends the ModelRetry as a user message: a retry of the turn, not a second turn
+    path = tmp_path / "validated.scenario.yaml"
+    path.write_text(VALIDATED)
+    with EndpointHandle(path) as ep:
+        answer, _ = await ask(
+            _validated_agent(MODELS[model](ep)), "What is the weather in Paris?", streamed=False
+        )
+        result = ep.result()
+
+    assert answer == "It is sunny in Paris."
+    assert result.passed, [f.message for f in result.failures]
+
+
+async def test_a_turn_that_allows_no_retry_refuses_the_frameworks(tmp_path: Path) -> None:
+    path = tmp_path / "validated.scenario.yaml"
+    path.write_text(VALIDATED.replace("    model:\n", "    retries: false\n    model:\n", 1))
+    with EndpointHandle(path) as ep:
+        with pytest.raises(Exception, match="request 2 carries 2 user messages"):
+            await ask(
+                _validated_agent(openai_chat(ep)), "What is the weather in Paris?", streamed=False
+            )
+        result = ep.result()
+
+    assert not result.passed
+
+
+async def test_a_text_answer_to_a_structured_output_request_is_flagged(tmp_path: Path) -> None:
+    # pydantic-ai asks for its output tool (tool_choice "required"): a real API never answers
+    # such a request in text, and a scenario scripting one tests an answer the agent never meets
+    from pydantic import BaseModel
+    from pydantic_ai import Agent
+
+    class Weather(BaseModel):
+        city: str
+
+    path = tmp_path / "structured.scenario.yaml"
+    path.write_text(
+        "name: structured\nturns:\n  - user: Weather in Paris?\n"
+        "    model:\n      - say: It is sunny.\n      - call: final_result(city=Paris)\n"
+    )
+    with EndpointHandle(path) as ep:
+        agent = Agent(openai_chat(ep), output_type=Weather)
+        output, _ = await ask(agent, "Weather in Paris?", streamed=False)
+        allowed = [f for f in ep.result().failures if f.invariant == "answer_allowed"]
+
+    assert output == Weather(city="Paris")
+    assert [f.message for f in allowed] == [
+        'request 1: answer_allowed: the request sends tool_choice: "required", but the scripted '
+        "reply calls no tool: a real API never answers so; change the reply, or check why the "
+        "agent asks for that"
+    ]
+    assert allowed[0].location == f"{path}:5"

@@ -14,6 +14,7 @@ from typing import Any
 
 from agentrig.harness.endpoint.extras import require_extra
 from agentrig.harness.endpoint.service import ScenarioEndpoint
+from agentrig.harness.endpoint.transports import client_gives_up
 
 
 @contextlib.contextmanager
@@ -33,6 +34,12 @@ def intercepted(endpoint: ScenarioEndpoint, api_key: str, hosts: Sequence[str]) 
         reply = endpoint.handle(
             request.method, request.url.raw_path.decode(), headers, request.content
         )
+        if reply.delay or reply.hang:  # latency is not waited here; a timeout is met at once
+            _, timed_out = client_gives_up(reply, request)
+            if timed_out is not None:
+                raise httpx.ReadTimeout(timed_out, request=request)
+        if reply.delivery is not None:
+            reply.delivery.delivered()
         if reply.drop:
             raise httpx.RemoteProtocolError(
                 "agentrig endpoint: a scripted fault cut this connection", request=request

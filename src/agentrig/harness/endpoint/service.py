@@ -18,7 +18,7 @@ from urllib.parse import parse_qs
 
 from agentrig.errors import AgentrigError
 from agentrig.harness.endpoint.memo import remembered
-from agentrig.harness.endpoint.session import EndpointSession, Plan
+from agentrig.harness.endpoint.session import Delivery, EndpointSession, Plan
 from agentrig.harness.endpoint.wire import (
     CREATED,
     FORMATS,
@@ -89,7 +89,10 @@ class EndpointReply:
     """What to send back: a status, headers, and a body or a stream of events.
 
     ``drop`` means the connection is cut after ``chunks`` (or instead of a body): the client sees
-    a broken connection, as when a provider's stream dies. ``delay`` is the seconds to wait first.
+    a broken connection, as when a provider's stream dies. ``delay`` is the seconds to wait first;
+    ``hang``: send nothing until the client gives up (a ``timeout`` fault). A player that waits
+    (``delay``, ``hang``) tells ``delivery`` whether the reply went out or the client gave up
+    first, and never waits past the client's own timeout (``play_wait``).
     """
 
     status: int
@@ -98,6 +101,25 @@ class EndpointReply:
     chunks: tuple[bytes, ...] | None = None
     drop: bool = False
     delay: float = 0.0
+    hang: bool = False
+    delivery: Delivery | None = None
+
+
+HANG_LIMIT = 600.0
+"""The longest a ``timeout`` fault waits for a client without a timeout of its own (the OpenAI
+and Anthropic SDKs' default timeout)."""
+
+
+def play_wait(reply: EndpointReply, client_timeout: float | None) -> tuple[float | None, bool]:
+    """How long a player waits before it sends ``reply`` to a client that gives up after
+    ``client_timeout`` seconds (None: never, or not known), and whether the client gives up
+    first (then nothing is sent: the player raises the client's timeout error, or sees it
+    disconnect). The wait is None for a ``hang`` whose client has no known timeout."""
+    if reply.hang:
+        return client_timeout, True
+    if client_timeout is not None and reply.delay > client_timeout:
+        return client_timeout, True
+    return reply.delay, False
 
 
 @dataclass
@@ -184,7 +206,8 @@ class ScenarioEndpoint:
         except WireError as error:
             session.unreadable(f"{fmt.path}: {error.message}")
             return _error(fmt, 400, f"agentrig endpoint: {error.message}", param=error.param)
-        plan = session.plan(request)
+        exchange = session.exchange(request)
+        plan = exchange.plan
         stream, include_usage, model = request.stream, request.include_usage, request.model
         if plan.answer is None:  # an error, made for this request
             reply = _reply(fmt, plan, stream=stream, include_usage=include_usage, model=model)
@@ -204,6 +227,8 @@ class ScenarioEndpoint:
                     hidden=hidden,
                 ),
             )
+        if exchange.awaited:  # made for this request: it reports what became of the reply
+            reply = replace(reply, delivery=Delivery(session, exchange))
         chunking = session.scenario.agent.wire_chunking
         if reply.chunks is None or chunking == "events":
             return reply
@@ -313,6 +338,9 @@ def _reply(
         answer = replace(answer, logprobs_top=top)
     if answer is not None and hidden:
         answer = replace(answer, redacted=True)
+    if plan.fault is not None and plan.fault.timeout:
+        hung = _error(fmt, plan.status, plan.error or "", delay=plan.latency)
+        return replace(hung, hang=True)
     if answer is None:
         return _error(
             fmt,

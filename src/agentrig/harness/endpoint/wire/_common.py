@@ -19,7 +19,14 @@ from pydantic_core import to_json
 from agentrig._model import JsonObject, problems_of
 from agentrig.drivers._sdk import RAW_ARGUMENTS_KEY, dump_arguments
 from agentrig.fakes.llm import REASONING_SEAL_KEY
-from agentrig.harness.endpoint.wire.base import FormatName, WireAnswer, WireError, WireRequest
+from agentrig.harness.endpoint.wire.base import (
+    ANY_ANSWER,
+    FormatName,
+    ToolChoice,
+    WireAnswer,
+    WireError,
+    WireRequest,
+)
 from agentrig.messages import Message, Role, ToolCall, ToolResult
 from agentrig.state import ToolSchema
 
@@ -111,6 +118,32 @@ class BaseFormat(ABC):
         probability; None when it asks for no log probabilities (the default: the API has
         none). Read only for an answer that scripts them."""
         return None
+
+    def tool_choice(self, request: WireRequest) -> ToolChoice:
+        """What ``request`` lets the model answer with: anything (the default: the format
+        has no ``tool_choice``). Read only for an answer that scripts tool calls or text."""
+        return ANY_ANSWER
+
+
+def openai_tool_choice(settings: Mapping[str, Any], named: str | None) -> ToolChoice:
+    """An OpenAI request's ``tool_choice`` and ``parallel_tool_calls``: ``"none"``,
+    ``"required"``, ``"auto"``, or a named function (``named``: its name, which Chat nests in
+    ``function`` and Responses does not)."""
+    choice, parallel = settings.get("tool_choice"), settings.get("parallel_tool_calls")
+    if choice is None and parallel is None:
+        return ANY_ANSWER
+    said = f"tool_choice: {to_json(choice).decode()}" if choice is not None else ""
+    mode: Any = choice if choice in ("none", "required") else "auto"
+    tool = named if named else None
+    if tool is not None:
+        mode = "tool"
+    return ToolChoice(
+        mode=mode,
+        tool=tool,
+        parallel=parallel is not False,
+        said=said,
+        parallel_said="parallel_tool_calls: false" if parallel is False else "",
+    )
 
 
 def top_count(settings: Mapping[str, Any]) -> int:

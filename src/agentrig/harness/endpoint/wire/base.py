@@ -47,6 +47,25 @@ class WireRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolChoice:
+    """What a request lets the model answer with, read from its ``tool_choice`` and parallel
+    setting. ``mode``: ``auto`` (text or calls), ``none`` (no call), ``required`` (at least one
+    call) or ``tool`` (calls of ``tool`` only); ``parallel``: whether one answer may make
+    several calls. ``said`` and ``parallel_said`` quote the request's own settings, for
+    messages."""
+
+    mode: Literal["auto", "none", "required", "tool"] = "auto"
+    tool: str | None = None
+    parallel: bool = True
+    said: str = ""
+    parallel_said: str = ""
+
+
+ANY_ANSWER = ToolChoice()
+"""A request that leaves the model free to answer with text or any number of calls."""
+
+
+@dataclass(frozen=True, slots=True)
 class TokenLogprobs:
     """One token of an answer's text with its log probability, and the likeliest tokens in its
     place (``top``: token and log probability, most likely first)."""
@@ -137,4 +156,9 @@ class WireFormat(Protocol):
     def logprobs_asked(self, request: WireRequest) -> int | None:
         """How many likeliest tokens ``request`` asks to see beside each token's log
         probability; None when it asks for no log probabilities (or the API has none)."""
+        ...
+
+    def tool_choice(self, request: WireRequest) -> ToolChoice:
+        """What ``request`` lets the model answer with (its ``tool_choice`` and whether it
+        allows parallel calls), as the real API would hold the model to it."""
         ...
