@@ -342,6 +342,7 @@ def test_a_request_matching_nothing_fails_with_the_difference(
 ) -> None:
     provider = openai_provider(model="gpt-4.1-mini")
     with (
+        pytest.raises(HttpCassetteMismatchError),
         use_http_cassette(
             real_cassette(PYDANTIC_OPENAI), check_all_played=False, ignore=["strict"]
         ),
@@ -359,6 +360,7 @@ def test_an_anthropic_replay_miss_is_not_retried_into_a_connection_error(
     path = real_cassette("pydantic-ai/test_anthropic/test_anthropic_mixed_strict_tool_run.yaml")
     provider = AnthropicProvider(api_key="sk-replay", model="claude-other", max_retries=0)
     with (
+        pytest.raises(HttpCassetteMismatchError),
         use_http_cassette(path, check_all_played=False, ignore=FOREIGN),
         pytest.raises(ProviderError, match="matched no interaction") as raised,
     ):
@@ -718,3 +720,19 @@ def test_a_call_to_this_machine_is_not_blocked(host: str) -> None:
         provider.infer(InferenceRequest(messages=Messages.from_text("hi")))
     assert blocker.blocked == []
     assert not isinstance(raised.value, RealLlmCallBlockedError)  # refused by the port, not us
+
+
+def test_a_miss_is_reported_even_when_unplayed_recordings_are_allowed(
+    real_cassette: Callable[[str], Path],
+) -> None:
+    """check_all_played=False forgives recordings the code did not ask for, never a request the
+    cassette could not answer."""
+    provider = openai_provider(model="gpt-4.1-mini")
+    with (
+        pytest.raises(HttpCassetteMismatchError, match="matched no recorded interaction"),
+        use_http_cassette(
+            real_cassette(PYDANTIC_OPENAI), ignore=["strict"], check_all_played=False
+        ),
+        pytest.raises(ProviderError),  # swallowed, as the agent loop does
+    ):
+        provider.infer(weather_request("What is the temperature in Oslo?"))
