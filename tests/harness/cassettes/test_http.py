@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from agentrig import (
     ToolSchema,
 )
 from agentrig.drivers import AnthropicProvider, OpenAIProvider
+from agentrig.harness.data_files import MAX_FILE_BYTES
 
 vcr = pytest.importorskip("vcr")
 openai = pytest.importorskip("openai")
@@ -736,3 +739,33 @@ def test_a_miss_is_reported_even_when_unplayed_recordings_are_allowed(
         pytest.raises(ProviderError),  # swallowed, as the agent loop does
     ):
         provider.infer(weather_request("What is the temperature in Oslo?"))
+
+
+@pytest.mark.parametrize("mode", ["once", "new_episodes", "all", "none"])
+def test_a_cassette_path_that_is_not_a_regular_file_is_refused_and_kept(
+    tmp_path: Path, mode: str, bounded: Any
+) -> None:
+    """A FIFO was "absent": replay said it did not exist, and recording blocked writing it."""
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this platform")
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
+
+    def replay() -> None:
+        with use_http_cassette(fifo, record_mode=mode):
+            pass
+
+    with pytest.raises(HttpCassetteFileError, match="not a regular file: it is a FIFO"):
+        bounded(replay)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_a_cassette_larger_than_the_limit_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    with path.open("wb") as handle:
+        handle.truncate(MAX_FILE_BYTES + 1)
+    with (
+        pytest.raises(HttpCassetteFileError, match=f"larger than {MAX_FILE_BYTES} bytes"),
+        use_http_cassette(path),
+    ):
+        pass

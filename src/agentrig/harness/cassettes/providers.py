@@ -20,7 +20,7 @@ from agentrig.harness.cassettes.errors import (
     CassetteNotFoundError,
     UnusedInteractionsError,
 )
-from agentrig.harness.cassettes.files import load_cassette, save_cassette
+from agentrig.harness.cassettes.files import load_cassette, refuse_non_file, save_cassette
 from agentrig.harness.cassettes.matching import (
     fitted,
     nearest,
@@ -97,6 +97,8 @@ class RecordingProvider:
     ) -> None:
         self.inner = inner
         self.path = os.fspath(path) if path is not None else None
+        if self.path is not None:
+            refuse_non_file(self.path)
         self.scrubber = scrubber if scrubber is not None else Scrubber()
         self._cassette = cassette if cassette is not None else _new_cassette(inner)
         self.recorded = 0
@@ -295,6 +297,7 @@ def cassette_provider(
     """
     chosen = RecordMode.parse(mode)
     target = os.fspath(path)
+    refuse_non_file(target)
     exists = Path(target).is_file()
     if chosen is RecordMode.ALL or (not exists and chosen is not RecordMode.NONE):
         return RecordingProvider(_needed(inner, target, chosen), path=target, scrubber=scrubber)
