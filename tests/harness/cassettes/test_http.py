@@ -769,3 +769,52 @@ def test_a_cassette_larger_than_the_limit_is_refused_unread(tmp_path: Path) -> N
         use_http_cassette(path),
     ):
         pass
+
+
+POPULATION = {
+    "properties": {"country": {"type": "string"}},
+    "required": ["country"],
+    "type": "object",
+}
+DRAGONS = {
+    "properties": {"population": {"type": "integer"}},
+    "required": ["population"],
+    "type": "object",
+}
+
+
+def test_tools_declared_exactly_as_recorded_replay_another_clients_session(
+    real_cassette: Callable[[str], Path],
+) -> None:
+    """The session was recorded by another client, whose schemas have no additionalProperties:
+    tools carrying the recorded description and schema replay it with nothing ignored."""
+    from agentrig import AgentBuilder, AgentState, ExecutionStatus, FunctionTool, UseLlmConfig
+
+    def lookup_population(country: str) -> int:
+        return 123124
+
+    def can_have_dragons(population: int) -> bool:
+        return population > 10000
+
+    tools = [
+        FunctionTool(
+            lookup_population,
+            description="Returns the current population of the specified fictional country",
+            parameters=POPULATION,
+        ),
+        FunctionTool(
+            can_have_dragons,
+            description="Returns True if the specified population can have dragons, False "
+            "otherwise",
+            parameters=DRAGONS,
+        ),
+    ]
+    provider = OpenAIProvider(api_key="sk-replay", max_retries=0, model="gpt-4o-mini")
+    agent = AgentBuilder.base().with_capability(UseLlmConfig(provider)).with_tools(tools).build()
+    state = AgentState().with_user_message(
+        "Can the country of Crumpet have dragons? Answer with only YES or NO"
+    )
+    with use_http_cassette(real_cassette("llm/test_tools/test_tool_use_chain_of_two_calls.yaml")):
+        final = agent.execute(state)
+    assert final.status() is ExecutionStatus.COMPLETED
+    assert final.final_response()[-1].content == "YES"
