@@ -146,26 +146,33 @@ def cassette_to_scenario(
         raise CassetteConversionError(path, None, f"the scenario is invalid: {error}") from None
 
 
-def _results(interactions: Sequence[Interaction], index: int) -> dict[str, RecordedMessage]:
-    """The results of the calls in interaction ``index``'s response, by call id.
+def _results(interactions: Sequence[Interaction], index: int) -> list[RecordedMessage | None]:
+    """The result of each call in interaction ``index``'s response (None: not recorded).
 
     They are the tool messages right after that reply in the first later request that carries
-    it (its last copy there): call ids alone are not enough, as providers may reuse them.
+    it (its last copy there): call ids alone are not enough, as providers may reuse them. A call
+    recorded without an id (the API sent none) carries, there, the id the run made up.
     """
     response = interactions[index].response
     if response is None or not response.tool_calls:
-        return {}
-    wanted = [(call.id, call.name) for call in response.tool_calls]
+        return []
+    wanted = response.tool_calls
     for later in interactions[index + 1 :]:
         messages = later.request.messages
         for position in range(len(messages) - 1, -1, -1):
             message = messages[position]
-            if (
-                message.role == "assistant"
-                and [(c.id, c.name) for c in message.tool_calls] == wanted
-            ):
-                return _answers(messages[position + 1 :])
-    return {}
+            if message.role == "assistant" and _same_calls(message.tool_calls, wanted):
+                answers = _answers(messages[position + 1 :])
+                return [answers.get(call.id) for call in message.tool_calls]
+    return [None] * len(wanted)
+
+
+def _same_calls(sent: Sequence[RecordedToolCall], answered: Sequence[RecordedToolCall]) -> bool:
+    """Whether the calls a request sends back are the calls of a recorded answer: the same
+    names, and the same ids where the answer had them."""
+    return len(sent) == len(answered) and all(
+        a.name == b.name and (a.id == b.id or not b.id) for a, b in zip(sent, answered, strict=True)
+    )
 
 
 def _answers(messages: Sequence[RecordedMessage]) -> dict[str, RecordedMessage]:
@@ -287,9 +294,8 @@ class _Draft:
         turn.replies.append(self._reply(number, interaction.response))
         results = _results(self.interactions, number - 1)
         cut = False
-        for call in interaction.response.tool_calls:
+        for call, result in zip(interaction.response.tool_calls, results, strict=True):
             turn.calls.append(_call(call))
-            result = results.get(call.id)
             if result is None and cut:
                 continue  # the stop scripted for an earlier call ends the run before this one
             self._tool_result(turn, call, result)

@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from agentrig import __version__
+from agentrig.clock import IdFactory, current_ids, runtime_context
 from agentrig.drivers import InferenceProvider
 from agentrig.errors import InvalidInputError, ProviderError
 from agentrig.harness.cassettes.errors import (
@@ -112,14 +114,16 @@ class RecordingProvider:
     def infer(self, request: InferenceRequest) -> InferenceResponse:
         """Ask the inner provider and record the outcome."""
         live = self.scrubber.scrub_model(normalize_request(request))
+        noting = _NotingIds(current_ids())
         try:
-            response = self.inner.infer(request)
+            with runtime_context(ids=noting):
+                response = self.inner.infer(request)
         except ProviderError as error:
             self._add(
                 Interaction(request=live, error=self.scrubber.scrub_model(record_error(error)))
             )
             raise
-        recorded = self.scrubber.scrub_model(record_response(response))
+        recorded = self.scrubber.scrub_model(record_response(response, made_up=noting.made))
         self._add(Interaction(request=live, response=recorded))
         return response
 
@@ -277,6 +281,24 @@ class ReplayProvider:
     def __repr__(self) -> str:
         total = len(self.cassette.interactions)
         return f"ReplayProvider({self.path!r}, played={len(self._played)}/{total})"
+
+
+class _NotingIds:
+    """The run's id source, noting the ids it hands out while the recorded provider answers:
+    a tool call with one of them had no id from the API (the driver made it up), and is
+    recorded without one, so that a replay makes its id up at the same point of the run."""
+
+    def __init__(self, inner: IdFactory) -> None:
+        self.inner = inner
+        self.made: set[str] = set()
+
+    def new_id(self, kind: str) -> str:
+        made = self.inner.new_id(kind)
+        self.made.add(made)
+        return made
+
+    def __getattr__(self, name: str) -> Any:  # issued(), fork(): the source's own
+        return getattr(self.inner, name)
 
 
 CassetteProvider = RecordingProvider | ReplayProvider
