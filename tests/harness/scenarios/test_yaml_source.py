@@ -435,3 +435,9 @@ def test_a_file_over_the_value_limit_is_refused_in_memory_of_the_limit() -> None
 
     twice, four_times = peak(2 * MAX_VALUES), peak(4 * MAX_VALUES)
     assert four_times - twice < 100 * 2 * MAX_VALUES, (twice, four_times)
+
+
+def test_text_holding_a_lone_surrogate_is_an_error_naming_its_place() -> None:
+    error = _syntax_error("a: 1\nb: x\ud800\n")
+    assert (error.line, error.column) == (2, 5)
+    assert "lone surrogate (#xd800)" in error.reason

@@ -148,6 +148,10 @@ def _composed(text: str, path: str) -> Node | None:
         raise ScenarioFileError(path, reason, line=line, column=column) from None
     except yaml.YAMLError as exc:
         raise ScenarioFileError(path, f"invalid YAML: {exc}") from None
+    except UnicodeEncodeError as exc:  # text (not a file) holding half a character
+        line, column = _position(text, exc.start)
+        reason = f"a lone surrogate (#x{ord(text[exc.start]):04x}) is not a character"
+        raise ScenarioFileError(path, reason, line=line, column=column) from None
 
 
 _FAST_LOADER: type[Any] | None = getattr(yaml, "CSafeLoader", None)
