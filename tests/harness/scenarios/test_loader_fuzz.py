@@ -239,9 +239,14 @@ def _every_node(node: Any, budget: list[int]) -> None:
 def _over_the_limit(text: str) -> bool | None:
     """Whether the document holds more than ``_SMALL_LIMIT`` values; None if PyYAML cannot
     compose it (nor can the loader)."""
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except (yaml.YAMLError, RecursionError):
+    root = None
+    for loader in (getattr(yaml, "CSafeLoader", yaml.SafeLoader), yaml.SafeLoader):
+        try:  # libyaml first, as the loader: the two differ on a few texts ('0\t')
+            root = yaml.compose(text, Loader=loader)
+            break
+        except (yaml.YAMLError, RecursionError, UnicodeEncodeError):
+            continue
+    else:
         return None
     budget = [_SMALL_LIMIT]
     if root is not None:
