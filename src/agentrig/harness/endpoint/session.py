@@ -46,7 +46,7 @@ from agentrig.harness.results import (
 from agentrig.harness.scenarios.model import FaultSpec, ModelReply, Scenario
 from agentrig.harness.scenarios.yaml_source import FieldPath
 from agentrig.messages import Message, Role, ToolCall
-from agentrig.state import Usage
+from agentrig.state import ToolSchema, Usage
 from agentrig.state.status import FinishReason
 from agentrig.state.usage import ZERO_USAGE
 
@@ -126,6 +126,8 @@ class EndpointSession:
     """Requests ``script_not_exceeded`` checked."""
     _failed: dict[str, int] = field(default_factory=dict)
     """Violations of each selected invariant (str to int: a dict the collector skips)."""
+    offered: tuple[ToolSchema, ...] | None = None
+    """The tools the session's first request offered (None before it came)."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _started: float = field(default_factory=time.perf_counter)
     _finished: ScenarioResult | None = None
@@ -146,6 +148,8 @@ class EndpointSession:
         """Decide the answer to ``request``, check it, and remember the exchange."""
         with self._lock:
             number = len(self.exchanges) + 1
+            if number == 1:
+                self.offered = request.tools
             continued = self._continued(request)
             conversation = self._conversation(request, continued)
             system = request.system
