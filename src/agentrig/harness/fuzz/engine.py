@@ -103,7 +103,9 @@ class Fuzzer:
         self.folder = Path(folder)
         self.ep = EndpointHandle(probe_scenario(prompt), live=live or self.target.needs_live)
         try:
-            self.offer = probe(self.ep, self.target, prompt)
+            self.offer = probe(
+                self.ep, self.target, prompt, max_model_calls=self.behaviours.max_model_calls
+            )
         except BaseException:
             self.ep.close()
             raise

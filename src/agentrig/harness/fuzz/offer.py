@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from agentrig.errors import ConfigurationError
 from agentrig.harness.endpoint.handle import EndpointHandle
 from agentrig.harness.endpoint.wire.base import FormatName
+from agentrig.harness.fuzz.run import bounded
 from agentrig.harness.fuzz.target import Target
 from agentrig.harness.scenarios.model import (
     InvariantSelection,
@@ -46,11 +47,12 @@ def probe_scenario(prompt: str) -> Scenario:
     return Scenario(name="fuzz-probe", turns=(turn,), invariants=InvariantSelection(only=()))
 
 
-def probe(ep: EndpointHandle, target: Target, prompt: str) -> Offer:
-    """Run ``target`` once against a model that only answers :data:`PROBE_ANSWER`, and read
-    what its first request offers. ``ConfigurationError`` when the agent sent no request or
-    failed on that plain answer (nothing generated could be blamed then)."""
-    session = ep.play(probe_scenario(prompt))
+def probe(ep: EndpointHandle, target: Target, prompt: str, *, max_model_calls: int) -> Offer:
+    """Run ``target`` once against a model that only answers :data:`PROBE_ANSWER` (at most
+    ``max_model_calls`` times), and read what its first request offers. ``ConfigurationError``
+    when the agent sent no request or failed on that plain answer (nothing generated could be
+    blamed then)."""
+    session = ep.play(bounded(probe_scenario(prompt), max_model_calls))
     _, raised = target.run(ep, prompt)
     where = f"fuzz target {target.reference or target!r}"
     if not session.exchanges:
