@@ -108,6 +108,14 @@ def _play(
             "with agentrig run --live, or in pytest with --agentrig-live"
         )
         return _refused(scenario, message, ("user",), started), ()
+    auto = next((i for i, turn in enumerate(scenario.turns) if turn.is_auto), None)
+    if auto is not None:
+        message = (
+            "model: auto reads the tools each request offers: serve the scenario to the agent "
+            "with agentrig serve or the agentrig_endpoint fixture (agentrig's own runtime plays "
+            "scripted replies only)"
+        )
+        return _refused(scenario, message, ("turns", auto, "model"), started), ()
     try:
         builder = named_builder(scenario) if builder is None else builder
     except AgentrigError as error:

@@ -67,9 +67,7 @@ def test_a_failure_names_the_scenario_file_and_the_command_that_replays_it(
 
 
 def test_a_correct_agent_passes(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        test_agent=_file("message.content or message.refusal", WITH_THE_FIXTURE)
-    )
+    pytester.makepyfile(test_agent=_file("message.content or message.refusal", WITH_THE_FIXTURE))
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 

@@ -24,13 +24,12 @@ QUICK = settings(max_examples=20, derandomize=True, database=None)
 
 @QUICK
 @given(scenario=model_scripts(OFFER, adapter="pkg.agent:run"))
-def test_a_script_ends_in_a_repeating_text_answer_on_the_last_user_turn(scenario):
+def test_a_script_ends_in_a_repeating_answer_on_the_last_user_turn(scenario):
     assert [turn.user for turn in scenario.turns] == ["Hi", "Weather in Paris?"]
     assert scenario.turns[0].model == ()
     final = scenario.turns[-1].model[-1]
     assert final.repeat
-    assert final.say
-    assert not final.tool_calls
+    assert final.say or final.refuse
     assert scenario.agent.adapter == "pkg.agent:run"
     assert scenario.invariants.exclude == ("tools_offered",)
 
@@ -45,23 +44,45 @@ def test_a_written_script_loads_back_equal(scenario, tmp_path_factory):
 
 @QUICK
 @given(
-    reply=model_replies(
+    scenario=model_scripts(
         OFFER, Behaviours(tools=("search",), replies={"call", "parallel_calls"}, faults=())
     )
 )
-def test_narrowed_behaviours_call_only_the_tools_and_play_only_the_kinds_allowed(reply):
-    assert reply.tool_calls
-    assert {call.name for call in reply.tool_calls} == {"search"}
-    assert reply.fault is None
-    assert reply.refuse is None
+def test_narrowed_behaviours_call_only_the_tools_and_play_only_the_kinds_allowed(scenario):
+    *steps, final = scenario.turns[-1].model
+    for reply in steps:
+        assert {call.name for call in reply.tool_calls} == {"search"}
+        assert reply.fault is None
+    assert final.say is not None  # no answer kind allowed: the script still ends in text
 
 
 @QUICK
-@given(reply=model_replies(OFFER, Behaviours(replies=(), faults={"rate_limit"})))
-def test_faults_only_draws_faults(reply):
-    assert reply.fault is not None
-    assert reply.fault.status == 429
-    assert reply.fault.retry_after is not None
+@given(reply=model_replies(OFFER, Behaviours(replies={"refusal"}, faults=())))
+def test_model_replies_draws_one_answer_of_the_kinds_allowed(reply):
+    assert reply.refuse is not None or reply.tool_calls
+
+
+@QUICK
+@given(scenario=model_scripts(OFFER, Behaviours(replies=(), faults={"rate_limit"})))
+def test_with_faults_only_the_script_is_faults_then_text(scenario):
+    *steps, final = scenario.turns[-1].model
+    for reply in steps:
+        assert reply.fault is not None
+        assert reply.fault.status == 429
+        assert reply.fault.retry_after is not None
+    assert final.say is not None
+    assert final.fault is None
+
+
+@QUICK
+@given(scenario=model_scripts(OFFER))
+def test_only_the_last_answer_ends_the_turn(scenario):
+    *steps, final = scenario.turns[-1].model
+    for reply in steps:
+        assert reply.tool_calls or reply.fault is not None, reply
+    assert not final.tool_calls
+    assert final.fault is None
+    assert final.say is not None or final.refuse is not None
 
 
 FIRST, LAST = ModelReply(say="first"), ModelReply(call="search()")

@@ -4,7 +4,6 @@ is not JSON). Valid arguments are drawn from the schema and checked against it."
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 from typing import Any
@@ -14,6 +13,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from agentrig.drivers._sdk import RAW_ARGUMENTS_KEY
+from agentrig.harness.endpoint.schema_values import closed_schema
 from agentrig.harness.fuzz.behaviours import ArgumentKind
 from agentrig.harness.fuzz.schema_values import values_of
 
@@ -23,27 +23,6 @@ JsonObject = dict[str, Any]
 _OTHER_VALUES: tuple[Any, ...] = (0, -1, 2.5, "", "text", True, None, [], {}, [1, "a"])
 """Values a wrong-type field takes: each fails at least one kind of property schema."""
 _EXTRA_KEYS = ("unexpected", "extra_field", "_meta", "id", "__proto__")
-
-
-def closed_schema(schema: JsonObject) -> JsonObject:
-    """``schema`` with ``additionalProperties: false`` on every object that names its
-    properties and says nothing of others: a model's valid arguments are the named ones (a
-    schema open to any key would draw keys no tool function takes)."""
-    closed = copy.deepcopy(schema) if isinstance(schema, dict) else {}
-    closed.setdefault("type", "object")
-    _close(closed)
-    return closed
-
-
-def _close(node: Any) -> None:
-    if isinstance(node, dict):
-        if "properties" in node and "additionalProperties" not in node:
-            node["additionalProperties"] = False
-        for value in node.values():
-            _close(value)
-    elif isinstance(node, list):
-        for value in node:
-            _close(value)
 
 
 @functools.lru_cache(maxsize=256)

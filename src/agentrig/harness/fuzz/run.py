@@ -56,10 +56,11 @@ def bounded(scenario: Scenario, limit: int) -> Scenario:
     """``scenario`` with its last turn's repeating reply written out, so that the script ends
     after ``limit`` replies (an agent that never stops then gets an error, not an answer)."""
     last = scenario.turns[-1]
-    if not last.model or not last.model[-1].repeat or len(last.model) >= limit:
+    replies = last.replies
+    if not replies or not replies[-1].repeat or len(replies) >= limit:
         return scenario
-    final = last.model[-1].model_copy(update={"repeat": False})
-    model = (*last.model[:-1], *([final] * (limit - len(last.model) + 1)))
+    final = replies[-1].model_copy(update={"repeat": False})
+    model = (*replies[:-1], *([final] * (limit - len(replies) + 1)))
     turn = last.model_copy(update={"model": model})
     return scenario.model_copy(update={"turns": (*scenario.turns[:-1], turn)})
 

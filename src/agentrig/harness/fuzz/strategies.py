@@ -119,19 +119,17 @@ def _unknown_calls(offer: Offer) -> st.SearchStrategy[ToolCallSpec]:
     return st.builds(_call, st.sampled_from(names), arguments)
 
 
-def _truncated(calls: st.SearchStrategy[ToolCallSpec]) -> st.SearchStrategy[ModelReply]:
-    """An answer cut off by the ``length`` finish: its text, or its call's arguments, half."""
+def _cut_call(call: ToolCallSpec) -> ModelReply:
+    """A call cut off by the ``length`` finish: half its JSON arguments."""
+    whole = json.dumps(call.args)
+    half = whole[: max(1, len(whole) // 2)]
+    args = call.args if half == whole else {RAW_ARGUMENTS_KEY: half}
+    return ModelReply(call=ToolCallSpec(name=call.name, args=args), finish_reason="length")
 
-    def cut_text(text: str) -> ModelReply:
-        return ModelReply(say=text[: max(1, len(text) // 2)], finish_reason="length")
 
-    def cut_call(call: ToolCallSpec) -> ModelReply:
-        whole = json.dumps(call.args)
-        half = whole[: max(1, len(whole) // 2)]
-        args = call.args if half == whole else {RAW_ARGUMENTS_KEY: half}
-        return ModelReply(call=ToolCallSpec(name=call.name, args=args), finish_reason="length")
-
-    return st.one_of(texts().map(cut_text), calls.map(cut_call))
+def _cut_text(text: str) -> ModelReply:
+    """A text answer cut off by the ``length`` finish: half its text."""
+    return ModelReply(say=text[: max(1, len(text) // 2)], finish_reason="length")
 
 
 def _reasoning(answers: st.SearchStrategy[ModelReply]) -> st.SearchStrategy[ModelReply]:
@@ -144,40 +142,48 @@ def _reasoning(answers: st.SearchStrategy[ModelReply]) -> st.SearchStrategy[Mode
     )
 
 
-def _answers(
+def _text_answers() -> st.SearchStrategy[ModelReply]:
+    return texts().map(lambda text: ModelReply(say=text))
+
+
+def _final_answers(behaviours: Behaviours) -> st.SearchStrategy[ModelReply]:
+    """Answers that end an agent's turn: text, a refusal, text cut short, reasoned text (text
+    when ``behaviours`` allows none of them: a script ends in an answer)."""
+    kinds: dict[ReplyKind, st.SearchStrategy[ModelReply]] = {
+        "text": _text_answers(),
+        "refusal": st.sampled_from(_REFUSALS).map(lambda text: ModelReply(refuse=text)),
+        "truncated": texts().map(_cut_text),
+        "reasoning": _reasoning(_text_answers()),
+    }
+    chosen = [
+        kinds[kind] for kind in _ORDER_OF_REPLIES if kind in kinds and kind in behaviours.replies
+    ]
+    return st.one_of(chosen) if chosen else _text_answers()
+
+
+def _call_answers(
     offer: Offer, behaviours: Behaviours
 ) -> dict[ReplyKind, st.SearchStrategy[ModelReply]]:
-    calls = tool_calls(_callable_tools(offer, behaviours), behaviours)
-    has_tools = bool(_callable_tools(offer, behaviours)) and bool(behaviours.arguments)
+    """Answers that call tools (the agent answers them and asks again)."""
+    tools = _callable_tools(offer, behaviours)
     answers: dict[ReplyKind, st.SearchStrategy[ModelReply]] = {
-        "text": texts().map(lambda text: ModelReply(say=text)),
-        "refusal": st.sampled_from(_REFUSALS).map(lambda text: ModelReply(refuse=text)),
         "unknown_tool": _unknown_calls(offer).map(lambda call: ModelReply(call=call)),
     }
-    if has_tools:
-        answers["call"] = calls.map(lambda call: ModelReply(call=call))
+    if tools and behaviours.arguments:
+        calls = tool_calls(tools, behaviours)
+        one = calls.map(lambda call: ModelReply(call=call))
+        answers["call"] = one
         answers["parallel_calls"] = st.lists(calls, min_size=2, max_size=3).map(
             lambda many: ModelReply(calls=tuple(many))
         )
-    answers["truncated"] = (
-        _truncated(calls)
-        if has_tools
-        else texts().map(lambda text: ModelReply(say=text, finish_reason="length"))
-    )
-    plain = [
-        answers[kind] for kind in ("text", "call") if kind in answers and kind in behaviours.replies
-    ]
-    if plain:
-        answers["reasoning"] = _reasoning(st.one_of(plain))
+        answers["truncated"] = calls.map(_cut_call)
+        answers["reasoning"] = _reasoning(one)
     return answers
 
 
 def _faults(offer: Offer, behaviours: Behaviours) -> dict[FaultKind, st.SearchStrategy[ModelReply]]:
     calls = tool_calls(_callable_tools(offer, behaviours), behaviours)
-    streamed = st.one_of(
-        texts().map(lambda text: ModelReply(say=text)),
-        calls.map(lambda call: ModelReply(call=call)),
-    )
+    streamed = st.one_of(_text_answers(), calls.map(lambda call: ModelReply(call=call)))
 
     def with_fault(reply: ModelReply, fault: FaultSpec) -> ModelReply:
         return reply.model_copy(update={"fault": fault})
@@ -209,7 +215,15 @@ def model_replies(
     """One answer of the model (or one fault of the endpoint) of a kind ``behaviours`` allows,
     calling the tools ``offer`` holds."""
     behaviours = behaviours or Behaviours()
-    answers = _answers(offer, behaviours)
+    going = _going_on(offer, behaviours)
+    final = _final_answers(behaviours)
+    return final if going is None else st.one_of(final, going)
+
+
+def _going_on(offer: Offer, behaviours: Behaviours) -> st.SearchStrategy[ModelReply] | None:
+    """Answers after which an agent asks again: calls, and the endpoint's faults (None when
+    ``behaviours`` allows none)."""
+    answers = _call_answers(offer, behaviours)
     faults = _faults(offer, behaviours)
     chosen = [
         answers[kind]
@@ -217,9 +231,7 @@ def model_replies(
         if kind in behaviours.replies and kind in answers
     ]
     chosen += [faults[kind] for kind in _ORDER_OF_FAULTS if kind in behaviours.faults]
-    if not chosen:
-        raise InvalidInputError("Behaviours", [("replies", "no kind of reply is left to draw")])
-    return st.one_of(chosen)
+    return st.one_of(chosen) if chosen else None
 
 
 _ORDER_OF_REPLIES: tuple[ReplyKind, ...] = (
@@ -247,15 +259,20 @@ def model_scripts(
     name: str = "fuzz",
     adapter: str | None = None,
 ) -> st.SearchStrategy[Scenario]:
-    """Whole scripts as scenarios: up to ``behaviours.max_steps`` drawn answers (between the
-    fixed ``before`` and ``after`` ones), then a text answer that repeats for every further
-    request. ``adapter`` names the agent in the scenario (``agent.adapter``)."""
+    """Whole scripts as scenarios: up to ``behaviours.max_steps`` drawn answers after which an
+    agent asks again (calls, faults; between the fixed ``before`` and ``after`` ones), then an
+    answer that ends its turn (text, a refusal, text cut short, reasoned text), which repeats
+    for every further request. ``adapter`` names the agent in the scenario (``agent.adapter``).
+
+    Answers that end a turn come last only: an agent stops at the first, and a script with one
+    in the middle would spend the example on replies no agent asks for."""
     behaviours = behaviours or Behaviours()
-    steps = st.lists(model_replies(offer, behaviours), max_size=behaviours.max_steps)
+    going = _going_on(offer, behaviours)
+    steps = st.lists(going, max_size=behaviours.max_steps) if going is not None else st.just([])
     chunking = st.sampled_from(
         ("events", "bytes", "utf8") if "chunking" in behaviours.faults else ("events",)
     )
-    final = texts().map(lambda text: ModelReply(say=text, repeat=True))
+    final = _final_answers(behaviours).map(lambda reply: reply.model_copy(update={"repeat": True}))
     return st.builds(
         lambda drawn, last, cut: _scenario(offer, behaviours, drawn, last, cut, name, adapter),
         steps,
