@@ -108,6 +108,13 @@ def _play(
             "with agentrig run --live, or in pytest with --agentrig-live"
         )
         return _refused(scenario, message, ("user",), started), ()
+    if scenario.agent.adapter is not None:
+        message = (
+            f"agent.adapter names an agent of any framework ({scenario.agent.adapter}), which "
+            "agentrig's own runtime cannot run: replay the scenario with agentrig fuzz --replay "
+            "FILE, or serve it with agentrig serve"
+        )
+        return _refused(scenario, message, ("agent", "adapter"), started), ()
     auto = next((i for i, turn in enumerate(scenario.turns) if turn.is_auto), None)
     if auto is not None:
         message = (

@@ -99,6 +99,18 @@ def test_agentrigs_runtime_refuses_auto_at_the_model_line():
     assert failure.message.startswith("model: auto reads the tools each request offers")
 
 
+def test_agentrigs_runtime_refuses_a_scenario_naming_an_adapter():
+    scenario = Scenario.model_validate(
+        {
+            "name": "fuzzed",
+            "agent": {"adapter": "pkg.mod:agent"},
+            "turns": [{"user": "Hi", "model": [{"say": "Hello"}]}],
+        }
+    )
+    (failure,) = run_scenario(scenario).failures
+    assert "agentrig fuzz --replay FILE" in failure.message
+
+
 def test_auto_is_the_only_word_a_model_takes():
     with pytest.raises(ValueError, match="auto"):
         ScenarioTurn(user="Hi", model="automatic")  # type: ignore[arg-type]
