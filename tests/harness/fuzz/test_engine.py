@@ -156,3 +156,25 @@ def test_the_written_scenario_serves_to_the_agent_through_an_endpoint_handle(tmp
         pytest.raises(AttributeError, match="upper"),
     ):
         crash_on_refusal(ep, PROMPT)
+
+
+def test_a_failure_that_does_not_come_back_is_reported_as_flaky(tmp_path):
+    seen = []
+
+    def fails_once(ep, prompt):  # type: ignore[no-untyped-def]
+        answer = correct(ep, prompt)
+        if "can't" in answer and not seen:
+            seen.append(answer)
+            raise RuntimeError("only the first time")
+        return answer
+
+    with pytest.raises(FuzzFailure) as caught:
+        fuzz(
+            fails_once,
+            PROMPT,
+            behaviours=REFUSALS,
+            max_examples=50,
+            settings=QUIET,
+            folder=tmp_path,
+        )
+    assert caught.value.problems[-1].startswith("(flaky: the script did not break the agent")

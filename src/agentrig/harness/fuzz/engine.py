@@ -15,6 +15,7 @@ import hypothesis
 from hypothesis import HealthCheck, Phase, Verbosity, given
 from hypothesis import settings as Settings
 from hypothesis import strategies as st
+from hypothesis.errors import FlakyFailure
 
 from agentrig.errors import ConfigurationError
 from agentrig.harness.endpoint.handle import EndpointHandle
@@ -176,16 +177,31 @@ class Fuzzer:
         try:
             test()
         except FuzzFailure as failure:
-            first = self._first_failure
-            raise FuzzFailure(
-                failure.problems,
-                scenario=failure.scenario,
-                path=failure.path,
-                command=failure.command,
-                found_at=None if first is None else first - start,
-                runs=self.runs - start,
-            ) from None
+            raise self._found(failure, start) from None
+        except FlakyFailure as flaky:  # the shrunk script did not fail again when replayed
+            found = flaky.subgroup(FuzzFailure)
+            if found is None:
+                raise
+            raise self._found(found.exceptions[0], start, flaky=True) from None  # type: ignore[arg-type]
         return FuzzReport(examples=self.runs - start, offer=self.offer)
+
+    def _found(self, failure: FuzzFailure, start: int, *, flaky: bool = False) -> FuzzFailure:
+        first = self._first_failure
+        problems = failure.problems
+        if flaky:
+            problems = (
+                *problems,
+                "(flaky: the script did not break the agent every time it was played; the "
+                "agent is not deterministic, so a replay may pass)",
+            )
+        return FuzzFailure(
+            problems,
+            scenario=failure.scenario,
+            path=failure.path,
+            command=failure.command,
+            found_at=None if first is None else first - start,
+            runs=self.runs - start,
+        )
 
     def _settings(self, max_examples: int, given_settings: Settings | None) -> Settings:
         parent = given_settings if given_settings is not None else Settings()
