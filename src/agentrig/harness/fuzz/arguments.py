@@ -77,7 +77,7 @@ def arguments_for(schema: JsonObject, kind: ArgumentKind) -> st.SearchStrategy[J
     if kind == "valid":
         return valid
     if kind == "not_json":
-        return valid.flatmap(_not_json)
+        return _not_json(valid)
     if kind == "missing_required":
         required = [name for name in closed.get("required", ()) if isinstance(name, str)]
         return st.tuples(valid, st.sampled_from(required)).map(_without)
@@ -87,15 +87,24 @@ def arguments_for(schema: JsonObject, kind: ArgumentKind) -> st.SearchStrategy[J
     return _wrong_type(closed, text, valid)
 
 
-def _not_json(valid: JsonObject) -> st.SearchStrategy[JsonObject]:
-    whole = json.dumps(valid)
-    cut = st.integers(1, max(1, len(whole) - 1)).map(lambda end: whole[:end])
-    texts = st.one_of(
-        cut,
-        st.just(repr(valid)),  # a Python dict, single quotes
-        st.sampled_from(("not json", "{", '{"a": ', "[1, 2]", "null", "{'a': 1}")),
+_NOT_JSON = ("not json", "{", '{"a": ', "[1, 2]", "null", "{'a': 1}")
+
+
+def _not_json(valid: st.SearchStrategy[JsonObject]) -> st.SearchStrategy[JsonObject]:
+    """Text that is no JSON object: valid arguments cut short, or as a Python dict, or a fixed
+    piece of text that is not JSON (one strategy, drawn from: no strategy made per draw)."""
+
+    def text_of(drawn: tuple[int, JsonObject, int, str]) -> str:
+        form, arguments, cut, fixed = drawn
+        whole = json.dumps(arguments)
+        if form == 0:
+            return whole[: 1 + cut % max(1, len(whole) - 1)]
+        return repr(arguments) if form == 1 else fixed
+
+    drawn = st.tuples(st.integers(0, 2), valid, st.integers(0, 10_000), st.sampled_from(_NOT_JSON))
+    return (
+        drawn.map(text_of).filter(_is_not_a_json_object).map(lambda text: {RAW_ARGUMENTS_KEY: text})
     )
-    return texts.filter(_is_not_a_json_object).map(lambda text: {RAW_ARGUMENTS_KEY: text})
 
 
 def _is_not_a_json_object(text: str) -> bool:
