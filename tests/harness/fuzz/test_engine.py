@@ -9,7 +9,7 @@ import pytest
 from hypothesis import settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from agentrig.errors import ConfigurationError
+from agentrig.errors import ConfigurationError, InvalidInputError
 from agentrig.harness.endpoint.handle import EndpointHandle
 from agentrig.harness.fuzz import (
     Behaviours,
@@ -178,3 +178,9 @@ def test_a_failure_that_does_not_come_back_is_reported_as_flaky(tmp_path):
             folder=tmp_path,
         )
     assert caught.value.problems[-1].startswith("(flaky: the script did not break the agent")
+
+
+def test_an_empty_prompt_is_refused_naming_it():
+    with pytest.raises(InvalidInputError) as caught:
+        Fuzzer(correct, " ")
+    assert caught.value.field == "prompt"

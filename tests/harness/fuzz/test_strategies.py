@@ -115,3 +115,10 @@ def test_bad_behaviours_name_the_field(options, field):
     with pytest.raises(InvalidInputError) as caught:
         Behaviours(**options)
     assert caught.value.field == field
+
+
+def test_one_kind_or_tool_may_be_given_as_a_string():
+    behaviours = Behaviours(tools="search", replies="refusal", faults="rate_limit")
+    assert behaviours.tools == ("search",)
+    assert behaviours.replies == {"refusal"}
+    assert behaviours.faults == {"rate_limit"}

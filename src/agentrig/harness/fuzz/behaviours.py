@@ -56,10 +56,11 @@ class Behaviours:
     :data:`FaultKind`); by default every reply kind, every fault but a malformed event, and
     valid or non-JSON arguments (ask for ``ALL_ARGUMENTS`` to also send a missing field, a
     wrong type, extra keys; ``ALL_FAULTS`` for malformed events too).
-    ``max_steps``: generated answers before the final text answer. ``max_model_calls``: the
+    ``max_steps``: the most drawn answers after which the agent asks again (calls, faults)
+    before the last one, which ends its turn (text, a refusal, ...). ``max_model_calls``: the
     most model calls an example may take before the endpoint refuses more (and
     ``terminates_within`` fails). ``before`` / ``after``: fixed replies played before the
-    generated ones and between them and the final answer.
+    drawn ones and between them and the last answer.
     """
 
     tools: tuple[str, ...] | None = None
@@ -72,11 +73,12 @@ class Behaviours:
     after: tuple[ModelReply, ...] = field(default=())
 
     def __post_init__(self) -> None:
-        for name in ("replies", "arguments", "faults"):  # any iterable of kinds will do
+        for name in ("replies", "arguments", "faults"):  # one kind, or any iterable of them
             value = getattr(self, name)
-            if not isinstance(value, str):
-                object.__setattr__(self, name, frozenset(value))
-        if self.tools is not None and not isinstance(self.tools, str):
+            object.__setattr__(self, name, frozenset((value,) if isinstance(value, str) else value))
+        if isinstance(self.tools, str):
+            object.__setattr__(self, "tools", (self.tools,))
+        elif self.tools is not None:
             object.__setattr__(self, "tools", tuple(self.tools))
         object.__setattr__(self, "before", tuple(self.before))
         object.__setattr__(self, "after", tuple(self.after))

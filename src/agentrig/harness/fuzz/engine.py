@@ -17,7 +17,7 @@ from hypothesis import settings as Settings
 from hypothesis import strategies as st
 from hypothesis.errors import FlakyFailure
 
-from agentrig.errors import ConfigurationError
+from agentrig.errors import ConfigurationError, InvalidInputError
 from agentrig.harness.endpoint.handle import EndpointHandle
 from agentrig.harness.fuzz.behaviours import Behaviours
 from agentrig.harness.fuzz.failure import FuzzFailure, replay_command, scenario_name, write_failure
@@ -96,7 +96,8 @@ class Fuzzer:
         live: bool = False,
     ) -> None:
         if not isinstance(prompt, str) or not prompt.strip():
-            raise ConfigurationError("fuzz: the prompt (the user's message) must be some text")
+            reason = f"the user's message to the agent must be some text, got {prompt!r}"
+            raise InvalidInputError("fuzz", [("prompt", reason)])
         self.target = target_of(agent)
         self.prompt = prompt
         self.behaviours = behaviours or Behaviours()
@@ -113,13 +114,20 @@ class Fuzzer:
         self.name = scenario_name(self.target, name)
         self.runs = 0
         self._first_failure: int | None = None
+        self._scripts: st.SearchStrategy[Scenario] | None = None
 
     # --- one example -----------------------------------------------------------------------
 
     def scripts(self) -> st.SearchStrategy[Scenario]:
-        """Scripts drawn from what the agent offers, as ``behaviours`` allows."""
-        adapter = self.target.reference if isinstance(self.target, FunctionTarget) else None
-        return model_scripts(self.offer, self.behaviours, name=self.name, adapter=adapter)
+        """Scripts drawn from what the agent offers, as ``behaviours`` allows (one strategy,
+        made on the first call)."""
+        if self._scripts is None:
+            target = self.target
+            adapter = target.reference if isinstance(target, FunctionTarget) else None
+            self._scripts = model_scripts(
+                self.offer, self.behaviours, name=self.name, adapter=adapter
+            )
+        return self._scripts
 
     def run(self, scenario: Scenario) -> AgentRun:
         """Play ``scenario`` to the agent as a fresh session (no checks)."""
