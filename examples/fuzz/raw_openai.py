@@ -17,6 +17,7 @@ from typing import Any
 
 import openai
 from openai import OpenAI
+from openai.types.chat import ChatCompletion
 
 SYSTEM = "You answer weather questions."
 TOOLS: list[Any] = [
@@ -54,8 +55,6 @@ def _client(ep: Any) -> OpenAI:
 
 
 def _run_tool(name: str, arguments: str, *, bug: str) -> str:
-    if bug == "unknown_tool":
-        return str(FUNCTIONS[name](**json.loads(arguments)))  # KeyError on an unknown tool
     if bug == "not_json":
         args = json.loads(arguments)  # JSONDecodeError escapes
     else:
@@ -63,16 +62,21 @@ def _run_tool(name: str, arguments: str, *, bug: str) -> str:
             args = json.loads(arguments)
         except ValueError as error:
             return f"error: the arguments are not JSON ({error})"
-    function = FUNCTIONS.get(name)
-    if function is None:
-        return f"error: there is no tool {name!r}"
+    if bug == "unknown_tool":
+        function = FUNCTIONS[name]  # KeyError on a tool the agent does not offer
+    else:
+        function = FUNCTIONS.get(name)  # type: ignore[assignment]
+        if function is None:
+            return f"error: there is no tool {name!r}"
+    if not isinstance(args, dict):
+        return "error: the arguments are not an object"
     try:
         return str(function(**args))
     except TypeError as error:
         return f"error: {error}"
 
 
-def _ask(client: OpenAI, messages: list[Any], *, bug: str) -> Any:
+def _ask(client: OpenAI, messages: list[Any], *, bug: str) -> ChatCompletion:
     attempts = 3
     for attempt in range(attempts):
         try:
