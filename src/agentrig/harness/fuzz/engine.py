@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import FlakyFailure
 
 from agentrig.errors import ConfigurationError, InvalidInputError
+from agentrig.harness.endpoint.extras import require_extra
 from agentrig.harness.endpoint.handle import EndpointHandle
 from agentrig.harness.fuzz.behaviours import Behaviours
 from agentrig.harness.fuzz.failure import FuzzFailure, replay_command, scenario_name, write_failure
@@ -103,7 +104,10 @@ class Fuzzer:
         self.behaviours = behaviours or Behaviours()
         self.properties = default_properties(properties, self.behaviours.max_model_calls)
         self.folder = Path(folder)
-        self.ep = EndpointHandle(probe_scenario(prompt), live=live or self.target.needs_live)
+        live = live or self.target.needs_live
+        if live:
+            require_extra("serve")
+        self.ep = EndpointHandle(probe_scenario(prompt), live=live)
         try:
             self.offer = probe(
                 self.ep, self.target, prompt, max_model_calls=self.behaviours.max_model_calls
