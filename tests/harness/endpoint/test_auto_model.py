@@ -99,15 +99,20 @@ def test_agentrigs_runtime_refuses_auto_at_the_model_line():
     assert failure.message.startswith("model: auto reads the tools each request offers")
 
 
-def test_agentrigs_runtime_refuses_a_scenario_naming_an_adapter():
+def test_agentrigs_runtime_refuses_a_scenario_naming_a_fuzzed_agent(tmp_path, monkeypatch):
+    # A scenario agentrig fuzz wrote names an agent(ep, prompt), which agentrig run cannot call
+    # (it calls an adapter of the conversation, as a converted live trial names).
+    (tmp_path / "fuzzed_agent.py").write_text("def agent(ep, prompt):\n    return prompt\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
     scenario = Scenario.model_validate(
         {
             "name": "fuzzed",
-            "agent": {"adapter": "pkg.mod:agent"},
+            "agent": {"adapter": "fuzzed_agent:agent"},
             "turns": [{"user": "Hi", "model": [{"say": "Hello"}]}],
         }
     )
     (failure,) = run_scenario(scenario).failures
+    assert "takes the endpoint and the user's message" in failure.message
     assert "agentrig fuzz --replay FILE" in failure.message
 
 
