@@ -776,3 +776,39 @@ def test_the_endpoints_invariant_names_are_those_of_its_checks() -> None:
     assert (
         ALL_INVARIANT_NAMES == ENDPOINT_INVARIANT_NAMES == (*WIRE_INVARIANTS, SCRIPT_NOT_EXCEEDED)
     )
+
+
+def test_a_violation_every_request_repeats_is_said_once_naming_the_requests(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    openai = pytest.importorskip("openai")
+    path = write_scenario(
+        DECLARED.replace(
+            "      - say: It is sunny",
+            "      - call: get_weather(city=Paris)\n      - say: It is sunny",
+        )
+    )
+    handle = EndpointHandle(path)
+    client = openai.OpenAI(
+        api_key=handle.api_key, base_url=handle.openai_base_url, http_client=handle.httpx2_client()
+    )
+    weather = _weather_tool({"city": {"type": "string"}, "days": {"type": "integer"}}, ["city"])
+    messages: list[Any] = first_turn()
+    while True:  # the agent offers get_weather only: each request breaks tools_as_declared
+        message = (
+            client.chat.completions.create(model="gpt-test", messages=messages, tools=[weather])
+            .choices[0]
+            .message
+        )
+        messages.append(message.model_dump(exclude_none=True))
+        if not message.tool_calls:
+            break
+        for call in message.tool_calls:
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": "sunny"})
+    [problem] = _violations(handle, "tools_as_declared")
+    assert problem.message.startswith(
+        "requests 1, 2 and 3: tools_as_declared: agent.tools declares get_time"
+    )
+    assert (problem.step, problem.location) == (1, f"{path}:9")
+    outcome = {o.name: (o.checks, o.failures) for o in handle.result().invariants}
+    assert outcome["tools_as_declared"] == (3, 3)  # each request still counts

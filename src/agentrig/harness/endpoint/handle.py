@@ -52,6 +52,8 @@ class EndpointHandle(ProviderBaseUrls):
         """The API key, the session's key: ``key``, else ``NAME/RANDOM``; for a scenario with a
         ``mixture`` turn, ``NAME``, so that a test plays the same branches on every run (give
         ``key=`` to play those of another session, ``NAME/trial-7``)."""
+        self.checked = False
+        """Whether ``check()`` was called: the pytest fixture then leaves the verdict to it."""
         self._server = EndpointServer(self.endpoint).start() if live else None
         self._base_url = self._server.base_url if self._server else f"http://{IN_PROCESS_HOST}"
 
@@ -124,6 +126,7 @@ class EndpointHandle(ProviderBaseUrls):
 
     def check(self) -> ScenarioResult:
         """The result; ``EndpointCheckFailed`` with the domain diff when anything failed."""
+        self.checked = True
         result = self.result()
         if not result.passed:
             raise EndpointCheckFailed(format_scenario_failures(result))

@@ -126,6 +126,11 @@ class EndpointSession:
     """Requests ``script_not_exceeded`` checked."""
     _failed: dict[str, int] = field(default_factory=dict)
     """Violations of each selected invariant (str to int: a dict the collector skips)."""
+    _groups: dict[tuple[str, FieldPath, str, str], tuple[int, list[int]]] = field(
+        default_factory=dict
+    )
+    """Per violation said (its text, field and both sides): its failure's index in
+    ``failures`` and the requests that broke it."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _started: float = field(default_factory=time.perf_counter)
     _finished: ScenarioResult | None = None
@@ -340,10 +345,23 @@ class EndpointSession:
             return
         self._failed[name] += len(violations)
         for violation in violations:
+            at = violation.path or path
+            said = f"{violation.invariant}: {violation.message}"
+            # The same violation of later requests (a tool schema sent again each time) is
+            # said once, naming every request that broke it.
+            same = (said, at, repr(violation.expected), repr(violation.observed))
+            group = self._groups.get(same)
+            if group is not None and number not in group[1]:
+                group[1].append(number)
+                index = group[0]
+                message = f"{_requests_text(group[1])}: {said}"
+                self.failures[index] = self.failures[index].model_copy(update={"message": message})
+                continue
+            self._groups.setdefault(same, (len(self.failures), [number]))
             self._fail(
                 "invariant",
-                f"request {number}: {violation.invariant}: {violation.message}",
-                violation.path or path,
+                f"request {number}: {said}",
+                at,
                 turn=turn,
                 step=number,
                 invariant=violation.invariant,
@@ -498,6 +516,14 @@ def _selection(
     them (worked out once per selection, not once per session)."""
     names = selected(only, exclude)
     return names, tuple((name, WIRE_INVARIANTS[name]) for name in names if name in WIRE_INVARIANTS)
+
+
+def _requests_text(numbers: list[int]) -> str:
+    """``request 3``, ``requests 1 and 2``, ``requests 1, 2 and 4``."""
+    if len(numbers) == 1:
+        return f"request {numbers[0]}"
+    *first, last = numbers
+    return f"requests {', '.join(map(str, first))} and {last}"
 
 
 def _plan_reply(reply: ModelReply, response_id: str, turn: int, sealed: bool) -> Plan:
