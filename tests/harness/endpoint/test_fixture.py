@@ -62,8 +62,8 @@ def test_a_broken_agent_fails_with_the_domain_diff(pytester: pytest.Pytester) ->
     result.assert_outcomes(failed=1)  # a failure of the test, not an error at its teardown
     result.stdout.fnmatch_lines(
         [
-            "*scenario weather (*weather.scenario.yaml:1) failed:*",
-            "*[[]invariant: model_named[]] request 1: model_named: the request asks for model "
+            "*scenario weather [[]weather/*[]] (*weather.scenario.yaml:1) failed:*",
+            "*[[]invariant: model_named[]] requests 1 and 2: model_named: the request asks for model "
             "'gpt-wrong'*",
             "*at *weather.scenario.yaml:4*",
             '*expected: "gpt-test"*',

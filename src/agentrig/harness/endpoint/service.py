@@ -3,7 +3,9 @@ one reply out. The ASGI app, the in-process transports and the pytest fixture al
 
 Sessions are keyed by the API key the agent sends (``Authorization: Bearer KEY`` or
 ``x-api-key: KEY``), and by the ``x-agentrig-trial`` header when a request carries one (each
-live trial of ``agentrig run --live`` sends its own, so one key serves every trial). With one scenario, every distinct key is a session of it. With several, a
+live trial of ``agentrig run --live`` sends its own, so one key serves every trial). A session
+is named in every report by that header when sent, else by its key. With one scenario, every
+distinct key is a session of it. With several, a
 key names its scenario: ``SCENARIO`` or ``SCENARIO/ANYTHING`` (the part after ``/`` tells
 concurrent sessions of one scenario apart). Two sessions never share a script.
 """
@@ -117,9 +119,21 @@ class ScenarioEndpoint:
         with self._lock:
             found = self.sessions.get(session_key)
             if found is None:
-                found = EndpointSession(self._scenario_for(key), key=session_key, checked=True)
+                name = self._unused_name(trial or shown_key(key))
+                found = EndpointSession(
+                    self._scenario_for(key), key=session_key, checked=True, name=name
+                )
                 self.sessions[session_key] = found
             return found
+
+    def _unused_name(self, name: str) -> str:
+        """``name``, or ``name#2``, ``name#3``... when a session is called that already."""
+        taken = {session.name for session in self.sessions.values()}
+        found, number = name, 1
+        while found in taken:
+            number += 1
+            found = f"{name}#{number}"
+        return found
 
     def _scenario_for(self, key: str) -> Scenario:
         if len(self.scenarios) == 1:
@@ -238,6 +252,15 @@ def case_insensitive(headers: Mapping[str, str]) -> Mapping[str, str]:
     if isinstance(headers, dict):
         return {name.lower(): value for name, value in headers.items()}
     return headers
+
+
+def shown_key(key: str) -> str:
+    """``key`` as reports show it: as it is, unless it looks like a real provider's key (it
+    starts with ``sk-`` or ``sk_``, or is 40 characters or more), which is shown in part
+    (``sk-…Wxyz``): an agent sent the endpoint its real key, and reports are shared."""
+    if key.startswith(("sk-", "sk_")) or len(key) >= 40:
+        return f"{key[:3]}…{key[-4:]}"
+    return key
 
 
 def _api_key(headers: Mapping[str, str]) -> str | None:

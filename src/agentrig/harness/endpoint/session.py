@@ -107,6 +107,9 @@ class EndpointSession:
 
     scenario: Scenario
     key: str
+    name: str = ""
+    """What reports call the session (``ScenarioResult.session``): the ``x-agentrig-trial``
+    header its client sent, else its API key; empty: the key."""
     checked: bool = False
     """Whether ``scenario`` was already found fit for the endpoint (``ScenarioEndpoint`` checks
     each of its scenarios once, not once a session)."""
@@ -435,6 +438,7 @@ class EndpointSession:
             ),
             transcript=tuple(transcript),
             wall_time_s=time.perf_counter() - self._started,
+            session=self.name or self.key,
         )
 
     def _branch_entry(self, turn: int) -> TranscriptEntry | None:
