@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from agentrig.fakes import FakeClock, ScriptedLLM, SeededIds, Turn
     from agentrig.harness.cassettes.fixture import CassetteFactory
     from agentrig.harness.endpoint.extras import Extra
+    from agentrig.harness.endpoint.function import ReplyFunction
     from agentrig.harness.endpoint.handle import EndpointHandle
     from agentrig.harness.results import ScenarioResult
     from agentrig.harness.scenarios.model import Scenario
@@ -528,7 +529,8 @@ def agentrig_endpoint(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
     """Serve a scenario's scripted model to the agent under test:
     ``agentrig_endpoint("weather.scenario.yaml")`` gives an ``EndpointHandle`` (API key, base
     URLs, in-process clients; ``live=True`` for a real loopback server; ``key=`` the session's
-    API key, which picks a ``mixture`` turn's branch). A relative path is looked up from the
+    API key, which picks a ``mixture`` turn's branch; ``replies=`` a function deciding each
+    reply instead of the turns' scripts). A relative path is looked up from the
     current folder, then next to the test file. When the test's body ends, the test fails with
     the domain diff if a check failed or scripted replies went unused (once: a handle whose
     ``check()`` the body called is left to it)."""
@@ -540,7 +542,11 @@ def agentrig_endpoint(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
     handles: list[EndpointHandle] = []
 
     def open_endpoint(
-        scenario: str | Path | Scenario, *, live: bool = False, key: str | None = None
+        scenario: str | Path | Scenario,
+        *,
+        live: bool = False,
+        key: str | None = None,
+        replies: ReplyFunction | None = None,
     ) -> EndpointHandle:
         if live:
             _require_extra("serve")
@@ -550,7 +556,7 @@ def agentrig_endpoint(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
                 path = request.node.path.parent / path
             scenario = path
         try:
-            handle = EndpointHandle(scenario, live=live, key=key)
+            handle = EndpointHandle(scenario, live=live, key=key, replies=replies)
         except AgentrigError as error:  # a file that does not load, a port that is taken...
             problem = str(error)
         else:

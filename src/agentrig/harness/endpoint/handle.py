@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from agentrig.harness.endpoint.capture import CapturedRequest
+from agentrig.harness.endpoint.function import ReplyFunction
 from agentrig.harness.endpoint.server import EndpointServer
 from agentrig.harness.endpoint.service import ProviderBaseUrls, ScenarioEndpoint
 from agentrig.harness.endpoint.transports import httpx2_transport, httpx_transport
@@ -40,14 +42,22 @@ class EndpointHandle(ProviderBaseUrls):
 
     Give the agent ``api_key`` and a base URL; in-process, also one of the clients (or
     transports) below, or wrap the agent in ``intercept()``. ``check()`` raises
-    ``EndpointCheckFailed`` with every failure; the pytest fixture calls it at teardown.
+    ``EndpointCheckFailed`` with every failure; the pytest fixture calls it when the test's
+    body ends, unless the body did. ``requests()`` gives what the agent sent.
     """
 
     def __init__(
-        self, scenario: Scenario | str | Path, *, live: bool = False, key: str | None = None
+        self,
+        scenario: Scenario | str | Path,
+        *,
+        live: bool = False,
+        key: str | None = None,
+        replies: ReplyFunction | None = None,
     ) -> None:
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
-        self.endpoint = ScenarioEndpoint([self.scenario])
+        self.endpoint = ScenarioEndpoint([self.scenario], capture=True, replies=replies)
+        """The endpoint serving the session (``replies``: a function deciding each reply, in
+        place of the turns' ``model:`` scripts, which it then refuses)."""
         self.api_key = key or _default_key(self.scenario)
         """The API key, the session's key: ``key``, else ``NAME/RANDOM``; for a scenario with a
         ``mixture`` turn, ``NAME``, so that a test plays the same branches on every run (give
@@ -119,6 +129,11 @@ class EndpointHandle(ProviderBaseUrls):
             yield
 
     # --- results ---------------------------------------------------------------------------
+
+    def requests(self) -> list[CapturedRequest]:
+        """Every request the agent sent so far, in order: its JSON body (``.body``), headers
+        (names in lower case), path, and the status it was answered with."""
+        return self.endpoint.requests(self.api_key)
 
     def result(self) -> ScenarioResult:
         """The session's result (ends it). A session no request reached fails its script."""

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from agentrig.errors import AgentrigError
+from agentrig.harness.endpoint.capture import CapturedRequest, captured
+from agentrig.harness.endpoint.function import ReplyFunction
 from agentrig.harness.endpoint.memo import remembered
 from agentrig.harness.endpoint.session import EndpointSession, Plan
 from agentrig.harness.endpoint.wire import (
@@ -100,14 +102,20 @@ class ScenarioEndpoint:
 
     scenarios: Sequence[Scenario]
     sessions: dict[str, EndpointSession] = field(default_factory=dict)
+    capture: bool = False
+    """Whether each session's requests are kept whole, for ``requests()`` (``EndpointHandle``
+    keeps them; ``agentrig serve`` does not, as a session keeps only what its checks need)."""
+    replies: ReplyFunction | None = None
+    """A function that decides each reply instead of the turns' ``model:`` scripts."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _captured: dict[str, list[CapturedRequest]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.scenarios:
             raise ValueError("a ScenarioEndpoint needs at least one scenario")
         self._by_name = {scenario.name: scenario for scenario in self.scenarios}
         for scenario in self.scenarios:  # refuse what the endpoint cannot honour, up front
-            EndpointSession(scenario, key="")
+            EndpointSession(scenario, key="", replies=self.replies)
 
     # --- sessions --------------------------------------------------------------------------
 
@@ -121,7 +129,11 @@ class ScenarioEndpoint:
             if found is None:
                 name = self._unused_name(trial or shown_key(key))
                 found = EndpointSession(
-                    self._scenario_for(key), key=session_key, checked=True, name=name
+                    self._scenario_for(key),
+                    key=session_key,
+                    checked=True,
+                    name=name,
+                    replies=self.replies,
                 )
                 self.sessions[session_key] = found
             return found
@@ -179,6 +191,22 @@ class ScenarioEndpoint:
             session = self.session(key, lowered.get(TRIAL_HEADER))
         except EndpointKeyError as error:
             return _error(fmt, 401, str(error))
+        reply = self._answer(fmt, session, body)
+        if self.capture:
+            with self._lock:
+                kept = self._captured.setdefault(session.key, [])
+                kept.append(captured(len(kept) + 1, method, path, lowered, body, reply.status))
+        return reply
+
+    def requests(self, key: str, trial: str | None = None) -> list[CapturedRequest]:
+        """The requests the session of ``key`` (and ``trial``) sent so far, in order (only
+        with ``capture``; none before the first)."""
+        session_key = key if not trial else f"{key}#{trial}"
+        with self._lock:
+            return list(self._captured.get(session_key, ()))
+
+    def _answer(self, fmt: WireFormat, session: EndpointSession, body: bytes) -> EndpointReply:
+        """The reply to a request of ``session`` in format ``fmt``."""
         try:
             request = fmt.parse_request(body)
         except WireError as error:
@@ -186,8 +214,11 @@ class ScenarioEndpoint:
             return _error(fmt, 400, f"agentrig endpoint: {error.message}", param=error.param)
         plan = session.plan(request)
         stream, include_usage, model = request.stream, request.include_usage, request.model
-        if plan.answer is None:  # an error, made for this request
-            reply = _reply(fmt, plan, stream=stream, include_usage=include_usage, model=model)
+        if plan.answer is None or not plan.shared:  # made for this request alone
+            top = fmt.logprobs_asked(request) if plan.answer and plan.answer.logprobs else None
+            reply = _reply(
+                fmt, plan, stream=stream, include_usage=include_usage, model=model, top=top
+            )
         else:  # the same for every session that plays this plan (see ``EndpointSession.plan``)
             top = fmt.logprobs_asked(request) if plan.answer.logprobs else None
             reply = remembered(

@@ -16,6 +16,7 @@ from agentrig.harness.checks.expectations import (
 )
 from agentrig.harness.checks.trajectory import Call
 from agentrig.harness.endpoint.compatibility import check_endpoint_scenario
+from agentrig.harness.endpoint.function import ReplyFunction, ReplyRequest, reply_of
 from agentrig.harness.endpoint.invariant_names import SCRIPT_NOT_EXCEEDED
 from agentrig.harness.endpoint.invariants import (
     WIRE_INVARIANTS,
@@ -69,6 +70,9 @@ class Plan:
     retry_after: float | None = None
     fault: FaultSpec | None = None
     latency: float = 0.0
+    shared: bool = True
+    """Whether every session that plays this reply as this request number plays this plan
+    (a scripted reply), so that its wire reply is made once; a reply function's plan is not."""
     _message: Message | None = None
 
     def message(self) -> Message:
@@ -110,6 +114,8 @@ class EndpointSession:
     name: str = ""
     """What reports call the session (``ScenarioResult.session``): the ``x-agentrig-trial``
     header its client sent, else its API key; empty: the key."""
+    replies: ReplyFunction | None = None
+    """A function deciding each reply in place of the turns' ``model:`` scripts."""
     checked: bool = False
     """Whether ``scenario`` was already found fit for the endpoint (``ScenarioEndpoint`` checks
     each of its scenarios once, not once a session)."""
@@ -141,7 +147,7 @@ class EndpointSession:
 
     def __post_init__(self) -> None:
         if not self.checked:
-            check_endpoint_scenario(self.scenario)
+            check_endpoint_scenario(self.scenario, function=self.replies is not None)
         chosen = self.scenario.invariants
         names, self._wire_checks = _selection(
             tuple(chosen.only) if chosen.only is not None else None, tuple(chosen.exclude or ())
@@ -160,7 +166,11 @@ class EndpointSession:
             if system is None and continued is not None:  # the API keeps the stored one
                 system = continued.system
             turn = self._turn_of(conversation)
-            plan = self._choose(number, turn, request)
+            if self.replies is not None and turn <= len(self.scenario.turns):
+                asked = _with_context(request, conversation, system)
+                plan = self._from_function(self.replies, number, turn, asked)
+            else:
+                plan = self._choose(number, turn, request)
             history = self._expected_history()
             if self._bases and turn in self._bases:  # a repeating reply answers
                 history = self._bases[turn]
@@ -235,6 +245,34 @@ class EndpointSession:
             lambda: _plan_reply(reply, response_id, turn, sealed),
         )
 
+    def _from_function(
+        self, replies: ReplyFunction, number: int, turn: int, request: WireRequest
+    ) -> Plan:
+        """The reply function's answer to ``request``; HTTP 500, and a failure naming the
+        request, when it raises or returns no reply."""
+        asked = ReplyRequest(
+            number=number,
+            turn=turn,
+            format=request.format,
+            model=request.model,
+            messages=request.messages,
+            system=request.system,
+            tools=request.tools,
+            settings=request.settings,
+        )
+        try:
+            reply = reply_of(replies(asked))
+        except Exception as error:  # the user's function: any error is the session's failure
+            message = (
+                f"request {number}: the reply function failed: {type(error).__name__}: {error}"
+            )
+            self._fail("script", message, ("turns", turn - 1), turn=turn)
+            return Plan(str(number), status=500, error=f"agentrig endpoint: {message}")
+        self._cursor[turn] = self._cursor.get(turn, 0) + 1
+        plan = _plan_reply(reply, str(number), turn, request.seals_reasoning)
+        plan.shared = False
+        return plan
+
     def _overrun(self, number: int, turn: int, scripted: int) -> Plan:
         """The answer to a request that came after its turn's script was used up."""
         self._overruns[turn] = self._overruns.get(turn, 0) + 1
@@ -268,7 +306,9 @@ class EndpointSession:
         return mixture[self._branch(turn)].model
 
     def _replies(self, turn: int) -> tuple[ModelReply, ...]:
-        """The replies this session plays in ``turn`` (1-based)."""
+        """The replies this session plays in ``turn`` (1-based): none with a reply function."""
+        if self.replies is not None:
+            return ()
         spec = self.scenario.turns[turn - 1]
         return spec.model if spec.mixture is None else self._mixed(turn)
 
@@ -462,7 +502,7 @@ class EndpointSession:
         spec = self.scenario.turns[index - 1]
         base: FieldPath = ("turns", index - 1)
         replies = self._replies(index)
-        if not exchanges and replies:
+        if not exchanges and (replies or self.replies is not None):
             yield self._failure(
                 "script",
                 f"turn {index} was never reached: no request carried its user message",
