@@ -56,6 +56,7 @@ def test_a_well_behaved_agent_passes_every_check(write_scenario: Callable[[str],
         "system_prompt_sent": (2, 0),
         "user_turn_sent": (2, 0),
         "script_not_exceeded": (2, 0),
+        "tool_results_as_scripted": (0, 0),  # the scenario declares no tools
     }
 
 
@@ -326,6 +327,7 @@ def test_invariants_can_be_excluded(write_scenario: Callable[[str], Path]) -> No
         "tools_as_declared",
         "system_prompt_sent",
         "script_not_exceeded",
+        "tool_results_as_scripted",
     ]
 
 
@@ -768,13 +770,16 @@ def test_the_endpoints_invariant_names_are_those_of_its_checks() -> None:
     from agentrig.harness.endpoint.invariant_names import (
         ENDPOINT_INVARIANT_NAMES,
         SCRIPT_NOT_EXCEEDED,
+        TOOL_RESULTS_AS_SCRIPTED,
         WIRE_INVARIANT_NAMES,
     )
     from agentrig.harness.endpoint.invariants import ALL_INVARIANT_NAMES, WIRE_INVARIANTS
 
     assert tuple(WIRE_INVARIANTS) == WIRE_INVARIANT_NAMES
     assert (
-        ALL_INVARIANT_NAMES == ENDPOINT_INVARIANT_NAMES == (*WIRE_INVARIANTS, SCRIPT_NOT_EXCEEDED)
+        ALL_INVARIANT_NAMES
+        == ENDPOINT_INVARIANT_NAMES
+        == (*WIRE_INVARIANTS, SCRIPT_NOT_EXCEEDED, TOOL_RESULTS_AS_SCRIPTED)
     )
 
 

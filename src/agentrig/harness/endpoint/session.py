@@ -17,7 +17,10 @@ from agentrig.harness.checks.expectations import (
 from agentrig.harness.checks.trajectory import Call
 from agentrig.harness.endpoint.compatibility import check_endpoint_scenario
 from agentrig.harness.endpoint.function import ReplyFunction, ReplyRequest, reply_of
-from agentrig.harness.endpoint.invariant_names import SCRIPT_NOT_EXCEEDED
+from agentrig.harness.endpoint.invariant_names import (
+    SCRIPT_NOT_EXCEEDED,
+    TOOL_RESULTS_AS_SCRIPTED,
+)
 from agentrig.harness.endpoint.invariants import (
     WIRE_INVARIANTS,
     Violation,
@@ -27,6 +30,11 @@ from agentrig.harness.endpoint.invariants import (
     selected,
 )
 from agentrig.harness.endpoint.memo import remembered
+from agentrig.harness.endpoint.tool_replies import (
+    SentResult,
+    checked_results,
+    scripted_result_problems,
+)
 from agentrig.harness.endpoint.wire import response_id
 from agentrig.harness.endpoint.wire._common import message as wire_message
 from agentrig.harness.endpoint.wire._common import seal_of
@@ -133,6 +141,8 @@ class EndpointSession:
     """Requests the per-request checks checked (each selected one checks every such request)."""
     _script_checked: int = 0
     """Requests ``script_not_exceeded`` checked."""
+    _results_checked: int = 0
+    """Tool results ``tool_results_as_scripted`` checked."""
     _failed: dict[str, int] = field(default_factory=dict)
     """Violations of each selected invariant (str to int: a dict the collector skips)."""
     _groups: dict[tuple[str, FieldPath, str, str], tuple[int, list[int]]] = field(
@@ -443,6 +453,8 @@ class EndpointSession:
             return self._finished
 
     def _result(self) -> ScenarioResult:
+        if TOOL_RESULTS_AS_SCRIPTED in self._failed:
+            self._check_tool_results()
         failures = list(self.failures)
         turns: list[TurnResult] = []
         transcript: list[TranscriptEntry] = []
@@ -467,11 +479,7 @@ class EndpointSession:
             invariants=tuple(
                 InvariantOutcome(
                     name=name,
-                    checks=(
-                        self._script_checked
-                        if name == SCRIPT_NOT_EXCEEDED
-                        else self._requests_checked
-                    ),
+                    checks=self._checks_of(name),
                     failures=failures,
                 )
                 for name, failures in self._failed.items()
@@ -480,6 +488,23 @@ class EndpointSession:
             wall_time_s=time.perf_counter() - self._started,
             session=self.name or self.key,
         )
+
+    def _checks_of(self, invariant: str) -> int:
+        """How often ``invariant`` was checked."""
+        if invariant == SCRIPT_NOT_EXCEEDED:
+            return self._script_checked
+        if invariant == TOOL_RESULTS_AS_SCRIPTED:
+            return self._results_checked
+        return self._requests_checked
+
+    def _check_tool_results(self) -> None:
+        """``tool_results_as_scripted``, on every tool result the agent sent."""
+        tools = self.scenario.agent.tools
+        sent = list(_sent_results(self.exchanges))
+        for result, violation in scripted_result_problems(tools, sent):
+            path = violation.path or ("agent", "tools")
+            self._record(TOOL_RESULTS_AS_SCRIPTED, [violation], result.turn, result.request, path)
+        self._results_checked = checked_results(tools, sent)
 
     def _branch_entry(self, turn: int) -> TranscriptEntry | None:
         """The transcript entry naming the ``mixture`` branch this session plays in ``turn``;
@@ -646,6 +671,30 @@ def _new_items(exchange: Exchange, previous: Exchange | None) -> tuple[Message, 
         return exchange.conversation
     start = len(previous.conversation) + (1 if previous.answered else 0)
     return exchange.conversation[start:]
+
+
+def _sent_results(exchanges: list[Exchange]) -> Iterator[SentResult]:
+    """Each tool result the agent sent, once (in the first request that carried it), that
+    answers a call of an answer the endpoint gave."""
+    calls: dict[str, ToolCall] = {}
+    seen: set[str] = set()
+    for exchange in exchanges:
+        for message in exchange.conversation:
+            result = message.tool_result
+            if result is None or result.call_id in seen or result.call_id not in calls:
+                continue
+            seen.add(result.call_id)
+            call = calls[result.call_id]
+            yield SentResult(
+                exchange.number,
+                exchange.turn,
+                call.name,
+                call.arguments,
+                result.content,
+                result.is_error,
+            )
+        if exchange.answered and exchange.plan.answer is not None:
+            calls.update((call.id, call) for call in exchange.plan.answer.tool_calls)
 
 
 def _observed(exchanges: list[Exchange]) -> ObservedTurn:
