@@ -30,6 +30,7 @@ from agentrig.harness.endpoint.invariants import (
     selected,
 )
 from agentrig.harness.endpoint.memo import remembered
+from agentrig.harness.endpoint.network import drawn_fault, drawn_latency
 from agentrig.harness.endpoint.tool_replies import (
     SentResult,
     checked_results,
@@ -176,11 +177,21 @@ class EndpointSession:
             if system is None and continued is not None:  # the API keeps the stored one
                 system = continued.system
             turn = self._turn_of(conversation)
-            if self.replies is not None and turn <= len(self.scenario.turns):
+            network = self.scenario.agent.network
+            fault = None
+            if network is not None and turn <= len(self.scenario.turns):
+                fault = drawn_fault(network, self.scenario.name, self.key, number)
+            if fault is not None:  # the script waits for the retry
+                plan = _fault_plan(str(number), fault, 0.0, "agent.network's drawn fault")
+                plan.shared = False
+            elif self.replies is not None and turn <= len(self.scenario.turns):
                 asked = _with_context(request, conversation, system)
                 plan = self._from_function(self.replies, number, turn, asked)
             else:
                 plan = self._choose(number, turn, request)
+            if network is not None and network.latency is not None:
+                wait = drawn_latency(network, self.scenario.name, self.key, number)
+                plan = replace(plan, latency=plan.latency + wait, shared=False)
             history = self._expected_history()
             if self._bases and turn in self._bases:  # a repeating reply answers
                 history = self._bases[turn]
@@ -601,17 +612,24 @@ def _plan_reply(reply: ModelReply, response_id: str, turn: int, sealed: bool) ->
         status = 503 if reply.retryable else 400
         return Plan(response_id, status=status, error=reply.error, latency=reply.latency)
     if fault is not None and fault.status is not None:
-        message = fault.message or f"scripted fault: HTTP {fault.status}"
-        return Plan(
-            response_id,
-            status=fault.status,
-            error=message,
-            retry_after=fault.retry_after,
-            fault=fault,
-            latency=reply.latency,
-        )
+        return _fault_plan(response_id, fault, reply.latency, "scripted fault")
     answer = _answer(reply, turn, response_id, sealed)
     return Plan(response_id, answer=answer, fault=fault, latency=reply.latency)
+
+
+def _fault_plan(response_id: str, fault: FaultSpec, latency: float, what: str) -> Plan:
+    """The plan of a ``status`` fault (``what`` names it when it has no message): its HTTP
+    error, after ``latency`` seconds."""
+    assert fault.status is not None
+    message = fault.message or f"{what}: HTTP {fault.status}"
+    return Plan(
+        response_id,
+        status=fault.status,
+        error=message,
+        retry_after=fault.retry_after,
+        fault=fault,
+        latency=latency,
+    )
 
 
 def _answer(reply: ModelReply, turn: int, response_id: str, sealed: bool) -> WireAnswer:
