@@ -177,21 +177,7 @@ class EndpointSession:
             if system is None and continued is not None:  # the API keeps the stored one
                 system = continued.system
             turn = self._turn_of(conversation)
-            network = self.scenario.agent.network
-            fault = None
-            if network is not None and turn <= len(self.scenario.turns):
-                fault = drawn_fault(network, self.scenario.name, self.key, number)
-            if fault is not None:  # the script waits for the retry
-                plan = _fault_plan(str(number), fault, 0.0, "agent.network's drawn fault")
-                plan.shared = False
-            elif self.replies is not None and turn <= len(self.scenario.turns):
-                asked = _with_context(request, conversation, system)
-                plan = self._from_function(self.replies, number, turn, asked)
-            else:
-                plan = self._choose(number, turn, request)
-            if network is not None and network.latency is not None:
-                wait = drawn_latency(network, self.scenario.name, self.key, number)
-                plan = replace(plan, latency=plan.latency + wait, shared=False)
+            plan = self._decide(number, turn, _with_context(request, conversation, system))
             history = self._expected_history()
             if self._bases and turn in self._bases:  # a repeating reply answers
                 history = self._bases[turn]
@@ -265,6 +251,27 @@ class EndpointSession:
             reply,
             lambda: _plan_reply(reply, response_id, turn, sealed),
         )
+
+    def _decide(self, number: int, turn: int, request: WireRequest) -> Plan:
+        """The answer to ``request`` (its conversation and system prompt in context): a fault
+        ``agent.network`` draws (the script waits for the retry), else the reply function's or
+        the script's reply, after any wait ``agent.network`` draws."""
+        network = self.scenario.agent.network
+        in_script = turn <= len(self.scenario.turns)
+        fault = None
+        if network is not None and in_script:
+            fault = drawn_fault(network, self.scenario.name, self.key, number)
+        if fault is not None:
+            plan = _fault_plan(str(number), fault, 0.0, "agent.network's drawn fault")
+            plan.shared = False
+        elif self.replies is not None and in_script:
+            plan = self._from_function(self.replies, number, turn, request)
+        else:
+            plan = self._choose(number, turn, request)
+        if network is not None and network.latency is not None:
+            wait = drawn_latency(network, self.scenario.name, self.key, number)
+            plan = replace(plan, latency=plan.latency + wait, shared=False)
+        return plan
 
     def _from_function(
         self, replies: ReplyFunction, number: int, turn: int, request: WireRequest
