@@ -4,30 +4,20 @@ session key, request number and seed draw the same, in every process."""
 
 from __future__ import annotations
 
-import hashlib
-import json
-
+from agentrig.harness.scenarios.mixture import seeded_draw
 from agentrig.harness.scenarios.model import FaultSpec, NetworkSpec
 
 NETWORK_HASH = "agentrig-network-1"
 """The first item of the hashed text: changes only if the draws ever have to change."""
-
-_BITS = 53  # a double holds 53 bits exactly: the fraction is never rounded up to 1.0
 
 
 def network_draw(
     kind: str, scenario: str, session_key: str, number: int, seed: int | None
 ) -> float:
     """The draw in [0, 1) of ``kind`` (``fault`` or ``latency``) for request ``number`` of the
-    session of ``session_key``: the SHA-256 of the JSON text ``["agentrig-network-1", KIND,
-    SCENARIO, SESSION_KEY, NUMBER, SEED]``, its first 53 bits read as a fraction."""
-    text = json.dumps(
-        [NETWORK_HASH, kind, scenario, session_key, number, seed],
-        ensure_ascii=True,
-        separators=(",", ":"),
-    )
-    digest = hashlib.sha256(text.encode("ascii")).digest()
-    return (int.from_bytes(digest[:8], "big") >> (64 - _BITS)) / (1 << _BITS)
+    session of ``session_key``: ``seeded_draw`` of ``["agentrig-network-1", KIND, SCENARIO,
+    SESSION_KEY, NUMBER, SEED]``."""
+    return seeded_draw([NETWORK_HASH, kind, scenario, session_key, number, seed])
 
 
 def drawn_fault(
