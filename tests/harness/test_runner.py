@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from textwrap import dedent
+from typing import Any
 
 import pytest
 
@@ -565,6 +567,31 @@ def test_a_repeating_reply_answers_every_further_model_call_of_its_turn(tmp_path
     )
     assert result.passed, result.failures
     assert result.turns[0].steps == 4
+
+
+def test_a_repeating_tool_call_the_agent_loops_on_fails_at_its_line(
+    tmp_path: Path, bounded: Callable[..., Any]
+) -> None:
+    path = scenario_file(
+        tmp_path,
+        """\
+        name: endless-poll
+        agent:
+          tools:
+            poll: {replies: [{return: pending}]}
+        turns:
+          - user: wait for it
+            model:
+              - call: poll()
+                repeat: true
+        """,
+    )
+    result = bounded(lambda: run_scenario(load_scenario(path)))
+    [failure] = result.failures
+    assert failure.kind == "script"
+    assert "the repeating reply 1 calls a tool and answered 25 more model calls" in failure.message
+    assert "the agent loops on it" in failure.message
+    assert failure.location == f"{path}:8"
 
 
 def test_a_repeating_reply_that_never_answered_is_unused(tmp_path: Path) -> None:

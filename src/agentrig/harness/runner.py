@@ -108,6 +108,10 @@ def _play(
             "with agentrig run --live, or in pytest with --agentrig-live"
         )
         return _refused(scenario, message, ("user",), started), ()
+    if scenario.agent.adapter is not None and builder is None:
+        from agentrig.harness.endpoint.adapter_run import run_adapter_scenario
+
+        return run_adapter_scenario(scenario), ()
     try:
         builder = named_builder(scenario) if builder is None else builder
     except AgentrigError as error:
@@ -524,7 +528,14 @@ def _check_model_script(
 ) -> None:
     """Calls past the end of a scripted model and replies it never played, as script failures
     at ``path`` (the model's replies)."""
-    for call in script.overruns:
+    if script.looped:
+        message = (
+            f"{who}: the repeating reply {len(script.turns)} calls a tool and answered "
+            f"{script.repeat_limit} more model calls: the agent loops on it; end the script with "
+            "a reply that does not call a tool, or give the agent a step budget"
+        )
+        run.fail("script", message, (*path, len(script.turns) - 1), **extra)
+    for call in script.overruns[1:] if script.looped else script.overruns:
         run.fail("script", f"{who}: model call {call} was not scripted {overrun}", path, **extra)
     for unused in range(len(script.turns) - script.remaining + 1, len(script.turns) + 1):
         message = f"{who}: scripted model reply {unused} was never used"

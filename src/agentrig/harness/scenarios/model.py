@@ -43,6 +43,7 @@ from agentrig._model import json_equal
 from agentrig.errors import InvalidInputError
 from agentrig.harness.scenarios.calls import CALL_SHORTHAND_PATTERN, read_call, write_call
 from agentrig.harness.scenarios.mixture import mixture_draw, pick_branch
+from agentrig.harness.scenarios.price import Price, price_problem, price_schema
 from agentrig.harness.scenarios.yaml_source import FieldPath, YamlSource, not_json_data
 from agentrig.state import Usage
 
@@ -877,6 +878,13 @@ class AgentSpec(ScenarioModel):
         "a sync or async function taking the conversation so far (a list of {role, content}) "
         "and returning the agent's reply (a str, or {content, tool_calls, usage, cost}).",
     )
+    price: Price | None = Field(
+        default=None,
+        description="Live scenarios with an adapter: USD per million tokens of the agent's model "
+        "calls made through current_trial().http_client(), e.g. {input: 0.4, output: 1.6}; "
+        "those calls are costed from their usage (and capped, budgeted and recorded).",
+        json_schema_extra=price_schema,
+    )
     system_prompt: Text = Field(default="", description="The system prompt.")
     system_prompt_override: Flag = Field(
         default=False,
@@ -934,6 +942,15 @@ class AgentSpec(ScenarioModel):
     def _problems(self) -> Iterator[tuple[FieldPath, str]]:
         if self.builder is not None and self.adapter is not None:
             yield ("adapter",), "use either builder or adapter, not both"
+        price = price_problem(self.price)
+        if price is not None:
+            yield ("price",), price
+        if self.price is not None and self.adapter is None:
+            yield (
+                ("price",),
+                "price is the cost of an adapter's model calls: an agentrig builder's provider "
+                "prices its own (PriceTable)",
+            )
         if self.system_prompt_override and not self.system_prompt.strip():
             yield ("system_prompt_override",), "system_prompt_override needs a system_prompt"
         if self.subagents and SPAWN_SUBAGENT_TOOL in self.tools:
