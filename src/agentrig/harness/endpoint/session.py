@@ -504,7 +504,7 @@ class EndpointSession:
             ),
             transcript=tuple(transcript),
             wall_time_s=time.perf_counter() - self._started,
-            session=self.name or self.key,
+            session=self.name or self.key or None,
         )
 
     def _checks_of(self, invariant: str) -> int:
