@@ -10,9 +10,10 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+import typer.core
 from rich import box
 from rich.console import Console
 from rich.markup import escape
@@ -481,10 +482,27 @@ def convert(
     console.print(f"wrote {escape(str(output))}", soft_wrap=True)
 
 
+class _CommandAfterDashes(typer.core.TyperCommand):
+    """A command whose words after ``--`` are a command line to run (kept in the context's
+    ``meta``), not more arguments: ``agentrig serve SCENARIO -- python agent.py``."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's own click Context
+        if "--" in args:
+            at = args.index("--")
+            ctx.meta[_AGENT_COMMAND] = args[at + 1 :]
+            args = args[:at]
+        return super().parse_args(ctx, args)
+
+
+_AGENT_COMMAND = "agentrig.agent_command"
+
+
 @app.command(
-    short_help="Serve scenarios' scripted models over the OpenAI, Anthropic and Gemini APIs."
+    short_help="Serve scenarios' scripted models over the OpenAI, Anthropic and Gemini APIs.",
+    cls=_CommandAfterDashes,
 )
 def serve(
+    ctx: typer.Context,
     paths: PathsArgument = None,
     host: Annotated[str, typer.Option(help="Address to listen on (keep it on loopback).")] = (
         "127.0.0.1"
@@ -505,8 +523,12 @@ def serve(
     ] = None,
 ) -> None:
     """Serve scenarios' scripted models over the OpenAI, Anthropic and Gemini HTTP APIs until
-    Ctrl-C, then report every session; exit 0 only when every session passed. With --upstream
-    and --record, forward to a real provider and record a cassette instead."""
+    Ctrl-C, then report every session; exit 0 only when every session passed. With --upstream and
+    --record, forward to a real provider and record a cassette instead.
+
+    With `-- COMMAND...` after the scenarios, run COMMAND (the agent) once for each scenario,
+    with OPENAI_BASE_URL, OPENAI_API_KEY, ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY pointing at
+    the endpoint, then stop, report, and exit with the verdict (for CI)."""
     from agentrig.harness.endpoint.extras import require_extra
     from agentrig.harness.reporting import get_writer
 
@@ -514,8 +536,17 @@ def serve(
         require_extra("serve")
     except AgentrigError as error:
         _fail_usage(error)
-    from agentrig.harness.endpoint.command import record_until_interrupted, serve_until_interrupted
+    from agentrig.harness.endpoint.command import (
+        record_until_interrupted,
+        serve_and_run,
+        serve_until_interrupted,
+    )
 
+    command = ctx.meta.get(_AGENT_COMMAND)
+    if command is not None and (not command or upstream is not None):
+        why = "give the agent's command after --" if not command else "--upstream runs no command"
+        errors.print(f"[red]error:[/] {why}", soft_wrap=True)
+        raise typer.Exit(2)
     if (upstream is None) != (record is None):
         errors.print("[red]error:[/] --upstream and --record go together", soft_wrap=True)
         raise typer.Exit(2)
@@ -544,7 +575,10 @@ def serve(
     if not loaded:
         _nothing_found(paths)
     try:
-        result = serve_until_interrupted(loaded, host=host, port=port, say=console.print)
+        if command:
+            result = serve_and_run(loaded, command, host=host, port=port, say=console.print)
+        else:
+            result = serve_until_interrupted(loaded, host=host, port=port, say=console.print)
     except AgentrigError as error:
         _fail_usage(error)
     if not result.scenarios:

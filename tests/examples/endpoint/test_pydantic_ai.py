@@ -186,7 +186,7 @@ async def test_a_reasoning_model_that_shows_no_reasoning_text(
     agentrig_endpoint: Endpoint, model: str, streamed: bool
 ) -> None:
     # A redacted_thinking block (Anthropic), a reasoning item with an empty summary (Responses):
-    # the endpoint's checks at teardown include reasoning_sent_back.
+    # the endpoint's checks when the test ends include reasoning_sent_back.
     ep = agentrig_endpoint(SCENARIOS / "redacted_reasoning_weather.scenario.yaml")
     reasoning_model = (
         OpenAIResponsesModel("gpt-5", provider=OpenAIProvider(openai_client=_client(ep)))
@@ -219,11 +219,31 @@ async def test_an_agent_whose_tool_drifted_from_the_scenario_is_reported(model: 
     drifted = [f for f in result.failures if f.invariant == "tools_as_declared"]
     assert drifted, [f.message for f in result.failures]
     assert drifted[0].message == (
-        "request 1: tools_as_declared: the agent's get_weather differs from agent.tools: "
+        "requests 1 and 2: tools_as_declared: the agent's get_weather differs from agent.tools: "
         "parameter 'city' is not a parameter of the real tool; "
         "the real tool requires parameter 'town', not declared in params"
     )
     assert drifted[0].location == f"{SCENARIOS / 'weather.scenario.yaml'}:11"
+
+
+@ON_EVERY_MODEL
+async def test_an_agent_whose_tool_now_returns_something_else_is_reported(model: str) -> None:
+    def get_weather(city: str) -> str:
+        """The current weather in a city."""
+        return f"It is raining in {city}."
+
+    with EndpointHandle(SCENARIOS / "weather.scenario.yaml") as ep:
+        agent = build_agent(MODELS[model](ep), tools=[get_weather])
+        await ask(agent, "What is the weather in Paris?", streamed=False)
+        result = ep.result()
+
+    [drifted] = [f for f in result.failures if f.invariant == "tool_results_as_scripted"]
+    assert drifted.message == (
+        "request 2: tool_results_as_scripted: the agent's get_weather returned "
+        "'It is raining in Paris.', not 'It is sunny in Paris.' "
+        "(agent.tools.get_weather.replies[0])"
+    )
+    assert drifted.location == f"{SCENARIOS / 'weather.scenario.yaml'}:14"
 
 
 async def test_two_turns_on_a_stored_responses_conversation(agentrig_endpoint: Endpoint) -> None:

@@ -57,6 +57,7 @@ def test_a_well_behaved_agent_passes_every_check(write_scenario: Callable[[str],
         "system_prompt_sent": (2, 0),
         "user_turn_sent": (2, 0),
         "script_not_exceeded": (2, 0),
+        "tool_results_as_scripted": (0, 0),  # the scenario declares no tools
     }
 
 
@@ -328,6 +329,7 @@ def test_invariants_can_be_excluded(write_scenario: Callable[[str], Path]) -> No
         "tools_as_declared",
         "system_prompt_sent",
         "script_not_exceeded",
+        "tool_results_as_scripted",
     ]
 
 
@@ -831,13 +833,16 @@ def test_the_endpoints_invariant_names_are_those_of_its_checks() -> None:
     from agentrig.harness.endpoint.invariant_names import (
         ENDPOINT_INVARIANT_NAMES,
         SCRIPT_NOT_EXCEEDED,
+        TOOL_RESULTS_AS_SCRIPTED,
         WIRE_INVARIANT_NAMES,
     )
     from agentrig.harness.endpoint.invariants import ALL_INVARIANT_NAMES, WIRE_INVARIANTS
 
     assert tuple(WIRE_INVARIANTS) == WIRE_INVARIANT_NAMES
     assert (
-        ALL_INVARIANT_NAMES == ENDPOINT_INVARIANT_NAMES == (*WIRE_INVARIANTS, SCRIPT_NOT_EXCEEDED)
+        ALL_INVARIANT_NAMES
+        == ENDPOINT_INVARIANT_NAMES
+        == (*WIRE_INVARIANTS, SCRIPT_NOT_EXCEEDED, TOOL_RESULTS_AS_SCRIPTED)
     )
 
 
@@ -977,3 +982,39 @@ def test_agents_take_the_place_of_the_system_prompt(
     message = str(raised.value)
     assert "give each agent's system_prompt under agents, not system_prompt" in message
     assert "unknown tool 'get_date'; agent.tools has: get_weather, get_time" in message
+
+
+def test_a_violation_every_request_repeats_is_said_once_naming_the_requests(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    openai = pytest.importorskip("openai")
+    path = write_scenario(
+        DECLARED.replace(
+            "      - say: It is sunny",
+            "      - call: get_weather(city=Paris)\n      - say: It is sunny",
+        )
+    )
+    handle = EndpointHandle(path)
+    client = openai.OpenAI(
+        api_key=handle.api_key, base_url=handle.openai_base_url, http_client=handle.httpx2_client()
+    )
+    weather = _weather_tool({"city": {"type": "string"}, "days": {"type": "integer"}}, ["city"])
+    messages: list[Any] = first_turn()
+    while True:  # the agent offers get_weather only: each request breaks tools_as_declared
+        message = (
+            client.chat.completions.create(model="gpt-test", messages=messages, tools=[weather])
+            .choices[0]
+            .message
+        )
+        messages.append(message.model_dump(exclude_none=True))
+        if not message.tool_calls:
+            break
+        for call in message.tool_calls:
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": "sunny"})
+    [problem] = _violations(handle, "tools_as_declared")
+    assert problem.message.startswith(
+        "requests 1, 2 and 3: tools_as_declared: agent.tools declares get_time"
+    )
+    assert (problem.step, problem.location) == (1, f"{path}:9")
+    outcome = {o.name: (o.checks, o.failures) for o in handle.result().invariants}
+    assert outcome["tools_as_declared"] == (3, 3)  # each request still counts

@@ -9,7 +9,9 @@ clean turn, ``status: completed``.
 
 A cassette recorded through the scenario endpoint (``agentrig serve --upstream``) holds another
 framework's agent, seen only on the wire: its scenario leaves out what the endpoint cannot check
-there (``status``, ``errors``, ``max_retries``), so that ``agentrig serve`` plays it back.
+there (``status``, ``errors``, ``max_retries``), so that ``agentrig serve`` plays it back, and
+expects each turn's ``tool_results`` to be what the agent's own tools sent back when recorded
+(which the tools' ``replies`` also say: the endpoint holds the agent to both).
 
 Limits: one agent per cassette (subagents that share the provider are not separated), and a
 tool call whose result the recording never shows (the run ended right after it) becomes a
@@ -228,11 +230,14 @@ class _TurnDraft:
     replies: list[ModelReply] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    results: list[dict[str, Any]] = field(default_factory=list)
+    """The tool results the agent sent back, as ``expect.tool_results`` entries."""
     clean: bool = True
     final: str | None = None
 
     def data(self, *, state: bool) -> dict[str, Any]:
-        """The turn; with ``state``, also the expectations on agentrig's own state."""
+        """The turn; with ``state``, also the expectations on agentrig's own state; without
+        (an agent seen on the wire), the tool results it sent back, which its own tools made."""
         expect: dict[str, Any] = {}
         if state and self.clean and not self.errors and self.final is not None:
             expect["status"] = "completed"
@@ -240,6 +245,8 @@ class _TurnDraft:
             expect["final_response"] = self.final
         if self.calls:
             expect["tool_calls"] = {"calls": self.calls}
+        if not state and self.results:
+            expect["tool_results"] = self.results
         if state and self.errors:
             expect["errors"] = self.errors
         turn: dict[str, Any] = {"user": self.user, "model": self.replies}
@@ -332,6 +339,8 @@ class _Draft:
             replies.append({"stop": UNRECORDED_RESULT})
             turn.clean = False
             return
+        sent: dict[str, Any] = {"tool": call.name, "content": result.content}
+        turn.results.append({**sent, "is_error": True} if result.is_error else sent)
         if not result.is_error:
             replies.append({"return": result.content})
             return

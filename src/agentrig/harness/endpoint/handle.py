@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from agentrig.harness.endpoint.capture import CapturedRequest
+from agentrig.harness.endpoint.function import ReplyFunction
 from agentrig.harness.endpoint.server import EndpointServer
 from agentrig.harness.endpoint.service import ProviderBaseUrls, ScenarioEndpoint
 from agentrig.harness.endpoint.session import EndpointSession
@@ -41,18 +43,28 @@ class EndpointHandle(ProviderBaseUrls):
 
     Give the agent ``api_key`` and a base URL; in-process, also one of the clients (or
     transports) below, or wrap the agent in ``intercept()``. ``check()`` raises
-    ``EndpointCheckFailed`` with every failure; the pytest fixture calls it at teardown.
+    ``EndpointCheckFailed`` with every failure; the pytest fixture calls it when the test's
+    body ends, unless the body did. ``requests()`` gives what the agent sent.
     """
 
     def __init__(
-        self, scenario: Scenario | str | Path, *, live: bool = False, key: str | None = None
+        self,
+        scenario: Scenario | str | Path,
+        *,
+        live: bool = False,
+        key: str | None = None,
+        replies: ReplyFunction | None = None,
     ) -> None:
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
-        self.endpoint = ScenarioEndpoint([self.scenario])
+        self.endpoint = ScenarioEndpoint([self.scenario], capture=True, replies=replies)
+        """The endpoint serving the session (``replies``: a function deciding each reply, in
+        place of the turns' ``model:`` scripts, which it then refuses)."""
         self.api_key = key or _default_key(self.scenario)
         """The API key, the session's key: ``key``, else ``NAME/RANDOM``; for a scenario with a
         ``mixture`` turn, ``NAME``, so that a test plays the same branches on every run (give
         ``key=`` to play those of another session, ``NAME/trial-7``)."""
+        self.checked = False
+        """Whether ``check()`` was called: the pytest fixture then leaves the verdict to it."""
         self._server = EndpointServer(self.endpoint).start() if live else None
         self._base_url = self._server.base_url if self._server else f"http://{IN_PROCESS_HOST}"
 
@@ -126,12 +138,18 @@ class EndpointHandle(ProviderBaseUrls):
 
     # --- results ---------------------------------------------------------------------------
 
+    def requests(self) -> list[CapturedRequest]:
+        """Every request the agent sent so far, in order: its JSON body (``.body``), headers
+        (names in lower case), path, and the status it was answered with."""
+        return self.endpoint.requests(self.api_key)
+
     def result(self) -> ScenarioResult:
         """The session's result (ends it). A session no request reached fails its script."""
         return self.endpoint.session(self.api_key).result()
 
     def check(self) -> ScenarioResult:
         """The result; ``EndpointCheckFailed`` with the domain diff when anything failed."""
+        self.checked = True
         result = self.result()
         if not result.passed:
             raise EndpointCheckFailed(format_scenario_failures(result))

@@ -2,8 +2,10 @@
 one reply out. The ASGI app, the in-process transports and the pytest fixture all wrap it.
 
 Sessions are keyed by the API key the agent sends (``Authorization: Bearer KEY``, ``x-api-key:
-KEY``, ``x-goog-api-key: KEY`` or ``?key=KEY``), and by the ``x-agentrig-trial`` header when a request carries one (each
-live trial of ``agentrig run --live`` sends its own, so one key serves every trial). With one scenario, every distinct key is a session of it. With several, a
+KEY``, ``x-goog-api-key: KEY`` or ``?key=KEY``), and by the ``x-agentrig-trial`` header when a
+request carries one (each live trial of ``agentrig run --live`` sends its own, so one key serves
+every trial). A session is named in every report by that header when sent, else by its key.
+With one scenario, every distinct key is a session of it. With several, a
 key names its scenario: ``SCENARIO`` or ``SCENARIO/ANYTHING`` (the part after ``/`` tells
 concurrent sessions of one scenario apart). Two sessions never share a script.
 """
@@ -17,6 +19,8 @@ from typing import Protocol
 from urllib.parse import parse_qs
 
 from agentrig.errors import AgentrigError
+from agentrig.harness.endpoint.capture import CapturedRequest, captured
+from agentrig.harness.endpoint.function import ReplyFunction
 from agentrig.harness.endpoint.memo import remembered
 from agentrig.harness.endpoint.session import Delivery, EndpointSession, Plan
 from agentrig.harness.endpoint.wire import (
@@ -129,14 +133,20 @@ class ScenarioEndpoint:
 
     scenarios: Sequence[Scenario]
     sessions: dict[str, EndpointSession] = field(default_factory=dict)
+    capture: bool = False
+    """Whether each session's requests are kept whole, for ``requests()`` (``EndpointHandle``
+    keeps them; ``agentrig serve`` does not, as a session keeps only what its checks need)."""
+    replies: ReplyFunction | None = None
+    """A function that decides each reply instead of the turns' ``model:`` scripts."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _captured: dict[str, list[CapturedRequest]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.scenarios:
             raise ValueError("a ScenarioEndpoint needs at least one scenario")
         self._by_name = {scenario.name: scenario for scenario in self.scenarios}
         for scenario in self.scenarios:  # refuse what the endpoint cannot honour, up front
-            EndpointSession(scenario, key="")
+            EndpointSession(scenario, key="", replies=self.replies)
 
     # --- sessions --------------------------------------------------------------------------
 
@@ -148,7 +158,14 @@ class ScenarioEndpoint:
         with self._lock:
             found = self.sessions.get(session_key)
             if found is None:
-                found = EndpointSession(self._scenario_for(key), key=session_key, checked=True)
+                name = self._unused_name(trial or shown_key(key))
+                found = EndpointSession(
+                    self._scenario_for(key),
+                    key=session_key,
+                    checked=True,
+                    name=name,
+                    replies=self.replies,
+                )
                 self.sessions[session_key] = found
             return found
 
@@ -157,10 +174,20 @@ class ScenarioEndpoint:
         next request sent with ``key`` plays it. ``scenario`` may be any scenario, built in
         memory or loaded, not only one the endpoint was made with: one hypothesis example is
         one such session, on an endpoint (and server) that stays up."""
-        session = EndpointSession(scenario, key=key)
         with self._lock:
+            self.sessions.pop(key, None)
+            session = EndpointSession(scenario, key=key, name=self._unused_name(shown_key(key)))
             self.sessions[key] = session
         return session
+
+    def _unused_name(self, name: str) -> str:
+        """``name``, or ``name#2``, ``name#3``... when a session is called that already."""
+        taken = {session.name for session in self.sessions.values()}
+        found, number = name, 1
+        while found in taken:
+            number += 1
+            found = f"{name}#{number}"
+        return found
 
     def _scenario_for(self, key: str) -> Scenario:
         if len(self.scenarios) == 1:
@@ -211,6 +238,25 @@ class ScenarioEndpoint:
             session = self.session(key, lowered.get(TRIAL_HEADER))
         except EndpointKeyError as error:
             return _error(fmt, 401, str(error))
+        reply = self._answer(fmt, session, target, body)
+        if self.capture:
+            with self._lock:
+                kept = self._captured.setdefault(session.key, [])
+                kept.append(captured(len(kept) + 1, method, path, lowered, body, reply.status))
+        return reply
+
+    def requests(self, key: str, trial: str | None = None) -> list[CapturedRequest]:
+        """The requests the session of ``key`` (and ``trial``) sent so far, in order (only
+        with ``capture``; none before the first)."""
+        session_key = key if not trial else f"{key}#{trial}"
+        with self._lock:
+            return list(self._captured.get(session_key, ()))
+
+    def _answer(
+        self, fmt: WireFormat, session: EndpointSession, target: str, body: bytes
+    ) -> EndpointReply:
+        """The reply to a request of ``session`` in format ``fmt``, posted to ``target`` (its
+        path and query)."""
         try:
             request = fmt.read(target, body)
         except WireError as error:
@@ -219,8 +265,18 @@ class ScenarioEndpoint:
         exchange = session.exchange(request)
         plan = exchange.plan
         stream, include_usage, model = request.stream, request.include_usage, request.model
-        if plan.answer is None:  # an error, made for this request
-            reply = _reply(fmt, plan, stream=stream, include_usage=include_usage, model=model)
+        if plan.answer is None or not plan.shared:  # made for this request alone
+            top = fmt.logprobs_asked(request) if plan.answer and plan.answer.logprobs else None
+            hidden = bool(plan.answer and plan.answer.reasoning) and not request.reasoning_shown
+            reply = _reply(
+                fmt,
+                plan,
+                stream=stream,
+                include_usage=include_usage,
+                model=model,
+                top=top,
+                hidden=hidden,
+            )
         else:  # the same for every session that plays this plan (see ``EndpointSession.plan``)
             top = fmt.logprobs_asked(request) if plan.answer.logprobs else None
             hidden = not request.reasoning_shown and bool(plan.answer.reasoning)
@@ -296,6 +352,15 @@ def case_insensitive(headers: Mapping[str, str]) -> Mapping[str, str]:
     if isinstance(headers, dict):
         return {name.lower(): value for name, value in headers.items()}
     return headers
+
+
+def shown_key(key: str) -> str:
+    """``key`` as reports show it: as it is, unless it looks like a real provider's key (it
+    starts with ``sk-`` or ``sk_``, or is 40 characters or more), which is shown in part
+    (``sk-…Wxyz``): an agent sent the endpoint its real key, and reports are shared."""
+    if key.startswith(("sk-", "sk_")) or len(key) >= 40:
+        return f"{key[:3]}…{key[-4:]}"
+    return key
 
 
 def _api_key(headers: Mapping[str, str], query: str = "") -> str | None:

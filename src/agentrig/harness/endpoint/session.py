@@ -17,7 +17,11 @@ from agentrig.harness.checks.expectations import (
 from agentrig.harness.checks.trajectory import Call
 from agentrig.harness.endpoint.auto_model import auto_reply
 from agentrig.harness.endpoint.compatibility import check_endpoint_scenario
-from agentrig.harness.endpoint.invariant_names import SCRIPT_NOT_EXCEEDED
+from agentrig.harness.endpoint.function import ReplyFunction, ReplyRequest, reply_of
+from agentrig.harness.endpoint.invariant_names import (
+    SCRIPT_NOT_EXCEEDED,
+    TOOL_RESULTS_AS_SCRIPTED,
+)
 from agentrig.harness.endpoint.invariants import (
     WIRE_INVARIANTS,
     Violation,
@@ -28,7 +32,13 @@ from agentrig.harness.endpoint.invariants import (
     selected,
 )
 from agentrig.harness.endpoint.memo import remembered
+from agentrig.harness.endpoint.network import drawn_fault, drawn_latency
 from agentrig.harness.endpoint.retries import retries_turn
+from agentrig.harness.endpoint.tool_replies import (
+    SentResult,
+    checked_results,
+    scripted_result_problems,
+)
 from agentrig.harness.endpoint.wire import response_id
 from agentrig.harness.endpoint.wire._common import adopt_call_ids, seal_of
 from agentrig.harness.endpoint.wire._common import message as wire_message
@@ -72,6 +82,9 @@ class Plan:
     retry_after: float | None = None
     fault: FaultSpec | None = None
     latency: float = 0.0
+    shared: bool = True
+    """Whether every session that plays this reply as this request number plays this plan
+    (a scripted reply), so that its wire reply is made once; a reply function's plan is not."""
     _message: Message | None = None
 
     def message(self) -> Message:
@@ -148,6 +161,11 @@ class EndpointSession:
 
     scenario: Scenario
     key: str
+    name: str = ""
+    """What reports call the session (``ScenarioResult.session``): the ``x-agentrig-trial``
+    header its client sent, else its API key; empty: the key."""
+    replies: ReplyFunction | None = None
+    """A function deciding each reply in place of the turns' ``model:`` scripts."""
     checked: bool = False
     """Whether ``scenario`` was already found fit for the endpoint (``ScenarioEndpoint`` checks
     each of its scenarios once, not once a session)."""
@@ -165,10 +183,17 @@ class EndpointSession:
     """Requests the per-request checks checked (each selected one checks every such request)."""
     _script_checked: int = 0
     """Requests ``script_not_exceeded`` checked."""
+    _results_checked: int = 0
+    """Tool results ``tool_results_as_scripted`` checked."""
     _failed: dict[str, int] = field(default_factory=dict)
     """Violations of each selected invariant (str to int: a dict the collector skips)."""
     offered: tuple[ToolSchema, ...] | None = None
     """The tools the session's first request offered (None before it came)."""
+    _groups: dict[tuple[str, FieldPath, str, str], tuple[int, list[int]]] = field(
+        default_factory=dict
+    )
+    """Per violation said (its text, field and both sides): its failure's index in
+    ``failures`` and the requests that broke it."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _started: float = field(default_factory=time.perf_counter)
     _finished: ScenarioResult | None = None
@@ -176,7 +201,7 @@ class EndpointSession:
 
     def __post_init__(self) -> None:
         if not self.checked:
-            check_endpoint_scenario(self.scenario)
+            check_endpoint_scenario(self.scenario, function=self.replies is not None)
         chosen = self.scenario.invariants
         names, self._wire_checks = _selection(
             tuple(chosen.only) if chosen.only is not None else None, tuple(chosen.exclude or ())
@@ -205,7 +230,7 @@ class EndpointSession:
             if system is None and continued is not None:  # the API keeps the stored one
                 system = continued.system
             turn, newest = self._turn_of(conversation)
-            plan, reply = self._choose(number, turn, request)
+            plan, reply = self._decide(number, turn, _with_context(request, conversation, system))
             history = self._expected_history()
             if self._bases and turn in self._bases:  # a repeating reply answers
                 history = self._bases[turn]
@@ -309,6 +334,56 @@ class EndpointSession:
         )
         return _plan_reply(reply, str(number), turn, request.seals_reasoning)
 
+    def _decide(self, number: int, turn: int, request: WireRequest) -> tuple[Plan, int | None]:
+        """The answer to ``request`` (its conversation and system prompt in context): a fault
+        ``agent.network`` draws (the script waits for the retry), else the reply function's or
+        the script's reply, after any wait ``agent.network`` draws; and the index of the
+        scripted reply it plays (None when none does)."""
+        network = self.scenario.agent.network
+        in_script = turn <= len(self.scenario.turns)
+        fault, reply = None, None
+        if network is not None and in_script:
+            fault = drawn_fault(network, self.scenario.name, self.key, number)
+        if fault is not None:
+            plan = _fault_plan(str(number), fault, 0.0, "agent.network's drawn fault")
+            plan.shared = False
+        elif self.replies is not None and in_script:
+            plan = self._from_function(self.replies, number, turn, request)
+        else:
+            plan, reply = self._choose(number, turn, request)
+        if network is not None and network.latency is not None:
+            wait = drawn_latency(network, self.scenario.name, self.key, number)
+            plan = replace(plan, latency=plan.latency + wait, shared=False)
+        return plan, reply
+
+    def _from_function(
+        self, replies: ReplyFunction, number: int, turn: int, request: WireRequest
+    ) -> Plan:
+        """The reply function's answer to ``request``; HTTP 500, and a failure naming the
+        request, when it raises or returns no reply."""
+        asked = ReplyRequest(
+            number=number,
+            turn=turn,
+            format=request.format,
+            model=request.model,
+            messages=request.messages,
+            system=request.system,
+            tools=request.tools,
+            settings=request.settings,
+        )
+        try:
+            reply = reply_of(replies(asked))
+        except Exception as error:  # the user's function: any error is the session's failure
+            message = (
+                f"request {number}: the reply function failed: {type(error).__name__}: {error}"
+            )
+            self._fail("script", message, ("turns", turn - 1), turn=turn)
+            return Plan(str(number), status=500, error=f"agentrig endpoint: {message}")
+        self._cursor[turn] = self._cursor.get(turn, 0) + 1
+        plan = _plan_reply(reply, str(number), turn, request.seals_reasoning)
+        plan.shared = False
+        return plan
+
     def _overrun(self, number: int, turn: int, scripted: int) -> Plan:
         """The answer to a request that came after its turn's script was used up."""
         self._overruns[turn] = self._overruns.get(turn, 0) + 1
@@ -342,7 +417,9 @@ class EndpointSession:
         return mixture[self._branch(turn)].model
 
     def _replies(self, turn: int) -> tuple[ModelReply, ...]:
-        """The replies this session plays in ``turn`` (1-based)."""
+        """The replies this session plays in ``turn`` (1-based): none with a reply function."""
+        if self.replies is not None:
+            return ()
         spec = self.scenario.turns[turn - 1]
         return spec.replies if spec.mixture is None else self._mixed(turn)
 
@@ -448,10 +525,23 @@ class EndpointSession:
             return
         self._failed[name] += len(violations)
         for violation in violations:
+            at = violation.path or path
+            said = f"{violation.invariant}: {violation.message}"
+            # The same violation of later requests (a tool schema sent again each time) is
+            # said once, naming every request that broke it.
+            same = (said, at, repr(violation.expected), repr(violation.observed))
+            group = self._groups.get(same)
+            if group is not None and number not in group[1]:
+                group[1].append(number)
+                index = group[0]
+                message = f"{_requests_text(group[1])}: {said}"
+                self.failures[index] = self.failures[index].model_copy(update={"message": message})
+                continue
+            self._groups.setdefault(same, (len(self.failures), [number]))
             self._fail(
                 "invariant",
-                f"request {number}: {violation.invariant}: {violation.message}",
-                violation.path or path,
+                f"request {number}: {said}",
+                at,
                 turn=turn,
                 step=number,
                 invariant=violation.invariant,
@@ -490,6 +580,8 @@ class EndpointSession:
             return self._finished
 
     def _result(self) -> ScenarioResult:
+        if TOOL_RESULTS_AS_SCRIPTED in self._failed:
+            self._check_tool_results()
         failures = list(self.failures)
         turns: list[TurnResult] = []
         transcript: list[TranscriptEntry] = []
@@ -517,18 +609,32 @@ class EndpointSession:
             invariants=tuple(
                 InvariantOutcome(
                     name=name,
-                    checks=(
-                        self._script_checked
-                        if name == SCRIPT_NOT_EXCEEDED
-                        else self._requests_checked
-                    ),
+                    checks=self._checks_of(name),
                     failures=failures,
                 )
                 for name, failures in self._failed.items()
             ),
             transcript=tuple(transcript),
             wall_time_s=time.perf_counter() - self._started,
+            session=self.name or self.key or None,
         )
+
+    def _checks_of(self, invariant: str) -> int:
+        """How often ``invariant`` was checked."""
+        if invariant == SCRIPT_NOT_EXCEEDED:
+            return self._script_checked
+        if invariant == TOOL_RESULTS_AS_SCRIPTED:
+            return self._results_checked
+        return self._requests_checked
+
+    def _check_tool_results(self) -> None:
+        """``tool_results_as_scripted``, on every tool result the agent sent."""
+        tools = self.scenario.agent.tools
+        sent = list(_sent_results(self.exchanges))
+        for result, violation in scripted_result_problems(tools, sent):
+            path = violation.path or ("agent", "tools")
+            self._record(TOOL_RESULTS_AS_SCRIPTED, [violation], result.turn, result.request, path)
+        self._results_checked = checked_results(tools, sent)
 
     def _branch_entry(self, turn: int) -> TranscriptEntry | None:
         """The transcript entry naming the ``mixture`` branch this session plays in ``turn``;
@@ -551,7 +657,7 @@ class EndpointSession:
         spec = self.scenario.turns[index - 1]
         base: FieldPath = ("turns", index - 1)
         replies = self._replies(index)
-        if not exchanges and (replies or spec.is_auto):
+        if not exchanges and (replies or spec.is_auto or self.replies is not None):
             yield self._failure(
                 "script",
                 f"turn {index} was never reached: no request carried its user message",
@@ -635,6 +741,14 @@ def _selection(
     return names, tuple((name, WIRE_INVARIANTS[name]) for name in names if name in WIRE_INVARIANTS)
 
 
+def _requests_text(numbers: list[int]) -> str:
+    """``request 3``, ``requests 1 and 2``, ``requests 1, 2 and 4``."""
+    if len(numbers) == 1:
+        return f"request {numbers[0]}"
+    *first, last = numbers
+    return f"requests {', '.join(map(str, first))} and {last}"
+
+
 def _plan_reply(reply: ModelReply, response_id: str, turn: int, sealed: bool) -> Plan:
     fault = reply.fault
     if reply.error is not None:
@@ -644,17 +758,24 @@ def _plan_reply(reply: ModelReply, response_id: str, turn: int, sealed: bool) ->
         message = "agentrig endpoint: no answer (a scripted timeout), and the client waited on"
         return Plan(response_id, status=504, error=message, fault=fault, latency=reply.latency)
     if fault is not None and fault.status is not None:
-        message = fault.message or f"scripted fault: HTTP {fault.status}"
-        return Plan(
-            response_id,
-            status=fault.status,
-            error=message,
-            retry_after=fault.retry_after,
-            fault=fault,
-            latency=reply.latency,
-        )
+        return _fault_plan(response_id, fault, reply.latency, "scripted fault")
     answer = _answer(reply, turn, response_id, sealed)
     return Plan(response_id, answer=answer, fault=fault, latency=reply.latency)
+
+
+def _fault_plan(response_id: str, fault: FaultSpec, latency: float, what: str) -> Plan:
+    """The plan of a ``status`` fault (``what`` names it when it has no message): its HTTP
+    error, after ``latency`` seconds."""
+    assert fault.status is not None
+    message = fault.message or f"{what}: HTTP {fault.status}"
+    return Plan(
+        response_id,
+        status=fault.status,
+        error=message,
+        retry_after=fault.retry_after,
+        fault=fault,
+        latency=latency,
+    )
 
 
 def _answer(reply: ModelReply, turn: int, response_id: str, sealed: bool) -> WireAnswer:
@@ -714,6 +835,30 @@ def _new_items(exchange: Exchange, previous: Exchange | None) -> tuple[Message, 
         return exchange.conversation
     start = len(previous.conversation) + (1 if previous.answered else 0)
     return exchange.conversation[start:]
+
+
+def _sent_results(exchanges: list[Exchange]) -> Iterator[SentResult]:
+    """Each tool result the agent sent, once (in the first request that carried it), that
+    answers a call of an answer the endpoint gave."""
+    calls: dict[str, ToolCall] = {}
+    seen: set[str] = set()
+    for exchange in exchanges:
+        for message in exchange.conversation:
+            result = message.tool_result
+            if result is None or result.call_id in seen or result.call_id not in calls:
+                continue
+            seen.add(result.call_id)
+            call = calls[result.call_id]
+            yield SentResult(
+                exchange.number,
+                exchange.turn,
+                call.name,
+                call.arguments,
+                result.content,
+                result.is_error,
+            )
+        if exchange.answered and exchange.plan.answer is not None:
+            calls.update((call.id, call) for call in exchange.plan.answer.tool_calls)
 
 
 def _observed(exchanges: list[Exchange]) -> ObservedTurn:

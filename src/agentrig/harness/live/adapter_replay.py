@@ -126,6 +126,7 @@ def run_adapter_scenario(scenario: Scenario) -> ScenarioResult:
             "passed": not failures,
             "failures": failures,
             "wall_time_s": time.perf_counter() - started,
+            "session": None,  # a run of agentrig run, not one agent among a server's
         }
     )
 

@@ -853,6 +853,46 @@ class AgentRoleSpec(ScenarioModel):
     )
 
 
+class LatencyRange(ScenarioModel):
+    """Seconds drawn uniformly between ``min`` and ``max``."""
+
+    min: Latency = Field(default=0.0, description="The shortest wait, in seconds.")
+    max: Latency = Field(description="The longest wait, in seconds.")
+
+    def _problems(self) -> Iterator[tuple[FieldPath, str]]:
+        if self.max < self.min:
+            yield ("max",), f"must be at least min ({self.min:g})"
+
+
+class NetworkSpec(ScenarioModel):
+    """Seeded, probabilistic trouble on the scenario endpoint's wire, on top of the script: a
+    share of the requests answered with a fault instead (the script waits for the retry), and a
+    random wait before every answer. Each draw depends on the scenario, the session's key, the
+    request's number and ``seed`` only: one key always meets the same trouble. agentrig's own
+    runtime has no wire and ignores it."""
+
+    fault_rate: Annotated[float, Strict(), Field(ge=0, le=1, allow_inf_nan=False)] = Field(
+        default=0.0, description="The share of requests answered with `fault` (0 to 1)."
+    )
+    fault: FaultSpec = Field(
+        default_factory=lambda: FaultSpec(status=503),
+        description="The fault those requests get: an HTTP error (default: status 503).",
+    )
+    latency: LatencyRange | None = Field(
+        default=None,
+        description="Seconds to wait before each answer, drawn between min and max (added to "
+        "a reply's own latency).",
+    )
+    seed: Seed | None = Field(default=None, description="Another seed draws other trouble.")
+
+    def _problems(self) -> Iterator[tuple[FieldPath, str]]:
+        if self.fault.status is None:
+            yield (
+                ("fault",),
+                "must be a status fault ({status: 503}): a drawn fault is an HTTP error",
+            )
+
+
 class AgentSpec(ScenarioModel):
     """The agent under test; every part is optional."""
 
@@ -941,6 +981,11 @@ class AgentSpec(ScenarioModel):
             "(each multi-byte UTF-8 character cut after its first byte, so no chunk decodes "
             "on its own). Only the endpoint has bytes: agentrig's own runtime ignores it."
         ),
+    )
+    network: NetworkSpec | None = Field(
+        default=None,
+        description="The scenario endpoint's seeded, probabilistic faults and latency jitter "
+        "(agentrig's own runtime ignores it).",
     )
 
     @property
