@@ -189,7 +189,7 @@ HANDOFF = """\
 name: refund-handoff
 agent:
   tools:
-    transfer_to_refunds: {replies: [{return: ok}]}
+    transfer_to_refunds: {replies: [{return: {assistant: Refunds}}]}
     refund_order:
       description: Refund an order.
       params: {order_id: string}
@@ -264,11 +264,11 @@ async def test_a_tool_one_agent_gained_fails_at_that_agents_tools(tmp_path: Path
         failures = ep.result().failures
 
     drifted = [f for f in failures if f.invariant == "tools_as_declared"]
+    # said once, naming both requests of the refunds agent
     assert [f.message for f in drifted] == [
-        f"request {n}: tools_as_declared: the request offers cancel_order, which "
+        "requests 2 and 3: tools_as_declared: the request offers cancel_order, which "
         "agent.agents.refunds.tools does not declare: the scenario describes another agent "
         "than the one under test; declare the tool (its params, and its description to check "
         "that too)"
-        for n in (2, 3)
     ]
     assert drifted[0].location == f"{path}:15"  # the refunds agent's tools
