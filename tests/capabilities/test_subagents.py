@@ -252,7 +252,7 @@ class TestFailures:
         definition = researcher(child, budget=ExecutionBudget(max_steps=1))
         final = parent_run(make_agent, start, [spawn(), reply("ok")], definition)
         execution = spawn_execution(final)
-        assert not execution.has_error()
+        assert not execution.has_error
         assert execution.content.startswith(
             "[subagent 'researcher' stopped without a final response: steps_limit"
         )

@@ -362,9 +362,10 @@ def _with_unloadable(
 
 @app.command(short_help="Check scenario files without running them.")
 def validate(paths: PathsArgument = None, plugin: PluginOption = None) -> None:
-    """Check scenario files without running them: each must load and name known invariants;
-    a file that names its agent (agent.builder) must also describe that agent's tools."""
-    from agentrig.harness.runner import named_builder_failures, preflight
+    """Check scenario files without running them: each must load and name known invariants,
+    its scripted calls must fit the agent's tools (a known tool, arguments the tool takes), and
+    a file that names its agent (agent.builder) must describe that agent's tools."""
+    from agentrig.harness.runner import preflight, static_failures
     from agentrig.harness.scenarios.loader import load_suite
     from agentrig.harness.suites.plugins import load_plugins
 
@@ -382,7 +383,7 @@ def validate(paths: PathsArgument = None, plugin: PluginOption = None) -> None:
             problems.extend(problem.describe() for problem in entry.errors)
             continue
         refused = preflight(entry)
-        found = [refused] if refused is not None else named_builder_failures(entry)
+        found = [refused] if refused is not None else static_failures(entry)
         problems.extend(f"{failure.location or entry.name}: {failure.message}" for failure in found)
     for problem in problems:
         errors.print(f"[red]error:[/] {escape(problem)}", markup=True, soft_wrap=True)

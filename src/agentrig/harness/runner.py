@@ -44,6 +44,7 @@ from agentrig.harness.scenarios.model import (
     Scenario,
     ScenarioTurn,
 )
+from agentrig.harness.scenarios.script_calls import script_call_problems
 from agentrig.harness.scenarios.user_agent import named_builder, prompt_conflict
 
 FieldPath = tuple[str | int, ...]
@@ -192,24 +193,52 @@ def _selected_invariants(scenario: Scenario) -> list[Invariant]:
     return select_invariants(only, own(selection.exclude or ()))
 
 
-def named_builder_failures(scenario: Scenario) -> list[Failure]:
-    """What would stop ``scenario`` before its first turn on the agent its ``agent.builder``
-    names, found by building the agent without running a turn: a builder that cannot be
-    imported or made, a ``system_prompt`` that would replace the builder's, and tool drift
-    (see ``tool_drift_failures``). Empty when the file names no builder (a builder given only
-    in Python, or by the pytest fixture, is not known here)."""
+def static_failures(scenario: Scenario) -> list[Failure]:
+    """What would fail ``scenario`` on the agent it runs, found by building that agent without
+    running a turn: a builder its ``agent.builder`` names that cannot be imported or made, a
+    ``system_prompt`` that would replace the builder's, tool drift (see
+    ``tool_drift_failures``), and scripted calls the agent's tools would refuse (a tool it lacks,
+    an argument the tool does not take or lacks; see ``script_call_problems``). A builder given
+    only in Python, or by the pytest fixture, is not known here: the scenario's own agent is
+    checked."""
+    if scenario.is_live:
+        return _live_builder_failures(scenario)
     try:
         builder = named_builder(scenario)
     except AgentrigError as error:
         where = scenario.nearest_location(("agent", "builder"))
         return [Failure(kind="error", message=str(error), location=where)]
-    if builder is None:
-        return []
-    conflict = prompt_conflict(scenario, builder)
-    if conflict is not None:
-        where = scenario.nearest_location(("agent", "system_prompt"))
-        return [Failure(kind="error", message=conflict, location=where)]
-    return tool_drift_failures(scenario, builder)
+    if builder is not None:
+        conflict = prompt_conflict(scenario, builder)
+        if conflict is not None:
+            where = scenario.nearest_location(("agent", "system_prompt"))
+            return [Failure(kind="error", message=conflict, location=where)]
+    try:
+        agent = build_agent(scenario, base=builder)
+    except AgentrigError as error:
+        return [Failure(kind="error", message=f"the agent could not be built: {error}")]
+    agent.close()
+    drift = _drift_failures(scenario, agent) if builder is not None else []
+    return drift + _script_call_failures(scenario, agent)
+
+
+def _live_builder_failures(scenario: Scenario) -> list[Failure]:
+    """A live scenario's ``agent.builder`` that cannot be imported or made."""
+    try:
+        named_builder(scenario)
+    except AgentrigError as error:
+        where = scenario.nearest_location(("agent", "builder"))
+        return [Failure(kind="error", message=str(error), location=where)]
+    return []
+
+
+def _script_call_failures(scenario: Scenario, agent: ScenarioAgent) -> list[Failure]:
+    return [
+        Failure(
+            kind="script", message=problem.message, location=scenario.nearest_location(problem.path)
+        )
+        for problem in script_call_problems(scenario, agent.loop.tools)
+    ]
 
 
 def tool_drift_failures(scenario: Scenario, builder: AgentBuilder) -> list[Failure]:

@@ -206,7 +206,7 @@ def _call_line(step: int, index: int, execution: ToolExecution, origin: datetime
     elif execution.stopped:
         outcome = "stopped"
     else:
-        outcome = "error" if execution.has_error() else "ok"
+        outcome = "error" if execution.has_error else "ok"
     timing = f"{_at(execution.started_at, origin)}..{_at(execution.completed_at, origin)}"
     return (
         f"  call {step}.{index} | {call.name} #{_short(call.id)} {_json(call.arguments)} | "
