@@ -157,6 +157,49 @@ def test_harness_fixture_runs_a_python_agent_against_a_scenario(pytester: pytest
     pytester.runpytest().assert_outcomes(passed=1)
 
 
+def test_the_harness_fixture_runs_the_async_path_when_asked(pytester: pytest.Pytester) -> None:
+    pytester.path.joinpath("case.scenario.yaml").write_text(
+        dedent(
+            """\
+            name: threads
+            turns:
+              - user: where do you run?
+                model:
+                  - call: where()
+                  - say: done
+                expect: {status: completed}
+            """
+        )
+    )
+    pytester.makepyfile(
+        dedent(
+            """
+            import threading
+            import agentrig as ar
+
+            seen = []
+
+            @ar.tool
+            def where() -> str:
+                \"\"\"The async path runs a plain tool in a worker thread.\"\"\"
+                seen.append(threading.current_thread() is threading.main_thread())
+                return "here"
+
+            def test_it(agentrig_harness):
+                builder = ar.AgentBuilder.base().with_tools([where])
+                agentrig_harness.assert_passes("case.scenario.yaml", builder=builder)
+                agentrig_harness.assert_passes(
+                    "case.scenario.yaml", builder=builder, use_async=True
+                )
+                result = agentrig_harness.run("case.scenario.yaml", builder=builder, use_async=True)
+                assert result.passed
+                assert seen == [True, False, False]
+            """
+        )
+    )
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
 def test_scenarios_run_under_xdist(pytester: pytest.Pytester) -> None:
     pytest.importorskip("xdist", reason="pytest-xdist is part of the dev extra")
     for index in range(4):
