@@ -120,7 +120,7 @@ def test_fixtures_script_an_agent_and_check_their_script(pytester: pytest.Pytest
     )
     result = pytester.runpytest()
     result.assert_outcomes(passed=2, errors=1)
-    result.stdout.fnmatch_lines(["*scripted turn(s) 2 were never used*"])
+    result.stdout.fnmatch_lines(["*scripted turn 2 was never used*"])
 
 
 def test_harness_fixture_runs_a_python_agent_against_a_scenario(pytester: pytest.Pytester) -> None:
@@ -370,7 +370,8 @@ def test_unused_scripted_turns_fail_at_teardown_without_a_traceback(
     result = pytester.runpytest()
     result.assert_outcomes(passed=1, errors=1)
     output = result.stdout.str()
-    assert "ScriptedLLM for the parent agent: scripted turn(s) 2 were never used" in output
+    assert "ScriptedLLM: scripted turn 2 was never used; remove it" in output
+    assert "parent agent" not in output  # the script has no subagents
     assert "assert_complete" not in output  # no traceback through the fixture and the fake
     assert "pytest_plugin.py" not in output
 

@@ -330,7 +330,8 @@ class ScriptedLLM(_Recorder):
             reason = f"repeat_last must be true or false, got {type(repeat_last).__name__}"
             raise InvalidScriptError(None, reason, where=name)
         self.repeat_last = repeat_last
-        self._owner = " for the parent agent"  # what unused turns name; "" in a subagent's script
+        # What unused turns name: the top-level agent only beside subagents' scripts ("" in theirs).
+        self._owner = " for the top-level agent" if subagents else ""
         self.subagents: dict[str, ScriptedLLM] = {
             agent: ScriptedLLM(
                 script, clock=clock, name=f"{name} for subagent '{agent}'", chunking=chunking

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from agentrig import AgentBuilder, AgentState
+from agentrig._text import counted
 from agentrig.errors import AgentrigError, SubagentFailedError
 from agentrig.events import AgentExecutionCompleted, SubagentCompleted, ToolCallCompleted
 from agentrig.fakes import ScriptedLLM, ScriptedToolError
@@ -403,7 +404,7 @@ def _check_turn(run: _Run, number: int, turn: ScenarioTurn, final: AgentState) -
     base: FieldPath = ("turns", number - 1)
     script = run.agent.script.current
     overrun = (
-        f"(the turn scripts {len(script.turns)} reply(ies)); "
+        f"(the turn scripts {counted(len(script.turns), 'reply')}); "
         "add a reply or check why the agent did not stop"
     )
     script_path = run.scenario.script_path(number, RUNTIME_SESSION_KEY)
@@ -534,7 +535,7 @@ class _SubagentFailures:
 
 def _check_scripts_used(run: _Run) -> None:
     for name, script in run.agent.subagent_scripts.items():
-        overrun = f"({len(script.turns)} reply(ies) scripted)"
+        overrun = f"({counted(len(script.turns), 'reply')} scripted)"
         path: FieldPath = ("agent", "subagents", name, "model")
         _check_model_script(run, script, f"subagent {name}", overrun, path)
     for name, tool in run.agent.tools.items():
