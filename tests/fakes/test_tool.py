@@ -241,7 +241,7 @@ class TestMessagesSayReplyAndWhatToDo:
 
     def test_unused_llm_turns_say_what_to_do(self) -> None:
         with pytest.raises(
-            UnusedTurnsError, match="^ScriptedLLM: scripted turn 1 was never used; remove it"
+            UnusedTurnsError, match=r"^ScriptedLLM: scripted turn 1 was never used; remove it"
         ):
             ScriptedLLM(["a"]).assert_complete()
 
