@@ -658,10 +658,10 @@ def _summary_table(result: SuiteResult) -> None:
     """Every scenario (``-v``): result, name over its file, steps, the last turn's status over its
     stop reason; two lines a row, so that it reads at 80 columns."""
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
-    table.add_column("result", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
     table.add_column("scenario / file", overflow="fold")
     table.add_column("steps", justify="right", no_wrap=True)
-    table.add_column("status / stop reason", overflow="fold")
+    table.add_column("agent status / stop", overflow="fold")
     for scenario in result.scenarios:
         table.add_row(
             _result_cell(scenario),
@@ -675,7 +675,7 @@ def _summary_table(result: SuiteResult) -> None:
 def _result_cell(scenario: ScenarioResult) -> str:
     if scenario.inconclusive:
         return "[yellow]INCONCLUSIVE[/]"
-    return "[green]pass[/]" if scenario.passed else "[red]FAIL[/]"
+    return "[green]PASS[/]" if scenario.passed else "[red]FAIL[/]"
 
 
 def _outcome(scenario: ScenarioResult) -> str:
