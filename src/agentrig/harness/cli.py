@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -700,11 +701,43 @@ def _failure_details(result: SuiteResult) -> None:
     for scenario in result.scenarios:
         if not scenario.passed:
             console.print("")
-            console.print(format_scenario_failures(scenario), markup=False, highlight=False)
+            _print_block(format_scenario_failures(scenario))
     live = [format_live_line(scenario) for scenario in result.scenarios if scenario.live]
     if live:
         console.print("")
-        console.print("\n".join(live), markup=False, highlight=False, soft_wrap=True)
+        _print_block("\n".join(live))
+
+
+_STYLES = (
+    (re.compile(r"^scenario .*"), "bold red"),
+    (re.compile(r"^\[[^\]]*\]"), "red"),
+    (re.compile(r"^ +at .*"), "dim"),
+    (re.compile(r"^ +expected:"), "green"),
+    (re.compile(r"^ +observed:"), "red"),
+)
+"""The colours of a failure block on a terminal: the scenario's line, a failure's kind, where
+it is, and the labels of the values it compared."""
+
+
+def _print_block(text: str) -> None:
+    """Print a block of failure text. On a terminal: coloured, and wrapped to its width
+    without trailing spaces, continuations indented. Elsewhere (a file, a pipe, a CI log):
+    as it is, one line a line, whatever its length."""
+    from rich.text import Text
+
+    from agentrig.harness.reporting.terminal import fit_lines
+
+    if not console.is_terminal:
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
+        return
+    for line in fit_lines(text, console.width):
+        shown = Text(line)
+        for pattern, style in _STYLES:
+            found = pattern.match(line)
+            if found is not None:
+                shown.stylize(style, 0, found.end())
+                break
+        console.print(shown, highlight=False, soft_wrap=True)
 
 
 NOT_FINISHED = (
@@ -829,7 +862,7 @@ def _summary_line(
         line += f"; reports in {escape(str(folders.pop()))}/ ({escape(', '.join(formats))})"
     elif written:
         line += f"; reports: {escape(', '.join(str(path) for path in written))}"
-    console.print(line)
+    console.print(line, soft_wrap=True)  # one line: the terminal folds it, nothing pads it
 
 
 def main() -> None:

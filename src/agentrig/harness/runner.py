@@ -21,6 +21,7 @@ from agentrig.harness.checks.expectations import check_expectation
 from agentrig.harness.checks.invariant import (
     Invariant,
     InvariantChecker,
+    Violation,
     invariant_names,
     select_invariants,
 )
@@ -341,14 +342,14 @@ def _iterate(run: _Run, number: int, state: AgentState) -> AgentState:
     before = len(run.checker.violations)
     states = _states(run, state)
     checked = run_checked(run.agent.loop, run.checker, number, state, states=states)
-    for violation in run.checker.violations[before:]:
+    for (turn, invariant, message), steps in _persisting(run.checker.violations[before:]):
         run.fail(
             "invariant",
-            f"turn {violation.turn}, step {violation.step}: {violation.message}",
-            ("turns", violation.turn - 1),
-            turn=violation.turn,
-            step=violation.step or None,
-            invariant=violation.invariant,
+            f"turn {turn}, {_steps_text(steps)}: {message}",
+            ("turns", turn - 1),
+            turn=turn,
+            step=steps[0] or None,
+            invariant=invariant,
         )
     if checked.error is not None:
         error = checked.error
@@ -359,6 +360,29 @@ def _iterate(run: _Run, number: int, state: AgentState) -> AgentState:
             turn=number,
         )
     return checked.states[-1] if checked.states else state
+
+
+def _persisting(
+    violations: Sequence[Violation],
+) -> list[tuple[tuple[int, str, str], list[int]]]:
+    """The violations grouped by turn, invariant and message, each with the steps it was seen
+    at, in the order first seen: a violation that persists over steps is reported once."""
+    grouped: dict[tuple[int, str, str], list[int]] = {}
+    for violation in violations:
+        steps = grouped.setdefault((violation.turn, violation.invariant, violation.message), [])
+        if violation.step not in steps:
+            steps.append(violation.step)
+    return list(grouped.items())
+
+
+def _steps_text(steps: Sequence[int]) -> str:
+    """``step 2``, ``steps 2-6`` (a run of three or more), ``steps 2 and 3``, ``steps 2, 4
+    and 7``."""
+    if len(steps) == 1:
+        return f"step {steps[0]}"
+    if len(steps) > 2 and list(steps) == list(range(steps[0], steps[0] + len(steps))):
+        return f"steps {steps[0]}-{steps[-1]}"
+    return f"steps {', '.join(map(str, steps[:-1]))} and {steps[-1]}"
 
 
 def _states(run: _Run, state: AgentState) -> Iterator[AgentState]:
@@ -464,6 +488,8 @@ def _check_tool_scripts(run: _Run, number: int, turn: ScenarioTurn, final: Agent
     own ``raise`` replies only; a subagent's other failed calls fail its spawn, and so the turn."""
     expected_errors = turn.expect.errors or ()
     available = ", ".join(run.agent.loop.tools.names()) or "none"
+    script_path = run.scenario.script_path(number, RUNTIME_SESSION_KEY)
+    call_paths: dict[str, FieldPath] | None = None  # worked out at the first failure
     subagents: _SubagentFailures | None = None  # read off the events at the first failure
     for step_number, step in enumerate(final.steps(), start=1):
         for execution in step.tool_executions:
@@ -482,15 +508,43 @@ def _check_tool_scripts(run: _Run, number: int, turn: ScenarioTurn, final: Agent
             else:
                 kind = "expectation"
                 problem = f"the call of tool '{execution.name}' failed: {error}"
+            if call_paths is None:
+                call_paths = _call_paths(run, number, script_path)
             run.fail(
                 kind,
                 f"turn {number}, step {step_number}: {problem}; "
                 "list the error under expect.errors if this is intended",
-                run.scenario.script_path(number, RUNTIME_SESSION_KEY),
+                call_paths.get(execution.tool_call.id, script_path),
                 turn=number,
                 step=step_number,
-                **({"field": "expect.errors", "observed": error} if kind == "expectation" else {}),
+                **(
+                    # compared as lists: the errors the turn lists, and this one it does not
+                    {
+                        "field": "expect.errors",
+                        "expected": list(expected_errors),
+                        "observed": [error],
+                    }
+                    if kind == "expectation"
+                    else {}
+                ),
             )
+
+
+def _call_paths(run: _Run, number: int, script_path: FieldPath) -> dict[str, FieldPath]:
+    """Where each tool call the model made in turn ``number`` was scripted, by its id: the
+    ``call:`` (or ``calls:`` item) of the reply that answered it. Request N of the turn is
+    answered by reply N (the last one again once a ``repeat: true`` reply plays on)."""
+    replies = run.scenario.replies_for(number, RUNTIME_SESSION_KEY)
+    paths: dict[str, FieldPath] = {}
+    for index, call in enumerate(run.agent.script.current.calls):
+        if call.response is None or not replies:
+            continue
+        at = min(index, len(replies) - 1)
+        single = replies[at].call is not None
+        for position, tool_call in enumerate(call.response.tool_calls):
+            where = ("call",) if single else ("calls", position)
+            paths.setdefault(tool_call.id, (*script_path, at, *where))
+    return paths
 
 
 class _SubagentFailures:
@@ -599,8 +653,21 @@ def _result(
         description=scenario.description,
         passed=not failures,
         turns=tuple(turns),
-        failures=tuple(failures),
+        failures=_in_file_order(failures, source.path if source is not None else ""),
         invariants=tuple(invariants),
         transcript=tuple(transcript),
         wall_time_s=wall_time,
     )
+
+
+def _in_file_order(failures: Sequence[Failure], path: str) -> tuple[Failure, ...]:
+    """``failures`` ordered by the line of ``path`` each points at (stable: those at one line,
+    or at none, keep the order they were found in; those elsewhere come last)."""
+
+    def line(failure: Failure) -> tuple[int, int]:
+        where, _, number = (failure.location or "").rpartition(":")
+        if where == path and number.isdigit():
+            return 0, int(number)
+        return 1, 0
+
+    return tuple(sorted(failures, key=line))
