@@ -757,3 +757,37 @@ def test_a_violation_that_persists_over_steps_is_reported_once_naming_the_steps(
         f"turn 1, {steps}: `messages` item {item} is a tool trace: tool/tool_result 'x'"
         for steps, item in [("steps 1-4", 2), ("steps 2-4", 3), ("steps 3 and 4", 4), ("step 4", 5)]
     ]
+
+
+def test_a_file_names_the_plugin_that_registers_its_invariant(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentrig.harness.checks.invariant import invariant_names, unregister_invariant
+
+    (tmp_path / "no_adding.py").write_text(
+        dedent(
+            """\
+            from agentrig.harness import Invariant, register_invariant
+
+            @register_invariant
+            class NoAddingPlugin(Invariant):
+                def check(self, observation):
+                    if any(e.name == "add" for s in observation.all_steps() for e in s.tool_executions):
+                        yield "add was called"
+            """
+        ),
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    named = TOOL_AGENT.replace("    turns:", "    invariants: {plugins: [no_adding]}\n    turns:")
+    try:
+        assert "no_adding_plugin" not in invariant_names()
+        result = run(tmp_path, named)
+        assert [f.invariant for f in result.failures] == ["no_adding_plugin"]
+    finally:
+        unregister_invariant("no_adding_plugin")
+    missing = run(tmp_path, named.replace("[no_adding]", "[no_such_module]"))
+    [failure] = missing.failures
+    assert "cannot import plugin module 'no_such_module'" in failure.message
+    assert failure.location is not None
+    assert failure.location.endswith(f":{line_of(tmp_path / 'case.scenario.yaml', 'plugins')}")

@@ -48,6 +48,7 @@ from agentrig.harness.scenarios.model import (
 )
 from agentrig.harness.scenarios.script_calls import script_call_problems
 from agentrig.harness.scenarios.user_agent import named_builder, prompt_conflict
+from agentrig.harness.suites.plugins import load_plugins
 
 FieldPath = tuple[str | int, ...]
 T = TypeVar("T")
@@ -182,9 +183,11 @@ def preflight(scenario: Scenario) -> Failure | None:
 
 
 def _selected_invariants(scenario: Scenario) -> list[Invariant]:
-    """The runtime invariants ``scenario.invariants`` selects. The names of the scenario
+    """The runtime invariants ``scenario.invariants`` selects, once the modules its
+    ``plugins`` names are imported (they register invariants). The names of the scenario
     endpoint's invariants (``history_grows``...) are accepted and left out: a file played by
     both names the invariants of either, and each player checks its own."""
+    load_plugins(scenario.invariants.plugins)  # a PluginError names the module and why
     registered = set(invariant_names())
 
     def own(names: Sequence[str]) -> list[str]:
