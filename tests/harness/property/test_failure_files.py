@@ -209,9 +209,9 @@ def refund_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[st
             def check(self, observation):
                 for step in observation.all_steps():
                     for execution in step.tool_executions:
-                        if execution.name == "refund" and not execution.has_error:
-                            if execution.value < 0:
-                                yield "a refund went the wrong way"
+                        ran = not execution.has_error and not execution.stopped
+                        if execution.name == "refund" and ran and execution.value < 0:
+                            yield "a refund went the wrong way"
         '''
     )
     (tmp_path / f"{name}.py").write_text(source, encoding="utf-8")
