@@ -482,7 +482,9 @@ def convert(
     console.print(f"wrote {escape(str(output))}", soft_wrap=True)
 
 
-@app.command(short_help="Serve scenarios' scripted models over the OpenAI and Anthropic APIs.")
+@app.command(
+    short_help="Serve scenarios' scripted models over the OpenAI, Anthropic and Gemini APIs."
+)
 def serve(
     paths: PathsArgument = None,
     host: Annotated[str, typer.Option(help="Address to listen on (keep it on loopback).")] = (
@@ -503,9 +505,9 @@ def serve(
         typer.Option(help="With --upstream: the agentrig cassette to record the exchanges to."),
     ] = None,
 ) -> None:
-    """Serve scenarios' scripted models over the OpenAI and Anthropic HTTP APIs until Ctrl-C,
-    then report every session; exit 0 only when every session passed. With --upstream and
-    --record, forward to a real provider and record a cassette instead."""
+    """Serve scenarios' scripted models over the OpenAI, Anthropic and Gemini HTTP APIs until
+    Ctrl-C, then report every session; exit 0 only when every session passed. With --upstream
+    and --record, forward to a real provider and record a cassette instead."""
     from agentrig.harness.endpoint.extras import require_extra
     from agentrig.harness.reporting import get_writer
 

@@ -61,6 +61,7 @@ def record_until_interrupted(
         say("  Each conversation is a cassette of its own: the next ones are written beside it.")
         say(f"  OpenAI (Chat Completions, Responses) base URL: {server.openai_base_url}")
         say(f"  Anthropic (Messages) base URL:                 {server.anthropic_base_url}")
+        say(f"  Gemini (generateContent) base URL:             {server.gemini_base_url}")
         say("  API keys are passed on to the upstream; the cassette is scrubbed of them.")
         say("Press Ctrl-C to stop.")
         _wait(stop)
@@ -78,6 +79,7 @@ def _banner(server: EndpointServer, scenarios: Sequence[Scenario]) -> list[str]:
         f"agentrig endpoint serving {len(scenarios)} scenario(s) on {server.base_url}",
         f"  OpenAI (Chat Completions, Responses) base URL: {server.openai_base_url}",
         f"  Anthropic (Messages) base URL:                 {server.anthropic_base_url}",
+        f"  Gemini (generateContent) base URL:             {server.gemini_base_url}",
         f"  API key: {keys}",
         "Press Ctrl-C to stop and write the reports.",
     ]

@@ -21,7 +21,7 @@ IN_PROCESS_HOST = "agentrig-endpoint.invalid"
 """The host of in-process base URLs: ``.invalid`` never resolves, so a client that was not given
 the endpoint's transport fails at once instead of reaching anything."""
 
-PROVIDER_HOSTS = ("api.openai.com", "api.anthropic.com")
+PROVIDER_HOSTS = ("api.openai.com", "api.anthropic.com", "generativelanguage.googleapis.com")
 """The hosts ``intercept()`` captures."""
 
 
@@ -107,8 +107,8 @@ class EndpointHandle(ProviderBaseUrls):
 
     @contextlib.contextmanager
     def intercept(self) -> Iterator[None]:
-        """Route every httpx2 and httpx request to ``api.openai.com`` / ``api.anthropic.com``
-        to this endpoint (through respx), for code that builds its own clients with the
+        """Route every httpx2 and httpx request to ``api.openai.com``, ``api.anthropic.com``
+        and ``generativelanguage.googleapis.com`` (Gemini) to this endpoint (through respx), for code that builds its own clients with the
         providers' default hosts. Other hosts pass through. Needs ``respx`` and
         ``pytest-httpx2``."""
         from agentrig.harness.endpoint.intercept import intercepted

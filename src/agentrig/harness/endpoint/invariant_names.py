@@ -8,6 +8,7 @@ WIRE_INVARIANT_NAMES = (
     "tool_results_answer_calls",
     "history_grows",
     "tools_offered",
+    "answer_allowed",
     "reasoning_sent_back",
     "tools_as_declared",
     "model_named",

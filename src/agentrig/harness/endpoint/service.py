@@ -1,8 +1,8 @@
 """The endpoint itself, apart from any HTTP stack: one request in (method, path, headers, body),
 one reply out. The ASGI app, the in-process transports and the pytest fixture all wrap it.
 
-Sessions are keyed by the API key the agent sends (``Authorization: Bearer KEY`` or
-``x-api-key: KEY``), and by the ``x-agentrig-trial`` header when a request carries one (each
+Sessions are keyed by the API key the agent sends (``Authorization: Bearer KEY``, ``x-api-key:
+KEY``, ``x-goog-api-key: KEY`` or ``?key=KEY``), and by the ``x-agentrig-trial`` header when a request carries one (each
 live trial of ``agentrig run --live`` sends its own, so one key serves every trial). With one scenario, every distinct key is a session of it. With several, a
 key names its scenario: ``SCENARIO`` or ``SCENARIO/ANYTHING`` (the part after ``/`` tells
 concurrent sessions of one scenario apart). Two sessions never share a script.
@@ -14,10 +14,11 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
+from urllib.parse import parse_qs
 
 from agentrig.errors import AgentrigError
 from agentrig.harness.endpoint.memo import remembered
-from agentrig.harness.endpoint.session import EndpointSession, Plan
+from agentrig.harness.endpoint.session import Delivery, EndpointSession, Plan
 from agentrig.harness.endpoint.wire import (
     CREATED,
     FORMATS,
@@ -27,6 +28,7 @@ from agentrig.harness.endpoint.wire import (
     json_bytes,
     response_id,
 )
+from agentrig.harness.endpoint.wire.gemini import GEMINI
 from agentrig.harness.results import ScenarioResult
 from agentrig.harness.scenarios.model import Scenario
 
@@ -71,6 +73,12 @@ class ProviderBaseUrls:
         """``BASE``: the ``base_url`` for the Anthropic SDK."""
         return self.base_url
 
+    @property
+    def gemini_base_url(self) -> str:
+        """``BASE``: the ``base_url`` for the google-genai SDK (``HttpOptions(base_url=...)``),
+        which adds ``/v1beta/models/...`` itself."""
+        return self.base_url
+
 
 class EndpointKeyError(AgentrigError):
     """A request's API key names no scenario the endpoint serves."""
@@ -81,7 +89,10 @@ class EndpointReply:
     """What to send back: a status, headers, and a body or a stream of events.
 
     ``drop`` means the connection is cut after ``chunks`` (or instead of a body): the client sees
-    a broken connection, as when a provider's stream dies. ``delay`` is the seconds to wait first.
+    a broken connection, as when a provider's stream dies. ``delay`` is the seconds to wait first;
+    ``hang``: send nothing until the client gives up (a ``timeout`` fault). A player that waits
+    (``delay``, ``hang``) tells ``delivery`` whether the reply went out or the client gave up
+    first, and never waits past the client's own timeout (``play_wait``).
     """
 
     status: int
@@ -90,11 +101,31 @@ class EndpointReply:
     chunks: tuple[bytes, ...] | None = None
     drop: bool = False
     delay: float = 0.0
+    hang: bool = False
+    delivery: Delivery | None = None
+
+
+HANG_LIMIT = 600.0
+"""The longest a ``timeout`` fault waits for a client without a timeout of its own (the OpenAI
+and Anthropic SDKs' default timeout)."""
+
+
+def play_wait(reply: EndpointReply, client_timeout: float | None) -> tuple[float | None, bool]:
+    """How long a player waits before it sends ``reply`` to a client that gives up after
+    ``client_timeout`` seconds (None: never, or not known), and whether the client gives up
+    first (then nothing is sent: the player raises the client's timeout error, or sees it
+    disconnect). The wait is None for a ``hang`` whose client has no known timeout."""
+    if reply.hang:
+        return client_timeout, True
+    if client_timeout is not None and reply.delay > client_timeout:
+        return client_timeout, True
+    return reply.delay, False
 
 
 @dataclass
 class ScenarioEndpoint:
-    """Serves ``scenarios`` over the OpenAI Chat, OpenAI Responses and Anthropic Messages APIs."""
+    """Serves ``scenarios`` over the OpenAI Chat, OpenAI Responses, Anthropic Messages and
+    Gemini APIs."""
 
     scenarios: Sequence[Scenario]
     sessions: dict[str, EndpointSession] = field(default_factory=dict)
@@ -148,49 +179,66 @@ class ScenarioEndpoint:
         """Answer one HTTP request (``headers`` as ``RequestHandler.handle`` takes them). Never
         raises for a bad request: it gets an error reply."""
         lowered = case_insensitive(headers)
-        path = path.split("?", 1)[0]
+        target = path
+        path, _, query = path.partition("?")
         fmt = format_for_path(path)
         anthropic = fmt is FORMATS["anthropic"] or "anthropic-version" in lowered
         errors = FORMATS["anthropic"] if anthropic else FORMATS["chat"]
+        if fmt is FORMATS["gemini"] or _is_gemini(path, lowered):
+            errors = FORMATS["gemini"]
         if method == "GET" and path.rstrip("/").endswith("/models"):
-            return self._models(anthropic)
+            return self._models(anthropic, gemini=errors is FORMATS["gemini"])
         if fmt is None or method != "POST":
             served = ", ".join(f"POST {f.path}" for f in FORMATS.values())
             message = f"Invalid URL ({method} {path}): the agentrig endpoint serves {served}"
             return _error(errors, 404, message)
-        key = _api_key(lowered)
+        key = _api_key(lowered, query)
         if key is None:
-            return _error(fmt, 401, "agentrig endpoint: no API key (Authorization or x-api-key)")
+            return _error(
+                fmt, 401, "agentrig endpoint: no API key (Authorization, x-api-key, x-goog-api-key)"
+            )
         try:
             session = self.session(key, lowered.get(TRIAL_HEADER))
         except EndpointKeyError as error:
             return _error(fmt, 401, str(error))
         try:
-            request = fmt.parse_request(body)
+            request = fmt.read(target, body)
         except WireError as error:
             session.unreadable(f"{fmt.path}: {error.message}")
             return _error(fmt, 400, f"agentrig endpoint: {error.message}", param=error.param)
-        plan = session.plan(request)
+        exchange = session.exchange(request)
+        plan = exchange.plan
         stream, include_usage, model = request.stream, request.include_usage, request.model
         if plan.answer is None:  # an error, made for this request
             reply = _reply(fmt, plan, stream=stream, include_usage=include_usage, model=model)
         else:  # the same for every session that plays this plan (see ``EndpointSession.plan``)
             top = fmt.logprobs_asked(request) if plan.answer.logprobs else None
+            hidden = not request.reasoning_shown and bool(plan.answer.reasoning)
             reply = remembered(
-                ("reply", fmt.name, id(plan), stream, include_usage, model, top),
+                ("reply", fmt.name, id(plan), stream, include_usage, model, top, hidden),
                 plan,
                 lambda: _reply(
-                    fmt, plan, stream=stream, include_usage=include_usage, model=model, top=top
+                    fmt,
+                    plan,
+                    stream=stream,
+                    include_usage=include_usage,
+                    model=model,
+                    top=top,
+                    hidden=hidden,
                 ),
             )
+        if exchange.awaited:  # made for this request: it reports what became of the reply
+            reply = replace(reply, delivery=Delivery(session, exchange))
         chunking = session.scenario.agent.wire_chunking
         if reply.chunks is None or chunking == "events":
             return reply
         return replace(reply, chunks=tuple(cut_chunks(reply.chunks, chunking)))
 
-    def _models(self, anthropic: bool) -> EndpointReply:
+    def _models(self, anthropic: bool, *, gemini: bool = False) -> EndpointReply:
         names = sorted({s.agent.model for s in self.scenarios if s.agent.model} or {"agentrig"})
-        if anthropic:
+        if gemini:
+            body = GEMINI.models_body(names)
+        elif anthropic:
             data = [
                 {
                     "type": "model",
@@ -240,12 +288,20 @@ def case_insensitive(headers: Mapping[str, str]) -> Mapping[str, str]:
     return headers
 
 
-def _api_key(headers: Mapping[str, str]) -> str | None:
+def _api_key(headers: Mapping[str, str], query: str = "") -> str | None:
     bearer = headers.get("authorization", "")
     if bearer.lower().startswith("bearer ") and bearer[7:].strip():
         return bearer[7:].strip()
-    key = headers.get("x-api-key", "").strip()
+    key = (headers.get("x-api-key") or headers.get("x-goog-api-key") or "").strip()
+    if not key and "key=" in query:  # Gemini's ?key=KEY
+        key = parse_qs(query).get("key", [""])[-1].strip()
     return key or None
+
+
+def _is_gemini(path: str, headers: Mapping[str, str]) -> bool:
+    """Whether a request that is no model call is meant for the Gemini API (its error shape and
+    model list): it carries Google's key header, or goes to a ``/v1beta`` path."""
+    return "x-goog-api-key" in headers or "/v1beta/" in path + "/"
 
 
 def _error(
@@ -272,12 +328,19 @@ def _reply(
     include_usage: bool,
     model: str,
     top: int | None = None,
+    hidden: bool = False,
 ) -> EndpointReply:
     """The reply that plays ``plan``; ``top``: the likeliest tokens to send beside each token's
-    log probability (None: the request asked for none)."""
+    log probability (None: the request asked for none); ``hidden``: the reasoning goes without
+    its text, as reasoning that shows none (the request did not ask to see it)."""
     answer = plan.answer
     if answer is not None and top is not None:
         answer = replace(answer, logprobs_top=top)
+    if answer is not None and hidden:
+        answer = replace(answer, redacted=True)
+    if plan.fault is not None and plan.fault.timeout:
+        hung = _error(fmt, plan.status, plan.error or "", delay=plan.latency)
+        return replace(hung, hang=True)
     if answer is None:
         return _error(
             fmt,

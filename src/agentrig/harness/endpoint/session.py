@@ -23,13 +23,15 @@ from agentrig.harness.endpoint.invariants import (
     Violation,
     WireCheck,
     WireView,
+    prompt_passes,
     repeated_prefix,
     selected,
 )
 from agentrig.harness.endpoint.memo import remembered
+from agentrig.harness.endpoint.retries import retries_turn
 from agentrig.harness.endpoint.wire import response_id
+from agentrig.harness.endpoint.wire._common import adopt_call_ids, seal_of
 from agentrig.harness.endpoint.wire._common import message as wire_message
-from agentrig.harness.endpoint.wire._common import seal_of
 from agentrig.harness.endpoint.wire.base import (
     FormatName,
     TokenLogprobs,
@@ -95,11 +97,49 @@ class Exchange:
     """The system prompt in force for the request (its own, or the one it continues)."""
     conversation: tuple[Message, ...]
     plan: Plan
+    reply: int | None = None
+    """The index of the scripted reply that answered, among those of its turn; None for an
+    answer the script did not give (a request past the script or the scenario's turns)."""
+    received: bool = True
+    """Whether the reply reached the client: false while a delayed reply waits (it counts once
+    delivered), and for good when the client gave up first."""
+    abandoned: bool = False
+    """Whether the client gave up before the reply reached it (its timeout, or a disconnect)."""
 
     @property
     def answered(self) -> bool:
         """Whether the agent received a complete scripted answer."""
-        return self.plan.answer is not None and self.plan.fault is None
+        return self.plan.answer is not None and self.plan.fault is None and self.received
+
+    @property
+    def awaited(self) -> bool:
+        """Whether the reply may never reach the client: one that waits first (``latency``)
+        or sends nothing (a ``timeout`` fault); the player reports what became of it."""
+        return self.plan.latency > 0 or (
+            self.plan.fault is not None and bool(self.plan.fault.timeout)
+        )
+
+
+@dataclass(slots=True)
+class Delivery:
+    """What became of a reply that may never reach the client (``Exchange.awaited``): the
+    player that sends it calls ``delivered`` once it sends it, or ``abandoned`` when the
+    client gave up first (its timeout, a disconnect). Until then the reply does not count."""
+
+    session: EndpointSession
+    exchange: Exchange
+
+    def delivered(self) -> None:
+        """The reply is being sent: the agent has it."""
+        with self.session._lock:
+            if not self.exchange.abandoned:
+                self.exchange.received = True
+
+    def abandoned(self) -> None:
+        """The client gave up before the reply: it is no model call of the agent's, and what
+        the agent sends next carries no answer to it."""
+        with self.session._lock:
+            self.exchange.received, self.exchange.abandoned = False, True
 
 
 @dataclass(slots=True)
@@ -145,30 +185,39 @@ class EndpointSession:
 
     def plan(self, request: WireRequest) -> Plan:
         """Decide the answer to ``request``, check it, and remember the exchange."""
+        return self.exchange(request).plan
+
+    def exchange(self, request: WireRequest) -> Exchange:
+        """Decide the answer to ``request``, check it, and remember the exchange (returned: a
+        reply that may never arrive, ``Exchange.awaited``, counts once a ``Delivery`` of it
+        says it was delivered)."""
         with self._lock:
+            if request.anonymous_calls:  # calls sent back without ids: those they repeat
+                request = adopt_call_ids(request, self._expected_history() or ())
             number = len(self.exchanges) + 1
             continued = self._continued(request)
             conversation = self._conversation(request, continued)
             system = request.system
             if system is None and continued is not None:  # the API keeps the stored one
                 system = continued.system
-            turn = self._turn_of(conversation)
-            plan = self._choose(number, turn, request)
+            turn, newest = self._turn_of(conversation)
+            plan, reply = self._choose(number, turn, request)
             history = self._expected_history()
             if self._bases and turn in self._bases:  # a repeating reply answers
                 history = self._bases[turn]
             repeated = repeated_prefix(history or (), conversation)
             if turn <= len(self.scenario.turns):
                 request = _with_context(request, conversation, system)
-                self._check(number, turn, request, history, repeated, plan)
+                self._check(number, turn, request, history, repeated, plan, newest)
             # Each message the request repeats is kept as history's own object: a session keeps
             # a message once, not once for every later request that carries it again.
             if repeated:
                 conversation = (*(history or ())[:repeated], *conversation[repeated:])
-            self.exchanges.append(
-                Exchange(number, turn, request.format, system, conversation, plan)
-            )
-            return plan
+            exchange = Exchange(number, turn, request.format, system, conversation, plan, reply)
+            if exchange.awaited:
+                exchange.received = False
+            self.exchanges.append(exchange)
+            return exchange
 
     def unreadable(self, message: str) -> None:
         """Record a request the endpoint could not read (it is answered with HTTP 400)."""
@@ -195,11 +244,25 @@ class EndpointSession:
             return request.messages
         return (*self._after(continued), *request.messages)
 
-    def _turn_of(self, conversation: tuple[Message, ...]) -> int:
-        users = sum(1 for m in conversation if m.role is Role.USER)
-        return max(users, 1)
+    def _turn_of(self, conversation: tuple[Message, ...]) -> tuple[int, Message | None]:
+        """The turn a request of ``conversation`` belongs to, and the user message that began
+        it: each user message begins a turn, but those that retry the turn before
+        (``retries_turn``: a framework's retry, or what the turn's ``retries:`` names)."""
+        turns = self.scenario.turns
+        turn, newest = 0, None
+        for message in conversation:
+            if message.role is not Role.USER:
+                continue
+            if 0 < turn <= len(turns) and retries_turn(
+                turns[turn - 1], turns[turn] if turn < len(turns) else None, message.content
+            ):
+                continue
+            turn, newest = turn + 1, message
+        return max(turn, 1), newest
 
-    def _choose(self, number: int, turn: int, request: WireRequest) -> Plan:
+    def _choose(self, number: int, turn: int, request: WireRequest) -> tuple[Plan, int | None]:
+        """The plan that answers request ``number`` of ``turn``, and the index of the scripted
+        reply it plays (None when none does)."""
         response_id = str(number)
         turns = self.scenario.turns
         if turn > len(turns):
@@ -208,13 +271,13 @@ class EndpointSession:
                 f"{len(turns)} turn(s)"
             )
             self._fail("script", message, ("turns",), turn=None)
-            return Plan(response_id, status=400, error=f"agentrig endpoint: {message}")
+            return Plan(response_id, status=400, error=f"agentrig endpoint: {message}"), None
         spec = turns[turn - 1]
         replies = spec.model if spec.mixture is None else self._mixed(turn)
         used = index = self._cursor.get(turn, 0)
         if index >= len(replies):
             if not replies or not replies[-1].repeat:
-                return self._overrun(number, turn, len(replies))
+                return self._overrun(number, turn, len(replies)), None
             index = len(replies) - 1  # the repeating reply answers again
         reply, sealed = replies[index], request.seals_reasoning
         if reply.repeat and used == index:  # its first answer: the base of those to come
@@ -222,11 +285,12 @@ class EndpointSession:
         self._cursor[turn] = used + 1
         self._script_checked += 1
         # The same reply played as the same request number is the same plan in every session.
-        return remembered(
+        plan: Plan = remembered(
             ("plan", id(reply), response_id, turn, sealed),
             reply,
             lambda: _plan_reply(reply, response_id, turn, sealed),
         )
+        return plan, index
 
     def _overrun(self, number: int, turn: int, scripted: int) -> Plan:
         """The answer to a request that came after its turn's script was used up."""
@@ -288,25 +352,51 @@ class EndpointSession:
         history: tuple[Message, ...] | None,
         repeated: int,
         plan: Plan,
+        newest: Message | None,
     ) -> None:
         """Run the selected invariants on ``request`` (its conversation and system prompt as
         the endpoint understands them)."""
         spec = self.scenario.turns[turn - 1]
+        agent = self.scenario.agent
         view = WireView(
             request=request,
             expected_history=history,
             repeated=repeated,
             answer=plan.answer,
-            expected_model=self.scenario.agent.model,
-            expected_system=self.scenario.agent.system_prompt or None,
+            expected_model=agent.model,
+            expected_system=agent.system_prompt or None,
             expected_user=spec.user,
-            declared_tools=self.scenario.agent.tools,
+            declared_tools=agent.tools,
+            user_message=newest,
         )
+        if agent.agents:
+            self._as_one_of_the_agents(view, number, turn)
         for name, check in self._wire_checks:
             found = check(view)
             if found:
                 self._record(name, found, turn, number, self._path_of(name, turn))
         self._requests_checked += 1
+
+    def _as_one_of_the_agents(self, view: WireView, number: int, turn: int) -> None:
+        """Hold ``view`` to the one of ``agent.agents`` whose system prompt its request sends:
+        that agent's tools. A request that is none of them breaks ``system_prompt_sent`` here,
+        and offers none but the tools of ``agent.tools``."""
+        agents = self.scenario.agent.agents
+        sent = view.request.system
+        view.expected_system = None  # the agent is known by its prompt: it passes, or is none
+        name = next((n for n, a in agents.items() if prompt_passes(a.system_prompt, sent)), None)
+        if name is None:
+            problem = (
+                f"the system prompt sent is that of none of agent.agents ({', '.join(agents)})"
+            )
+            found = Violation("system_prompt_sent", problem, list(agents), sent)
+            self._record("system_prompt_sent", [found], turn, number, ("agent", "agents"))
+            view.declared_complete = False
+            return
+        tools = self.scenario.agent.tools
+        view.declared_tools = {tool: tools[tool] for tool in agents[name].tools}
+        view.declared_as = f"agent.agents.{name}.tools"
+        view.declared_path = ("agent", "agents", name, "tools")
 
     def _path_of(self, invariant: str, turn: int) -> FieldPath:
         """The scenario field a broken invariant points at."""
@@ -316,7 +406,7 @@ class EndpointSession:
             return ("agent", "system_prompt")
         if invariant == "user_turn_sent":
             return ("turns", turn - 1, "user")
-        if invariant == "tools_offered":
+        if invariant in ("tools_offered", "answer_allowed"):
             return self._reply_path(turn, 1)
         if invariant == "reasoning_sent_back":  # the reply before, whose reasoning went astray
             return self._reply_path(turn, 2)
@@ -386,8 +476,11 @@ class EndpointSession:
         failures = list(self.failures)
         turns: list[TurnResult] = []
         transcript: list[TranscriptEntry] = []
+        last = self.exchanges[-1] if self.exchanges and self.unused_replies else None
         for index, spec in enumerate(self.scenario.turns, start=1):
             exchanges = [e for e in self.exchanges if e.turn == index]
+            if last is not None and last.turn == index:
+                failures.extend(self._unrecovered(last))
             failures.extend(self._turn_failures(index, exchanges))
             branch = self._branch_entry(index)
             turns.append(_turn_result(index, spec.user, exchanges, branch))
@@ -468,6 +561,30 @@ class EndpointSession:
                 observed=mismatch.observed,
             )
 
+    def _unrecovered(self, last: Exchange) -> Iterator[Failure]:
+        """The failure naming the scripted fault or error that answered ``last``, the session's
+        last request, when the script goes on after it: the agent gave up where the script
+        expects it to recover (nothing when the last request was answered)."""
+        plan = last.plan
+        if last.answered or last.reply is None:
+            return
+        if plan.fault is not None:
+            what = f"got the scripted fault ({plan.fault.describe()})"
+        elif plan.answer is None:
+            what = f"got the scripted error (HTTP {plan.status}: {plan.error})"
+        else:  # the client gave up first (or still waits)
+            what = f"never received the scripted reply (latency: {plan.latency:g})"
+        path = (*self._script_path(last.turn), last.reply)
+        where = self.scenario.locate(path)
+        line = f" (line {where.line})" if where is not None else ""
+        yield self._failure(
+            "script",
+            f"turn {last.turn}: request {last.number} {what}{line} and no request followed: "
+            "the agent gave up where the script has it recover",
+            path,
+            last.turn,
+        )
+
     def _failure(
         self, kind: FailureKind, message: str, path: FieldPath, turn: int | None, **extra: object
     ) -> Failure:
@@ -506,6 +623,9 @@ def _plan_reply(reply: ModelReply, response_id: str, turn: int, sealed: bool) ->
     if reply.error is not None:
         status = 503 if reply.retryable else 400
         return Plan(response_id, status=status, error=reply.error, latency=reply.latency)
+    if fault is not None and fault.timeout:
+        message = "agentrig endpoint: no answer (a scripted timeout), and the client waited on"
+        return Plan(response_id, status=504, error=message, fault=fault, latency=reply.latency)
     if fault is not None and fault.status is not None:
         message = fault.message or f"scripted fault: HTTP {fault.status}"
         return Plan(
@@ -629,6 +749,13 @@ def _transcript(
             yield _entry_of(turn, step, message)
         previous = exchange
         plan = exchange.plan
+        if not exchange.received:
+            why = f"fault: {plan.fault.describe()}" if plan.fault else f"latency {plan.latency:g} s"
+            text = f"the client never got the reply ({why}): it gave up first"
+            yield TranscriptEntry(
+                turn=turn, step=step, kind="event", role=None, text=text, is_error=True
+            )
+            continue
         if plan.answer is None:
             text = f"HTTP {plan.status}: {plan.error}"
             yield TranscriptEntry(
