@@ -1,4 +1,5 @@
-"""The ``agentrig`` command line: ``run``, ``validate``, ``schema``, ``convert`` and ``serve``."""
+"""The ``agentrig`` command line: ``run``, ``validate``, ``schema``, ``convert``, ``serve`` and
+``fuzz``."""
 
 from __future__ import annotations
 
@@ -553,6 +554,104 @@ def serve(
         raise typer.Exit(4)
     _failure_details(result)
     _report_and_exit(result, report_dir, report)
+
+
+@app.command(short_help="Property-test any agent: hypothesis plays the model to it.")
+def fuzz(
+    target: Annotated[
+        str | None,
+        typer.Argument(
+            help="The agent: 'package.module:function' (called with the endpoint and the "
+            "prompt) or a command (run with OPENAI_BASE_URL/OPENAI_API_KEY set).",
+            show_default=False,
+        ),
+    ] = None,
+    prompt: Annotated[str | None, typer.Option(help="The user's message to the agent.")] = None,
+    replay: Annotated[
+        Path | None, typer.Option(help="Replay a scenario file fuzzing wrote, and check it.")
+    ] = None,
+    max_examples: Annotated[int, typer.Option(min=1, help="Scripts to try.")] = 200,
+    tool: Annotated[
+        list[str] | None, typer.Option(help="Call only this offered tool (repeatable).")
+    ] = None,
+    reply: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Kinds of answer (repeatable; default all): text, call, "
+            "parallel_calls, unknown_tool, refusal, truncated, reasoning."
+        ),
+    ] = None,
+    arguments: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Kinds of tool arguments (repeatable; default valid, not_json): "
+            "valid, missing_required, wrong_type, extra_keys, not_json."
+        ),
+    ] = None,
+    fault: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Endpoint faults (repeatable; default all but malformed_stream; "
+            "'none' for none): rate_limit, server_error, timeout, cut_stream, malformed_stream, "
+            "chunking."
+        ),
+    ] = None,
+    max_steps: Annotated[
+        int, typer.Option(min=1, help="Drawn answers before the final text answer.")
+    ] = 4,
+    max_model_calls: Annotated[
+        int, typer.Option(min=1, help="Model calls an example may take (terminates_within).")
+    ] = 30,
+    raises: Annotated[
+        list[str] | None,
+        typer.Option(help="An error the agent documents, 'package.module:Class' (repeatable)."),
+    ] = None,
+    answers_every_call: Annotated[
+        bool, typer.Option(help="Also check that every tool call is answered.")
+    ] = False,
+    out: Annotated[Path, typer.Option(help="Where a failing script is written.")] = Path(
+        ".agentrig/fuzz"
+    ),
+    database: Annotated[
+        Path | None, typer.Option(help="The hypothesis database (failures are tried first).")
+    ] = Path(".hypothesis/examples"),
+    no_database: Annotated[bool, typer.Option("--no-database", help="Keep no database.")] = False,
+    seed: Annotated[int | None, typer.Option(help="Fix hypothesis's draws.")] = None,
+    live: Annotated[
+        bool, typer.Option(help="Serve on a loopback server (always for a command).")
+    ] = False,
+) -> None:
+    """Fuzz an agent built on anything: hypothesis plays the model over the OpenAI and
+    Anthropic APIs, and a script that breaks the agent is shrunk and written as a scenario
+    file. Exit 0 when no property broke, 1 when one did, 2 on a usage error."""
+    from agentrig.harness.endpoint.extras import require_extra
+
+    try:
+        require_extra("endpoint")
+        from agentrig.harness.fuzz.command import FuzzOptions, run_command
+
+        options = FuzzOptions(
+            target=target,
+            prompt=prompt,
+            replay=replay,
+            max_examples=max_examples,
+            tools=tool or (),
+            replies=reply or (),
+            arguments=arguments or (),
+            faults=fault or (),
+            max_steps=max_steps,
+            max_model_calls=max_model_calls,
+            raises=raises or (),
+            answers_every_call=answers_every_call,
+            folder=out,
+            database=None if no_database else database,
+            seed=seed,
+            live=live,
+        )
+        status = run_command(options, lambda line: console.print(escape(line), soft_wrap=True))
+    except AgentrigError as error:
+        _fail_usage(error)
+    raise typer.Exit(status)
 
 
 @app.command()

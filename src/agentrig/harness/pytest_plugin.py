@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from agentrig.harness.cassettes.fixture import CassetteFactory
     from agentrig.harness.endpoint.extras import Extra
     from agentrig.harness.endpoint.handle import EndpointHandle
+    from agentrig.harness.fuzz import FuzzReport
     from agentrig.harness.results import ScenarioResult
     from agentrig.harness.scenarios.model import Scenario
 
@@ -551,6 +552,30 @@ def agentrig_endpoint(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
             handle.close()
     if problems:
         pytest.fail("\n\n".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def agentrig_fuzz(request: pytest.FixtureRequest) -> Callable[..., FuzzReport]:
+    """Fuzz an agent built on anything: ``agentrig_fuzz(agent, prompt, behaviours=...,
+    properties=..., max_examples=200)`` with ``agent(ep, prompt)`` a function that runs the
+    agent against an endpoint handle (see ``agentrig.harness.fuzz.fuzz``). hypothesis plays the
+    model; a failure fails the test with the problems, the shrunk script written as a scenario
+    file (under ``.agentrig/fuzz/`` of the root folder) and the one command that replays it."""
+    _require_extra("endpoint")
+    from agentrig.errors import AgentrigError
+    from agentrig.harness.fuzz import FuzzFailure, fuzz
+
+    def run(agent: Any, prompt: str, **options: Any) -> FuzzReport:
+        options.setdefault("folder", request.config.rootpath / ".agentrig" / "fuzz")
+        try:
+            return fuzz(agent, prompt, **options)
+        except FuzzFailure as failure:
+            problem = str(failure)
+        except AgentrigError as error:  # an agent that never reached the endpoint, ...
+            problem = str(error)
+        pytest.fail(problem, pytrace=False)
+
+    return run
 
 
 _CASSETTE_MARKER_ARGUMENTS = ("path", "mode", "any_order")

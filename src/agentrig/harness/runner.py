@@ -114,9 +114,20 @@ def _play(
         )
         return _refused(scenario, message, ("user",), started), ()
     if scenario.agent.adapter is not None and builder is None:
-        from agentrig.harness.live.adapter_replay import run_adapter_scenario
+        from agentrig.harness.live.adapter_replay import fuzzed_agent_problem, run_adapter_scenario
 
+        problem = fuzzed_agent_problem(scenario)
+        if problem is not None:
+            return _refused(scenario, problem, ("agent", "adapter"), started), ()
         return run_adapter_scenario(scenario), ()
+    auto = next((i for i, turn in enumerate(scenario.turns) if turn.is_auto), None)
+    if auto is not None:
+        message = (
+            "model: auto reads the tools each request offers: serve the scenario to the agent "
+            "with agentrig serve or the agentrig_endpoint fixture (agentrig's own runtime plays "
+            "scripted replies only)"
+        )
+        return _refused(scenario, message, ("turns", auto, "model"), started), ()
     try:
         builder = named_builder(scenario) if builder is None else builder
     except AgentrigError as error:

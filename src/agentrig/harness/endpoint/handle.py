@@ -11,6 +11,7 @@ from typing import Any
 
 from agentrig.harness.endpoint.server import EndpointServer
 from agentrig.harness.endpoint.service import ProviderBaseUrls, ScenarioEndpoint
+from agentrig.harness.endpoint.session import EndpointSession
 from agentrig.harness.endpoint.transports import httpx2_transport, httpx_transport
 from agentrig.harness.reporting.terminal import format_scenario_failures
 from agentrig.harness.results import ScenarioResult
@@ -64,6 +65,13 @@ class EndpointHandle(ProviderBaseUrls):
     def live(self) -> bool:
         """Whether a real server on loopback answers (else only the clients made here reach it)."""
         return self._server is not None
+
+    def play(self, scenario: Scenario) -> EndpointSession:
+        """Serve ``scenario`` (built in memory or loaded) as a fresh session with this handle's
+        API key, in place of the one before; ``result()`` and ``check()`` then read the new
+        session. The clients and the live server stay as they are."""
+        self.scenario = scenario
+        return self.endpoint.start_session(scenario, self.api_key)
 
     # --- clients ---------------------------------------------------------------------------
 

@@ -152,6 +152,16 @@ class ScenarioEndpoint:
                 self.sessions[session_key] = found
             return found
 
+    def start_session(self, scenario: Scenario, key: str) -> EndpointSession:
+        """A fresh session of ``scenario`` for ``key``, in place of the key's earlier one: the
+        next request sent with ``key`` plays it. ``scenario`` may be any scenario, built in
+        memory or loaded, not only one the endpoint was made with: one hypothesis example is
+        one such session, on an endpoint (and server) that stays up."""
+        session = EndpointSession(scenario, key=key)
+        with self._lock:
+            self.sessions[key] = session
+        return session
+
     def _scenario_for(self, key: str) -> Scenario:
         if len(self.scenarios) == 1:
             return self.scenarios[0]

@@ -16,6 +16,7 @@ from agentrig.harness.checks.expectations import (
     check_observed,
 )
 from agentrig.harness.checks.trajectory import Call
+from agentrig.harness.endpoint.auto_model import auto_reply
 from agentrig.harness.endpoint.compatibility import check_endpoint_scenario
 from agentrig.harness.endpoint.invariant_names import SCRIPT_NOT_EXCEEDED
 from agentrig.harness.endpoint.invariants import (
@@ -49,7 +50,7 @@ from agentrig.harness.results import (
 from agentrig.harness.scenarios.model import FaultSpec, ModelReply, Scenario
 from agentrig.harness.scenarios.yaml_source import FieldPath
 from agentrig.messages import Message, Role, ToolCall
-from agentrig.state import Usage
+from agentrig.state import ToolSchema, Usage
 from agentrig.state.status import FinishReason
 from agentrig.state.usage import ZERO_USAGE
 
@@ -167,6 +168,8 @@ class EndpointSession:
     """Requests ``script_not_exceeded`` checked."""
     _failed: dict[str, int] = field(default_factory=dict)
     """Violations of each selected invariant (str to int: a dict the collector skips)."""
+    offered: tuple[ToolSchema, ...] | None = None
+    """The tools the session's first request offered (None before it came)."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _started: float = field(default_factory=time.perf_counter)
     _finished: ScenarioResult | None = None
@@ -195,6 +198,8 @@ class EndpointSession:
             if request.anonymous_calls:  # calls sent back without ids: those they repeat
                 request = adopt_call_ids(request, self._expected_history() or ())
             number = len(self.exchanges) + 1
+            if number == 1:
+                self.offered = request.tools
             continued = self._continued(request)
             conversation = self._conversation(request, continued)
             system = request.system
@@ -273,7 +278,9 @@ class EndpointSession:
             self._fail("script", message, ("turns",), turn=None)
             return Plan(response_id, status=400, error=f"agentrig endpoint: {message}"), None
         spec = turns[turn - 1]
-        replies = spec.model if spec.mixture is None else self._mixed(turn)
+        if spec.is_auto:
+            return self._auto(number, turn, request), None
+        replies = spec.replies if spec.mixture is None else self._mixed(turn)
         used = index = self._cursor.get(turn, 0)
         if index >= len(replies):
             if not replies or not replies[-1].repeat:
@@ -291,6 +298,17 @@ class EndpointSession:
             lambda: _plan_reply(reply, response_id, turn, sealed),
         )
         return plan, index
+
+    def _auto(self, number: int, turn: int, request: WireRequest) -> Plan:
+        """The answer of ``model: auto``: the next offered tool's call, then text."""
+        used = self._cursor.get(turn, 0)
+        self._cursor[turn] = used + 1
+        self._script_checked += 1
+        seed = self.scenario.turns[turn - 1].seed
+        reply = auto_reply(
+            request.tools, used, f"{seed}" if seed is not None else f"{self.scenario.name}/{turn}"
+        )
+        return _plan_reply(reply, str(number), turn, request.seals_reasoning)
 
     def _overrun(self, number: int, turn: int, scripted: int) -> Plan:
         """The answer to a request that came after its turn's script was used up."""
@@ -327,7 +345,7 @@ class EndpointSession:
     def _replies(self, turn: int) -> tuple[ModelReply, ...]:
         """The replies this session plays in ``turn`` (1-based)."""
         spec = self.scenario.turns[turn - 1]
-        return spec.model if spec.mixture is None else self._mixed(turn)
+        return spec.replies if spec.mixture is None else self._mixed(turn)
 
     def _script_path(self, turn: int) -> FieldPath:
         """Where the replies this session plays in ``turn`` were written."""
@@ -534,7 +552,7 @@ class EndpointSession:
         spec = self.scenario.turns[index - 1]
         base: FieldPath = ("turns", index - 1)
         replies = self._replies(index)
-        if not exchanges and replies:
+        if not exchanges and (replies or spec.is_auto):
             yield self._failure(
                 "script",
                 f"turn {index} was never reached: no request carried its user message",

@@ -8,9 +8,11 @@ runs under ``agentrig run``: the adapter builds its model SDK's client from
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from typing import Any
 
+from agentrig.errors import ConfigurationError
 from agentrig.harness.endpoint.service import ScenarioEndpoint
 from agentrig.harness.endpoint.transports import httpx2_transport
 from agentrig.harness.live.agent import call_adapter, resolve_adapter
@@ -20,7 +22,7 @@ from agentrig.harness.results import Failure, ScenarioResult
 from agentrig.harness.scenarios.model import Scenario
 from agentrig.harness.scenarios.user_code import describe_failure
 
-__all__ = ["run_adapter_scenario"]
+__all__ = ["fuzzed_agent_problem", "run_adapter_scenario"]
 
 
 class _EndpointClients:
@@ -49,6 +51,34 @@ class _EndpointClients:
             closing = client.aclose() if hasattr(client, "aclose") else client.close()
             if hasattr(closing, "__await__"):
                 await closing
+
+
+def fuzzed_agent_problem(scenario: Scenario) -> str | None:
+    """Why ``agentrig run`` cannot call ``scenario``'s adapter: it takes the endpoint handle
+    and the user's message (``agent(ep, prompt)``, an agent ``agentrig fuzz`` plays and wrote
+    this scenario for) rather than the conversation. None when it takes the conversation (or
+    cannot be found: running it says why)."""
+    reference = scenario.agent.adapter
+    assert reference is not None
+    try:
+        function = resolve_adapter(reference)
+        parameters = inspect.signature(function).parameters.values()
+    except (ConfigurationError, TypeError, ValueError):
+        return None
+    required = [
+        p
+        for p in parameters
+        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    if len(required) < 2:
+        return None
+    source = scenario.source
+    file = source.path if source is not None else "FILE"
+    return (
+        f"agent.adapter {reference!r} takes the endpoint and the user's message (an agent "
+        f"agentrig fuzz plays), not the conversation: replay this scenario with agentrig fuzz "
+        f"--replay {file}"
+    )
 
 
 def run_adapter_scenario(scenario: Scenario) -> ScenarioResult:

@@ -48,6 +48,7 @@ from agentrig.harness.scenarios.yaml_source import FieldPath, YamlSource, not_js
 from agentrig.state import Usage
 
 __all__ = [
+    "AUTO_MODEL",
     "BUILDER_REFERENCE_PATTERN",
     "CALL_SHORTHAND_PATTERN",
     "IDENTIFIER_PATTERN",
@@ -470,6 +471,10 @@ class TokenLogprob(ScenarioModel):
 
 _REPLY_KEYS = ("say", "call", "calls", "error", "refuse", "fault")
 
+AUTO_MODEL = "auto"
+"""``model: auto``: a turn's model that calls each offered tool with valid arguments, then
+answers (see the endpoint's ``auto_model``)."""
+
 
 class ModelReply(ScenarioModel):
     """One scripted reply of the model: text, tool calls, a refusal, a provider error, or a fault.
@@ -867,7 +872,9 @@ class AgentSpec(ScenarioModel):
         default=None,
         description="Live scenarios: an agent built on anything, as 'package.module:function': "
         "a sync or async function taking the conversation so far (a list of {role, content}) "
-        "and returning the agent's reply (a str, or {content, tool_calls, usage, cost}).",
+        "and returning the agent's reply (a str, or {content, tool_calls, usage, cost}). In a "
+        "scenario agentrig fuzz wrote: the fuzzed agent, a function taking the endpoint handle "
+        "and the user's message, that agentrig fuzz --replay runs.",
     )
     price: Price | None = Field(
         default=None,
@@ -1224,6 +1231,17 @@ class MixtureBranch(ScenarioModel):
             yield ("model", *path), message
 
 
+def _script_kind(value: Any) -> str:
+    return "auto" if isinstance(value, str) else "replies"
+
+
+ScriptField = Annotated[
+    Annotated[tuple[ModelReply, ...], Tag("replies")] | Annotated[Literal["auto"], Tag("auto")],
+    Discriminator(_script_kind),
+]
+"""A turn's ``model``: its replies, or ``auto`` (errors are those of the form written)."""
+
+
 class ScenarioTurn(ScenarioModel):
     """One user message, the model's scripted replies to it (``model``, or one of several
     scripts drawn per session from a ``mixture``), and what to expect."""
@@ -1235,8 +1253,13 @@ class ScenarioTurn(ScenarioModel):
         default=None,
         description="Cancel cooperatively: before (the turn does nothing) or {after_step: N}.",
     )
-    model: tuple[ModelReply, ...] = Field(
-        default=(), description="The model's scripted replies during this turn, in order."
+    model: ScriptField = Field(
+        default=(),
+        description="The model's scripted replies during this turn, in order; or auto (only "
+        "through the scenario endpoint): a model that reads the tools each request offers, "
+        "calls each one in turn with valid arguments made from its JSON Schema (seeded by the "
+        "turn's seed, else the scenario's name), then answers with text, for every further "
+        "request too.",
     )
     mixture: Annotated[tuple[MixtureBranch, ...], Field(min_length=1)] | None = Field(
         default=None,
@@ -1248,7 +1271,8 @@ class ScenarioTurn(ScenarioModel):
     )
     seed: Seed | None = Field(
         default=None,
-        description="The seed of this turn's mixture draw (instead of the scenario's seed).",
+        description="The seed of this turn's mixture draw (instead of the scenario's seed), or "
+        "of the arguments model: auto makes.",
     )
     retries: Flag | TextMatch | None = Field(
         default=None,
@@ -1277,14 +1301,24 @@ class ScenarioTurn(ScenarioModel):
             return None
         return pick_branch([branch.weight for branch in self.mixture], draw)
 
+    @property
+    def is_auto(self) -> bool:
+        """Whether the model is ``auto`` (it calls each offered tool, then answers)."""
+        return self.model == AUTO_MODEL
+
+    @property
+    def replies(self) -> tuple[ModelReply, ...]:
+        """The scripted replies of ``model`` (none for ``model: auto``)."""
+        return () if isinstance(self.model, str) else self.model
+
     def _problems(self) -> Iterator[tuple[FieldPath, str]]:
         if self.cancel == "before" and self.model:
             yield ("model",), "cancel: before means the model is never called: remove the replies"
-        for path, message in _repeat_problems(self.model):
+        for path, message in _repeat_problems(self.replies):
             yield ("model", *path), message
         if self.mixture is None:
-            if self.seed is not None:
-                yield ("seed",), "seed only applies to a turn with a mixture"
+            if self.seed is not None and not self.is_auto:
+                yield ("seed",), "seed only applies to a turn with a mixture or model: auto"
             return
         if "model" in self.model_fields_set:
             yield ("mixture",), "use either model or mixture, not both"
@@ -1469,7 +1503,7 @@ class Scenario(ScenarioModel):
         its ``model``, or the replies of the ``mixture`` branch the session plays."""
         spec = self.turns[turn - 1]
         if spec.mixture is None:
-            return spec.model
+            return spec.replies
         branch = self.branch_for(turn, session_key)
         assert branch is not None
         return spec.mixture[branch].model

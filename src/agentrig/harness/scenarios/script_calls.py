@@ -43,7 +43,7 @@ def script_call_problems(scenario: Scenario, tools: Tools) -> list[ScriptCallPro
         if turn.expect.errors:
             continue
         scripts: list[tuple[FieldPath, Sequence[ModelReply]]] = [
-            (("turns", index, "model"), turn.model)
+            (("turns", index, "model"), turn.replies)
         ]
         scripts += [
             (("turns", index, "mixture", number, "model"), branch.model)
