@@ -771,9 +771,9 @@ def test_a_cassette_recorded_from_the_endpoint_needs_no_key_and_a_miss_hides_age
     from agentrig.harness.endpoint.handle import EndpointHandle
 
     pytester.path.joinpath("weather.scenario.yaml").write_text(WEATHER_SCENARIO, encoding="utf-8")
-    agent_module = pytester.makepyfile(weather_agent=WEATHER_AGENT)
+    agent_module = pytester.makepyfile(http_cassette_weather_agent=WEATHER_AGENT)
     namespace: dict[str, Any] = {}
-    exec(compile(agent_module.read_text(encoding="utf-8"), "weather_agent", "exec"), namespace)
+    exec(compile(agent_module.read_text(encoding="utf-8"), str(agent_module), "exec"), namespace)
     cassette = pytester.path / "weather.yaml"
     # Recording: the endpoint plays the model, no request leaves the machine (the block is on).
     with (
@@ -789,7 +789,7 @@ def test_a_cassette_recorded_from_the_endpoint_needs_no_key_and_a_miss_hides_age
     pytester.makepyfile(
         test_replay=f"""
         from agentrig.harness.cassettes.http import use_http_cassette
-        from weather_agent import ask
+        from http_cassette_weather_agent import ask
 
         def test_replayed():
             with use_http_cassette({str(cassette)!r}):
