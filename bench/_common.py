@@ -63,7 +63,7 @@ def timed_loops_ns(prepare: Callable[[], Prepared], loops: int) -> tuple[float, 
 
 
 TARGET_US_PER_STEP = 100.0
-"""Issue #5's target for the full loop: at most this many µs per step, at every N up to 1000."""
+"""The performance target for the full loop (docs/design.md#performance-targets): at most this many µs per step, at every N up to 1000."""
 
 MIN_SAMPLE_NS = 20_000_000
 """Shortest timed sample (20 ms): shorter workloads are run back to back within one sample."""

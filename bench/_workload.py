@@ -97,7 +97,7 @@ def check_agentrig(n: int, final: ar.AgentState) -> None:
     executions = [e for step in final.steps() for e in step.tool_executions]
     assert len(executions) == n, (len(executions), n)
     assert [e.value for e in executions] == [i + 1 for i in range(n)]
-    assert not any(e.has_error() for e in executions)
+    assert not any(e.has_error for e in executions)
     assert final.messages().roles() == (ar.Role.USER, ar.Role.ASSISTANT)
     assert not final.store().messages_of("execution_buffer"), "the buffer was not cleared"
 

@@ -168,11 +168,11 @@ def growth(results: list[dict[str, Any]], key: str) -> float:
 
 
 def target_check(results: list[dict[str, Any]], agentrig_growth: float) -> dict[str, Any]:
-    """The issue's targets against this run, measured and scaled to the reference machine.
+    """The performance targets (docs/design.md) against this run, measured and scaled to the reference machine.
 
     The reference estimate multiplies each N's agentrig µs/step by how much faster the reference
     floor is than the floor measured here in the same process; it uses the slowest reference
-    floor (8 µs/step), so it is the least favourable reading of the issue's figures.
+    floor (8 µs/step), so it is the least favourable reading of the targets' figures.
     """
     worst = max(results, key=lambda row: row["agentrig_us_per_step"])
     scaled = [

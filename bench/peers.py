@@ -16,8 +16,8 @@ running it its own way (agentrig's async path in a worker thread). For every N t
 and entry points take turns, sample by sample, so that a change in machine load hits all of them
 alike; a sample lasts at least 20 ms, as in ``bench/loop.py``. The table shows the median µs per
 step of each entry point, the ratios peer/agentrig (sync to sync, async to async) and each
-framework's async/sync; where issue #5 quotes the fastest peer's figure for its reference
-machine, agentrig's sync path is also scaled to that machine by how much slower the fastest
+framework's async/sync; where the performance targets (docs/design.md) quote the fastest
+peer's figure for their reference machine, agentrig's sync path is also scaled to that machine by how much slower the fastest
 peer's sync path ran here.
 """
 
@@ -38,7 +38,8 @@ REPEATS = 3
 QUICK_REPEATS = 1
 INSTALL_HINT = "pip install -e '.[bench]'"
 REFERENCE_FASTEST_PEER_US = {10: 2000.0, 300: 3100.0}
-"""µs/step of the fastest peer on issue #5's reference 2-core machine, at the N it quotes."""
+"""µs/step of the fastest peer on the reference 2-core machine of the performance targets
+(docs/design.md#performance-targets), at the N they quote."""
 
 Framework = tuple[Callable[[int], Callable[[], Any]], Callable[[int, Any], None]]
 
@@ -102,8 +103,8 @@ def measure(found: dict[str, Framework], n: int, repeats: int) -> dict[str, dict
 
 
 def reference_check(results: dict[int, dict[str, dict[str, Any]]]) -> dict[str, Any] | None:
-    """agentrig scaled to issue #5's reference machine by the fastest peer, where the issue
-    quotes a figure for that N: how much slower the fastest peer ran here than there is taken
+    """agentrig scaled to the targets' reference machine by the fastest peer, where the targets
+    quote a figure for that N: how much slower the fastest peer ran here than there is taken
     as how much slower this machine is. ``None`` when no peer ran at such an N."""
     rows = []
     for n, reference_us in REFERENCE_FASTEST_PEER_US.items():
@@ -137,7 +138,7 @@ def reference_check(results: dict[int, dict[str, dict[str, Any]]]) -> dict[str, 
 
 def print_reference_check(check: dict[str, Any]) -> None:
     """The scaled figures, one line per N, and the verdict."""
-    print("\nscaled to issue #5's reference machine by its fastest-peer figures (an estimate):")
+    print("\nscaled to the targets' reference machine by its fastest-peer figures (an estimate):")
     for row in check["rows"]:
         print(
             f"  N={row['n']}: {row['fastest_peer']} {row['fastest_peer_us_per_step']:,.0f} us/step"

@@ -430,7 +430,7 @@ class TestAgentStopMidStep:
     def test_every_call_has_a_result_and_the_cut_ones_are_marked(self, make_agent, start) -> None:
         step = self.run(make_agent, start).steps()[-1]
         executions = list(step.tool_executions)
-        assert [(e.name, e.was_stopped(), e.has_error()) for e in executions] == [
+        assert [(e.name, e.was_stopped(), e.has_error) for e in executions] == [
             ("lookup", False, False),
             ("escalate", True, False),
             ("lookup", True, False),

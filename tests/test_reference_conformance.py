@@ -226,8 +226,8 @@ class TestAgentStep:
     def test_tool_execution_accessors(self, clock: FakeClock) -> None:
         ok, failed = tool_execution(clock), tool_execution(clock, error="boom")
         assert ok.id != ok.tool_call.id
-        assert (ok.error_message(), ok.has_error()) == ("", False)
-        assert (failed.value, failed.error_message(), failed.has_error()) == (None, "boom", True)
+        assert (ok.error_message(), ok.has_error) == ("", False)
+        assert (failed.value, failed.error_message(), failed.has_error) == (None, "boom", True)
 
 
 class TestSerialization:

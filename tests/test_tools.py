@@ -226,12 +226,19 @@ class TestToolExecutor:
         execution = execute([search], "search_docs", query="q")
         assert execution.value == {"query": "q", "limit": 5}
         assert execution.content == '{"query": "q", "limit": 5}'
-        assert not execution.has_error()
+        assert not execution.has_error
         assert execution.error_message() == ""
+
+    def test_has_error_blocked_and_stopped_read_alike_as_booleans(self) -> None:
+        # A method here made `not execution.has_error` always False: an invariant never fired.
+        ok, failed = execute([search], "search_docs", query="q"), execute([explode], "explode")
+        outcomes = [(e.has_error, e.blocked, e.stopped) for e in (ok, failed)]
+        assert outcomes == [(False, False, False), (True, False, False)]
+        assert [e for e in (ok, failed) if not e.has_error] == [ok]
 
     def test_raising_tool_becomes_a_failed_execution(self) -> None:
         execution = execute([explode], "explode")
-        assert execution.has_error()
+        assert execution.has_error
         assert execution.error == "it exploded"
         assert execution.error_type == "ValueError"
         assert execution.content == "Error in tool call: it exploded"

@@ -40,7 +40,7 @@ class AgentIdentity:
 
     def __str__(self) -> str:
         if self.name is None:
-            return "the parent agent"
+            return "the top-level agent"
         return f"subagent '{self.path}' (depth {self.depth})"
 
 

@@ -672,7 +672,7 @@ class ToolExecutor:
 
     def _blocked(self, context: HookContext, call: ToolCall, step_number: int) -> ToolExecution:
         execution = context.tool_execution
-        if execution is None or not execution.has_error():
+        if execution is None or not execution.has_error:
             # An error a hook added with ``with_error`` is the reason the call does not run.
             reason = "; ".join(error.message for error in context.errors if error.message)
             execution = context.with_tool_call(call).block_tool_execution(reason).tool_execution

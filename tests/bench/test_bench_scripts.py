@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from contextlib import ExitStack
@@ -455,3 +456,15 @@ def test_live_quick(tmp_path: Path) -> None:
     assert all(row[2] == row[1] and row[3] == 0 for row in data["user_mistakes"])
     assert data["replay"][1][1] == 0
     assert data["replay"][0][2:] == data["replay"][1][2:]
+
+
+def test_no_script_speaks_of_an_issue() -> None:
+    """Output and docstrings speak of the project alone: "the performance targets", never an
+    issue number a reader cannot see."""
+    issue = re.compile(r"\bissues?\s*#?\s*\d+|(?<![\w/&=])#\d+\b|\bthe issue\b", re.IGNORECASE)
+    found = {
+        path.name: hits
+        for path in sorted(BENCH.glob("*.py"))
+        if (hits := issue.findall(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}

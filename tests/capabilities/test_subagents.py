@@ -252,7 +252,7 @@ class TestFailures:
         definition = researcher(child, budget=ExecutionBudget(max_steps=1))
         final = parent_run(make_agent, start, [spawn(), reply("ok")], definition)
         execution = spawn_execution(final)
-        assert not execution.has_error()
+        assert not execution.has_error
         assert execution.content.startswith(
             "[subagent 'researcher' stopped without a final response: steps_limit"
         )
@@ -385,19 +385,22 @@ class TestOneScriptedLLMForParentAndChildren:
         assert error is not None
         assert "asked by subagent 'researcher' (depth 1): call 2 was not scripted" in error
         messages = [recorded.message for recorded in final.errors()]
-        assert any("asked by the parent agent: call 3 was not scripted" in m for m in messages)
+        assert any("asked by the top-level agent: call 3 was not scripted" in m for m in messages)
 
     def test_unused_turns_of_a_subagent_are_named(self, make_agent, start) -> None:
         llm = ScriptedLLM(["done"], subagents={"researcher": ["never asked"]})
         self.agent(make_agent, llm).execute(start())
-        with pytest.raises(UnusedTurnsError, match=r"subagent 'researcher': scripted turn\(s\) 1"):
+        with pytest.raises(
+            UnusedTurnsError, match=r"subagent 'researcher': scripted turn 1 was never used"
+        ):
             llm.assert_complete()
 
     def test_unused_turns_of_the_main_script_name_the_parent_agent(self, make_agent, start) -> None:
         llm = ScriptedLLM(["done", "never asked"], subagents={"researcher": []})
         self.agent(make_agent, llm).execute(start())
         with pytest.raises(
-            UnusedTurnsError, match=r"ScriptedLLM for the parent agent: scripted turn\(s\) 2 "
+            UnusedTurnsError,
+            match=r"ScriptedLLM for the top-level agent: scripted turn 2 was never used",
         ):
             llm.assert_complete()
 
@@ -553,7 +556,7 @@ class TestOneScriptedLLMForParentAndChildren:
 
     def test_outside_any_subagent_the_root_agent_runs(self) -> None:
         assert current_agent() == AgentIdentity()
-        assert str(current_agent()) == "the parent agent"
+        assert str(current_agent()) == "the top-level agent"
         assert current_agent().is_root()
 
     def test_a_scripted_tool_names_the_subagent_that_called_it(self, make_agent, start) -> None:

@@ -122,7 +122,7 @@ class TestScriptedLLM:
         with pytest.raises(UnusedTurnsError) as raised:
             llm.assert_complete()
         assert raised.value.unused == [2, 3]
-        assert "turn(s) 2, 3 were never used" in str(raised.value)
+        assert "turns 2, 3 were never used; remove them" in str(raised.value)
         llm.infer(request())
         llm.infer(request())
         llm.assert_complete()
@@ -212,7 +212,10 @@ class TestFunctionLLMMistakes:
             (None, "must return an InferenceResponse, a Turn or a string, got NoneType"),
             ({"text": "hi"}, "got dict"),
             (Turn(), "a turn needs text, tool calls or an error"),
-            (Turn(text="x", latency=1), "latency 1s (asked by the parent agent) needs a FakeClock"),
+            (
+                Turn(text="x", latency=1),
+                "latency 1s (asked by the top-level agent) needs a FakeClock",
+            ),
         ],
     )
     def test_a_bad_answer_names_the_function_and_the_call(self, answer: Any, reason: str) -> None:
@@ -224,7 +227,7 @@ class TestFunctionLLMMistakes:
         with pytest.raises(InvalidScriptError) as raised:
             llm.infer(request())
         assert str(raised.value).startswith("answers, call 2")
-        assert "(asked by the parent agent)" in str(raised.value)
+        assert "(asked by the top-level agent)" in str(raised.value)
         assert reason in str(raised.value)
         assert raised.value.turn == 2
 
@@ -330,7 +333,7 @@ class TestTheClockOfTheRun:
         llm.infer(InferenceRequest())
         with pytest.raises(
             InvalidScriptError,
-            match=r"ScriptedLLM, call 2: latency 1s \(asked by the parent agent\) needs a FakeClock",
+            match=r"ScriptedLLM, call 2: latency 1s \(asked by the top-level agent\) needs a FakeClock",
         ):
             llm.infer(InferenceRequest())
 

@@ -218,7 +218,7 @@ class TestMessagesSayReplyAndWhatToDo:
         assert raised.value.arguments == {"a": 2}
         message = str(raised.value)
         assert (
-            "scripted tool 't', asked by the parent agent: call 1 with arguments {'a': 2} "
+            "scripted tool 't', asked by the top-level agent: call 1 with arguments {'a': 2} "
             "matches no scripted reply" in message
         )
         assert "reply 1 when {'a': 1}" in message
@@ -229,9 +229,7 @@ class TestMessagesSayReplyAndWhatToDo:
         tool.invoke({}, CONTEXT)
         with pytest.raises(ScriptExhaustedError) as raised:
             tool.invoke({}, CONTEXT)
-        assert "call 2 was not scripted (the script has 1 reply(ies)); add a reply" in str(
-            raised.value
-        )
+        assert "call 2 was not scripted (the script has 1 reply); add a reply" in str(raised.value)
 
     def test_unused_replies_say_reply_and_what_to_do(self) -> None:
         tool = ScriptedTool("t", [ToolReply(returns=1, when={"a": 1}), ToolReply(returns=2)])
@@ -239,12 +237,12 @@ class TestMessagesSayReplyAndWhatToDo:
         with pytest.raises(UnusedTurnsError) as raised:
             tool.assert_complete()
         assert raised.value.unused == [2]
-        assert "scripted tool 't': scripted reply(ies) 2 were never used; remove" in str(
-            raised.value
-        )
+        assert "scripted tool 't': scripted reply 2 was never used; remove it" in str(raised.value)
 
     def test_unused_llm_turns_say_what_to_do(self) -> None:
-        with pytest.raises(UnusedTurnsError, match="turn\\(s\\) 1 were never used; remove"):
+        with pytest.raises(
+            UnusedTurnsError, match=r"^ScriptedLLM: scripted turn 1 was never used; remove it"
+        ):
             ScriptedLLM(["a"]).assert_complete()
 
 

@@ -415,14 +415,18 @@ def test_the_default_output_fits_80_columns_and_the_table_waits_for_verbose(
     assert code == 0, output
     lines = output.splitlines()
     assert len(lines) == 1, output  # no terminal here, so no progress line: just the summary
-    assert max(len(line) for line in lines) <= 80
+    assert max(len(line) for line in lines) <= 80, output
     assert "4 passed, 0 failed" in lines[0]
     assert lines[0].endswith("; reports in out/ (html, json, junit, markdown)")
     code, verbose = invoke("run", "scenarios", "--report-dir", "out", "-v")
     assert code == 0
     assert all(f"case-{index}" in verbose for index in range(4))
     assert "case-0.scenario.yaml" in verbose
-    assert max(len(line) for line in verbose.splitlines()) <= 80
+    *table, summary = verbose.splitlines()
+    assert max(len(line) for line in table) <= 80
+    # the summary is one line, never broken: with -v it names every report in full
+    assert summary.startswith("4 passed, 0 failed in ")
+    assert summary.endswith("out/report.md, out/report.html") or "out/junit.xml" in summary
 
 
 def test_a_failure_is_shown_in_detail_without_the_table(
@@ -615,3 +619,67 @@ def test_validate_and_run_accept_the_endpoints_invariant_names(tmp_path: Path) -
     code, output = invoke("validate", tmp_path)
     assert code == 2
     assert "user_turn_snet" in output
+
+
+LONG_FAILURE = """\
+name: long-{name}
+turns:
+  - user: a question whose answer is long enough to need more than one line at 80 columns
+    model:
+      - say: an answer that goes on and on, well past the eightieth column of a terminal
+    expect:
+      final_response: another answer that goes on and on, past the eightieth column too
+"""
+
+
+def long_failures(folder: Path) -> Path:
+    for name in ("a", "b"):
+        write(folder, f"long-{name}", LONG_FAILURE.format(name=name))
+    return folder
+
+
+def test_output_written_to_a_file_is_not_wrapped(tmp_path: Path) -> None:
+    code, output = invoke("run", long_failures(tmp_path / "s"), "--report-dir", tmp_path / "out")
+    assert code == 1
+    lines = output.splitlines()
+    expected = [line for line in lines if line.startswith("    expected: ")]
+    assert (
+        expected
+        == [
+            '    expected: {"equals": "another answer that goes on and on, past the eightieth '
+            'column too"}'
+        ]
+        * 2
+    )  # whole, however long: a file or a CI log folds nothing
+    assert not [line for line in lines if line != line.rstrip()]
+    assert "\x1b[" not in output  # no colour outside a terminal
+
+
+def test_on_a_terminal_failures_are_coloured_and_fit_80_columns_without_trailing_spaces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    from agentrig.harness import cli
+
+    screen = io.StringIO()
+    terminal = Console(file=screen, force_terminal=True, width=80, color_system="standard")
+    monkeypatch.setattr(cli, "console", terminal)
+    monkeypatch.chdir(tmp_path)
+    long_failures(tmp_path / "s")
+    code, _ = invoke("run", "s", "--report-dir", "out")
+    assert code == 1
+    shown = screen.getvalue()
+    assert "\x1b[1;31mscenario long-a" in shown  # the scenario's line in bold red
+    assert "\x1b[32m    expected:\x1b[0m" in shown
+    plain = [re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", line) for line in shown.splitlines()]
+    failures = plain[plain.index("") + 1 : -1]  # after the progress line, before the summary
+    for line in failures:
+        assert line == line.rstrip()
+        assert len(line) <= 80, line
+    at = failures.index(next(line for line in failures if line.startswith("    expected: ")))
+    # a wrapped value continues under itself, not at column 0
+    assert failures[at + 1].startswith(" " * len("    expected: "))
+    assert failures[at + 1].strip()

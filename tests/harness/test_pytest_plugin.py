@@ -120,7 +120,7 @@ def test_fixtures_script_an_agent_and_check_their_script(pytester: pytest.Pytest
     )
     result = pytester.runpytest()
     result.assert_outcomes(passed=2, errors=1)
-    result.stdout.fnmatch_lines(["*scripted turn(s) 2 were never used*"])
+    result.stdout.fnmatch_lines(["*scripted turn 2 was never used*"])
 
 
 def test_harness_fixture_runs_a_python_agent_against_a_scenario(pytester: pytest.Pytester) -> None:
@@ -151,6 +151,49 @@ def test_harness_fixture_runs_a_python_agent_against_a_scenario(pytester: pytest
                     "case.scenario.yaml", builder=ar.AgentBuilder.base().with_tools([shout])
                 )
                 assert result.turns[0].final_response == "HI"
+            """
+        )
+    )
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_the_harness_fixture_runs_the_async_path_when_asked(pytester: pytest.Pytester) -> None:
+    pytester.path.joinpath("case.scenario.yaml").write_text(
+        dedent(
+            """\
+            name: threads
+            turns:
+              - user: where do you run?
+                model:
+                  - call: where()
+                  - say: done
+                expect: {status: completed}
+            """
+        )
+    )
+    pytester.makepyfile(
+        dedent(
+            """
+            import threading
+            import agentrig as ar
+
+            seen = []
+
+            @ar.tool
+            def where() -> str:
+                \"\"\"The async path runs a plain tool in a worker thread.\"\"\"
+                seen.append(threading.current_thread() is threading.main_thread())
+                return "here"
+
+            def test_it(agentrig_harness):
+                builder = ar.AgentBuilder.base().with_tools([where])
+                agentrig_harness.assert_passes("case.scenario.yaml", builder=builder)
+                agentrig_harness.assert_passes(
+                    "case.scenario.yaml", builder=builder, use_async=True
+                )
+                result = agentrig_harness.run("case.scenario.yaml", builder=builder, use_async=True)
+                assert result.passed
+                assert seen == [True, False, False]
             """
         )
     )
@@ -327,7 +370,8 @@ def test_unused_scripted_turns_fail_at_teardown_without_a_traceback(
     result = pytester.runpytest()
     result.assert_outcomes(passed=1, errors=1)
     output = result.stdout.str()
-    assert "ScriptedLLM for the parent agent: scripted turn(s) 2 were never used" in output
+    assert "ScriptedLLM: scripted turn 2 was never used; remove it" in output
+    assert "parent agent" not in output  # the script has no subagents
     assert "assert_complete" not in output  # no traceback through the fixture and the fake
     assert "pytest_plugin.py" not in output
 

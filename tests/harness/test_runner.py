@@ -432,7 +432,9 @@ def test_a_call_with_wrong_arguments_fails_a_turn_without_expectations(tmp_path:
     assert "the call of tool 'refund' failed: invalid arguments" in failure.message
     assert "orderId" in failure.message
     assert "list the error under expect.errors" in failure.message
-    assert failure.location == f"{path}:{line_of(path, 'model:')}"
+    assert failure.location == f"{path}:{line_of(path, 'call: refund')}"  # the call's own line
+    error = "invalid arguments for tool 'refund': order_id: Field required; orderId: unexpected"
+    assert (failure.expected, failure.observed) == ([], [f"{error} argument"])  # listed vs not
     listed = WRONG_ARGUMENTS + "        expect: {errors: [orderId]}\n"
     assert run(tmp_path, listed).passed
 
@@ -752,3 +754,90 @@ def test_scripted_logprobs_are_ignored_by_agentrigs_runtime(tmp_path: Path) -> N
         """,
     )
     assert result.passed, result.failures
+
+
+ORDERED = """\
+    name: ordered
+    agent:
+      tools:
+        get_weather:
+          params: {city: string}
+          replies: [{return: sunny}]
+    turns:
+      - user: weather?
+        model:
+          - calls: [get_weather(city=Paris), get_wether(city=Oslo)]
+          - say: sunny
+          - say: never played
+"""
+
+
+def test_failures_come_in_file_order_and_a_failed_call_points_at_its_own_line(
+    tmp_path: Path,
+) -> None:
+    path = scenario_file(tmp_path, ORDERED)
+    result = run_scenario(load_scenario(path))
+    # found in another order: the unused reply is checked before the tool calls
+    assert [f.location for f in result.failures] == [
+        f"{path}:{line_of(path, 'get_wether')}",
+        f"{path}:{line_of(path, 'never played')}",
+    ]
+    assert "get_wether" in result.failures[0].message
+
+
+def test_a_violation_that_persists_over_steps_is_reported_once_naming_the_steps(
+    tmp_path: Path,
+) -> None:
+    from agentrig import HookContext, HookTrigger, Message, ToolResult
+
+    def put_trace_in_messages(context: HookContext) -> HookContext:
+        result = ToolResult(content="x", call_id="c1", tool_name="add")
+        message = Message.tool(result).with_metadata(is_trace=True)
+        state = context.state
+        return context.with_state(state.with_messages(state.messages().appended(message)))
+
+    call = "          - call: add(a=1, b=2)\n"
+    looping = TOOL_AGENT.replace(call, call * 3)
+    path = scenario_file(tmp_path, looping.replace("steps: 2", "steps: 4"))
+    builder = AgentBuilder.base().add_hook(put_trace_in_messages, HookTrigger.BEFORE_STEP)
+    result = run_scenario(load_scenario(path), builder=builder)
+    # The hook adds one trace message a step: the first one stays wrong from step 1 to 4.
+    clean = [f.message for f in result.failures if f.invariant == "clean_messages"]
+    assert clean == [
+        f"turn 1, {steps}: `messages` item {item} is a tool trace: tool/tool_result 'x'"
+        for steps, item in [("steps 1-4", 2), ("steps 2-4", 3), ("steps 3 and 4", 4), ("step 4", 5)]
+    ]
+
+
+def test_a_file_names_the_plugin_that_registers_its_invariant(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentrig.harness.checks.invariant import invariant_names, unregister_invariant
+
+    (tmp_path / "no_adding.py").write_text(
+        dedent(
+            """\
+            from agentrig.harness import Invariant, register_invariant
+
+            @register_invariant
+            class NoAddingPlugin(Invariant):
+                def check(self, observation):
+                    if any(e.name == "add" for s in observation.all_steps() for e in s.tool_executions):
+                        yield "add was called"
+            """
+        ),
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    named = TOOL_AGENT.replace("    turns:", "    invariants: {plugins: [no_adding]}\n    turns:")
+    try:
+        assert "no_adding_plugin" not in invariant_names()
+        result = run(tmp_path, named)
+        assert [f.invariant for f in result.failures] == ["no_adding_plugin"]
+    finally:
+        unregister_invariant("no_adding_plugin")
+    missing = run(tmp_path, named.replace("[no_adding]", "[no_such_module]"))
+    [failure] = missing.failures
+    assert "cannot import plugin module 'no_such_module'" in failure.message
+    assert failure.location is not None
+    assert failure.location.endswith(f":{line_of(tmp_path / 'case.scenario.yaml', 'plugins')}")

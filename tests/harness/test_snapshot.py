@@ -195,11 +195,14 @@ class TestText:
         path = tmp_path / "broken.scenario.yaml"
         path.write_text(broken, encoding="utf-8")
         text = transcript_to_text(run_scenario(load_scenario(path)))
-        assert text.splitlines()[1] == "scenario weather-two-cities | failed"
+        # The scenario's verdict and the agent's end state are told apart: here the agent
+        # completed its turn, and the scenario failed.
+        assert text.splitlines()[1] == "scenario weather-two-cities | verdict FAIL"
         assert (
-            "turn 2 | outcome | completed | stop completed | steps 1 | tokens 0 | cost 0.002"
-            in text
+            "turn 2 | agent ended | status completed | stop completed | steps 1 | tokens 0 | "
+            "cost 0.002" in text
         )
+        assert 'turn 2 | stop | "agent status completed, stop reason completed"' in text
         assert re.search(
             r"^failure \| expectation \| turn 2, at .*broken\.scenario\.yaml:\d+ \| ", text, re.M
         )
@@ -213,7 +216,7 @@ class TestText:
 
     def test_transcript_entries_alone(self) -> None:
         entries = [TranscriptEntry(turn=1, step=None, kind="user", role="user", text="hi")]
-        assert to_snapshot_text(entries) == '# agentrig transcript v1\nturn 1 | user | "hi"\n'
+        assert to_snapshot_text(entries) == '# agentrig transcript v2\nturn 1 | user | "hi"\n'
 
     def test_text_is_kept_with_a_final_newline(self) -> None:
         assert to_snapshot_text("already text") == "already text\n"

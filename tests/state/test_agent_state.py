@@ -391,6 +391,19 @@ class TestStatusRules:
         assert state.has_errors() is True
         assert [e.type for e in state.errors()] == ["ValueError"]
 
+    def test_the_repr_of_a_failed_state_says_why(self) -> None:
+        state = AgentState().with_current_step(tool_step(error="boom"))
+        state = state.with_current_step_completed().with_current_step(final_step())
+        failed = repr(state.with_execution_completed())
+        assert failed.endswith("status=failed, steps=2, messages=1, error='boom')")
+        twice = (
+            AgentState()
+            .with_current_step(tool_step(error="boom"))
+            .with_failure(RuntimeError("kaput"))
+        )
+        assert "stop_reason=error, error='boom' (and 1 more))" in repr(twice)
+        assert "error=" not in repr(self.completed())
+
     def test_stop_signal_prefers_the_last_step_on_a_tie(self) -> None:
         step_signal = signal(StopReason.STEPS_LIMIT, "from the step")
         state = (

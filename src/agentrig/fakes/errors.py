@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from agentrig._text import counted, unit_for
 from agentrig.errors import AgentrigError
-
-_PLURALS = {"turn": "turn(s)", "reply": "reply(ies)"}
 
 
 class ScriptError(AgentrigError):
@@ -34,8 +33,8 @@ class ScriptExhaustedError(ScriptError):
         self.call_number = call_number
         self.scripted = scripted
         super().__init__(
-            f"{name}: call {call_number} was not scripted (the script has {scripted} "
-            f"{_PLURALS.get(unit, unit)}); add a {unit} or check why the agent did not stop"
+            f"{name}: call {call_number} was not scripted (the script has "
+            f"{counted(scripted, unit)}); add a {unit} or check why the agent did not stop"
         )
 
 
@@ -46,9 +45,11 @@ class UnusedTurnsError(ScriptError):
         self.name = name
         self.unused = unused
         numbers = ", ".join(str(number) for number in unused)
+        one = len(unused) == 1
         super().__init__(
-            f"{name}: scripted {_PLURALS.get(unit, unit)} {numbers} were never used; remove "
-            "them, or check why the agent stopped before it needed them"
+            f"{name}: scripted {unit_for(len(unused), unit)} {numbers} "
+            f"{'was' if one else 'were'} never used; remove {'it' if one else 'them'}, or check "
+            f"why the agent stopped before it needed {'it' if one else 'them'}"
         )
 
 

@@ -346,7 +346,8 @@ class ScriptedLLM(_Recorder):
         self.looped = False
         """True once a repeating turn that calls a tool was asked past ``repeat_limit``."""
         self._repeats = 0
-        self._owner = " for the parent agent"  # what unused turns name; "" in a subagent's script
+        # What unused turns name: the top-level agent only beside subagents' scripts ("" in theirs).
+        self._owner = " for the top-level agent" if subagents else ""
         self.subagents: dict[str, ScriptedLLM] = {
             agent: ScriptedLLM(
                 script, clock=clock, name=f"{name} for subagent '{agent}'", chunking=chunking

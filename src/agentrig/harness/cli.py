@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -364,9 +365,10 @@ def _with_unloadable(
 
 @app.command(short_help="Check scenario files without running them.")
 def validate(paths: PathsArgument = None, plugin: PluginOption = None) -> None:
-    """Check scenario files without running them: each must load and name known invariants;
-    a file that names its agent (agent.builder) must also describe that agent's tools."""
-    from agentrig.harness.runner import named_builder_failures, preflight
+    """Check scenario files without running them: each must load and name known invariants,
+    its scripted calls must fit the agent's tools (a known tool, arguments the tool takes), and
+    a file that names its agent (agent.builder) must describe that agent's tools."""
+    from agentrig.harness.runner import preflight, static_failures
     from agentrig.harness.scenarios.loader import load_suite
     from agentrig.harness.suites.plugins import load_plugins
 
@@ -384,7 +386,7 @@ def validate(paths: PathsArgument = None, plugin: PluginOption = None) -> None:
             problems.extend(problem.describe() for problem in entry.errors)
             continue
         refused = preflight(entry)
-        found = [refused] if refused is not None else named_builder_failures(entry)
+        found = [refused] if refused is not None else static_failures(entry)
         problems.extend(f"{failure.location or entry.name}: {failure.message}" for failure in found)
     for problem in problems:
         errors.print(f"[red]error:[/] {escape(problem)}", markup=True, soft_wrap=True)
@@ -792,10 +794,10 @@ def _summary_table(result: SuiteResult) -> None:
     """Every scenario (``-v``): result, name over its file, steps, the last turn's status over its
     stop reason; two lines a row, so that it reads at 80 columns."""
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
-    table.add_column("result", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
     table.add_column("scenario / file", overflow="fold")
     table.add_column("steps", justify="right", no_wrap=True)
-    table.add_column("status / stop reason", overflow="fold")
+    table.add_column("agent status / stop", overflow="fold")
     for scenario in result.scenarios:
         table.add_row(
             _result_cell(scenario),
@@ -809,7 +811,7 @@ def _summary_table(result: SuiteResult) -> None:
 def _result_cell(scenario: ScenarioResult) -> str:
     if scenario.inconclusive:
         return "[yellow]INCONCLUSIVE[/]"
-    return "[green]pass[/]" if scenario.passed else "[red]FAIL[/]"
+    return "[green]PASS[/]" if scenario.passed else "[red]FAIL[/]"
 
 
 def _outcome(scenario: ScenarioResult) -> str:
@@ -834,11 +836,43 @@ def _failure_details(result: SuiteResult) -> None:
     for scenario in result.scenarios:
         if not scenario.passed:
             console.print("")
-            console.print(format_scenario_failures(scenario), markup=False, highlight=False)
+            _print_block(format_scenario_failures(scenario))
     live = [format_live_line(scenario) for scenario in result.scenarios if scenario.live]
     if live:
         console.print("")
-        console.print("\n".join(live), markup=False, highlight=False, soft_wrap=True)
+        _print_block("\n".join(live))
+
+
+_STYLES = (
+    (re.compile(r"^scenario .*"), "bold red"),
+    (re.compile(r"^\[[^\]]*\]"), "red"),
+    (re.compile(r"^ +at .*"), "dim"),
+    (re.compile(r"^ +expected:"), "green"),
+    (re.compile(r"^ +observed:"), "red"),
+)
+"""The colours of a failure block on a terminal: the scenario's line, a failure's kind, where
+it is, and the labels of the values it compared."""
+
+
+def _print_block(text: str) -> None:
+    """Print a block of failure text. On a terminal: coloured, and wrapped to its width
+    without trailing spaces, continuations indented. Elsewhere (a file, a pipe, a CI log):
+    as it is, one line a line, whatever its length."""
+    from rich.text import Text
+
+    from agentrig.harness.reporting.terminal import fit_lines
+
+    if not console.is_terminal:
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
+        return
+    for line in fit_lines(text, console.width):
+        shown = Text(line)
+        for pattern, style in _STYLES:
+            found = pattern.match(line)
+            if found is not None:
+                shown.stylize(style, 0, found.end())
+                break
+        console.print(shown, highlight=False, soft_wrap=True)
 
 
 NOT_FINISHED = (
@@ -963,7 +997,7 @@ def _summary_line(
         line += f"; reports in {escape(str(folders.pop()))}/ ({escape(', '.join(formats))})"
     elif written:
         line += f"; reports: {escape(', '.join(str(path) for path in written))}"
-    console.print(line)
+    console.print(line, soft_wrap=True)  # one line: the terminal folds it, nothing pads it
 
 
 def main() -> None:

@@ -412,21 +412,32 @@ class Harness:
         pytest.fail(problem, pytrace=False)
 
     def run(
-        self, scenario: Scenario | str | Path, *, builder: AgentBuilder | None = None
+        self,
+        scenario: Scenario | str | Path,
+        *,
+        builder: AgentBuilder | None = None,
+        use_async: bool = False,
     ) -> ScenarioResult:
-        """Run ``scenario``; with ``builder``, its tools and hooks are the agent under test."""
+        """Run ``scenario``; with ``builder``, its tools and hooks are the agent under test;
+        with ``use_async``, each turn runs through the async path (``AgentLoop.aiterate``,
+        ``async def`` tools awaited, the calls of a step run together)."""
         from agentrig.harness.runner import run_scenario
 
         model = scenario if not isinstance(scenario, str | Path) else self.load(scenario)
-        return run_scenario(model, builder=builder)
+        return run_scenario(model, builder=builder, use_async=use_async)
 
     def assert_passes(
-        self, scenario: Scenario | str | Path, *, builder: AgentBuilder | None = None
+        self,
+        scenario: Scenario | str | Path,
+        *,
+        builder: AgentBuilder | None = None,
+        use_async: bool = False,
     ) -> ScenarioResult:
-        """Run ``scenario`` and fail the test with the domain diff unless it passes."""
+        """Run ``scenario`` (as :meth:`run` does) and fail the test with the domain diff unless
+        it passes."""
         from agentrig.harness.reporting.terminal import format_scenario_failures
 
-        result = self.run(scenario, builder=builder)
+        result = self.run(scenario, builder=builder, use_async=use_async)
         if not result.passed:
             pytest.fail(format_scenario_failures(result), pytrace=False)
         return result

@@ -174,8 +174,17 @@ class ScenarioResult(_Result):
 
     @property
     def status(self) -> Literal["passed", "failed"]:
-        """``"passed"`` or ``"failed"``."""
+        """``"passed"`` or ``"failed"``: the scenario's verdict in lower case (the agent's own
+        end state is each turn's ``status``)."""
         return "passed" if self.passed else "failed"
+
+    @property
+    def verdict(self) -> Literal["PASS", "FAIL", "INCONCLUSIVE"]:
+        """The scenario's verdict as reports show it: a live scenario's own verdict, else
+        ``PASS`` or ``FAIL``."""
+        if self.live is not None:
+            return self.live.verdict
+        return "PASS" if self.passed else "FAIL"
 
     @property
     def inconclusive(self) -> bool:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from agentrig import AgentBuilder, AgentState
+from agentrig._text import counted
 from agentrig.errors import AgentrigError, SubagentFailedError
 from agentrig.events import AgentExecutionCompleted, SubagentCompleted, ToolCallCompleted
 from agentrig.fakes import ScriptedLLM, ScriptedToolError
@@ -20,6 +21,7 @@ from agentrig.harness.checks.expectations import check_expectation
 from agentrig.harness.checks.invariant import (
     Invariant,
     InvariantChecker,
+    Violation,
     invariant_names,
     select_invariants,
 )
@@ -44,7 +46,9 @@ from agentrig.harness.scenarios.model import (
     Scenario,
     ScenarioTurn,
 )
+from agentrig.harness.scenarios.script_calls import script_call_problems
 from agentrig.harness.scenarios.user_agent import named_builder, prompt_conflict
+from agentrig.harness.suites.plugins import load_plugins
 from agentrig.state.status import ExecutionStatus
 
 FieldPath = tuple[str | int, ...]
@@ -195,9 +199,11 @@ def preflight(scenario: Scenario) -> Failure | None:
 
 
 def _selected_invariants(scenario: Scenario) -> list[Invariant]:
-    """The runtime invariants ``scenario.invariants`` selects. The names of the scenario
+    """The runtime invariants ``scenario.invariants`` selects, once the modules its
+    ``plugins`` names are imported (they register invariants). The names of the scenario
     endpoint's invariants (``history_grows``...) are accepted and left out: a file played by
     both names the invariants of either, and each player checks its own."""
+    load_plugins(scenario.invariants.plugins)  # a PluginError names the module and why
     registered = set(invariant_names())
 
     def own(names: Sequence[str]) -> list[str]:
@@ -208,24 +214,52 @@ def _selected_invariants(scenario: Scenario) -> list[Invariant]:
     return select_invariants(only, own(selection.exclude or ()))
 
 
-def named_builder_failures(scenario: Scenario) -> list[Failure]:
-    """What would stop ``scenario`` before its first turn on the agent its ``agent.builder``
-    names, found by building the agent without running a turn: a builder that cannot be
-    imported or made, a ``system_prompt`` that would replace the builder's, and tool drift
-    (see ``tool_drift_failures``). Empty when the file names no builder (a builder given only
-    in Python, or by the pytest fixture, is not known here)."""
+def static_failures(scenario: Scenario) -> list[Failure]:
+    """What would fail ``scenario`` on the agent it runs, found by building that agent without
+    running a turn: a builder its ``agent.builder`` names that cannot be imported or made, a
+    ``system_prompt`` that would replace the builder's, tool drift (see
+    ``tool_drift_failures``), and scripted calls the agent's tools would refuse (a tool it lacks,
+    an argument the tool does not take or lacks; see ``script_call_problems``). A builder given
+    only in Python, or by the pytest fixture, is not known here: the scenario's own agent is
+    checked."""
+    if scenario.is_live:
+        return _live_builder_failures(scenario)
     try:
         builder = named_builder(scenario)
     except AgentrigError as error:
         where = scenario.nearest_location(("agent", "builder"))
         return [Failure(kind="error", message=str(error), location=where)]
-    if builder is None:
-        return []
-    conflict = prompt_conflict(scenario, builder)
-    if conflict is not None:
-        where = scenario.nearest_location(("agent", "system_prompt"))
-        return [Failure(kind="error", message=conflict, location=where)]
-    return tool_drift_failures(scenario, builder)
+    if builder is not None:
+        conflict = prompt_conflict(scenario, builder)
+        if conflict is not None:
+            where = scenario.nearest_location(("agent", "system_prompt"))
+            return [Failure(kind="error", message=conflict, location=where)]
+    try:
+        agent = build_agent(scenario, base=builder)
+    except AgentrigError as error:
+        return [Failure(kind="error", message=f"the agent could not be built: {error}")]
+    agent.close()
+    drift = _drift_failures(scenario, agent) if builder is not None else []
+    return drift + _script_call_failures(scenario, agent)
+
+
+def _live_builder_failures(scenario: Scenario) -> list[Failure]:
+    """A live scenario's ``agent.builder`` that cannot be imported or made."""
+    try:
+        named_builder(scenario)
+    except AgentrigError as error:
+        where = scenario.nearest_location(("agent", "builder"))
+        return [Failure(kind="error", message=str(error), location=where)]
+    return []
+
+
+def _script_call_failures(scenario: Scenario, agent: ScenarioAgent) -> list[Failure]:
+    return [
+        Failure(
+            kind="script", message=problem.message, location=scenario.nearest_location(problem.path)
+        )
+        for problem in script_call_problems(scenario, agent.loop.tools)
+    ]
 
 
 def tool_drift_failures(scenario: Scenario, builder: AgentBuilder) -> list[Failure]:
@@ -327,14 +361,14 @@ def _iterate(run: _Run, number: int, state: AgentState) -> AgentState:
     before = len(run.checker.violations)
     states = _states(run, state)
     checked = run_checked(run.agent.loop, run.checker, number, state, states=states)
-    for violation in run.checker.violations[before:]:
+    for (turn, invariant, message), steps in _persisting(run.checker.violations[before:]):
         run.fail(
             "invariant",
-            f"turn {violation.turn}, step {violation.step}: {violation.message}",
-            ("turns", violation.turn - 1),
-            turn=violation.turn,
-            step=violation.step or None,
-            invariant=violation.invariant,
+            f"turn {turn}, {_steps_text(steps)}: {message}",
+            ("turns", turn - 1),
+            turn=turn,
+            step=steps[0] or None,
+            invariant=invariant,
         )
     if checked.error is not None:
         error = checked.error
@@ -345,6 +379,29 @@ def _iterate(run: _Run, number: int, state: AgentState) -> AgentState:
             turn=number,
         )
     return checked.states[-1] if checked.states else state
+
+
+def _persisting(
+    violations: Sequence[Violation],
+) -> list[tuple[tuple[int, str, str], list[int]]]:
+    """The violations grouped by turn, invariant and message, each with the steps it was seen
+    at, in the order first seen: a violation that persists over steps is reported once."""
+    grouped: dict[tuple[int, str, str], list[int]] = {}
+    for violation in violations:
+        steps = grouped.setdefault((violation.turn, violation.invariant, violation.message), [])
+        if violation.step not in steps:
+            steps.append(violation.step)
+    return list(grouped.items())
+
+
+def _steps_text(steps: Sequence[int]) -> str:
+    """``step 2``, ``steps 2-6`` (a run of three or more), ``steps 2 and 3``, ``steps 2, 4
+    and 7``."""
+    if len(steps) == 1:
+        return f"step {steps[0]}"
+    if len(steps) > 2 and list(steps) == list(range(steps[0], steps[0] + len(steps))):
+        return f"steps {steps[0]}-{steps[-1]}"
+    return f"steps {', '.join(map(str, steps[:-1]))} and {steps[-1]}"
 
 
 def _states(run: _Run, state: AgentState) -> Iterator[AgentState]:
@@ -390,7 +447,7 @@ def _check_turn(run: _Run, number: int, turn: ScenarioTurn, final: AgentState) -
     base: FieldPath = ("turns", number - 1)
     script = run.agent.script.current
     overrun = (
-        f"(the turn scripts {len(script.turns)} reply(ies)); "
+        f"(the turn scripts {counted(len(script.turns), 'reply')}); "
         "add a reply or check why the agent did not stop"
     )
     script_path = run.scenario.script_path(number, RUNTIME_SESSION_KEY)
@@ -453,6 +510,8 @@ def _check_tool_scripts(run: _Run, number: int, turn: ScenarioTurn, final: Agent
     own ``raise`` replies only; a subagent's other failed calls fail its spawn, and so the turn."""
     expected_errors = turn.expect.errors or ()
     available = ", ".join(run.agent.loop.tools.names()) or "none"
+    script_path = run.scenario.script_path(number, RUNTIME_SESSION_KEY)
+    call_paths: dict[str, FieldPath] | None = None  # worked out at the first failure
     subagents: _SubagentFailures | None = None  # read off the events at the first failure
     for step_number, step in enumerate(final.steps(), start=1):
         for execution in step.tool_executions:
@@ -471,15 +530,43 @@ def _check_tool_scripts(run: _Run, number: int, turn: ScenarioTurn, final: Agent
             else:
                 kind = "expectation"
                 problem = f"the call of tool '{execution.name}' failed: {error}"
+            if call_paths is None:
+                call_paths = _call_paths(run, number, script_path)
             run.fail(
                 kind,
                 f"turn {number}, step {step_number}: {problem}; "
                 "list the error under expect.errors if this is intended",
-                run.scenario.script_path(number, RUNTIME_SESSION_KEY),
+                call_paths.get(execution.tool_call.id, script_path),
                 turn=number,
                 step=step_number,
-                **({"field": "expect.errors", "observed": error} if kind == "expectation" else {}),
+                **(
+                    # compared as lists: the errors the turn lists, and this one it does not
+                    {
+                        "field": "expect.errors",
+                        "expected": list(expected_errors),
+                        "observed": [error],
+                    }
+                    if kind == "expectation"
+                    else {}
+                ),
             )
+
+
+def _call_paths(run: _Run, number: int, script_path: FieldPath) -> dict[str, FieldPath]:
+    """Where each tool call the model made in turn ``number`` was scripted, by its id: the
+    ``call:`` (or ``calls:`` item) of the reply that answered it. Request N of the turn is
+    answered by reply N (the last one again once a ``repeat: true`` reply plays on)."""
+    replies = run.scenario.replies_for(number, RUNTIME_SESSION_KEY)
+    paths: dict[str, FieldPath] = {}
+    for index, call in enumerate(run.agent.script.current.calls):
+        if call.response is None or not replies:
+            continue
+        at = min(index, len(replies) - 1)
+        single = replies[at].call is not None
+        for position, tool_call in enumerate(call.response.tool_calls):
+            where = ("call",) if single else ("calls", position)
+            paths.setdefault(tool_call.id, (*script_path, at, *where))
+    return paths
 
 
 class _SubagentFailures:
@@ -524,7 +611,7 @@ class _SubagentFailures:
 
 def _check_scripts_used(run: _Run) -> None:
     for name, script in run.agent.subagent_scripts.items():
-        overrun = f"({len(script.turns)} reply(ies) scripted)"
+        overrun = f"({counted(len(script.turns), 'reply')} scripted)"
         path: FieldPath = ("agent", "subagents", name, "model")
         _check_model_script(run, script, f"subagent {name}", overrun, path)
     for name, tool in run.agent.tools.items():
@@ -595,8 +682,21 @@ def _result(
         description=scenario.description,
         passed=not failures,
         turns=tuple(turns),
-        failures=tuple(failures),
+        failures=_in_file_order(failures, source.path if source is not None else ""),
         invariants=tuple(invariants),
         transcript=tuple(transcript),
         wall_time_s=wall_time,
     )
+
+
+def _in_file_order(failures: Sequence[Failure], path: str) -> tuple[Failure, ...]:
+    """``failures`` ordered by the line of ``path`` each points at (stable: those at one line,
+    or at none, keep the order they were found in; those elsewhere come last)."""
+
+    def line(failure: Failure) -> tuple[int, int]:
+        where, _, number = (failure.location or "").rpartition(":")
+        if where == path and number.isdigit():
+            return 0, int(number)
+        return 1, 0
+
+    return tuple(sorted(failures, key=line))

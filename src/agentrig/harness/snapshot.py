@@ -38,8 +38,10 @@ __all__ = [
     "transcript_to_text",
 ]
 
-SNAPSHOT_FORMAT_VERSION = 1
-"""Version of the text form; bumped when the rendering changes (snapshots must be updated)."""
+SNAPSHOT_FORMAT_VERSION = 2
+"""Version of the text form; bumped when the rendering changes (snapshots must be updated).
+Version 2 tells the scenario's verdict (``verdict PASS``) from the agent's end state
+(``agent status failed``)."""
 
 _ID_LENGTH = 8
 
@@ -75,7 +77,7 @@ def transcript_to_text(source: ScenarioResult | SuiteResult | Sequence[Transcrip
 
 
 def _scenario_lines(result: ScenarioResult) -> list[str]:
-    lines = [f"scenario {result.name} | {result.status}"]
+    lines = [f"scenario {result.name} | verdict {result.verdict}"]
     outcomes = {turn.index: turn for turn in result.turns}
     for number, entries in groupby(result.transcript, key=lambda entry: entry.turn):
         lines.extend(_entry_line(entry) for entry in entries)
@@ -90,7 +92,7 @@ def _scenario_lines(result: ScenarioResult) -> list[str]:
 
 def _outcome_line(turn: TurnResult) -> str:
     return (
-        f"turn {turn.index} | outcome | {turn.status} | stop {turn.stop_reason} | "
+        f"turn {turn.index} | agent ended | status {turn.status} | stop {turn.stop_reason} | "
         f"steps {turn.steps} | tokens {turn.usage.get('total', 0)} | cost {turn.cost!r}"
     )
 
@@ -206,7 +208,7 @@ def _call_line(step: int, index: int, execution: ToolExecution, origin: datetime
     elif execution.stopped:
         outcome = "stopped"
     else:
-        outcome = "error" if execution.has_error() else "ok"
+        outcome = "error" if execution.has_error else "ok"
     timing = f"{_at(execution.started_at, origin)}..{_at(execution.completed_at, origin)}"
     return (
         f"  call {step}.{index} | {call.name} #{_short(call.id)} {_json(call.arguments)} | "

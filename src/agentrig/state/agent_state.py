@@ -8,6 +8,7 @@ from pydantic import Field, JsonValue, StrictInt, model_validator
 
 from agentrig import clock
 from agentrig._model import Serializable, Timestamp, _new_object, _set_record_dict
+from agentrig._text import clipped
 from agentrig.continuation import ExecutionContinuation, StopReason, StopSignal
 from agentrig.errors import InvalidInputError
 from agentrig.messages import (
@@ -172,10 +173,18 @@ class AgentState(Serializable):
         full repr runs to megabytes, and Python 3.11's ``asyncio.run`` formats its result with
         it once per call."""
         status = self.status()
+        why = ""
+        if status is ExecutionStatus.FAILED:
+            errors = self.errors()
+            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            first = clipped(errors[0].message, 120) if errors else "no error recorded"
+            reason = self.last_stop_reason()
+            stop = f", stop_reason={reason.value}" if reason is not None else ""
+            why = f"{stop}, error={first!r}{more}"
         return (
             f"AgentState(agent_id={self.agent_id!r}, execution_count={self.execution_count}, "
-            f"status={status.value if status else None}, steps={self.step_count()}, "
-            f"messages={len(self.messages())})"
+            f"status={_value(status)}, steps={self.step_count()}, "
+            f"messages={len(self.messages())}{why})"
         )
 
     def with_tagged_step(
@@ -441,3 +450,8 @@ def _require(value: object, kind: type, field: str) -> None:
 
 def _reject(field: str, reason: str) -> NoReturn:
     raise InvalidInputError("AgentState", [(field, reason)])
+
+
+def _value(member: ExecutionStatus | None) -> str | None:
+    """A status's value for a repr (None stays None)."""
+    return member.value if member is not None else None

@@ -40,8 +40,10 @@ class ToolExecution(Serializable):
         """The call's arguments."""
         return self.tool_call.arguments
 
+    @property
     def has_error(self) -> bool:
-        """True when the call failed (raised, unknown tool, bad arguments or blocked)."""
+        """True when the call failed (raised, unknown tool, bad arguments or blocked): a
+        property, like the fields ``blocked`` and ``stopped`` (``if execution.has_error:``)."""
         return self.error is not None
 
     def was_blocked(self) -> bool:

@@ -725,6 +725,92 @@ def test_a_call_to_this_machine_is_not_blocked(host: str) -> None:
     assert not isinstance(raised.value, RealLlmCallBlockedError)  # refused by the port, not us
 
 
+WEATHER_SCENARIO = """\
+name: weather
+agent:
+  system_prompt: You answer weather questions.
+  tools:
+    get_weather:
+      params: {city: string}
+      replies: [{return: "sunny, 21C"}]
+turns:
+  - user: What is the weather in Paris?
+    model:
+      - call: get_weather(city=Paris)
+      - say: It is sunny in Paris.
+"""
+
+WEATHER_AGENT = '''
+import agentrig as ar
+from agentrig.drivers import OpenAIProvider
+
+
+@ar.tool
+def get_weather(city: str) -> str:
+    """Current weather for a city."""
+    return "sunny, 21C"
+
+
+def ask(question: str) -> ar.AgentState:
+    provider = OpenAIProvider(model="gpt-4.1-mini", api_key="sk-placeholder", max_retries=0)
+    agent = (
+        ar.AgentBuilder.base()
+        .with_tools([get_weather])
+        .with_capability(ar.UseLlmConfig(provider))
+        .with_capability(ar.UseContextConfig("You answer weather questions."))
+        .build()
+    )
+    return agent.execute(agent.new_state(question))
+'''
+
+
+def test_a_cassette_recorded_from_the_endpoint_needs_no_key_and_a_miss_hides_agentrigs_frames(
+    pytester: pytest.Pytester,
+) -> None:
+    from agentrig.harness.cassettes.network_block import block_real_llm_calls
+    from agentrig.harness.endpoint.handle import EndpointHandle
+
+    pytester.path.joinpath("weather.scenario.yaml").write_text(WEATHER_SCENARIO, encoding="utf-8")
+    agent_module = pytester.makepyfile(http_cassette_weather_agent=WEATHER_AGENT)
+    namespace: dict[str, Any] = {}
+    exec(compile(agent_module.read_text(encoding="utf-8"), str(agent_module), "exec"), namespace)
+    cassette = pytester.path / "weather.yaml"
+    # Recording: the endpoint plays the model, no request leaves the machine (the block is on).
+    with (
+        block_real_llm_calls() as blocker,
+        EndpointHandle(pytester.path / "weather.scenario.yaml") as endpoint,
+        endpoint.intercept(),
+        use_http_cassette(cassette, record_mode="once"),
+    ):
+        state = namespace["ask"]("What is the weather in Paris?")
+    assert state.final_response().to_text() == "It is sunny in Paris."
+    assert blocker.blocked == []
+    assert endpoint.check().passed
+    pytester.makepyfile(
+        test_replay=f"""
+        from agentrig.harness.cassettes.http import use_http_cassette
+        from http_cassette_weather_agent import ask
+
+        def test_replayed():
+            with use_http_cassette({str(cassette)!r}):
+                assert ask("What is the weather in Paris?").final_response().to_text() == (
+                    "It is sunny in Paris."
+                )
+
+        def test_a_miss():
+            with use_http_cassette({str(cassette)!r}):
+                ask("What is the weather in Oslo?")
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    output = result.stdout.str()
+    assert "HttpCassetteMismatchError" in output
+    assert "matched no recorded interaction" in output
+    assert "cassettes/http.py" not in output  # agentrig's own frames are hidden
+    assert "contextlib.py" not in output
+
+
 def test_a_miss_is_reported_even_when_unplayed_recordings_are_allowed(
     real_cassette: Callable[[str], Path],
 ) -> None:

@@ -4,12 +4,14 @@ or one that says plainly, in the file and in the test's output, that it cannot a
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from textwrap import dedent
 from typing import Any, ClassVar
 
 import pytest
+from hypothesis import Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import invariant, run_state_machine_as_test
 from typer.testing import CliRunner
@@ -140,15 +142,18 @@ def test_a_machine_naming_its_agent_writes_a_file_that_fails_the_same_way(
     assert "cannot reproduce" not in notes
     text = path.read_text(encoding="utf-8")
     assert "CANNOT" not in text
-    assert f"agentrig run --plugin {user_agent} <this file>" in text
     scenario = load_scenario(path)
+    assert scenario.invariants.plugins == (user_agent,)  # in the file, not in a comment
     assert scenario.agent.builder == f"{user_agent}:build"
-    assert scenario.agent.system_prompt_override  # the machine's prompt replaced the builder's
-    result = CliRunner().invoke(
-        app, ["run", "--plugin", user_agent, str(path), "--report-dir", str(tmp_path / "r")]
-    )
+    # the builder's own prompt stayed: the machine replaces it only when told to
+    assert (scenario.agent.system_prompt, scenario.agent.system_prompt_override) == ("", False)
+    # As in a fresh process: the invariant is not registered until the file's plugin is imported.
+    invariant_name = f"no_forbidden_results_{user_agent.rsplit('_', 1)[1]}"
+    unregister_invariant(invariant_name)
+    del sys.modules[user_agent]
+    result = CliRunner().invoke(app, ["run", str(path), "--report-dir", str(tmp_path / "r")])
     assert result.exit_code == 1, result.output
-    assert "[invariant: no_forbidden_results" in result.output
+    assert f"[invariant: {invariant_name}]" in result.output
     # The same turns with the scripted tools pass: the file fails because it names the agent.
     scripted = scenario.agent.model_copy(update={"builder": None})
     assert run_scenario(scenario.model_copy(update={"agent": scripted})).passed
@@ -174,3 +179,52 @@ def test_a_model_difference_cannot_be_replayed_and_says_so() -> None:
     machine.failure, machine.failure_kind = "steps differ", "model"
     (gap,) = machine.replay_gaps()
     assert "reference model (AgentModel), which agentrig run does not check" in gap
+
+
+@pytest.fixture
+def refund_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A user's agent whose own tool, `refund`, has a planted bug that an invariant catches."""
+    name = f"refund_agent_{next(_modules)}"
+    invariant_name = f"refunds_are_positive_{name.rsplit('_', 1)[1]}"
+    source = dedent(
+        f'''
+        import agentrig as ar
+        from agentrig.harness.checks.invariant import Invariant, register_invariant
+
+
+        @ar.tool
+        def refund(order_id: str, cents: int) -> int:
+            """Refund an order (the planted bug: the sign is lost)."""
+            return -abs(cents) - 1
+
+
+        def build():
+            return ar.AgentBuilder.base().with_tools([refund])
+
+
+        @register_invariant
+        class RefundsArePositive(Invariant):
+            name = "{invariant_name}"
+
+            def check(self, observation):
+                for step in observation.all_steps():
+                    for execution in step.tool_executions:
+                        ran = not execution.has_error and not execution.stopped
+                        if execution.name == "refund" and ran and execution.value < 0:
+                            yield "a refund went the wrong way"
+        '''
+    )
+    (tmp_path / f"{name}.py").write_text(source, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield name
+    unregister_invariant(invariant_name)
+
+
+def test_the_default_strategies_call_the_agents_own_tools_and_find_a_planted_bug(
+    refund_agent: str,
+) -> None:
+    machine = type("RefundMachine", (AgentMachine,), {"agent_builder": f"{refund_agent}:build"})
+    assert machine().drawn_tools()["refund"] == {"order_id": "string", "cents": "integer"}
+    ci = agentrig_settings(max_examples=25, stateful_step_count=5)  # the CI profile's counts
+    with pytest.raises(AssertionError, match="a refund went the wrong way"):  # found, unshrunk
+        run_state_machine_as_test(machine, settings=settings(ci, phases=[Phase.generate]))

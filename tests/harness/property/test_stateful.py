@@ -25,6 +25,7 @@ from agentrig import (
     StepRuntime,
     StopReason,
     ToolCallingDriver,
+    UseContextConfig,
     tool,
 )
 from agentrig.fakes import CallSpec, Turn, call, reply
@@ -328,3 +329,26 @@ class ReplayingMachine(AgentMachine):
 def test_every_expressible_run_replays_to_the_same_outcomes() -> None:
     settings = agentrig_settings(max_examples=30, stateful_step_count=10)
     run_state_machine_as_test(ReplayingMachine, settings=settings)
+
+
+class PromptedAgent(AgentMachine):
+    def base_builder(self) -> AgentBuilder:
+        return AgentBuilder.base().with_capability(UseContextConfig("You are the real agent."))
+
+
+def _system_prompt(machine: AgentMachine) -> str:
+    machine.configure(ExecutionBudget(), "separated")
+    agent = machine.agent
+    assert agent is not None
+    request = agent.loop.next_request(agent.loop.new_state("hi"))
+    assert request is not None
+    system = request.messages.to_tuple()[0]
+    assert system.role is Role.SYSTEM
+    return system.content
+
+
+def test_the_machine_keeps_your_builders_system_prompt_unless_told_to_replace_it() -> None:
+    assert _system_prompt(PromptedAgent()) == "You are the real agent."
+    replacing = type("Replacing", (PromptedAgent,), {"system_prompt": "Be terse."})
+    assert _system_prompt(replacing()) == "Be terse."
+    assert _system_prompt(AgentMachine()) == "You are the agent under test."

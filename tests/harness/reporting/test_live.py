@@ -339,12 +339,12 @@ def test_markdown_live_table(live_suite: SuiteResult) -> None:
         ],
     ]
     scenario_rows = [_cells(r) for r in text.split("\n\n")[1:3][1].splitlines()[2:]]
-    assert [(r[0], r[2], r[3], r[5]) for r in scenario_rows] == [
-        ("weather-two-cities", "1", "3", "✅"),
-        ("refund-pass", "-", "-", "✅"),
-        ("refund-fail", "-", "-", "❌"),
-        ("refund-budget", "-", "-", "⚠️"),
-        ("refund-never", "-", "-", "❌"),
+    assert [(r[0], r[1], r[3], r[4]) for r in scenario_rows] == [
+        ("weather-two-cities", "✅ PASS", "1", "3"),
+        ("refund-pass", "✅ PASS", "-", "-"),
+        ("refund-fail", "❌ FAIL", "-", "-"),
+        ("refund-budget", "⚠️ INCONCLUSIVE", "-", "-"),
+        ("refund-never", "❌ FAIL", "-", "-"),
     ]
 
 
@@ -455,7 +455,7 @@ def test_html_cards_carry_the_verdict(live_suite: SuiteResult) -> None:
         ("refund-budget", "failed", "INCONCLUSIVE"),
         ("refund-never", "failed", "FAIL"),
     ]
-    assert '<span class="badge">INCONCLUSIVE</span>' in _card(html, "refund-budget")
+    assert '<span class="badge" title="verdict">INCONCLUSIVE</span>' in _card(html, "refund-budget")
     assert "<title>agentrig report: 2 passed, 2 failed, 1 inconclusive</title>" in html
     assert '<span class="inconclusive-count">1 inconclusive</span>' in html
     assert '<h2 id="failures-heading" class="bad">2 failed, 1 inconclusive</h2>' in html
@@ -726,8 +726,8 @@ def test_run_live_verbose_table_and_a_failed_verdict(
     results = {
         words[1]: words[0]
         for words in (line.split() for line in table.splitlines())
-        if len(words) > 1 and words[0] in ("pass", "FAIL", "INCONCLUSIVE")
+        if len(words) > 1 and words[0] in ("PASS", "FAIL", "INCONCLUSIVE")
     }
-    assert results == {"scripted": "pass", "refund-fail": "FAIL", "refund-budget": "INCONCLUSIVE"}
+    assert results == {"scripted": "PASS", "refund-fail": "FAIL", "refund-budget": "INCONCLUSIVE"}
     assert "3/10 successes" in output
     assert "rate 0.300 [0.067, 0.652]" in output

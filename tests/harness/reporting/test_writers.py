@@ -374,16 +374,31 @@ def test_markdown_headline_and_table(suite: SuiteResult) -> None:
     assert len(rows) == 5
     cells = [_cells(row) for row in rows]
     assert {len(c) for c in cells} == {7}
+    assert cells[0][:6] == [
+        "Scenario",
+        "Verdict",
+        "Tags",
+        "Turns",
+        "Steps",
+        "Agent's last turn (status / stop reason)",
+    ]
     assert cells[2][:6] == [
         "weather-two-cities",
+        "✅ PASS",
         "tools, buffer",
         "1",
         "3",
         "completed / end\\_turn",
-        "✅",
     ]
-    assert cells[3][:6] == ["budget-exceeded", "budget", "2", "4", "stopped / max\\_steps", "❌"]
-    assert cells[4][1] == "security, pipe\\|tag"
+    assert cells[3][:6] == [
+        "budget-exceeded",
+        "❌ FAIL",
+        "budget",
+        "2",
+        "4",
+        "stopped / max\\_steps",
+    ]
+    assert cells[4][2] == "security, pipe\\|tag"
 
 
 def test_markdown_failures_section(suite: SuiteResult) -> None:
@@ -615,7 +630,10 @@ def test_html_usage_is_compact_and_a_failed_status_says_why(suite: SuiteResult) 
         update={"turns": (suite.scenarios[0].turns[0].model_copy(update={"status": "failed"}),)}
     )
     page = HtmlWriter().render(suite.model_copy(update={"scenarios": (recovered,)}))
-    assert '<span class="bad">failed: 1 tool error</span>' in page
+    assert 'agent status: <span class="bad">failed (1 tool error)</span>' in page
+    # the verdict and the agent's end state are labelled apart in the card's summary
+    assert '<span class="badge" title="verdict">PASS</span>' in page
+    assert '<span class="muted">agent status: failed (1 tool error)</span>' in page
 
 
 @pytest.mark.parametrize(
@@ -640,7 +658,8 @@ def test_markdown_says_why_a_status_is_failed(suite: SuiteResult) -> None:
         update={"turns": (weather.turns[0].model_copy(update={"status": "failed"}),)}
     )
     text = MarkdownWriter().render(suite.model_copy(update={"scenarios": (recovered,)}))
-    assert "| failed: 1 tool error / end\\_turn |" in text
+    assert "| ✅ PASS |" in text
+    assert "| failed (1 tool error) / end\\_turn |" in text
 
 
 def test_a_lone_surrogate_in_a_result_is_written_as_its_escape(tmp_path: Path) -> None:

@@ -129,6 +129,60 @@ def test_agentrig_validate_builds_the_named_agent_and_finds_tool_drift(
 
 
 @pytest.mark.parametrize(
+    ("call", "problem"),
+    [
+        (
+            "get_wether(city=Paris)",
+            "turn 1, reply 1: the script calls tool 'get_wether', which the agent does not have "
+            "(did you mean 'get_weather'?) (it has: get_weather)",
+        ),
+        (
+            "get_weather(town=Paris)",
+            "turn 1, reply 1: the call of tool 'get_weather' passes 'town', which the tool does "
+            "not take (it takes: city)",
+        ),
+        (
+            "get_weather()",
+            "turn 1, reply 1: the call of tool 'get_weather' lacks 'city', which the tool requires",
+        ),
+    ],
+)
+def test_agentrig_validate_checks_the_scripted_calls_against_the_named_agents_tools(
+    tmp_path: Path, agent_module: str, monkeypatch: pytest.MonkeyPatch, call: str, problem: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = scenario_file(tmp_path, f"{agent_module}:build")
+    path.write_text(path.read_text().replace("call: get_weather(city=Paris)", f"call: {call}"))
+    code, output = validate(path)
+    assert code == 2
+    assert f"error: {path}:12: {problem}" in output
+    assert not run_scenario(load_scenario(path)).passed  # what validate foresaw
+
+
+def test_validate_leaves_a_call_the_turn_lists_under_expect_errors_to_the_run(
+    tmp_path: Path, agent_module: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = scenario_file(tmp_path, f"{agent_module}:build")
+    text = path.read_text().replace("call: get_weather(city=Paris)", "call: search(q=Paris)")
+    text = (
+        text.split("    expect:")[0] + "    expect:\n      errors: [\"Tool 'search' not found\"]\n"
+    )
+    path.write_text(text)
+    assert validate(path) == (0, "1 scenario file(s) valid")
+    assert run_scenario(load_scenario(path)).passed
+
+
+def test_a_mistyped_builder_name_gets_a_did_you_mean(
+    tmp_path: Path, agent_module: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, output = validate(scenario_file(tmp_path, f"{agent_module}:biuld"))
+    assert code == 2
+    assert f"module {agent_module!r} has no 'biuld' (did you mean 'build'?)" in output
+
+
+@pytest.mark.parametrize(
     ("reference", "problem"),
     [
         (":broken", "raised ValueError: no database"),

@@ -39,7 +39,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -715,7 +715,6 @@ def http_vcr(*, ignore: Sequence[str] = (), **options: Any) -> Any:
     return configure_vcr(vcr.VCR(**options), ignore=ignore)
 
 
-@contextmanager
 def use_http_cassette(
     path: str | Path,
     *,
@@ -723,13 +722,60 @@ def use_http_cassette(
     check_all_played: bool = True,
     ignore: Sequence[str] = (),
     **overrides: Any,
-) -> Iterator[Any]:
+) -> AbstractContextManager[Any]:
     """Replay (``record_mode="none"``) or record the cassette at ``path``; yields vcrpy's
     ``Cassette``. A replay that ends normally must have answered every request
     (``HttpCassetteMismatchError`` names each miss) and, unless ``check_all_played`` is false,
     played every interaction. ``ignore``
     names :data:`SETTINGS` not to compare (``ignore=("tools", "strict")`` replays a session
-    recorded with other tool schemas)."""
+    recorded with other tool schemas). Its own errors (a miss, unplayed interactions, a
+    missing or broken file) are raised without agentrig's frames: under pytest the traceback
+    ends at the test's ``with`` line, and the message says the rest."""
+    return _OwnFramesHidden(
+        _http_cassette(
+            path,
+            record_mode=record_mode,
+            check_all_played=check_all_played,
+            ignore=ignore,
+            **overrides,
+        )
+    )
+
+
+class _OwnFramesHidden:
+    """A context manager whose errors of agentrig's cassettes lose agentrig's frames (pytest
+    hides the frames of this class's methods; ``with_traceback(None)`` drops the rest)."""
+
+    def __init__(self, inner: AbstractContextManager[Any]) -> None:
+        self.inner = inner
+
+    def __enter__(self) -> Any:
+        __tracebackhide__ = True
+        try:
+            return self.inner.__enter__()
+        except CassetteError as error:
+            raise error.with_traceback(None) from None
+
+    def __exit__(self, kind: Any, error: Any, traceback: Any) -> bool | None:
+        __tracebackhide__ = True
+        try:
+            return self.inner.__exit__(kind, error, traceback)
+        except CassetteError as own:
+            if own is error:  # the block's own exception, passing through
+                raise
+            raise own.with_traceback(None) from None
+
+
+@contextmanager
+def _http_cassette(
+    path: str | Path,
+    *,
+    record_mode: str,
+    check_all_played: bool,
+    ignore: Sequence[str],
+    **overrides: Any,
+) -> Iterator[Any]:
+    """The cassette block of :func:`use_http_cassette`."""
     where = str(path)
     _refuse_non_file(where)
     if record_mode == "none" and not Path(where).is_file():

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ipaddress
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -23,6 +23,21 @@ from agentrig.errors import RealLlmCallBlockedError
 
 _POOL_MODULES = ("httpcore2", "httpcore")
 _sending: ContextVar[str | None] = ContextVar("agentrig_real_call_sending", default=None)
+_answered_here: ContextVar[frozenset[str]] = ContextVar(
+    "agentrig_answered_here", default=frozenset()
+)
+
+
+@contextmanager
+def answered_in_process(hosts: Iterable[str]) -> Iterator[None]:
+    """Within the block, a request to one of ``hosts`` is answered in this process (the scenario
+    endpoint's ``intercept()`` routes them with respx), so it is no real call: the block lets it
+    through, whichever of the two patched the connection pools first."""
+    token = _answered_here.set(_answered_here.get() | {host.lower() for host in hosts})
+    try:
+        yield
+    finally:
+        _answered_here.reset(token)
 
 
 class _Refused(BaseException):
@@ -41,7 +56,7 @@ class RealCallBlocker:
 
     def __init__(self) -> None:
         self.blocked: list[tuple[str, str]] = []
-        self._undo: list[tuple[type[Any], str, Any]] = []
+        self._undo: list[tuple[type[Any], str, Any, Any]] = []
 
     @contextmanager
     def sending(self, provider: str) -> Iterator[None]:
@@ -56,7 +71,7 @@ class RealCallBlocker:
             _sending.reset(token)
 
     def _patch_pools(self) -> None:
-        patched = {(pool, method) for pool, method, _ in self._undo}
+        patched = {(pool, method) for pool, method, _, _ in self._undo}
         for name in _POOL_MODULES:
             module = sys.modules.get(name)
             for cls, method, guard in (
@@ -66,8 +81,9 @@ class RealCallBlocker:
                 pool = getattr(module, cls, None)
                 if pool is not None and (pool, method) not in patched:
                     original = pool.__dict__[method]
-                    self._undo.append((pool, method, original))
-                    setattr(pool, method, guard(original))
+                    guarded = guard(original)
+                    self._undo.append((pool, method, original, guarded))
+                    setattr(pool, method, guarded)
 
     def _refuse(self, request: Any) -> None:
         """Refuse ``request`` if a real provider is sending (an SDK's own calls pass)."""
@@ -75,7 +91,8 @@ class RealCallBlocker:
         if provider is None:
             return
         url = request.url
-        if _is_loopback(url.host.decode()):
+        host = url.host.decode()
+        if _is_loopback(host) or host.lower() in _answered_here.get():
             return
         port = f":{url.port}" if url.port is not None else ""
         target = f"{url.scheme.decode()}://{url.host.decode()}{port}{url.target.decode()}"
@@ -97,10 +114,13 @@ class RealCallBlocker:
         return handle_async_request
 
     def close(self) -> None:
-        """Put the connection pools back as they were."""
+        """Put the connection pools back as they were. A pool whose method is no longer the
+        guard was patched again over it (respx's mock, ``intercept()``) and already put back by
+        that patch's owner: putting the guarded method back would leave the mock in place."""
         while self._undo:
-            pool, method, original = self._undo.pop()
-            setattr(pool, method, original)
+            pool, method, original, guarded = self._undo.pop()
+            if pool.__dict__.get(method) is guarded:
+                setattr(pool, method, original)
 
 
 def _is_loopback(host: str) -> bool:

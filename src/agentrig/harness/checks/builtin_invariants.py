@@ -544,7 +544,7 @@ class SubagentIsolation(Invariant):
         for number, step in enumerate(observation.all_steps(), start=1):
             for execution in step.tool_executions:
                 value = execution.value
-                if execution.name != "spawn_subagent" or execution.has_error():
+                if execution.name != "spawn_subagent" or execution.has_error:
                     continue
                 if not isinstance(value, dict) or value.get("response") != execution.content:
                     yield f"step {number}: the parent saw something other than the child's final text"

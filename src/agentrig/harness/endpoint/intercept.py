@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from agentrig.harness.cassettes.network_block import answered_in_process
 from agentrig.harness.endpoint.extras import require_extra
 from agentrig.harness.endpoint.service import ScenarioEndpoint
 from agentrig.harness.endpoint.transports import client_gives_up
@@ -48,6 +49,7 @@ def intercepted(endpoint: ScenarioEndpoint, api_key: str, hosts: Sequence[str]) 
         return httpx.Response(reply.status, headers=reply.headers, content=body)
 
     with contextlib.ExitStack() as stack:
+        stack.enter_context(answered_in_process(hosts))  # no real call: the block lets them by
         for using in ("httpcore2", "httpcore"):
             router: Any = stack.enter_context(
                 respx.mock(using=using, assert_all_called=False, assert_all_mocked=False)

@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
+from agentrig._text import counted
 from agentrig.harness.checks.expectations import (
     ObservedTurn,
     ReturnedResult,
@@ -389,7 +390,7 @@ class EndpointSession:
         self._overruns[turn] = self._overruns.get(turn, 0) + 1
         message = (
             f"turn {turn}: request {number} came after the script was used up (the turn "
-            f"scripts {scripted} reply(ies)); add a reply or check why the agent did not stop"
+            f"scripts {counted(scripted, 'reply')}); add a reply or check why the agent did not stop"
         )
         self._script_checked += 1
         self._record(

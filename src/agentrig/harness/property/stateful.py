@@ -61,6 +61,7 @@ from agentrig.harness.property.strategies import (
     budgets,
     llm_turns,
     params_of,
+    params_of_schema,
     scripts,
     texts,
 )
@@ -70,6 +71,7 @@ from agentrig.harness.scenarios.model import (
     AgentSpec,
     CancelAfterStep,
     Expectation,
+    InvariantSelection,
     ModelReply,
     Scenario,
     ScenarioTurn,
@@ -80,6 +82,9 @@ from agentrig.harness.scenarios.user_agent import builder_prompt, resolve_builde
 from agentrig.harness.scenarios.writer import budget_spec, reply_from_turn, write_scenario
 
 __all__ = ["AgentMachine"]
+
+DEFAULT_SYSTEM_PROMPT = "You are the agent under test."
+"""The system prompt of a machine whose agent sets none (see ``AgentMachine.system_prompt``)."""
 
 _SIGNAL_REASONS = (StopReason.USER_REQUESTED, StopReason.STOP_REQUESTED, StopReason.FINISH_REASON)
 
@@ -130,8 +135,15 @@ class AgentMachine(RuleBasedStateMachine):
     """
 
     agent_tools: ClassVar[Mapping[str, ToolSpec]] = DEFAULT_TOOL_SPECS
-    """Scripted tools, as a scenario file declares them (the model predicts their outcomes)."""
-    system_prompt: ClassVar[str] = "You are the agent under test."
+    """Scripted tools added to the agent, as a scenario file declares them, which the drawn
+    model answers call (the reference model predicts their outcomes). They are added to an
+    agent of yours too (``agent_builder``, ``base_builder``), beside its own tools; a tool of
+    yours of the same name wins. Set ``{}`` to add none (then draw calls of your own tools in
+    ``turn_strategy``/``script_strategy``)."""
+    system_prompt: ClassVar[str | None] = None
+    """The system prompt. None (the default): your builder's own prompt when it sets one, else
+    ``"You are the agent under test."``. A text replaces your builder's prompt (a written
+    failure then says ``system_prompt_override: true``)."""
     trace_modes: ClassVar[tuple[TraceModeName, ...]] = ("separated", "inline")
     checked_invariants: ClassVar[tuple[str, ...] | None] = None
     """Harness invariants to check (None: all registered)."""
@@ -191,10 +203,21 @@ class AgentMachine(RuleBasedStateMachine):
         """Trace modes to try (``trace_modes``, the first one preferred when shrinking)."""
         return st.sampled_from(self.trace_modes)
 
+    def drawn_tools(self) -> dict[str, dict[str, str]]:
+        """The tools the drawn model answers call, with their parameters: ``agent_tools``, and
+        with an agent of yours its own tools too (read off their JSON Schemas), so that the
+        default strategies exercise your code, not only the scripted stand-ins."""
+        tools = params_of(self.agent_tools)
+        if self._own_agent:
+            for tool in self.base_builder().tools():
+                tools.setdefault(tool.name, params_of_schema(tool.parameters()))
+        return tools
+
     def turn_strategy(self) -> st.SearchStrategy[Turn]:
-        """Model answers for :meth:`step`: tool calls two times in three, else text or errors."""
+        """Model answers for :meth:`step`: tool calls two times in three, else text or errors
+        (calls of :meth:`drawn_tools`, and of tools the agent lacks)."""
         options: dict[str, Any] = {
-            "tools": params_of(self.agent_tools),
+            "tools": self.drawn_tools(),
             "max_calls": self.max_calls,
             "unknown_tools": True,
             "max_latency": self.max_latency,
@@ -204,7 +227,7 @@ class AgentMachine(RuleBasedStateMachine):
     def script_strategy(self) -> st.SearchStrategy[list[Turn]]:
         """Scripts for :meth:`run_to_end`: half of them without provider errors."""
         options: dict[str, Any] = {
-            "tools": params_of(self.agent_tools),
+            "tools": self.drawn_tools(),
             "max_steps": 3,
             "max_calls": self.max_calls,
             "unknown_tools": True,
@@ -248,15 +271,18 @@ class AgentMachine(RuleBasedStateMachine):
     )
     def configure(self, budget: ExecutionBudget, trace_mode: TraceModeName) -> None:
         """Build the agent: scripted tools, this budget and trace mode, on a fake clock."""
+        builder = self.base_builder()
+        self._builder_prompt = builder_prompt(builder)
+        self._builder_tools = set(builder.tools().names())
+        prompt = self.system_prompt
+        if prompt is None:  # the builder's own prompt stays; a bare builder gets the default
+            prompt = "" if self._builder_prompt is not None else DEFAULT_SYSTEM_PROMPT
         self._spec = AgentSpec(
-            system_prompt=self.system_prompt,
+            **({"system_prompt": prompt} if prompt else {}),
             trace_mode=trace_mode,
             budget=budget_spec(budget),
             tools=dict(self.agent_tools),
         )
-        builder = self.base_builder()
-        self._builder_prompt = builder_prompt(builder)
-        self._builder_tools = set(builder.tools().names())
         agent = build_spec_agent(self._spec, builder=builder)
         self.agent = agent
         self._checker = watch(agent, select_invariants(self.checked_invariants))
@@ -481,12 +507,15 @@ class AgentMachine(RuleBasedStateMachine):
         gaps = self.replay_gaps() if self.failure else []
         gap_text = f" This file cannot reproduce the failure: {'; '.join(gaps)}." if gaps else ""
         failure = self.failure.rstrip(".") or "no failure recorded"
+        plugin = self._plugin_module()
         return Scenario(
             name=name or "-".join(filter(None, (_kebab(type(self).__name__), kind))),
             description=f"Shrunk by {type(self).__name__}: {failure}.{gap_text}{note_text}",
             tags=("agent-machine",),
             agent=self._written_agent(),
             turns=tuple(turns),
+            # the module registering the failing invariant, which a plain agentrig run imports
+            **({"invariants": InvariantSelection(plugins=(plugin,))} if plugin else {}),
         )
 
     def _written_agent(self) -> AgentSpec:
@@ -512,8 +541,8 @@ class AgentMachine(RuleBasedStateMachine):
         return AgentSpec.model_validate(fields)
 
     def _plugin_module(self) -> str | None:
-        """The module ``agentrig run`` must import (``--plugin``) to check the failing harness
-        invariant, when it is not one of agentrig's own."""
+        """The module ``agentrig run`` must import to check the failing harness invariant, when
+        it is not one of agentrig's own: the written file names it (``invariants.plugins``)."""
         if self.failing_check or self.failure_kind not in invariant_names():
             return None
         module = type(select_invariants([self.failure_kind])[0]).__module__
@@ -533,8 +562,9 @@ class AgentMachine(RuleBasedStateMachine):
             header += "".join(f"\n- {gap}" for gap in gaps)
         plugin = self._plugin_module()
         if plugin is not None:
-            header += f"\nReplay it with the module that registers {self.failure_kind}:"
-            header += f"\n  agentrig run --plugin {plugin} <this file>"
+            header += (
+                f"\nIts invariants.plugins imports {plugin}, which registers {self.failure_kind}."
+            )
         return write_scenario(
             scenario, path=Path(directory) / f"{scenario.name}.scenario.yaml", header=header
         )

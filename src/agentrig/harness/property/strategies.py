@@ -101,6 +101,7 @@ __all__ = [
     "messages",
     "model_replies",
     "params_of",
+    "params_of_schema",
     "scenarios",
     "scripts",
     "stop_signals",
@@ -148,6 +149,35 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 def params_of(tools: Mapping[str, ToolSpec]) -> dict[str, dict[str, str]]:
     """The parameters of scenario tool specs, in the shape strategies take."""
     return {name: dict(spec.params) for name, spec in tools.items()}
+
+
+def params_of_schema(schema: Mapping[str, Any]) -> dict[str, str]:
+    """A tool's JSON Schema (``Tool.parameters()``) in the shape strategies take: each
+    property's JSON type (``"integer"``; ``"integer?"`` when not required). A property that
+    names no single JSON type (a union, a reference) is drawn as any JSON value's type, a
+    string: calls the tool may refuse, which exercise its argument checks."""
+    properties = schema.get("properties")
+    required = schema.get("required")
+    needed = set(required) if isinstance(required, list) else set()
+    params: dict[str, str] = {}
+    for name, prop in (properties if isinstance(properties, dict) else {}).items():
+        kinds = _schema_types(prop)
+        kind = kinds[0] if len(kinds) == 1 and kinds[0] in JSON_TYPES else "string"
+        params[str(name)] = kind if name in needed else f"{kind}?"
+    return params
+
+
+def _schema_types(prop: Any) -> list[str]:
+    """The JSON types a property names, ``null`` left out (``int | None`` is an integer)."""
+    if not isinstance(prop, dict):
+        return []
+    kind = prop.get("type")
+    if isinstance(kind, str):
+        return [] if kind == "null" else [kind]
+    branches = prop.get("anyOf")
+    if isinstance(branches, list):
+        return [k for branch in branches for k in _schema_types(branch)]
+    return []
 
 
 DEFAULT_TOOLS: dict[str, dict[str, str]] = params_of(DEFAULT_TOOL_SPECS)

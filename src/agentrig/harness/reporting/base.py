@@ -189,8 +189,8 @@ def format_seconds(seconds: float) -> str:
 
 
 def last_turn_outcome(scenario: ScenarioResult) -> str:
-    """``"status / stop_reason"`` of the last turn (``"-"`` for what is unknown), a failed status
-    with why: ``"failed: 1 tool error / completed"``."""
+    """``"status / stop_reason"`` of the agent's last turn (``"-"`` for what is unknown), a
+    failed status with why: ``"failed (1 tool error) / completed"``."""
     if not scenario.turns:
         return "-"
     last = scenario.turns[-1]
@@ -198,7 +198,9 @@ def last_turn_outcome(scenario: ScenarioResult) -> str:
 
 
 def status_explained(scenario: ScenarioResult, turn: TurnResult) -> str:
-    """A turn's status, with why when it failed: ``"failed: 1 tool error"``.
+    """The status the agent ended a turn in, with why when it failed: ``"failed (1 tool
+    error)"``. It is the agent's end state, not the scenario's verdict: a scenario that expects
+    a failed agent passes (reports label the two apart: ``PASS ... agent status: failed``).
 
     The status rule stays the runtime's (any recorded error fails the execution, even one the
     model recovered from); this says which errors the turn's transcript shows.
@@ -214,7 +216,7 @@ def status_explained(scenario: ScenarioResult, turn: TurnResult) -> str:
         _counted(other_errors, "error"),
     ]
     shown = [reason for reason in reasons if reason]
-    return f"failed: {', '.join(shown)}" if shown else status
+    return f"failed ({', '.join(shown)})" if shown else status
 
 
 def _counted(count: int, noun: str) -> str:

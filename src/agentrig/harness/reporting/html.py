@@ -314,7 +314,8 @@ def _summary(scenario: ScenarioResult) -> str:
     tags = "".join(f'<span class="tag">{_e(tag)}</span>' for tag in scenario.tags)
     outcome = ""
     if scenario.turns:
-        outcome = f'<span class="muted">{_e(status_explained(scenario, scenario.turns[-1]))}</span>'
+        status = status_explained(scenario, scenario.turns[-1])
+        outcome = f'<span class="muted">agent status: {_e(status)}</span>'
     if scenario.live is not None:
         live = scenario.live
         badge = live.verdict
@@ -324,7 +325,8 @@ def _summary(scenario: ScenarioResult) -> str:
         )
     wall = f'<span class="wall-time">Wall time: {format_seconds(scenario.wall_time_s)} s</span>'
     return (
-        f'<summary><span class="badge">{badge}</span><span class="name">{_e(scenario.title)}</span>'
+        f'<summary><span class="badge" title="verdict">{badge}</span>'
+        f'<span class="name">{_e(scenario.title)}</span>'
         f"{outcome}{tags}{wall}</summary>"
     )
 
@@ -349,8 +351,10 @@ def _turn_line(scenario: ScenarioResult, turn: TurnResult) -> str:
     colour = "bad" if (turn.status or "").startswith("failed") else ""
     parts = [
         f"<strong>Turn {turn.index}</strong>",
-        f'<span class="{colour}">{_e(status)}</span>' if colour else _e(status),
-        f"stop: {_e(turn.stop_reason or '-')}",
+        f'agent status: <span class="{colour}">{_e(status)}</span>'
+        if colour
+        else f"agent status: {_e(status)}",
+        f"stop reason: {_e(turn.stop_reason or '-')}",
         f"{turn.steps} step{'' if turn.steps == 1 else 's'}",
         _e(format_usage(turn.usage)),
     ]

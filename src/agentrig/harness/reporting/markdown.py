@@ -46,9 +46,9 @@ from agentrig.harness.results import Failure, ScenarioResult, SuiteResult
 __all__ = ["MarkdownWriter", "markdown_code", "markdown_text"]
 
 _TABLE_HEADER = (
-    "| Scenario | Tags | Turns | Steps | Last turn (status / stop reason) | Result "
+    "| Scenario | Verdict | Tags | Turns | Steps | Agent's last turn (status / stop reason) "
     "| Wall time (s) |\n"
-    "| --- | --- | ---: | ---: | --- | :---: | ---: |"
+    "| --- | :---: | --- | ---: | ---: | --- | ---: |"
 )
 _LIVE_HEADER = (
     "| Scenario | Verdict | Successes / n | Rate [exact interval] | Requirement | Cost "
@@ -120,20 +120,18 @@ def _row(scenario: ScenarioResult) -> str:
     live = scenario.live is not None
     cells = [
         markdown_text(scenario.title),
+        _mark(scenario),
         markdown_text(", ".join(scenario.tags)),
         "-" if live else str(len(scenario.turns)),
         "-" if live else str(scenario.total_steps),
         markdown_text(last_turn_outcome(scenario)),
-        _mark(scenario),
         format_seconds(scenario.wall_time_s),
     ]
     return "| " + " | ".join(cells) + " |"
 
 
 def _mark(scenario: ScenarioResult) -> str:
-    if scenario.live is not None:
-        return _VERDICT_MARKS[scenario.live.verdict]
-    return "✅" if scenario.passed else "❌"
+    return f"{_VERDICT_MARKS[scenario.verdict]} {scenario.verdict}"
 
 
 def _live_table(scenarios: list[ScenarioResult]) -> str:
@@ -232,7 +230,7 @@ def _fenced(text: str) -> str:
 
 
 def _failure_block(scenario: ScenarioResult) -> str:
-    heading = f"#### {_mark(scenario)} {markdown_text(scenario.title)} ({markdown_code(scenario.location)})"
+    heading = f"#### {_VERDICT_MARKS[scenario.verdict]} {markdown_text(scenario.title)} ({markdown_code(scenario.location)})"
     items = [_failure_item(number, failure) for number, failure in enumerate(scenario.failures, 1)]
     return "\n\n".join([heading, "\n".join(items)])
 

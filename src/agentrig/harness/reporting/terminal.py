@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import textwrap
+
 from agentrig.harness.live_results import LiveResult
 from agentrig.harness.reporting.base import compared_values, outcome_counts
 from agentrig.harness.reporting.live import (
@@ -18,6 +21,7 @@ from agentrig.harness.results import Failure, ScenarioResult, SuiteResult
 
 __all__ = [
     "SHOWN_TRIALS",
+    "fit_lines",
     "format_counts",
     "format_failure",
     "format_live_line",
@@ -37,6 +41,36 @@ def format_failure(failure: Failure) -> str:
         lines.append(f"    at {failure.location}")
     lines += compared_values(failure, "    ")
     return "\n".join(lines)
+
+
+_VALUE_LINE = re.compile(r" *(?:expected|observed): ")
+_AT_LINE = re.compile(r" +at \S+$")
+
+
+def fit_lines(text: str, width: int) -> list[str]:
+    """The lines of ``text`` wrapped at ``width`` columns for a terminal: at spaces where it
+    can, with no trailing space, and each continuation indented (under the value of an
+    ``expected:``/``observed:`` line, else four columns deeper than its line), so that a
+    wrapped line never restarts at column 0. A word longer than a line (a path) is not broken,
+    nor is an ``at FILE:LINE`` line: a location stays whole, to be copied or clicked."""
+    fitted: list[str] = []
+    for line in text.splitlines():
+        line = line.rstrip()
+        if len(line) <= width or _AT_LINE.match(line):
+            fitted.append(line)
+            continue
+        value = _VALUE_LINE.match(line)
+        hang = value.end() if value else len(line) - len(line.lstrip(" ")) + 4
+        hang = hang if hang <= width // 2 else 4
+        fitted += textwrap.wrap(
+            line,
+            width,
+            subsequent_indent=" " * hang,
+            break_long_words=False,
+            break_on_hyphens=False,
+            replace_whitespace=False,
+        )
+    return fitted
 
 
 def format_scenario_failures(result: ScenarioResult) -> str:

@@ -26,7 +26,8 @@ def turn_transcript(turn: int, user: str, final: AgentState) -> list[TranscriptE
         entries.append(_entry(turn, None, "event", f"error: {error}", None, is_error=True))
     signal = final.stop_signal()
     status = final.status()
-    text = f"{status.value if status else 'no status'}: {signal}" if signal else str(status)
+    text = f"agent status {status.value if status else 'unknown'}"
+    text += f", stop reason {signal}" if signal else ""
     entries.append(_entry(turn, None, "stop", text, None))
     return entries
 

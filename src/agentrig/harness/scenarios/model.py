@@ -178,6 +178,8 @@ Identifier = Annotated[str, Strict(), Field(pattern=IDENTIFIER_PATTERN)]
 InvariantName = Annotated[str, Strict(), Field(pattern=INVARIANT_NAME_PATTERN)]
 BUILDER_REFERENCE_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
 BuilderReference = Annotated[str, Strict(), Field(pattern=BUILDER_REFERENCE_PATTERN)]
+MODULE_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
+ModuleName = Annotated[str, Strict(), Field(pattern=MODULE_NAME_PATTERN)]
 
 _TOOL_TRIGGERS = ("before_tool_use", "after_tool_use")
 _NO_KEYS: JsonDict = {"additionalProperties": False}
@@ -1387,6 +1389,12 @@ class InvariantSelection(ScenarioModel):
     )
     exclude: tuple[InvariantName, ...] | None = Field(
         default=None, description="Run all invariants but these."
+    )
+    plugins: tuple[ModuleName, ...] = Field(
+        default=(),
+        description="Modules to import before the scenario runs (dotted names, found on the "
+        "Python path or in the current folder), which register the invariants it needs, as "
+        "agentrig run --plugin does: the file then fails under a plain agentrig run too.",
     )
 
     def _problems(self) -> Iterator[tuple[FieldPath, str]]:

@@ -10,6 +10,7 @@ builder's: that needs ``system_prompt_override: true``.
 
 from __future__ import annotations
 
+import difflib
 import re
 
 from agentrig import AgentBuilder, UseContextConfig
@@ -118,7 +119,9 @@ def resolve_reference(reference: str, where: str) -> object:
     value: object = module
     for part in attribute.split("."):
         if not hasattr(value, part):
-            raise ConfigurationError(f"{where}: module {module_name!r} has no {attribute!r}")
+            close = difflib.get_close_matches(part, [n for n in dir(value) if n[:1] != "_"], n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigurationError(f"{where}: module {module_name!r} has no {attribute!r}{hint}")
         value = getattr(value, part)
     return value
 
