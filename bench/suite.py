@@ -6,8 +6,8 @@ not trigger, separated and inline traces, and every invariant on. It runs them w
 ``agentrig run DIR --workers 1`` and ``--workers 2`` in subprocesses, times the wall clock (the
 whole command: start-up, loading, running, reports) and requires exit code 0.
 
-It also prints issue 28's ratios, each measured in this run: the in-run time with every
-invariant on over the same scenarios with none (``invariants: {only: []}``, the bare loop plus
+It also prints the suite-speed targets as ratios, each measured in this run: the in-run time
+with every invariant on over the same scenarios with none (``invariants: {only: []}``, the bare loop plus
 the harness), start-up plus loading every file (a fresh interpreter running ``load_suite``),
 ``pytest --agentrig-scenarios`` collecting them, 2 workers over 1, the workers ``agentrig run``
 chooses by itself, and the peak resident memory of the largest process of each run.
@@ -380,7 +380,7 @@ def main() -> None:
         "peak_mib": max(row["peak_mib"] for row in suite),
     }
     print(
-        f"\nissue 28's targets, measured in this run ({count} scenarios):\n"
+        f"\nthe suite-speed targets, measured in this run ({count} scenarios):\n"
         + common.table(
             ("measure", "value", "target"),
             [
