@@ -7,8 +7,8 @@ not trigger, separated and inline traces, and every invariant on. It runs them w
 whole command: start-up, loading, running, reports) and requires exit code 0.
 
 It also prints the suite-speed targets as ratios, each measured in this run: the in-run time
-with every invariant on over the same scenarios with none (``invariants: {only: []}``, the bare loop plus
-the harness), start-up plus loading every file (a fresh interpreter running ``load_suite``),
+with every invariant on over the same scenarios with none (``invariants: {only: []}``: the loop plus the
+harness's own work, so a flattering stand-in for the bare loop of ``bench/loop.py``), start-up plus loading every file (a fresh interpreter running ``load_suite``),
 ``pytest --agentrig-scenarios`` collecting them, 2 workers over 1, the workers ``agentrig run``
 chooses by itself, and the peak resident memory of the largest process of each run.
 
@@ -385,7 +385,7 @@ def main() -> None:
             ("measure", "value", "target"),
             [
                 (
-                    "in-run time, every invariant on / none (same steps)",
+                    "in-run time, every invariant on / none (harness without checks)",
                     _ratio(ratios["checks_over_bare"]),
                     "<= 10x",
                 ),

@@ -120,7 +120,7 @@ def test_suite_quick(tmp_path: Path) -> None:
     output = run_script(str(BENCH / "suite.py"), "--quick", "--json", str(saved))
     for header in ("workers", "scenarios/s", "peak MiB", "to_json us", "us/message"):
         assert header in output
-    assert "every invariant on / none (same steps)" in output
+    assert "every invariant on / none (harness without checks)" in output
     data = json.loads(saved.read_text())
     assert [row["workers"] for row in data["suite"]] == [1, 2, "auto"]
     assert all("10 passed, 0 failed" in row["summary"] for row in (*data["suite"], data["bare"]))
