@@ -1,7 +1,7 @@
 """The agent turn bench/endpoint.py times, the canned answers of its floors, and a loopback
 server. Imported only by endpoint.py and _endpoint_peers.py.
 
-The turn: two model calls through an official SDK (the first answers a ``get_weather`` tool
+The turn: two model calls through an official SDK (openai, anthropic, google-genai) (the first answers a ``get_weather`` tool
 call, the second, sent with the tool's result, answers with text). Every session sends its own
 API key through ``extra_headers``, so one client serves every session, as in a test suite.
 """
@@ -20,7 +20,7 @@ SCENARIO = Path(__file__).resolve().parents[1] / "scenarios/endpoint/weather.sce
 SYSTEM = "You answer weather questions."
 USER = "What is the weather in Paris?"
 FINAL_TEXT = "It is sunny in Paris."
-TOOL_RESULT = "sunny, 21C"
+TOOL_RESULT = "It is sunny in Paris."
 PARAMETERS = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 JSON_HEADERS = {"content-type": "application/json"}
 CALLS_PER_TURN = 2
@@ -115,6 +115,42 @@ def anthropic_turn(client: Any, key: str) -> str:
     return "".join(block.text for block in second.content if block.type == "text")
 
 
+GEMINI_TOOLS = [{"function_declarations": [{"name": "get_weather", "parameters": PARAMETERS}]}]
+
+
+def gemini_client(base_url: str | None, http_client: Any) -> Any:
+    from google import genai
+
+    options = genai.types.HttpOptions(base_url=base_url, httpx_client=http_client)
+    return genai.Client(api_key="bench", http_options=options)
+
+
+def gemini_turn(client: Any, key: str) -> str:
+    """Gemini (google-genai): a functionCall part, the answer sent back as it came with a
+    functionResponse, then the text answer."""
+    from google.genai import types
+
+    config = types.GenerateContentConfig(
+        system_instruction=SYSTEM,
+        tools=GEMINI_TOOLS,
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+        http_options=types.HttpOptions(headers={"x-goog-api-key": key}),
+    )
+    contents: list[Any] = [types.Content(role="user", parts=[types.Part(text=USER)])]
+    generate = client.models.generate_content
+    first = generate(model="gemini-test", contents=contents, config=config)
+    calls = first.function_calls
+    if not calls:
+        raise WorkloadError(f"the first answer has no function call: {first.text!r}")
+    call = calls[0]
+    result = get_weather(**(call.args or {}))
+    contents.append(first.candidates[0].content)
+    response = types.FunctionResponse(id=call.id, name=call.name, response={"result": result})
+    contents.append(types.Content(role="user", parts=[types.Part(function_response=response)]))
+    second = generate(model="gemini-test", contents=contents, config=config)
+    return str(second.text)
+
+
 @dataclass(frozen=True)
 class Sdk:
     """One official SDK: how to build its client and run the turn on it."""
@@ -163,6 +199,15 @@ SDKS = (
         b"tool_result",
         anthropic_client,
         anthropic_turn,
+    ),
+    Sdk(
+        "gemini",
+        "google-genai",
+        "/v1beta/models/gemini-test:generateContent",
+        "",
+        b"functionResponse",
+        gemini_client,
+        gemini_turn,
     ),
 )
 

@@ -1,11 +1,13 @@
-"""µs per model call of the scenario endpoint through the official openai and anthropic SDKs,
-in-process and over loopback, beside two floors and the mock tools on PyPI, in one run.
+"""µs per model call of the scenario endpoint through the official openai, anthropic and
+google-genai SDKs, in-process and over loopback, beside two floors and the mock tools on PyPI,
+in one run.
 
 The turn (an agent's, as a test suite runs it many times): two model calls through the SDK's
-synchronous client (OpenAI Chat Completions; Anthropic Messages); the first answers a
-``get_weather(city=Paris)`` tool call, the second, sent with the tool's result, answers with
-text. Each session sends its own API key with ``extra_headers`` (one client serves every
-session); µs per call is a sample's time over its model calls. Who answers:
+synchronous client (OpenAI Chat Completions; Anthropic Messages; Gemini generateContent); the
+first answers a ``get_weather(city=Paris)`` tool call, the second, sent with the tool's result,
+answers with text. Each session sends its own API key with ``extra_headers`` (google-genai: a
+per-request ``HttpOptions(headers=...)``), so one client serves every session; µs per call is a
+sample's time over its model calls. Who answers:
 
 - floor, in-process: an ``httpx2.MockTransport`` returning canned bytes (the SDK's own cost);
 - floor, loopback: a canned starlette app on uvicorn (the SDK and an HTTP server's cost);

@@ -9,7 +9,7 @@ endpoint with its remembered plans forgotten before every turn (what a suite who
 play a different scenario pays). It re-runs itself under ``valgrind --tool=callgrind``; without
 valgrind it says so and exits 0.
 
-    .venv/bin/python bench/endpoint_instructions.py                 # both SDKs, 100 turns each
+    .venv/bin/python bench/endpoint_instructions.py                 # every SDK, 100 turns each
     .venv/bin/python bench/endpoint_instructions.py --sdk anthropic --turns 20
 """
 

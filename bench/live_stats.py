@@ -97,7 +97,6 @@ import functools
 import math
 import random
 import statistics
-from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -113,6 +112,7 @@ from agentrig.harness.live.stats import (
     clopper_pearson,
     fixed_verdict,
     minimum_trials_to_pass,
+    operating_characteristics,
     sequential_verdict,
     wilson,
 )
@@ -193,28 +193,6 @@ def sprt_rates(rule: Requirement) -> list[tuple[str, float]]:
     return [(name, round(rate, 10)) for name, rate in named]
 
 
-def exact_wrong(rule: Requirement, p: float, max_trials: int) -> float:
-    """P(a wrong verdict) of the truncated SPRT at rate ``p``, over every path of counts."""
-    test = SequentialTest(rule, max_trials)
-    wrong = Outcome.PASS if p < rule.threshold else Outcome.FAIL
-    alive, total = {0: 1.0}, 0.0
-    for n in range(1, max_trials + 1):
-        following: defaultdict[int, float] = defaultdict(float)
-        for c, chance in alive.items():
-            following[c + 1] += chance * p
-            following[c] += chance * (1 - p)
-        alive = {}
-        for c, chance in following.items():
-            if chance == 0.0:
-                continue
-            decision = test.decide(c, n)
-            if decision is None:
-                alive[c] = chance
-            elif decision is wrong:
-                total += chance
-    return total
-
-
 def sequential(rng: random.Random, suites: int, max_trials: int) -> list[dict[str, Any]]:
     """The truncated SPRT's outcomes and trials used in every (threshold, rate) cell."""
     rows = []
@@ -240,7 +218,9 @@ def sequential(rng: random.Random, suites: int, max_trials: int) -> list[dict[st
                     "fail": counts[Outcome.FAIL] / suites,
                     "inconclusive": counts[Outcome.INCONCLUSIVE] / suites,
                     "wrong": counts[wrong] / suites,
-                    "exact_wrong": exact_wrong(rule, p, max_trials),
+                    "exact_wrong": operating_characteristics(rule, p, max_trials).outcomes[
+                        Outcome.PASS if p < rule.threshold else Outcome.FAIL
+                    ],
                     "median_trials": statistics.median_low(used),
                     "p90_trials": used[min(suites - 1, -(-9 * suites // 10) - 1)],
                     "mean_trials": statistics.fmean(used),

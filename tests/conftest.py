@@ -230,6 +230,7 @@ class Hostile:
         *(", ", "'", '"', "\\", "#", "|", ">", "\t", "\n", "\n  ", "\x00", "\ufeff", "\ud800"),
         *("name", "turns", "user", "version", "interactions", "2001-13-45", "maybe", ".nan"),
         *("1" + "0" * 4400, "NaN", "Infinity", "[" * 120, "{a: " * 60, "%YAML 1.1\n", "---\n"),
+        *("0x" + "f" * 3572, "0" + "7" * 4800),  # integers YAML reads and Python cannot show
     )
 
     @staticmethod

@@ -19,7 +19,8 @@ The rules a doc writer follows (one test item per block, named ``docs/x.md:LINE`
   agentrig's plugin: first with ``--agentrig-record-mode=once --snapshot-update``, then, when
   that wrote files (cassettes, snapshots), again as a plain ``pytest`` run that replays them.
 - **yaml** blocks with ``name:`` and ``turns:`` are scenarios: loaded and run; they must pass
-  (a live scenario, with ``user:``/``judge:``/``trials:``, is only loaded).
+  (a live scenario, with ``user:``/``judge:``/``trials:``, and those only the endpoint plays,
+  with ``model: auto`` or an ``agent.adapter``, are only loaded).
   A block marked ``<!-- fragment -->`` is loaded inside a minimal scenario; one marked
   ``<!-- file: PATH -->`` is saved as ``PATH`` (in the doc's directory), for later blocks to use.
 - **bash**/**console** lines that start with ``agentrig`` run through typer's ``CliRunner``, lines
@@ -66,6 +67,7 @@ SELF_CONTAINED = {
     "tutorial.md",
     "endpoint.md",
     "endpoint-frameworks.md",
+    "fuzz-any-agent.md",
     "record-replay.md",
     "scenario-format.md",
     "async.md",
@@ -333,6 +335,8 @@ class DocRun:
         scenario = load_scenario(path)
         if scenario.is_live:  # its trials need models: the doc's shell blocks run those
             return
+        if scenario.agent.adapter is not None or any(turn.is_auto for turn in scenario.turns):
+            return  # only the endpoint plays it (to the adapter, to the doc's code)
         result = run_scenario(scenario)
         assert result.passed, result
 

@@ -112,7 +112,8 @@ HARNESS_STAGES = {
     "property": {"errors", "scenarios", "checks", "cassettes"},
     "reporting": {"errors", "results", "live_results"},
     "suites": {"errors", "scenarios", "results", "runner"},
-    "live": {"errors", "scenarios", "checks", "cassettes", "results", "live_results"},
+    "endpoint": {"errors", "scenarios", "checks", "cassettes", "results", "reporting", "suites"},
+    "live": {"errors", "scenarios", "checks", "cassettes", "results", "live_results", "endpoint"},
 }
 """What each harness subpackage may import from the rest of the harness: the stages before it."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import re
 from collections.abc import AsyncIterator, Iterator
 from types import MappingProxyType
 from typing import Annotated, Any, Literal
@@ -100,6 +101,63 @@ class TestSchema:
             "limit": {"type": "integer", "default": 5},
         }
         assert schema.parameters["required"] == ["query"]
+
+    def test_an_explicit_schema_and_description_are_sent_exactly(self) -> None:
+        recorded = {
+            "type": "object",
+            "properties": {"query": {"type": "string", "description": "What to look for"}},
+            "required": ["query"],
+        }
+
+        def look(query: str, limit: int = 5) -> str:
+            """A docstring the model never sees."""
+            return f"{query}:{limit}"
+
+        made = tool(description="", parameters=recorded)(look)
+        schema = made.schema()
+        assert (schema.description, schema.parameters) == ("", recorded)
+        assert "additionalProperties" not in schema.parameters
+        recorded["required"].append("changed later")  # a copy was taken
+        assert made.schema().parameters["required"] == ["query"]
+        assert execute([made], "look", query="x").value == "x:5"  # still validated by the type
+        assert execute([made], "look", query=3).error
+
+    def test_an_empty_description_is_kept(self) -> None:
+        def documented() -> None:
+            """Docstring."""
+
+        assert FunctionTool(documented, description="").schema().description == ""
+        assert FunctionTool(documented).schema().description == "Docstring."
+
+    def test_a_renamed_tool_keeps_its_explicit_schema(self) -> None:
+        schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+
+        def plus(a: int) -> int:
+            return a + 1
+
+        renamed = Tools({"other": FunctionTool(plus, parameters=schema)}).schemas()[0]
+        assert (renamed.name, renamed.parameters) == ("other", schema)
+
+    @pytest.mark.parametrize(
+        ("parameters", "words"),
+        [
+            ([], "a JSON Schema object (a dict)"),
+            ({"type": "array"}, "must describe an object"),
+            ({"type": "object", "properties": {"b": {}}}, "'b', which look(query) does not take"),
+            ({"type": "object", "properties": []}, "properties must be a mapping"),
+            ({"type": "object", "properties": {}}, "'query', which look(query) needs"),
+            ({"type": "object", "x": float("nan")}, "JSON data"),
+        ],
+    )
+    def test_an_explicit_schema_that_cannot_describe_the_function_is_refused(
+        self, parameters: Any, words: str
+    ) -> None:
+        def look(query: str) -> str:
+            return query
+
+        with pytest.raises(ConfigurationError, match=re.escape(words)) as raised:
+            FunctionTool(look, parameters=parameters)
+        assert "tool 'look'" in str(raised.value)
 
     def test_tool_context_is_excluded_from_the_schema(self) -> None:
         made = FunctionTool(whoami)

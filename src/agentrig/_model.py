@@ -206,6 +206,33 @@ def _check_json(value: Any, info: ValidationInfo) -> Any:
     return value
 
 
+_STATE_DEPTH = MAX_JSON_DEPTH + 50
+"""Deeper than any valid state nests (its JSON fields nest at most ``MAX_JSON_DEPTH`` deep, and
+sit a few records down)."""
+
+
+class _TooDeep:
+    """Marks where :func:`_cut_deep` cut data off: no field of a record accepts it."""
+
+    def __repr__(self) -> str:
+        return "<nested too deep>"
+
+
+def _cut_deep(value: Any, depth: int, path: tuple[str | int, ...], cuts: list[str]) -> Any:
+    """A copy of ``value`` with each container below :data:`_STATE_DEPTH` levels replaced by a
+    :class:`_TooDeep`, whose field paths are added to ``cuts``."""
+    if not isinstance(value, dict | list | tuple):
+        return value
+    if depth > _STATE_DEPTH:
+        cuts.append(format_location(path))
+        return _TooDeep()
+    if isinstance(value, dict):
+        return {
+            key: _cut_deep(item, depth + 1, (*path, str(key)), cuts) for key, item in value.items()
+        }
+    return [_cut_deep(item, depth + 1, (*path, index), cuts) for index, item in enumerate(value)]
+
+
 def _brief(value: Any, limit: int = 80) -> str:
     """``repr(value)`` cut to ``limit`` characters, for a message; a value whose repr fails (an
     integer of 4300+ digits, anywhere inside) or nests too deep is described instead."""
@@ -490,6 +517,27 @@ class Serializable:
             return cls.model_validate(body, context=context)
         except ValidationError as error:
             raise InvalidInputError(cls.__name__, problems_of(error)) from None
+        except RecursionError:  # a value whose repr, in a validator's message, nests too deep
+            raise InvalidInputError(cls.__name__, cls._too_deep(body, context)) from None
+
+    @classmethod
+    def _too_deep(
+        cls, body: dict[str, Any], context: dict[str, Any] | None
+    ) -> list[tuple[str, str]]:
+        """The problems of ``body`` whose nesting made validation recurse without end: each
+        part nested past any valid state is replaced by a marker no field accepts, and the
+        fields validation then refuses are named."""
+        cuts: list[str] = []
+        shallow = _cut_deep(body, 1, (), cuts)
+        reason = f"data nested more than {MAX_JSON_DEPTH} levels deep"
+        try:
+            cls.model_validate(shallow, context=context)
+        except ValidationError as error:
+            return [
+                (field, reason if any(cut.startswith(field) for cut in cuts) else why)
+                for field, why in problems_of(error)
+            ]
+        return [(cuts[0], reason)]  # pragma: no cover - no field takes the marker
 
     def to_json(self, *, indent: int | None = None) -> str:
         """``to_dict()`` as JSON text (compact unless ``indent`` is given)."""

@@ -125,6 +125,7 @@ class FunctionTool(Tool):
         name: str | None = None,
         description: str | None = None,
         strict: bool = False,
+        parameters: Mapping[str, Any] | None = None,
     ) -> None:
         if not callable(function):
             raise ConfigurationError(
@@ -133,17 +134,26 @@ class FunctionTool(Tool):
             )
         self.function = function
         self.name = name or tool_name(function)
-        self.description = description or tool_description(function)
+        self.description = description if description is not None else tool_description(function)
         self.strict = strict
         self._context_param, self._model, schema = _arguments_model(function, self.name)
-        self._parameters = _clean_schema(schema)
+        self.explicit_parameters = (
+            None if parameters is None else _explicit_schema(parameters, self._model, self.name)
+        )
+        """The schema given as ``parameters``, sent instead of the derived one; or None."""
+        self._parameters = (
+            _clean_schema(schema)
+            if self.explicit_parameters is None
+            else copy.deepcopy(self.explicit_parameters)
+        )
         self._schema: ToolSchema | None = None
         self._validate = self._model.__pydantic_validator__.validate_python
         self._plan = plain_plan(self._model)
         self.is_async = is_async_callable(function)
 
     def parameters(self) -> dict[str, Any]:
-        """JSON Schema derived from the function signature."""
+        """JSON Schema of the arguments: the explicit ``parameters`` given, else the one derived
+        from the function signature."""
         return self._parameters
 
     def schema(self) -> ToolSchema:
@@ -195,7 +205,11 @@ class FunctionTool(Tool):
 def tool(function: Callable[..., Any], /) -> FunctionTool: ...
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, strict: bool = False
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    strict: bool = False,
+    parameters: Mapping[str, Any] | None = None,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def tool(
     function: Callable[..., Any] | None = None,
@@ -204,12 +218,64 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     strict: bool = False,
+    parameters: Mapping[str, Any] | None = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Turn a typed function into a tool: ``@tool`` or ``@tool(name=..., description=...,
-    strict=...)`` (``strict``: see ``ToolSchema.strict``)."""
+    strict=..., parameters=...)`` (``strict``: see ``ToolSchema.strict``).
+
+    ``description`` replaces the docstring (``""`` sends none). ``parameters`` is a JSON Schema
+    sent to the model exactly as given, instead of the one derived from the signature (to
+    declare a tool as another client recorded it); its properties must be the function's
+    parameters, and arguments are still validated by the function's types."""
     if function is not None:
         return FunctionTool(function)
-    return lambda fn: FunctionTool(fn, name=name, description=description, strict=strict)
+    return lambda fn: FunctionTool(
+        fn, name=name, description=description, strict=strict, parameters=parameters
+    )
+
+
+def _explicit_schema(
+    parameters: Mapping[str, Any], model: type[BaseModel], name: str
+) -> dict[str, Any]:
+    """``parameters`` as a plain dict, checked to describe the arguments ``model`` validates:
+    an object schema whose properties are the function's parameters, every required one
+    included. ``ConfigurationError`` names what does not fit."""
+    label = f"tool {name!r}"
+    if not isinstance(parameters, Mapping):
+        raise ConfigurationError(
+            f"{label}: parameters must be a JSON Schema object (a dict), got "
+            f"{type(parameters).__name__}"
+        )
+    schema = copy.deepcopy(dict(parameters))
+    if not is_json_data(schema):
+        raise ConfigurationError(
+            f"{label}: parameters must be JSON data (text keys, finite numbers, lists, dicts)"
+        )
+    if schema.get("type", "object") != "object":
+        raise ConfigurationError(
+            f"{label}: parameters must describe an object (type: object), got type "
+            f"{schema.get('type')!r}"
+        )
+    properties = schema.get("properties", {})
+    if not isinstance(properties, dict):
+        raise ConfigurationError(f"{label}: parameters' properties must be a mapping")
+    fields = model.model_fields
+    signature = f"{name}({', '.join(fields)})"
+    unknown = [key for key in properties if key not in fields]
+    if unknown:
+        raise ConfigurationError(
+            f"{label}: parameters describe {', '.join(map(repr, unknown))}, which "
+            f"{signature} does not take"
+        )
+    missing = [
+        key for key, field in fields.items() if field.is_required() and key not in properties
+    ]
+    if missing:
+        raise ConfigurationError(
+            f"{label}: parameters leave out {', '.join(map(repr, missing))}, which "
+            f"{signature} needs"
+        )
+    return schema
 
 
 def _arguments_model(
@@ -276,7 +342,11 @@ def _named_tool(name: str, item: Any) -> Tool:
         if item.name == name:
             return item
         return FunctionTool(
-            item.function, name=name, description=item.description, strict=item.strict
+            item.function,
+            name=name,
+            description=item.description,
+            strict=item.strict,
+            parameters=item.explicit_parameters,
         )
     if isinstance(item, Tool):
         if item.name == name:

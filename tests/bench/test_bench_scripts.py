@@ -161,7 +161,7 @@ def test_endpoint_quick(tmp_path: Path) -> None:
     data = json.loads(saved.read_text())
     ran = {(row["sdk"], row["mode"], row["contender"]) for row in data["results"]}
     skipped = {(skip["sdk"], skip["mode"], skip["peer"]) for skip in data["skipped"]}
-    for sdk in ("openai", "anthropic"):
+    for sdk in ("openai", "anthropic", "gemini"):
         for mode in ("in-process", "loopback"):
             assert {(sdk, mode, "floor"), (sdk, mode, "agentrig endpoint")} <= ran
             assert f"{sdk} {mode}: endpoint/floor" in output

@@ -752,6 +752,24 @@ def test_a_malformed_usage_is_a_provider_error(usage: dict[str, Any]) -> None:
     assert not isinstance(raised.value, InvalidInputError)
 
 
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"input_tokens": None, "output_tokens": 5},
+        {"input_tokens": 10, "output_tokens": None},
+        [10, 5],
+        7,
+    ],
+)
+def test_a_usage_of_the_wrong_shape_is_a_provider_error(usage: Any) -> None:
+    body = json.loads(message(text("hi")).content)
+    body["usage"] = usage
+    server = FakeServer(httpx2.Response(200, json=body))
+    with pytest.raises(ProviderError, match="malformed usage") as raised:
+        server.provider().infer(InferenceRequest(messages=Messages.from_text("hi")))
+    assert raised.value.provider == "anthropic"
+
+
 @pytest.mark.parametrize("usage", MALFORMED_USAGES)
 def test_a_malformed_usage_in_a_stream_is_a_provider_error(usage: dict[str, Any]) -> None:
     end = stream_end("end_turn", output_tokens=1)

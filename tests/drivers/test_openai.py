@@ -683,6 +683,41 @@ def test_a_malformed_usage_is_a_provider_error(usage: dict[str, Any]) -> None:
     assert not isinstance(raised.value, InvalidInputError)
 
 
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"prompt_tokens": "7", "completion_tokens": 5},
+        {"prompt_tokens": None, "completion_tokens": 5},
+        {"prompt_tokens": 10, "completion_tokens": None},
+        [10, 5],
+        "10",
+        {"prompt_tokens": 10, "completion_tokens": 5, "prompt_tokens_details": [4]},
+    ],
+)
+def test_a_usage_of_the_wrong_shape_is_a_provider_error(usage: Any) -> None:
+    reply = completion({"content": "hi"})
+    body = json.loads(reply.content)
+    body["usage"] = usage
+    server = FakeServer(httpx2.Response(200, json=body))
+    with pytest.raises(ProviderError, match="malformed usage") as raised:
+        server.provider().infer(InferenceRequest(messages=Messages.from_text("hi")))
+    assert raised.value.provider == "openai"
+
+
+def test_a_usage_without_details_or_no_usage_at_all_counts_what_is_there() -> None:
+    reply = completion({"content": "hi"})
+    body = json.loads(reply.content)
+    body["usage"]["prompt_tokens_details"] = None
+    server = FakeServer(httpx2.Response(200, json=body))
+    usage = server.provider().infer(InferenceRequest(messages=Messages.from_text("hi"))).usage
+    assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens) == (10, 5, 0)
+    del body["usage"]
+    server = FakeServer(httpx2.Response(200, json=body))
+    assert (
+        server.provider().infer(InferenceRequest(messages=Messages.from_text("hi"))).usage.is_zero()
+    )
+
+
 def test_a_huge_price_gives_the_largest_finite_cost() -> None:
     table = PriceTable({"gpt-test": ModelPrice(input=1e300, output=1e300)})
     server = FakeServer(completion({"content": "hi"}, prompt_tokens=10**15))

@@ -1350,6 +1350,9 @@ def test_a_replay_whose_conversation_differs_is_a_mismatch(
 @pytest.mark.parametrize(
     "usage",
     [
+        {"input_tokens": None},
+        {"output_tokens": None},
+        {"input_tokens_details": [1]},
         {"input_tokens": -1},
         {"input_tokens": "ten"},
         {"output_tokens": 10**30},

@@ -359,3 +359,20 @@ def test_repeat_last_counts_the_last_turn_unused_until_it_answered_once() -> Non
         empty.infer(request())
     with pytest.raises(InvalidScriptError, match="repeat_last must be true or false"):
         ScriptedLLM([reply("x")], repeat_last="yes")  # type: ignore[arg-type]
+
+
+def test_a_repeating_tool_call_answers_at_most_repeat_limit_more_calls() -> None:
+    llm = ScriptedLLM([reply("first"), call("poll")], repeat_last=True, repeat_limit=3)
+    answers = [llm.infer(request()) for _ in range(5)]
+    assert [len(answer.tool_calls) for answer in answers] == [0, 1, 1, 1, 1]
+    assert not llm.looped
+    with pytest.raises(ScriptExhaustedError, match="call 6 was not scripted"):
+        llm.infer(request())
+    assert llm.looped
+    assert llm.overruns == [6]
+    # A repeating text reply has no limit: a judge may be asked any number of times.
+    judge = ScriptedLLM([reply("pass")], repeat_last=True, repeat_limit=1)
+    assert {judge.infer(request()).content for _ in range(10)} == {"pass"}
+    assert not judge.looped
+    with pytest.raises(InvalidScriptError, match="repeat_limit must be a whole number >= 1"):
+        ScriptedLLM([reply("x")], repeat_last=True, repeat_limit=0)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from textwrap import dedent
+from typing import Any
 
 import pytest
 
@@ -273,6 +275,29 @@ def test_an_unexpected_failed_status_names_the_recorded_errors(tmp_path: Path) -
     assert failure.field == "expect.status"
     assert (failure.expected, failure.observed) == ("completed", "failed")
     assert failure.message == "turn 1: expect.status: status is failed (error: disk full)"
+
+
+def test_a_provider_error_that_ended_the_turn_is_named_beside_the_expectation(
+    tmp_path: Path,
+) -> None:
+    result = run(
+        tmp_path,
+        """\
+        name: rate-limited
+        turns:
+          - user: Weather in Paris?
+            model:
+              - fault: {status: 429, message: slow down}
+              - say: It is sunny in Paris.
+            expect: {final_response: It is sunny in Paris.}
+        """,
+    )
+    failure = next(f for f in result.failures if f.field == "expect.final_response")
+    assert failure.message == (
+        "turn 1: expect.final_response: final response does not match "
+        "(error: scripted fault: HTTP 429: slow down)"
+    )
+    assert failure.observed == ""
 
 
 def test_an_unknown_invariant_points_at_the_invariants_field(tmp_path: Path) -> None:
@@ -565,6 +590,31 @@ def test_a_repeating_reply_answers_every_further_model_call_of_its_turn(tmp_path
     )
     assert result.passed, result.failures
     assert result.turns[0].steps == 4
+
+
+def test_a_repeating_tool_call_the_agent_loops_on_fails_at_its_line(
+    tmp_path: Path, bounded: Callable[..., Any]
+) -> None:
+    path = scenario_file(
+        tmp_path,
+        """\
+        name: endless-poll
+        agent:
+          tools:
+            poll: {replies: [{return: pending}]}
+        turns:
+          - user: wait for it
+            model:
+              - call: poll()
+                repeat: true
+        """,
+    )
+    result = bounded(lambda: run_scenario(load_scenario(path)))
+    [failure] = result.failures
+    assert failure.kind == "script"
+    assert "the repeating reply 1 calls a tool and answered 25 more model calls" in failure.message
+    assert "the agent loops on it" in failure.message
+    assert failure.location == f"{path}:8"
 
 
 def test_a_repeating_reply_that_never_answered_is_unused(tmp_path: Path) -> None:

@@ -59,3 +59,36 @@ def test_random_json_like_text(hostile: Any, pieces: list[str]) -> None:
 @given(raw=st.binary(max_size=200))
 def test_random_bytes(hostile: Any, raw: bytes) -> None:
     _from_json(raw, hostile)
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [path]
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for key, item in items:
+        found += _paths(item, (*path, key))
+    return found
+
+
+@agentrig_settings(max_examples=40)
+@given(data=st.data())
+def test_data_nested_past_any_limit_anywhere(hostile: Any, data: st.DataObject) -> None:
+    """A value nested far deeper than any state (enum fields included: their own error message
+    is the value's repr) is an ``InvalidInputError`` naming a field, never a RecursionError."""
+    base = json.loads(data.draw(st.sampled_from(SAVED), label="file").read_text())
+    *parent_path, last = data.draw(st.sampled_from(_paths(base)[1:]), label="at")
+    depth = data.draw(st.integers(min_value=900, max_value=3000), label="depth")
+    deep: Any = data.draw(st.sampled_from(["x", 1, None]), label="leaf")
+    for level in range(depth):
+        deep = [deep] if level % 3 else {"k": deep}
+    parent = base
+    for part in parent_path:
+        parent = parent[part]
+    parent[last] = deep
+    error = hostile.check(lambda: AgentState.from_dict(base), (InvalidInputError,))
+    assert error is not None

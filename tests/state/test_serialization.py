@@ -275,6 +275,33 @@ class TestInvalidData:
         data["context"]["store"]["sections"][0]["messages"][0]["role"] = "robot"
         self.assert_invalid(data, "context.store.sections[0].messages[0].role")
 
+    @pytest.mark.parametrize(
+        "field",
+        [
+            ("context", "store", "sections", 0, "messages", 0, "role"),
+            ("execution", "status"),
+            ("execution", "step_executions", 0, "step", "inference_response", "finish_reason"),
+        ],
+        ids=["role", "status", "finish_reason"],
+    )
+    def test_an_enum_field_holding_deeply_nested_lists(
+        self, data: dict[str, Any], field: tuple[str | int, ...]
+    ) -> None:
+        # Found by the fuzz run: the enum's own error message is the repr of the value.
+        deep: list[Any] = []
+        for _ in range(1000):
+            deep = [deep]
+        holder: Any = data
+        for part in field[:-1]:
+            holder = holder[part]
+        assert field[-1] in holder
+        holder[field[-1]] = deep
+        where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in field)
+        with pytest.raises(InvalidInputError) as raised:  # (json cannot write it: from_dict only)
+            AgentState.from_dict(data)
+        assert raised.value.field == where.removeprefix(".")
+        assert "nested more than 100 levels deep" in str(raised.value)
+
     def test_negative_counter(self, data: dict[str, Any]) -> None:
         data["execution_count"] = -1
         self.assert_invalid(data, "execution_count")

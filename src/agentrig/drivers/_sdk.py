@@ -10,6 +10,8 @@ from collections.abc import AsyncGenerator, Generator
 from types import ModuleType
 from typing import Any, cast
 
+from pydantic import BaseModel
+
 from agentrig._model import JsonObject
 from agentrig.drivers import network
 from agentrig.drivers.pricing import PriceTable
@@ -208,6 +210,31 @@ class SdkProvider:
         )
 
 
+def malformed_usage(provider: str, why: str) -> ProviderError:
+    """The error for an answer whose ``usage`` is not what the API documents."""
+    return ProviderError(f"{provider} response has a malformed usage: {why}", provider=provider)
+
+
+def usage_part(provider: str, value: Any, name: str) -> Any:
+    """``value``, an SDK object of the answer's usage (or None: the API sent none); any other
+    shape (a list, text, a number where an object belongs) is a malformed usage."""
+    if value is None or isinstance(value, BaseModel):
+        return value
+    raise malformed_usage(provider, f"{name} is {type(value).__name__}, not an object")
+
+
+def usage_count(provider: str, part: Any, field: str, *, required: bool = False) -> Any:
+    """The count ``field`` of the usage object ``part``: 0 when an optional count is absent or
+    null; a required count (the API always sends it) that is absent or null is malformed. The
+    type is checked by :func:`usage_of`."""
+    value = getattr(part, field, None)
+    if value is not None:
+        return value
+    if required:
+        raise malformed_usage(provider, f"{field} is missing or null")
+    return 0
+
+
 def usage_of(provider: str, **tokens: Any) -> Usage:
     """The ``Usage`` of an answer's token counts; counts ``Usage`` refuses (negative, fractional,
     not numbers, more than it holds) are the API's malformed answer, not the caller's input: a
@@ -215,9 +242,7 @@ def usage_of(provider: str, **tokens: Any) -> Usage:
     try:
         return Usage(**tokens)
     except InvalidInputError as error:
-        raise ProviderError(
-            f"{provider} response has a malformed usage: {error}", provider=provider
-        ) from None
+        raise malformed_usage(provider, str(error)) from None
 
 
 def extra_body(request: InferenceRequest, **fields: Any) -> dict[str, Any]:

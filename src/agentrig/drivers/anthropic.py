@@ -16,13 +16,15 @@ from agentrig.drivers._sdk import (
     extra_body,
     fallback_finish,
     import_sdk,
+    malformed_usage,
     parse_arguments,
     tool_call,
     usage_of,
+    usage_part,
 )
 from agentrig.drivers.pricing import PriceTable
 from agentrig.drivers.provider import Delta
-from agentrig.errors import ConfigurationError, InvalidInputError, ProviderError
+from agentrig.errors import ConfigurationError, InvalidInputError
 from agentrig.messages import Message, Role, ToolCall
 from agentrig.state import InferenceRequest, InferenceResponse, ToolSchema, Usage
 from agentrig.state.status import FinishReason
@@ -206,6 +208,7 @@ class _Assembler:
         self.thinking: dict[int, dict[str, Any]] = {}
         self.tools: dict[int, dict[str, Any]] = {}
         self.counts: dict[str, int] = {}
+        self.counted = False
         self.stop_reason: str | None = None
         self.model = ""
         self.id = ""
@@ -275,8 +278,9 @@ class _Assembler:
         return []
 
     def _count(self, usage: Any) -> None:
-        if usage is None:
+        if usage_part("anthropic", usage, "usage") is None:
             return
+        self.counted = True
         for field in (
             "input_tokens",
             "output_tokens",
@@ -288,14 +292,17 @@ class _Assembler:
                 self.counts[field] = value
 
     def usage(self) -> Usage:
+        if not self.counted:
+            return Usage()
+        for field in ("input_tokens", "output_tokens"):  # the API always sends both
+            if field not in self.counts:
+                raise malformed_usage("anthropic", f"{field} is missing or null")
         read = self.counts.get("cache_read_input_tokens", 0)
         write = self.counts.get("cache_creation_input_tokens", 0)
         try:
             total = self.counts.get("input_tokens", 0) + read + write
         except TypeError as error:  # a count that is not a number
-            raise ProviderError(
-                f"anthropic response has a malformed usage: {error}", provider="anthropic"
-            ) from None
+            raise malformed_usage("anthropic", str(error)) from None
         return usage_of(
             "anthropic",
             input_tokens=total,

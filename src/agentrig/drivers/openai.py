@@ -19,7 +19,9 @@ from agentrig.drivers._sdk import (
     parse_arguments,
     reported_error,
     tool_call,
+    usage_count,
     usage_of,
+    usage_part,
 )
 from agentrig.drivers.pricing import PriceTable
 from agentrig.drivers.provider import Delta
@@ -422,14 +424,18 @@ def _response_format(response_format: JsonObject) -> JsonObject:
 
 
 def _usage(usage: Any) -> Usage:
-    if usage is None:
+    if usage_part("openai", usage, "usage") is None:
         return Usage()
-    prompt_details = getattr(usage, "prompt_tokens_details", None)
-    completion_details = getattr(usage, "completion_tokens_details", None)
+    prompt = usage_part(
+        "openai", getattr(usage, "prompt_tokens_details", None), "prompt_tokens_details"
+    )
+    completion = usage_part(
+        "openai", getattr(usage, "completion_tokens_details", None), "completion_tokens_details"
+    )
     return usage_of(
         "openai",
-        input_tokens=getattr(usage, "prompt_tokens", None) or 0,
-        output_tokens=getattr(usage, "completion_tokens", None) or 0,
-        cache_read_tokens=getattr(prompt_details, "cached_tokens", None) or 0,
-        reasoning_tokens=getattr(completion_details, "reasoning_tokens", None) or 0,
+        input_tokens=usage_count("openai", usage, "prompt_tokens", required=True),
+        output_tokens=usage_count("openai", usage, "completion_tokens", required=True),
+        cache_read_tokens=usage_count("openai", prompt, "cached_tokens"),
+        reasoning_tokens=usage_count("openai", completion, "reasoning_tokens"),
     )

@@ -20,7 +20,9 @@ from agentrig.drivers._sdk import (
     parse_arguments,
     reported_error,
     tool_call,
+    usage_count,
     usage_of,
+    usage_part,
 )
 from agentrig.drivers.pricing import PriceTable
 from agentrig.drivers.provider import Delta
@@ -432,18 +434,22 @@ class ResponseAssembler:
         )
 
     def usage(self) -> Usage:
-        usage = self._usage
+        usage = usage_part("openai", self._usage, "usage")
         if usage is None:
             return Usage()
-        inputs = getattr(usage, "input_tokens_details", None)
-        outputs = getattr(usage, "output_tokens_details", None)
+        inputs = usage_part(
+            "openai", getattr(usage, "input_tokens_details", None), "input_tokens_details"
+        )
+        outputs = usage_part(
+            "openai", getattr(usage, "output_tokens_details", None), "output_tokens_details"
+        )
         return usage_of(
             "openai",
-            input_tokens=getattr(usage, "input_tokens", None) or 0,
-            output_tokens=getattr(usage, "output_tokens", None) or 0,
-            cache_read_tokens=getattr(inputs, "cached_tokens", None) or 0,
-            cache_write_tokens=getattr(inputs, "cache_write_tokens", None) or 0,
-            reasoning_tokens=getattr(outputs, "reasoning_tokens", None) or 0,
+            input_tokens=usage_count("openai", usage, "input_tokens", required=True),
+            output_tokens=usage_count("openai", usage, "output_tokens", required=True),
+            cache_read_tokens=usage_count("openai", inputs, "cached_tokens"),
+            cache_write_tokens=usage_count("openai", inputs, "cache_write_tokens"),
+            reasoning_tokens=usage_count("openai", outputs, "reasoning_tokens"),
         )
 
 

@@ -302,6 +302,11 @@ class Chunking(StrEnum):
     parallel tool-call deltas arrive from some providers."""
 
 
+DEFAULT_REPEAT_LIMIT = 25
+"""How many more calls a repeating scripted turn that calls a tool answers: past it, the agent is
+looping on the call."""
+
+
 class ScriptedLLM(_Recorder):
     """Plays scripted turns in order, one per inference call; never cycles or invents answers.
 
@@ -311,7 +316,10 @@ class ScriptedLLM(_Recorder):
     ``infer_stream`` plays the same turn as ``infer`` and hands its answer out in pieces cut as
     ``chunking`` says (runs through ``AgentLoop.stream`` ask for it). With ``repeat_last``, the
     last turn answers every call after it too (a role asked the same thing again and again): it
-    counts as played once it answered once, and the script never runs out.
+    counts as played once it answered once, and the script never runs out, unless it calls a
+    tool: an agent answering such a turn would loop forever, so it answers at most
+    ``repeat_limit`` calls after the first; the next raises ``ScriptExhaustedError`` and
+    ``looped`` says so.
     """
 
     def __init__(
@@ -323,6 +331,7 @@ class ScriptedLLM(_Recorder):
         chunking: Chunking | str = Chunking.WHOLE,
         subagents: Mapping[str, Iterable[Turn | str]] | None = None,
         repeat_last: bool = False,
+        repeat_limit: int = DEFAULT_REPEAT_LIMIT,
     ) -> None:
         super().__init__(clock)
         self.name = name
@@ -330,6 +339,13 @@ class ScriptedLLM(_Recorder):
             reason = f"repeat_last must be true or false, got {type(repeat_last).__name__}"
             raise InvalidScriptError(None, reason, where=name)
         self.repeat_last = repeat_last
+        if isinstance(repeat_limit, bool) or not isinstance(repeat_limit, int) or repeat_limit < 1:
+            reason = f"repeat_limit must be a whole number >= 1, got {repeat_limit!r}"
+            raise InvalidScriptError(None, reason, where=name)
+        self.repeat_limit = repeat_limit
+        self.looped = False
+        """True once a repeating turn that calls a tool was asked past ``repeat_limit``."""
+        self._repeats = 0
         self._owner = " for the parent agent"  # what unused turns name; "" in a subagent's script
         self.subagents: dict[str, ScriptedLLM] = {
             agent: ScriptedLLM(
@@ -419,8 +435,11 @@ class ScriptedLLM(_Recorder):
         index = self._next
         if index >= len(self._plays):
             if self.repeat_last and self._plays:
-                return self._plays[-1]
-            number = len(self.turns) + len(self.overruns) + 1
+                if not self.turns[-1].calls or self._repeats < self.repeat_limit:
+                    self._repeats += 1
+                    return self._plays[-1]
+                self.looped = True
+            number = len(self.turns) + self._repeats + len(self.overruns) + 1
             self.overruns.append(number)
             raise ScriptExhaustedError(
                 f"{self.name}, asked by {current_agent()}", number, len(self.turns)

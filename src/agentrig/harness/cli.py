@@ -1,5 +1,5 @@
-"""The ``agentrig`` command line: ``run``, ``merge``, ``validate``, ``schema``, ``convert`` and
-``serve``."""
+"""The ``agentrig`` command line: ``run``, ``merge``, ``validate``, ``schema``, ``convert``,
+``serve`` and ``fuzz``."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+import typer.core
 from rich import box
 from rich.console import Console
 from rich.markup import escape
@@ -543,8 +544,27 @@ def convert(
     console.print(f"wrote {escape(str(output))}", soft_wrap=True)
 
 
-@app.command(short_help="Serve scenarios' scripted models over the OpenAI and Anthropic APIs.")
+class _CommandAfterDashes(typer.core.TyperCommand):
+    """A command whose words after ``--`` are a command line to run (kept in the context's
+    ``meta``), not more arguments: ``agentrig serve SCENARIO -- python agent.py``."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's own click Context
+        if "--" in args:
+            at = args.index("--")
+            ctx.meta[_AGENT_COMMAND] = args[at + 1 :]
+            args = args[:at]
+        return super().parse_args(ctx, args)
+
+
+_AGENT_COMMAND = "agentrig.agent_command"
+
+
+@app.command(
+    short_help="Serve scenarios' scripted models over the OpenAI, Anthropic and Gemini APIs.",
+    cls=_CommandAfterDashes,
+)
 def serve(
+    ctx: typer.Context,
     paths: PathsArgument = None,
     host: Annotated[str, typer.Option(help="Address to listen on (keep it on loopback).")] = (
         "127.0.0.1"
@@ -564,9 +584,13 @@ def serve(
         typer.Option(help="With --upstream: the agentrig cassette to record the exchanges to."),
     ] = None,
 ) -> None:
-    """Serve scenarios' scripted models over the OpenAI and Anthropic HTTP APIs until Ctrl-C,
-    then report every session; exit 0 only when every session passed. With --upstream and
-    --record, forward to a real provider and record a cassette instead."""
+    """Serve scenarios' scripted models over the OpenAI, Anthropic and Gemini HTTP APIs until
+    Ctrl-C, then report every session; exit 0 only when every session passed. With --upstream and
+    --record, forward to a real provider and record a cassette instead.
+
+    With `-- COMMAND...` after the scenarios, run COMMAND (the agent) once for each scenario,
+    with OPENAI_BASE_URL, OPENAI_API_KEY, ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY pointing at
+    the endpoint, then stop, report, and exit with the verdict (for CI)."""
     from agentrig.harness.endpoint.extras import require_extra
     from agentrig.harness.reporting import get_writer
 
@@ -574,8 +598,17 @@ def serve(
         require_extra("serve")
     except AgentrigError as error:
         _fail_usage(error)
-    from agentrig.harness.endpoint.command import record_until_interrupted, serve_until_interrupted
+    from agentrig.harness.endpoint.command import (
+        record_until_interrupted,
+        serve_and_run,
+        serve_until_interrupted,
+    )
 
+    command = ctx.meta.get(_AGENT_COMMAND)
+    if command is not None and (not command or upstream is not None):
+        why = "give the agent's command after --" if not command else "--upstream runs no command"
+        errors.print(f"[red]error:[/] {why}", soft_wrap=True)
+        raise typer.Exit(2)
     if (upstream is None) != (record is None):
         errors.print("[red]error:[/] --upstream and --record go together", soft_wrap=True)
         raise typer.Exit(2)
@@ -604,7 +637,10 @@ def serve(
     if not loaded:
         _nothing_found(paths)
     try:
-        result = serve_until_interrupted(loaded, host=host, port=port, say=console.print)
+        if command:
+            result = serve_and_run(loaded, command, host=host, port=port, say=console.print)
+        else:
+            result = serve_until_interrupted(loaded, host=host, port=port, say=console.print)
     except AgentrigError as error:
         _fail_usage(error)
     if not result.scenarios:
@@ -612,6 +648,104 @@ def serve(
         raise typer.Exit(4)
     _failure_details(result)
     _report_and_exit(result, report_dir, report)
+
+
+@app.command(short_help="Property-test any agent: hypothesis plays the model to it.")
+def fuzz(
+    target: Annotated[
+        str | None,
+        typer.Argument(
+            help="The agent: 'package.module:function' (called with the endpoint and the "
+            "prompt) or a command (run with OPENAI_BASE_URL/OPENAI_API_KEY set).",
+            show_default=False,
+        ),
+    ] = None,
+    prompt: Annotated[str | None, typer.Option(help="The user's message to the agent.")] = None,
+    replay: Annotated[
+        Path | None, typer.Option(help="Replay a scenario file fuzzing wrote, and check it.")
+    ] = None,
+    max_examples: Annotated[int, typer.Option(min=1, help="Scripts to try.")] = 200,
+    tool: Annotated[
+        list[str] | None, typer.Option(help="Call only this offered tool (repeatable).")
+    ] = None,
+    reply: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Kinds of answer (repeatable; default all): text, call, "
+            "parallel_calls, unknown_tool, refusal, truncated, reasoning."
+        ),
+    ] = None,
+    arguments: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Kinds of tool arguments (repeatable; default valid, not_json): "
+            "valid, missing_required, wrong_type, extra_keys, not_json."
+        ),
+    ] = None,
+    fault: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Endpoint faults (repeatable; default all but malformed_stream; "
+            "'none' for none): rate_limit, server_error, timeout, cut_stream, malformed_stream, "
+            "chunking."
+        ),
+    ] = None,
+    max_steps: Annotated[
+        int, typer.Option(min=1, help="Drawn answers before the final text answer.")
+    ] = 4,
+    max_model_calls: Annotated[
+        int, typer.Option(min=1, help="Model calls an example may take (terminates_within).")
+    ] = 30,
+    raises: Annotated[
+        list[str] | None,
+        typer.Option(help="An error the agent documents, 'package.module:Class' (repeatable)."),
+    ] = None,
+    answers_every_call: Annotated[
+        bool, typer.Option(help="Also check that every tool call is answered.")
+    ] = False,
+    out: Annotated[Path, typer.Option(help="Where a failing script is written.")] = Path(
+        ".agentrig/fuzz"
+    ),
+    database: Annotated[
+        Path | None, typer.Option(help="The hypothesis database (failures are tried first).")
+    ] = Path(".hypothesis/examples"),
+    no_database: Annotated[bool, typer.Option("--no-database", help="Keep no database.")] = False,
+    seed: Annotated[int | None, typer.Option(help="Fix hypothesis's draws.")] = None,
+    live: Annotated[
+        bool, typer.Option(help="Serve on a loopback server (always for a command).")
+    ] = False,
+) -> None:
+    """Fuzz an agent built on anything: hypothesis plays the model over the OpenAI and
+    Anthropic APIs, and a script that breaks the agent is shrunk and written as a scenario
+    file. Exit 0 when no property broke, 1 when one did, 2 on a usage error."""
+    from agentrig.harness.endpoint.extras import require_extra
+
+    try:
+        require_extra("endpoint")
+        from agentrig.harness.fuzz.command import FuzzOptions, run_command
+
+        options = FuzzOptions(
+            target=target,
+            prompt=prompt,
+            replay=replay,
+            max_examples=max_examples,
+            tools=tool or (),
+            replies=reply or (),
+            arguments=arguments or (),
+            faults=fault or (),
+            max_steps=max_steps,
+            max_model_calls=max_model_calls,
+            raises=raises or (),
+            answers_every_call=answers_every_call,
+            folder=out,
+            database=None if no_database else database,
+            seed=seed,
+            live=live,
+        )
+        status = run_command(options, lambda line: console.print(escape(line), soft_wrap=True))
+    except AgentrigError as error:
+        _fail_usage(error)
+    raise typer.Exit(status)
 
 
 @app.command()

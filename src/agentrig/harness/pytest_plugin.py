@@ -24,7 +24,9 @@ if TYPE_CHECKING:
     from agentrig.fakes import FakeClock, ScriptedLLM, SeededIds, Turn
     from agentrig.harness.cassettes.fixture import CassetteFactory
     from agentrig.harness.endpoint.extras import Extra
+    from agentrig.harness.endpoint.function import ReplyFunction
     from agentrig.harness.endpoint.handle import EndpointHandle
+    from agentrig.harness.fuzz import FuzzReport
     from agentrig.harness.results import ScenarioResult
     from agentrig.harness.scenarios.model import Scenario
 
@@ -481,18 +483,46 @@ _CASSETTE_CAUSE_REPORTED = pytest.StashKey[bool]()
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    """A test that failed while its cassette missed a request fails with that cause, first, and
-    once: the assertion it then tripped follows, and teardown reports nothing more."""
+    """A test that failed while its cassette missed a request, or while an endpoint's agent
+    broke its scenario, fails with that cause, first, and once: the assertion it then tripped
+    follows, and teardown reports nothing more."""
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
-    factory = item.stash.get(_CASSETTES, None)
-    if factory is None or report.when != "call" or not report.failed:
+    if report.when != "call" or not report.failed:
         return
-    problems = factory.problems()
-    if problems:
-        item.stash[_CASSETTE_CAUSE_REPORTED] = True
-        cause = "\n\n".join(problems)
+    causes = item.stash.get(_ENDPOINT_CAUSES, [])
+    factory = item.stash.get(_CASSETTES, None)
+    if factory is not None:
+        problems = factory.problems()
+        if problems:
+            item.stash[_CASSETTE_CAUSE_REPORTED] = True
+            causes = [*problems, *causes]
+    if causes:
+        cause = "\n\n".join(causes)
         report.longrepr = f"{cause}\n\nThe test then failed with:\n{report.longreprtext}"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """The endpoints a test opened are checked as soon as its body ends, so that a broken
+    scenario fails the test (a failure, not an error at teardown), once: an endpoint the body
+    already checked (``check()``) is not checked again. When the body itself failed, what the
+    endpoints found is shown first, as its likely cause."""
+    handles = item.stash.get(_ENDPOINTS, None)
+    try:
+        yield
+    except (pytest.skip.Exception, pytest.xfail.Exception):
+        for handle in handles or ():
+            handle.checked = True  # a skipped test has no verdict to give
+        raise
+    except BaseException:
+        if handles:
+            item.stash[_ENDPOINT_CAUSES] = _endpoint_problems(handles)
+        raise
+    if handles:
+        problems = _endpoint_problems(handles)
+        if problems:
+            pytest.fail("\n\n".join(problems), pytrace=False)
 
 
 @pytest.fixture
@@ -500,18 +530,24 @@ def agentrig_endpoint(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
     """Serve a scenario's scripted model to the agent under test:
     ``agentrig_endpoint("weather.scenario.yaml")`` gives an ``EndpointHandle`` (API key, base
     URLs, in-process clients; ``live=True`` for a real loopback server; ``key=`` the session's
-    API key, which picks a ``mixture`` turn's branch). A relative path is looked up from the
-    current folder, then next to the test file. At teardown the test fails with the domain diff
-    if a check failed or scripted replies went unused."""
+    API key, which picks a ``mixture`` turn's branch; ``replies=`` a function deciding each
+    reply instead of the turns' scripts). A relative path is looked up from the
+    current folder, then next to the test file. When the test's body ends, the test fails with
+    the domain diff if a check failed or scripted replies went unused (once: a handle whose
+    ``check()`` the body called is left to it)."""
     _require_extra("endpoint")
     from agentrig.errors import AgentrigError
-    from agentrig.harness.endpoint.handle import EndpointCheckFailed, EndpointHandle
+    from agentrig.harness.endpoint.handle import EndpointHandle
     from agentrig.harness.scenarios.model import Scenario as LoadedScenario
 
     handles: list[EndpointHandle] = []
 
     def open_endpoint(
-        scenario: str | Path | Scenario, *, live: bool = False, key: str | None = None
+        scenario: str | Path | Scenario,
+        *,
+        live: bool = False,
+        key: str | None = None,
+        replies: ReplyFunction | None = None,
     ) -> EndpointHandle:
         if live:
             _require_extra("serve")
@@ -521,7 +557,7 @@ def agentrig_endpoint(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
                 path = request.node.path.parent / path
             scenario = path
         try:
-            handle = EndpointHandle(scenario, live=live, key=key)
+            handle = EndpointHandle(scenario, live=live, key=key, replies=replies)
         except AgentrigError as error:  # a file that does not load, a port that is taken...
             problem = str(error)
         else:
@@ -529,17 +565,60 @@ def agentrig_endpoint(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
             return handle
         pytest.fail(problem, pytrace=False)
 
+    request.node.stash[_ENDPOINTS] = handles
     yield open_endpoint
+    # Checked when the test's body ended (``pytest_runtest_call``); what is left here is a
+    # handle no body saw (one a fixture opened and used in its own teardown).
+    try:
+        problems = _endpoint_problems(handles)
+    finally:
+        for handle in handles:
+            handle.close()
+    if problems:
+        pytest.fail("\n\n".join(problems), pytrace=False)
+
+
+_ENDPOINTS = pytest.StashKey[list["EndpointHandle"]]()
+_ENDPOINT_CAUSES = pytest.StashKey[list[str]]()
+
+
+def _endpoint_problems(handles: list[EndpointHandle]) -> list[str]:
+    """The domain diff of each handle not checked yet whose session failed (checking it)."""
+    from agentrig.harness.endpoint.handle import EndpointCheckFailed
+
     problems = []
     for handle in handles:
+        if handle.checked:
+            continue
         try:
             handle.check()
         except EndpointCheckFailed as failure:
             problems.append(str(failure))
-        finally:
-            handle.close()
-    if problems:
-        pytest.fail("\n\n".join(problems), pytrace=False)
+    return problems
+
+
+@pytest.fixture
+def agentrig_fuzz(request: pytest.FixtureRequest) -> Callable[..., FuzzReport]:
+    """Fuzz an agent built on anything: ``agentrig_fuzz(agent, prompt, behaviours=...,
+    properties=..., max_examples=200)`` with ``agent(ep, prompt)`` a function that runs the
+    agent against an endpoint handle (see ``agentrig.harness.fuzz.fuzz``). hypothesis plays the
+    model; a failure fails the test with the problems, the shrunk script written as a scenario
+    file (under ``.agentrig/fuzz/`` of the root folder) and the one command that replays it."""
+    _require_extra("endpoint")
+    from agentrig.errors import AgentrigError
+    from agentrig.harness.fuzz import FuzzFailure, fuzz
+
+    def run(agent: Any, prompt: str, **options: Any) -> FuzzReport:
+        options.setdefault("folder", request.config.rootpath / ".agentrig" / "fuzz")
+        try:
+            return fuzz(agent, prompt, **options)
+        except FuzzFailure as failure:
+            problem = str(failure)
+        except AgentrigError as error:  # an agent that never reached the endpoint, ...
+            problem = str(error)
+        pytest.fail(problem, pytrace=False)
+
+    return run
 
 
 _CASSETTE_MARKER_ARGUMENTS = ("path", "mode", "any_order")

@@ -160,6 +160,10 @@ class ScenarioResult(_Result):
     live: LiveResult | None = None
     """A live scenario's verdict, its statistics, costs and trials (None for a scenario with
     scripted turns)."""
+    session: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The scenario endpoint's session this result is of (one agent among those one server
+    served): the name its client sent in ``x-agentrig-trial``, else its API key (a key that
+    looks like a real provider's shown in part); None (and left out of the JSON) otherwise."""
 
     @model_validator(mode="after")
     def _passed_matches_failures(self) -> Self:
@@ -177,6 +181,12 @@ class ScenarioResult(_Result):
     def inconclusive(self) -> bool:
         """Whether this is a live scenario whose trials did not decide its verdict."""
         return self.live is not None and self.live.verdict == "INCONCLUSIVE"
+
+    @property
+    def title(self) -> str:
+        """What reports call it: the name, and the endpoint session in brackets when there is
+        one (``order-refund [alice]``), so that sessions of one scenario are told apart."""
+        return f"{self.name} [{self.session}]" if self.session is not None else self.name
 
     @property
     def location(self) -> str:

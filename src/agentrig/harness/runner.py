@@ -45,6 +45,7 @@ from agentrig.harness.scenarios.model import (
     ScenarioTurn,
 )
 from agentrig.harness.scenarios.user_agent import named_builder, prompt_conflict
+from agentrig.state.status import ExecutionStatus
 
 FieldPath = tuple[str | int, ...]
 T = TypeVar("T")
@@ -108,6 +109,21 @@ def _play(
             "with agentrig run --live, or in pytest with --agentrig-live"
         )
         return _refused(scenario, message, ("user",), started), ()
+    if scenario.agent.adapter is not None and builder is None:
+        from agentrig.harness.live.adapter_replay import fuzzed_agent_problem, run_adapter_scenario
+
+        problem = fuzzed_agent_problem(scenario)
+        if problem is not None:
+            return _refused(scenario, problem, ("agent", "adapter"), started), ()
+        return run_adapter_scenario(scenario), ()
+    auto = next((i for i, turn in enumerate(scenario.turns) if turn.is_auto), None)
+    if auto is not None:
+        message = (
+            "model: auto reads the tools each request offers: serve the scenario to the agent "
+            "with agentrig serve or the agentrig_endpoint fixture (agentrig's own runtime plays "
+            "scripted replies only)"
+        )
+        return _refused(scenario, message, ("turns", auto, "model"), started), ()
     try:
         builder = named_builder(scenario) if builder is None else builder
     except AgentrigError as error:
@@ -380,8 +396,11 @@ def _check_turn(run: _Run, number: int, turn: ScenarioTurn, final: AgentState) -
     script_path = run.scenario.script_path(number, RUNTIME_SESSION_KEY)
     _check_model_script(run, script, f"turn {number}", overrun, script_path, turn=number)
     _check_tool_scripts(run, number, turn, final)
+    # A turn that failed says why beside each expectation it missed (``observed: ""`` alone
+    # hides a provider error that ended the run); a status mismatch says it in any case.
+    failed = final.status() is ExecutionStatus.FAILED
     for mismatch in check_expectation(turn.expect, final):
-        why = _recorded_errors(final) if mismatch.field == "status" else ""
+        why = _recorded_errors(final) if failed or mismatch.field == "status" else ""
         run.fail(
             "expectation",
             f"turn {number}: expect.{mismatch.field}: {mismatch.message}{why}",
@@ -524,7 +543,14 @@ def _check_model_script(
 ) -> None:
     """Calls past the end of a scripted model and replies it never played, as script failures
     at ``path`` (the model's replies)."""
-    for call in script.overruns:
+    if script.looped:
+        message = (
+            f"{who}: the repeating reply {len(script.turns)} calls a tool and answered "
+            f"{script.repeat_limit} more model calls: the agent loops on it; end the script with "
+            "a reply that does not call a tool, or give the agent a step budget"
+        )
+        run.fail("script", message, (*path, len(script.turns) - 1), **extra)
+    for call in script.overruns[1:] if script.looped else script.overruns:
         run.fail("script", f"{who}: model call {call} was not scripted {overrun}", path, **extra)
     for unused in range(len(script.turns) - script.remaining + 1, len(script.turns) + 1):
         message = f"{who}: scripted model reply {unused} was never used"

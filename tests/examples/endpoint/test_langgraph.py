@@ -150,3 +150,33 @@ def test_a_reasoning_model(
     state = agent.invoke({"messages": [("user", "What is the weather in Paris?")]})
 
     assert answer_of(state) == "It is sunny in Paris."
+
+
+# ChatAnthropic builds its own HTTP client (it takes no http_client): the endpoint reaches it
+# through intercept() (the default host, api.anthropic.com, answered in process) or on a live
+# loopback server (base_url).
+
+
+@MODES
+def test_weather_on_chat_anthropic_intercepted(
+    agentrig_endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch, streamed: bool
+) -> None:
+    chat_anthropic = pytest.importorskip("langchain_anthropic").ChatAnthropic
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_URL", raising=False)
+    ep = agentrig_endpoint(SCENARIOS / "weather.scenario.yaml")
+    model = chat_anthropic(model="claude-sonnet-5-5", api_key="placeholder", streaming=streamed)
+    with ep.intercept():
+        state = build_agent(model).invoke({"messages": [("user", "What is the weather in Paris?")]})
+    assert answer_of(state) == "It is sunny in Paris."
+    assert {r.path for r in ep.requests()} == {"/v1/messages"}
+
+
+def test_weather_on_chat_anthropic_live(agentrig_endpoint: Endpoint) -> None:
+    chat_anthropic = pytest.importorskip("langchain_anthropic").ChatAnthropic
+    ep = agentrig_endpoint(SCENARIOS / "weather.scenario.yaml", live=True)
+    model = chat_anthropic(
+        model="claude-sonnet-5-5", base_url=ep.anthropic_base_url, api_key=ep.api_key
+    )
+    state = build_agent(model).invoke({"messages": [("user", "What is the weather in Paris?")]})
+    assert answer_of(state) == "It is sunny in Paris."

@@ -183,3 +183,92 @@ async def test_a_reasoning_model(
     result = await ask(agent, "What is the weather in Paris?", streamed=streamed)
 
     assert result.final_output == "It is sunny in Paris."
+
+
+HANDOFF = """\
+name: refund-handoff
+agent:
+  tools:
+    transfer_to_refunds: {replies: [{return: ok}]}
+    refund_order:
+      description: Refund an order.
+      params: {order_id: string}
+      replies: [{return: refunded 42}]
+  agents:   # a triage agent hands off to a refunds agent: each has its prompt and tools
+    triage:
+      system_prompt: You triage customer requests.
+      tools: [transfer_to_refunds]
+    refunds:
+      system_prompt: {contains: You handle refunds.}
+      tools: [refund_order]
+turns:
+  - user: Refund order 42
+    model:
+      - call: transfer_to_refunds()
+      - call: refund_order(order_id="42")
+      - say: Order 42 is refunded.
+    expect:
+      final_response: Order 42 is refunded.
+      model_calls: 3
+"""
+
+
+def _handoff(model: Model, *tools: Any) -> Agent[None]:
+    from agents import function_tool
+
+    @function_tool
+    def refund_order(order_id: str) -> str:
+        """Refund an order."""
+        return f"refunded {order_id}"
+
+    refunds = Agent(
+        name="Refunds",
+        instructions="You handle refunds.",
+        tools=[refund_order, *tools],
+        model=model,
+    )
+    return Agent(
+        name="Triage",
+        instructions="You triage customer requests.",
+        handoffs=[refunds],
+        model=model,
+    )
+
+
+@pytest.mark.parametrize("model", MODELS)
+async def test_a_handoff_is_held_to_each_agents_prompt_and_tools(
+    tmp_path: Path, model: str
+) -> None:
+    path = tmp_path / "handoff.scenario.yaml"
+    path.write_text(HANDOFF)
+    with EndpointHandle(path) as ep:
+        result = await Runner.run(_handoff(MODELS[model](ep)), "Refund order 42")
+        checked = ep.check()
+
+    assert result.final_output == "Order 42 is refunded."
+    assert {o.name: o.failures for o in checked.invariants}["tools_as_declared"] == 0
+
+
+async def test_a_tool_one_agent_gained_fails_at_that_agents_tools(tmp_path: Path) -> None:
+    from agents import function_tool
+
+    @function_tool
+    def cancel_order(order_id: str) -> str:
+        """Cancel an order."""
+        return f"cancelled {order_id}"
+
+    path = tmp_path / "handoff.scenario.yaml"
+    path.write_text(HANDOFF)
+    with EndpointHandle(path) as ep:
+        await Runner.run(_handoff(responses(ep), cancel_order), "Refund order 42")
+        failures = ep.result().failures
+
+    drifted = [f for f in failures if f.invariant == "tools_as_declared"]
+    assert [f.message for f in drifted] == [
+        f"request {n}: tools_as_declared: the request offers cancel_order, which "
+        "agent.agents.refunds.tools does not declare: the scenario describes another agent "
+        "than the one under test; declare the tool (its params, and its description to check "
+        "that too)"
+        for n in (2, 3)
+    ]
+    assert drifted[0].location == f"{path}:15"  # the refunds agent's tools

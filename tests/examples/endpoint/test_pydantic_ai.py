@@ -1,5 +1,5 @@
 """The bundled endpoint scenarios, run unchanged by a pydantic-ai agent on its OpenAI Chat,
-OpenAI Responses and Anthropic models, plain and streamed."""
+OpenAI Responses, Anthropic and Google (Gemini) models, plain and streamed."""
 
 from __future__ import annotations
 
@@ -12,15 +12,18 @@ import pytest
 pytest.importorskip("pydantic_ai", reason="needs the frameworks extra (pydantic-ai-slim)")
 
 from anthropic import AsyncAnthropic
+from google import genai
 from openai import AsyncOpenAI
 from pydantic_ai.models import Model
 from pydantic_ai.models.anthropic import AnthropicModel
+from pydantic_ai.models.google import GoogleModel, GoogleModelSettings
 from pydantic_ai.models.openai import (
     OpenAIChatModel,
     OpenAIResponsesModel,
     OpenAIResponsesModelSettings,
 )
 from pydantic_ai.providers.anthropic import AnthropicProvider
+from pydantic_ai.providers.google import GoogleProvider
 from pydantic_ai.providers.openai import OpenAIProvider
 from weather_pydantic_ai import build_agent
 
@@ -52,10 +55,24 @@ def anthropic(ep: EndpointHandle) -> Model:
     return AnthropicModel("claude-sonnet-5-5", provider=AnthropicProvider(anthropic_client=client))
 
 
+def google(ep: EndpointHandle) -> Model:
+    # google-genai retries only when given retry options (with its own back-off: it does not
+    # read Retry-After); a short one keeps the rate-limited test fast.
+    retry = genai.types.HttpRetryOptions(attempts=3, initial_delay=0.01, jitter=0)
+    options = genai.types.HttpOptions(
+        base_url=ep.gemini_base_url,
+        httpx_async_client=ep.async_httpx2_client(),
+        retry_options=retry,
+    )
+    client = genai.Client(api_key=ep.api_key, http_options=options)
+    return GoogleModel("gemini-2.5-flash", provider=GoogleProvider(client=client))
+
+
 MODELS: dict[str, Callable[[EndpointHandle], Model]] = {
     "openai-chat": openai_chat,
     "openai-responses": openai_responses,
     "anthropic": anthropic,
+    "google": google,
 }
 
 Endpoint = Callable[..., EndpointHandle]
@@ -147,7 +164,9 @@ async def test_a_reasoning_model(agentrig_endpoint: Endpoint, model: str, stream
         if model == "openai-responses"
         else MODELS[model](ep)
     )
-    agent = build_agent(reasoning_model)
+    # Gemini shows its thoughts only to a request that asks for them.
+    settings = GoogleModelSettings(google_thinking_config={"include_thoughts": True})
+    agent = build_agent(reasoning_model, model_settings=settings if model == "google" else None)
 
     answer, messages = await ask(agent, "What is the weather in Paris?", streamed=streamed)
 
@@ -167,7 +186,7 @@ async def test_a_reasoning_model_that_shows_no_reasoning_text(
     agentrig_endpoint: Endpoint, model: str, streamed: bool
 ) -> None:
     # A redacted_thinking block (Anthropic), a reasoning item with an empty summary (Responses):
-    # the endpoint's checks at teardown include reasoning_sent_back.
+    # the endpoint's checks when the test ends include reasoning_sent_back.
     ep = agentrig_endpoint(SCENARIOS / "redacted_reasoning_weather.scenario.yaml")
     reasoning_model = (
         OpenAIResponsesModel("gpt-5", provider=OpenAIProvider(openai_client=_client(ep)))
@@ -200,11 +219,31 @@ async def test_an_agent_whose_tool_drifted_from_the_scenario_is_reported(model: 
     drifted = [f for f in result.failures if f.invariant == "tools_as_declared"]
     assert drifted, [f.message for f in result.failures]
     assert drifted[0].message == (
-        "request 1: tools_as_declared: the agent's get_weather differs from agent.tools: "
+        "requests 1 and 2: tools_as_declared: the agent's get_weather differs from agent.tools: "
         "parameter 'city' is not a parameter of the real tool; "
         "the real tool requires parameter 'town', not declared in params"
     )
     assert drifted[0].location == f"{SCENARIOS / 'weather.scenario.yaml'}:11"
+
+
+@ON_EVERY_MODEL
+async def test_an_agent_whose_tool_now_returns_something_else_is_reported(model: str) -> None:
+    def get_weather(city: str) -> str:
+        """The current weather in a city."""
+        return f"It is raining in {city}."
+
+    with EndpointHandle(SCENARIOS / "weather.scenario.yaml") as ep:
+        agent = build_agent(MODELS[model](ep), tools=[get_weather])
+        await ask(agent, "What is the weather in Paris?", streamed=False)
+        result = ep.result()
+
+    [drifted] = [f for f in result.failures if f.invariant == "tool_results_as_scripted"]
+    assert drifted.message == (
+        "request 2: tool_results_as_scripted: the agent's get_weather returned "
+        "'It is raining in Paris.', not 'It is sunny in Paris.' "
+        "(agent.tools.get_weather.replies[0])"
+    )
+    assert drifted.location == f"{SCENARIOS / 'weather.scenario.yaml'}:14"
 
 
 async def test_two_turns_on_a_stored_responses_conversation(agentrig_endpoint: Endpoint) -> None:
@@ -218,15 +257,104 @@ async def test_two_turns_on_a_stored_responses_conversation(agentrig_endpoint: E
     assert answer == "It is sunny in Oslo too."
 
 
-@pytest.mark.parametrize("model", ["openai:gpt-4.1", "anthropic:claude-sonnet-5-5"])
+@pytest.mark.parametrize(
+    "model", ["openai:gpt-4.1", "anthropic:claude-sonnet-5-5", "google:gemini-2.5-flash"]
+)
 async def test_an_agent_that_makes_its_own_client(
     agentrig_endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch, model: str
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-placeholder")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-placeholder")
+    monkeypatch.setenv("GOOGLE_API_KEY", "placeholder")
     ep = agentrig_endpoint(SCENARIOS / "weather.scenario.yaml")
 
     with ep.intercept():  # the providers' own hosts are answered by the endpoint
         answer, _ = await ask(build_agent(model), "What is the weather in Paris?", streamed=False)
 
     assert answer == "It is sunny in Paris."
+
+
+VALIDATED = """\
+name: validated-weather
+agent:
+  # pydantic-ai adds its own notes to the system prompt when it retries: a rule, not the text
+  system_prompt: {contains: You answer weather questions.}
+turns:
+  - user: What is the weather in Paris?
+    model:
+      - say: Paris.
+      - say: It is sunny in Paris.
+    expect:
+      final_response: It is sunny in Paris.
+      model_calls: 2
+"""
+
+
+def _validated_agent(model: Model) -> Any:
+    from pydantic_ai import Agent, ModelRetry
+
+    agent = Agent(model, system_prompt="You answer weather questions.")
+
+    @agent.output_validator
+    def about_the_weather(output: str) -> str:
+        if "sunny" not in output:
+            raise ModelRetry("Say what the weather is.")
+        return output
+
+    return agent
+
+
+@ON_EVERY_MODEL
+async def test_an_output_validator_retry_stays_in_its_turn(tmp_path: Path, model: str) -> None:
+    # pydantic-ai sends the ModelRetry as a user message: a retry of the turn, not a second turn
+    path = tmp_path / "validated.scenario.yaml"
+    path.write_text(VALIDATED)
+    with EndpointHandle(path) as ep:
+        answer, _ = await ask(
+            _validated_agent(MODELS[model](ep)), "What is the weather in Paris?", streamed=False
+        )
+        result = ep.result()
+
+    assert answer == "It is sunny in Paris."
+    assert result.passed, [f.message for f in result.failures]
+
+
+async def test_a_turn_that_allows_no_retry_refuses_the_frameworks(tmp_path: Path) -> None:
+    path = tmp_path / "validated.scenario.yaml"
+    path.write_text(VALIDATED.replace("    model:\n", "    retries: false\n    model:\n", 1))
+    with EndpointHandle(path) as ep:
+        with pytest.raises(Exception, match="request 2 carries 2 user messages"):
+            await ask(
+                _validated_agent(openai_chat(ep)), "What is the weather in Paris?", streamed=False
+            )
+        result = ep.result()
+
+    assert not result.passed
+
+
+async def test_a_text_answer_to_a_structured_output_request_is_flagged(tmp_path: Path) -> None:
+    # pydantic-ai asks for its output tool (tool_choice "required"): a real API never answers
+    # such a request in text, and a scenario scripting one tests an answer the agent never meets
+    from pydantic import BaseModel
+    from pydantic_ai import Agent
+
+    class Weather(BaseModel):
+        city: str
+
+    path = tmp_path / "structured.scenario.yaml"
+    path.write_text(
+        "name: structured\nturns:\n  - user: Weather in Paris?\n"
+        "    model:\n      - say: It is sunny.\n      - call: final_result(city=Paris)\n"
+    )
+    with EndpointHandle(path) as ep:
+        agent = Agent(openai_chat(ep), output_type=Weather)
+        output, _ = await ask(agent, "Weather in Paris?", streamed=False)
+        allowed = [f for f in ep.result().failures if f.invariant == "answer_allowed"]
+
+    assert output == Weather(city="Paris")
+    assert [f.message for f in allowed] == [
+        'request 1: answer_allowed: the request sends tool_choice: "required", but the scripted '
+        "reply calls no tool: a real API never answers so; change the reply, or check why the "
+        "agent asks for that"
+    ]
+    assert allowed[0].location == f"{path}:5"

@@ -24,6 +24,8 @@ from agentrig.harness.runner import run_scenario
 from agentrig.harness.scenarios.loader import load_scenario
 from agentrig.harness.scenarios.writer import write_scenario
 
+from .conftest import get_weather
+
 FOREIGN = ("tools", "strict")
 """What the real cassettes, recorded by other frameworks, send differently from agentrig: tool
 schemas (descriptions, ``additionalProperties``, ``strict``); the replays do not compare them."""
@@ -165,6 +167,34 @@ class TestEndToEnd:
             "Tool 'teleport' not found. Available tools: convert_units, get_weather",
         )
         assert_passes(recorder, tmp_path)
+
+    def test_a_run_stopped_after_parallel_calls_converts_to_a_passing_scenario(
+        self, tmp_path: Path, build: Build
+    ) -> None:
+        both = calls(("get_weather", {"city": "Rome"}), ("get_weather", {"city": "Paris"}))
+        recorder = RecordingProvider(ScriptedLLM([both]))
+        loop = (
+            ar.AgentBuilder.base()
+            .with_tools([get_weather])
+            .with_capability(ar.UseLlmConfig(recorder))
+            .with_capability(ar.UseGuards(budget=ar.ExecutionBudget(max_steps=1)))
+            .build()
+        )
+        loop.execute(ar.AgentState().with_user_message("Rome and Paris?"))
+        assert_passes(recorder, tmp_path)
+
+    def test_a_turn_run_again_after_a_non_retryable_error_converts_faithfully(
+        self, tmp_path: Path, build: Build
+    ) -> None:
+        recorder = RecordingProvider(ScriptedLLM([fail("bad request"), reply("Hi.")]))
+        loop = build(recorder)
+        failed = loop.execute(ar.AgentState().with_user_message("hi"))
+        assert failed.status() is ar.ExecutionStatus.FAILED
+        loop.execute(failed.for_next_execution())
+        with pytest.raises(CassetteConversionError) as caught:
+            cassette_to_scenario(recorder.cassette, name="again")
+        assert caught.value.interaction == 2
+        assert "runs the turn again" in str(caught.value)
 
     def test_a_provider_that_reuses_call_ids_gets_each_calls_own_result(
         self, tmp_path: Path, build: Build
@@ -387,6 +417,28 @@ class TestProblems:
         )
         scenario = cassette_to_scenario(cassette, name="odd")
         assert scenario.name == "odd"
+
+    def test_a_tool_name_that_is_not_an_identifier_is_a_conversion_error(
+        self, build: Build, tmp_path: Path
+    ) -> None:
+        recorder = record(build, [call("a.b", q="x"), reply("done")], "hi")
+        with pytest.raises(CassetteConversionError, match=r"'a\.b'"):
+            cassette_to_scenario(recorder.cassette, name="dotted")
+        path = save_cassette(recorder.cassette, tmp_path / "dotted.yaml")
+        converted = cli.invoke(app, ["convert", str(path)])
+        assert converted.exit_code == 2, converted.output
+        assert "'a.b'" in converted.output
+
+    def test_an_error_without_a_message_is_a_conversion_error(self, build: Build) -> None:
+        recorder = record(build, [fail("x"), reply("done")], "hi", "again")
+        first = recorder.cassette.interactions[0]
+        assert first.error is not None
+        blank = first.model_copy(update={"error": first.error.model_copy(update={"message": ""})})
+        cassette = recorder.cassette.model_copy(
+            update={"interactions": (blank, *recorder.cassette.interactions[1:])}
+        )
+        with pytest.raises(CassetteConversionError, match="interaction 1: the recorded error"):
+            cassette_to_scenario(cassette, name="blank")
 
     def test_names_come_from_file_names(self) -> None:
         assert scenario_name("Weather Two_Cities") == "weather-two_cities"

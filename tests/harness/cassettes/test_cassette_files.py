@@ -202,3 +202,23 @@ def test_a_bad_value_deep_in_json_data_is_located_quickly(
         4,
         "interactions[0].request.options" + ".a" * depth,
     )
+
+
+HUGE_HEX = "0x" + "f" * 3572
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        (f"version: {HUGE_HEX}\ninteractions: []\n", 1),
+        (f"{HUGE_HEX}\n", 1),
+        (f"version: 1\ninteractions:\n  - {HUGE_HEX}\n", 3),
+    ],
+    ids=["version", "document", "interaction"],
+)
+def test_an_integer_too_large_to_show_names_its_line(tmp_path: Path, text: str, line: int) -> None:
+    path = tmp_path / "huge.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(CassetteFileError, match="an integer of more than 4300 digits") as raised:
+        load_cassette(path)
+    assert raised.value.line == line

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import agentrig as ar
 from agentrig.errors import InvalidInputError
-from agentrig.fakes import ScriptedLLM, Turn
+from agentrig.fakes import ScriptedLLM, SeededIds, Turn
 from agentrig.harness.cassettes import (
     Cassette,
     Interaction,
@@ -47,10 +47,12 @@ def test_replaying_a_recorded_script_gives_the_same_answers(
         for number, text in enumerate(users * len(script))
     ][: len(script)]
     recorder = RecordingProvider(ScriptedLLM(script))
-    recorded = [outcome(recorder, request) for request in requests]
+    with ar.runtime_context(ids=SeededIds(1)):  # call ids the script leaves out are made up
+        recorded = [outcome(recorder, request) for request in requests]
     stored = cassette_from_yaml(cassette_to_yaml(recorder.cassette))
     replay = ReplayProvider(stored)
-    assert [outcome(replay, request) for request in requests] == recorded
+    with ar.runtime_context(ids=SeededIds(1)):  # and made up again, the same, on replay
+        assert [outcome(replay, request) for request in requests] == recorded
     replay.assert_complete()
 
 

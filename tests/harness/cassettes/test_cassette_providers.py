@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from agentrig.errors import InvalidInputError, ProviderError
 from agentrig.fakes import FunctionLLM, ScriptedLLM, fail, reply
 from agentrig.harness.cassettes import (
     CassetteError,
+    CassetteFileError,
     CassetteMismatchError,
     CassetteNotFoundError,
     RecordingProvider,
@@ -233,6 +236,40 @@ class TestModes:
             cassette_provider(path, brain, mode="none")
         assert raised.value.path == str(path)
         assert not path.exists()
+
+    @pytest.mark.parametrize("mode", ["once", "new_episodes", "all", "none"])
+    def test_a_path_that_is_not_a_regular_file_is_never_replaced(
+        self, tmp_path: Path, brain: FunctionLLM, build: Build, mode: str
+    ) -> None:
+        """Recording over a FIFO (or, run as root, a device) used to replace it with a file."""
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no FIFOs on this platform")
+        fifo = tmp_path / "pipe.yaml"
+        os.mkfifo(fifo)
+        link = tmp_path / "link.yaml"
+        link.symlink_to(fifo)
+        for path in (fifo, link):
+            with pytest.raises(CassetteFileError, match=r"not a regular file: it is a FIFO"):
+                build(cassette_provider(path, brain, mode=mode)).execute(
+                    ar.AgentState().with_user_message("hi")
+                )
+        assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+        assert link.is_symlink()
+
+    def test_a_recorder_never_replaces_a_path_that_is_not_a_regular_file(
+        self, tmp_path: Path, brain: FunctionLLM
+    ) -> None:
+        folder = tmp_path / "taken.yaml"
+        folder.mkdir()
+        with pytest.raises(CassetteFileError, match="not a regular file: it is a folder"):
+            RecordingProvider(brain, path=folder)
+        if hasattr(os, "mkfifo"):
+            fifo = tmp_path / "pipe.yaml"
+            recorder = RecordingProvider(brain, path=fifo)
+            os.mkfifo(fifo)  # made after the recorder was: the write refuses it
+            with pytest.raises(OSError, match="not a regular file"):
+                recorder.infer(request("hi"))
+            assert stat.S_ISFIFO(os.stat(fifo).st_mode)
 
     def test_none_replays_without_asking_the_inner_provider(
         self, recorded: Path, build: Build, two_turns: TwoTurns

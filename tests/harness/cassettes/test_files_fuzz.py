@@ -83,3 +83,62 @@ def test_damaged_bytes(
 @given(raw=st.binary(max_size=300))
 def test_random_bytes(tmp_path_factory: Any, hostile: Any, raw: bytes) -> None:
     _load(tmp_path_factory.mktemp("fuzz"), raw, hostile)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "folder", "char-device"])
+@pytest.mark.parametrize(
+    "loader",
+    ["load_cassette", "load_recording", "cassette_provider", "record", "http", "http-record"],
+)
+def test_every_cassette_loader_refuses_what_is_not_a_file(
+    tmp_path: Path, bounded: Any, kind: str, loader: str
+) -> None:
+    """Every way a cassette is read or recorded refuses a FIFO (which blocked), a symlink to
+    one, a folder, and a device, within the hang bound, and leaves it as it was."""
+    import os
+    import stat
+
+    from agentrig.fakes import ScriptedLLM
+    from agentrig.harness.cassettes import cassette_provider
+    from agentrig.harness.cassettes.convert import load_recording
+
+    if kind == "char-device":
+        path = Path("/dev/null")
+        if not path.exists() or loader in ("record", "http-record"):
+            pytest.skip("never record over a real device, even to test that it is refused")
+    elif kind == "folder":
+        path = tmp_path / "folder.yaml"
+        path.mkdir()
+    else:
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no FIFOs on this platform")
+        os.mkfifo(tmp_path / "pipe.yaml")
+        path = tmp_path / "pipe.yaml"
+        if kind == "symlink":
+            (tmp_path / "link.yaml").symlink_to(path)
+            path = tmp_path / "link.yaml"
+    before = os.stat(path).st_mode
+
+    def http(mode: str) -> None:
+        from agentrig.harness.cassettes.http import use_http_cassette
+
+        with use_http_cassette(path, record_mode=mode):
+            pass
+
+    loads = {
+        "load_cassette": lambda: load_cassette(path),
+        "load_recording": lambda: load_recording(path),
+        "cassette_provider": lambda: cassette_provider(path, mode="none"),
+        "record": lambda: cassette_provider(path, ScriptedLLM(["hi"]), mode="once"),
+        "http": lambda: http("none"),
+        "http-record": lambda: http("once"),
+    }
+    refused: type[Exception] = CassetteFileError
+    if loader.startswith("http"):
+        pytest.importorskip("vcr")
+        from agentrig.harness.cassettes.http import HttpCassetteFileError
+
+        refused = HttpCassetteFileError
+    with pytest.raises(refused, match="not a regular file"):
+        bounded(loads[loader])
+    assert stat.S_IFMT(os.stat(path).st_mode) == stat.S_IFMT(before)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from agentrig import (
     ToolSchema,
 )
 from agentrig.drivers import AnthropicProvider, OpenAIProvider
+from agentrig.harness.data_files import MAX_FILE_BYTES
 
 vcr = pytest.importorskip("vcr")
 openai = pytest.importorskip("openai")
@@ -342,6 +345,7 @@ def test_a_request_matching_nothing_fails_with_the_difference(
 ) -> None:
     provider = openai_provider(model="gpt-4.1-mini")
     with (
+        pytest.raises(HttpCassetteMismatchError),
         use_http_cassette(
             real_cassette(PYDANTIC_OPENAI), check_all_played=False, ignore=["strict"]
         ),
@@ -359,6 +363,7 @@ def test_an_anthropic_replay_miss_is_not_retried_into_a_connection_error(
     path = real_cassette("pydantic-ai/test_anthropic/test_anthropic_mixed_strict_tool_run.yaml")
     provider = AnthropicProvider(api_key="sk-replay", model="claude-other", max_retries=0)
     with (
+        pytest.raises(HttpCassetteMismatchError),
         use_http_cassette(path, check_all_played=False, ignore=FOREIGN),
         pytest.raises(ProviderError, match="matched no interaction") as raised,
     ):
@@ -718,3 +723,98 @@ def test_a_call_to_this_machine_is_not_blocked(host: str) -> None:
         provider.infer(InferenceRequest(messages=Messages.from_text("hi")))
     assert blocker.blocked == []
     assert not isinstance(raised.value, RealLlmCallBlockedError)  # refused by the port, not us
+
+
+def test_a_miss_is_reported_even_when_unplayed_recordings_are_allowed(
+    real_cassette: Callable[[str], Path],
+) -> None:
+    """check_all_played=False forgives recordings the code did not ask for, never a request the
+    cassette could not answer."""
+    provider = openai_provider(model="gpt-4.1-mini")
+    with (
+        pytest.raises(HttpCassetteMismatchError, match="matched no recorded interaction"),
+        use_http_cassette(
+            real_cassette(PYDANTIC_OPENAI), ignore=["strict"], check_all_played=False
+        ),
+        pytest.raises(ProviderError),  # swallowed, as the agent loop does
+    ):
+        provider.infer(weather_request("What is the temperature in Oslo?"))
+
+
+@pytest.mark.parametrize("mode", ["once", "new_episodes", "all", "none"])
+def test_a_cassette_path_that_is_not_a_regular_file_is_refused_and_kept(
+    tmp_path: Path, mode: str, bounded: Any
+) -> None:
+    """A FIFO was "absent": replay said it did not exist, and recording blocked writing it."""
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this platform")
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
+
+    def replay() -> None:
+        with use_http_cassette(fifo, record_mode=mode):
+            pass
+
+    with pytest.raises(HttpCassetteFileError, match="not a regular file: it is a FIFO"):
+        bounded(replay)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_a_cassette_larger_than_the_limit_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    with path.open("wb") as handle:
+        handle.truncate(MAX_FILE_BYTES + 1)
+    with (
+        pytest.raises(HttpCassetteFileError, match=f"larger than {MAX_FILE_BYTES} bytes"),
+        use_http_cassette(path),
+    ):
+        pass
+
+
+POPULATION = {
+    "properties": {"country": {"type": "string"}},
+    "required": ["country"],
+    "type": "object",
+}
+DRAGONS = {
+    "properties": {"population": {"type": "integer"}},
+    "required": ["population"],
+    "type": "object",
+}
+
+
+def test_tools_declared_exactly_as_recorded_replay_another_clients_session(
+    real_cassette: Callable[[str], Path],
+) -> None:
+    """The session was recorded by another client, whose schemas have no additionalProperties:
+    tools carrying the recorded description and schema replay it with nothing ignored."""
+    from agentrig import AgentBuilder, AgentState, ExecutionStatus, FunctionTool, UseLlmConfig
+
+    def lookup_population(country: str) -> int:
+        return 123124
+
+    def can_have_dragons(population: int) -> bool:
+        return population > 10000
+
+    tools = [
+        FunctionTool(
+            lookup_population,
+            description="Returns the current population of the specified fictional country",
+            parameters=POPULATION,
+        ),
+        FunctionTool(
+            can_have_dragons,
+            description="Returns True if the specified population can have dragons, False "
+            "otherwise",
+            parameters=DRAGONS,
+        ),
+    ]
+    provider = OpenAIProvider(api_key="sk-replay", max_retries=0, model="gpt-4o-mini")
+    agent = AgentBuilder.base().with_capability(UseLlmConfig(provider)).with_tools(tools).build()
+    state = AgentState().with_user_message(
+        "Can the country of Crumpet have dragons? Answer with only YES or NO"
+    )
+    with use_http_cassette(real_cassette("llm/test_tools/test_tool_use_chain_of_two_calls.yaml")):
+        final = agent.execute(state)
+    assert final.status() is ExecutionStatus.COMPLETED
+    assert final.final_response()[-1].content == "YES"

@@ -19,6 +19,7 @@ from agentrig.harness.cassettes import (
     Interaction,
     RecordingProvider,
     ReplayProvider,
+    cassette_provider,
     load_cassette,
 )
 from agentrig.harness.cassettes.model import (
@@ -97,6 +98,47 @@ def test_agentrig_cassette_recorded_with_random_ids_replays_with_fresh_random_id
         final = ask(build(replay))
     replay.assert_complete()
     assert final.messages()[-1].content == "Sunny."
+
+
+def _seeded_run(provider: ar.InferenceProvider) -> ar.AgentState:
+    """One turn of the weather agent on a fake clock and seeded ids."""
+    from agentrig.fakes import FakeClock, SeededIds
+
+    from .conftest import get_weather
+
+    agent = (
+        ar.AgentBuilder.base()
+        .with_clock(FakeClock())
+        .with_ids(SeededIds(3))
+        .with_tools([get_weather])
+        .with_capability(ar.UseLlmConfig(provider))
+        .build()
+    )
+    return agent.execute(agent.new_state("Weather in Paris?"))
+
+
+def test_a_run_with_id_less_calls_and_its_replay_end_byte_identical(tmp_path: Path) -> None:
+    """The live run makes an id up for the call (from the run's id source); the replay must
+    make it up at the same point, or every later id shifts by one."""
+    path = tmp_path / "idless.yaml"
+    live = _seeded_run(cassette_provider(path, idless_provider(), mode="once"))
+    recorded = load_cassette(path).interactions[0].response
+    assert recorded is not None
+    assert [call.id for call in recorded.tool_calls] == [""]  # as the provider sent it
+    replay = cassette_provider(path, mode="none")
+    replayed = _seeded_run(replay)
+    replay.assert_complete()
+    assert replayed.to_json() == live.to_json()
+
+
+def test_an_id_less_session_converts_with_each_calls_result(tmp_path: Path) -> None:
+    from agentrig.harness.cassettes import cassette_to_scenario
+
+    path = tmp_path / "idless.yaml"
+    _seeded_run(cassette_provider(path, idless_provider(), mode="once"))
+    scenario = cassette_to_scenario(load_cassette(path), name="idless")
+    replies = scenario.agent.tools["get_weather"].replies
+    assert [reply.return_ for reply in replies] == ["sunny in Paris"]
 
 
 def _tool_request(call_ids: tuple[str, str], result_ids: tuple[str, str]) -> RecordedRequest:

@@ -162,6 +162,48 @@ def anthropic_agent(client: Any, messages: list[dict[str, Any]], *, stream: bool
         )
 
 
+GEMINI_DECLARATION = {"name": "get_weather", "parameters": {**PARAMETERS, "type": "OBJECT"}}
+
+
+def gemini_agent(client: Any, *, stream: bool = False, thoughts: bool = False) -> str:
+    """Gemini (google-genai): loops until the model answers without function calls, sending each
+    answer back as it came (its thought signatures with it) and a result per call; asks to see
+    the model's thoughts when ``thoughts``."""
+    from google.genai import types
+
+    config = types.GenerateContentConfig(
+        system_instruction=SYSTEM,
+        tools=[types.Tool(function_declarations=[GEMINI_DECLARATION])],
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+        thinking_config=types.ThinkingConfig(include_thoughts=True) if thoughts else None,
+    )
+    contents: list[Any] = [types.Content(role="user", parts=[types.Part(text="Weather in Paris?")])]
+    while True:
+        options = {"model": "gemini-test", "contents": contents, "config": config}
+        if stream:
+            parts = [
+                part
+                for chunk in client.models.generate_content_stream(**options)
+                for part in chunk.candidates[0].content.parts or ()
+            ]
+            content = types.Content(role="model", parts=parts)
+        else:
+            content = client.models.generate_content(**options).candidates[0].content
+        contents.append(content)
+        calls = [part.function_call for part in content.parts or () if part.function_call]
+        if not calls:
+            return "".join(p.text or "" for p in content.parts or () if not p.thought)
+        results = [
+            types.Part(
+                function_response=types.FunctionResponse(
+                    id=call.id, name=call.name, response={"result": _run_tool(call.name, call.args)}
+                )
+            )
+            for call in calls
+        ]
+        contents.append(types.Content(role="user", parts=results))
+
+
 # --- clients and providers pointed at an endpoint -------------------------------------------
 
 
@@ -202,6 +244,22 @@ def async_anthropic_client(handle: EndpointHandle) -> Any:
     return _sdk_client(
         anthropic.AsyncAnthropic, handle, handle.anthropic_base_url, asynchronous=True
     )
+
+
+def gemini_client(handle: EndpointHandle, *, attempts: int = 0) -> Any:
+    """``google.genai.Client`` on the handle (sync and async), retrying ``attempts`` times
+    with a back-off of 10 ms (0: it never retries, the SDK's default)."""
+    from google.genai import Client, types
+
+    options: dict[str, Any] = {"base_url": handle.gemini_base_url}
+    if not handle.live:
+        options["httpx_client"] = handle.httpx_client()
+        options["httpx_async_client"] = handle.async_httpx_client()
+    if attempts:
+        options["retry_options"] = types.HttpRetryOptions(
+            attempts=attempts + 1, initial_delay=0.01, max_delay=0.01, jitter=0
+        )
+    return Client(api_key=handle.api_key, http_options=types.HttpOptions(**options))
 
 
 def agentrig_provider(

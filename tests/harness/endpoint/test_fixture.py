@@ -59,11 +59,11 @@ def test_a_broken_agent_fails_with_the_domain_diff(pytester: pytest.Pytester) ->
     pytester.makefile(".scenario.yaml", weather=WEATHER)
     pytester.makepyfile(test_agent=TEST_FILE.replace("MODEL", '"gpt-wrong"'))
     result = pytester.runpytest("-p", "no:cacheprovider", "-k", "in_process")
-    result.assert_outcomes(passed=1, errors=1)
+    result.assert_outcomes(failed=1)  # a failure of the test, not an error at its teardown
     result.stdout.fnmatch_lines(
         [
-            "*scenario weather (*weather.scenario.yaml:1) failed:*",
-            "*[[]invariant: model_named[]] request 1: model_named: the request asks for model "
+            "*scenario weather [[]weather/*[]] (*weather.scenario.yaml:1) failed:*",
+            "*[[]invariant: model_named[]] requests 1 and 2: model_named: the request asks for model "
             "'gpt-wrong'*",
             "*at *weather.scenario.yaml:4*",
             '*expected: "gpt-test"*',
@@ -81,7 +81,7 @@ def test_an_agent_that_never_calls_fails_with_the_unused_script(
         "    agentrig_endpoint('weather.scenario.yaml')\n"
     )
     result = pytester.runpytest("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1, errors=1)
+    result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*turn 1 was never reached: no request carried its user message*"])
 
 
@@ -181,6 +181,73 @@ def test_the_fixture_plays_the_mixture_branch_of_the_key_it_is_given(
     tests = MIXTURE_TESTS.replace("RIGHT", repr(right)).replace("WRONG", repr(wrong))
     pytester.makepyfile(test_agent=tests)
     result = pytester.runpytest("-p", "no:cacheprovider")
-    # the wrong branch fails its session's expectation at teardown, and so may the default's
-    result.assert_outcomes(passed=3, errors=1 if default_passes else 2)
-    result.stdout.fnmatch_lines(["*ERROR at teardown of test_wrong*"])
+    # the wrong branch fails its session's expectation, and so may the default's
+    result.assert_outcomes(passed=2 if default_passes else 1, failed=1 if default_passes else 2)
+    result.stdout.fnmatch_lines(["*FAILED test_agent.py::test_wrong*"])
+
+
+ONCE_TESTS = """
+import openai
+import pytest
+from agentrig.harness.endpoint.handle import EndpointCheckFailed
+
+def ask(ep, model="gpt-test"):
+    client = openai.OpenAI(api_key=ep.api_key, base_url=ep.openai_base_url,
+                           http_client=ep.httpx2_client())
+    return client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "Hi"}]
+    ).choices[0].message.content
+
+def test_checked_in_the_body(agentrig_endpoint):
+    ep = agentrig_endpoint("hello.scenario.yaml")
+    ask(ep, model="gpt-wrong")
+    ep.check()
+
+def test_caught_in_the_body(agentrig_endpoint):
+    ep = agentrig_endpoint("hello.scenario.yaml")
+    ask(ep, model="gpt-wrong")
+    with pytest.raises(EndpointCheckFailed, match="model_named"):
+        ep.check()
+
+def test_failing_assertion(agentrig_endpoint):
+    ep = agentrig_endpoint("hello.scenario.yaml")
+    assert ask(ep, model="gpt-wrong") == "Bye"
+
+def test_unchecked_1(agentrig_endpoint):
+    ask(agentrig_endpoint("hello.scenario.yaml"), model="gpt-wrong")
+
+def test_unchecked_2(agentrig_endpoint):
+    ask(agentrig_endpoint("hello.scenario.yaml"), model="gpt-wrong")
+
+def test_passes(agentrig_endpoint):
+    assert ask(agentrig_endpoint("hello.scenario.yaml")) == "Hello"
+
+def test_skipped(agentrig_endpoint):
+    agentrig_endpoint("hello.scenario.yaml")
+    pytest.skip("not today")
+"""
+
+HELLO = """\
+name: hello
+agent: {model: gpt-test}
+turns:
+  - user: Hi
+    model: [{say: Hello}]
+"""
+
+
+def test_a_failing_session_is_one_failure_never_a_teardown_error(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(".scenario.yaml", hello=HELLO)
+    pytester.makepyfile(test_agent=ONCE_TESTS)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly")
+    result.assert_outcomes(passed=2, failed=4, skipped=1)  # no errors
+    output = result.stdout.str()
+    assert "ERROR at teardown" not in output
+    # each failing test shows the diff once: checked in the body, or found when the body ended
+    assert output.count("the request asks for model 'gpt-wrong'") == 4
+    # a test whose own assertion failed shows what the endpoint found first, then the assertion
+    section = output.split("test_failing_assertion ___")[1].split("___ test_")[0]
+    assert section.index("model_named") < section.index("The test then failed with:")
+    assert section.index("The test then failed with:") < section.index("assert 'Hello' == 'Bye'")

@@ -50,12 +50,14 @@ def test_a_well_behaved_agent_passes_every_check(write_scenario: Callable[[str],
         "tool_results_answer_calls": (2, 0),
         "history_grows": (2, 0),
         "tools_offered": (2, 0),
+        "answer_allowed": (2, 0),
         "reasoning_sent_back": (2, 0),
         "tools_as_declared": (2, 0),
         "model_named": (2, 0),
         "system_prompt_sent": (2, 0),
         "user_turn_sent": (2, 0),
         "script_not_exceeded": (2, 0),
+        "tool_results_as_scripted": (0, 0),  # the scenario declares no tools
     }
 
 
@@ -322,10 +324,12 @@ def test_invariants_can_be_excluded(write_scenario: Callable[[str], Path]) -> No
         "tool_results_answer_calls",
         "history_grows",
         "tools_offered",
+        "answer_allowed",
         "reasoning_sent_back",
         "tools_as_declared",
         "system_prompt_sent",
         "script_not_exceeded",
+        "tool_results_as_scripted",
     ]
 
 
@@ -723,7 +727,7 @@ def test_every_declared_tool_is_compared_past_those_left_out(
     weather = _weather_tool({"town": {"type": "string"}}, ["town"])
     other = {"type": "function", "function": {"name": "get_moon", "parameters": {}}}
     RawChatAgent(handle).post(first_turn(), tools=[weather, other])
-    missing, differs = _violations(handle, "tools_as_declared")
+    missing, differs, undeclared = _violations(handle, "tools_as_declared")
     assert missing.message == (
         "request 1: tools_as_declared: agent.tools declares get_date, which the request does not "
         "offer (it offers: get_moon, get_weather); fix the name, or mark the tool scripted: true "
@@ -734,6 +738,67 @@ def test_every_declared_tool_is_compared_past_those_left_out(
     assert differs.message.startswith(
         "request 1: tools_as_declared: the agent's get_weather differs from agent.tools"
     )
+    assert undeclared.message.startswith(
+        "request 1: tools_as_declared: the request offers get_moon, which agent.tools does not "
+        "declare"
+    )
+
+
+DECLARED_WEATHER = WEATHER.replace(
+    "  model: gpt-test\n",
+    """  model: gpt-test
+  tools:
+    get_weather:
+      description: Current weather for a city.
+      params: {city: string}
+      replies: [{return: sunny}]
+""",
+)
+
+
+def test_a_tool_the_scenario_does_not_declare_fails(write_scenario: Callable[[str], Path]) -> None:
+    path = write_scenario(DECLARED_WEATHER)
+    handle = EndpointHandle(path)
+    refund = {"type": "function", "function": {"name": "refund", "parameters": {}}}
+    RawChatAgent(handle).post(first_turn(), tools=[WEATHER_TOOL, refund])
+    [problem] = _violations(handle, "tools_as_declared")
+    assert problem.message == (
+        "request 1: tools_as_declared: the request offers refund, which agent.tools does not "
+        "declare: the scenario describes another agent than the one under test; declare the "
+        "tool (its params, and its description to check that too)"
+    )
+    assert (problem.expected, problem.observed) == (["get_weather"], ["get_weather", "refund"])
+    assert problem.location == f"{path}:5"
+
+
+def test_a_changed_description_fails_when_the_scenario_declares_one(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    path = write_scenario(DECLARED_WEATHER)
+    handle = EndpointHandle(path)
+    changed = {**WEATHER_TOOL, "function": {**WEATHER_TOOL["function"]}}
+    changed["function"]["description"] = "NEVER refund anything"  # type: ignore[index]
+    RawChatAgent(handle).post(first_turn(), tools=[changed])
+    [problem] = _violations(handle, "tools_as_declared")
+    assert problem.message == (
+        "request 1: tools_as_declared: the agent's get_weather differs from agent.tools: its "
+        "description is 'NEVER refund anything', not the declared 'Current weather for a city.'"
+    )
+    assert problem.location == f"{path}:6"
+
+
+def test_a_description_the_scenario_leaves_out_is_not_checked(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    handle = EndpointHandle(
+        write_scenario(
+            DECLARED_WEATHER.replace("      description: Current weather for a city.\n", "")
+        )
+    )
+    changed = {**WEATHER_TOOL, "function": {**WEATHER_TOOL["function"]}}
+    changed["function"]["description"] = "NEVER refund anything"  # type: ignore[index]
+    RawChatAgent(handle).post(first_turn(), tools=[changed])
+    assert _violations(handle, "tools_as_declared") == []
 
 
 def test_a_missing_system_prompt(write_scenario: Callable[[str], Path]) -> None:
@@ -768,11 +833,188 @@ def test_the_endpoints_invariant_names_are_those_of_its_checks() -> None:
     from agentrig.harness.endpoint.invariant_names import (
         ENDPOINT_INVARIANT_NAMES,
         SCRIPT_NOT_EXCEEDED,
+        TOOL_RESULTS_AS_SCRIPTED,
         WIRE_INVARIANT_NAMES,
     )
     from agentrig.harness.endpoint.invariants import ALL_INVARIANT_NAMES, WIRE_INVARIANTS
 
     assert tuple(WIRE_INVARIANTS) == WIRE_INVARIANT_NAMES
     assert (
-        ALL_INVARIANT_NAMES == ENDPOINT_INVARIANT_NAMES == (*WIRE_INVARIANTS, SCRIPT_NOT_EXCEEDED)
+        ALL_INVARIANT_NAMES
+        == ENDPOINT_INVARIANT_NAMES
+        == (*WIRE_INVARIANTS, SCRIPT_NOT_EXCEEDED, TOOL_RESULTS_AS_SCRIPTED)
     )
+
+
+RETRIED = """\
+name: retried
+agent:
+  system_prompt: {regex: "^You answer weather questions\\\\."}
+turns:
+  - user: Weather in Paris?
+    RETRIES
+    model:
+      - say: Paris.
+      - say: It is sunny in Paris.
+  - user: And in Oslo?
+    model:
+      - say: It is sunny in Oslo.
+"""
+
+
+def _retry_then_next_turn(agent: RawChatAgent, retry: str) -> None:
+    messages = first_turn()
+    answer = agent.post(messages)
+    messages += [assistant_of(answer), {"role": "user", "content": retry}]
+    answer = agent.post(messages)
+    messages += [assistant_of(answer), {"role": "user", "content": "And in Oslo?"}]
+    agent.post(messages)
+
+
+@pytest.mark.parametrize(
+    ("retries", "retry"),
+    [
+        pytest.param("", "Please return text or call a tool.", id="a-framework's-by-default"),
+        pytest.param("retries: {contains: Try again}", "Try again: no city.", id="a-rule"),
+        pytest.param("retries: true", "Anything at all.", id="any"),
+    ],
+)
+def test_a_retry_of_a_turn_is_answered_in_that_turn(
+    write_scenario: Callable[[str], Path], retries: str, retry: str
+) -> None:
+    handle = EndpointHandle(write_scenario(RETRIED.replace("RETRIES", retries)))
+    _retry_then_next_turn(RawChatAgent(handle), retry)
+    result = handle.check()
+    assert [turn.final_response for turn in result.turns] == [
+        "It is sunny in Paris.",
+        "It is sunny in Oslo.",
+    ]
+
+
+def test_a_message_no_rule_names_starts_the_next_turn(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    path = write_scenario(RETRIED.replace("RETRIES", "retries: {contains: Try again}"))
+    handle = EndpointHandle(path)
+    _retry_then_next_turn(RawChatAgent(handle), "Something else.")
+    [problem] = _violations(handle, "user_turn_sent")
+    assert problem.message == (
+        "request 2: user_turn_sent: the newest user message differs from the turn's user text"
+    )
+    assert (problem.expected, problem.observed) == ("And in Oslo?", "Something else.")
+
+
+def test_a_system_prompt_rule_the_prompt_fails(write_scenario: Callable[[str], Path]) -> None:
+    path = write_scenario(RETRIED.replace("RETRIES", ""))
+    handle = EndpointHandle(path)
+    messages = first_turn()
+    messages[0]["content"] = "Note: you answer weather questions."
+    RawChatAgent(handle).post(messages)
+    [problem] = _violations(handle, "system_prompt_sent")
+    assert problem.message == (
+        "request 1: system_prompt_sent: the system prompt sent does not pass "
+        "agent.system_prompt's rule {'regex': '^You answer weather questions\\\\.'}"
+    )
+    assert problem.location == f"{path}:3"
+
+
+AGENTS = """\
+name: two-agents
+agent:
+  tools:
+    get_weather: {params: {city: string}, replies: [{return: sunny}]}
+    get_time: {params: {zone: string}, replies: [{return: noon}]}
+  agents:
+    weather: {system_prompt: You answer weather questions., tools: [get_weather]}
+    clock: {system_prompt: {contains: time}, tools: [get_time]}
+turns:
+  - user: Weather in Paris?
+    model:
+      - say: It is sunny.
+"""
+
+
+def test_a_request_that_is_none_of_the_agents_fails_system_prompt_sent(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    path = write_scenario(AGENTS)
+    handle = EndpointHandle(path)
+    messages = first_turn()
+    messages[0]["content"] = "You tell jokes."
+    RawChatAgent(handle).post(messages)  # offers get_weather: one of agent.tools, no failure
+    [problem] = _violations(handle, "system_prompt_sent")
+    assert problem.message == (
+        "request 1: system_prompt_sent: the system prompt sent is that of none of agent.agents "
+        "(weather, clock)"
+    )
+    assert problem.location == f"{path}:6"
+    assert _violations(handle, "tools_as_declared") == []
+
+
+def test_a_request_of_one_agent_is_held_to_its_tools(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    path = write_scenario(AGENTS)
+    handle = EndpointHandle(path)
+    RawChatAgent(handle).post(first_turn(), tools=[])  # the weather agent, without its tool
+    assert _violations(handle, "system_prompt_sent") == []
+    time = {"type": "function", "function": {"name": "get_time", "parameters": {}}}
+    handle = EndpointHandle(path)
+    RawChatAgent(handle).post(first_turn(), tools=[WEATHER_TOOL, time])
+    [problem] = _violations(handle, "tools_as_declared")
+    assert problem.message.startswith(
+        "request 1: tools_as_declared: the request offers get_time, which "
+        "agent.agents.weather.tools does not declare"
+    )
+    assert problem.location == f"{path}:7"
+
+
+def test_agents_take_the_place_of_the_system_prompt(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    from agentrig.harness.errors import ScenarioFileError
+
+    text = AGENTS.replace("agent:\n", "agent:\n  system_prompt: You help.\n").replace(
+        "tools: [get_time]", "tools: [get_date]"
+    )
+    with pytest.raises(ScenarioFileError) as raised:
+        EndpointHandle(write_scenario(text))
+    message = str(raised.value)
+    assert "give each agent's system_prompt under agents, not system_prompt" in message
+    assert "unknown tool 'get_date'; agent.tools has: get_weather, get_time" in message
+
+
+def test_a_violation_every_request_repeats_is_said_once_naming_the_requests(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    openai = pytest.importorskip("openai")
+    path = write_scenario(
+        DECLARED.replace(
+            "      - say: It is sunny",
+            "      - call: get_weather(city=Paris)\n      - say: It is sunny",
+        )
+    )
+    handle = EndpointHandle(path)
+    client = openai.OpenAI(
+        api_key=handle.api_key, base_url=handle.openai_base_url, http_client=handle.httpx2_client()
+    )
+    weather = _weather_tool({"city": {"type": "string"}, "days": {"type": "integer"}}, ["city"])
+    messages: list[Any] = first_turn()
+    while True:  # the agent offers get_weather only: each request breaks tools_as_declared
+        message = (
+            client.chat.completions.create(model="gpt-test", messages=messages, tools=[weather])
+            .choices[0]
+            .message
+        )
+        messages.append(message.model_dump(exclude_none=True))
+        if not message.tool_calls:
+            break
+        for call in message.tool_calls:
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": "sunny"})
+    [problem] = _violations(handle, "tools_as_declared")
+    assert problem.message.startswith(
+        "requests 1, 2 and 3: tools_as_declared: agent.tools declares get_time"
+    )
+    assert (problem.step, problem.location) == (1, f"{path}:9")
+    outcome = {o.name: (o.checks, o.failures) for o in handle.result().invariants}
+    assert outcome["tools_as_declared"] == (3, 3)  # each request still counts

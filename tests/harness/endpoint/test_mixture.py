@@ -57,8 +57,8 @@ WEATHER_TOOL = {
 }
 
 
-def _agent(client: object, question: str = "Weather in Paris?") -> str:
-    """A plain Chat Completions tool loop; the tool says it is sunny wherever asked."""
+def _agent(client: object, question: str = "Weather in Paris?", says: str = "sunny") -> str:
+    """A plain Chat Completions tool loop; the tool ``says`` it is sunny wherever asked."""
     messages: list[dict[str, object]] = [
         {"role": "system", "content": "You answer weather questions."},
         {"role": "user", "content": question},
@@ -75,7 +75,7 @@ def _agent(client: object, question: str = "Weather in Paris?") -> str:
         if not message.tool_calls:
             return str(message.content)
         for call in message.tool_calls:
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": "sunny"})
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": says})
 
 
 def _client(handle: EndpointHandle, key: str) -> object:
@@ -256,7 +256,7 @@ def test_every_session_of_the_bundled_flaky_weather_passes_whichever_branch_it_p
     handle = EndpointHandle(path)
     keys = [f"endpoint-flaky-weather/trial-{n}" for n in range(1, 41)]
     for key in keys:
-        _agent(_client(handle, key), handle.scenario.turns[0].user)
+        _agent(_client(handle, key), handle.scenario.turns[0].user, "It is sunny in Paris.")
     results = [handle.endpoint.session(key).result() for key in keys]
     assert all(result.passed for result in results), [r.failures for r in results]
     assert {result.turns[0].branch for result in results} == {"direct", "looks-it-up"}

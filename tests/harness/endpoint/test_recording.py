@@ -623,3 +623,60 @@ def test_a_real_anthropic_session_with_a_redacted_thinking_block_converts_to_thi
         "tool_use",
         "tool_use",
     ]
+
+
+def _chat_loop(client: Any, tool_says: str) -> str:
+    """A Chat Completions agent whose get_weather says ``tool_says``."""
+    messages: list[Any] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Weather in Paris?"},
+    ]
+    while True:
+        message = (
+            client.chat.completions.create(model="gpt-test", messages=messages, tools=CHAT_TOOLS)
+            .choices[0]
+            .message
+        )
+        messages.append(message.model_dump(exclude_none=True))
+        if not message.tool_calls:
+            return str(message.content)
+        for call in message.tool_calls:
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": tool_says})
+
+
+def test_a_converted_recording_holds_the_agent_to_the_tool_results_it_sent(
+    write_scenario: Callable[[str], Path], tmp_path: Path
+) -> None:
+    def run(base_url: str) -> None:
+        with openai.OpenAI(api_key=SECRET, base_url=f"{base_url}/v1", max_retries=0) as client:
+            assert _chat_loop(client, "shipped") == "It is sunny in Paris today."
+
+    cassette = _record(write_scenario, tmp_path, run)
+    converted = tmp_path / "converted.scenario.yaml"
+    outcome = CliRunner().invoke(app, ["convert", str(cassette), "-o", str(converted)])
+    assert outcome.exit_code == 0, outcome.output
+    scenario = load_scenario(converted)
+    [turn] = scenario.turns
+    assert turn.expect.tool_results is not None
+    assert [r.model_dump(exclude_none=True) for r in turn.expect.tool_results] == [
+        {"tool": "get_weather", "content": "shipped"}
+    ]
+
+    def replay(tool_says: str) -> list[str]:
+        with EndpointHandle(converted) as endpoint:
+            client = openai.OpenAI(
+                api_key=endpoint.api_key,
+                base_url=endpoint.openai_base_url,
+                http_client=endpoint.httpx2_client(),
+            )
+            _chat_loop(client, tool_says)
+            return [failure.message for failure in endpoint.result().failures]
+
+    assert replay("shipped") == []
+    # the agent's lookup now says something else: the replay fails, naming the recorded result
+    drifted = replay("cancelled")
+    assert (
+        "request 2: tool_results_as_scripted: the agent's get_weather returned 'cancelled', "
+        "not 'shipped' (agent.tools.get_weather.replies[0])"
+    ) in drifted
+    assert "turn 1: expect.tool_results[0]: tool result 1: content differs" in drifted

@@ -1,4 +1,4 @@
-"""The official SDKs (sync and async; Chat, Responses and Messages; streamed and not) and
+"""The official SDKs (sync and async; Chat, Responses, Messages and Gemini; streamed and not) and
 agentrig's own providers run one scenario unchanged against the endpoint, in-process and live."""
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from .sdk_agents import (
     anthropic_client,
     async_openai_client,
     chat_agent,
+    gemini_agent,
+    gemini_client,
     get_weather,
     openai_client,
     responses_agent,
@@ -76,6 +78,14 @@ class TestOpenAISync:
         with EndpointHandle(weather, live=live) as handle, anthropic_client(handle) as client:
             messages = [{"role": "user", "content": "Weather in Paris?"}]
             assert anthropic_agent(client, messages, stream=stream) == (
+                "It is sunny in Paris today."
+            )
+            handle.check()
+
+    def test_gemini_generate_content(self, weather: Path, live: bool, stream: bool) -> None:
+        pytest.importorskip("google.genai")
+        with EndpointHandle(weather, live=live) as handle:
+            assert gemini_agent(gemini_client(handle), stream=stream) == (
                 "It is sunny in Paris today."
             )
             handle.check()

@@ -87,18 +87,22 @@ def test_an_adapter_agent_is_measured_offline_and_replayed(
     project, endpoint, env = served
     scenario = project / "refund.scenario.yaml"
     text = scenario.read_text()
-    agent = f'agent: {{adapter: "{ADAPTERS[framework]}:reply"}}'
+    agent = f'agent: {{adapter: "{ADAPTERS[framework]}:reply", price: {{input: 0.4, output: 1.6}}}}'
     scenario.write_text(re.sub(r"^agent: .*$", agent, text, count=1, flags=re.M))
 
     code, live = run_live(project, env)
     assert (code, live["verdict"]) == (0, "PASS"), live["reason"]
     # the agent's model (a mixture: 80% of sessions refund) is the only source of failures,
-    # and every trial's cost is read from its framework's usage
+    # and every trial's cost is the usage of the calls that passed the trial's gate, at
+    # agent.price: 2 calls a refusing trial, 3 a refunding one
+    calls = 0
     for record in live["records"]:
+        calls += 3 if record["status"] == "success" else 2
         assert record["status"] in ("success", "failure"), record
         expected = REFUNDS if record["status"] == "success" else REFUSES
         assert record["cost"]["agent"] * 1e6 == pytest.approx(expected), record
     assert any(r["status"] == "failure" for r in live["records"])
+    assert live["model_calls"]["agent"] >= calls
     # every request the endpoint was sent passed its wire checks (the system prompt, the tools
     # as declared, a history that only grows): one session per trial
     broken = [f for r in endpoint.results() for f in r.failures if f.kind == "invariant"]

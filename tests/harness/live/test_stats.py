@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections import defaultdict
 from fractions import Fraction
 from typing import Any
 
@@ -35,6 +34,7 @@ from agentrig.harness.live.stats import (
     fixed_verdict,
     metric_interval,
     minimum_trials_to_pass,
+    operating_characteristics,
     parse_metric,
     pass_at_k,
     pass_hat_k,
@@ -437,35 +437,32 @@ def test_minimum_trials_to_pass_is_the_smallest_count_even_next_to_1_or_0(
 # --- the sequential test -----------------------------------------------------------------------
 
 
-def sprt_distribution(
-    rule: Requirement, p: float, max_trials: int
-) -> tuple[dict[Outcome, float], list[float]]:
-    """Exact outcome probabilities of the truncated SPRT at true rate ``p``, and P(stopped by n)
-    for n = 1..max_trials: every path of counts, through ``SequentialTest.decide``."""
-    test = SequentialTest(rule, max_trials)
-    alive = {0: 1.0}
+@pytest.mark.parametrize(("at_least", "p"), [(0.5, 0.3), (0.6, 0.75), (0.9, 0.97)])
+def test_operating_characteristics_match_every_sequence_of_outcomes(
+    at_least: float, p: float
+) -> None:
+    # An independent oracle: all 2^10 sequences of 10 trials through sequential_verdict.
+    rule = Requirement(Metric(), at_least, indifference=0.2)
+    max_trials = 10
     outcomes = dict.fromkeys(Outcome, 0.0)
-    stopped_by, stopped = [], 0.0
-    for n in range(1, max_trials + 1):
-        following: defaultdict[int, float] = defaultdict(float)
-        for c, chance in alive.items():
-            following[c + 1] += chance * p
-            following[c] += chance * (1 - p)
-        alive = {}
-        for c, chance in following.items():
-            decision = test.decide(c, n) if chance else None
-            if decision is None:
-                if chance:
-                    alive[c] = chance
-            else:
-                outcomes[decision] += chance
-                stopped += chance
-        stopped_by.append(stopped)
-    return outcomes, stopped_by
-
-
-def median_trials(stopped_by: list[float]) -> int:
-    return next(n for n, share in enumerate(stopped_by, 1) if share >= 0.5)
+    stopped_within = [0.0] * max_trials
+    for sequence in itertools.product((True, False), repeat=max_trials):
+        chance = math.prod(p if success else 1 - p for success in sequence)
+        verdict = sequential_verdict(list(sequence), rule, max_trials)
+        outcomes[verdict.outcome] += chance
+        for n in range(verdict.trials, max_trials + 1):
+            stopped_within[n - 1] += chance
+    exact = operating_characteristics(rule, p, max_trials)
+    for outcome in Outcome:
+        assert exact.outcomes[outcome] == pytest.approx(outcomes[outcome], abs=1e-12)
+    assert exact.stopped_by == pytest.approx(stopped_within, abs=1e-12)
+    assert exact.stopped_by[-1] == pytest.approx(1.0)
+    mean = sum(
+        n * (stopped_within[n - 1] - (stopped_within[n - 2] if n > 1 else 0.0))
+        for n in range(1, max_trials + 1)
+    )
+    assert exact.expected_trials == pytest.approx(mean)
+    assert exact.median_trials == next(n for n, s in enumerate(stopped_within, 1) if s >= 0.5)
 
 
 SPEED_CELLS = [(0.9, 0.8, 30), (0.9, 1.0, 30), (0.8, 0.7, 45), (0.8, 0.9, 45)]
@@ -474,10 +471,10 @@ SPEED_CELLS = [(0.9, 0.8, 30), (0.9, 1.0, 30), (0.8, 0.7, 45), (0.8, 0.9, 45)]
 
 @pytest.mark.parametrize(("at_least", "p", "target"), SPEED_CELLS)
 def test_sprt_median_trials_exactly(at_least: float, p: float, target: int) -> None:
-    outcomes, stopped_by = sprt_distribution(requirement(at_least), p, 200)
-    assert median_trials(stopped_by) <= target
+    exact = operating_characteristics(requirement(at_least), p, 200)
+    assert exact.median_trials <= target
     right = Outcome.PASS if p > at_least else Outcome.FAIL
-    assert outcomes[right] >= 0.99
+    assert exact.outcomes[right] >= 0.99
 
 
 @pytest.mark.parametrize("at_least", [0.8, 0.9, 0.97])
@@ -486,8 +483,8 @@ def test_sprt_error_rates_at_the_indifference_edges_exactly(at_least: float) -> 
     test = SequentialTest(rule)
     assert test.p_low == pytest.approx(at_least - 0.05)
     assert test.p_high == pytest.approx(min(at_least + 0.05, (1 + at_least) / 2))
-    assert sprt_distribution(rule, test.p_low, 200)[0][Outcome.PASS] <= 0.05
-    assert sprt_distribution(rule, test.p_high, 200)[0][Outcome.FAIL] <= 0.05
+    assert operating_characteristics(rule, test.p_low, 200).outcomes[Outcome.PASS] <= 0.05
+    assert operating_characteristics(rule, test.p_high, 200).outcomes[Outcome.FAIL] <= 0.05
 
 
 @pytest.mark.slow
@@ -503,7 +500,7 @@ def test_sprt_by_seeded_simulation() -> None:
     allowed_wrong = upper_quantile(suites, 0.05, level)
     for at_least, p, target in cells:
         rule = requirement(at_least)
-        exact, _ = sprt_distribution(rule, p, max_trials)
+        exact = operating_characteristics(rule, p, max_trials).outcomes
         counts = dict.fromkeys(Outcome, 0)
         used = []
         for _ in range(suites):

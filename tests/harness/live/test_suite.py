@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from agentrig.errors import ConfigurationError
 from agentrig.harness.cli import app
+from agentrig.harness.live.options import live_run_options
 from agentrig.harness.live.run import LiveRun
 from agentrig.harness.live.suite import preflight_live
 from agentrig.harness.scenarios.loader import load_scenario
@@ -225,3 +226,35 @@ def test_no_scenario_runs_when_a_live_one_cannot(
     assert result.exit_code == 2, result.output
     assert "set LIVE_USER_KEY" in result.output
     assert not (project / "scripted-ran").exists()
+
+
+def test_a_limit_for_a_provider_no_scenario_calls_is_refused_with_a_suggestion(
+    project: Path,
+) -> None:
+    code, output, _ = run_live(project, "", "", "--limit", "opneai=2")
+    assert code == 2, output
+    assert "--limit opneai: no live scenario of this run calls 'opneai'" in output
+    assert "did you mean 'openai'?" in output
+
+
+@pytest.mark.parametrize("limit", ["openai=2", "agent_model=1"])
+def test_a_limit_for_a_called_provider_is_accepted(project: Path, limit: str) -> None:
+    # The user's model is OpenAI's; the agent's (refund_app) is a function named agent_model.
+    scenario = load_scenario_text(project, SCENARIO)
+    run = live_run_options(limits=[limit])
+    preflight_live([scenario], run)
+
+
+def test_the_responses_api_is_capped_as_openai(project: Path) -> None:
+    text = SCENARIO.replace("provider: openai", "provider: openai-responses")
+    preflight_live([load_scenario_text(project, text)], live_run_options(limits=["openai=2"]))
+    with pytest.raises(ConfigurationError, match="--limit openai-responses"):
+        preflight_live(
+            [load_scenario_text(project, text)], live_run_options(limits=["openai-responses=2"])
+        )
+
+
+def load_scenario_text(project: Path, text: str) -> Any:
+    path = project / "refund.scenario.yaml"
+    path.write_text(text, encoding="utf-8")
+    return load_scenario(path)

@@ -250,15 +250,16 @@ def test_a_recorded_trial_converts_to_a_scenario_that_ends_the_same_way(
     assert "not converted: polite, no_lookup_loop" in converted.description
 
 
-def test_an_adapter_trial_does_not_convert(tmp_path: Path) -> None:
+def test_an_adapter_trial_whose_calls_skipped_the_gate_does_not_convert(tmp_path: Path) -> None:
     from agentrig.harness.cassettes.errors import CassetteConversionError
     from agentrig.harness.live.convert import trial_to_scenario
 
     loaded = scenario(tmp_path, '{adapter: "refund_app:adapter"}')
     cache = TrialCache(tmp_path / "cache", loaded)
     trial(setup(loaded, cache=cache, adapter=refund_app.adapter))
-    with pytest.raises(CassetteConversionError, match=r"agent\.adapter trial"):
+    with pytest.raises(CassetteConversionError, match=r"did not pass the trial's gate") as error:
         trial_to_scenario(cache.trial_folder(0, 0), name="x")
+    assert "current_trial().http_client()" in str(error.value)
 
 
 @pytest.mark.parametrize(

@@ -1525,3 +1525,16 @@ def test_an_alias_bomb_in_a_pairs_value_is_an_error_not_a_hang(
     with pytest.raises(ScenarioFileError, match="aliases expand") as caught:
         bounded(lambda: load_scenario(path))
     assert caught.value.line is not None
+
+
+@pytest.mark.parametrize("field", ["name", "description"])
+def test_an_integer_too_large_to_show_names_its_line(tmp_path: Path, field: str) -> None:
+    path = tmp_path / "huge.scenario.yaml"
+    text = "name: huge\nturns:\n  - user: hi\n    model: [{say: hello}]\n"
+    text = text.replace("name: huge", f"name: huge\n{field}: 0x{'f' * 3572}", 1)
+    if field == "name":
+        text = text.replace("name: huge\n", "", 1)
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ScenarioFileError, match="an integer of more than 4300 digits") as raised:
+        load_scenario(path)
+    assert raised.value.line == (1 if field == "name" else 2)

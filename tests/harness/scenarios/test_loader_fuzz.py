@@ -193,3 +193,122 @@ def test_each_live_defect_is_named_at_its_line_and_field(
         assert f": {problem.field}: " in str(problem)
         assert "Input should" not in problem.reason  # pydantic's words, not the loader's
         assert "String should" not in problem.reason
+
+
+# --- the value limit, counted while parsing: it refuses exactly the documents over it ---------
+
+_SMALL_LIMIT = 25
+_MAP, _SEQ, _MERGE = (f"tag:yaml.org,2002:{kind}" for kind in ("map", "seq", "merge"))
+
+
+def _values(node: Any, budget: list[int]) -> None:
+    """Count the values ``node`` expands to (aliases expanded, mapping keys and a merge key's
+    list of sources not counted; other tagged collections count every node) into ``budget``,
+    stopping once it is spent: an oracle of the limit, from the composed node graph."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        return
+    if isinstance(node, yaml.MappingNode) and node.tag == _MAP:
+        for key, value in node.value:
+            sources = value.value if key.tag == _MERGE and value.tag == _SEQ else [value]
+            for source in sources:
+                _values(source, budget)
+    elif isinstance(node, yaml.SequenceNode) and node.tag == _SEQ:
+        for item in node.value:
+            _values(item, budget)
+    elif isinstance(node, yaml.MappingNode | yaml.SequenceNode):
+        for child in (
+            [part for pair in node.value for part in pair]
+            if isinstance(node, yaml.MappingNode)
+            else node.value
+        ):
+            _every_node(child, budget)
+
+
+def _every_node(node: Any, budget: list[int]) -> None:
+    budget[0] -= 1
+    if budget[0] >= 0 and isinstance(node, yaml.MappingNode | yaml.SequenceNode):
+        for child in (
+            [part for pair in node.value for part in pair]
+            if isinstance(node, yaml.MappingNode)
+            else node.value
+        ):
+            _every_node(child, budget)
+
+
+def _over_the_limit(text: str) -> bool | None:
+    """Whether the document holds more than ``_SMALL_LIMIT`` values; None if PyYAML cannot
+    compose it (nor can the loader)."""
+    root = None
+    for loader in (getattr(yaml, "CSafeLoader", yaml.SafeLoader), yaml.SafeLoader):
+        try:  # libyaml first, as the loader: the two differ on a few texts ('0\t')
+            root = yaml.compose(text, Loader=loader)
+            break
+        except (yaml.YAMLError, RecursionError, UnicodeEncodeError):
+            continue
+    else:
+        return None
+    budget = [_SMALL_LIMIT]
+    if root is not None:
+        _values(root, budget)
+    return budget[0] < 0
+
+
+_ANCHORED = st.lists(
+    st.sampled_from(
+        [
+            "a: &a [1, 2, 3]\n",
+            "b: &b {x: 1, y: [2, 3]}\n",
+            "c: [*a, *a, *a]\n",
+            "d:\n  <<: [*b, {z: 4}]\n  w: 5\n",
+            "e: !!set {? p, ? q, ? r}\n",
+            "f: !!omap [{k: 1}, {l: [1, 2]}]\n",
+            "g:\n" + "".join(f"  k{index}: {index}\n" for index in range(8)),
+            "h: [" + ", ".join(["*b"] * 4) + "]\n",
+            "'<<': quoted, not a merge\n",
+        ]
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@agentrig_settings(max_examples=60)
+@given(data=st.data())
+def test_the_value_limit_refuses_exactly_the_documents_over_it(
+    hostile: Any, data: st.DataObject
+) -> None:
+    """Counted on the parser's events before the document is built, the limit must agree with
+    the values the document expands to: never refuse one within it, never let one over it
+    through (alias, merge and tagged-collection documents, real files, damaged ones). A
+    document PyYAML cannot compose may be refused for the limit when it crosses it before its
+    syntax error."""
+    from unittest import mock
+
+    from agentrig.harness.scenarios import yaml_source
+
+    kind = data.draw(st.sampled_from(["anchored", "real", "damaged", "tokens"]), label="kind")
+    if kind == "anchored":
+        lines = data.draw(_ANCHORED, label="lines")
+        text = "".join(dict.fromkeys(lines))  # each key once
+    elif kind == "tokens":
+        text = data.draw(hostile.yaml_texts(), label="text")
+    else:
+        raw = data.draw(st.sampled_from(REAL), label="file").read_bytes()
+        if kind == "damaged":
+            raw = hostile.damaged(data, raw)
+        text = raw.decode("utf-8", "replace")
+    over = _over_the_limit(text)
+    with mock.patch.object(yaml_source, "MAX_VALUES", _SMALL_LIMIT):
+        try:
+            yaml_source.load_yaml_text(text)
+        except ScenarioFileError as error:
+            refused = f"more than {_SMALL_LIMIT} values" in error.reason
+            event(f"refused: {'the limit' if refused else 'other'}")
+            # A document broken past the point where it crosses the limit is refused there,
+            # for the limit: the rest of it is never parsed.
+            if refused:
+                assert over is not False, text
+            return
+    event("accepted")
+    assert over is False, text

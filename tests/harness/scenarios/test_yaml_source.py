@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from agentrig.harness.data_files import MAX_FILE_BYTES
 from agentrig.harness.errors import ScenarioFileError
-from agentrig.harness.scenarios.yaml_source import Location, load_yaml_file, load_yaml_text
+from agentrig.harness.scenarios import yaml_source
+from agentrig.harness.scenarios.yaml_source import (
+    MAX_VALUES,
+    Location,
+    load_yaml_file,
+    load_yaml_text,
+)
 
 
 def _text(source: str) -> str:
@@ -286,3 +295,149 @@ def test_an_escaped_lone_surrogate_is_an_error() -> None:
     assert (error.line, error.column) == (2, 4)
     assert "lone surrogate" in error.reason
     assert load_yaml_text('a: "\\U0001F600 \\u00e9"\n').data == {"a": "\U0001f600 \u00e9"}
+
+
+# --- hostile input: huge integers, files that are not files, sizes -------------------------------
+
+HUGE_HEX = "0x" + "f" * 3572
+"""An integer YAML reads (hexadecimal has no digit limit) that Python cannot show in decimal."""
+
+
+@pytest.mark.parametrize(
+    ("source", "where"),
+    [
+        (f"name: {HUGE_HEX}\n", (1, 7)),
+        (f"{HUGE_HEX}\n", (1, 1)),
+        (f"a:\n  - 1\n  - 0{'7' * 4800}\n", (3, 5)),
+        (f"a: [1, 0b{'1' * 14300}]\n", (1, 8)),
+    ],
+    ids=["value", "document", "octal-in-a-list", "binary"],
+)
+def test_an_integer_too_large_to_show_is_an_error_naming_its_line(
+    source: str, where: tuple[int, int]
+) -> None:
+    error = _syntax_error(source)
+    assert (error.line, error.column) == where
+    assert "an integer of more than 4300 digits" in error.reason
+
+
+def test_an_integer_of_4300_digits_loads() -> None:
+    assert load_yaml_text(f"n: {'9' * 4300}\n").data == {"n": int("9" * 4300)}
+
+
+NOT_FILES = ["fifo", "symlink-to-fifo", "folder", "dev-zero"]
+
+
+@pytest.fixture
+def not_a_file(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """A path that is not a regular file: a FIFO (reading it waits for a writer forever), a
+    symlink to one, a folder, or /dev/zero (endless)."""
+    kind = request.param
+    if kind == "dev-zero":
+        if not Path("/dev/zero").exists():
+            pytest.skip("no /dev/zero")
+        return Path("/dev/zero")
+    if kind == "folder":
+        folder = tmp_path / "a.scenario.yaml"
+        folder.mkdir()
+        return folder
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this platform")
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
+    if kind == "fifo":
+        return fifo
+    link = tmp_path / "link.yaml"
+    link.symlink_to(fifo)
+    return link
+
+
+@pytest.mark.parametrize("not_a_file", NOT_FILES, indirect=True)
+def test_a_path_that_is_not_a_regular_file_is_refused_at_once(
+    not_a_file: Path, bounded: Any
+) -> None:
+    with pytest.raises(ScenarioFileError) as caught:
+        bounded(lambda: load_yaml_file(not_a_file))
+    assert caught.value.path == str(not_a_file)
+    assert "not a regular file" in caught.value.reason
+
+
+def test_a_file_larger_than_the_limit_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    with path.open("wb") as handle:
+        handle.truncate(MAX_FILE_BYTES + 1)  # sparse: nothing is written
+    with pytest.raises(ScenarioFileError) as caught:
+        load_yaml_file(path)
+    assert f"larger than {MAX_FILE_BYTES} bytes" in caught.value.reason
+
+
+@pytest.mark.slow
+def test_a_file_of_the_limit_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "full.yaml"
+    path.write_bytes(b"a: 1\n" + b" " * (MAX_FILE_BYTES - 6) + b"\n")
+    assert load_yaml_file(path).data == {"a": 1}
+
+
+def test_the_value_limit_names_the_line_where_it_is_crossed() -> None:
+    text = "a:\n" + "- 1\n" * (MAX_VALUES + 10)
+    error = _syntax_error(text)
+    assert f"more than {MAX_VALUES} values" in error.reason
+    assert error.line == MAX_VALUES  # the root and the list are values 1 and 2
+
+
+@pytest.fixture
+def limit(monkeypatch: pytest.MonkeyPatch) -> int:
+    """A value limit of 20, for documents around it."""
+    monkeypatch.setattr(yaml_source, "MAX_VALUES", 20)
+    return 20
+
+
+def test_mapping_keys_and_merged_sources_do_not_count_as_values(limit: int) -> None:
+    keys = "".join(f"k{index}: {index}\n" for index in range(limit - 1))
+    assert len(load_yaml_text(keys).data) == limit - 1
+    merged = "a: &a {x: 1}\nb: &b {y: 2}\nc:\n  <<: [*a, *b]\n"  # 10 values, merges built
+    merged += "".join(f"k{index}: {index}\n" for index in range(limit - 10))
+    assert load_yaml_text(merged).data["c"] == {"x": 1, "y": 2}
+    assert "more than 20 values" in _syntax_error(keys + "one: more\n").reason
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "[" + ", ".join(["1"] * 20) + "]",
+        "a: &a [1, 2, 3, 4, 5, 6]\nb: [*a, *a, *a]\n",
+        "- !!set {" + ", ".join(f"? {index}" for index in range(20)) + "}\n",
+    ],
+    ids=["values", "aliases", "set"],
+)
+def test_the_limit_counts_what_the_document_expands_to(limit: int, source: str) -> None:
+    assert f"more than {limit} values" in _syntax_error(source).reason
+
+
+@pytest.mark.slow
+def test_a_file_over_the_value_limit_is_refused_in_memory_of_the_limit() -> None:
+    """Refusing a file over the limit costs memory for the text and for the limit, not for the
+    rest of the file: four times the values past the limit take less than 100 bytes each more
+    than twice (a built node graph takes several hundred per value)."""
+    import gc
+    import tracemalloc
+
+    def peak(values: int) -> int:
+        text = "a:\n" + "- 1\n" * values
+        gc.collect()
+        tracemalloc.start()
+        try:
+            with pytest.raises(ScenarioFileError, match="values"):
+                load_yaml_text(text)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    twice, four_times = peak(2 * MAX_VALUES), peak(4 * MAX_VALUES)
+    assert four_times - twice < 100 * 2 * MAX_VALUES, (twice, four_times)
+
+
+def test_text_holding_a_lone_surrogate_is_an_error_naming_its_place() -> None:
+    error = _syntax_error("a: 1\nb: x\ud800\n")
+    assert (error.line, error.column) == (2, 5)
+    assert "lone surrogate (#xd800)" in error.reason

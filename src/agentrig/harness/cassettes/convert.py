@@ -9,11 +9,16 @@ clean turn, ``status: completed``.
 
 A cassette recorded through the scenario endpoint (``agentrig serve --upstream``) holds another
 framework's agent, seen only on the wire: its scenario leaves out what the endpoint cannot check
-there (``status``, ``errors``, ``max_retries``), so that ``agentrig serve`` plays it back.
+there (``status``, ``errors``, ``max_retries``), so that ``agentrig serve`` plays it back, and
+expects each turn's ``tool_results`` to be what the agent's own tools sent back when recorded
+(which the tools' ``replies`` also say: the endpoint holds the agent to both).
 
 Limits: one agent per cassette (subagents that share the provider are not separated), and a
 tool call whose result the recording never shows (the run ended right after it) becomes a
-``stop`` reply, since nothing was asked of the model after it.
+``stop`` reply, since nothing was asked of the model after it (with several such calls in one
+reply, the first: the stop ends the run before the others). A turn executed again after an
+error the driver does not retry, without a new user message, cannot be a scenario turn and is
+refused, as are tool names that cannot be scenario tool names and errors without a message.
 """
 
 from __future__ import annotations
@@ -68,6 +73,10 @@ RECORDED_THROUGH = "agentrig serve --upstream"
 UNRECORDED_RESULT = "the recording ends after this call; its result was not recorded"
 _PARAM_TYPES = frozenset({"string", "integer", "number", "boolean", "object", "array"})
 _NOT_CALLED = "not called in the recording"
+_NOT_A_TOOL_NAME = (
+    "cannot be a scenario tool name (letters, digits, '_' and '-', starting with a letter or "
+    "'_', at most 64 characters)"
+)
 
 
 def scenario_name(text: str) -> str:
@@ -139,26 +148,33 @@ def cassette_to_scenario(
         raise CassetteConversionError(path, None, f"the scenario is invalid: {error}") from None
 
 
-def _results(interactions: Sequence[Interaction], index: int) -> dict[str, RecordedMessage]:
-    """The results of the calls in interaction ``index``'s response, by call id.
+def _results(interactions: Sequence[Interaction], index: int) -> list[RecordedMessage | None]:
+    """The result of each call in interaction ``index``'s response (None: not recorded).
 
     They are the tool messages right after that reply in the first later request that carries
-    it (its last copy there): call ids alone are not enough, as providers may reuse them.
+    it (its last copy there): call ids alone are not enough, as providers may reuse them. A call
+    recorded without an id (the API sent none) carries, there, the id the run made up.
     """
     response = interactions[index].response
     if response is None or not response.tool_calls:
-        return {}
-    wanted = [(call.id, call.name) for call in response.tool_calls]
+        return []
+    wanted = response.tool_calls
     for later in interactions[index + 1 :]:
         messages = later.request.messages
         for position in range(len(messages) - 1, -1, -1):
             message = messages[position]
-            if (
-                message.role == "assistant"
-                and [(c.id, c.name) for c in message.tool_calls] == wanted
-            ):
-                return _answers(messages[position + 1 :])
-    return {}
+            if message.role == "assistant" and _same_calls(message.tool_calls, wanted):
+                answers = _answers(messages[position + 1 :])
+                return [answers.get(call.id) for call in message.tool_calls]
+    return [None] * len(wanted)
+
+
+def _same_calls(sent: Sequence[RecordedToolCall], answered: Sequence[RecordedToolCall]) -> bool:
+    """Whether the calls a request sends back are the calls of a recorded answer: the same
+    names, and the same ids where the answer had them."""
+    return len(sent) == len(answered) and all(
+        a.name == b.name and (a.id == b.id or not b.id) for a, b in zip(sent, answered, strict=True)
+    )
 
 
 def _answers(messages: Sequence[RecordedMessage]) -> dict[str, RecordedMessage]:
@@ -198,17 +214,30 @@ def _starts_another_conversation(
     )
 
 
+def _run_again(failed_at: int) -> str:
+    return (
+        f"it runs the turn again after the error of interaction {failed_at}, which the driver "
+        "does not retry (the execution failed, and the same conversation was executed again, "
+        "as for_next_execution() does, without a new user message); a scenario turn starts "
+        "with a user message, so it cannot replay that: delete the interactions of the failed "
+        "attempt, or of the one run again"
+    )
+
+
 @dataclass
 class _TurnDraft:
     user: str
     replies: list[ModelReply] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    results: list[dict[str, Any]] = field(default_factory=list)
+    """The tool results the agent sent back, as ``expect.tool_results`` entries."""
     clean: bool = True
     final: str | None = None
 
     def data(self, *, state: bool) -> dict[str, Any]:
-        """The turn; with ``state``, also the expectations on agentrig's own state."""
+        """The turn; with ``state``, also the expectations on agentrig's own state; without
+        (an agent seen on the wire), the tool results it sent back, which its own tools made."""
         expect: dict[str, Any] = {}
         if state and self.clean and not self.errors and self.final is not None:
             expect["status"] = "completed"
@@ -216,6 +245,8 @@ class _TurnDraft:
             expect["final_response"] = self.final
         if self.calls:
             expect["tool_calls"] = {"calls": self.calls}
+        if not state and self.results:
+            expect["tool_results"] = self.results
         if state and self.errors:
             expect["errors"] = self.errors
         turn: dict[str, Any] = {"user": self.user, "model": self.replies}
@@ -231,6 +262,7 @@ class _Draft:
     bad_arguments: set[str] = field(default_factory=set)
     users_seen: int = 0
     retry_of: str | None = None
+    failed_at: int | None = None
 
     def add(self, number: int, interaction: Interaction) -> None:
         users = [m for m in interaction.request.messages if m.role == "user"]
@@ -238,6 +270,9 @@ class _Draft:
             interaction, self.interactions[number - 2], len(users), self.users_seen
         ):
             raise CassetteConversionError(self.path, number, _ANOTHER_CONVERSATION)
+        if self.failed_at is not None and len(users) <= self.users_seen:
+            raise CassetteConversionError(self.path, number, _run_again(self.failed_at))
+        self.failed_at = None
         if len(users) > self.users_seen or not self.turns:
             self.turns.append(_TurnDraft(user=users[-1].content if users else ""))
             self.users_seen = len(users)
@@ -249,18 +284,29 @@ class _Draft:
         self.retry_of = None
         if interaction.error is not None:
             error = interaction.error
+            if not error.message:
+                problem = (
+                    "the recorded error has no message, and a scenario's error reply needs one; "
+                    "write one into the cassette's error: message:"
+                )
+                raise CassetteConversionError(self.path, number, problem)
             failure = Turn(error=error.message, retryable=error.retryable)
             turn.replies.append(reply_from_turn(failure))
             turn.clean = False
             turn.errors.append(error.message)
             self.retry_of = key if error.retryable else None
+            self.failed_at = None if error.retryable else number
             return
         assert interaction.response is not None
         turn.replies.append(self._reply(number, interaction.response))
         results = _results(self.interactions, number - 1)
-        for call in interaction.response.tool_calls:
+        cut = False
+        for call, result in zip(interaction.response.tool_calls, results, strict=True):
             turn.calls.append(_call(call))
-            self._tool_result(turn, call, results.get(call.id))
+            if result is None and cut:
+                continue  # the stop scripted for an earlier call ends the run before this one
+            self._tool_result(turn, call, result)
+            cut = cut or result is None
         if not interaction.response.tool_calls:
             turn.final = interaction.response.content
 
@@ -268,6 +314,10 @@ class _Draft:
         if not response.content and not response.tool_calls:
             problem = "the response is empty (no text, no tool calls); a scenario cannot script it"
             raise CassetteConversionError(self.path, number, problem)
+        for call in response.tool_calls:
+            if not re.match(IDENTIFIER_PATTERN, call.name):
+                problem = f"tool call name {call.name!r} {_NOT_A_TOOL_NAME}"
+                raise CassetteConversionError(self.path, number, problem)
         calls = tuple(CallSpec(call.name, call.arguments) for call in response.tool_calls)
         default = "tool_calls" if calls else "stop"
         reason = response.finish_reason if response.finish_reason != default else None
@@ -289,6 +339,8 @@ class _Draft:
             replies.append({"stop": UNRECORDED_RESULT})
             turn.clean = False
             return
+        sent: dict[str, Any] = {"tool": call.name, "content": result.content}
+        turn.results.append({**sent, "is_error": True} if result.is_error else sent)
         if not result.is_error:
             replies.append({"return": result.content})
             return
@@ -314,7 +366,7 @@ class _Draft:
 
     def _tool(self, schema: RecordedTool) -> dict[str, Any]:
         if not re.match(IDENTIFIER_PATTERN, schema.name):
-            reason = f"tool name {schema.name!r} cannot be a scenario tool name"
+            reason = f"tool name {schema.name!r} {_NOT_A_TOOL_NAME}"
             raise CassetteConversionError(self.path, None, reason)
         tool: dict[str, Any] = {"description": schema.description} if schema.description else {}
         params = _params(schema.parameters)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from pathlib import Path
@@ -11,6 +12,7 @@ from pydantic import ValidationError
 
 from agentrig.harness.cassettes.errors import CassetteFileError
 from agentrig.harness.cassettes.model import CASSETTE_VERSION, Cassette, to_data
+from agentrig.harness.data_files import not_a_regular_file
 from agentrig.harness.errors import DataFileError
 from agentrig.harness.scenarios.loader import file_error
 from agentrig.harness.scenarios.yaml_source import (
@@ -24,6 +26,7 @@ __all__ = [
     "cassette_from_yaml",
     "cassette_to_yaml",
     "load_cassette",
+    "refuse_non_file",
     "save_cassette",
     "write_text_atomically",
 ]
@@ -68,9 +71,29 @@ def save_cassette(cassette: Cassette, path: StrPath) -> Path:
     return target
 
 
+def refuse_non_file(path: StrPath) -> None:
+    """:class:`CassetteFileError` when ``path`` exists and is not a regular file (a FIFO, a
+    device, a folder; symlinks followed): a cassette is neither read from it nor recorded over
+    it."""
+    kind = not_a_regular_file(path)
+    if kind is not None:
+        reason = (
+            f"not a regular file: it is {kind}; a cassette is read from a regular file and "
+            "recorded to one or to a new path, never over anything else"
+        )
+        raise CassetteFileError(os.fspath(path), reason)
+
+
 def write_text_atomically(target: Path, text: str) -> None:
     """Write ``text`` (UTF-8, ``\\n`` line ends) to ``target`` through a temporary file in its
-    folder and ``os.replace``: a reader sees the old file or the new one, never half of one."""
+    folder and ``os.replace``: a reader sees the old file or the new one, never half of one.
+    A ``target`` that exists and is not a regular file (a FIFO, a device) is never replaced: an
+    ``OSError`` says so."""
+    kind = not_a_regular_file(target)
+    if kind is not None:
+        raise OSError(
+            errno.EINVAL, f"not a regular file: it is {kind}; it was not replaced", str(target)
+        )
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as file:

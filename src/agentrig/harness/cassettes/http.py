@@ -37,6 +37,7 @@ Needs ``vcrpy`` (``pip install './agentrig[vcr]'`` from a checkout).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -630,6 +631,7 @@ def _strict_persister(inner: Any) -> Any:
         @classmethod
         def load_cassette(cls, cassette_path: Any, serializer: Any) -> Any:
             where = str(cassette_path)
+            _refuse_non_file(where)
             try:
                 return inner.load_cassette(cassette_path, serializer)
             except (CassetteNotFoundError, HttpCassetteFileError):
@@ -641,9 +643,29 @@ def _strict_persister(inner: Any) -> Any:
 
         @classmethod
         def save_cassette(cls, cassette_path: Any, cassette_dict: Any, serializer: Any) -> None:
+            _refuse_non_file(str(cassette_path))
             inner.save_cassette(cassette_path, cassette_dict, serializer)
 
     return StrictPersister
+
+
+def _refuse_non_file(path: str) -> None:
+    """:class:`HttpCassetteFileError` for a path that exists and is not a regular file (vcrpy
+    would take a FIFO for an absent cassette, and block writing it) or is larger than
+    :data:`~agentrig.harness.data_files.MAX_FILE_BYTES`."""
+    from agentrig.harness.data_files import MAX_FILE_BYTES, not_a_regular_file
+
+    kind = not_a_regular_file(path)
+    if kind is not None:
+        reason = f"not a regular file: it is {kind}; it is neither read nor recorded over"
+        raise HttpCassetteFileError(path, reason)
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return
+    if size > MAX_FILE_BYTES:
+        reason = f"the file is larger than {MAX_FILE_BYTES} bytes, the most a data file may hold"
+        raise HttpCassetteFileError(path, reason)
 
 
 def _not_utf8(path: Any) -> str:
@@ -703,10 +725,13 @@ def use_http_cassette(
     **overrides: Any,
 ) -> Iterator[Any]:
     """Replay (``record_mode="none"``) or record the cassette at ``path``; yields vcrpy's
-    ``Cassette``. A replay that ends normally must have played every interaction. ``ignore``
+    ``Cassette``. A replay that ends normally must have answered every request
+    (``HttpCassetteMismatchError`` names each miss) and, unless ``check_all_played`` is false,
+    played every interaction. ``ignore``
     names :data:`SETTINGS` not to compare (``ignore=("tools", "strict")`` replays a session
     recorded with other tool schemas)."""
     where = str(path)
+    _refuse_non_file(where)
     if record_mode == "none" and not Path(where).is_file():
         raise HttpCassetteNotFoundError(where)
     options = vcr_config(record_mode=record_mode, **overrides)
@@ -719,11 +744,11 @@ def use_http_cassette(
             raise HttpCassetteFileError(where, str(error)) from None
         misses = record_misses(cassette)
         yield cassette
-    if record_mode != "none" or not check_all_played:
+    if record_mode != "none":
         return
     if misses:
         raise HttpCassetteMismatchError(where, misses)
-    if not cassette.all_played:
+    if check_all_played and not cassette.all_played:
         raise UnplayedInteractionsError(where, unplayed(cassette), len(cassette))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, TypeVar
 
 from agentrig.errors import ProviderError
@@ -57,15 +58,22 @@ def _message(message: Message) -> RecordedMessage:
     )
 
 
-def _call(call: ToolCall) -> RecordedToolCall:
+def _call(call: ToolCall, made_up: Collection[str] = ()) -> RecordedToolCall:
+    if call.id in made_up:
+        return _kept(RecordedToolCall, call, id="")
     return _kept(RecordedToolCall, call)
 
 
-def record_response(response: InferenceResponse) -> RecordedResponse:
-    """The recorded form of ``response``; :func:`to_response` gives back an equal response."""
+def record_response(
+    response: InferenceResponse, *, made_up: Collection[str] = ()
+) -> RecordedResponse:
+    """The recorded form of ``response``; :func:`to_response` gives back an equal response.
+
+    A tool call whose id is in ``made_up`` (the driver made it up: the API sent none) is
+    recorded with the id ``""``, as the API sent it; :func:`to_response` makes one up again."""
     return RecordedResponse(
         content=response.content,
-        tool_calls=tuple(_call(call) for call in response.tool_calls),
+        tool_calls=tuple(_call(call, made_up) for call in response.tool_calls),
         usage=record_usage(response.usage),
         finish_reason=response.finish_reason.value if response.finish_reason else None,
         reasoning_content=response.reasoning_content,
@@ -76,11 +84,14 @@ def record_response(response: InferenceResponse) -> RecordedResponse:
 
 
 def to_response(recorded: RecordedResponse) -> InferenceResponse:
-    """The ``InferenceResponse`` a recorded response stands for."""
+    """The ``InferenceResponse`` a recorded response stands for. A tool call recorded without
+    an id gets one from the run's id source, made up where the driver made it up live."""
     return InferenceResponse(
         content=recorded.content,
         tool_calls=tuple(
             ToolCall(id=call.id, name=call.name, arguments=dict(call.arguments))
+            if call.id
+            else ToolCall(name=call.name, arguments=dict(call.arguments))
             for call in recorded.tool_calls
         ),
         usage=Usage(**dict(recorded.usage)),

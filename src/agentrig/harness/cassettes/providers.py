@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from agentrig import __version__
+from agentrig.clock import IdFactory, current_ids, runtime_context
 from agentrig.drivers import InferenceProvider
 from agentrig.errors import InvalidInputError, ProviderError
 from agentrig.harness.cassettes.errors import (
@@ -20,7 +22,7 @@ from agentrig.harness.cassettes.errors import (
     CassetteNotFoundError,
     UnusedInteractionsError,
 )
-from agentrig.harness.cassettes.files import load_cassette, save_cassette
+from agentrig.harness.cassettes.files import load_cassette, refuse_non_file, save_cassette
 from agentrig.harness.cassettes.matching import (
     fitted,
     nearest,
@@ -97,6 +99,8 @@ class RecordingProvider:
     ) -> None:
         self.inner = inner
         self.path = os.fspath(path) if path is not None else None
+        if self.path is not None:
+            refuse_non_file(self.path)
         self.scrubber = scrubber if scrubber is not None else Scrubber()
         self._cassette = cassette if cassette is not None else _new_cassette(inner)
         self.recorded = 0
@@ -110,14 +114,16 @@ class RecordingProvider:
     def infer(self, request: InferenceRequest) -> InferenceResponse:
         """Ask the inner provider and record the outcome."""
         live = self.scrubber.scrub_model(normalize_request(request))
+        noting = _NotingIds(current_ids())
         try:
-            response = self.inner.infer(request)
+            with runtime_context(ids=noting):
+                response = self.inner.infer(request)
         except ProviderError as error:
             self._add(
                 Interaction(request=live, error=self.scrubber.scrub_model(record_error(error)))
             )
             raise
-        recorded = self.scrubber.scrub_model(record_response(response))
+        recorded = self.scrubber.scrub_model(record_response(response, made_up=noting.made))
         self._add(Interaction(request=live, response=recorded))
         return response
 
@@ -277,6 +283,24 @@ class ReplayProvider:
         return f"ReplayProvider({self.path!r}, played={len(self._played)}/{total})"
 
 
+class _NotingIds:
+    """The run's id source, noting the ids it hands out while the recorded provider answers:
+    a tool call with one of them had no id from the API (the driver made it up), and is
+    recorded without one, so that a replay makes its id up at the same point of the run."""
+
+    def __init__(self, inner: IdFactory) -> None:
+        self.inner = inner
+        self.made: set[str] = set()
+
+    def new_id(self, kind: str) -> str:
+        made = self.inner.new_id(kind)
+        self.made.add(made)
+        return made
+
+    def __getattr__(self, name: str) -> Any:  # issued(), fork(): the source's own
+        return getattr(self.inner, name)
+
+
 CassetteProvider = RecordingProvider | ReplayProvider
 """What :func:`cassette_provider` returns; both have ``unused()`` and ``assert_complete()``."""
 
@@ -295,6 +319,7 @@ def cassette_provider(
     """
     chosen = RecordMode.parse(mode)
     target = os.fspath(path)
+    refuse_non_file(target)
     exists = Path(target).is_file()
     if chosen is RecordMode.ALL or (not exists and chosen is not RecordMode.NONE):
         return RecordingProvider(_needed(inner, target, chosen), path=target, scrubber=scrubber)

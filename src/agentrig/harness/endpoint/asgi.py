@@ -14,7 +14,12 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from agentrig.harness.endpoint.service import EndpointReply, RequestHandler
+from agentrig.harness.endpoint.service import (
+    HANG_LIMIT,
+    EndpointReply,
+    RequestHandler,
+    play_wait,
+)
 
 
 class ConnectionCut(Exception):
@@ -50,9 +55,19 @@ def endpoint_app(endpoint: RequestHandler) -> Starlette:
         except ClientDisconnect:  # the client gave up (a cancelled call): no one to answer
             return Response(status_code=499)
         path = request.url.path
+        if request.url.query:  # Gemini names streaming (alt=sse), and may send its key, there
+            path = f"{path}?{request.url.query}"
         reply = endpoint.handle(request.method, path, request.headers, body)
-        if reply.delay:
-            await anyio.sleep(reply.delay)
+        if reply.delay or reply.hang:
+            # A server does not know the client's timeout: it waits, and watches for the
+            # client giving up (a disconnect), which a reply that never went out tells.
+            wait, _ = play_wait(reply, None)
+            if await _gives_up(request, HANG_LIMIT if wait is None else wait):
+                if reply.delivery is not None:
+                    reply.delivery.abandoned()
+                return Response(status_code=499)  # no one is left to read it
+        if reply.delivery is not None:
+            reply.delivery.delivered()
         if reply.chunks is None and not reply.drop:
             return Response(reply.body, status_code=reply.status, headers=reply.headers)
         return StreamingResponse(_events(reply), status_code=reply.status, headers=reply.headers)
@@ -61,6 +76,16 @@ def endpoint_app(endpoint: RequestHandler) -> Starlette:
     app = Starlette(routes=routes)
     app.state.endpoint = endpoint
     return app
+
+
+async def _gives_up(request: Request, seconds: float) -> bool:
+    """Whether the client disconnects within ``seconds`` (its body is read already: the next
+    message the server hands the app is the disconnect)."""
+    with anyio.move_on_after(seconds):
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        return True
+    return False
 
 
 async def _events(reply: EndpointReply) -> AsyncIterator[bytes]:

@@ -31,9 +31,11 @@ _AGENTRIG_ONLY_AGENT = (
 )
 
 
-def check_endpoint_scenario(scenario: Scenario) -> None:
-    """Raise ``ScenarioFileError`` naming every part of ``scenario`` the endpoint cannot honour."""
-    problems = [_error(scenario, path, reason) for path, reason in _problems(scenario)]
+def check_endpoint_scenario(scenario: Scenario, *, function: bool = False) -> None:
+    """Raise ``ScenarioFileError`` naming every part of ``scenario`` the endpoint cannot honour
+    (with ``function``, a reply function answers: the turns may script no replies)."""
+    found = [*_problems(scenario), *(_scripted(scenario) if function else ())]
+    problems = [_error(scenario, path, reason) for path, reason in found]
     if problems:
         raise ScenarioFileError.combine(problems)
 
@@ -45,6 +47,19 @@ def _problems(scenario: Scenario) -> Iterator[tuple[FieldPath, str]]:
             reason = "cancel drives agentrig's own loop; the endpoint cannot cancel another agent"
             yield ("turns", index, "cancel"), reason
         yield from _expect_problems(turn.expect, ("turns", index, "expect"))
+
+
+def _scripted(scenario: Scenario) -> Iterator[tuple[FieldPath, str]]:
+    """The turns that script replies, which a reply function would leave unplayed."""
+    for index, turn in enumerate(scenario.turns):
+        for key in ("model", "mixture"):
+            if key in turn.model_fields_set and getattr(turn, key):
+                reason = (
+                    f"a reply function answers every request, so the {key}: replies of this "
+                    "turn would never be played; remove them, or serve the scenario without "
+                    "the function"
+                )
+                yield ("turns", index, key), reason
 
 
 def _agent_problems(agent: AgentSpec) -> Iterator[tuple[FieldPath, str]]:

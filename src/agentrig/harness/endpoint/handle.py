@@ -9,8 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from agentrig.harness.endpoint.capture import CapturedRequest
+from agentrig.harness.endpoint.function import ReplyFunction
 from agentrig.harness.endpoint.server import EndpointServer
 from agentrig.harness.endpoint.service import ProviderBaseUrls, ScenarioEndpoint
+from agentrig.harness.endpoint.session import EndpointSession
 from agentrig.harness.endpoint.transports import httpx2_transport, httpx_transport
 from agentrig.harness.reporting.terminal import format_scenario_failures
 from agentrig.harness.results import ScenarioResult
@@ -21,7 +24,7 @@ IN_PROCESS_HOST = "agentrig-endpoint.invalid"
 """The host of in-process base URLs: ``.invalid`` never resolves, so a client that was not given
 the endpoint's transport fails at once instead of reaching anything."""
 
-PROVIDER_HOSTS = ("api.openai.com", "api.anthropic.com")
+PROVIDER_HOSTS = ("api.openai.com", "api.anthropic.com", "generativelanguage.googleapis.com")
 """The hosts ``intercept()`` captures."""
 
 
@@ -40,18 +43,28 @@ class EndpointHandle(ProviderBaseUrls):
 
     Give the agent ``api_key`` and a base URL; in-process, also one of the clients (or
     transports) below, or wrap the agent in ``intercept()``. ``check()`` raises
-    ``EndpointCheckFailed`` with every failure; the pytest fixture calls it at teardown.
+    ``EndpointCheckFailed`` with every failure; the pytest fixture calls it when the test's
+    body ends, unless the body did. ``requests()`` gives what the agent sent.
     """
 
     def __init__(
-        self, scenario: Scenario | str | Path, *, live: bool = False, key: str | None = None
+        self,
+        scenario: Scenario | str | Path,
+        *,
+        live: bool = False,
+        key: str | None = None,
+        replies: ReplyFunction | None = None,
     ) -> None:
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
-        self.endpoint = ScenarioEndpoint([self.scenario])
+        self.endpoint = ScenarioEndpoint([self.scenario], capture=True, replies=replies)
+        """The endpoint serving the session (``replies``: a function deciding each reply, in
+        place of the turns' ``model:`` scripts, which it then refuses)."""
         self.api_key = key or _default_key(self.scenario)
         """The API key, the session's key: ``key``, else ``NAME/RANDOM``; for a scenario with a
         ``mixture`` turn, ``NAME``, so that a test plays the same branches on every run (give
         ``key=`` to play those of another session, ``NAME/trial-7``)."""
+        self.checked = False
+        """Whether ``check()`` was called: the pytest fixture then leaves the verdict to it."""
         self._server = EndpointServer(self.endpoint).start() if live else None
         self._base_url = self._server.base_url if self._server else f"http://{IN_PROCESS_HOST}"
 
@@ -64,6 +77,13 @@ class EndpointHandle(ProviderBaseUrls):
     def live(self) -> bool:
         """Whether a real server on loopback answers (else only the clients made here reach it)."""
         return self._server is not None
+
+    def play(self, scenario: Scenario) -> EndpointSession:
+        """Serve ``scenario`` (built in memory or loaded) as a fresh session with this handle's
+        API key, in place of the one before; ``result()`` and ``check()`` then read the new
+        session. The clients and the live server stay as they are."""
+        self.scenario = scenario
+        return self.endpoint.start_session(scenario, self.api_key)
 
     # --- clients ---------------------------------------------------------------------------
 
@@ -107,8 +127,8 @@ class EndpointHandle(ProviderBaseUrls):
 
     @contextlib.contextmanager
     def intercept(self) -> Iterator[None]:
-        """Route every httpx2 and httpx request to ``api.openai.com`` / ``api.anthropic.com``
-        to this endpoint (through respx), for code that builds its own clients with the
+        """Route every httpx2 and httpx request to ``api.openai.com``, ``api.anthropic.com``
+        and ``generativelanguage.googleapis.com`` (Gemini) to this endpoint (through respx), for code that builds its own clients with the
         providers' default hosts. Other hosts pass through. Needs ``respx`` and
         ``pytest-httpx2``."""
         from agentrig.harness.endpoint.intercept import intercepted
@@ -118,12 +138,18 @@ class EndpointHandle(ProviderBaseUrls):
 
     # --- results ---------------------------------------------------------------------------
 
+    def requests(self) -> list[CapturedRequest]:
+        """Every request the agent sent so far, in order: its JSON body (``.body``), headers
+        (names in lower case), path, and the status it was answered with."""
+        return self.endpoint.requests(self.api_key)
+
     def result(self) -> ScenarioResult:
         """The session's result (ends it). A session no request reached fails its script."""
         return self.endpoint.session(self.api_key).result()
 
     def check(self) -> ScenarioResult:
         """The result; ``EndpointCheckFailed`` with the domain diff when anything failed."""
+        self.checked = True
         result = self.result()
         if not result.passed:
             raise EndpointCheckFailed(format_scenario_failures(result))

@@ -2,8 +2,8 @@
 (with ``api.openai.com`` hard-coded) reach the endpoint unchanged.
 
 The ``openai`` and ``anthropic`` SDKs send through httpx2, which respx reaches only through
-pytest-httpx2's ``httpcore2`` mocker; clients on plain httpx go through respx's ``httpcore``
-mocker. Both are installed for the duration.
+pytest-httpx2's ``httpcore2`` mocker; clients on plain httpx (``google-genai``'s default) go
+through respx's ``httpcore`` mocker. Both are installed for the duration.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 
 from agentrig.harness.endpoint.extras import require_extra
 from agentrig.harness.endpoint.service import ScenarioEndpoint
+from agentrig.harness.endpoint.transports import client_gives_up
 
 
 @contextlib.contextmanager
@@ -28,10 +29,17 @@ def intercepted(endpoint: ScenarioEndpoint, api_key: str, hosts: Sequence[str]) 
         headers = dict(request.headers)
         # The agent's own key (often a placeholder) is replaced by the session's.
         headers.pop("x-api-key", None)
+        headers.pop("x-goog-api-key", None)
         headers["authorization"] = f"Bearer {api_key}"
         reply = endpoint.handle(
             request.method, request.url.raw_path.decode(), headers, request.content
         )
+        if reply.delay or reply.hang:  # latency is not waited here; a timeout is met at once
+            _, timed_out = client_gives_up(reply, request)
+            if timed_out is not None:
+                raise httpx.ReadTimeout(timed_out, request=request)
+        if reply.delivery is not None:
+            reply.delivery.delivered()
         if reply.drop:
             raise httpx.RemoteProtocolError(
                 "agentrig endpoint: a scripted fault cut this connection", request=request

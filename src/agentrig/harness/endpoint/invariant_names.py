@@ -8,6 +8,7 @@ WIRE_INVARIANT_NAMES = (
     "tool_results_answer_calls",
     "history_grows",
     "tools_offered",
+    "answer_allowed",
     "reasoning_sent_back",
     "tools_as_declared",
     "model_named",
@@ -19,5 +20,9 @@ WIRE_INVARIANT_NAMES = (
 SCRIPT_NOT_EXCEEDED = "script_not_exceeded"
 """No request after its turn's script is used up: checked by the session itself."""
 
-ENDPOINT_INVARIANT_NAMES = (*WIRE_INVARIANT_NAMES, SCRIPT_NOT_EXCEEDED)
+TOOL_RESULTS_AS_SCRIPTED = "tool_results_as_scripted"
+"""The tool results the agent sends are what ``agent.tools`` script: checked by the session
+when its result is asked for."""
+
+ENDPOINT_INVARIANT_NAMES = (*WIRE_INVARIANT_NAMES, SCRIPT_NOT_EXCEEDED, TOOL_RESULTS_AS_SCRIPTED)
 """Every invariant the endpoint checks."""

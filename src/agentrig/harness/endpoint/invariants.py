@@ -20,13 +20,14 @@ try:
 except ImportError:  # imported by everything of the endpoint: the message names the extra
     raise MissingDependencyError("jsonschema", "endpoint") from None
 
-from agentrig._model import json_equal
+from agentrig.harness.endpoint.history import repeated_prefix as repeated_prefix
 from agentrig.harness.endpoint.invariant_names import ENDPOINT_INVARIANT_NAMES
 from agentrig.harness.endpoint.memo import remembered
+from agentrig.harness.endpoint.wire import FORMATS
 from agentrig.harness.endpoint.wire._common import REDACTED_KEY, SEAL_KEY
-from agentrig.harness.endpoint.wire.base import WireAnswer, WireRequest
+from agentrig.harness.endpoint.wire.base import ANY_ANSWER, WireAnswer, WireRequest
 from agentrig.harness.scenarios.drift import param_problems
-from agentrig.harness.scenarios.model import ToolSpec
+from agentrig.harness.scenarios.model import TextMatch, ToolSpec
 from agentrig.harness.scenarios.yaml_source import FieldPath
 from agentrig.messages import Message, Role
 from agentrig.state import ToolSchema
@@ -45,9 +46,21 @@ class WireView:
     (``repeated_prefix``)."""
     answer: WireAnswer | None
     expected_model: str | None
-    expected_system: str | None
+    expected_system: str | TextMatch | None
+    """``agent.system_prompt``: the text, or a rule, the request's system prompt must pass."""
     expected_user: str | None
     declared_tools: Mapping[str, ToolSpec] = field(default_factory=dict)
+    user_message: Message | None = None
+    """The user message that began the request's turn (past any retries of it); None: the
+    newest user message."""
+    declared_as: str = "agent.tools"
+    """Where ``declared_tools`` were declared, for messages (``agent.agents.NAME.tools`` for
+    the tools of one of several agents)."""
+    declared_path: FieldPath = ("agent", "tools")
+    """The scenario field that declares ``declared_tools``."""
+    declared_complete: bool = True
+    """Whether the request must offer every tool of ``declared_tools`` (not when they are all
+    the agents' tools, for a request that is none of ``agent.agents``)."""
     """The scenario's ``agent.tools``: what it says the agent's own tools take."""
     _offered: dict[str, ToolSchema] | None = None
     _schema_texts: dict[str, str] = field(default_factory=dict)
@@ -103,39 +116,6 @@ def item(message: Message) -> dict[str, Any]:
             "content": message.tool_result.content,
         }
     return entry
-
-
-def same_item(expected: Message, sent: Message) -> bool:
-    """Whether ``sent`` carries ``expected`` unchanged (as ``history_grows`` compares them: the
-    content without surrounding whitespace, tool calls by id, name and arguments, tool results by
-    call id and content)."""
-    if expected.role is not sent.role or expected.content.strip() != sent.content.strip():
-        return False
-    if _result(expected) != _result(sent):
-        return False
-    # Most items call no tool: the JSON walk only when there are calls to compare.
-    return not (expected.tool_calls or sent.tool_calls) or json_equal(
-        _calls(expected), _calls(sent)
-    )
-
-
-def _calls(message: Message) -> tuple[tuple[str, str, dict[str, Any]], ...]:
-    return tuple((call.id, call.name, call.arguments) for call in message.tool_calls)
-
-
-def _result(message: Message) -> tuple[str, str] | None:
-    result = message.tool_result
-    return None if result is None else (result.call_id, result.content)
-
-
-def repeated_prefix(history: tuple[Message, ...], sent: tuple[Message, ...]) -> int:
-    """How many leading items of ``history`` ``sent`` repeats unchanged (``same_item``)."""
-    count = 0
-    for expected, given in zip(history, sent, strict=False):  # pragma: no mutate (the default)
-        if expected is not given and not same_item(expected, given):
-            break
-        count += 1
-    return count
 
 
 def history_grows(view: WireView) -> list[Violation]:
@@ -279,10 +259,55 @@ def tools_offered(view: WireView) -> list[Violation]:
     return found
 
 
+def answer_allowed(view: WireView) -> list[Violation]:
+    """The scripted answer is one the request allows: no tool call under ``tool_choice: none``,
+    at least one under ``required`` (Anthropic's ``any``), only the named tool's under a named
+    choice, and one call at most when the request turns parallel calls off
+    (``parallel_tool_calls: false``, ``disable_parallel_tool_use: true``). A real API never
+    answers otherwise: an agent tested on such an answer is tested on something it never meets."""
+    answer = view.answer
+    if answer is None:
+        return NONE
+    choice = FORMATS[view.request.format].tool_choice(view.request)
+    if choice is ANY_ANSWER:
+        return NONE
+    calls = answer.tool_calls
+    names = [call.name for call in calls]
+    problem = None
+    if choice.mode == "none" and calls:
+        problem = (
+            f"the request sends {choice.said}, but the scripted reply calls {', '.join(names)}"
+        )
+    elif choice.mode in ("required", "tool") and not calls:
+        problem = f"the request sends {choice.said}, but the scripted reply calls no tool"
+    elif choice.mode == "tool" and any(name != choice.tool for name in names):
+        problem = (
+            f"the request sends {choice.said}, but the scripted reply calls "
+            f"{', '.join(n for n in names if n != choice.tool)}"
+        )
+    elif not choice.parallel and len(calls) > 1:
+        problem = (
+            f"the request sends {choice.parallel_said}, but the scripted reply makes "
+            f"{len(calls)} tool calls ({', '.join(names)})"
+        )
+    if problem is None:
+        return NONE
+    return [
+        Violation(
+            "answer_allowed",
+            f"{problem}: a real API never answers so; change the reply, or check why the agent "
+            "asks for that",
+            choice.said or choice.parallel_said,
+            names,
+        )
+    ]
+
+
 def tools_as_declared(view: WireView) -> list[Violation]:
-    """Each tool of ``agent.tools`` is offered (when the request offers tools at all) and takes
-    the ``params`` the scenario declares: names, JSON types, required or optional. A tool marked
-    ``scripted: true`` is left out. The scenario describes the agent under test; a tool renamed
+    """Each tool of ``agent.tools`` is offered (when the request offers tools at all), takes
+    the ``params`` the scenario declares (names, JSON types, required or optional) and, when the
+    scenario declares a ``description``, says it; and the request offers no tool the scenario
+    does not declare. A tool marked ``scripted: true`` is not looked for. The scenario describes the agent under test; a tool renamed
     or changed in the agent but not in the scenario fails here, not silently."""
     if not view.declared_tools:
         return NONE
@@ -294,11 +319,11 @@ def tools_as_declared(view: WireView) -> list[Violation]:
         path: FieldPath = ("agent", "tools", name)
         tool = offered.get(name)
         if tool is None:
-            if offered:
+            if offered and view.declared_complete:
                 found.append(
                     Violation(
                         "tools_as_declared",
-                        f"agent.tools declares {name}, which the request does not offer "
+                        f"{view.declared_as} declares {name}, which the request does not offer "
                         f"(it offers: {', '.join(sorted(offered))}); fix the name, or mark the "
                         "tool scripted: true if the agent really has no such tool",
                         name,
@@ -308,6 +333,14 @@ def tools_as_declared(view: WireView) -> list[Violation]:
                 )
             continue
         problems = _declared_problems(spec, tool.parameters, view.schema_text(tool))
+        if "description" in spec.model_fields_set and (
+            tool.description.strip() != spec.description.strip()
+        ):
+            problems = [
+                *problems,
+                f"its description is {tool.description.strip()!r}, not the declared "
+                f"{spec.description.strip()!r}",
+            ]
         if problems:
             found.append(
                 Violation(
@@ -318,6 +351,19 @@ def tools_as_declared(view: WireView) -> list[Violation]:
                     path,
                 )
             )
+    undeclared = [name for name in offered if name not in view.declared_tools]
+    if undeclared:
+        found.append(
+            Violation(
+                "tools_as_declared",
+                f"the request offers {', '.join(undeclared)}, which {view.declared_as} does "
+                "not declare: the scenario describes another agent than the one under test; "
+                "declare the tool (its params, and its description to check that too)",
+                sorted(view.declared_tools),
+                sorted(offered),
+                view.declared_path,
+            )
+        )
     return found
 
 
@@ -381,6 +427,18 @@ def model_named(view: WireView) -> list[Violation]:
 def system_prompt_sent(view: WireView) -> list[Violation]:
     """The request carries the scenario's ``agent.system_prompt`` (when it gives one)."""
     expected = view.expected_system
+    if isinstance(expected, TextMatch):
+        if prompt_passes(expected, view.request.system):
+            return NONE
+        rule = expected.model_dump(exclude_none=True)
+        return [
+            Violation(
+                "system_prompt_sent",
+                f"the system prompt sent does not pass agent.system_prompt's rule {rule}",
+                rule,
+                view.request.system,
+            )
+        ]
     if not expected or (view.request.system or "").strip() == expected.strip():
         return NONE
     return [
@@ -393,12 +451,26 @@ def system_prompt_sent(view: WireView) -> list[Violation]:
     ]
 
 
+def prompt_passes(expected: str | TextMatch, sent: str | None) -> bool:
+    """Whether the system prompt ``sent`` is the ``expected`` text (without surrounding
+    whitespace) or passes the ``expected`` rule (a regex that searches too long fails)."""
+    if isinstance(expected, str):
+        return (sent or "").strip() == expected.strip()
+    try:
+        return expected.matches(sent or "")
+    except TimeoutError:
+        return False
+
+
 def user_turn_sent(view: WireView) -> list[Violation]:
-    """The newest user message is the scenario turn's ``user:`` text."""
+    """The user message that began the turn (the newest one, past any retry of the turn) is
+    the scenario turn's ``user:`` text."""
     expected = view.expected_user
     if expected is None:
         return NONE
-    newest = next((m for m in reversed(view.request.messages) if m.role is Role.USER), None)
+    newest = view.user_message or next(
+        (m for m in reversed(view.request.messages) if m.role is Role.USER), None
+    )
     if newest is None or newest.content.strip() == expected.strip():
         return NONE
     return [
@@ -415,6 +487,7 @@ WIRE_INVARIANTS: dict[str, WireCheck] = {
     "tool_results_answer_calls": tool_results_answer_calls,
     "history_grows": history_grows,
     "tools_offered": tools_offered,
+    "answer_allowed": answer_allowed,
     "reasoning_sent_back": reasoning_sent_back,
     "tools_as_declared": tools_as_declared,
     "model_named": model_named,

@@ -2,65 +2,29 @@
 server), relays its answer unchanged, and records the exchange in an agentrig cassette, scrubbed
 of secrets, that ``agentrig convert`` turns into a scenario.
 
-A scenario replays one conversation, so each conversation gets a cassette of its own: the
-first is written to the path given, the next ones beside it (``session.cassette.yaml``, then
-``session-2.cassette.yaml``, ...). A request continues the conversation whose last request it
-repeats from the start (a Responses request with ``previous_response_id``, the one that got that
-answer); any other request starts a new one, as another run of the agent, a second agent, or a
-subagent sharing the provider does.
-
-The provider's answer is read into agentrig's terms by agentrig's own provider for that API,
-replaying the exact bytes the upstream sent, so the cassette holds what an agentrig run against
-the same upstream would have recorded.
+Each conversation gets a cassette of its own (:class:`~agentrig.harness.endpoint.conversations.
+Conversations`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from agentrig import __version__
-from agentrig.drivers.provider import InferenceProvider
-from agentrig.errors import ProviderError
-from agentrig.harness.cassettes import RecordingProvider
-from agentrig.harness.cassettes.convert import RECORDED_THROUGH
-from agentrig.harness.cassettes.model import Cassette, CassetteMetadata
-from agentrig.harness.endpoint.invariants import repeated_prefix
+from agentrig.harness.endpoint.conversations import Conversations
 from agentrig.harness.endpoint.service import JSON, EndpointReply
-from agentrig.harness.endpoint.wire import FORMATS, WireError, WireFormat, format_for_path
-from agentrig.harness.endpoint.wire.base import WireRequest
-from agentrig.messages import Message, Messages, Role
-from agentrig.state import InferenceRequest, LlmConfig
 
 _FORWARDED = (
     "authorization",
     "x-api-key",
     "anthropic-version",
     "anthropic-beta",
+    "x-goog-api-key",
     "openai-organization",
     "openai-project",
     "content-type",
     "accept",
 )
-# The answer is read (decoded) before it is replayed to agentrig's provider: the headers that
-# describe the bytes on the wire no longer hold for it (a gzip-encoded answer, as the real APIs
-# send, would be decoded a second time).
-_WIRE_ENCODING = ("content-encoding", "content-length", "transfer-encoding")
-
-
-@dataclass
-class _Conversation:
-    """One conversation being recorded: its cassette, and what its next request must repeat."""
-
-    recorder: RecordingProvider
-    sent: tuple[Message, ...] = ()
-    """The messages of its last request (the system prompt first, when there is one)."""
-    answered: str = ""
-    """The response id of its last answer."""
 
 
 class RecordThrough:
@@ -73,14 +37,17 @@ class RecordThrough:
         self.upstream = upstream.rstrip("/")
         self.path = Path(path)
         self._client = httpx2.Client(timeout=timeout)
-        self._lock = threading.Lock()
-        self._conversations: list[_Conversation] = []
-        self.recorded = 0
+        self.conversations = Conversations(self.path)
 
     @property
     def paths(self) -> list[Path]:
         """The cassettes written so far, one per conversation, in the order they began."""
-        return [Path(c.recorder.path or self.path) for c in self._conversations]
+        return self.conversations.paths
+
+    @property
+    def recorded(self) -> int:
+        """The model calls recorded so far."""
+        return self.conversations.recorded
 
     def close(self) -> None:
         """Close the connections to the upstream."""
@@ -105,9 +72,10 @@ class RecordThrough:
         for name in ("retry-after", "request-id", "x-request-id"):
             if name in upstream.headers:
                 reply_headers[name] = upstream.headers[name]
-        fmt = format_for_path(path.split("?", 1)[0])
-        if method == "POST" and fmt is not None:
-            self._record(fmt, body, upstream.status_code, dict(upstream.headers), answer)
+        if method == "POST":
+            self.conversations.record(
+                path, body, upstream.status_code, dict(upstream.headers), answer
+            )
         return EndpointReply(upstream.status_code, reply_headers, answer)
 
     def _target(self, path: str) -> str:
@@ -115,116 +83,3 @@ class RecordThrough:
         if self.upstream.endswith("/v1") and path.startswith("/v1/"):
             path = path[3:]
         return self.upstream + path
-
-    def _record(
-        self, fmt: WireFormat, body: bytes, status: int, headers: dict[str, str], answer: bytes
-    ) -> None:
-        try:
-            request = fmt.parse_request(body)
-        except WireError:
-            return  # the upstream answered it; there is no model call to record
-        decoded = {k: v for k, v in headers.items() if k.lower() not in _WIRE_ENCODING}
-        provider = _replaying_provider(fmt, request, status, decoded, answer)
-        inference = _inference_request(request)
-        sent = tuple(inference.messages)
-        with self._lock:
-            conversation = self._conversation_of(request, sent, provider)
-            conversation.recorder.inner = provider
-            conversation.sent = sent
-            with contextlib.suppress(ProviderError):  # recorded as the interaction's error
-                conversation.answered = conversation.recorder.infer(inference).response_id
-            self.recorded += 1
-
-    def _conversation_of(
-        self, request: WireRequest, sent: tuple[Message, ...], provider: InferenceProvider
-    ) -> _Conversation:
-        """The conversation ``request`` goes on with, or a new one with a cassette of its own.
-
-        With ``previous_response_id``, the one that got that answer. Else the one whose last
-        request ``request`` repeats from the start and goes on from (the longest, if several);
-        else the one whose last request it repeats whole (a retry, as after an error); else
-        none: another run of the agent, another agent, or a subagent."""
-        previous = request.settings.get("previous_response_id")
-        if isinstance(previous, str) and previous:
-            for conversation in self._conversations:
-                if conversation.answered == previous:
-                    return conversation
-        goes_on: _Conversation | None = None
-        retried: _Conversation | None = None
-        for conversation in self._conversations:
-            length = len(conversation.sent)
-            if not length or repeated_prefix(conversation.sent, sent) < length:
-                continue
-            if length == len(sent):
-                retried = conversation
-            elif goes_on is None or length > len(goes_on.sent):
-                goes_on = conversation
-        found = goes_on or retried
-        if found is not None:
-            return found
-        metadata = CassetteMetadata(agentrig=__version__, recorded_with=RECORDED_THROUGH)
-        path = _numbered(self.path, len(self._conversations) + 1)
-        recorder = RecordingProvider(provider, path=path, cassette=Cassette(metadata=metadata))
-        self._conversations.append(_Conversation(recorder))
-        return self._conversations[-1]
-
-
-def _numbered(path: Path, number: int) -> Path:
-    """``path`` for the first conversation; ``NAME-N.SUFFIXES`` beside it for the ``number``-th
-    (``session.cassette.yaml``: ``session-2.cassette.yaml``)."""
-    if number == 1:
-        return path
-    stem, dot, suffixes = path.name.partition(".")
-    return path.with_name(f"{stem}-{number}{dot}{suffixes}")
-
-
-def _inference_request(request: WireRequest) -> InferenceRequest:
-    messages = list(request.messages)
-    if request.system:
-        messages.insert(0, Message(role=Role.SYSTEM, content=request.system))
-    return InferenceRequest(
-        messages=Messages(messages),
-        tools=request.tools,
-        llm_config=LlmConfig(model=request.model, provider=request.format),
-    )
-
-
-def _replaying_provider(
-    fmt: WireFormat, request: WireRequest, status: int, headers: dict[str, str], answer: bytes
-) -> InferenceProvider:
-    """agentrig's provider for ``fmt``, whose HTTP client answers with the upstream's bytes."""
-    import httpx2
-
-    def canned(_: Any) -> Any:
-        return httpx2.Response(status, headers=headers, content=answer)
-
-    client = httpx2.Client(transport=httpx2.MockTransport(canned))
-    options: dict[str, Any] = {"model": request.model, "stream": request.stream}
-    if fmt is FORMATS["anthropic"]:
-        import anthropic
-
-        from agentrig.drivers import AnthropicProvider
-
-        messages_sdk = anthropic.Anthropic(
-            api_key="recorded",
-            base_url="http://upstream.invalid",
-            http_client=client,
-            max_retries=0,
-        )
-        return AnthropicProvider(client=messages_sdk, **options)
-    import openai
-
-    sdk = openai.OpenAI(
-        api_key="recorded", base_url="http://upstream.invalid/v1", http_client=client, max_retries=0
-    )
-    if fmt is FORMATS["responses"]:
-        from agentrig import drivers
-
-        responses_provider = getattr(drivers, "OpenAIResponsesProvider", None)
-        if responses_provider is None:
-            raise NotImplementedError("recording the Responses API needs OpenAIResponsesProvider")
-        provider: InferenceProvider = responses_provider(client=sdk, **options)
-        return provider
-    from agentrig.drivers import OpenAIProvider
-
-    return OpenAIProvider(client=sdk, **options)

@@ -35,7 +35,13 @@ class EndpointServer(ProviderBaseUrls):
 
         self.endpoint = endpoint
         config = uvicorn.Config(
-            endpoint_app(endpoint), host=host, port=port, log_level="warning", lifespan="off"
+            endpoint_app(endpoint),
+            host=host,
+            port=port,
+            log_level="warning",
+            lifespan="off",
+            # a reply still waiting (a timeout fault) does not hold the server up as it stops
+            timeout_graceful_shutdown=1,
         )
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None

@@ -1,9 +1,11 @@
 """The endpoint itself, apart from any HTTP stack: one request in (method, path, headers, body),
 one reply out. The ASGI app, the in-process transports and the pytest fixture all wrap it.
 
-Sessions are keyed by the API key the agent sends (``Authorization: Bearer KEY`` or
-``x-api-key: KEY``), and by the ``x-agentrig-trial`` header when a request carries one (each
-live trial of ``agentrig run --live`` sends its own, so one key serves every trial). With one scenario, every distinct key is a session of it. With several, a
+Sessions are keyed by the API key the agent sends (``Authorization: Bearer KEY``, ``x-api-key:
+KEY``, ``x-goog-api-key: KEY`` or ``?key=KEY``), and by the ``x-agentrig-trial`` header when a
+request carries one (each live trial of ``agentrig run --live`` sends its own, so one key serves
+every trial). A session is named in every report by that header when sent, else by its key.
+With one scenario, every distinct key is a session of it. With several, a
 key names its scenario: ``SCENARIO`` or ``SCENARIO/ANYTHING`` (the part after ``/`` tells
 concurrent sessions of one scenario apart). Two sessions never share a script.
 """
@@ -14,10 +16,13 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
+from urllib.parse import parse_qs
 
 from agentrig.errors import AgentrigError
+from agentrig.harness.endpoint.capture import CapturedRequest, captured
+from agentrig.harness.endpoint.function import ReplyFunction
 from agentrig.harness.endpoint.memo import remembered
-from agentrig.harness.endpoint.session import EndpointSession, Plan
+from agentrig.harness.endpoint.session import Delivery, EndpointSession, Plan
 from agentrig.harness.endpoint.wire import (
     CREATED,
     FORMATS,
@@ -27,6 +32,7 @@ from agentrig.harness.endpoint.wire import (
     json_bytes,
     response_id,
 )
+from agentrig.harness.endpoint.wire.gemini import GEMINI
 from agentrig.harness.results import ScenarioResult
 from agentrig.harness.scenarios.model import Scenario
 
@@ -71,6 +77,12 @@ class ProviderBaseUrls:
         """``BASE``: the ``base_url`` for the Anthropic SDK."""
         return self.base_url
 
+    @property
+    def gemini_base_url(self) -> str:
+        """``BASE``: the ``base_url`` for the google-genai SDK (``HttpOptions(base_url=...)``),
+        which adds ``/v1beta/models/...`` itself."""
+        return self.base_url
+
 
 class EndpointKeyError(AgentrigError):
     """A request's API key names no scenario the endpoint serves."""
@@ -81,7 +93,10 @@ class EndpointReply:
     """What to send back: a status, headers, and a body or a stream of events.
 
     ``drop`` means the connection is cut after ``chunks`` (or instead of a body): the client sees
-    a broken connection, as when a provider's stream dies. ``delay`` is the seconds to wait first.
+    a broken connection, as when a provider's stream dies. ``delay`` is the seconds to wait first;
+    ``hang``: send nothing until the client gives up (a ``timeout`` fault). A player that waits
+    (``delay``, ``hang``) tells ``delivery`` whether the reply went out or the client gave up
+    first, and never waits past the client's own timeout (``play_wait``).
     """
 
     status: int
@@ -90,22 +105,48 @@ class EndpointReply:
     chunks: tuple[bytes, ...] | None = None
     drop: bool = False
     delay: float = 0.0
+    hang: bool = False
+    delivery: Delivery | None = None
+
+
+HANG_LIMIT = 600.0
+"""The longest a ``timeout`` fault waits for a client without a timeout of its own (the OpenAI
+and Anthropic SDKs' default timeout)."""
+
+
+def play_wait(reply: EndpointReply, client_timeout: float | None) -> tuple[float | None, bool]:
+    """How long a player waits before it sends ``reply`` to a client that gives up after
+    ``client_timeout`` seconds (None: never, or not known), and whether the client gives up
+    first (then nothing is sent: the player raises the client's timeout error, or sees it
+    disconnect). The wait is None for a ``hang`` whose client has no known timeout."""
+    if reply.hang:
+        return client_timeout, True
+    if client_timeout is not None and reply.delay > client_timeout:
+        return client_timeout, True
+    return reply.delay, False
 
 
 @dataclass
 class ScenarioEndpoint:
-    """Serves ``scenarios`` over the OpenAI Chat, OpenAI Responses and Anthropic Messages APIs."""
+    """Serves ``scenarios`` over the OpenAI Chat, OpenAI Responses, Anthropic Messages and
+    Gemini APIs."""
 
     scenarios: Sequence[Scenario]
     sessions: dict[str, EndpointSession] = field(default_factory=dict)
+    capture: bool = False
+    """Whether each session's requests are kept whole, for ``requests()`` (``EndpointHandle``
+    keeps them; ``agentrig serve`` does not, as a session keeps only what its checks need)."""
+    replies: ReplyFunction | None = None
+    """A function that decides each reply instead of the turns' ``model:`` scripts."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _captured: dict[str, list[CapturedRequest]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.scenarios:
             raise ValueError("a ScenarioEndpoint needs at least one scenario")
         self._by_name = {scenario.name: scenario for scenario in self.scenarios}
         for scenario in self.scenarios:  # refuse what the endpoint cannot honour, up front
-            EndpointSession(scenario, key="")
+            EndpointSession(scenario, key="", replies=self.replies)
 
     # --- sessions --------------------------------------------------------------------------
 
@@ -117,9 +158,36 @@ class ScenarioEndpoint:
         with self._lock:
             found = self.sessions.get(session_key)
             if found is None:
-                found = EndpointSession(self._scenario_for(key), key=session_key, checked=True)
+                name = self._unused_name(trial or shown_key(key))
+                found = EndpointSession(
+                    self._scenario_for(key),
+                    key=session_key,
+                    checked=True,
+                    name=name,
+                    replies=self.replies,
+                )
                 self.sessions[session_key] = found
             return found
+
+    def start_session(self, scenario: Scenario, key: str) -> EndpointSession:
+        """A fresh session of ``scenario`` for ``key``, in place of the key's earlier one: the
+        next request sent with ``key`` plays it. ``scenario`` may be any scenario, built in
+        memory or loaded, not only one the endpoint was made with: one hypothesis example is
+        one such session, on an endpoint (and server) that stays up."""
+        with self._lock:
+            self.sessions.pop(key, None)
+            session = EndpointSession(scenario, key=key, name=self._unused_name(shown_key(key)))
+            self.sessions[key] = session
+        return session
+
+    def _unused_name(self, name: str) -> str:
+        """``name``, or ``name#2``, ``name#3``... when a session is called that already."""
+        taken = {session.name for session in self.sessions.values()}
+        found, number = name, 1
+        while found in taken:
+            number += 1
+            found = f"{name}#{number}"
+        return found
 
     def _scenario_for(self, key: str) -> Scenario:
         if len(self.scenarios) == 1:
@@ -148,49 +216,95 @@ class ScenarioEndpoint:
         """Answer one HTTP request (``headers`` as ``RequestHandler.handle`` takes them). Never
         raises for a bad request: it gets an error reply."""
         lowered = case_insensitive(headers)
-        path = path.split("?", 1)[0]
+        target = path
+        path, _, query = path.partition("?")
         fmt = format_for_path(path)
         anthropic = fmt is FORMATS["anthropic"] or "anthropic-version" in lowered
         errors = FORMATS["anthropic"] if anthropic else FORMATS["chat"]
+        if fmt is FORMATS["gemini"] or _is_gemini(path, lowered):
+            errors = FORMATS["gemini"]
         if method == "GET" and path.rstrip("/").endswith("/models"):
-            return self._models(anthropic)
+            return self._models(anthropic, gemini=errors is FORMATS["gemini"])
         if fmt is None or method != "POST":
             served = ", ".join(f"POST {f.path}" for f in FORMATS.values())
             message = f"Invalid URL ({method} {path}): the agentrig endpoint serves {served}"
             return _error(errors, 404, message)
-        key = _api_key(lowered)
+        key = _api_key(lowered, query)
         if key is None:
-            return _error(fmt, 401, "agentrig endpoint: no API key (Authorization or x-api-key)")
+            return _error(
+                fmt, 401, "agentrig endpoint: no API key (Authorization, x-api-key, x-goog-api-key)"
+            )
         try:
             session = self.session(key, lowered.get(TRIAL_HEADER))
         except EndpointKeyError as error:
             return _error(fmt, 401, str(error))
+        reply = self._answer(fmt, session, target, body)
+        if self.capture:
+            with self._lock:
+                kept = self._captured.setdefault(session.key, [])
+                kept.append(captured(len(kept) + 1, method, path, lowered, body, reply.status))
+        return reply
+
+    def requests(self, key: str, trial: str | None = None) -> list[CapturedRequest]:
+        """The requests the session of ``key`` (and ``trial``) sent so far, in order (only
+        with ``capture``; none before the first)."""
+        session_key = key if not trial else f"{key}#{trial}"
+        with self._lock:
+            return list(self._captured.get(session_key, ()))
+
+    def _answer(
+        self, fmt: WireFormat, session: EndpointSession, target: str, body: bytes
+    ) -> EndpointReply:
+        """The reply to a request of ``session`` in format ``fmt``, posted to ``target`` (its
+        path and query)."""
         try:
-            request = fmt.parse_request(body)
+            request = fmt.read(target, body)
         except WireError as error:
             session.unreadable(f"{fmt.path}: {error.message}")
             return _error(fmt, 400, f"agentrig endpoint: {error.message}", param=error.param)
-        plan = session.plan(request)
+        exchange = session.exchange(request)
+        plan = exchange.plan
         stream, include_usage, model = request.stream, request.include_usage, request.model
-        if plan.answer is None:  # an error, made for this request
-            reply = _reply(fmt, plan, stream=stream, include_usage=include_usage, model=model)
+        if plan.answer is None or not plan.shared:  # made for this request alone
+            top = fmt.logprobs_asked(request) if plan.answer and plan.answer.logprobs else None
+            hidden = bool(plan.answer and plan.answer.reasoning) and not request.reasoning_shown
+            reply = _reply(
+                fmt,
+                plan,
+                stream=stream,
+                include_usage=include_usage,
+                model=model,
+                top=top,
+                hidden=hidden,
+            )
         else:  # the same for every session that plays this plan (see ``EndpointSession.plan``)
             top = fmt.logprobs_asked(request) if plan.answer.logprobs else None
+            hidden = not request.reasoning_shown and bool(plan.answer.reasoning)
             reply = remembered(
-                ("reply", fmt.name, id(plan), stream, include_usage, model, top),
+                ("reply", fmt.name, id(plan), stream, include_usage, model, top, hidden),
                 plan,
                 lambda: _reply(
-                    fmt, plan, stream=stream, include_usage=include_usage, model=model, top=top
+                    fmt,
+                    plan,
+                    stream=stream,
+                    include_usage=include_usage,
+                    model=model,
+                    top=top,
+                    hidden=hidden,
                 ),
             )
+        if exchange.awaited:  # made for this request: it reports what became of the reply
+            reply = replace(reply, delivery=Delivery(session, exchange))
         chunking = session.scenario.agent.wire_chunking
         if reply.chunks is None or chunking == "events":
             return reply
         return replace(reply, chunks=tuple(cut_chunks(reply.chunks, chunking)))
 
-    def _models(self, anthropic: bool) -> EndpointReply:
+    def _models(self, anthropic: bool, *, gemini: bool = False) -> EndpointReply:
         names = sorted({s.agent.model for s in self.scenarios if s.agent.model} or {"agentrig"})
-        if anthropic:
+        if gemini:
+            body = GEMINI.models_body(names)
+        elif anthropic:
             data = [
                 {
                     "type": "model",
@@ -240,12 +354,29 @@ def case_insensitive(headers: Mapping[str, str]) -> Mapping[str, str]:
     return headers
 
 
-def _api_key(headers: Mapping[str, str]) -> str | None:
+def shown_key(key: str) -> str:
+    """``key`` as reports show it: as it is, unless it looks like a real provider's key (it
+    starts with ``sk-`` or ``sk_``, or is 40 characters or more), which is shown in part
+    (``sk-…Wxyz``): an agent sent the endpoint its real key, and reports are shared."""
+    if key.startswith(("sk-", "sk_")) or len(key) >= 40:
+        return f"{key[:3]}…{key[-4:]}"
+    return key
+
+
+def _api_key(headers: Mapping[str, str], query: str = "") -> str | None:
     bearer = headers.get("authorization", "")
     if bearer.lower().startswith("bearer ") and bearer[7:].strip():
         return bearer[7:].strip()
-    key = headers.get("x-api-key", "").strip()
+    key = (headers.get("x-api-key") or headers.get("x-goog-api-key") or "").strip()
+    if not key and "key=" in query:  # Gemini's ?key=KEY
+        key = parse_qs(query).get("key", [""])[-1].strip()
     return key or None
+
+
+def _is_gemini(path: str, headers: Mapping[str, str]) -> bool:
+    """Whether a request that is no model call is meant for the Gemini API (its error shape and
+    model list): it carries Google's key header, or goes to a ``/v1beta`` path."""
+    return "x-goog-api-key" in headers or "/v1beta/" in path + "/"
 
 
 def _error(
@@ -272,12 +403,19 @@ def _reply(
     include_usage: bool,
     model: str,
     top: int | None = None,
+    hidden: bool = False,
 ) -> EndpointReply:
     """The reply that plays ``plan``; ``top``: the likeliest tokens to send beside each token's
-    log probability (None: the request asked for none)."""
+    log probability (None: the request asked for none); ``hidden``: the reasoning goes without
+    its text, as reasoning that shows none (the request did not ask to see it)."""
     answer = plan.answer
     if answer is not None and top is not None:
         answer = replace(answer, logprobs_top=top)
+    if answer is not None and hidden:
+        answer = replace(answer, redacted=True)
+    if plan.fault is not None and plan.fault.timeout:
+        hung = _error(fmt, plan.status, plan.error or "", delay=plan.latency)
+        return replace(hung, hang=True)
     if answer is None:
         return _error(
             fmt,

@@ -15,20 +15,33 @@ from agentrig.harness.checks.expectations import (
     check_observed,
 )
 from agentrig.harness.checks.trajectory import Call
+from agentrig.harness.endpoint.auto_model import auto_reply
 from agentrig.harness.endpoint.compatibility import check_endpoint_scenario
-from agentrig.harness.endpoint.invariant_names import SCRIPT_NOT_EXCEEDED
+from agentrig.harness.endpoint.function import ReplyFunction, ReplyRequest, reply_of
+from agentrig.harness.endpoint.invariant_names import (
+    SCRIPT_NOT_EXCEEDED,
+    TOOL_RESULTS_AS_SCRIPTED,
+)
 from agentrig.harness.endpoint.invariants import (
     WIRE_INVARIANTS,
     Violation,
     WireCheck,
     WireView,
+    prompt_passes,
     repeated_prefix,
     selected,
 )
 from agentrig.harness.endpoint.memo import remembered
+from agentrig.harness.endpoint.network import drawn_fault, drawn_latency
+from agentrig.harness.endpoint.retries import retries_turn
+from agentrig.harness.endpoint.tool_replies import (
+    SentResult,
+    checked_results,
+    scripted_result_problems,
+)
 from agentrig.harness.endpoint.wire import response_id
+from agentrig.harness.endpoint.wire._common import adopt_call_ids, seal_of
 from agentrig.harness.endpoint.wire._common import message as wire_message
-from agentrig.harness.endpoint.wire._common import seal_of
 from agentrig.harness.endpoint.wire.base import (
     FormatName,
     TokenLogprobs,
@@ -46,7 +59,7 @@ from agentrig.harness.results import (
 from agentrig.harness.scenarios.model import FaultSpec, ModelReply, Scenario
 from agentrig.harness.scenarios.yaml_source import FieldPath
 from agentrig.messages import Message, Role, ToolCall
-from agentrig.state import Usage
+from agentrig.state import ToolSchema, Usage
 from agentrig.state.status import FinishReason
 from agentrig.state.usage import ZERO_USAGE
 
@@ -69,6 +82,9 @@ class Plan:
     retry_after: float | None = None
     fault: FaultSpec | None = None
     latency: float = 0.0
+    shared: bool = True
+    """Whether every session that plays this reply as this request number plays this plan
+    (a scripted reply), so that its wire reply is made once; a reply function's plan is not."""
     _message: Message | None = None
 
     def message(self) -> Message:
@@ -94,11 +110,49 @@ class Exchange:
     """The system prompt in force for the request (its own, or the one it continues)."""
     conversation: tuple[Message, ...]
     plan: Plan
+    reply: int | None = None
+    """The index of the scripted reply that answered, among those of its turn; None for an
+    answer the script did not give (a request past the script or the scenario's turns)."""
+    received: bool = True
+    """Whether the reply reached the client: false while a delayed reply waits (it counts once
+    delivered), and for good when the client gave up first."""
+    abandoned: bool = False
+    """Whether the client gave up before the reply reached it (its timeout, or a disconnect)."""
 
     @property
     def answered(self) -> bool:
         """Whether the agent received a complete scripted answer."""
-        return self.plan.answer is not None and self.plan.fault is None
+        return self.plan.answer is not None and self.plan.fault is None and self.received
+
+    @property
+    def awaited(self) -> bool:
+        """Whether the reply may never reach the client: one that waits first (``latency``)
+        or sends nothing (a ``timeout`` fault); the player reports what became of it."""
+        return self.plan.latency > 0 or (
+            self.plan.fault is not None and bool(self.plan.fault.timeout)
+        )
+
+
+@dataclass(slots=True)
+class Delivery:
+    """What became of a reply that may never reach the client (``Exchange.awaited``): the
+    player that sends it calls ``delivered`` once it sends it, or ``abandoned`` when the
+    client gave up first (its timeout, a disconnect). Until then the reply does not count."""
+
+    session: EndpointSession
+    exchange: Exchange
+
+    def delivered(self) -> None:
+        """The reply is being sent: the agent has it."""
+        with self.session._lock:
+            if not self.exchange.abandoned:
+                self.exchange.received = True
+
+    def abandoned(self) -> None:
+        """The client gave up before the reply: it is no model call of the agent's, and what
+        the agent sends next carries no answer to it."""
+        with self.session._lock:
+            self.exchange.received, self.exchange.abandoned = False, True
 
 
 @dataclass(slots=True)
@@ -107,6 +161,11 @@ class EndpointSession:
 
     scenario: Scenario
     key: str
+    name: str = ""
+    """What reports call the session (``ScenarioResult.session``): the ``x-agentrig-trial``
+    header its client sent, else its API key; empty: the key."""
+    replies: ReplyFunction | None = None
+    """A function deciding each reply in place of the turns' ``model:`` scripts."""
     checked: bool = False
     """Whether ``scenario`` was already found fit for the endpoint (``ScenarioEndpoint`` checks
     each of its scenarios once, not once a session)."""
@@ -124,8 +183,17 @@ class EndpointSession:
     """Requests the per-request checks checked (each selected one checks every such request)."""
     _script_checked: int = 0
     """Requests ``script_not_exceeded`` checked."""
+    _results_checked: int = 0
+    """Tool results ``tool_results_as_scripted`` checked."""
     _failed: dict[str, int] = field(default_factory=dict)
     """Violations of each selected invariant (str to int: a dict the collector skips)."""
+    offered: tuple[ToolSchema, ...] | None = None
+    """The tools the session's first request offered (None before it came)."""
+    _groups: dict[tuple[str, FieldPath, str, str], tuple[int, list[int]]] = field(
+        default_factory=dict
+    )
+    """Per violation said (its text, field and both sides): its failure's index in
+    ``failures`` and the requests that broke it."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _started: float = field(default_factory=time.perf_counter)
     _finished: ScenarioResult | None = None
@@ -133,7 +201,7 @@ class EndpointSession:
 
     def __post_init__(self) -> None:
         if not self.checked:
-            check_endpoint_scenario(self.scenario)
+            check_endpoint_scenario(self.scenario, function=self.replies is not None)
         chosen = self.scenario.invariants
         names, self._wire_checks = _selection(
             tuple(chosen.only) if chosen.only is not None else None, tuple(chosen.exclude or ())
@@ -144,30 +212,41 @@ class EndpointSession:
 
     def plan(self, request: WireRequest) -> Plan:
         """Decide the answer to ``request``, check it, and remember the exchange."""
+        return self.exchange(request).plan
+
+    def exchange(self, request: WireRequest) -> Exchange:
+        """Decide the answer to ``request``, check it, and remember the exchange (returned: a
+        reply that may never arrive, ``Exchange.awaited``, counts once a ``Delivery`` of it
+        says it was delivered)."""
         with self._lock:
+            if request.anonymous_calls:  # calls sent back without ids: those they repeat
+                request = adopt_call_ids(request, self._expected_history() or ())
             number = len(self.exchanges) + 1
+            if number == 1:
+                self.offered = request.tools
             continued = self._continued(request)
             conversation = self._conversation(request, continued)
             system = request.system
             if system is None and continued is not None:  # the API keeps the stored one
                 system = continued.system
-            turn = self._turn_of(conversation)
-            plan = self._choose(number, turn, request)
+            turn, newest = self._turn_of(conversation)
+            plan, reply = self._decide(number, turn, _with_context(request, conversation, system))
             history = self._expected_history()
             if self._bases and turn in self._bases:  # a repeating reply answers
                 history = self._bases[turn]
             repeated = repeated_prefix(history or (), conversation)
             if turn <= len(self.scenario.turns):
                 request = _with_context(request, conversation, system)
-                self._check(number, turn, request, history, repeated, plan)
+                self._check(number, turn, request, history, repeated, plan, newest)
             # Each message the request repeats is kept as history's own object: a session keeps
             # a message once, not once for every later request that carries it again.
             if repeated:
                 conversation = (*(history or ())[:repeated], *conversation[repeated:])
-            self.exchanges.append(
-                Exchange(number, turn, request.format, system, conversation, plan)
-            )
-            return plan
+            exchange = Exchange(number, turn, request.format, system, conversation, plan, reply)
+            if exchange.awaited:
+                exchange.received = False
+            self.exchanges.append(exchange)
+            return exchange
 
     def unreadable(self, message: str) -> None:
         """Record a request the endpoint could not read (it is answered with HTTP 400)."""
@@ -194,11 +273,25 @@ class EndpointSession:
             return request.messages
         return (*self._after(continued), *request.messages)
 
-    def _turn_of(self, conversation: tuple[Message, ...]) -> int:
-        users = sum(1 for m in conversation if m.role is Role.USER)
-        return max(users, 1)
+    def _turn_of(self, conversation: tuple[Message, ...]) -> tuple[int, Message | None]:
+        """The turn a request of ``conversation`` belongs to, and the user message that began
+        it: each user message begins a turn, but those that retry the turn before
+        (``retries_turn``: a framework's retry, or what the turn's ``retries:`` names)."""
+        turns = self.scenario.turns
+        turn, newest = 0, None
+        for message in conversation:
+            if message.role is not Role.USER:
+                continue
+            if 0 < turn <= len(turns) and retries_turn(
+                turns[turn - 1], turns[turn] if turn < len(turns) else None, message.content
+            ):
+                continue
+            turn, newest = turn + 1, message
+        return max(turn, 1), newest
 
-    def _choose(self, number: int, turn: int, request: WireRequest) -> Plan:
+    def _choose(self, number: int, turn: int, request: WireRequest) -> tuple[Plan, int | None]:
+        """The plan that answers request ``number`` of ``turn``, and the index of the scripted
+        reply it plays (None when none does)."""
         response_id = str(number)
         turns = self.scenario.turns
         if turn > len(turns):
@@ -207,13 +300,15 @@ class EndpointSession:
                 f"{len(turns)} turn(s)"
             )
             self._fail("script", message, ("turns",), turn=None)
-            return Plan(response_id, status=400, error=f"agentrig endpoint: {message}")
+            return Plan(response_id, status=400, error=f"agentrig endpoint: {message}"), None
         spec = turns[turn - 1]
-        replies = spec.model if spec.mixture is None else self._mixed(turn)
+        if spec.is_auto:
+            return self._auto(number, turn, request), None
+        replies = spec.replies if spec.mixture is None else self._mixed(turn)
         used = index = self._cursor.get(turn, 0)
         if index >= len(replies):
             if not replies or not replies[-1].repeat:
-                return self._overrun(number, turn, len(replies))
+                return self._overrun(number, turn, len(replies)), None
             index = len(replies) - 1  # the repeating reply answers again
         reply, sealed = replies[index], request.seals_reasoning
         if reply.repeat and used == index:  # its first answer: the base of those to come
@@ -221,11 +316,73 @@ class EndpointSession:
         self._cursor[turn] = used + 1
         self._script_checked += 1
         # The same reply played as the same request number is the same plan in every session.
-        return remembered(
+        plan: Plan = remembered(
             ("plan", id(reply), response_id, turn, sealed),
             reply,
             lambda: _plan_reply(reply, response_id, turn, sealed),
         )
+        return plan, index
+
+    def _auto(self, number: int, turn: int, request: WireRequest) -> Plan:
+        """The answer of ``model: auto``: the next offered tool's call, then text."""
+        used = self._cursor.get(turn, 0)
+        self._cursor[turn] = used + 1
+        self._script_checked += 1
+        seed = self.scenario.turns[turn - 1].seed
+        reply = auto_reply(
+            request.tools, used, f"{seed}" if seed is not None else f"{self.scenario.name}/{turn}"
+        )
+        return _plan_reply(reply, str(number), turn, request.seals_reasoning)
+
+    def _decide(self, number: int, turn: int, request: WireRequest) -> tuple[Plan, int | None]:
+        """The answer to ``request`` (its conversation and system prompt in context): a fault
+        ``agent.network`` draws (the script waits for the retry), else the reply function's or
+        the script's reply, after any wait ``agent.network`` draws; and the index of the
+        scripted reply it plays (None when none does)."""
+        network = self.scenario.agent.network
+        in_script = turn <= len(self.scenario.turns)
+        fault, reply = None, None
+        if network is not None and in_script:
+            fault = drawn_fault(network, self.scenario.name, self.key, number)
+        if fault is not None:
+            plan = _fault_plan(str(number), fault, 0.0, "agent.network's drawn fault")
+            plan.shared = False
+        elif self.replies is not None and in_script:
+            plan = self._from_function(self.replies, number, turn, request)
+        else:
+            plan, reply = self._choose(number, turn, request)
+        if network is not None and network.latency is not None:
+            wait = drawn_latency(network, self.scenario.name, self.key, number)
+            plan = replace(plan, latency=plan.latency + wait, shared=False)
+        return plan, reply
+
+    def _from_function(
+        self, replies: ReplyFunction, number: int, turn: int, request: WireRequest
+    ) -> Plan:
+        """The reply function's answer to ``request``; HTTP 500, and a failure naming the
+        request, when it raises or returns no reply."""
+        asked = ReplyRequest(
+            number=number,
+            turn=turn,
+            format=request.format,
+            model=request.model,
+            messages=request.messages,
+            system=request.system,
+            tools=request.tools,
+            settings=request.settings,
+        )
+        try:
+            reply = reply_of(replies(asked))
+        except Exception as error:  # the user's function: any error is the session's failure
+            message = (
+                f"request {number}: the reply function failed: {type(error).__name__}: {error}"
+            )
+            self._fail("script", message, ("turns", turn - 1), turn=turn)
+            return Plan(str(number), status=500, error=f"agentrig endpoint: {message}")
+        self._cursor[turn] = self._cursor.get(turn, 0) + 1
+        plan = _plan_reply(reply, str(number), turn, request.seals_reasoning)
+        plan.shared = False
+        return plan
 
     def _overrun(self, number: int, turn: int, scripted: int) -> Plan:
         """The answer to a request that came after its turn's script was used up."""
@@ -260,9 +417,11 @@ class EndpointSession:
         return mixture[self._branch(turn)].model
 
     def _replies(self, turn: int) -> tuple[ModelReply, ...]:
-        """The replies this session plays in ``turn`` (1-based)."""
+        """The replies this session plays in ``turn`` (1-based): none with a reply function."""
+        if self.replies is not None:
+            return ()
         spec = self.scenario.turns[turn - 1]
-        return spec.model if spec.mixture is None else self._mixed(turn)
+        return spec.replies if spec.mixture is None else self._mixed(turn)
 
     def _script_path(self, turn: int) -> FieldPath:
         """Where the replies this session plays in ``turn`` were written."""
@@ -287,25 +446,51 @@ class EndpointSession:
         history: tuple[Message, ...] | None,
         repeated: int,
         plan: Plan,
+        newest: Message | None,
     ) -> None:
         """Run the selected invariants on ``request`` (its conversation and system prompt as
         the endpoint understands them)."""
         spec = self.scenario.turns[turn - 1]
+        agent = self.scenario.agent
         view = WireView(
             request=request,
             expected_history=history,
             repeated=repeated,
             answer=plan.answer,
-            expected_model=self.scenario.agent.model,
-            expected_system=self.scenario.agent.system_prompt or None,
+            expected_model=agent.model,
+            expected_system=agent.system_prompt or None,
             expected_user=spec.user,
-            declared_tools=self.scenario.agent.tools,
+            declared_tools=agent.tools,
+            user_message=newest,
         )
+        if agent.agents:
+            self._as_one_of_the_agents(view, number, turn)
         for name, check in self._wire_checks:
             found = check(view)
             if found:
                 self._record(name, found, turn, number, self._path_of(name, turn))
         self._requests_checked += 1
+
+    def _as_one_of_the_agents(self, view: WireView, number: int, turn: int) -> None:
+        """Hold ``view`` to the one of ``agent.agents`` whose system prompt its request sends:
+        that agent's tools. A request that is none of them breaks ``system_prompt_sent`` here,
+        and offers none but the tools of ``agent.tools``."""
+        agents = self.scenario.agent.agents
+        sent = view.request.system
+        view.expected_system = None  # the agent is known by its prompt: it passes, or is none
+        name = next((n for n, a in agents.items() if prompt_passes(a.system_prompt, sent)), None)
+        if name is None:
+            problem = (
+                f"the system prompt sent is that of none of agent.agents ({', '.join(agents)})"
+            )
+            found = Violation("system_prompt_sent", problem, list(agents), sent)
+            self._record("system_prompt_sent", [found], turn, number, ("agent", "agents"))
+            view.declared_complete = False
+            return
+        tools = self.scenario.agent.tools
+        view.declared_tools = {tool: tools[tool] for tool in agents[name].tools}
+        view.declared_as = f"agent.agents.{name}.tools"
+        view.declared_path = ("agent", "agents", name, "tools")
 
     def _path_of(self, invariant: str, turn: int) -> FieldPath:
         """The scenario field a broken invariant points at."""
@@ -315,7 +500,7 @@ class EndpointSession:
             return ("agent", "system_prompt")
         if invariant == "user_turn_sent":
             return ("turns", turn - 1, "user")
-        if invariant == "tools_offered":
+        if invariant in ("tools_offered", "answer_allowed"):
             return self._reply_path(turn, 1)
         if invariant == "reasoning_sent_back":  # the reply before, whose reasoning went astray
             return self._reply_path(turn, 2)
@@ -340,10 +525,23 @@ class EndpointSession:
             return
         self._failed[name] += len(violations)
         for violation in violations:
+            at = violation.path or path
+            said = f"{violation.invariant}: {violation.message}"
+            # The same violation of later requests (a tool schema sent again each time) is
+            # said once, naming every request that broke it.
+            same = (said, at, repr(violation.expected), repr(violation.observed))
+            group = self._groups.get(same)
+            if group is not None and number not in group[1]:
+                group[1].append(number)
+                index = group[0]
+                message = f"{_requests_text(group[1])}: {said}"
+                self.failures[index] = self.failures[index].model_copy(update={"message": message})
+                continue
+            self._groups.setdefault(same, (len(self.failures), [number]))
             self._fail(
                 "invariant",
-                f"request {number}: {violation.invariant}: {violation.message}",
-                violation.path or path,
+                f"request {number}: {said}",
+                at,
                 turn=turn,
                 step=number,
                 invariant=violation.invariant,
@@ -382,11 +580,16 @@ class EndpointSession:
             return self._finished
 
     def _result(self) -> ScenarioResult:
+        if TOOL_RESULTS_AS_SCRIPTED in self._failed:
+            self._check_tool_results()
         failures = list(self.failures)
         turns: list[TurnResult] = []
         transcript: list[TranscriptEntry] = []
+        last = self.exchanges[-1] if self.exchanges and self.unused_replies else None
         for index, spec in enumerate(self.scenario.turns, start=1):
             exchanges = [e for e in self.exchanges if e.turn == index]
+            if last is not None and last.turn == index:
+                failures.extend(self._unrecovered(last))
             failures.extend(self._turn_failures(index, exchanges))
             branch = self._branch_entry(index)
             turns.append(_turn_result(index, spec.user, exchanges, branch))
@@ -406,18 +609,32 @@ class EndpointSession:
             invariants=tuple(
                 InvariantOutcome(
                     name=name,
-                    checks=(
-                        self._script_checked
-                        if name == SCRIPT_NOT_EXCEEDED
-                        else self._requests_checked
-                    ),
+                    checks=self._checks_of(name),
                     failures=failures,
                 )
                 for name, failures in self._failed.items()
             ),
             transcript=tuple(transcript),
             wall_time_s=time.perf_counter() - self._started,
+            session=self.name or self.key or None,
         )
+
+    def _checks_of(self, invariant: str) -> int:
+        """How often ``invariant`` was checked."""
+        if invariant == SCRIPT_NOT_EXCEEDED:
+            return self._script_checked
+        if invariant == TOOL_RESULTS_AS_SCRIPTED:
+            return self._results_checked
+        return self._requests_checked
+
+    def _check_tool_results(self) -> None:
+        """``tool_results_as_scripted``, on every tool result the agent sent."""
+        tools = self.scenario.agent.tools
+        sent = list(_sent_results(self.exchanges))
+        for result, violation in scripted_result_problems(tools, sent):
+            path = violation.path or ("agent", "tools")
+            self._record(TOOL_RESULTS_AS_SCRIPTED, [violation], result.turn, result.request, path)
+        self._results_checked = checked_results(tools, sent)
 
     def _branch_entry(self, turn: int) -> TranscriptEntry | None:
         """The transcript entry naming the ``mixture`` branch this session plays in ``turn``;
@@ -440,7 +657,7 @@ class EndpointSession:
         spec = self.scenario.turns[index - 1]
         base: FieldPath = ("turns", index - 1)
         replies = self._replies(index)
-        if not exchanges and replies:
+        if not exchanges and (replies or spec.is_auto or self.replies is not None):
             yield self._failure(
                 "script",
                 f"turn {index} was never reached: no request carried its user message",
@@ -466,6 +683,30 @@ class EndpointSession:
                 expected=mismatch.expected,
                 observed=mismatch.observed,
             )
+
+    def _unrecovered(self, last: Exchange) -> Iterator[Failure]:
+        """The failure naming the scripted fault or error that answered ``last``, the session's
+        last request, when the script goes on after it: the agent gave up where the script
+        expects it to recover (nothing when the last request was answered)."""
+        plan = last.plan
+        if last.answered or last.reply is None:
+            return
+        if plan.fault is not None:
+            what = f"got the scripted fault ({plan.fault.describe()})"
+        elif plan.answer is None:
+            what = f"got the scripted error (HTTP {plan.status}: {plan.error})"
+        else:  # the client gave up first (or still waits)
+            what = f"never received the scripted reply (latency: {plan.latency:g})"
+        path = (*self._script_path(last.turn), last.reply)
+        where = self.scenario.locate(path)
+        line = f" (line {where.line})" if where is not None else ""
+        yield self._failure(
+            "script",
+            f"turn {last.turn}: request {last.number} {what}{line} and no request followed: "
+            "the agent gave up where the script has it recover",
+            path,
+            last.turn,
+        )
 
     def _failure(
         self, kind: FailureKind, message: str, path: FieldPath, turn: int | None, **extra: object
@@ -500,23 +741,41 @@ def _selection(
     return names, tuple((name, WIRE_INVARIANTS[name]) for name in names if name in WIRE_INVARIANTS)
 
 
+def _requests_text(numbers: list[int]) -> str:
+    """``request 3``, ``requests 1 and 2``, ``requests 1, 2 and 4``."""
+    if len(numbers) == 1:
+        return f"request {numbers[0]}"
+    *first, last = numbers
+    return f"requests {', '.join(map(str, first))} and {last}"
+
+
 def _plan_reply(reply: ModelReply, response_id: str, turn: int, sealed: bool) -> Plan:
     fault = reply.fault
     if reply.error is not None:
         status = 503 if reply.retryable else 400
         return Plan(response_id, status=status, error=reply.error, latency=reply.latency)
+    if fault is not None and fault.timeout:
+        message = "agentrig endpoint: no answer (a scripted timeout), and the client waited on"
+        return Plan(response_id, status=504, error=message, fault=fault, latency=reply.latency)
     if fault is not None and fault.status is not None:
-        message = fault.message or f"scripted fault: HTTP {fault.status}"
-        return Plan(
-            response_id,
-            status=fault.status,
-            error=message,
-            retry_after=fault.retry_after,
-            fault=fault,
-            latency=reply.latency,
-        )
+        return _fault_plan(response_id, fault, reply.latency, "scripted fault")
     answer = _answer(reply, turn, response_id, sealed)
     return Plan(response_id, answer=answer, fault=fault, latency=reply.latency)
+
+
+def _fault_plan(response_id: str, fault: FaultSpec, latency: float, what: str) -> Plan:
+    """The plan of a ``status`` fault (``what`` names it when it has no message): its HTTP
+    error, after ``latency`` seconds."""
+    assert fault.status is not None
+    message = fault.message or f"{what}: HTTP {fault.status}"
+    return Plan(
+        response_id,
+        status=fault.status,
+        error=message,
+        retry_after=fault.retry_after,
+        fault=fault,
+        latency=latency,
+    )
 
 
 def _answer(reply: ModelReply, turn: int, response_id: str, sealed: bool) -> WireAnswer:
@@ -578,6 +837,30 @@ def _new_items(exchange: Exchange, previous: Exchange | None) -> tuple[Message, 
     return exchange.conversation[start:]
 
 
+def _sent_results(exchanges: list[Exchange]) -> Iterator[SentResult]:
+    """Each tool result the agent sent, once (in the first request that carried it), that
+    answers a call of an answer the endpoint gave."""
+    calls: dict[str, ToolCall] = {}
+    seen: set[str] = set()
+    for exchange in exchanges:
+        for message in exchange.conversation:
+            result = message.tool_result
+            if result is None or result.call_id in seen or result.call_id not in calls:
+                continue
+            seen.add(result.call_id)
+            call = calls[result.call_id]
+            yield SentResult(
+                exchange.number,
+                exchange.turn,
+                call.name,
+                call.arguments,
+                result.content,
+                result.is_error,
+            )
+        if exchange.answered and exchange.plan.answer is not None:
+            calls.update((call.id, call) for call in exchange.plan.answer.tool_calls)
+
+
 def _observed(exchanges: list[Exchange]) -> ObservedTurn:
     answers = [e.plan.answer for e in exchanges if e.answered and e.plan.answer is not None]
     tool_calls = [call for answer in answers for call in answer.tool_calls]
@@ -628,6 +911,13 @@ def _transcript(
             yield _entry_of(turn, step, message)
         previous = exchange
         plan = exchange.plan
+        if not exchange.received:
+            why = f"fault: {plan.fault.describe()}" if plan.fault else f"latency {plan.latency:g} s"
+            text = f"the client never got the reply ({why}): it gave up first"
+            yield TranscriptEntry(
+                turn=turn, step=step, kind="event", role=None, text=text, is_error=True
+            )
+            continue
         if plan.answer is None:
             text = f"HTTP {plan.status}: {plan.error}"
             yield TranscriptEntry(

@@ -16,9 +16,27 @@ from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
 from typing import Any
 
-from agentrig.harness.endpoint.service import EndpointReply, ScenarioEndpoint
+from agentrig.harness.endpoint.service import EndpointReply, ScenarioEndpoint, play_wait
 
 DROPPED = "agentrig endpoint: the scenario cut this connection (a scripted fault)"
+TIMED_OUT = "agentrig endpoint: no answer within the client's read timeout ({timeout})"
+
+
+def client_gives_up(reply: EndpointReply, request: Any) -> tuple[float, str | None]:
+    """For an httpx or httpx2 ``request``: the seconds to wait before ``reply`` (never past the
+    client's read timeout), and the message of the client's timeout error when the client gives
+    up first (None when it gets the reply; then the reply's delivery is told it was abandoned). A client without a read
+    timeout meets a ``timeout`` fault at once: in process, it would wait for ever."""
+    timeout = request.extensions.get("timeout")
+    read = timeout.get("read") if isinstance(timeout, dict) else None
+    wait, gives_up = play_wait(reply, read)
+    if not gives_up:
+        return wait or 0.0, None
+    if reply.delivery is not None:
+        reply.delivery.abandoned()
+    if wait is None:
+        return 0.0, TIMED_OUT.format(timeout="none: it would wait for ever")
+    return wait, TIMED_OUT.format(timeout=f"{wait:g} s")
 
 
 @functools.cache
@@ -56,6 +74,8 @@ def _transport_class(http: ModuleType) -> type[Any]:
             return self.endpoint.handle(request.method, path, request.headers, body)
 
         def _response(self, request: Any, reply: EndpointReply) -> Any:
+            if reply.delivery is not None:
+                reply.delivery.delivered()
             if reply.drop and reply.chunks is None:
                 raise http.RemoteProtocolError(DROPPED, request=request)
             if reply.chunks is None:  # a whole body: the response is read already
@@ -69,14 +89,20 @@ def _transport_class(http: ModuleType) -> type[Any]:
 
         def handle_request(self, request: Any) -> Any:
             reply = self._reply(request, request.read())
-            if reply.delay:
-                time.sleep(reply.delay)
+            if reply.delay or reply.hang:  # never past the client's own read timeout
+                wait, timed_out = client_gives_up(reply, request)
+                time.sleep(wait)
+                if timed_out is not None:
+                    raise http.ReadTimeout(timed_out, request=request)
             return self._response(request, reply)
 
         async def handle_async_request(self, request: Any) -> Any:
             reply = self._reply(request, await request.aread())
-            if reply.delay:
-                await asyncio.sleep(reply.delay)
+            if reply.delay or reply.hang:
+                wait, timed_out = client_gives_up(reply, request)
+                await asyncio.sleep(wait)
+                if timed_out is not None:
+                    raise http.ReadTimeout(timed_out, request=request)
             return self._response(request, reply)
 
     EndpointTransport.__qualname__ = EndpointTransport.__name__ = (

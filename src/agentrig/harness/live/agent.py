@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentrig import AgentBuilder, AgentLoop, AgentState
 from agentrig.drivers.tool_calling import ToolCallingDriver
@@ -20,6 +20,7 @@ from agentrig.harness.live.gateway import (
     access_denied_status,
     is_infrastructure_error,
     is_infrastructure_status,
+    provider_name_of,
 )
 from agentrig.harness.live.roles import close_clients, sdk_clients, with_trial_header
 from agentrig.harness.live.transcript import (
@@ -32,6 +33,9 @@ from agentrig.harness.scenarios.user_agent import resolve_builder, resolve_refer
 from agentrig.harness.scenarios.user_code import describe_failure
 from agentrig.messages import Role
 
+if TYPE_CHECKING:
+    from agentrig.harness.live.adapter_gate import AdapterGate
+
 __all__ = [
     "AccessDenied",
     "AdapterAgent",
@@ -42,6 +46,7 @@ __all__ = [
     "InfrastructureFailure",
     "agent_driver",
     "builder_for",
+    "call_adapter",
     "resolve_adapter",
 ]
 
@@ -94,7 +99,7 @@ class BuilderAgent:
         self.provider = RoleProvider(
             inner,
             role="agent",
-            provider_name=str(getattr(inner, "name", "") or type(inner).__name__),
+            provider_name=provider_name_of(inner),
             control=control,
             ledger=ledger,
             replay=replay,
@@ -220,12 +225,18 @@ class AdapterAgent:
     ``{content, tool_calls, usage, cost}``. Sync functions run in a worker thread."""
 
     def __init__(
-        self, function: Callable[..., Any], reference: str, tape: AdapterTape, ledger: Ledger
+        self,
+        function: Callable[..., Any],
+        reference: str,
+        tape: AdapterTape,
+        ledger: Ledger,
+        gate: AdapterGate | None = None,
     ) -> None:
         self.function = function
         self.where = f"adapter {reference!r}"
         self.tape = tape
         self.ledger = ledger
+        self.gate = gate
 
     async def respond(self, transcript: Transcript, message: str) -> AgentReply:
         """Ask the adapted agent (or its recording)."""
@@ -234,14 +245,13 @@ class AdapterAgent:
         if played is not None:
             self.ledger.charge("agent", played.usage, replayed=True)
             return played
+        if self.gate is not None:
+            self.gate.mark()
         try:
-            if inspect.iscoroutinefunction(self.function):
-                value = await self.function(list(messages))
-            else:
-                value = await asyncio.to_thread(self.function, list(messages))
-                if inspect.isawaitable(value):
-                    value = await value
+            value = await call_adapter(self.function, messages)
         except Exception as error:
+            if self.ledger.refused is not None:  # the gate refused a call: the budget is spent
+                raise self.ledger.refused from error
             status = access_denied_status(error)
             if status is not None:
                 raise AccessDenied(status, f"{self.where}: {describe_failure(error)}") from error
@@ -252,10 +262,26 @@ class AdapterAgent:
             reply = agent_reply_of(value, self.where)
         except TypeError as error:
             raise AgentCrashed(str(error)) from None
+        gated = None if self.gate is None else self.gate.since_mark()
+        if gated is not None:
+            # The calls passed the gate, which charged each: their usage is the reply's.
+            reply = replace(reply, usage=gated)
+        else:
+            # The adapter's model calls are its own: the reply counts as one call of the agent.
+            self.ledger.charge("agent", reply.usage, replayed=False)
         self.tape.record(messages, reply)
-        # An adapter's model calls are its own: each reply counts as one call of the agent.
-        self.ledger.charge("agent", reply.usage, replayed=False)
         return reply
+
+
+async def call_adapter(function: Callable[..., Any], messages: list[dict[str, str]]) -> Any:
+    """What ``function`` returns for ``messages`` (a copy): awaited when it is async, else run
+    in a worker thread (and awaited when it returns an awaitable)."""
+    if inspect.iscoroutinefunction(function):
+        return await function(list(messages))
+    value = await asyncio.to_thread(function, list(messages))
+    if inspect.isawaitable(value):
+        value = await value
+    return value
 
 
 def _is_infrastructure(error: BaseException) -> bool:

@@ -1,12 +1,13 @@
 """A recorded live trial as a deterministic scenario: the agent's model calls and tool results
-replayed by a scripted model and scripted tools, the agent's own builder around them, and the
-judge's deterministic criteria as expectations, so that a trial that failed live fails the same
-way under ``agentrig run`` (and a success passes).
+replayed by a scripted model and scripted tools, the agent's own builder (or adapter) around
+them, and the judge's deterministic criteria as expectations, so that a trial that failed live
+fails the same way under ``agentrig run`` (and a success passes).
 
 What converts: ``check`` criteria (``tool_called``, ``final_response``, ``said``). What does
 not: ``never`` rules and rubrics (a rubric needs a model); the scenario's description lists
-them. A trial of an ``agent.adapter`` agent holds its replies, not its model calls: it cannot be
-converted (record the agent through ``agentrig serve --upstream`` instead).
+them. An ``agent.adapter`` trial converts when its model calls passed the trial's gate
+(``current_trial().http_client()``): the scenario names the adapter, and ``agentrig run`` plays
+its model through the scenario endpoint.
 """
 
 from __future__ import annotations
@@ -42,19 +43,15 @@ def trial_to_scenario(folder: Path, *, name: str) -> Scenario:
         agent = live["agent"]
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise CassetteConversionError(where, None, f"not a recorded trial: {error}") from None
-    if agent.get("adapter"):
-        raise CassetteConversionError(
-            where,
-            None,
-            "an agent.adapter trial holds the agent's replies, not its model calls: record the "
-            "agent through agentrig serve --upstream to convert its sessions",
-        )
-    cassette = folder / "agent.cassette.yaml"
+    cassette = _agent_cassette(folder, agent)
     replay = cassette_to_scenario(
         load_cassette(cassette), name=name, path=str(cassette)
     ).model_dump(by_alias=True, exclude_unset=True, mode="json")
     criteria = [CriterionSpec.model_validate(c) for c in live["judge"]["criteria"]]
-    replay["agent"] = _around_builder(replay.get("agent", {}), agent.get("builder"))
+    if agent.get("adapter"):
+        replay["agent"] = {"adapter": agent["adapter"], **replay.get("agent", {})}
+    else:
+        replay["agent"] = _around_builder(replay.get("agent", {}), agent.get("builder"))
     turns = replay.get("turns", [])
     calls = _calls_by_turn(turns)
     left_out = [c.id for c in criteria if c.check is None]
@@ -72,6 +69,33 @@ def trial_to_scenario(folder: Path, *, name: str) -> Scenario:
         return Scenario.model_validate(replay)
     except ValidationError as error:
         raise CassetteConversionError(where, None, f"the scenario is invalid: {error}") from None
+
+
+def _agent_cassette(folder: Path, agent: dict[str, Any]) -> Path:
+    """The agent's model calls in ``folder``; an adapter's only when they passed the trial's
+    gate, in one conversation."""
+    cassette = folder / "agent.cassette.yaml"
+    if not agent.get("adapter"):
+        return cassette
+    where = str(folder)
+    if not cassette.is_file():
+        raise CassetteConversionError(
+            where,
+            None,
+            "the adapter's model calls did not pass the trial's gate, so the trial holds its "
+            "replies, not its model calls: build the agent's SDK client with "
+            "current_trial().http_client() (docs/live.md) and run the trial again",
+        )
+    more = sorted(p.name for p in folder.glob("agent-*.cassette.yaml"))
+    if more:
+        raise CassetteConversionError(
+            where,
+            None,
+            f"the adapter's model calls were {len(more) + 1} conversations (agent.cassette."
+            f"yaml, {', '.join(more)}); a scenario replays one: convert each cassette with "
+            "agentrig convert FOLDER/agent-N.cassette.yaml",
+        )
+    return cassette
 
 
 def _around_builder(agent: dict[str, Any], builder: str | None) -> dict[str, Any]:

@@ -32,6 +32,8 @@ __all__ = [
     "access_denied_status",
     "is_infrastructure_error",
     "is_infrastructure_status",
+    "limit_name",
+    "provider_name_of",
 ]
 
 RoleName = Literal["agent", "user", "judge"]
@@ -54,6 +56,18 @@ class CallControl(Protocol):
     ) -> T:
         """The answer of ``make_call()``, sent under this control."""
         ...
+
+
+def provider_name_of(provider: object) -> str:
+    """An agent's provider as the run names it: its ``name`` (``openai``, ``anthropic``), or
+    its class's name."""
+    return str(getattr(provider, "name", "") or type(provider).__name__)
+
+
+def limit_name(provider: str) -> str:
+    """The name under which ``provider``'s calls share a cap (``--limit``): one provider's APIs
+    share its rate limits, so ``openai-responses`` is capped as ``openai``."""
+    return "openai" if provider == "openai-responses" else provider
 
 
 class Unlimited:
@@ -154,6 +168,7 @@ class RoleProvider:
         self.record = record
         self.role: RoleName = role
         self.provider_name = provider_name
+        self.limit_name = limit_name(provider_name)
         self.control = control
         self.ledger = ledger
         self._replay = None if replay is None else ReplayProvider(replay, path=f"<{role}>")
@@ -185,7 +200,7 @@ class RoleProvider:
         recorded = normalize_request(request) if self.record else None
         try:
             response: InferenceResponse = await self.control.call(
-                self.provider_name, ask, lambda answer: answer.usage.cost
+                self.limit_name, ask, lambda answer: answer.usage.cost
             )
         except ProviderError as error:
             if recorded is not None:

@@ -285,6 +285,11 @@ class ProviderLimits:
         """How long rate limits close a provider's gate."""
         return self._backoff
 
+    @property
+    def named(self) -> frozenset[str]:
+        """The providers given a cap of their own."""
+        return frozenset(self._caps)
+
     def cap(self, provider: str) -> int:
         """The configured concurrency cap of ``provider``."""
         return self._caps.get(provider, self._default_cap)

@@ -256,6 +256,13 @@ class _Scheduler:
                 task.cancel()
             if inflight:
                 await asyncio.gather(*inflight, return_exceptions=True)
+            if self.partial == "interrupted":
+                # Trials that ended before the interruption reached the loop (recorded in the
+                # cache and paid for) count, in index order, as if it had heard them.
+                ended = [t for t in inflight if not t.cancelled() and t.exception() is None]
+                for task in sorted(ended, key=lambda t: t.result().index):
+                    self._take(task.result())
+                self.partial = "interrupted"
         return self._result()
 
     def _can_launch(self) -> bool:

@@ -40,6 +40,7 @@ __all__ = [
     "Interval",
     "Metric",
     "MetricKind",
+    "OperatingCharacteristics",
     "Outcome",
     "Requirement",
     "SequentialState",
@@ -49,6 +50,7 @@ __all__ = [
     "fixed_verdict",
     "metric_interval",
     "minimum_trials_to_pass",
+    "operating_characteristics",
     "parse_metric",
     "pass_at_k",
     "pass_hat_k",
@@ -825,6 +827,59 @@ def _sprt_rates(threshold: float, indifference: float) -> tuple[float, float]:
     low = max(threshold - indifference, threshold / 2.0)
     high = min(threshold + indifference, (1.0 + threshold) / 2.0)
     return low, high
+
+
+@dataclass(frozen=True)
+class OperatingCharacteristics:
+    """How a truncated sequential test behaves at a true success rate, exactly: the chance of
+    each outcome, and ``stopped_by[n - 1]``, the chance it has decided within ``n`` trials."""
+
+    rate: float
+    outcomes: dict[Outcome, float]
+    stopped_by: tuple[float, ...]
+
+    @property
+    def median_trials(self) -> int:
+        """The fewest trials within which the test decides at least half the time."""
+        return next(n for n, share in enumerate(self.stopped_by, 1) if share >= 0.5)
+
+    @property
+    def expected_trials(self) -> float:
+        """The mean number of trials the test runs."""
+        return sum(1.0 - share for share in self.stopped_by[:-1]) + 1.0
+
+
+def operating_characteristics(
+    requirement: Requirement, rate: float, max_trials: int
+) -> OperatingCharacteristics:
+    """The exact behaviour of ``SequentialTest(requirement, max_trials)`` when each trial
+    succeeds with probability ``rate``: every path of counts is followed through
+    ``SequentialTest.decide`` (O(max_trials²)), so the error rates and the trials it takes are
+    computed, not sampled."""
+    if not (_is_real(rate) and 0.0 <= rate <= 1.0):
+        _check("operating characteristics", [("rate", f"must be in [0, 1], got {rate!r}")])
+    test = SequentialTest(requirement, max_trials)
+    alive = {0: 1.0}
+    outcomes = dict.fromkeys(Outcome, 0.0)
+    stopped_by: list[float] = []
+    stopped = 0.0
+    for n in range(1, max_trials + 1):
+        following: dict[int, float] = {}
+        for c, chance in alive.items():
+            following[c + 1] = following.get(c + 1, 0.0) + chance * rate
+            following[c] = following.get(c, 0.0) + chance * (1.0 - rate)
+        alive = {}
+        for c, chance in following.items():
+            if chance == 0.0:
+                continue
+            decision = test.decide(c, n)
+            if decision is None:
+                alive[c] = chance
+            else:
+                outcomes[decision] += chance
+                stopped += chance
+        stopped_by.append(stopped)
+    return OperatingCharacteristics(rate, outcomes, tuple(stopped_by))
 
 
 def sequential_verdict(

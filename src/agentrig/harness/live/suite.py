@@ -5,11 +5,14 @@ own trials in flight, all under one traffic control and budget), each ending as 
 from __future__ import annotations
 
 import asyncio
+import difflib
 import time
 from collections.abc import Callable, Sequence
 
 from agentrig.errors import ConfigurationError
 from agentrig.harness.live.agent import agent_driver, builder_for, resolve_adapter
+from agentrig.harness.live.gateway import limit_name, provider_name_of
+from agentrig.harness.live.limits import Traffic
 from agentrig.harness.live.roles import api_key, key_location
 from agentrig.harness.live.run import LiveRun, check_reachable, run_live_scenario
 from agentrig.harness.live_results import LiveResult
@@ -22,9 +25,11 @@ __all__ = ["live_scenario_result", "preflight_live", "run_live_suite"]
 def preflight_live(scenarios: Sequence[Scenario], run: LiveRun) -> None:
     """Everything that can be refused before a trial runs, for every live scenario: a
     requirement its ``max`` trials cannot show (or no number of trials can decide), a missing
-    API key, an agent that cannot be made or has no model of its own. Raises
-    :class:`~agentrig.errors.ConfigurationError` listing each problem at its ``file:line``."""
+    API key, an agent that cannot be made or has no model of its own, a ``--limit`` for a
+    provider no scenario calls. Raises :class:`~agentrig.errors.ConfigurationError` listing
+    each problem at its ``file:line``."""
     problems: list[str] = []
+    called: set[str] = set()
     for scenario in scenarios:
         try:
             check_reachable(scenario, run.max_trials)
@@ -33,33 +38,57 @@ def preflight_live(scenarios: Sequence[Scenario], run: LiveRun) -> None:
         for role, given in (("user", run.models.user), ("judge", run.models.judge)):
             owner = scenario.user if role == "user" else scenario.judge
             spec = None if owner is None else owner.model
-            if spec is None or given is not None:
+            if spec is None:
+                continue
+            called.add(limit_name(spec.provider))
+            if given is not None:
                 continue
             try:
                 api_key(spec, scenario.nearest_location(key_location(spec, role)) or scenario.name)
             except ConfigurationError as error:
                 problems.append(str(error))
-        problem = _agent_problem(scenario)
-        if problem is not None:
-            problems.append(problem)
+        try:
+            called |= _agent_providers(scenario)
+        except ConfigurationError as error:
+            problems.append(str(error))
+    problems += _unknown_limits(run, called)
     if problems:
         raise ConfigurationError("\n".join(dict.fromkeys(problems)))
 
 
-def _agent_problem(scenario: Scenario) -> str | None:
-    """Why ``scenario``'s agent cannot be made for a live trial, at the line of its
-    ``agent.builder`` or ``agent.adapter``; None when it can."""
+def _agent_providers(scenario: Scenario) -> set[str]:
+    """The providers (by ``--limit`` name) ``scenario``'s agent calls; an adapter's calls are
+    its own, so any provider may be capped for it. ``ConfigurationError`` at the line of
+    ``agent.builder`` or ``agent.adapter`` when the agent cannot be made for a live trial."""
     spec = scenario.agent
     key = "adapter" if spec.adapter is not None else "builder"
     where = scenario.nearest_location(("agent", key)) or scenario.name
     try:
         if spec.adapter is not None:
             resolve_adapter(spec.adapter)
-        elif spec.builder is not None:
-            agent_driver(builder_for(spec.builder))
+            return {"openai", "anthropic"}
+        if spec.builder is not None:
+            return {limit_name(provider_name_of(agent_driver(builder_for(spec.builder)).provider))}
     except ConfigurationError as error:
-        return f"{where}: {error}"
-    return None
+        raise ConfigurationError(f"{where}: {error}") from None
+    return set()
+
+
+def _unknown_limits(run: LiveRun, called: set[str]) -> list[str]:
+    """A ``--limit`` for a provider no live scenario calls: a misspelt name would leave the
+    real provider at the default cap."""
+    control = run.control
+    if not isinstance(control, Traffic):
+        return []
+    problems = []
+    for name in sorted(control.limits.named - called):
+        close = difflib.get_close_matches(name, sorted(called), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        problems.append(
+            f"--limit {name}: no live scenario of this run calls {name!r}; {hint}the providers "
+            f"called are: {', '.join(sorted(called)) or 'none'}"
+        )
+    return problems
 
 
 def live_scenario_result(

@@ -13,15 +13,16 @@ import asyncio
 import hashlib
 import time
 from collections.abc import Callable
-from contextvars import ContextVar
-from dataclasses import dataclass, field
+from contextvars import ContextVar, Token
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
 from agentrig.drivers import InferenceProvider
-from agentrig.errors import ProviderError
+from agentrig.errors import ConfigurationError, ProviderError
 from agentrig.harness.cassettes.errors import CassetteMismatchError
 from agentrig.harness.cassettes.model import Cassette
+from agentrig.harness.live.adapter_gate import AdapterGate, ModelClients, adapter_prices
 from agentrig.harness.live.agent import (
     AccessDenied,
     AdapterAgent,
@@ -61,6 +62,8 @@ __all__ = [
     "TrialSetup",
     "TrialStatus",
     "current_trial",
+    "in_trial",
+    "leave_trial",
     "run_trial",
     "trial_seed",
 ]
@@ -89,6 +92,9 @@ class TrialContext:
     attempt: int
     seed: int
     run: str = ""
+    gate: ModelClients | None = field(default=None, compare=False, repr=False)
+    """Where an adapter's model calls go: the trial's gate (or, in a scripted run, the
+    scenario endpoint)."""
 
     @property
     def key(self) -> str:
@@ -96,8 +102,38 @@ class TrialContext:
         trial = f"{self.scenario}/trial-{self.index}.{self.attempt}"
         return f"{self.run}/{trial}" if self.run else trial
 
+    def http_client(self, **options: Any) -> Any:
+        """An ``httpx2.AsyncClient`` for the adapter's model SDK (``http_client=`` of the
+        ``openai`` and ``anthropic`` clients): its calls are capped, budgeted, retried when
+        rate limited, costed by ``agent.price`` and recorded with the trial. ``options`` go to
+        the client (``timeout=``...). Make one per trial: it is closed when the trial ends."""
+        return self._gate().http_client(**options)
+
+    def sync_http_client(self, **options: Any) -> Any:
+        """An ``httpx2.Client``, as ``http_client()``, for a sync adapter function."""
+        return self._gate().sync_http_client(**options)
+
+    def _gate(self) -> ModelClients:
+        if self.gate is None:
+            raise ConfigurationError(
+                "only an agent.adapter trial has an HTTP client for its model: an agentrig "
+                "builder's model calls pass the trial's gate already"
+            )
+        return self.gate
+
 
 _current: ContextVar[TrialContext | None] = ContextVar("agentrig_live_trial", default=None)
+
+
+def in_trial(context: TrialContext) -> Token[TrialContext | None]:
+    """Make ``context`` the current trial (``current_trial()``); ``leave_trial`` with what it
+    returns ends it."""
+    return _current.set(context)
+
+
+def leave_trial(token: Token[TrialContext | None]) -> None:
+    """End the trial ``in_trial`` began."""
+    _current.reset(token)
 
 
 def current_trial() -> TrialContext | None:
@@ -211,6 +247,16 @@ async def _run(
     user_model = role("user", setup.user_model)
     judge_model = role("judge", setup.judge_model)
     tape = AdapterTape(replay=None if cached is None else (cached.replies or []))
+    gate = None
+    if scenario.agent.adapter is not None and cached is None:
+        gate = AdapterGate(
+            key=context.key,
+            control=setup.control,
+            ledger=ledger,
+            prices=adapter_prices(scenario.agent.price),
+            loop=asyncio.get_running_loop(),
+        )
+        context = replace(context, gate=gate)
     token = _current.set(context)
     transcript = Transcript()
     agent: AgentUnderTest | None = None
@@ -230,6 +276,8 @@ async def _run(
             _current.reset(token)
             if isinstance(agent, BuilderAgent):
                 await agent.close(keep=setup.shared_clients)
+            if gate is not None:
+                await gate.aclose()
     except asyncio.CancelledError:
         # stopped half-way, or while closing its clients: the calls it made are still paid for
         setup.stopped.add(ledger)
@@ -258,6 +306,9 @@ async def _run(
         cassettes = {"user": user_model.cassette(), "judge": judge_model.cassette()}
         if isinstance(agent, BuilderAgent):
             cassettes["agent"] = agent.provider.cassette()
+        elif gate is not None:
+            for number, cassette in enumerate(gate.cassettes, 1):
+                cassettes["agent" if number == 1 else f"agent-{number}"] = cassette
         replies = tape.recorded if isinstance(agent, AdapterAgent) else None
         kept = {
             **outcome.summary(),
@@ -276,7 +327,8 @@ def _agent(
     spec = setup.scenario.agent
     if spec.adapter is not None:
         assert setup.adapter is not None
-        return AdapterAgent(setup.adapter, spec.adapter, tape, ledger)
+        gate = context.gate if isinstance(context.gate, AdapterGate) else None
+        return AdapterAgent(setup.adapter, spec.adapter, tape, ledger, gate)
     assert spec.builder is not None
     return BuilderAgent(
         builder_for(spec.builder),

@@ -506,7 +506,7 @@ class AgentMachine(RuleBasedStateMachine):
         update: dict[str, Any] = {"tools": tools}
         if self.agent_builder is not None:
             update["builder"] = self.agent_builder
-            if self._builder_prompt is not None and self._spec.system_prompt.strip():
+            if self._builder_prompt is not None and self._spec.prompt_text.strip():
                 update["system_prompt_override"] = True
         fields = {**self._spec.model_dump(by_alias=True, exclude_unset=True), **update}
         return AgentSpec.model_validate(fields)

@@ -241,7 +241,7 @@ def _title(result: SuiteResult) -> str:
 
 
 def _anchor(scenario: ScenarioResult) -> str:
-    return f"scenario-{scenario.name}"
+    return f"scenario-{scenario.title}".replace(" ", "-")
 
 
 def _header(result: SuiteResult) -> str:
@@ -281,7 +281,7 @@ def _failure_link(scenario: ScenarioResult) -> str:
     text = f"[{first.kind}] {first.message}" + (f" ({where})" if where else "")
     extra = f' <span class="muted">and {more} more</span>' if more else ""
     return (
-        f'<li><a href="#{_e(_anchor(scenario))}">{_e(scenario.name)}</a>{extra}'
+        f'<li><a href="#{_e(_anchor(scenario))}">{_e(scenario.title)}</a>{extra}'
         f'<span class="first">{_e(text)}</span></li>'
     )
 
@@ -297,7 +297,7 @@ _CONTROLS = """<div class="controls">
 def _scenario(scenario: ScenarioResult) -> str:
     attributes = (
         f'class="scenario" id="{_e(_anchor(scenario))}" data-status="{scenario.status}" '
-        f'data-name="{_e(scenario.name)}" data-tags="{_e(" ".join(scenario.tags))}"'
+        f'data-name="{_e(scenario.title)}" data-tags="{_e(" ".join(scenario.tags))}"'
     )
     if scenario.live is not None:
         attributes += f' data-verdict="{scenario.live.verdict}"'
@@ -324,7 +324,7 @@ def _summary(scenario: ScenarioResult) -> str:
         )
     wall = f'<span class="wall-time">Wall time: {format_seconds(scenario.wall_time_s)} s</span>'
     return (
-        f'<summary><span class="badge">{badge}</span><span class="name">{_e(scenario.name)}</span>'
+        f'<summary><span class="badge">{badge}</span><span class="name">{_e(scenario.title)}</span>'
         f"{outcome}{tags}{wall}</summary>"
     )
 

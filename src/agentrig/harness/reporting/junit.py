@@ -90,7 +90,7 @@ def _suite_attributes(result: SuiteResult) -> dict[str, str]:
 def _testcase(scenario: ScenarioResult) -> ET.Element:
     attributes = {
         "classname": _xml_text(classname_for(scenario.file)),
-        "name": _xml_text(scenario.name),
+        "name": _xml_text(scenario.title),
     }
     attributes["file"] = _xml_text(scenario.file)
     if scenario.line is not None:
@@ -119,7 +119,7 @@ def _outcome(scenario: ScenarioResult) -> str | None:
 
 
 def _failure_text(scenario: ScenarioResult) -> str:
-    header = f"{scenario.name} ({scenario.location}): {len(scenario.failures)} failure(s)"
+    header = f"{scenario.title} ({scenario.location}): {len(scenario.failures)} failure(s)"
     lines = [header, *(_describe(n, f) for n, f in enumerate(scenario.failures, 1))]
     if scenario.live is not None:
         lines += ["", *live_lines(scenario.live)[1:]]  # the verdict is the failure's message

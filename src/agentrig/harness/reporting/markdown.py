@@ -119,7 +119,7 @@ def _table(result: SuiteResult) -> str:
 def _row(scenario: ScenarioResult) -> str:
     live = scenario.live is not None
     cells = [
-        markdown_text(scenario.name),
+        markdown_text(scenario.title),
         markdown_text(", ".join(scenario.tags)),
         "-" if live else str(len(scenario.turns)),
         "-" if live else str(scenario.total_steps),
@@ -232,7 +232,7 @@ def _fenced(text: str) -> str:
 
 
 def _failure_block(scenario: ScenarioResult) -> str:
-    heading = f"#### {_mark(scenario)} {markdown_text(scenario.name)} ({markdown_code(scenario.location)})"
+    heading = f"#### {_mark(scenario)} {markdown_text(scenario.title)} ({markdown_code(scenario.location)})"
     items = [_failure_item(number, failure) for number, failure in enumerate(scenario.failures, 1)]
     return "\n\n".join([heading, "\n".join(items)])
 

@@ -43,7 +43,7 @@ def format_scenario_failures(result: ScenarioResult) -> str:
     """Every failure of a scenario, headed by its name and location; for a live scenario, its
     statistics and its first failed or set-aside trials too."""
     verb = "is inconclusive" if result.inconclusive else "failed"
-    head = f"scenario {result.name} ({result.location}) {verb}:"
+    head = f"scenario {result.title} ({result.location}) {verb}:"
     lines = [head, *(format_failure(f) for f in result.failures)]
     if result.live is not None:
         lines += _live_details(result.live)

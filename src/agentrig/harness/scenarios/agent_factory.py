@@ -173,7 +173,7 @@ def build_agent(
         .with_separated_tool_trace(spec.trace_mode == "separated")
         .with_tools(list(tools.values()))
         .with_capability(UseLlmConfig(script, max_retries=spec.max_retries or 1))
-        .with_capability(UseContextConfig(spec.system_prompt))
+        .with_capability(UseContextConfig(spec.prompt_text))
         .with_capability(UseGuards(budget, finish_reasons=spec.finish_reasons))
         .with_capability(UseCooperativeCancellation(token))
     )

@@ -26,6 +26,7 @@ from agentrig.harness.scenarios.model import (
     TextMatchSpec,
     given_schema,
 )
+from agentrig.harness.scenarios.price import Money, Price, price_problem, price_schema
 from agentrig.harness.scenarios.yaml_source import FieldPath
 
 __all__ = [
@@ -46,24 +47,9 @@ METRIC_PATTERN = r"^(rate|pass\^[1-9][0-9]*|pass@[1-9][0-9]*)$"
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 Probability = Annotated[float, Strict(), Field(gt=0, lt=1, allow_inf_nan=False)]
-Money = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]
 Temperature = Annotated[float, Strict(), Field(ge=0, le=2, allow_inf_nan=False)]
-PRICE_KEYS = ("input", "output", "cache_read", "cache_write")
 _NOT_BLANK = r"\S"
 """A JSON Schema pattern for a text that is not all blanks (the models strip it to check)."""
-
-
-def _price_schema(schema: JsonDict) -> None:
-    """A price: a mapping of the four prices, input and output required (the model checks the
-    same as a rule, so that a missing one is named)."""
-    price: JsonDict = {
-        "type": "object",
-        "properties": {key: {"type": "number", "minimum": 0} for key in PRICE_KEYS},
-        "required": ["input", "output"],
-        "additionalProperties": False,
-    }
-    schema.pop("additionalProperties", None)
-    schema["anyOf"] = [price, {"type": "null"}]
 
 
 def _facts_schema(schema: JsonDict) -> None:
@@ -111,11 +97,11 @@ class LiveModelSpec(ScenarioModel):
         description="The environment variable holding the API key; default OPENAI_API_KEY or "
         "ANTHROPIC_API_KEY.",
     )
-    price: dict[Literal["input", "output", "cache_read", "cache_write"], Money] | None = Field(
+    price: Price | None = Field(
         default=None,
         description="USD per million tokens, e.g. {input: 0.4, output: 1.6}: the cost of this "
         "role's calls in the report (without it they cost 0).",
-        json_schema_extra=_price_schema,
+        json_schema_extra=price_schema,
     )
 
     def key_variable(self) -> str:
@@ -125,8 +111,9 @@ class LiveModelSpec(ScenarioModel):
         return "ANTHROPIC_API_KEY" if self.provider == "anthropic" else "OPENAI_API_KEY"
 
     def _problems(self) -> Iterator[tuple[FieldPath, str]]:
-        if self.price is not None and not {"input", "output"} <= set(self.price):
-            yield ("price",), "a price needs input and output (USD per million tokens)"
+        problem = price_problem(self.price)
+        if problem is not None:
+            yield ("price",), problem
 
 
 class UserStopSpec(ScenarioModel):

@@ -29,9 +29,13 @@ _BITS = 53  # a double holds 53 bits exactly: the fraction is never rounded up t
 def mixture_draw(scenario: str, session_key: str, turn: int, seed: int | None = None) -> float:
     """The draw in [0, 1) of turn ``turn`` (1-based) of ``scenario`` in the session of
     ``session_key``, with ``seed`` (see the module docstring)."""
-    text = json.dumps(
-        [MIXTURE_HASH, scenario, session_key, turn, seed], ensure_ascii=True, separators=(",", ":")
-    )
+    return seeded_draw([MIXTURE_HASH, scenario, session_key, turn, seed])
+
+
+def seeded_draw(items: Sequence[str | int | None]) -> float:
+    """A draw in [0, 1) that only ``items`` decide: the SHA-256 of their compact, ASCII-escaped
+    JSON text, its first 53 bits read as a fraction (the same in every process)."""
+    text = json.dumps(list(items), ensure_ascii=True, separators=(",", ":"))
     digest = hashlib.sha256(text.encode("ascii")).digest()
     return (int.from_bytes(digest[:8], "big") >> (64 - _BITS)) / (1 << _BITS)
 

@@ -43,16 +43,19 @@ from agentrig._model import json_equal
 from agentrig.errors import InvalidInputError
 from agentrig.harness.scenarios.calls import CALL_SHORTHAND_PATTERN, read_call, write_call
 from agentrig.harness.scenarios.mixture import mixture_draw, pick_branch
+from agentrig.harness.scenarios.price import Price, price_problem, price_schema
 from agentrig.harness.scenarios.yaml_source import FieldPath, YamlSource, not_json_data
 from agentrig.state import Usage
 
 __all__ = [
+    "AUTO_MODEL",
     "BUILDER_REFERENCE_PATTERN",
     "CALL_SHORTHAND_PATTERN",
     "IDENTIFIER_PATTERN",
     "INVARIANT_NAME_PATTERN",
     "SCENARIO_NAME_PATTERN",
     "SPAWN_SUBAGENT_TOOL",
+    "AgentRoleSpec",
     "AgentSpec",
     "ArgsMatch",
     "BudgetSpec",
@@ -334,20 +337,22 @@ class UsageSpec(ScenarioModel):
         )
 
 
+_FAULT_KINDS = ("status", "cut_after", "malformed_at", "timeout")
+
+
 class FaultSpec(ScenarioModel):
     """A failure the scenario endpoint plays for one request: exactly one of ``status``,
-    ``cut_after`` or ``malformed_at``.
+    ``cut_after``, ``malformed_at`` or ``timeout``.
 
     ``status`` answers with that HTTP error (with ``Retry-After`` when ``retry_after`` is
     given) and nothing else; ``cut_after`` and ``malformed_at`` stream the reply's ``say`` /
     ``call`` but cut the stream after that many events, or replace that event (1-based) with a
-    malformed one. A run on agentrig's own runtime plays any fault as a provider error.
+    malformed one; ``timeout`` answers nothing, until the client gives up at its own timeout.
+    A run on agentrig's own runtime plays any fault as a provider error.
     """
 
     model_config = ConfigDict(
-        json_schema_extra={
-            "oneOf": [{"required": [key]} for key in ("status", "cut_after", "malformed_at")]
-        }
+        json_schema_extra={"oneOf": [{"required": [key]} for key in _FAULT_KINDS]}
     )
 
     status: Annotated[int, Strict(), Field(ge=400, le=599)] | None = Field(
@@ -365,6 +370,12 @@ class FaultSpec(ScenarioModel):
     malformed_at: Positive | None = Field(
         default=None, description="Replace this event of the stream (1-based) with malformed JSON."
     )
+    timeout: Annotated[bool, Strict(), Field(json_schema_extra={"const": True})] | None = Field(
+        default=None,
+        description="true: answer nothing; the client waits until its own timeout and gives up "
+        "(over loopback the endpoint sees it disconnect; in process the client's timeout "
+        "error is raised when its read timeout has passed).",
+    )
 
     @property
     def retryable(self) -> bool:
@@ -377,12 +388,16 @@ class FaultSpec(ScenarioModel):
             return f"HTTP {self.status}" + (f": {self.message}" if self.message else "")
         if self.cut_after is not None:
             return f"stream cut after {self.cut_after} events"
+        if self.timeout:
+            return "no answer until the client's timeout"
         return f"malformed stream event {self.malformed_at}"
 
     def _problems(self) -> Iterator[tuple[FieldPath, str]]:
-        given = [k for k in ("status", "cut_after", "malformed_at") if getattr(self, k) is not None]
+        given = [k for k in _FAULT_KINDS if getattr(self, k) is not None]
         if len(given) != 1:
-            yield (), "use exactly one of: status, cut_after, malformed_at"
+            yield (), "use exactly one of: " + ", ".join(_FAULT_KINDS)
+        if self.timeout is False:
+            yield ("timeout",), "timeout: false plays no fault: leave the fault out"
         if self.status is None:
             for key in ("retry_after", "message"):
                 if getattr(self, key) is not None:
@@ -453,6 +468,10 @@ class TokenLogprob(ScenarioModel):
 
 
 _REPLY_KEYS = ("say", "call", "calls", "error", "refuse", "fault")
+
+AUTO_MODEL = "auto"
+"""``model: auto``: a turn's model that calls each offered tool with valid arguments, then
+answers (see the endpoint's ``auto_model``)."""
 
 
 class ModelReply(ScenarioModel):
@@ -818,6 +837,62 @@ class HookSpec(ScenarioModel):
                 yield (key,), f"{key} only applies to action: set_metadata"
 
 
+class AgentRoleSpec(ScenarioModel):
+    """One of several agents that share a conversation (a triage agent that hands off to a
+    refunds agent), for the scenario endpoint: the system prompt its requests are known by,
+    and the tools of ``agent.tools`` it offers."""
+
+    system_prompt: Text | TextMatch = Field(
+        description="The agent's system prompt, or a rule it passes ({contains: ...}, "
+        "{regex: ...}): a request whose prompt passes it is this agent's."
+    )
+    tools: tuple[Identifier, ...] = Field(
+        default=(),
+        description="The tools of agent.tools this agent offers, by name: tools_as_declared "
+        "holds each of its requests to them.",
+    )
+
+
+class LatencyRange(ScenarioModel):
+    """Seconds drawn uniformly between ``min`` and ``max``."""
+
+    min: Latency = Field(default=0.0, description="The shortest wait, in seconds.")
+    max: Latency = Field(description="The longest wait, in seconds.")
+
+    def _problems(self) -> Iterator[tuple[FieldPath, str]]:
+        if self.max < self.min:
+            yield ("max",), f"must be at least min ({self.min:g})"
+
+
+class NetworkSpec(ScenarioModel):
+    """Seeded, probabilistic trouble on the scenario endpoint's wire, on top of the script: a
+    share of the requests answered with a fault instead (the script waits for the retry), and a
+    random wait before every answer. Each draw depends on the scenario, the session's key, the
+    request's number and ``seed`` only: one key always meets the same trouble. agentrig's own
+    runtime has no wire and ignores it."""
+
+    fault_rate: Annotated[float, Strict(), Field(ge=0, le=1, allow_inf_nan=False)] = Field(
+        default=0.0, description="The share of requests answered with `fault` (0 to 1)."
+    )
+    fault: FaultSpec = Field(
+        default_factory=lambda: FaultSpec(status=503),
+        description="The fault those requests get: an HTTP error (default: status 503).",
+    )
+    latency: LatencyRange | None = Field(
+        default=None,
+        description="Seconds to wait before each answer, drawn between min and max (added to "
+        "a reply's own latency).",
+    )
+    seed: Seed | None = Field(default=None, description="Another seed draws other trouble.")
+
+    def _problems(self) -> Iterator[tuple[FieldPath, str]]:
+        if self.fault.status is None:
+            yield (
+                ("fault",),
+                "must be a status fault ({status: 503}): a drawn fault is an HTTP error",
+            )
+
+
 class AgentSpec(ScenarioModel):
     """The agent under test; every part is optional."""
 
@@ -835,9 +910,24 @@ class AgentSpec(ScenarioModel):
         default=None,
         description="Live scenarios: an agent built on anything, as 'package.module:function': "
         "a sync or async function taking the conversation so far (a list of {role, content}) "
-        "and returning the agent's reply (a str, or {content, tool_calls, usage, cost}).",
+        "and returning the agent's reply (a str, or {content, tool_calls, usage, cost}). In a "
+        "scenario agentrig fuzz wrote: the fuzzed agent, a function taking the endpoint handle "
+        "and the user's message, that agentrig fuzz --replay runs.",
     )
-    system_prompt: Text = Field(default="", description="The system prompt.")
+    price: Price | None = Field(
+        default=None,
+        description="Live scenarios with an adapter: USD per million tokens of the agent's model "
+        "calls made through current_trial().http_client(), e.g. {input: 0.4, output: 1.6}; "
+        "those calls are costed from their usage (and capped, budgeted and recorded).",
+        json_schema_extra=price_schema,
+    )
+    system_prompt: Text | TextMatch = Field(
+        default="",
+        description="The system prompt. For the scenario endpoint it may instead be a rule the "
+        "prompt an agent sends must pass ({contains: ...}, {regex: ...}, {equals: ...}): for a "
+        "framework that adds text of its own to the prompt. agentrig's own runtime sets no "
+        "system prompt from a rule.",
+    )
     system_prompt_override: Flag = Field(
         default=False,
         description="Let system_prompt replace the system prompt of the agent's builder (without "
@@ -863,6 +953,13 @@ class AgentSpec(ScenarioModel):
     subagents: dict[Identifier, SubagentSpec] = Field(
         default_factory=dict, description="Subagents by name.", json_schema_extra=_NO_KEYS
     )
+    agents: dict[Identifier, AgentRoleSpec] = Field(
+        default_factory=dict,
+        description="Scenario endpoint: several agents behind one conversation (a handoff), by "
+        "name: each request is held to the agent whose system_prompt it sends, and to that "
+        "agent's tools. Instead of system_prompt; agentrig's own runtime ignores it.",
+        json_schema_extra=_NO_KEYS,
+    )
     subagent_policy: SubagentPolicySpec | None = Field(
         default=None, description="Limits on spawning subagents."
     )
@@ -885,16 +982,43 @@ class AgentSpec(ScenarioModel):
             "on its own). Only the endpoint has bytes: agentrig's own runtime ignores it."
         ),
     )
+    network: NetworkSpec | None = Field(
+        default=None,
+        description="The scenario endpoint's seeded, probabilistic faults and latency jitter "
+        "(agentrig's own runtime ignores it).",
+    )
+
+    @property
+    def prompt_text(self) -> str:
+        """The system prompt agentrig's own runtime sets: ``system_prompt`` when it is a text,
+        empty when it is a rule (which only the scenario endpoint checks)."""
+        return self.system_prompt if isinstance(self.system_prompt, str) else ""
 
     def _problems(self) -> Iterator[tuple[FieldPath, str]]:
         if self.builder is not None and self.adapter is not None:
             yield ("adapter",), "use either builder or adapter, not both"
-        if self.system_prompt_override and not self.system_prompt.strip():
+        price = price_problem(self.price)
+        if price is not None:
+            yield ("price",), price
+        if self.price is not None and self.adapter is None:
+            yield (
+                ("price",),
+                "price is the cost of an adapter's model calls: an agentrig builder's provider "
+                "prices its own (PriceTable)",
+            )
+        if self.system_prompt_override and not self.prompt_text.strip():
             yield ("system_prompt_override",), "system_prompt_override needs a system_prompt"
         if self.subagents and SPAWN_SUBAGENT_TOOL in self.tools:
             yield ("tools", SPAWN_SUBAGENT_TOOL), "spawn_subagent comes with subagents: rename it"
         if self.subagent_policy is not None and not self.subagents:
             yield ("subagent_policy",), "subagent_policy needs subagents"
+        if self.agents and self.system_prompt != "":
+            yield ("agents",), "give each agent's system_prompt under agents, not system_prompt"
+        for name, role in self.agents.items():
+            for index, tool in enumerate(role.tools):
+                if tool not in self.tools:
+                    problem = f"unknown tool {tool!r}; agent.tools has: {', '.join(self.tools)}"
+                    yield ("agents", name, "tools", index), problem
         known = [*self.tools, SPAWN_SUBAGENT_TOOL]
         for name, subagent in self.subagents.items():
             for key in ("tools", "deny"):
@@ -1150,6 +1274,17 @@ class MixtureBranch(ScenarioModel):
             yield ("model", *path), message
 
 
+def _script_kind(value: Any) -> str:
+    return "auto" if isinstance(value, str) else "replies"
+
+
+ScriptField = Annotated[
+    Annotated[tuple[ModelReply, ...], Tag("replies")] | Annotated[Literal["auto"], Tag("auto")],
+    Discriminator(_script_kind),
+]
+"""A turn's ``model``: its replies, or ``auto`` (errors are those of the form written)."""
+
+
 class ScenarioTurn(ScenarioModel):
     """One user message, the model's scripted replies to it (``model``, or one of several
     scripts drawn per session from a ``mixture``), and what to expect."""
@@ -1161,8 +1296,13 @@ class ScenarioTurn(ScenarioModel):
         default=None,
         description="Cancel cooperatively: before (the turn does nothing) or {after_step: N}.",
     )
-    model: tuple[ModelReply, ...] = Field(
-        default=(), description="The model's scripted replies during this turn, in order."
+    model: ScriptField = Field(
+        default=(),
+        description="The model's scripted replies during this turn, in order; or auto (only "
+        "through the scenario endpoint): a model that reads the tools each request offers, "
+        "calls each one in turn with valid arguments made from its JSON Schema (seeded by the "
+        "turn's seed, else the scenario's name), then answers with text, for every further "
+        "request too.",
     )
     mixture: Annotated[tuple[MixtureBranch, ...], Field(min_length=1)] | None = Field(
         default=None,
@@ -1174,7 +1314,18 @@ class ScenarioTurn(ScenarioModel):
     )
     seed: Seed | None = Field(
         default=None,
-        description="The seed of this turn's mixture draw (instead of the scenario's seed).",
+        description="The seed of this turn's mixture draw (instead of the scenario's seed), or "
+        "of the arguments model: auto makes.",
+    )
+    retries: Flag | TextMatch | None = Field(
+        default=None,
+        description="Scenario endpoint: which user-role messages of the agent retry this turn "
+        "instead of starting the next one. Left out: the retry and feedback messages of the "
+        "common frameworks (pydantic-ai's validation feedback, its <system> blocks, 'Please "
+        "return text or call a tool.'); a rule ({contains: ...}, {regex: ...}): those, and the "
+        "messages it matches; true: every user message but the next turn's user text; false: "
+        "none, every user message starts a turn. Each retry is a model call the turn's script "
+        "answers.",
     )
     expect: Expectation = Field(
         default_factory=Expectation, description="What must hold after the turn."
@@ -1193,14 +1344,24 @@ class ScenarioTurn(ScenarioModel):
             return None
         return pick_branch([branch.weight for branch in self.mixture], draw)
 
+    @property
+    def is_auto(self) -> bool:
+        """Whether the model is ``auto`` (it calls each offered tool, then answers)."""
+        return self.model == AUTO_MODEL
+
+    @property
+    def replies(self) -> tuple[ModelReply, ...]:
+        """The scripted replies of ``model`` (none for ``model: auto``)."""
+        return () if isinstance(self.model, str) else self.model
+
     def _problems(self) -> Iterator[tuple[FieldPath, str]]:
         if self.cancel == "before" and self.model:
             yield ("model",), "cancel: before means the model is never called: remove the replies"
-        for path, message in _repeat_problems(self.model):
+        for path, message in _repeat_problems(self.replies):
             yield ("model", *path), message
         if self.mixture is None:
-            if self.seed is not None:
-                yield ("seed",), "seed only applies to a turn with a mixture"
+            if self.seed is not None and not self.is_auto:
+                yield ("seed",), "seed only applies to a turn with a mixture or model: auto"
             return
         if "model" in self.model_fields_set:
             yield ("mixture",), "use either model or mixture, not both"
@@ -1379,7 +1540,7 @@ class Scenario(ScenarioModel):
         its ``model``, or the replies of the ``mixture`` branch the session plays."""
         spec = self.turns[turn - 1]
         if spec.mixture is None:
-            return spec.model
+            return spec.replies
         branch = self.branch_for(turn, session_key)
         assert branch is not None
         return spec.mixture[branch].model

@@ -42,7 +42,7 @@ def prompt_conflict(scenario: Scenario, builder: AgentBuilder | None) -> str | N
     """Why ``scenario`` may not run ``builder``: its ``system_prompt`` would replace the one the
     builder sets, without ``system_prompt_override: true``. None when it may."""
     spec = scenario.agent
-    if not spec.system_prompt.strip() or spec.system_prompt_override:
+    if not spec.prompt_text.strip() or spec.system_prompt_override:
         return None
     if not isinstance(builder, AgentBuilder):  # None, or a mistake that building reports
         return None

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
@@ -32,6 +33,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from agentrig._model import find_non_json
 from agentrig._text import clipped
+from agentrig.harness.data_files import UnreadableFileError, read_limited
 from agentrig.harness.errors import ScenarioFileError
 
 __all__ = [
@@ -102,13 +104,14 @@ class YamlSource:
 
 
 def load_yaml_file(path: str | os.PathLike[str]) -> YamlSource:
-    """Read and parse one YAML file, which must be UTF-8 (a byte-order mark is allowed)."""
+    """Read and parse one YAML file, which must be UTF-8 (a byte-order mark is allowed), a
+    regular file (not a FIFO, device or folder; symlinks are followed) of at most
+    :data:`~agentrig.harness.data_files.MAX_FILE_BYTES`."""
     name = os.fspath(path)
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except OSError as exc:
-        raise ScenarioFileError(name, f"cannot read the file: {exc.strerror or exc}") from None
+        raw = read_limited(path)
+    except UnreadableFileError as error:
+        raise ScenarioFileError(name, error.reason) from None
     return load_yaml_text(_decode(raw, name), name)
 
 
@@ -132,6 +135,7 @@ def check_yaml_limits(text: str, path: str = "<string>") -> None:
 
 def _composed(text: str, path: str) -> Node | None:
     try:
+        _count_values(text, path)
         return _compose(text)
     except RecursionError:
         raise _too_deep(text, path) from None
@@ -144,6 +148,10 @@ def _composed(text: str, path: str) -> Node | None:
         raise ScenarioFileError(path, reason, line=line, column=column) from None
     except yaml.YAMLError as exc:
         raise ScenarioFileError(path, f"invalid YAML: {exc}") from None
+    except UnicodeEncodeError as exc:  # text (not a file) holding half a character
+        line, column = _position(text, exc.start)
+        reason = f"a lone surrogate (#x{ord(text[exc.start]):04x}) is not a character"
+        raise ScenarioFileError(path, reason, line=line, column=column) from None
 
 
 _FAST_LOADER: type[Any] | None = getattr(yaml, "CSafeLoader", None)
@@ -159,6 +167,53 @@ def _compose(text: str) -> Node | None:
         except yaml.YAMLError:
             pass
     return yaml.compose(text, Loader=yaml.SafeLoader)
+
+
+def _count_values(text: str, path: str) -> None:
+    """Refuse a document of more than :data:`MAX_VALUES` values while parsing it, before its
+    node graph is built: the parser's events are counted as the builder counts values (every
+    node but mapping keys and a merge key's list of sources), without expanding aliases, which
+    the builder charges. So a file that will be refused costs time and memory for the limit, not
+    for the whole file. A YAML error is left to the composer, which reports it."""
+    loader = (_FAST_LOADER or yaml.SafeLoader)(text)
+    expecting_key: list[bool | None] = []  # per open mapping: awaiting a key; None: a list
+    merge_value = False
+    count = 0
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, yaml.CollectionEndEvent):
+                expecting_key.pop()
+                continue
+            if isinstance(event, yaml.DocumentEndEvent):
+                return  # one document; the composer refuses a second
+            if not isinstance(event, yaml.NodeEvent):
+                continue
+            is_key = bool(expecting_key) and expecting_key[-1] is True
+            if expecting_key and expecting_key[-1] is not None:
+                expecting_key[-1] = not is_key
+            merging, merge_value = merge_value, False
+            if is_key:
+                merge_value = isinstance(event, yaml.ScalarEvent) and _is_merge_key(event)
+            elif not (merging and isinstance(event, yaml.SequenceStartEvent)):
+                count += 1
+                if count > MAX_VALUES:
+                    mark = event.start_mark  # libyaml's mark, or PyYAML's
+                    reason = f"more than {MAX_VALUES} values (aliases expand)"
+                    line, column = (mark.line + 1, mark.column + 1) if mark else (None, None)
+                    raise ScenarioFileError(path, reason, line=line, column=column)
+            if isinstance(event, yaml.MappingStartEvent):
+                expecting_key.append(True)
+            elif isinstance(event, yaml.SequenceStartEvent):
+                expecting_key.append(None)
+    except yaml.YAMLError:
+        return
+    finally:
+        loader.dispose()
+
+
+def _is_merge_key(event: yaml.ScalarEvent) -> bool:
+    return event.value == "<<" and event.tag in (None, "!", _MERGE_TAG) and event.implicit[0]
 
 
 class _Builder:
@@ -198,13 +253,20 @@ class _Builder:
             )
             raise self.error(node.start_mark, reason)
         try:
-            return self._constructor.construct_object(node, deep=True)
+            value = self._constructor.construct_object(node, deep=True)
         except yaml.MarkedYAMLError as exc:
             raise _syntax_error(exc, self.path) from None
         except Exception as exc:  # PyYAML's scalar constructors raise what their parsers raise
             value = f" {_quoted(node.value)}" if isinstance(node, ScalarNode) else ""
             reason = f"invalid {_short_tag(node.tag)} value{value}: {_describe(exc)}"
             raise self.error(node.start_mark, reason) from None
+        if type(value) is int and value.bit_length() > _SHOWN_INT_BITS and _unshowable(value):
+            reason = (
+                f"an integer of more than {_INT_DIGITS} digits ({_quoted(node.value)}), more "
+                "than Python shows or JSON readers take; quote it to make it text"
+            )
+            raise self.error(node.start_mark, reason)
+        return value
 
     def _charge(self, node: Node, depth: int) -> None:
         """Count one more value against the document's limits."""
@@ -267,6 +329,21 @@ class _Builder:
     def error(self, mark: Mark, reason: str) -> ScenarioFileError:
         line, column = _location(mark)
         return ScenarioFileError(self.path, reason, line=line, column=column)
+
+
+_INT_DIGITS = sys.get_int_max_str_digits() or 4300
+_SHOWN_INT_BITS = int(_INT_DIGITS * 3.32)
+"""Integers of fewer bits than this have fewer than ``_INT_DIGITS`` decimal digits."""
+
+
+def _unshowable(value: int) -> bool:
+    """Whether ``str(value)`` fails: hexadecimal, octal and binary YAML integers have no digit
+    limit, while the decimal form every message and JSON writer needs has."""
+    try:
+        str(value)
+    except ValueError:
+        return True
+    return False
 
 
 def _short_tag(tag: str) -> str:

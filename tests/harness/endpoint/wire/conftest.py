@@ -30,7 +30,7 @@ class Played:
     requests: list[WireRequest] = field(default_factory=list)
 
     def __call__(self, request: Any) -> Any:
-        parsed = self.format.parse_request(request.content)
+        parsed = self.format.read(request.url.raw_path.decode(), request.content)
         self.requests.append(parsed)
         if parsed.stream:
             chunks = self.format.stream_chunks(
@@ -153,6 +153,20 @@ def async_anthropic_client(handler: Callable[[Any], Any]) -> Any:
     )
 
 
+def gemini_client(handler: Callable[[Any], Any], *, asynchronous: bool = False) -> Any:
+    """A ``google.genai.Client`` whose requests ``handler`` answers in process (it never
+    retries: ``HttpOptions`` without ``retry_options``)."""
+    genai = pytest.importorskip("google.genai")
+    transport = httpx2.MockTransport(handler)
+    client = {"httpx_async_client": httpx2.AsyncClient(transport=transport)} if asynchronous else {}
+    options = genai.types.HttpOptions(
+        base_url="http://test",
+        httpx_client=httpx2.Client(transport=transport),
+        **client,
+    )
+    return genai.Client(api_key="k", http_options=options)
+
+
 class Wire:
     """The helpers above, handed to tests by the ``wire`` fixture."""
 
@@ -165,6 +179,7 @@ class Wire:
     json_answer = staticmethod(json_answer)
     async_openai = staticmethod(async_openai_client)
     async_anthropic = staticmethod(async_anthropic_client)
+    gemini = staticmethod(gemini_client)
 
 
 @pytest.fixture

@@ -46,8 +46,19 @@ KEYS = [
     "thinking",
     "signature",
     "reasoning_content",
+    "contents",
+    "parts",
+    "systemInstruction",
+    "functionCall",
+    "functionResponse",
+    "functionDeclarations",
+    "parametersJsonSchema",
+    "args",
+    "response",
+    "thought",
+    "thoughtSignature",
 ]
-ROLES = ["user", "assistant", "system", "developer", "tool"]
+ROLES = ["user", "assistant", "system", "developer", "tool", "model"]
 TYPES = [
     "text",
     "function",
@@ -199,6 +210,32 @@ VALID: dict[str, dict[str, Any]] = {
         "tools": [{"name": "f", "input_schema": {}}],
         "stream": True,
     },
+    "gemini": {
+        "systemInstruction": {"parts": [{"text": "s"}]},
+        "contents": [
+            {"role": "user", "parts": [{"text": "u"}]},
+            {
+                "role": "model",
+                "parts": [
+                    {"text": "t", "thought": True},
+                    {
+                        "functionCall": {"id": "c", "name": "f", "args": {}},
+                        "thoughtSignature": "c2ln",
+                    },
+                ],
+            },
+            {
+                "role": "user",
+                "parts": [
+                    {"functionResponse": {"id": "c", "name": "f", "response": {"output": "r"}}}
+                ],
+            },
+        ],
+        "tools": [
+            {"functionDeclarations": [{"name": "f", "parameters": {"type": "OBJECT"}}]},
+            {"googleSearch": {}},
+        ],
+    },
 }
 
 
@@ -240,6 +277,7 @@ def test_the_valid_bodies_are_read(fmt: WireFormat) -> None:
         "chat": {},
         "responses": {"reasoning_seal": "e"},
         "anthropic": {"reasoning_seal": "sig"},
+        "gemini": {"reasoning_seal": "c2ln"},
     }
     assert request.messages[1].provider_data == sealed[fmt.name]
     assert request.seals_reasoning is (fmt.name != "chat")

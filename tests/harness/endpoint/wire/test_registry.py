@@ -12,6 +12,7 @@ def test_every_format_is_registered_by_name_and_path() -> None:
         "chat": "/v1/chat/completions",
         "responses": "/v1/responses",
         "anthropic": "/v1/messages",
+        "gemini": "/v1beta/models/{model}:generateContent",
     }
     assert all(FORMATS_BY_PATH[fmt.path] is fmt for fmt in FORMATS.values())
 
@@ -24,6 +25,11 @@ def test_every_format_is_registered_by_name_and_path() -> None:
         ("/openai/v1/responses/", "responses"),
         ("/session-7/v1/messages", "anthropic"),
         ("/messages", "anthropic"),
+        ("/v1beta/models/gemini-2.5-flash:generateContent", "gemini"),
+        ("/v1beta/models/gemini-2.5-flash:streamGenerateContent", "gemini"),
+        ("/v1/projects/p/locations/l/publishers/google/models/g:generateContent", "gemini"),
+        ("/v1beta/models/gemini-2.5-flash:countTokens", None),
+        ("/v1beta/models", None),
         ("/v1/models", None),
         ("/v1/threads/t/messages", None),
     ],

@@ -1,4 +1,4 @@
-"""The three provider wire formats the endpoint speaks, by name and by request path."""
+"""The provider wire formats the endpoint speaks, by name and by request path."""
 
 from __future__ import annotations
 
@@ -12,9 +12,12 @@ from agentrig.harness.endpoint.wire.base import (
     WireRequest,
 )
 from agentrig.harness.endpoint.wire.chat import CHAT
+from agentrig.harness.endpoint.wire.gemini import GEMINI
 from agentrig.harness.endpoint.wire.responses import RESPONSES
 
-FORMATS: dict[FormatName, WireFormat] = {fmt.name: fmt for fmt in (CHAT, RESPONSES, ANTHROPIC)}
+FORMATS: dict[FormatName, WireFormat] = {
+    fmt.name: fmt for fmt in (CHAT, RESPONSES, ANTHROPIC, GEMINI)
+}
 """Every wire format by its name."""
 
 FORMATS_BY_PATH: dict[str, WireFormat] = {fmt.path: fmt for fmt in FORMATS.values()}
@@ -25,6 +28,7 @@ RESPONSE_ID_PREFIX: dict[FormatName, str] = {
     "chat": "chatcmpl-agentrig-",
     "responses": "resp_agentrig_",
     "anthropic": "msg_agentrig_",
+    "gemini": "agentrig-gemini-",
 }
 """What the id of an answer starts with, in each format."""
 
@@ -37,15 +41,12 @@ def response_id(fmt: FormatName, number: str) -> str:
 
 def format_for_path(path: str) -> WireFormat | None:
     """The format whose requests go to ``path``: its own path, that path behind a prefix
-    (``/openai/v1/responses``) or without its ``/v1`` (``/chat/completions``); None if none."""
+    (``/openai/v1/responses``) or without its ``/v1`` (``/chat/completions``), a Gemini
+    ``.../models/MODEL:generateContent``; None if none (``WireFormat.matches``)."""
     found = FORMATS_BY_PATH.get(path)
     if found is not None:
         return found
-    trimmed = path.rstrip("/")
-    for known, fmt in FORMATS_BY_PATH.items():
-        if trimmed.endswith(known) or trimmed == known.removeprefix("/v1"):
-            return fmt
-    return None
+    return next((fmt for fmt in FORMATS.values() if fmt.matches(path)), None)
 
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""What the three wire formats share: their base class, reading a JSON body field by field
+"""What the wire formats share: their base class, reading a JSON body field by field
 (every error names the field), tool-call arguments, and server-sent events."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import math
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -18,7 +19,14 @@ from pydantic_core import to_json
 from agentrig._model import JsonObject, problems_of
 from agentrig.drivers._sdk import RAW_ARGUMENTS_KEY, dump_arguments
 from agentrig.fakes.llm import REASONING_SEAL_KEY
-from agentrig.harness.endpoint.wire.base import FormatName, WireAnswer, WireError, WireRequest
+from agentrig.harness.endpoint.wire.base import (
+    ANY_ANSWER,
+    FormatName,
+    ToolChoice,
+    WireAnswer,
+    WireError,
+    WireRequest,
+)
 from agentrig.messages import Message, Role, ToolCall, ToolResult
 from agentrig.state import ToolSchema
 
@@ -95,11 +103,47 @@ class BaseFormat(ABC):
     def _read(self, data: dict[str, Any]) -> WireRequest:
         """The request in the body's JSON object ``data``, read field by field."""
 
+    def matches(self, path: str) -> bool:
+        """Whether requests to ``path`` are this format's: its own path, behind a prefix
+        (``/openai/v1/responses``) or without its ``/v1`` (``/chat/completions``)."""
+        trimmed = path.rstrip("/")
+        return trimmed.endswith(self.path) or trimmed == self.path.removeprefix("/v1")
+
+    def read(self, target: str, body: bytes) -> WireRequest:
+        """Read a request posted to ``target``: the body says it all (``parse_request``)."""
+        return self.parse_request(body)
+
     def logprobs_asked(self, request: WireRequest) -> int | None:
         """How many likeliest tokens ``request`` asks to see beside each token's log
         probability; None when it asks for no log probabilities (the default: the API has
         none). Read only for an answer that scripts them."""
         return None
+
+    def tool_choice(self, request: WireRequest) -> ToolChoice:
+        """What ``request`` lets the model answer with: anything (the default: the format
+        has no ``tool_choice``). Read only for an answer that scripts tool calls or text."""
+        return ANY_ANSWER
+
+
+def openai_tool_choice(settings: Mapping[str, Any], named: str | None) -> ToolChoice:
+    """An OpenAI request's ``tool_choice`` and ``parallel_tool_calls``: ``"none"``,
+    ``"required"``, ``"auto"``, or a named function (``named``: its name, which Chat nests in
+    ``function`` and Responses does not)."""
+    choice, parallel = settings.get("tool_choice"), settings.get("parallel_tool_calls")
+    if choice is None and parallel is None:
+        return ANY_ANSWER
+    said = f"tool_choice: {to_json(choice).decode()}" if choice is not None else ""
+    mode: Any = choice if choice in ("none", "required") else "auto"
+    tool = named if named else None
+    if tool is not None:
+        mode = "tool"
+    return ToolChoice(
+        mode=mode,
+        tool=tool,
+        parallel=parallel is not False,
+        said=said,
+        parallel_said="parallel_tool_calls: false" if parallel is False else "",
+    )
 
 
 def top_count(settings: Mapping[str, Any]) -> int:
@@ -321,6 +365,42 @@ def message(
         created_at=WIRE_TIME,
         provider_data=data,
     )
+
+
+ANONYMOUS_CALL = "(sent without an id) #"
+"""What the placeholder id of a tool call sent back without its id starts with."""
+
+
+def adopt_call_ids(request: WireRequest, history: tuple[Message, ...]) -> WireRequest:
+    """``request`` with the placeholder ids of its calls sent without ids (``ANONYMOUS_CALL``)
+    replaced by the ids of the calls they repeat: those of the assistant turn at the same place
+    in ``history`` that calls the same tools in the same order. Tool results follow their calls;
+    a call that repeats none keeps its placeholder."""
+    renamed: dict[str, str] = {}
+    messages = list(request.messages)
+    for index, sent in enumerate(messages):
+        if not any(call.id.startswith(ANONYMOUS_CALL) for call in sent.tool_calls):
+            continue
+        before = history[index] if index < len(history) else None
+        if before is None or [c.name for c in before.tool_calls] != [
+            c.name for c in sent.tool_calls
+        ]:
+            continue
+        calls = []
+        for call, known in zip(sent.tool_calls, before.tool_calls, strict=True):
+            if call.id.startswith(ANONYMOUS_CALL):
+                renamed[call.id] = known.id
+                call = ToolCall._trusted(id=known.id, name=call.name, arguments=call.arguments)
+            calls.append(call)
+        messages[index] = sent.evolve(tool_calls=tuple(calls))
+    if not renamed:
+        return request
+    for index, sent in enumerate(messages):
+        result = sent.tool_result
+        if result is not None and result.call_id in renamed:
+            new = result.evolve(call_id=renamed[result.call_id])
+            messages[index] = sent.evolve(tool_result=new)
+    return replace(request, messages=tuple(messages))
 
 
 SEAL_KEY = REASONING_SEAL_KEY

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic_core import to_json
+
 from agentrig._model import JsonObject
 from agentrig.harness.endpoint.wire._common import (
     BaseFormat,
@@ -25,7 +27,7 @@ from agentrig.harness.endpoint.wire._common import (
     tool_schema,
     typed,
 )
-from agentrig.harness.endpoint.wire.base import WireAnswer, WireRequest
+from agentrig.harness.endpoint.wire.base import ANY_ANSWER, ToolChoice, WireAnswer, WireRequest
 from agentrig.messages import Message, Role, ToolCall
 from agentrig.state import ToolSchema, Usage
 from agentrig.state.status import FinishReason
@@ -164,6 +166,23 @@ class AnthropicFormat(BaseFormat):
         )
         events.append(sse_event("message_stop", {"type": "message_stop"}))
         return events
+
+    def tool_choice(self, request: WireRequest) -> ToolChoice:
+        """``tool_choice``: ``{"type": "auto" | "any" | "tool" | "none"}``, with the tool's
+        ``name`` and ``disable_parallel_tool_use``."""
+        choice = request.settings.get("tool_choice")
+        if not isinstance(choice, dict):
+            return ANY_ANSWER
+        kind, name = choice.get("type"), choice.get("name")
+        single = choice.get("disable_parallel_tool_use") is True
+        modes: dict[Any, Any] = {"none": "none", "any": "required", "tool": "tool"}
+        return ToolChoice(
+            mode=modes.get(kind, "auto"),
+            tool=name if kind == "tool" and isinstance(name, str) else None,
+            parallel=not single,
+            said=f"tool_choice: {to_json(choice).decode()}",
+            parallel_said="disable_parallel_tool_use: true" if single else "",
+        )
 
     def error_body(self, status: int, message: str, *, param: str | None = None) -> JsonObject:
         """``{"type": "error", "error": {"type", "message"}}``; the API has no ``param``, so a

@@ -11,7 +11,7 @@ from agentrig.messages import Message, ToolCall
 from agentrig.state import ToolSchema, Usage
 from agentrig.state.status import FinishReason
 
-FormatName = Literal["chat", "responses", "anthropic"]
+FormatName = Literal["chat", "responses", "anthropic", "gemini"]
 
 
 @dataclass(slots=True)
@@ -34,8 +34,35 @@ class WireRequest:
     settings: JsonObject = field(default_factory=dict)
     seals_reasoning: bool = False
     """Whether the format hands an answer's reasoning over sealed, as a token the agent must
-    send back with the answer's tool calls: Anthropic's thinking signature (always), the
-    Responses API's encrypted content (when ``include`` asks for it)."""
+    send back with the answer's tool calls: Anthropic's thinking signature and Gemini's thought
+    signature (always), the Responses API's encrypted content (when ``include`` asks for it)."""
+    reasoning_shown: bool = True
+    """Whether an answer may show its reasoning's text: Gemini sends thought parts only to a
+    request that asks for them (``thinkingConfig.includeThoughts``), the signature alone
+    otherwise."""
+    anonymous_calls: bool = False
+    """Whether an assistant turn sent a tool call without its id (Gemini lets a client leave
+    ids out): such a call has a placeholder id (``ANONYMOUS_CALL`` and a number), which the
+    session replaces with the id of the call it repeats (``adopt_call_ids``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolChoice:
+    """What a request lets the model answer with, read from its ``tool_choice`` and parallel
+    setting. ``mode``: ``auto`` (text or calls), ``none`` (no call), ``required`` (at least one
+    call) or ``tool`` (calls of ``tool`` only); ``parallel``: whether one answer may make
+    several calls. ``said`` and ``parallel_said`` quote the request's own settings, for
+    messages."""
+
+    mode: Literal["auto", "none", "required", "tool"] = "auto"
+    tool: str | None = None
+    parallel: bool = True
+    said: str = ""
+    parallel_said: str = ""
+
+
+ANY_ANSWER = ToolChoice()
+"""A request that leaves the model free to answer with text or any number of calls."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +130,15 @@ class WireFormat(Protocol):
         """Read a request body; raise ``WireError`` naming the field when it cannot be read."""
         ...
 
+    def matches(self, path: str) -> bool:
+        """Whether requests to ``path`` (without its query) are this format's."""
+        ...
+
+    def read(self, target: str, body: bytes) -> WireRequest:
+        """Read a request posted to ``target`` (its path and query: Gemini names the model and
+        streaming there); ``WireError`` naming the field when it cannot be read."""
+        ...
+
     def response_body(self, answer: WireAnswer, *, model: str, response_id: str) -> JsonObject:
         """The JSON body of a plain (not streamed) answer."""
         ...
@@ -120,4 +156,9 @@ class WireFormat(Protocol):
     def logprobs_asked(self, request: WireRequest) -> int | None:
         """How many likeliest tokens ``request`` asks to see beside each token's log
         probability; None when it asks for no log probabilities (or the API has none)."""
+        ...
+
+    def tool_choice(self, request: WireRequest) -> ToolChoice:
+        """What ``request`` lets the model answer with (its ``tool_choice`` and whether it
+        allows parallel calls), as the real API would hold the model to it."""
         ...

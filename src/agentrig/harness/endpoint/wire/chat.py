@@ -15,6 +15,7 @@ from agentrig.harness.endpoint.wire._common import (
     logprob_entries,
     message,
     objects,
+    openai_tool_choice,
     optional,
     pieces,
     required,
@@ -27,7 +28,7 @@ from agentrig.harness.endpoint.wire._common import (
     top_count,
     typed,
 )
-from agentrig.harness.endpoint.wire.base import WireAnswer, WireRequest
+from agentrig.harness.endpoint.wire.base import ANY_ANSWER, ToolChoice, WireAnswer, WireRequest
 from agentrig.messages import Message, Role, ToolCall
 from agentrig.state import ToolSchema, Usage
 from agentrig.state.status import FinishReason
@@ -206,6 +207,17 @@ class ChatFormat(BaseFormat):
         """``top_logprobs`` (0 when not given) when the request sends ``logprobs: true``."""
         settings = request.settings
         return top_count(settings) if settings.get("logprobs") is True else None
+
+    def tool_choice(self, request: WireRequest) -> ToolChoice:
+        """``tool_choice`` (``"none"``, ``"required"``, or ``{"type": "function", "function":
+        {"name": ...}}``) and ``parallel_tool_calls``."""
+        settings = request.settings
+        if "tool_choice" not in settings and "parallel_tool_calls" not in settings:
+            return ANY_ANSWER  # most requests: the model is free
+        choice = settings.get("tool_choice")
+        function = choice.get("function") if isinstance(choice, dict) else None
+        named = function.get("name") if isinstance(function, dict) else None
+        return openai_tool_choice(settings, named if isinstance(named, str) else None)
 
 
 def _logprobs(entries: list[JsonObject]) -> JsonObject | None:

@@ -17,6 +17,7 @@ from agentrig.harness.endpoint.wire._common import (
     logprob_entries,
     message,
     objects,
+    openai_tool_choice,
     optional,
     pieces,
     required,
@@ -28,7 +29,7 @@ from agentrig.harness.endpoint.wire._common import (
     tool_message,
     top_count,
 )
-from agentrig.harness.endpoint.wire.base import WireAnswer, WireRequest
+from agentrig.harness.endpoint.wire.base import ANY_ANSWER, ToolChoice, WireAnswer, WireRequest
 from agentrig.harness.endpoint.wire.chat import openai_error
 from agentrig.messages import Message, Role, ToolCall
 from agentrig.state import ToolSchema, Usage
@@ -124,6 +125,16 @@ class ResponsesFormat(BaseFormat):
         if not isinstance(include, list) or _LOGPROBS not in include:
             return None
         return top_count(request.settings)
+
+    def tool_choice(self, request: WireRequest) -> ToolChoice:
+        """``tool_choice`` (``"none"``, ``"required"``, or ``{"type": "function", "name":
+        ...}``) and ``parallel_tool_calls``."""
+        settings = request.settings
+        if "tool_choice" not in settings and "parallel_tool_calls" not in settings:
+            return ANY_ANSWER  # most requests: the model is free
+        choice = settings.get("tool_choice")
+        named = choice.get("name") if isinstance(choice, dict) else None
+        return openai_tool_choice(settings, named if isinstance(named, str) else None)
 
     def _response(
         self,

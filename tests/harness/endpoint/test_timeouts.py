@@ -1,0 +1,152 @@
+"""An agent's timeout handling, tested: a reply later than the client's timeout (``latency``)
+or none at all (``fault: {timeout: true}``) is given up on by the client, in process (the
+client's own timeout error, raised when its read timeout has passed) and over loopback (the
+endpoint sees the client disconnect). A reply the client never received is no model call, and
+the request that retries carries no answer to it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from agentrig.harness.endpoint.handle import EndpointHandle
+
+from .sdk_agents import SYSTEM, chat_agent
+
+openai = pytest.importorskip("openai")
+
+SCENARIO = """\
+name: slow
+agent:
+  system_prompt: You answer weather questions.
+turns:
+  - user: Weather in Paris?
+    model:
+      - call: get_weather(city=Paris)
+      - say: It is sunny in Paris, at last.
+        SLOW
+      - say: It is sunny in Paris today.
+    expect:
+      final_response: It is sunny in Paris today.
+      model_calls: 2
+      tool_results: [{tool: get_weather, content: sunny in Paris}]
+"""
+
+LATE = "latency: 30"
+NO_ANSWER = "fault: {timeout: true}"
+
+
+def _client(handle: EndpointHandle, *, retries: int) -> Any:
+    return openai.OpenAI(
+        base_url=handle.openai_base_url,
+        api_key=handle.api_key,
+        http_client=None if handle.live else handle.httpx2_client(),
+        timeout=0.3,
+        max_retries=retries,
+    )
+
+
+def _messages() -> list[dict[str, Any]]:
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Weather in Paris?"}]
+
+
+@pytest.mark.slow  # the SDK's own backoff before it retries: about a second
+@pytest.mark.parametrize("live", [False, True], ids=["in-process", "loopback"])
+@pytest.mark.parametrize("slow", [LATE, NO_ANSWER], ids=["latency", "timeout-fault"])
+def test_a_reply_the_client_gave_up_on_is_no_model_call(
+    write_scenario: Callable[[str], Path], live: bool, slow: str
+) -> None:
+    started = time.monotonic()
+    with (
+        EndpointHandle(write_scenario(SCENARIO.replace("SLOW", slow)), live=live) as handle,
+        _client(handle, retries=1) as client,
+    ):
+        answer = chat_agent(client, _messages())  # the SDK retries the timed-out request
+        result = handle.check()  # no history_grows, model_calls 2 (not 3)
+
+    assert answer == "It is sunny in Paris today."
+    assert [o.failures for o in result.invariants] == [0] * len(result.invariants)
+    assert time.monotonic() - started < 10  # never the scripted 30 s: the client's 0.3 s
+    events = [e.text for e in result.transcript if e.kind == "event"]
+    why = "latency 30 s" if slow == LATE else "fault: no answer until the client's timeout"
+    assert events == [f"the client never got the reply ({why}): it gave up first"]
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["in-process", "loopback"])
+def test_an_agent_that_does_not_retry_a_timeout_is_named(
+    write_scenario: Callable[[str], Path], live: bool
+) -> None:
+    path = write_scenario(SCENARIO.replace("SLOW", LATE))
+    with EndpointHandle(path, live=live) as handle, _client(handle, retries=0) as client:
+        with pytest.raises(openai.APITimeoutError):
+            chat_agent(client, _messages())
+        failures = handle.result().failures
+
+    named = [f for f in failures if "no request followed" in f.message]
+    assert [f.message for f in named] == [
+        "turn 1: request 2 never received the scripted reply (latency: 30) (line 8) and "
+        "no request followed: the agent gave up where the script has it recover"
+    ]
+    assert named[0].location == f"{path}:8"
+
+
+def test_a_client_without_a_read_timeout_meets_a_timeout_fault_at_once(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    with EndpointHandle(write_scenario(SCENARIO.replace("SLOW", NO_ANSWER))) as handle:
+        client = handle.httpx_client(timeout=None)
+        headers = {"authorization": f"Bearer {handle.api_key}"}
+        body = {"model": "m", "messages": _messages()}
+        url = f"{handle.openai_base_url}/chat/completions"
+        client.post(url, json=body, headers=headers)  # the tool call
+        with pytest.raises(httpx.ReadTimeout, match="it would wait for ever"):
+            client.post(url, json=body, headers=headers)
+
+
+@pytest.mark.slow  # the SDK's own backoff before it retries
+def test_an_async_client_in_process_is_held_to_its_timeout_too(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    text = SCENARIO.replace("SLOW", LATE).replace("      - call: get_weather(city=Paris)\n", "")
+    text = text.replace("model_calls: 2", "model_calls: 1").replace(
+        "      tool_results: [{tool: get_weather, content: sunny in Paris}]\n", ""
+    )
+
+    async def ask(handle: EndpointHandle) -> str:
+        client = openai.AsyncOpenAI(
+            base_url=handle.openai_base_url,
+            api_key=handle.api_key,
+            http_client=handle.async_httpx2_client(),
+            timeout=0.2,
+            max_retries=1,
+        )
+        async with client:
+            answer = await client.chat.completions.create(model="m", messages=_messages())
+        return answer.choices[0].message.content or ""
+
+    with EndpointHandle(write_scenario(text)) as handle:
+        assert asyncio.run(ask(handle)) == "It is sunny in Paris today."
+        handle.check()
+
+
+def test_intercept_meets_a_timeout_fault_with_the_clients_timeout_error(
+    write_scenario: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-placeholder")
+    path = write_scenario(SCENARIO.replace("SLOW", NO_ANSWER))
+    with EndpointHandle(path) as handle, handle.intercept():
+        client = openai.OpenAI(timeout=0.3, max_retries=0)  # the default host
+        with pytest.raises(openai.APITimeoutError):
+            chat_agent(client, _messages())
+        failures = handle.result().failures
+
+    assert [f.message for f in failures if "no request followed" in f.message] == [
+        "turn 1: request 2 got the scripted fault (no answer until the client's timeout) "
+        "(line 8) and no request followed: the agent gave up where the script has it recover"
+    ]

@@ -1,0 +1,188 @@
+"""The fuzzing loop: probing the agent, finding and shrinking a failure, the written scenario
+replaying it, the hypothesis database trying it first next time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+from agentrig.errors import ConfigurationError, InvalidInputError
+from agentrig.harness.endpoint.handle import EndpointHandle
+from agentrig.harness.fuzz import (
+    Behaviours,
+    Fuzzer,
+    FuzzFailure,
+    fuzz,
+    raises_only,
+    replay,
+)
+from agentrig.harness.scenarios.loader import load_scenario
+
+from .agents import correct, crash_on_refusal, loops, no_tools, silent
+
+PROMPT = "Weather in Paris?"
+QUIET = settings(database=None, derandomize=True)
+REFUSALS = Behaviours(replies={"text", "refusal"}, faults=())
+
+
+def test_the_probe_reads_the_offered_tools_and_the_user_message():
+    with Fuzzer(correct, PROMPT) as fuzzer:
+        assert [tool.name for tool in fuzzer.offer.tools] == ["get_weather", "book_flight"]
+        assert fuzzer.offer.users == (PROMPT,)
+        assert fuzzer.offer.format == "chat"
+
+
+def test_an_agent_that_never_calls_the_endpoint_is_refused_with_what_to_do():
+    with pytest.raises(ConfigurationError, match="sent no request to the endpoint"):
+        Fuzzer(silent, PROMPT)
+
+
+def test_an_agent_that_fails_on_a_plain_answer_is_refused_before_fuzzing():
+    def broken(ep: object, prompt: str) -> str:
+        correct(ep, prompt)
+        raise RuntimeError("always")
+
+    with pytest.raises(ConfigurationError, match="raised RuntimeError: always when the model"):
+        Fuzzer(broken, PROMPT)
+
+
+@pytest.mark.slow
+def test_a_planted_bug_is_found_shrunk_and_written_as_a_scenario_that_replays_it(tmp_path):
+    with pytest.raises(FuzzFailure) as caught:
+        fuzz(
+            crash_on_refusal,
+            PROMPT,
+            behaviours=REFUSALS,
+            max_examples=50,
+            settings=QUIET,
+            folder=tmp_path,
+        )
+    failure = caught.value
+    assert failure.problems == (
+        "raises_only: the agent raised builtins.AttributeError: 'NoneType' object has no "
+        "attribute 'upper' (documented errors: none)",
+    )
+    assert failure.path is not None
+    assert failure.path.parent == tmp_path
+    assert str(failure.path) in str(failure)
+    assert failure.command in str(failure)
+    written = load_scenario(failure.path)
+    replies = written.turns[0].model
+    assert len(replies) == 1  # shrunk to the one answer that breaks it
+    assert replies[0].refuse is not None
+    assert replies[0].repeat
+    assert written.agent.adapter is not None
+    assert written.agent.adapter.endswith(":crash_on_refusal")
+    with pytest.raises(FuzzFailure) as replayed:
+        replay(failure.path, crash_on_refusal)
+    assert replayed.value.problems == failure.problems
+
+
+@pytest.mark.slow
+def test_a_correct_agent_passes_and_the_report_counts_the_examples(tmp_path):
+    report = fuzz(correct, PROMPT, max_examples=40, settings=QUIET, folder=tmp_path)
+    assert report.examples == 40
+    assert not list(tmp_path.iterdir())
+
+
+def test_documented_errors_are_not_failures(tmp_path):
+    report = fuzz(
+        crash_on_refusal,
+        PROMPT,
+        behaviours=REFUSALS,
+        properties=[raises_only(AttributeError)],
+        max_examples=20,
+        settings=QUIET,
+        folder=tmp_path,
+    )
+    assert report.examples == 20
+
+
+def test_an_agent_that_never_stops_fails_terminates_within(tmp_path):
+    behaviours = Behaviours(replies={"text"}, faults=(), max_model_calls=5)
+    with pytest.raises(FuzzFailure) as caught:
+        fuzz(loops, PROMPT, behaviours=behaviours, max_examples=5, settings=QUIET, folder=tmp_path)
+    assert "terminates_within: the agent made 6 model calls, more than 5" in caught.value.problems
+
+
+def test_a_failure_in_the_database_is_tried_first_next_time(tmp_path):
+    database = DirectoryBasedExampleDatabase(tmp_path / "db")
+    chosen = settings(database=database, derandomize=False)
+    for _ in range(2):
+        with pytest.raises(FuzzFailure) as caught:
+            fuzz(
+                crash_on_refusal,
+                PROMPT,
+                behaviours=REFUSALS,
+                max_examples=100,
+                settings=chosen,
+                folder=tmp_path,
+            )
+    assert caught.value.found_at == 1
+
+
+def test_user_checks_are_properties(tmp_path):
+    def answers_in_capitals(run):  # type: ignore[no-untyped-def]
+        assert run.returned == str(run.returned).upper(), f"answered {run.returned!r}"
+
+    with pytest.raises(FuzzFailure) as caught:
+        fuzz(
+            no_tools,
+            PROMPT,
+            behaviours=Behaviours(replies={"text"}, faults=()),
+            properties=[answers_in_capitals],
+            max_examples=20,
+            settings=QUIET,
+            folder=tmp_path,
+        )
+    assert caught.value.problems[0].startswith("answers_in_capitals: answered ")
+
+
+@pytest.mark.slow
+def test_the_written_scenario_serves_to_the_agent_through_an_endpoint_handle(tmp_path):
+    with pytest.raises(FuzzFailure) as caught:
+        fuzz(
+            crash_on_refusal,
+            PROMPT,
+            behaviours=REFUSALS,
+            max_examples=50,
+            settings=QUIET,
+            folder=tmp_path,
+        )
+    assert caught.value.path is not None
+    with (
+        EndpointHandle(Path(caught.value.path)) as ep,
+        pytest.raises(AttributeError, match="upper"),
+    ):
+        crash_on_refusal(ep, PROMPT)
+
+
+def test_a_failure_that_does_not_come_back_is_reported_as_flaky(tmp_path):
+    seen = []
+
+    def fails_once(ep, prompt):  # type: ignore[no-untyped-def]
+        answer = correct(ep, prompt)
+        if "can't" in answer and not seen:
+            seen.append(answer)
+            raise RuntimeError("only the first time")
+        return answer
+
+    with pytest.raises(FuzzFailure) as caught:
+        fuzz(
+            fails_once,
+            PROMPT,
+            behaviours=REFUSALS,
+            max_examples=50,
+            settings=QUIET,
+            folder=tmp_path,
+        )
+    assert caught.value.problems[-1].startswith("(flaky: the script did not break the agent")
+
+
+def test_an_empty_prompt_is_refused_naming_it():
+    with pytest.raises(InvalidInputError) as caught:
+        Fuzzer(correct, " ")
+    assert caught.value.field == "prompt"
