@@ -6,6 +6,12 @@ not trigger, separated and inline traces, and every invariant on. It runs them w
 ``agentrig run DIR --workers 1`` and ``--workers 2`` in subprocesses, times the wall clock (the
 whole command: start-up, loading, running, reports) and requires exit code 0.
 
+It also prints the suite-speed targets as ratios, each measured in this run: the in-run time
+with every invariant on over the same scenarios with none (``invariants: {only: []}``: the loop plus the
+harness's own work, so a flattering stand-in for the bare loop of ``bench/loop.py``), start-up plus loading every file (a fresh interpreter running ``load_suite``),
+``pytest --agentrig-scenarios`` collecting them, 2 workers over 1, the workers ``agentrig run``
+chooses by itself, and the peak resident memory of the largest process of each run.
+
 Part 2 times ``AgentState.from_json(state.to_json())`` for states holding 10 to 10,000 messages.
 
     .venv/bin/python bench/suite.py                    # 1,000 scenarios; 10..10,000 messages
@@ -15,6 +21,7 @@ Part 2 times ``AgentState.from_json(state.to_json())`` for states holding 10 to 
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import subprocess
@@ -141,11 +148,14 @@ def scenario(index: int) -> dict[str, Any]:
     }
 
 
-def write_scenarios(folder: Path, count: int) -> int:
-    """Write ``count`` scenario files into ``folder``; returns the total number of steps."""
+def write_scenarios(folder: Path, count: int, *, checks: bool = True) -> int:
+    """Write ``count`` scenario files into ``folder`` (with no invariant on when not
+    ``checks``); returns the total number of steps."""
     steps = 0
     for index in range(count):
         data = scenario(index)
+        if not checks:
+            data["invariants"] = {"only": []}
         steps += sum(turn["expect"]["steps"] for turn in data["turns"])
         text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=1000)
         (folder / f"bench-{index:05d}.scenario.yaml").write_text(text, encoding="utf-8")
@@ -157,24 +167,86 @@ def agentrig_command(*args: str) -> list[str]:
     return [sys.executable, "-c", "from agentrig.harness.cli import main; main()", *args]
 
 
-def run_suite(folder: Path, workers: int, reports: Path) -> dict[str, Any]:
-    """Run the suite once with ``workers``; wall time of the whole command."""
-    command = agentrig_command(
-        "run", str(folder), "--workers", str(workers), "--report-dir", str(reports), "--quiet"
-    )
+def run_suite(folder: Path, workers: int | None, reports: Path) -> dict[str, Any]:
+    """Run the suite once with ``workers`` (None: as ``agentrig run`` chooses); wall time of
+    the whole command, and the peak resident memory of its largest process."""
+    chosen = () if workers is None else ("--workers", str(workers))
+    command = agentrig_command("run", str(folder), *chosen, "--report-dir", str(reports), "--quiet")
     started = time.perf_counter_ns()
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    done, peak_mib = measured_subprocess(command)
     wall = (time.perf_counter_ns() - started) / 1e9
     if done.returncode != 0:
         print(done.stdout[-4000:], done.stderr[-4000:], sep="\n", file=sys.stderr)
         raise SystemExit(f"agentrig run --workers {workers} exited {done.returncode}")
     match = re.search(r"(\d+) passed, (\d+) failed in ([0-9.]+)s", done.stdout)
     return {
-        "workers": workers,
+        "workers": workers if workers is not None else "auto",
         "wall_s": wall,
         "run_s": float(match.group(3)) if match else None,
+        "peak_mib": peak_mib,
         "summary": match.group(0) if match else done.stdout.strip(),
     }
+
+
+def measured_subprocess(command: list[str], **options: Any) -> tuple[Any, float]:
+    """Run ``command`` in a child process of its own; its completed process and the peak
+    resident memory (MiB) of the largest process it started (its workers included), read from
+    ``getrusage`` of the children of a one-off intermediate process."""
+    probe = (
+        "import json, resource, subprocess, sys\n"
+        "done = subprocess.run(sys.argv[1:], capture_output=True, text=True, check=False)\n"
+        "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+        "print(json.dumps([done.returncode, done.stdout, done.stderr, peak]))\n"
+    )
+    wrapper = subprocess.run(
+        [sys.executable, "-c", probe, *command],
+        capture_output=True,
+        text=True,
+        check=True,
+        **options,
+    )
+    code, stdout, stderr, peak_kib = json.loads(wrapper.stdout)
+    return subprocess.CompletedProcess(command, code, stdout, stderr), peak_kib / 1024
+
+
+def loading_s(folder: Path) -> float:
+    """Wall seconds of a fresh interpreter importing the loader and loading every file of
+    ``folder`` (start-up plus loading, as ``agentrig run`` pays them)."""
+    code = (
+        "import sys\n"
+        "from agentrig.harness.scenarios.loader import load_suite\n"
+        "suite = load_suite(sys.argv[1])\n"
+        "assert not suite.broken, suite.broken[:1]\n"
+    )
+    started = time.perf_counter_ns()
+    subprocess.run([sys.executable, "-c", code, str(folder)], check=True)
+    return (time.perf_counter_ns() - started) / 1e9
+
+
+def collecting_s(folder: Path, count: int) -> float:
+    """Wall seconds of ``pytest --agentrig-scenarios FOLDER --collect-only`` (one process)."""
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--agentrig-scenarios",
+        str(folder),
+        "--collect-only",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:xdist",
+        "-p",
+        "no:randomly",
+    ]
+    started = time.perf_counter_ns()
+    done = subprocess.run(command, cwd=folder.parent, capture_output=True, text=True, check=False)
+    wall = (time.perf_counter_ns() - started) / 1e9
+    if done.returncode != 0 or f"{count} tests collected" not in done.stdout:
+        print(done.stdout[-4000:], done.stderr[-4000:], sep="\n", file=sys.stderr)
+        raise SystemExit(f"pytest --collect-only exited {done.returncode}")
+    return wall
 
 
 # --- serialization ----------------------------------------------------------------------------
@@ -228,6 +300,10 @@ def measure_serialization(count: int, repeats: int) -> dict[str, Any]:
 # --- main -------------------------------------------------------------------------------------
 
 
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
 def main() -> None:
     parser = common.parser(__doc__.splitlines()[0])
     parser.add_argument(
@@ -248,21 +324,36 @@ def main() -> None:
         folder = Path(temp) / "scenarios"
         folder.mkdir()
         steps = write_scenarios(folder, count)
+        bare_folder = Path(temp) / "bare"
+        bare_folder.mkdir()
+        write_scenarios(bare_folder, count, checks=False)
         print(
             f"\n{count} generated scenarios, {steps} steps in all, every invariant on; wall s is "
             "the whole `agentrig run` command, in-run s what it reports (without start-up and "
-            "loading)\n"
+            "loading), peak MiB the resident memory of its largest process\n"
         )
         suite = []
-        for workers in args.workers:
+        for workers in (*args.workers, None):
             outcome = run_suite(folder, workers, Path(temp) / f"reports-{workers}")
             outcome["scenarios_per_s"] = count / outcome["wall_s"]
             outcome["steps_per_s"] = steps / outcome["wall_s"]
             suite.append(outcome)
+        bare = run_suite(bare_folder, 1, Path(temp) / "reports-bare")
+        load_s = loading_s(folder)
+        collect_s = collecting_s(folder, count)
     base = suite[0]["wall_s"]
     print(
         common.table(
-            ("workers", "scenarios", "wall s", "in-run s", "scenarios/s", "steps/s", "speed-up"),
+            (
+                "workers",
+                "scenarios",
+                "wall s",
+                "in-run s",
+                "scenarios/s",
+                "steps/s",
+                "peak MiB",
+                "speed-up",
+            ),
             [
                 (
                     row["workers"],
@@ -271,9 +362,37 @@ def main() -> None:
                     row["run_s"],
                     row["scenarios_per_s"],
                     row["steps_per_s"],
+                    row["peak_mib"],
                     f"{base / row['wall_s']:.2f}x",
                 )
                 for row in suite
+            ],
+        )
+    )
+    one = suite[0]
+    two = next((row for row in suite if row["workers"] == 2), None)
+    ratios = {
+        "checks_over_bare": one["run_s"] / bare["run_s"] if bare["run_s"] else None,
+        "bare_run_s": bare["run_s"],
+        "load_s": load_s,
+        "collect_s": collect_s,
+        "two_over_one": one["wall_s"] / two["wall_s"] if two else None,
+        "peak_mib": max(row["peak_mib"] for row in suite),
+    }
+    print(
+        f"\nthe suite-speed targets, measured in this run ({count} scenarios):\n"
+        + common.table(
+            ("measure", "value", "target"),
+            [
+                (
+                    "in-run time, every invariant on / none (harness without checks)",
+                    _ratio(ratios["checks_over_bare"]),
+                    "<= 10x",
+                ),
+                ("start-up + loading every file, s", load_s, "<= 1 s"),
+                ("pytest --agentrig-scenarios --collect-only, s", collect_s, "<= 2 s"),
+                ("2 workers over 1 (wall)", _ratio(ratios["two_over_one"]), ">= 1.7x"),
+                ("peak resident MiB of any process", ratios["peak_mib"], "<= 150"),
             ],
         )
     )
@@ -304,6 +423,8 @@ def main() -> None:
             "scenarios": count,
             "steps": steps,
             "suite": suite,
+            "bare": bare,
+            "ratios": ratios,
             "serialization": serialization,
         },
     )

@@ -39,6 +39,49 @@ for _module in ("httpcore", "httpcore2"):
 
 R = TypeVar("R")
 
+# --- running the suite in parallel (pyproject.toml: -n auto --dist loadgroup) -------------------
+
+FEW_FILES = 8
+"""Below this many test files, ``-n auto`` runs the tests in this process: a worker (a fresh
+interpreter importing agentrig and collecting) costs more than it saves on a few files."""
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto``: none for a run of a few test files, else xdist's choice (one per CPU, or
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS``)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    root = Path(str(config.rootpath))
+    given = [arg.split("::")[0] for arg in config.args] or list(config.getini("testpaths"))
+    files = 0
+    for arg in given:
+        path = Path(arg) if Path(arg).is_absolute() else Path.cwd() / arg
+        if not path.exists():
+            path = root / arg
+        files += len(list(path.rglob("test_*.py"))) if path.is_dir() else 1
+        if files >= FEW_FILES:
+            return None
+    return 0
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under ``--dist loadgroup``, the tests of a module that builds something once for the
+    module (a fixture of module scope defined there: a wheel, a browser) run on one worker, so
+    that it is built once, not once per worker."""
+    for item in items:
+        module = item.getparent(pytest.Module)
+        info = getattr(item, "_fixtureinfo", None)
+        if module is None or info is None or item.get_closest_marker("xdist_group"):
+            continue
+        if any(
+            definition.scope in ("module", "package") and definition.baseid == module.nodeid
+            for definitions in info.name2fixturedefs.values()
+            for definition in definitions
+        ):
+            item.add_marker(pytest.mark.xdist_group(module.nodeid))
+
+
 HANG_BOUND_S = 60.0
 """How long a call may take before ``within_bound`` calls it a hang: far beyond any honest run
 on a busy machine, far below the hours a hang takes. Not a speed check."""

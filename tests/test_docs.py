@@ -372,7 +372,14 @@ def doc_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     return get
 
 
-@pytest.mark.parametrize("block", ALL_BLOCKS, ids=[block.where for block in ALL_BLOCKS])
+@pytest.mark.parametrize(
+    "block",
+    [
+        # A doc's blocks run all at once, on the worker of its first block (--dist loadgroup).
+        pytest.param(block, marks=pytest.mark.xdist_group(block.doc.name), id=block.where)
+        for block in ALL_BLOCKS
+    ],
+)
 def test_doc_block(block: Block, doc_run: Any) -> None:
     reason = block.mark("not run")
     if reason is not None:

@@ -53,6 +53,7 @@ live next to their code, in the module named on the right::
     │                              checker used out of order                  harness.errors
     ├── PluginError                a plugin module that cannot be imported     harness.errors
     ├── SuiteError                 a suite that cannot run as asked            harness.errors
+    ├── ShardMergeError            report folders that are not the shards of one run  harness.errors
     ├── SelectionError             a malformed ``-k`` expression or ``--shard``  harness.scenarios
     ├── BudgetExhausted            a live run's budget is spent: no model call admitted  harness.live
     ├── VirtualTimeDeadlock        a virtual-time loop's tasks all wait, nothing can wake them

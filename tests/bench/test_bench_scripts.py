@@ -119,11 +119,15 @@ def test_peers_skip_what_is_not_installed() -> None:
 def test_suite_quick(tmp_path: Path) -> None:
     saved = tmp_path / "suite.json"
     output = run_script(str(BENCH / "suite.py"), "--quick", "--json", str(saved))
-    for header in ("workers", "scenarios/s", "to_json us", "round trip us", "us/message"):
+    for header in ("workers", "scenarios/s", "peak MiB", "to_json us", "us/message"):
         assert header in output
+    assert "every invariant on / none (harness without checks)" in output
     data = json.loads(saved.read_text())
-    assert [row["workers"] for row in data["suite"]] == [1, 2]
-    assert all("10 passed, 0 failed" in row["summary"] for row in data["suite"])
+    assert [row["workers"] for row in data["suite"]] == [1, 2, "auto"]
+    assert all("10 passed, 0 failed" in row["summary"] for row in (*data["suite"], data["bare"]))
+    ratios = data["ratios"]
+    for measure in ("checks_over_bare", "load_s", "collect_s", "two_over_one", "peak_mib"):
+        assert ratios[measure] > 0, measure
     assert [row["messages"] for row in data["serialization"]] == [10, 100]
 
 

@@ -62,6 +62,7 @@ if TYPE_CHECKING:
         InvariantError,
         PluginError,
         ScenarioFileError,
+        ShardMergeError,
         SuiteError,
     )
     from agentrig.harness.property.play import Playback, play
@@ -97,6 +98,7 @@ if TYPE_CHECKING:
         transcript_to_text,
     )
     from agentrig.harness.suites.plugins import load_plugins
+    from agentrig.harness.suites.shards import merge_shards
     from agentrig.harness.suites.suite import run_suite
 
 _EXPORTS: dict[str, str] = {
@@ -116,6 +118,8 @@ _EXPORTS: dict[str, str] = {
     "load_plugins": "agentrig.harness.suites.plugins",
     "PluginError": "agentrig.harness.errors",
     "SuiteError": "agentrig.harness.errors",
+    "merge_shards": "agentrig.harness.suites.shards",
+    "ShardMergeError": "agentrig.harness.errors",
     # results
     "Failure": "agentrig.harness.results",
     "InvariantOutcome": "agentrig.harness.results",
@@ -189,6 +193,7 @@ __all__ = [
     "Scenario",
     "ScenarioFileError",
     "ScenarioResult",
+    "ShardMergeError",
     "SuiteError",
     "SuiteResult",
     "TranscriptEntry",
@@ -203,6 +208,7 @@ __all__ = [
     "load_scenario",
     "load_scenarios",
     "load_suite",
+    "merge_shards",
     "normalized",
     "play",
     "register_invariant",

@@ -1,5 +1,5 @@
-"""The ``agentrig`` command line: ``run``, ``validate``, ``schema``, ``convert``, ``serve`` and
-``fuzz``."""
+"""The ``agentrig`` command line: ``run``, ``merge``, ``validate``, ``schema``, ``convert``,
+``serve`` and ``fuzz``."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from agentrig.harness.live.run import LiveRun
     from agentrig.harness.scenarios.model import Scenario
+    from agentrig.harness.suites.shards import ShardInfo
 
 app = typer.Typer(
     help="agentrig: run and check agent scenario suites.",
@@ -248,15 +249,39 @@ def run(
         interrupted = stopping_signal(stop)
         result = _interrupted_result(done, scenarios, interrupted[0], started)
     result = _with_unloadable(result, suite.entries, scenarios, broken)
+    info = _shard_info(suite.entries, matching, (*scenarios, *broken), live=live, part=part)
     if interrupted is not None:
         _report_interrupted(
-            result, done, len(scenarios), interrupted, report_dir, report, quiet=quiet
+            result, done, len(scenarios), interrupted, report_dir, report, quiet=quiet, shard=info
         )
     if verbose and not quiet and result.scenarios:
         _summary_table(result)
     if not quiet:
         _failure_details(result)
-    _report_and_exit(result, report_dir, report, verbose=verbose, unloadable=len(broken))
+    _report_and_exit(
+        result, report_dir, report, verbose=verbose, unloadable=len(broken), shard=info
+    )
+
+
+def _shard_info(
+    entries: Sequence[Scenario | ScenarioFileError],
+    matching: Sequence[Scenario],
+    reported: Sequence[Scenario | ScenarioFileError],
+    *,
+    live: bool,
+    part: tuple[int, int] | None,
+) -> ShardInfo | None:
+    """What ``shard.json`` says of this shard (None without ``--shard``): the entries a
+    one-machine run reports (the matching scenarios, without live ones unless ``live``, and
+    every file that did not load), and which of them this shard ``reported``."""
+    if part is None:
+        return None
+    from agentrig.harness.suites.shards import shard_info
+
+    chosen = {id(scenario) for scenario in matching if live or not scenario.is_live}
+    selection = [e for e in entries if isinstance(e, ScenarioFileError) or id(e) in chosen]
+    mine = {id(entry) for entry in reported}
+    return shard_info(selection, [e for e in selection if id(e) in mine], part)
 
 
 def _live_run(
@@ -361,6 +386,43 @@ def _with_unloadable(
         if id(entry) in chosen
     ]
     return result.model_copy(update={"scenarios": tuple(ordered)})
+
+
+@app.command(short_help="Join the reports of `run --shard i/n` runs into one set of reports.")
+def merge(
+    folders: Annotated[
+        list[Path],
+        typer.Argument(help="The report folder of every shard (any order).", show_default=False),
+    ],
+    report_dir: Annotated[Path, typer.Option(help="Where the merged reports are written.")] = Path(
+        "reports"
+    ),
+    report: Annotated[
+        list[str] | None,
+        typer.Option(help="Report formats (default: all): junit, json, markdown, html."),
+    ] = None,
+    plugin: PluginOption = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary line.")] = False,
+) -> None:
+    """Join the report folders of every shard of one run (`agentrig run --shard i/n
+    --report-dir DIR`, each with its report.json and shard.json) into the reports a
+    one-machine run writes, identical but for wall times (the merged run's is the longest
+    shard's). Refuses (exit 2) shards of different suites or splits, and a shard missing or
+    given twice; else exits as `run` would have: 0, 1, or 2 when files did not load."""
+    from agentrig.harness.reporting import get_writer
+    from agentrig.harness.suites.plugins import load_plugins
+    from agentrig.harness.suites.shards import merge_shards
+
+    try:
+        load_plugins(plugin or ())  # writers registered by a plugin
+        for name in report or ():
+            get_writer(name)
+        result, unloadable = merge_shards(folders)
+    except AgentrigError as error:
+        _fail_usage(error)
+    if not quiet:
+        _failure_details(result)
+    _report_and_exit(result, report_dir, report, unloadable=unloadable)
 
 
 @app.command(short_help="Check scenario files without running them.")
@@ -909,11 +971,12 @@ def _report_interrupted(
     report: list[str] | None,
     *,
     quiet: bool,
+    shard: ShardInfo | None = None,
 ) -> NoReturn:
     """Ctrl-C, SIGTERM or SIGHUP: show the failures of the scenarios that ``ran``, write the
     reports of ``result`` (where each scenario not finished is an error case saying so) and exit
     128 + the signal's number."""
-    from agentrig.harness.reporting import write_reports, writer_names
+    from agentrig.harness.reporting import writer_names
     from agentrig.harness.reporting.terminal import format_counts
 
     name, number = stopped_by
@@ -926,7 +989,7 @@ def _report_interrupted(
     )
     formats = list(dict.fromkeys(report or writer_names()))
     try:
-        written = write_reports(result, report_dir, formats)
+        written = _write_reports(result, report_dir, formats, shard)
     except OSError as error:
         console.print(f"{line}; no reports written[/]", soft_wrap=True)
         _fail_write(report_dir, error, "--report-dir", what="reports to ")
@@ -945,19 +1008,34 @@ def _report_and_exit(
     *,
     verbose: bool = False,
     unloadable: int = 0,
+    shard: ShardInfo | None = None,
 ) -> NoReturn:
-    """Write the reports, print the summary line, and exit 0 when everything passed, 2 when
-    ``unloadable`` files did not load (reported as error cases), else 1."""
-    from agentrig.harness.reporting import write_reports, writer_names
+    """Write the reports (and a shard's ``shard.json``), print the summary line, and exit 0
+    when everything passed, 2 when ``unloadable`` files did not load (reported as error
+    cases), else 1."""
+    from agentrig.harness.reporting import writer_names
 
     formats = list(dict.fromkeys(report or writer_names()))
     try:
-        written = write_reports(result, report_dir, formats)
+        written = _write_reports(result, report_dir, formats, shard)
     except OSError as error:
         _summary_line(result, [], [], unloadable=unloadable)
         _fail_write(report_dir, error, "--report-dir", what="reports to ")
     _summary_line(result, written, formats, verbose=verbose, unloadable=unloadable)
     raise typer.Exit(_exit_code(result, unloadable))
+
+
+def _write_reports(
+    result: SuiteResult, report_dir: Path, formats: list[str], shard: ShardInfo | None
+) -> list[Path]:
+    """The reports in ``formats``, then ``shard.json`` for a shard's run (not among the paths
+    returned: the summary names the reports)."""
+    from agentrig.harness.reporting import write_reports
+
+    written = write_reports(result, report_dir, formats)
+    if shard is not None:
+        shard.write(report_dir)
+    return written
 
 
 def _exit_code(result: SuiteResult, unloadable: int) -> int:

@@ -15,6 +15,7 @@ __all__ = [
     "InvariantError",
     "PluginError",
     "ScenarioFileError",
+    "ShardMergeError",
     "SuiteError",
 ]
 
@@ -114,3 +115,9 @@ class PluginError(AgentrigError):
 
 class SuiteError(AgentrigError):
     """A suite cannot run as asked (parallel runs need scenarios loaded from files)."""
+
+
+class ShardMergeError(AgentrigError):
+    """The report folders given to ``agentrig merge`` are not the shards of one run: a folder
+    without a shard's files, shards of different suites or splits, a shard missing or given
+    twice. The message names the folders and shards involved."""

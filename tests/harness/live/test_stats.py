@@ -16,6 +16,7 @@ import random
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -113,17 +114,22 @@ def test_exact_interval_matches_scipy_beta_quantiles(confidence: float) -> None:
 @pytest.mark.parametrize("confidence", [0.5, 0.8, 0.9, 0.95, 0.99, 0.999])
 def test_exact_interval_matches_scipy_for_every_count_up_to_200(confidence: float) -> None:
     tail = (1 - confidence) / 2
-    for n in range(1, 201):
-        for c in range(n + 1):
-            got = clopper_pearson(c, n, confidence)
-            if confidence == 0.95 and n <= 30:  # binomtest itself, where it is quick enough
-                expected = binomtest(c, n).proportion_ci(confidence, method="exact")
-                low, high = expected.low, expected.high
-            else:  # binomtest takes 1.6 ms a call: the same quantiles, straight from Boost
-                low = beta.ppf(tail, c, n - c + 1) if c else 0.0
-                high = beta.isf(tail, c + 1, n - c) if c < n else 1.0
-            assert abs(got.low - low) <= 1e-9, (c, n)
-            assert abs(got.high - high) <= 1e-9, (c, n)
+    pairs = [(c, n) for n in range(1, 201) for c in range(n + 1)]
+    counts = np.array([c for c, _ in pairs])
+    totals = np.array([n for _, n in pairs])
+    # The bounds are beta quantiles, straight from Boost: one vectorized SciPy call for all
+    # 20,300 pairs (a call a pair took 20 times as long as the checks). The ends (c = 0 or n)
+    # are closed forms; their placeholder shapes (1) are overwritten below.
+    lows = beta.ppf(tail, np.maximum(counts, 1), totals - counts + 1)
+    highs = beta.isf(tail, counts + 1, np.maximum(totals - counts, 1))
+    for (c, n), low, high in zip(pairs, lows.tolist(), highs.tolist(), strict=True):
+        got = clopper_pearson(c, n, confidence)
+        if confidence == 0.95 and n <= 30:  # binomtest itself, where it is quick enough
+            expected = binomtest(c, n).proportion_ci(confidence, method="exact")
+            low, high = expected.low, expected.high
+        low, high = (low if c else 0.0), (high if c < n else 1.0)
+        assert abs(got.low - low) <= 1e-9, (c, n)
+        assert abs(got.high - high) <= 1e-9, (c, n)
 
 
 @pytest.mark.parametrize("n", [1000, 5000, 10**6])
