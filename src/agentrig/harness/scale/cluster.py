@@ -18,7 +18,17 @@ from agentrig.harness.suites.interrupt import sigint_held
 if TYPE_CHECKING:
     from distributed import Client
 
-__all__ = ["LIVE_TRIALS_PER_WORKER", "DaskExecutor", "dask_client", "parse_executor"]
+__all__ = [
+    "CONNECT_TIMEOUT",
+    "LIVE_TRIALS_PER_WORKER",
+    "DaskExecutor",
+    "dask_client",
+    "parse_executor",
+    "require_dask",
+]
+
+CONNECT_TIMEOUT = 10.0
+"""Seconds to wait for a scheduler at ``dask://HOST:PORT`` to answer."""
 
 LIVE_TRIALS_PER_WORKER = 8
 """Trials a local worker runs at once in a live run: a trial mostly waits for its models, so a
@@ -81,7 +91,7 @@ def dask_client(
 
     if executor.address is not None:
         try:
-            client = Client(executor.address, timeout="10s", set_as_default=False)
+            client = Client(executor.address, timeout=CONNECT_TIMEOUT, set_as_default=False)
         except OSError as error:
             raise ConfigurationError(
                 f"--executor {executor}: no Dask scheduler answered at {executor.address} "

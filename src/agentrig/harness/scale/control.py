@@ -57,12 +57,13 @@ class ClusterLimits:
 
 class ClusterBudget:
     """A spending limit of ``usd`` shared by every worker, ``key`` naming it on the scheduler
-    within ``run``; ``name`` names it in ``BudgetExhausted``. Use it in a task of a worker."""
+    within ``run`` (a launcher's namespace); ``name`` names it in ``BudgetExhausted``. Use it in
+    a task of a worker."""
 
     def __init__(self, run: str, key: str, usd: float, name: str) -> None:
         self.usd = usd
         self.name = name
-        self._path = ["agentrig", run, "spent", key]
+        self._path = [run, "spent", key]
         self._mine = 0.0
         self._lock = asyncio.Lock()  # this worker's charges reach the scheduler in order
 
@@ -107,7 +108,7 @@ class ClusterControl:
 
         if provider not in self._semaphores:
             self._semaphores[provider] = Semaphore(
-                max_leases=self.limits.cap(provider), name=f"agentrig-{self.run}-{provider}"
+                max_leases=self.limits.cap(provider), name=f"{self.run}-{provider}"
             )
         return self._semaphores[provider]
 

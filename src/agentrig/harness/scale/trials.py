@@ -50,13 +50,16 @@ class DaskTrials:
         self.client = client
         self.limits = limits or ClusterLimits()
         self.plugins = tuple(plugins)
-        self._runs: set[str] = set()
+        self.namespace = f"agentrig-{secrets.token_hex(6)}"
+        """Names what this launcher keeps on the cluster: its semaphores, the budgets' spend,
+        the workers' setups (two runs of one ``--run-id`` on one cluster stay apart)."""
 
     async def __call__(self, setup: TrialSetup, index: int, attempt: int) -> TrialOutcome:
         """Trial ``index`` (its ``attempt``-th run) of ``setup.scenario``, run on a worker."""
         cache = setup.cache
         job = _TrialJob(
             setup.scenario,
+            self.namespace,
             setup.run_id,
             self.limits,
             self.plugins,
@@ -65,7 +68,6 @@ class DaskTrials:
             record=cache is not None,
             cached=None if cache is None else cache.load(index, attempt),
         )
-        self._runs.add(setup.run_id)
         key = f"agentrig-trial-{setup.scenario.name}-{index}.{attempt}-{secrets.token_hex(4)}"
         future = self.client.submit(_run_remote_trial, job, index, attempt, key=key, pure=False)
         try:
@@ -79,14 +81,19 @@ class DaskTrials:
             cache.save(index, attempt, *recording)  # the one writer of the cache
         return outcome
 
+    def spent(self) -> dict[str, float]:
+        """What the trials spent, by budget, summed over the workers: ``run`` (under
+        ``--budget-usd``) and ``scenario/NAME`` (under a ``trials.budget_usd``); a trial stopped
+        half-way (once the verdict is reached) counts, though the report's cost leaves it out."""
+        kept = self.client.get_metadata([self.namespace, "spent"], default={})
+        return {budget: sum(by_worker.values()) for budget, by_worker in kept.items()}
+
     def close(self) -> None:
-        """Close the role models' clients the workers opened for this launcher's runs and
-        forget what the scheduler kept of them."""
-        for run in self._runs:
-            with contextlib.suppress(Exception):  # a worker or scheduler gone has nothing left
-                self.client.run(_forget_run, run)
-                self.client.set_metadata(["agentrig", run], None)
-        self._runs.clear()
+        """Close the role models' clients the workers opened for this launcher and forget
+        what the scheduler kept of it."""
+        with contextlib.suppress(Exception):  # a worker or scheduler gone has nothing left
+            self.client.run(_forget_run, self.namespace)
+            self.client.run_on_scheduler(_forget_on_scheduler, self.namespace)
 
 
 async def _finished(future: Future[Any]) -> tuple[TrialOutcome, Recording | None]:
@@ -135,7 +142,8 @@ class _TrialJob:
     """What a worker needs to run a trial of ``scenario``."""
 
     scenario: Scenario
-    run: str
+    namespace: str
+    run_id: str
     limits: ClusterLimits
     plugins: tuple[str, ...]
     user_model: RoleFactory | None
@@ -198,34 +206,44 @@ def _setup_of(job: _TrialJob) -> TrialSetup:
     from distributed import get_worker
 
     limits = job.limits
-    run = _RUNS.get((get_worker().address, job.run))
+    key = (get_worker().address, job.namespace)
+    run = _RUNS.get(key)
     if run is None:
         traffic = Traffic(ProviderLimits(limits.caps, default_cap=limits.default_cap))
-        run = _RUNS[(get_worker().address, job.run)] = _WorkerRun(traffic)
+        run = _RUNS[key] = _WorkerRun(traffic)
     scenario = job.scenario
     if scenario.name not in run.setups:
         assert scenario.trials is not None
         budgets = []
         if limits.budget_usd is not None:
-            budgets.append(ClusterBudget(job.run, "run", limits.budget_usd, RUN_BUDGET))
+            budgets.append(ClusterBudget(job.namespace, "run", limits.budget_usd, RUN_BUDGET))
         if scenario.trials.budget_usd is not None:
             name = f"scenario {scenario.name}'s budget (trials.budget_usd)"
             budgets.append(
                 ClusterBudget(
-                    job.run, f"scenario/{scenario.name}", scenario.trials.budget_usd, name
+                    job.namespace, f"scenario/{scenario.name}", scenario.trials.budget_usd, name
                 )
             )
-        control = ClusterControl(limits, job.run, run.traffic, tuple(budgets))
-        live = LiveRun(control, models=RoleModels(job.user_model, job.judge_model), run_id=job.run)
+        control = ClusterControl(limits, job.namespace, run.traffic, tuple(budgets))
+        models = RoleModels(job.user_model, job.judge_model)
+        live = LiveRun(control, models=models, run_id=job.run_id)
         setup, opened = prepare_trials(scenario, live, control, None)
         run.setups[scenario.name] = setup
         run.opened += opened
     return run.setups[scenario.name]
 
 
-async def _forget_run(run: str, dask_worker: Any) -> None:
-    """On a worker: close what ``run`` opened there."""
-    kept = _RUNS.pop((dask_worker.address, run), None)
+async def _forget_run(namespace: str, dask_worker: Any) -> None:
+    """On a worker: close what the launcher of ``namespace`` opened there."""
+    kept = _RUNS.pop((dask_worker.address, namespace), None)
     if kept is not None:
         for provider in kept.opened:
             await close_clients(sdk_clients(provider))
+
+
+def _forget_on_scheduler(namespace: str, dask_scheduler: Any) -> None:
+    """On the scheduler: drop the semaphores and the spend of ``namespace``."""
+    semaphores = dask_scheduler.extensions["semaphores"]
+    for name in [name for name in semaphores.max_leases if name.startswith(f"{namespace}-")]:
+        semaphores.close(name=name)
+    dask_scheduler.task_metadata.pop(namespace, None)
