@@ -90,7 +90,7 @@ def test_a_dask_run_reports_what_a_local_run_does(
 def test_a_sequential_verdict_is_the_same_whatever_runs_the_trials(
     tmp_path: Path, cluster: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 0.7)
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 0.9)
     loaded = scenario(
         tmp_path, "{require: {metric: rate, at_least: 0.6}, max: 60, seed: 3, concurrency: 8}"
     )
@@ -196,7 +196,7 @@ def test_cancelling_the_run_cancels_the_cluster_work_and_keeps_a_partial_verdict
 
     async def interrupted() -> LiveResult:
         task = asyncio.ensure_future(run_live_scenario(loaded, live))
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(0.4)
         task.cancel()  # what Ctrl-C does to `agentrig run --live`
         return await task
 

@@ -107,6 +107,8 @@ def dask_client(
             threads_per_worker=threads_per_worker,
             processes=processes,
             dashboard_address=None,
+            # no dashboard; its HTTP server (health, metrics) on a free port, not 8787
+            scheduler_kwargs={"dashboard_address": ":0"},
             silence_logs=logging.ERROR,
         )
     with cluster, Client(cluster, set_as_default=False) as client:
