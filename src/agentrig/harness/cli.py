@@ -1008,16 +1008,29 @@ NOT_FINISHED = (
 def _interrupted_result(
     done: Sequence[ScenarioResult], selected: Sequence[Scenario], signal: str, started: float
 ) -> SuiteResult:
-    """The results that came in (a prefix of ``selected``), then an error case for each
-    scenario that did not finish: the reports show what ran and what did not."""
+    """In ``selected``'s order, the result of each scenario that came in (in any order: a
+    Dask cluster's, the live ones'), an error case for each that did not finish: the reports
+    show what ran and what did not."""
     from agentrig.harness.runner import failed_result
 
-    unfinished = selected[len(done) :]
     message = NOT_FINISHED.format(signal=_shown_signal(signal))
+    finished = {_result_key(result): result for result in done}
     return SuiteResult(
-        scenarios=(*done, *(failed_result(scenario, message) for scenario in unfinished)),
+        scenarios=tuple(
+            finished.get(_scenario_key(scenario)) or failed_result(scenario, message)
+            for scenario in selected
+        ),
         wall_time_s=time.perf_counter() - started,
     )
+
+
+def _scenario_key(scenario: Scenario) -> tuple[str, int | None, str]:
+    source = scenario.source
+    return (str(source.path), source.line, scenario.name) if source else ("", None, scenario.name)
+
+
+def _result_key(result: ScenarioResult) -> tuple[str, int | None, str]:
+    return ("" if result.file == "<memory>" else result.file, result.line, result.name)
 
 
 def _shown_signal(name: str) -> str:

@@ -51,7 +51,10 @@ def test_a_scheduler_that_does_not_answer_is_named(monkeypatch: pytest.MonkeyPat
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]
     monkeypatch.setattr(cluster_module, "CONNECT_TIMEOUT", 0.3)
-    with pytest.raises(
-        ConfigurationError, match=rf"no Dask scheduler answered at tcp://127.0.0.1:{port}"
-    ), dask_client(parse_executor(f"dask://127.0.0.1:{port}")):  # type: ignore[arg-type]
+    with (
+        pytest.raises(
+            ConfigurationError, match=rf"no Dask scheduler answered at tcp://127.0.0.1:{port}"
+        ),
+        dask_client(parse_executor(f"dask://127.0.0.1:{port}")),
+    ):  # type: ignore[arg-type]
         pass

@@ -40,7 +40,8 @@ def run_suite_on_dask(
     use_async: bool = False,
 ) -> SuiteResult:
     """Run each of ``scenarios`` as one task of ``client``'s cluster, whose workers import
-    ``plugins`` first; ``progress`` hears each result in the scenarios' order."""
+    ``plugins`` first; ``progress`` hears each result as it comes (in any order), the result
+    has them in the scenarios' order."""
     from distributed import as_completed
 
     started = time.perf_counter()
@@ -55,20 +56,17 @@ def run_suite_on_dask(
     )
     position = {future.key: i for i, future in enumerate(futures)}
     finished: dict[int, ScenarioResult] = {}
-    results: list[ScenarioResult] = []
     try:
         for future in as_completed(futures, loop=client.loop):
             i = position[future.key]
             finished[i] = _result_of(future, scenarios[i])
-            while len(results) in finished:  # in order, as a local run hears them
-                result = finished.pop(len(results))
-                if progress is not None:
-                    progress(result)
-                results.append(result)
+            if progress is not None:
+                progress(finished[i])
     except BaseException:  # Ctrl-C, or a worker that cannot import the plugins
         client.cancel(futures)
         raise
-    return SuiteResult(scenarios=tuple(results), wall_time_s=time.perf_counter() - started)
+    results = tuple(finished[i] for i in range(len(scenarios)))
+    return SuiteResult(scenarios=results, wall_time_s=time.perf_counter() - started)
 
 
 def _result_of(future: object, scenario: Scenario) -> ScenarioResult:

@@ -1,0 +1,141 @@
+"""``agentrig run --executor``: usage errors, a run on a local Dask cluster, and Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+from typer.testing import CliRunner
+
+from agentrig.harness.cli import app
+from agentrig.harness.scale import cluster as cluster_module
+
+runner = CliRunner()
+
+SCENARIO = """\
+name: {name}
+turns:
+  - user: hi
+    model: [{{say: hello}}]
+    expect: {{status: completed, final_response: hello}}
+"""
+
+
+def suite(folder: Path, count: int) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for index in range(count):
+        name = f"case-{index:02d}"
+        (folder / f"{name}.scenario.yaml").write_text(SCENARIO.format(name=name), "utf-8")
+    return folder
+
+
+def invoke(*args: str | Path) -> tuple[int, str]:
+    result = runner.invoke(app, ["run", *map(str, args)])
+    return result.exit_code, " ".join(result.output.split())
+
+
+def test_an_unknown_executor_is_a_usage_error(tmp_path: Path) -> None:
+    code, output = invoke(suite(tmp_path, 1), "--executor", "ray")
+    assert code == 2
+    assert "--executor: 'ray': write local, dask, or dask://HOST:PORT" in output
+
+
+def test_workers_with_a_running_scheduler_is_a_usage_error(tmp_path: Path) -> None:
+    code, output = invoke(suite(tmp_path, 1), "--executor", "dask://127.0.0.1:8786", "-n", "2")
+    assert code == 2
+    assert "--workers sizes a local cluster" in output
+
+
+def test_a_scheduler_that_does_not_answer_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    monkeypatch.setattr(cluster_module, "CONNECT_TIMEOUT", 0.3)
+    code, output = invoke(suite(tmp_path, 1), "--executor", f"dask://127.0.0.1:{port}")
+    assert code == 2
+    assert f"no Dask scheduler answered at tcp://127.0.0.1:{port}" in output
+    assert not (Path.cwd() / "reports" / "never").exists()
+
+
+@pytest.mark.slow
+def test_a_run_on_a_local_cluster_reports_as_a_local_run(tmp_path: Path) -> None:
+    scenarios = suite(tmp_path / "s", 5)
+    code, output = invoke(
+        scenarios, "--executor", "dask", "-n", "1", "--report-dir", tmp_path / "d"
+    )
+    assert code == 0, output
+    assert "5 passed, 0 failed" in output
+    assert invoke(scenarios, "--report-dir", tmp_path / "l")[0] == 0
+    dask, local = (json.loads((tmp_path / r / "report.json").read_text()) for r in ("d", "l"))
+    for report in (dask, local):
+        report.pop("wall_time_s")
+        for scenario in report["scenarios"]:
+            scenario.pop("wall_time_s")
+    assert dask == local
+
+
+BLOCKING_PLUGIN = """\
+import os, time
+from agentrig.harness.checks.invariant import Invariant, register_invariant
+
+@register_invariant
+class Blocking(Invariant):
+    name = "blocking"
+    description = "checks three scenarios, then blocks"
+    final_only = True
+
+    def check(self, observation):
+        marks = {marks!r}
+        n = len(os.listdir(marks))
+        open(os.path.join(marks, f"{{os.getpid()}}-{{time.monotonic_ns()}}"), "x").close()
+        if n >= 3:
+            time.sleep(600)
+        return ()
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_cancels_the_cluster_and_still_writes_the_reports(tmp_path: Path) -> None:
+    plugins, marks = tmp_path / "plugins", tmp_path / "marks"
+    plugins.mkdir()
+    marks.mkdir()
+    (plugins / "blocking_plugin.py").write_text(dedent(BLOCKING_PLUGIN.format(marks=str(marks))))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugins), *sys.path])}
+    main = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    command = [sys.executable, "-c", main + "from agentrig.harness.cli import main; main()"]
+    arguments = [suite(tmp_path / "s", 12), "--executor", "dask", "-n", "2"]
+    arguments += ["--plugin", "blocking_plugin", "--report-dir", tmp_path / "r"]
+    process = subprocess.Popen(
+        [*command, "run", *map(str, arguments)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,  # Ctrl-C at a terminal reaches the whole group
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while len(os.listdir(marks)) < 5 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        os.killpg(process.pid, signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    text = " ".join(output.decode().split())
+    assert process.returncode == 130, text
+    assert "Traceback" not in text
+    assert "interrupted by Ctrl-C (SIGINT): 3 of 12 scenario(s) ran: 3 passed, 0 failed" in text
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert [s["name"] for s in report["scenarios"]] == [f"case-{i:02d}" for i in range(12)]
+    assert sum(s["passed"] for s in report["scenarios"]) == 3  # in whatever order they ran
