@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import dataclasses
 import secrets
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -245,5 +246,7 @@ def _forget_on_scheduler(namespace: str, dask_scheduler: Any) -> None:
     """On the scheduler: drop the semaphores and the spend of ``namespace``."""
     semaphores = dask_scheduler.extensions["semaphores"]
     for name in [name for name in semaphores.max_leases if name.startswith(f"{namespace}-")]:
-        semaphores.close(name=name)
+        with warnings.catch_warnings():  # leases a killed worker held: the run is over
+            warnings.simplefilter("ignore", RuntimeWarning)
+            semaphores.close(name=name)
     dask_scheduler.task_metadata.pop(namespace, None)
