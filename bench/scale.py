@@ -4,8 +4,9 @@ Live trials here are latency-bound, as real ones are: ``agentrig serve`` plays t
 ``examples/live/`` (the refund agent over the openai SDK, the simulated user, the judge voting 3
 times), each answer after ``--latency`` seconds. Cases:
 
-1. **start-up**: a local cluster of 2 worker processes opened, every worker checked (plugins,
-   agents), a first task run, closed: the time added to a run.
+1. **start-up**: two scripted scenarios run in this process, in a pool of 2 worker processes
+   (``--workers 2``), and on a local cluster of 2 worker processes (started, every worker
+   checked, closed): the time the cluster adds to a run, and its phases.
 2. **throughput**: the same ``--trials`` trials (all run: ``sequential: false``) on local
    clusters of 1 and 4 workers, each worker running ``--slots`` trials at once; trials/s and
    the ratio (the target: 4 workers >= 3.5x 1 worker).
@@ -161,7 +162,7 @@ def throughput(space: Workspace, trials: int, slots: int) -> dict[str, Any]:
     rates: dict[str, Any] = {}
     for workers in (1, 4):
         with cluster(workers, slots) as client:
-            trials_on(client, space.scenario(2 * workers * slots, 64))  # warm: imports, SDK
+            trials_on(client, space.scenario(max(4, 2 * workers * slots), 64))  # warm: imports
             result, seconds = trials_on(client, scenario)
         assert result.trials == trials, result.reason
         rates[f"{workers}_workers_trials_per_s"] = trials / seconds

@@ -58,3 +58,20 @@ def test_a_scheduler_that_does_not_answer_is_named(monkeypatch: pytest.MonkeyPat
         dask_client(parse_executor(f"dask://127.0.0.1:{port}")),
     ):  # type: ignore[arg-type]
         pass
+
+
+def test_the_front_door_names_what_its_modules_define() -> None:
+    import agentrig.harness.scale as scale
+
+    for name in scale.__all__:
+        assert getattr(scale, name).__module__.startswith("agentrig.harness.scale."), name
+    assert "distributed" not in _imported_by("import agentrig.harness.scale").split()
+
+
+def _imported_by(statement: str) -> str:
+    import subprocess
+
+    code = f"{statement}; import sys; print(' '.join(sorted(sys.modules)))"
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout

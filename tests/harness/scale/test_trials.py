@@ -19,6 +19,7 @@ from distributed import Client
 
 from agentrig.harness.live.run import LiveRun, run_live_scenario
 from agentrig.harness.live.suite import live_scenario_result
+from agentrig.harness.live.trial import TrialOutcome, TrialSetup
 from agentrig.harness.live_results import LiveResult
 from agentrig.harness.reporting import write_reports
 from agentrig.harness.results import SuiteResult
@@ -192,11 +193,20 @@ def test_cancelling_the_run_cancels_the_cluster_work_and_keeps_a_partial_verdict
         tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 200, sequential: false}"
     )
     live = LiveRun(models=scale_app.models(delay=0.05), run_id="r")
-    live.launcher = DaskTrials(cluster)
+    launcher = DaskTrials(cluster)
+    finished: list[int] = []
+
+    async def counted(setup: TrialSetup, index: int, attempt: int) -> TrialOutcome:
+        outcome = await launcher(setup, index, attempt)
+        finished.append(index)
+        return outcome
+
+    live.launcher = counted
 
     async def interrupted() -> LiveResult:
         task = asyncio.ensure_future(run_live_scenario(loaded, live))
-        await asyncio.sleep(0.4)
+        while 0 not in finished or len(finished) < 2:  # trial 0 decided, others in flight
+            await asyncio.sleep(0.02)
         task.cancel()  # what Ctrl-C does to `agentrig run --live`
         return await task
 

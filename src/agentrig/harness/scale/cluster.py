@@ -109,7 +109,9 @@ def dask_client(
             dashboard_address=None,
             # no dashboard; its HTTP server (health, metrics) on a free port, not 8787
             scheduler_kwargs={"dashboard_address": ":0"},
-            silence_logs=logging.ERROR,
+            # a worker's own failures come back with its tasks, said once by agentrig; Dask's
+            # logs of them (and of heartbeats cut by closing) would say them again
+            silence_logs=logging.CRITICAL,
         )
     with cluster, Client(cluster, set_as_default=False) as client:
         yield client

@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentrig.harness.results import ScenarioResult, SuiteResult
 from agentrig.harness.runner import failed_result, run_scenario
@@ -21,7 +21,7 @@ from agentrig.harness.scenarios.model import Scenario
 from agentrig.harness.suites.suite import Progress
 
 if TYPE_CHECKING:
-    from distributed import Client
+    from distributed import Client, Future
 
 __all__ = ["run_suite_on_dask"]
 
@@ -57,9 +57,11 @@ def run_suite_on_dask(
     position = {future.key: i for i, future in enumerate(futures)}
     finished: dict[int, ScenarioResult] = {}
     try:
-        for future in as_completed(futures, loop=client.loop):
+        # results fetched in batches as they finish, not one round trip each
+        done = as_completed(futures, loop=client.loop, with_results=True, raise_errors=False)
+        for future, outcome in done:
             i = position[future.key]
-            finished[i] = _result_of(future, scenarios[i])
+            finished[i] = _result_of(future, outcome, scenarios[i])
             if progress is not None:
                 progress(finished[i])
     except BaseException:  # Ctrl-C, or a worker that cannot import the plugins
@@ -69,17 +71,20 @@ def run_suite_on_dask(
     return SuiteResult(scenarios=results, wall_time_s=time.perf_counter() - started)
 
 
-def _result_of(future: object, scenario: Scenario) -> ScenarioResult:
+def _result_of(future: Future[ScenarioResult], outcome: Any, scenario: Scenario) -> ScenarioResult:
+    """The result ``future`` brought (``outcome``): a scenario's, or its error's
+    ``(type, error, traceback)``; a scenario whose workers kept dying fails alone."""
+    from dask import config
     from distributed import KilledWorker
 
-    try:
-        result: ScenarioResult = future.result()  # type: ignore[attr-defined]
-    except KilledWorker:
-        from dask import config
-
+    if future.status != "error":
+        result: ScenarioResult = outcome
+        return result
+    error = outcome[1]
+    if isinstance(error, KilledWorker):
         count = config.get("distributed.scheduler.allowed-failures") + 1
         return failed_result(scenario, WORKERS_KILLED.format(count=count))
-    return result
+    raise error.with_traceback(outcome[2])
 
 
 def _run_one(scenario: Scenario, plugins: tuple[str, ...], use_async: bool) -> ScenarioResult:
