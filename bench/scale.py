@@ -9,13 +9,16 @@ times), each answer after ``--latency`` seconds. Cases:
    checked, closed): the time the cluster adds to a run, and its phases.
 2. **throughput**: the same ``--trials`` trials (all run: ``sequential: false``) on local
    clusters of 1 and 4 workers, each worker running ``--slots`` trials at once; trials/s and
-   the ratio (the target: 4 workers >= 3.5x 1 worker).
+   the ratio (the target: 4 workers >= 3.5x 1 worker). A trial makes about 9 model calls, one
+   after the other, so at the default ``--latency 1`` it waits about 9 s on its models: on a
+   2-CPU machine a shorter latency makes the trials CPU-bound (four workers, the server and
+   this process share two CPUs) and measures the CPUs instead.
 3. **deterministic suite**: ``--scenarios`` scripted scenarios (the bundled tools scenarios, copied
    under new names) with ``--workers 2`` (the process pool) and on a 2-worker local cluster, each
    timed from the start, its workers' start-up included (the target: within 1.3x).
-4. **a worker killed**: ``--kill-trials`` trials on 2 workers; one worker process is killed
-   (SIGKILL) once it holds trials; the trials recorded, any recorded twice, the verdict against
-   an undisturbed run's.
+4. **a worker killed**: ``--kill-trials`` trials on 2 workers (``--kill-slots`` trials each at
+   once, answers after ``--kill-latency``); one worker process is killed (SIGKILL) once it holds
+   trials; the trials recorded, any recorded twice, the verdict against an undisturbed run's.
 
     .venv/bin/python bench/scale.py
     .venv/bin/python bench/scale.py --quick --json bench/results/scale.json
@@ -151,6 +154,14 @@ def startup(repeats: int) -> dict[str, float]:
     return medians
 
 
+def _warm() -> None:
+    """On a worker: import what a trial needs, as a run's first trials would."""
+    import refund_agent  # type: ignore[import-not-found]  # noqa: F401
+
+    import agentrig.harness.live.trial
+    import agentrig.harness.scale.trials  # noqa: F401
+
+
 def _rss_mib() -> float:
     import psutil
 
@@ -162,7 +173,7 @@ def throughput(space: Workspace, trials: int, slots: int) -> dict[str, Any]:
     rates: dict[str, Any] = {}
     for workers in (1, 4):
         with cluster(workers, slots) as client:
-            trials_on(client, space.scenario(max(4, 2 * workers * slots), 64))  # warm: imports
+            client.run(_warm)
             result, seconds = trials_on(client, scenario)
         assert result.trials == trials, result.reason
         rates[f"{workers}_workers_trials_per_s"] = trials / seconds
@@ -240,14 +251,18 @@ def _kill_when_busy(client: Client, victim: str, pids: dict[str, int], held: lis
 
 def main() -> None:
     parser = common.parser(__doc__ or "")
-    parser.add_argument("--latency", type=float, default=0.2, help="seconds a model answer takes")
-    parser.add_argument("--trials", type=int, default=24, help="trials of the throughput case")
+    parser.add_argument("--latency", type=float, default=1.0, help="seconds a model answer takes")
+    parser.add_argument("--trials", type=int, default=8, help="trials of the throughput case")
     parser.add_argument("--slots", type=int, default=1, help="trials a worker runs at once")
+    parser.add_argument(
+        "--kill-latency", type=float, default=0.05, help="seconds an answer takes, kill case"
+    )
+    parser.add_argument("--kill-slots", type=int, default=8, help="trials a worker runs, kill case")
     parser.add_argument("--scenarios", type=int, default=1000, help="the deterministic suite")
     parser.add_argument("--kill-trials", type=int, default=200, help="trials of the kill case")
     args = parser.parse_args()
     if args.quick:
-        args.trials, args.scenarios, args.kill_trials, args.latency = 8, 100, 40, 0.05
+        args.trials, args.scenarios, args.kill_trials, args.latency = 8, 100, 40, 0.1
     print(common.machine_line(common.machine()))
     print(common.command_line(), "\n")
     results: dict[str, Any] = {"startup": startup(1 if args.quick else 3)}
@@ -258,7 +273,11 @@ def main() -> None:
     try:
         results["throughput"] = throughput(space, args.trials, args.slots)
         print(f"{args.trials} latency-bound trials, 1 vs 4 workers:", _shown(results["throughput"]))
-        results["killed"] = killed_worker(space, args.kill_trials, args.slots)
+    finally:
+        space.close()
+    space = Workspace(args.kill_latency)
+    try:
+        results["killed"] = killed_worker(space, args.kill_trials, args.kill_slots)
         print(f"{args.kill_trials} trials, a worker killed:", _shown(results["killed"]))
     finally:
         space.close()

@@ -4,6 +4,7 @@ checked, the live trials sent to it, and all of it closed at the end."""
 from __future__ import annotations
 
 import contextlib
+import gc
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,10 @@ def dask_session(
         executor, workers=workers, threads_per_worker=threads, processes=processes
     ) as client:
         check_workers(client, needs_of(scenarios, plugins, live))
+        if processes or executor.address is not None:  # not this process's threads
+            # What the check imported stays for the worker's life: kept out of the
+            # collector's full passes, which a worker's heap makes slow at every scenario.
+            client.run(gc.freeze)
         if live is None:
             yield client
             return

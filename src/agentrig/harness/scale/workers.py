@@ -6,7 +6,6 @@ what it could not import; a worker that joins later imports the plugins before i
 
 from __future__ import annotations
 
-import gc
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -108,9 +107,6 @@ def _problems(needs: WorkerNeeds) -> list[str]:
         for variable in needs.keys
         if not os.environ.get(variable)
     ]
-    # What is imported now stays for the worker's life: kept out of the collector's full
-    # passes, which a worker's heap (Dask's own modules too) makes slow at every scenario.
-    gc.freeze()
     return problems
 
 
