@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -16,7 +17,10 @@ import pytest
 from typer.testing import CliRunner
 
 from agentrig.harness.cli import app
+from agentrig.harness.endpoint.server import EndpointServer
+from agentrig.harness.endpoint.service import ScenarioEndpoint
 from agentrig.harness.scale import cluster as cluster_module
+from agentrig.harness.scenarios.loader import load_scenarios
 
 runner = CliRunner()
 
@@ -139,3 +143,49 @@ def test_ctrl_c_cancels_the_cluster_and_still_writes_the_reports(tmp_path: Path)
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     assert [s["name"] for s in report["scenarios"]] == [f"case-{i:02d}" for i in range(12)]
     assert sum(s["passed"] for s in report["scenarios"]) == 3  # in whatever order they ran
+
+
+@pytest.fixture
+def offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """examples/live copied to a project folder, the keys set (the local cluster's worker
+    processes inherit the folder, the path and the environment)."""
+    project = tmp_path / "project"
+    shutil.copytree(Path(__file__).parents[3] / "examples" / "live", project)
+    monkeypatch.chdir(project)
+    monkeypatch.syspath_prepend(str(project))
+    monkeypatch.setenv("OPENAI_API_KEY", "refund-model")
+    monkeypatch.setenv("REFUND_USER_KEY", "refund-user")
+    monkeypatch.setenv("REFUND_JUDGE_KEY", "refund-judge")
+    return project
+
+
+def live_verdict(monkeypatch: pytest.MonkeyPatch, *args: str) -> dict[str, object]:
+    """One run of the example's trials, against an endpoint of its own (one run's sessions
+    are not another's: every run here has the same --run-id, so the same sessions' draws)."""
+    endpoint = ScenarioEndpoint(load_scenarios([Path("models")]))
+    with EndpointServer(endpoint) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        result = runner.invoke(
+            app, ["run", "--live", "refund.scenario.yaml", "-q", "--run-id", "same", *args]
+        )
+    assert result.exit_code == 0, result.output
+    report = json.loads((Path(args[args.index("--report-dir") + 1]) / "report.json").read_text())
+    live: dict[str, object] = report["scenarios"][0]["live"]
+    return live
+
+
+@pytest.mark.slow
+def test_live_trials_on_a_local_cluster_reach_the_local_verdict_and_replay(
+    offline: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    local = live_verdict(monkeypatch, "--report-dir", "local", "--cache", "local-cache")
+    dask = live_verdict(monkeypatch, "--executor", "dask", "-n", "1", "--report-dir", "dask")
+    assert (dask["verdict"], dask["trials"], dask["successes"]) == (
+        local["verdict"],
+        local["trials"],
+        local["successes"],
+    )
+    assert list((offline / ".agentrig" / "cache").rglob("outcome.json"))  # written here
+    again = live_verdict(monkeypatch, "--executor", "dask", "-n", "1", "--report-dir", "again")
+    assert again["model_calls"] == {"agent": 0, "user": 0, "judge": 0}
+    assert (again["verdict"], again["trials"]) == (dask["verdict"], dask["trials"])

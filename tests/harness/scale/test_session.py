@@ -41,8 +41,11 @@ def test_live_trials_go_to_the_cluster_while_inside(tmp_path: Path) -> None:
 
 def test_a_worker_missing_a_plugin_stops_the_session_before_anything_runs() -> None:
     live = LiveRun()
-    with pytest.raises(ConfigurationError, match="'no_such_plugin_mod'"), dask_session(
-        DaskExecutor(), [], plugins=["no_such_plugin_mod"], live=live, processes=False
+    with (
+        pytest.raises(ConfigurationError, match="'no_such_plugin_mod'"),
+        dask_session(
+            DaskExecutor(), [], plugins=["no_such_plugin_mod"], live=live, processes=False
+        ),
     ):
         pytest.fail("the session opened")
     assert live.launcher is None
