@@ -85,6 +85,12 @@ class Workspace:
         )
         sys.path.insert(0, str(self.folder))
 
+    def restart(self) -> None:
+        """A fresh server, with no session: a run of an earlier run's id draws the same."""
+        self.server.stop()
+        self.server = Server(self.folder / "models")
+        os.environ["OPENAI_BASE_URL"] = self.server.openai_base_url
+
     def scenario(self, trials: int, concurrency: int) -> Scenario:
         data = yaml.safe_load((self.folder / "refund.scenario.yaml").read_text())
         data["trials"].update(max=trials, sequential=False, concurrency=concurrency)
@@ -104,10 +110,12 @@ def cluster(workers: int, slots: int = 1) -> Iterator[Client]:
         yield client
 
 
-def trials_on(client: Client, scenario: Scenario) -> tuple[LiveResult, float]:
+def trials_on(
+    client: Client, scenario: Scenario, run_id: str | None = None
+) -> tuple[LiveResult, float]:
     """``scenario``'s trials on ``client``'s cluster, and the seconds they took."""
     launcher = DaskTrials(client, NO_CAP)
-    run = LiveRun(launcher=launcher, run_id=f"bench-{time.monotonic_ns()}")
+    run = LiveRun(launcher=launcher, run_id=run_id or f"bench-{time.monotonic_ns()}")
     started = time.perf_counter()
     try:
         return asyncio.run(run_live_scenario(scenario, run)), time.perf_counter() - started
@@ -214,24 +222,34 @@ def suite_overhead(count: int) -> dict[str, float]:
 def killed_worker(space: Workspace, trials: int, slots: int) -> dict[str, Any]:
     scenario = space.scenario(trials, concurrency=trials)
     with cluster(2, slots) as client:
-        calm, _ = trials_on(client, scenario)
+        calm, _ = trials_on(client, scenario, "kill")
+    space.restart()
     with cluster(2, slots) as client:
         pids = client.run(os.getpid)
         victim = sorted(pids)[0]
         held: list[str] = []
         killer = threading.Thread(target=_kill_when_busy, args=(client, victim, pids, held))
         killer.start()
-        result, seconds = trials_on(client, scenario)
+        result, seconds = trials_on(client, scenario, "kill")
         killer.join()
     recorded = Counter((r.index, r.attempt) for r in result.records)
+    counted = {r.index: r.status for r in result.records if r.counted}
+    undisturbed = {r.index: r.status for r in calm.records if r.counted}
+    run_again = {r.index for r in result.records if r.attempt > 0}
     return {
         "trials_held_by_the_killed_worker": len(held),
         "trials_counted": result.trials,
         "records": len(result.records),
         "recorded_twice": sum(1 for n in recorded.values() if n > 1),
         "indices_missing": len(set(range(trials)) - {index for index, _ in recorded}),
+        "trials_run_again": len(run_again),
         "verdict": f"{result.verdict} {result.successes}/{result.trials}",
         "undisturbed_verdict": f"{calm.verdict} {calm.successes}/{calm.trials}",
+        "outcomes_differing_from_undisturbed_outside_those_run_again": sum(
+            1
+            for i, status in counted.items()
+            if i not in run_again and undisturbed.get(i) != status
+        ),
         "seconds": seconds,
     }
 
