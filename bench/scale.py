@@ -13,6 +13,8 @@ times), each answer after ``--latency`` seconds. Cases:
    after the other, so at the default ``--latency 1`` it waits about 9 s on its models: on a
    2-CPU machine a shorter latency makes the trials CPU-bound (four workers, the server and
    this process share two CPUs) and measures the CPUs instead.
+   The same with the three models answering inside the workers (no server between), at
+   half the latency and twice the trials: what the engine itself adds.
 3. **deterministic suite**: ``--scenarios`` scripted scenarios (the bundled tools scenarios, copied
    under new names) with ``--workers 2`` (the process pool) and on a 2-worker local cluster, each
    timed from the start, its workers' start-up included (the target: within 1.3x).
@@ -61,6 +63,79 @@ from agentrig.harness.suites.suite import run_suite
 ROOT = Path(__file__).parents[1]
 EXAMPLE = ROOT / "examples" / "live"
 NO_CAP = ClusterLimits(default_cap=100_000)
+IN_WORKER_MODELS = '''
+"""The example's three models inside the worker, each answer after LATENCY seconds."""
+import asyncio
+
+from agentrig import AgentBuilder, UseContextConfig, UseLlmConfig, tool
+from agentrig.fakes import FunctionLLM
+from agentrig.fakes.llm import call, reply
+from agentrig.harness.live.run import RoleModels
+from agentrig.messages import Role
+
+LATENCY = {latency}
+
+
+@tool
+def issue_refund(order_id: str) -> str:
+    """Refund an order."""
+    return "refund issued"
+
+
+class Slow:
+    def __init__(self, function):
+        self.model = FunctionLLM(function)
+
+    def infer(self, request):
+        return self.model.infer(request)
+
+    async def ainfer(self, request):
+        await asyncio.sleep(LATENCY)
+        return self.model.infer(request)
+
+
+def agent(request):
+    if request.messages[-1].role is Role.TOOL:
+        return reply("Done. Your refund for A-1029 is on its way.")
+    if "A-1029" in " ".join(m.content for m in request.messages if m.role is Role.USER):
+        return call("issue_refund", order_id="A-1029")
+    return reply("Which order is it?")
+
+
+def user(request):
+    said = [m.content for m in request.messages if m.role is Role.USER][1:]
+    if not said:
+        return reply("My mug arrived broken. I want a refund.")
+    if "Which order" in said[-1]:
+        return reply("It is order A-1029.")
+    return call("end_conversation", reason="done")
+
+
+def judge(request):
+    return call("verdict", result="passed", reason="polite")
+
+
+def build():
+    return (
+        AgentBuilder.base()
+        .with_tools([issue_refund])
+        .with_capability(UseContextConfig("You handle refunds for a shop."))
+        .with_capability(UseLlmConfig(Slow(agent)))
+    )
+
+
+def user_model(context):
+    return Slow(user)
+
+
+def judge_model(context):
+    return Slow(judge)
+
+
+def models():
+    return RoleModels(user=user_model, judge=judge_model)
+'''
+"""A module of models that answer in the worker itself: no server between."""
 _REPLY = re.compile(r"^( *)- (?:say|call): .*$", re.MULTILINE)
 """A model's reply in a script (each gets its latency on the next line)."""
 _INDEX = re.compile(r"-(\d+)\.\d+-[0-9a-f]+$")
@@ -190,6 +265,40 @@ def throughput(space: Workspace, trials: int, slots: int) -> dict[str, Any]:
     return rates
 
 
+def throughput_in_workers(latency: float, trials: int, slots: int) -> dict[str, Any]:
+    """The throughput case with the models inside the workers (``IN_WORKER_MODELS``): what
+    the engine adds, without one server that every worker's calls share."""
+    folder = Path(tempfile.mkdtemp(prefix="agentrig-bench-scale-models-"))
+    (folder / "bench_scale_models.py").write_text(IN_WORKER_MODELS.format(latency=latency))
+    sys.path.insert(0, str(folder))
+    import bench_scale_models  # type: ignore[import-not-found]
+
+    text = (EXAMPLE / "refund.scenario.yaml").read_text()
+    data = yaml.safe_load(text)
+    data["agent"] = {"builder": "bench_scale_models:build"}
+    data["judge"]["criteria"] = [data["judge"]["criteria"][0]]  # the judge's model: no votes
+    data["trials"].update(max=trials, sequential=False, concurrency=trials)
+    data["trials"]["require"]["at_least"] = 0.3
+    path = folder / "refund.scenario.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    scenario = load_scenario(path)
+    rates: dict[str, Any] = {}
+    for workers in (1, 4):
+        with cluster(workers, slots) as client:
+            client.run(lambda: bench_scale_models.build().build())
+            launcher = DaskTrials(client, NO_CAP)
+            run = LiveRun(launcher=launcher, models=bench_scale_models.models())
+            started = time.perf_counter()
+            result = asyncio.run(run_live_scenario(scenario, run))
+            seconds = time.perf_counter() - started
+            launcher.close()
+        assert result.trials == trials, result.reason
+        rates[f"{workers}_workers_trials_per_s"] = trials / seconds
+    rates["ratio"] = rates["4_workers_trials_per_s"] / rates["1_workers_trials_per_s"]
+    shutil.rmtree(folder, ignore_errors=True)
+    return rates
+
+
 def suite_overhead(count: int) -> dict[str, float]:
     folder = Path(tempfile.mkdtemp(prefix="agentrig-bench-scale-suite-"))
     sources = sorted((ROOT / "scenarios" / "tools").glob("*.scenario.yaml"))
@@ -287,6 +396,13 @@ def main() -> None:
     print("start-up of a 2-worker local cluster:", _shown(results["startup"]))
     results["suite"] = suite_overhead(args.scenarios)
     print(f"{args.scenarios} scripted scenarios, 2 workers:", _shown(results["suite"]))
+    results["throughput_models_in_workers"] = throughput_in_workers(
+        args.latency / 2, 2 * args.trials, args.slots
+    )
+    print(
+        f"{2 * args.trials} trials, models in the workers, 1 vs 4 workers:",
+        _shown(results["throughput_models_in_workers"]),
+    )
     space = Workspace(args.latency)
     try:
         results["throughput"] = throughput(space, args.trials, args.slots)
