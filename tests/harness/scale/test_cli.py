@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -139,10 +140,14 @@ def test_ctrl_c_cancels_the_cluster_and_still_writes_the_reports(tmp_path: Path)
     text = " ".join(output.decode().split())
     assert process.returncode == 130, text
     assert "Traceback" not in text
-    assert "interrupted by Ctrl-C (SIGINT): 3 of 12 scenario(s) ran: 3 passed, 0 failed" in text
+    # three checks passed; a result still on its way when Ctrl-C came counts as not finished
+    reported = re.search(r"interrupted by Ctrl-C \(SIGINT\): ([1-3]) of 12 scenario\(s\) ran", text)
+    assert reported is not None, text
+    assert f"ran: {reported[1]} passed, 0 failed" in text
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     assert [s["name"] for s in report["scenarios"]] == [f"case-{i:02d}" for i in range(12)]
-    assert sum(s["passed"] for s in report["scenarios"]) == 3  # in whatever order they ran
+    passed = sum(s["passed"] for s in report["scenarios"])  # in whatever order they ran
+    assert passed == int(reported[1])
 
 
 @pytest.fixture
