@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -21,7 +22,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from agentrig.errors import AgentrigError
+from agentrig.errors import AgentrigError, ConfigurationError
 from agentrig.harness.errors import ScenarioFileError
 from agentrig.harness.results import ScenarioResult, SuiteResult
 from agentrig.harness.suites.interrupt import (
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from agentrig.harness.live.run import LiveRun
+    from agentrig.harness.scale.cluster import DaskExecutor
     from agentrig.harness.scenarios.model import Scenario
     from agentrig.harness.suites.shards import ShardInfo
 
@@ -163,6 +165,14 @@ def run(
             "random, so that two runs against one agentrig serve never share a session)."
         ),
     ] = None,
+    executor: Annotated[
+        str,
+        typer.Option(
+            help="Where scenarios and live trials run: local (this machine, --workers "
+            "processes), dask (a local Dask cluster, --workers processes, default one per CPU) "
+            "or dask://HOST:PORT (a running Dask scheduler); dask needs the dask extra."
+        ),
+    ] = "local",
 ) -> None:
     """Run scenario files; exit 0 only when every selected scenario passes. A file that does
     not load is reported as an error case and the others run; the exit code is then 2. Ctrl-C,
@@ -173,10 +183,10 @@ def run(
     from agentrig.harness.scenarios.loader import load_suite
     from agentrig.harness.scenarios.selection import parse_shard, select, shard_of
     from agentrig.harness.suites.plugins import load_plugins
-    from agentrig.harness.suites.suite import run_suite
 
     try:
         with interrupted_by_signals():
+            cluster = _executor(executor, workers)
             load_plugins(plugin or ())
             for name in report or ():
                 get_writer(name)  # an unknown format is a usage error before anything runs
@@ -234,15 +244,10 @@ def run(
         with _progress(quiet) as bar, interrupted_by_signals():
             task = bar.add_task("scenarios", total=len(scenarios))
             scripted = [scenario for scenario in scenarios if not scenario.is_live]
-            result = run_suite(
-                scripted,
-                workers=workers or auto_workers(len(scripted)),
-                plugins=plugin or (),
-                progress=advance,
-                use_async=use_async,
-            )
-            if live_run is not None and len(scripted) < len(scenarios):
-                result = _with_live(result, scenarios, live_run, advance)
+            with _opened(cluster, scenarios, plugin, live_run, limit, budget_usd, workers) as run:
+                result = run(scripted, advance, use_async)
+                if live_run is not None and len(scripted) < len(scenarios):
+                    result = _with_live(result, scenarios, live_run, advance)
     except AgentrigError as error:
         _fail_usage(error)
     except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM / SIGHUP (Interrupted)
@@ -282,6 +287,63 @@ def _shard_info(
     selection = [e for e in entries if isinstance(e, ScenarioFileError) or id(e) in chosen]
     mine = {id(entry) for entry in reported}
     return shard_info(selection, [e for e in selection if id(e) in mine], part)
+
+
+RunScripted = Callable[[Sequence["Scenario"], Callable[[ScenarioResult], None], bool], SuiteResult]
+"""Runs the scripted scenarios of ``run`` (with a progress callback, and ``--async``)."""
+
+
+def _executor(text: str, workers: int | None) -> DaskExecutor | None:
+    """``--executor`` (None: local), or a usage error: an unknown one, the dask extra missing,
+    ``--workers`` with a running scheduler (whose workers are its own)."""
+    from agentrig.harness.scale.cluster import parse_executor, require_dask
+
+    cluster = parse_executor(text)
+    if cluster is not None:
+        require_dask()
+        if cluster.address is not None and workers is not None:
+            raise ConfigurationError(
+                f"--workers sizes a local cluster; the scheduler at {cluster} has workers of "
+                "its own: leave --workers out"
+            )
+    return cluster
+
+
+@contextlib.contextmanager
+def _opened(
+    cluster: DaskExecutor | None,
+    scenarios: Sequence[Scenario],
+    plugins: list[str] | None,
+    live_run: LiveRun | None,
+    limit: list[str] | None,
+    budget_usd: float | None,
+    workers: int | None,
+) -> Iterator[RunScripted]:
+    """How the scripted scenarios run while inside: in this machine's worker processes, or on
+    the Dask cluster (opened here, its workers checked, the live trials sent to it too)."""
+    from agentrig.harness.suites.suite import run_suite
+
+    if cluster is None:
+        yield lambda scripted, progress, use_async: run_suite(
+            scripted,
+            workers=workers or auto_workers(len(scripted)),
+            plugins=plugins or (),
+            progress=progress,
+            use_async=use_async,
+        )
+        return
+    from agentrig.harness.live.options import parse_limits
+    from agentrig.harness.scale.control import ClusterLimits
+    from agentrig.harness.scale.session import dask_session
+    from agentrig.harness.scale.suite import run_suite_on_dask
+
+    limits = ClusterLimits(parse_limits(limit or ()), budget_usd=budget_usd)
+    with dask_session(
+        cluster, scenarios, plugins=plugins or (), live=live_run, limits=limits, workers=workers
+    ) as client:
+        yield lambda scripted, progress, use_async: run_suite_on_dask(
+            client, scripted, plugins=plugins or (), progress=progress, use_async=use_async
+        )
 
 
 def _live_run(
@@ -946,16 +1008,29 @@ NOT_FINISHED = (
 def _interrupted_result(
     done: Sequence[ScenarioResult], selected: Sequence[Scenario], signal: str, started: float
 ) -> SuiteResult:
-    """The results that came in (a prefix of ``selected``), then an error case for each
-    scenario that did not finish: the reports show what ran and what did not."""
+    """In ``selected``'s order, the result of each scenario that came in (in any order: a
+    Dask cluster's, the live ones'), an error case for each that did not finish: the reports
+    show what ran and what did not."""
     from agentrig.harness.runner import failed_result
 
-    unfinished = selected[len(done) :]
     message = NOT_FINISHED.format(signal=_shown_signal(signal))
+    finished = {_result_key(result): result for result in done}
     return SuiteResult(
-        scenarios=(*done, *(failed_result(scenario, message) for scenario in unfinished)),
+        scenarios=tuple(
+            finished.get(_scenario_key(scenario)) or failed_result(scenario, message)
+            for scenario in selected
+        ),
         wall_time_s=time.perf_counter() - started,
     )
+
+
+def _scenario_key(scenario: Scenario) -> tuple[str, int | None, str]:
+    source = scenario.source
+    return (str(source.path), source.line, scenario.name) if source else ("", None, scenario.name)
+
+
+def _result_key(result: ScenarioResult) -> tuple[str, int | None, str]:
+    return ("" if result.file == "<memory>" else result.file, result.line, result.name)
 
 
 def _shown_signal(name: str) -> str:

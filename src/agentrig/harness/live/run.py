@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentrig.drivers import InferenceProvider
 from agentrig.errors import AgentrigError, ConfigurationError, InvalidInputError
@@ -56,9 +57,19 @@ from agentrig.harness.live_results import (
 )
 from agentrig.harness.scenarios.model import Scenario
 
-__all__ = ["LiveRun", "RoleModels", "requirement_of", "run_live_scenario"]
+__all__ = [
+    "LiveRun",
+    "RoleModels",
+    "TrialLauncher",
+    "prepare_trials",
+    "requirement_of",
+    "run_live_scenario",
+]
 
 RoleFactory = Callable[[TrialContext], InferenceProvider]
+TrialLauncher = Callable[[TrialSetup, int, int], Coroutine[Any, Any, TrialOutcome]]
+"""Runs trial ``index`` (its ``attempt``-th run) of a scenario somewhere else, a Dask cluster
+(:mod:`agentrig.harness.scale`), and gives its outcome, its recording kept in ``setup.cache``."""
 
 BROKEN_ROLE_STREAK = 3
 """Trials in a row whose simulated user's (or judge's) model failed the same way, with no
@@ -88,6 +99,9 @@ class LiveRun:
     run_id: str = field(default_factory=lambda: secrets.token_hex(4))
     """Names this run in each trial's ``x-agentrig-trial`` header (random by default: two runs
     against one ``agentrig serve`` keep their sessions apart)."""
+    launcher: TrialLauncher | None = None
+    """Runs each trial elsewhere (``agentrig run --executor dask``); None: in this process. The
+    trials are still decided here, in index order, so the verdict does not depend on it."""
 
 
 def requirement_of(scenario: Scenario) -> Requirement:
@@ -169,6 +183,29 @@ def _shared_agent_clients(scenario: Scenario) -> frozenset[int]:
     return frozenset(one & two)
 
 
+def prepare_trials(
+    scenario: Scenario, run: LiveRun, control: CallControl, cache: TrialCache | None
+) -> tuple[TrialSetup, list[object]]:
+    """What ``scenario``'s trials share in this process: the agent's adapter, the role models
+    (``run.models`` or the scenario's, their API keys checked now) and ``control``; with the
+    providers opened for the roles, to be closed (``close_clients``) when the trials end."""
+    adapter = None
+    if scenario.agent.adapter is not None:
+        adapter = resolve_adapter(scenario.agent.adapter)
+    opened: list[object] = []
+    setup = TrialSetup(
+        scenario,
+        control,
+        user_model=_role_factory(scenario, "user", run.models.user, opened),
+        judge_model=_role_factory(scenario, "judge", run.models.judge, opened),
+        cache=cache,
+        adapter=adapter,
+        run_id=run.run_id,
+    )
+    setup.shared_clients = _shared_agent_clients(scenario)
+    return setup, opened
+
+
 async def run_live_scenario(scenario: Scenario, run: LiveRun | None = None) -> LiveResult:
     """Run ``scenario``'s trials and draw the verdict."""
     run = run or LiveRun()
@@ -177,24 +214,22 @@ async def run_live_scenario(scenario: Scenario, run: LiveRun | None = None) -> L
     max_trials = run.max_trials or trials.max
     check_reachable(scenario, run.max_trials)
     requirement = requirement_of(scenario)
-    adapter = None
-    if scenario.agent.adapter is not None:
-        adapter = resolve_adapter(scenario.agent.adapter)
+    cache = None if run.cache_dir is None else TrialCache(run.cache_dir, scenario)
+    if run.launcher is not None:  # the launcher's side makes the agent and the role models
+        setup = TrialSetup(
+            scenario,
+            run.control,
+            user_model=run.models.user,
+            judge_model=run.models.judge,
+            cache=cache,
+            run_id=run.run_id,
+        )
+        return await _Scheduler(setup, requirement, max_trials, run.launcher).run()
     control = run.control
     if trials.budget_usd is not None:
         control = ScenarioBudget(control, trials.budget_usd, scenario.name)
-    opened: list[object] = []
-    setup = TrialSetup(
-        scenario,
-        control,
-        user_model=_role_factory(scenario, "user", run.models.user, opened),
-        judge_model=_role_factory(scenario, "judge", run.models.judge, opened),
-        cache=None if run.cache_dir is None else TrialCache(run.cache_dir, scenario),
-        adapter=adapter,
-        run_id=run.run_id,
-    )
-    setup.shared_clients = _shared_agent_clients(scenario)
-    scheduler = _Scheduler(setup, requirement, max_trials)
+    setup, opened = prepare_trials(scenario, run, control, cache)
+    scheduler = _Scheduler(setup, requirement, max_trials, run_trial)
     try:
         return await scheduler.run()
     finally:
@@ -203,10 +238,17 @@ async def run_live_scenario(scenario: Scenario, run: LiveRun | None = None) -> L
 
 
 class _Scheduler:
-    def __init__(self, setup: TrialSetup, requirement: Requirement, max_trials: int) -> None:
+    def __init__(
+        self,
+        setup: TrialSetup,
+        requirement: Requirement,
+        max_trials: int,
+        launch: TrialLauncher,
+    ) -> None:
         trials = setup.scenario.trials
         assert trials is not None
         self.setup = setup
+        self.launch = launch
         self.requirement = requirement
         self.max_trials = max_trials
         self.sequential = trials.sequential
@@ -231,11 +273,11 @@ class _Scheduler:
                 while len(inflight) < self.concurrency and self._can_launch():
                     index, attempt = self._next()
                     if self._is_cached(index, attempt):
-                        self._take(await run_trial(self.setup, index, attempt))
+                        self._take(await self.launch(self.setup, index, attempt))
                         if self.verdict is not None or self.partial is not None:
                             break
                         continue
-                    inflight.add(asyncio.create_task(run_trial(self.setup, index, attempt)))
+                    inflight.add(asyncio.create_task(self.launch(self.setup, index, attempt)))
                 if self.verdict is not None or self.partial is not None or not inflight:
                     break
                 done, inflight = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)

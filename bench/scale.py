@@ -1,0 +1,426 @@
+"""Scale-out on Dask (``agentrig run --executor dask``): what the engine costs and what it buys.
+
+Live trials here are latency-bound, as real ones are: ``agentrig serve`` plays the three models of
+``examples/live/`` (the refund agent over the openai SDK, the simulated user, the judge voting 3
+times), each answer after ``--latency`` seconds. Cases:
+
+1. **start-up**: two scripted scenarios run in this process, in a pool of 2 worker processes
+   (``--workers 2``), and on a local cluster of 2 worker processes (started, every worker
+   checked, closed): the time the cluster adds to a run, and its phases.
+2. **throughput**: the same ``--trials`` trials (all run: ``sequential: false``) on local
+   clusters of 1 and 4 workers, each worker running ``--slots`` trials at once; trials/s and
+   the ratio (the target: 4 workers >= 3.5x 1 worker). A trial makes about 9 model calls, one
+   after the other, so at the default ``--latency 1`` it waits about 9 s on its models: on a
+   2-CPU machine a shorter latency makes the trials CPU-bound (four workers, the server and
+   this process share two CPUs) and measures the CPUs instead.
+   The same with the three models answering inside the workers (no server between), at
+   half the latency and twice the trials: what the engine itself adds.
+3. **deterministic suite**: ``--scenarios`` scripted scenarios (the bundled tools scenarios, copied
+   under new names) with ``--workers 2`` (the process pool) and on a 2-worker local cluster, each
+   timed from the start, its workers' start-up included (the target: within 1.3x).
+4. **a worker killed**: ``--kill-trials`` trials on 2 workers (``--kill-slots`` trials each at
+   once, answers after ``--kill-latency``); one worker process is killed (SIGKILL) once it holds
+   trials; the trials recorded, any recorded twice, the verdict against an undisturbed run's.
+
+    .venv/bin/python bench/scale.py
+    .venv/bin/python bench/scale.py --quick --json bench/results/scale.json
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import _common as common
+import yaml
+from distributed import Client
+from live import Server
+
+from agentrig.harness.live.run import LiveRun, run_live_scenario
+from agentrig.harness.live_results import LiveResult
+from agentrig.harness.scale.cluster import DaskExecutor, dask_client
+from agentrig.harness.scale.control import ClusterLimits
+from agentrig.harness.scale.session import dask_session
+from agentrig.harness.scale.suite import run_suite_on_dask
+from agentrig.harness.scale.trials import DaskTrials
+from agentrig.harness.scale.workers import check_workers, needs_of
+from agentrig.harness.scenarios.loader import load_scenario, load_suite
+from agentrig.harness.scenarios.model import Scenario
+from agentrig.harness.suites.suite import run_suite
+
+ROOT = Path(__file__).parents[1]
+EXAMPLE = ROOT / "examples" / "live"
+NO_CAP = ClusterLimits(default_cap=100_000)
+IN_WORKER_MODELS = '''
+"""The example's three models inside the worker, each answer after LATENCY seconds."""
+import asyncio
+
+from agentrig import AgentBuilder, UseContextConfig, UseLlmConfig, tool
+from agentrig.fakes import FunctionLLM
+from agentrig.fakes.llm import call, reply
+from agentrig.harness.live.run import RoleModels
+from agentrig.messages import Role
+
+LATENCY = {latency}
+
+
+@tool
+def issue_refund(order_id: str) -> str:
+    """Refund an order."""
+    return "refund issued"
+
+
+class Slow:
+    def __init__(self, function):
+        self.model = FunctionLLM(function)
+
+    def infer(self, request):
+        return self.model.infer(request)
+
+    async def ainfer(self, request):
+        await asyncio.sleep(LATENCY)
+        return self.model.infer(request)
+
+
+def agent(request):
+    if request.messages[-1].role is Role.TOOL:
+        return reply("Done. Your refund for A-1029 is on its way.")
+    if "A-1029" in " ".join(m.content for m in request.messages if m.role is Role.USER):
+        return call("issue_refund", order_id="A-1029")
+    return reply("Which order is it?")
+
+
+def user(request):
+    said = [m.content for m in request.messages if m.role is Role.USER][1:]
+    if not said:
+        return reply("My mug arrived broken. I want a refund.")
+    if "Which order" in said[-1]:
+        return reply("It is order A-1029.")
+    return call("end_conversation", reason="done")
+
+
+def judge(request):
+    return call("verdict", result="passed", reason="polite")
+
+
+def build():
+    return (
+        AgentBuilder.base()
+        .with_tools([issue_refund])
+        .with_capability(UseContextConfig("You handle refunds for a shop."))
+        .with_capability(UseLlmConfig(Slow(agent)))
+    )
+
+
+def user_model(context):
+    return Slow(user)
+
+
+def judge_model(context):
+    return Slow(judge)
+
+
+def models():
+    return RoleModels(user=user_model, judge=judge_model)
+'''
+"""A module of models that answer in the worker itself: no server between."""
+_REPLY = re.compile(r"^( *)- (?:say|call): .*$", re.MULTILINE)
+"""A model's reply in a script (each gets its latency on the next line)."""
+_INDEX = re.compile(r"-(\d+)\.\d+-[0-9a-f]+$")
+"""A trial's index in its task's key."""
+
+
+class Workspace:
+    """A copy of ``examples/live`` whose model scripts answer after ``latency`` seconds, served
+    by ``agentrig serve``, the agent's module on ``sys.path`` (the local workers inherit it)."""
+
+    def __init__(self, latency: float) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="agentrig-bench-scale-"))
+        shutil.copytree(EXAMPLE, self.folder, dirs_exist_ok=True)
+        for script in (self.folder / "models").glob("*.scenario.yaml"):
+            script.write_text(_REPLY.sub(rf"\g<0>\n\1  latency: {latency}", script.read_text()))
+        self.server = Server(self.folder / "models")
+        os.environ.update(
+            OPENAI_BASE_URL=self.server.openai_base_url,
+            OPENAI_API_KEY="refund-model",
+            REFUND_USER_KEY="refund-user",
+            REFUND_JUDGE_KEY="refund-judge",
+        )
+        sys.path.insert(0, str(self.folder))
+
+    def restart(self) -> None:
+        """A fresh server, with no session: a run of an earlier run's id draws the same."""
+        self.server.stop()
+        self.server = Server(self.folder / "models")
+        os.environ["OPENAI_BASE_URL"] = self.server.openai_base_url
+
+    def scenario(self, trials: int, concurrency: int) -> Scenario:
+        data = yaml.safe_load((self.folder / "refund.scenario.yaml").read_text())
+        data["trials"].update(max=trials, sequential=False, concurrency=concurrency)
+        data["trials"]["require"]["at_least"] = 0.3  # decidable from 3 trials: any count runs
+        path = self.folder / f"refund-{trials}.scenario.yaml"
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        return load_scenario(path)
+
+    def close(self) -> None:
+        self.server.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def cluster(workers: int, slots: int = 1) -> Iterator[Client]:
+    with dask_client(DaskExecutor(), workers=workers, threads_per_worker=slots) as client:
+        yield client
+
+
+def trials_on(
+    client: Client, scenario: Scenario, run_id: str | None = None
+) -> tuple[LiveResult, float]:
+    """``scenario``'s trials on ``client``'s cluster, and the seconds they took."""
+    launcher = DaskTrials(client, NO_CAP)
+    run = LiveRun(launcher=launcher, run_id=run_id or f"bench-{time.monotonic_ns()}")
+    started = time.perf_counter()
+    try:
+        return asyncio.run(run_live_scenario(scenario, run)), time.perf_counter() - started
+    finally:
+        launcher.close()
+
+
+# --- the cases --------------------------------------------------------------------------
+
+
+def startup(repeats: int) -> dict[str, float]:
+    """Median seconds to run two scripted scenarios: in this process, in a pool of 2 worker
+    processes, and on a 2-worker local cluster (opened, its workers checked, closed); the
+    cluster's phases; and a worker process's memory."""
+    two = list(load_suite([ROOT / "scenarios" / "tools"]).scenarios)[:2]
+    times: dict[str, list[float]] = {}
+    memory: list[float] = []
+
+    def timed(name: str, started: float) -> float:
+        now = time.perf_counter()
+        times.setdefault(name, []).append(now - started)
+        return now
+
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run_suite(two)
+        started = timed("in_process_s", started)
+        run_suite(two, workers=2)
+        started = timed("pool_2_workers_s", started)
+        first = started
+        with dask_client(DaskExecutor(), workers=2) as client:
+            started = timed("cluster_up_s", started)
+            check_workers(client, needs_of(two, ()))
+            started = timed("workers_checked_s", started)
+            run_suite_on_dask(client, two)
+            started = timed("ran_s", started)
+            memory += client.run(_rss_mib).values()
+        timed("closed_s", started)
+        timed("dask_2_workers_s", first)
+    medians = {name: common.median(values) for name, values in times.items()}
+    medians["added_over_pool_s"] = medians["dask_2_workers_s"] - medians["pool_2_workers_s"]
+    medians["added_over_in_process_s"] = medians["dask_2_workers_s"] - medians["in_process_s"]
+    medians["worker_rss_mib"] = common.median(memory)
+    return medians
+
+
+def _warm() -> None:
+    """On a worker: import what a trial needs, as a run's first trials would."""
+    import refund_agent  # type: ignore[import-not-found]  # noqa: F401
+
+    import agentrig.harness.live.trial
+    import agentrig.harness.scale.trials  # noqa: F401
+
+
+def _rss_mib() -> float:
+    import psutil
+
+    return float(psutil.Process().memory_info().rss) / 2**20
+
+
+def throughput(space: Workspace, trials: int, slots: int) -> dict[str, Any]:
+    scenario = space.scenario(trials, concurrency=trials)
+    rates: dict[str, Any] = {}
+    for workers in (1, 4):
+        with cluster(workers, slots) as client:
+            client.run(_warm)
+            result, seconds = trials_on(client, scenario)
+        assert result.trials == trials, result.reason
+        rates[f"{workers}_workers_trials_per_s"] = trials / seconds
+        rates[f"{workers}_workers_s"] = seconds
+    rates["ratio"] = rates["4_workers_trials_per_s"] / rates["1_workers_trials_per_s"]
+    return rates
+
+
+def throughput_in_workers(latency: float, trials: int, slots: int) -> dict[str, Any]:
+    """The throughput case with the models inside the workers (``IN_WORKER_MODELS``): what
+    the engine adds, without one server that every worker's calls share."""
+    folder = Path(tempfile.mkdtemp(prefix="agentrig-bench-scale-models-"))
+    (folder / "bench_scale_models.py").write_text(IN_WORKER_MODELS.format(latency=latency))
+    sys.path.insert(0, str(folder))
+    import bench_scale_models  # type: ignore[import-not-found]
+
+    text = (EXAMPLE / "refund.scenario.yaml").read_text()
+    data = yaml.safe_load(text)
+    data["agent"] = {"builder": "bench_scale_models:build"}
+    data["judge"]["criteria"] = [data["judge"]["criteria"][0]]  # the judge's model: no votes
+    data["trials"].update(max=trials, sequential=False, concurrency=trials)
+    data["trials"]["require"]["at_least"] = 0.3
+    path = folder / "refund.scenario.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    scenario = load_scenario(path)
+    rates: dict[str, Any] = {}
+    for workers in (1, 4):
+        with cluster(workers, slots) as client:
+            client.run(lambda: bench_scale_models.build().build())
+            launcher = DaskTrials(client, NO_CAP)
+            run = LiveRun(launcher=launcher, models=bench_scale_models.models())
+            started = time.perf_counter()
+            result = asyncio.run(run_live_scenario(scenario, run))
+            seconds = time.perf_counter() - started
+            launcher.close()
+        assert result.trials == trials, result.reason
+        rates[f"{workers}_workers_trials_per_s"] = trials / seconds
+    rates["ratio"] = rates["4_workers_trials_per_s"] / rates["1_workers_trials_per_s"]
+    shutil.rmtree(folder, ignore_errors=True)
+    return rates
+
+
+def suite_overhead(count: int) -> dict[str, float]:
+    folder = Path(tempfile.mkdtemp(prefix="agentrig-bench-scale-suite-"))
+    sources = sorted((ROOT / "scenarios" / "tools").glob("*.scenario.yaml"))
+    for i in range(count):
+        source = sources[i % len(sources)]
+        text = source.read_text().replace("\nname: ", f"\nname: copy-{i}-", 1)
+        (folder / f"copy-{i}.scenario.yaml").write_text(text)
+    scenarios = list(load_suite([folder]).scenarios)
+    assert len(scenarios) == count
+    started = time.perf_counter()
+    pool = run_suite(scenarios, workers=2)
+    pool_s = time.perf_counter() - started
+    started = time.perf_counter()
+    with dask_session(DaskExecutor(), scenarios, workers=2) as client:
+        opened_s = time.perf_counter() - started
+        dask = run_suite_on_dask(client, scenarios)
+        ran_s = time.perf_counter() - started - opened_s
+    dask_s = time.perf_counter() - started
+    assert [s.passed for s in dask.scenarios] == [s.passed for s in pool.scenarios]
+    shutil.rmtree(folder, ignore_errors=True)
+    return {
+        "pool_2_workers_s": pool_s,
+        "dask_2_workers_s": dask_s,
+        "dask_open_s": opened_s,
+        "dask_run_s": ran_s,
+        "ratio": dask_s / pool_s,
+    }
+
+
+def killed_worker(space: Workspace, trials: int, slots: int) -> dict[str, Any]:
+    scenario = space.scenario(trials, concurrency=trials)
+    with cluster(2, slots) as client:
+        calm, _ = trials_on(client, scenario, "kill")
+    space.restart()
+    with cluster(2, slots) as client:
+        pids = client.run(os.getpid)
+        victim = sorted(pids)[0]
+        held: list[str] = []
+        killer = threading.Thread(target=_kill_when_busy, args=(client, victim, pids, held))
+        killer.start()
+        result, seconds = trials_on(client, scenario, "kill")
+        killer.join()
+    recorded = Counter((r.index, r.attempt) for r in result.records)
+    counted = {r.index: r.status for r in result.records if r.counted}
+    undisturbed = {r.index: r.status for r in calm.records if r.counted}
+    run_again = {r.index for r in result.records if r.attempt > 0}
+    return {
+        "trials_held_by_the_killed_worker": len(held),
+        "trials_counted": result.trials,
+        "records": len(result.records),
+        "recorded_twice": sum(1 for n in recorded.values() if n > 1),
+        "indices_missing": len(set(range(trials)) - {index for index, _ in recorded}),
+        "trials_run_again": len(run_again),
+        "verdict": f"{result.verdict} {result.successes}/{result.trials}",
+        "undisturbed_verdict": f"{calm.verdict} {calm.successes}/{calm.trials}",
+        "outcomes_differing_from_undisturbed_outside_those_run_again": sum(
+            1
+            for i, status in counted.items()
+            if i not in run_again and undisturbed.get(i) != status
+        ),
+        "seconds": seconds,
+    }
+
+
+def _kill_when_busy(client: Client, victim: str, pids: dict[str, int], held: list[str]) -> None:
+    """SIGKILL ``victim``'s process once it holds trials past the first few."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        keys = [str(key) for key in client.processing().get(victim, ())]
+        running = [key for key in keys if int(_INDEX.search(key)[1]) >= 10]  # type: ignore[index]
+        if running:
+            os.kill(pids[victim], signal.SIGKILL)
+            held.extend(running)
+            return
+        time.sleep(0.01)
+
+
+def main() -> None:
+    parser = common.parser(__doc__ or "")
+    parser.add_argument("--latency", type=float, default=1.0, help="seconds a model answer takes")
+    parser.add_argument("--trials", type=int, default=8, help="trials of the throughput case")
+    parser.add_argument("--slots", type=int, default=1, help="trials a worker runs at once")
+    parser.add_argument(
+        "--kill-latency", type=float, default=0.05, help="seconds an answer takes, kill case"
+    )
+    parser.add_argument("--kill-slots", type=int, default=8, help="trials a worker runs, kill case")
+    parser.add_argument("--scenarios", type=int, default=1000, help="the deterministic suite")
+    parser.add_argument("--kill-trials", type=int, default=200, help="trials of the kill case")
+    args = parser.parse_args()
+    if args.quick:
+        args.trials, args.scenarios, args.kill_trials, args.latency = 8, 100, 40, 0.1
+    print(common.machine_line(common.machine()))
+    print(common.command_line(), "\n")
+    results: dict[str, Any] = {"startup": startup(1 if args.quick else 3)}
+    print("start-up of a 2-worker local cluster:", _shown(results["startup"]))
+    results["suite"] = suite_overhead(args.scenarios)
+    print(f"{args.scenarios} scripted scenarios, 2 workers:", _shown(results["suite"]))
+    results["throughput_models_in_workers"] = throughput_in_workers(
+        args.latency / 2, 2 * args.trials, args.slots
+    )
+    print(
+        f"{2 * args.trials} trials, models in the workers, 1 vs 4 workers:",
+        _shown(results["throughput_models_in_workers"]),
+    )
+    space = Workspace(args.latency)
+    try:
+        results["throughput"] = throughput(space, args.trials, args.slots)
+        print(f"{args.trials} latency-bound trials, 1 vs 4 workers:", _shown(results["throughput"]))
+    finally:
+        space.close()
+    space = Workspace(args.kill_latency)
+    try:
+        results["killed"] = killed_worker(space, args.kill_trials, args.kill_slots)
+        print(f"{args.kill_trials} trials, a worker killed:", _shown(results["killed"]))
+    finally:
+        space.close()
+    common.save_json(args.json, {"command": common.command_line(), **results})
+
+
+def _shown(values: dict[str, Any]) -> str:
+    return ", ".join(f"{key} {common._cell(value)}" for key, value in values.items())
+
+
+if __name__ == "__main__":
+    main()

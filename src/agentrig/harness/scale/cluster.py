@@ -1,0 +1,124 @@
+"""Which executor a run's work goes to (``--executor``), and the Dask client that reaches it:
+a local cluster sized to the machine, or a scheduler already running at ``dask://HOST:PORT``."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from agentrig.errors import ConfigurationError, InvalidInputError, MissingDependencyError
+from agentrig.harness.suites.interrupt import sigint_held
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+__all__ = [
+    "CONNECT_TIMEOUT",
+    "LIVE_TRIALS_PER_WORKER",
+    "DaskExecutor",
+    "dask_client",
+    "parse_executor",
+    "require_dask",
+]
+
+CONNECT_TIMEOUT = 10.0
+"""Seconds to wait for a scheduler at ``dask://HOST:PORT`` to answer."""
+
+LIVE_TRIALS_PER_WORKER = 8
+"""Trials a local worker runs at once in a live run: a trial mostly waits for its models, so a
+process holds several (each is one of the worker's task slots)."""
+
+_ADDRESS = re.compile(r"dask://(?P<host>[^\s/:]+|\[[0-9A-Fa-f:.]+\]):(?P<port>[0-9]{1,5})")
+
+
+@dataclass(frozen=True, slots=True)
+class DaskExecutor:
+    """A Dask cluster to run on: ``address`` is a running scheduler's (``tcp://HOST:PORT``), or
+    None for a local cluster started for the run and closed after it."""
+
+    address: str | None = None
+
+    def __str__(self) -> str:
+        return "dask" if self.address is None else self.address.replace("tcp://", "dask://", 1)
+
+
+def parse_executor(text: str) -> DaskExecutor | None:
+    """``--executor``: ``local`` (None: this machine, ``--workers`` processes), ``dask`` (a local
+    Dask cluster) or ``dask://HOST:PORT`` (a running scheduler). Anything else is an
+    ``InvalidInputError`` naming ``--executor``."""
+    if text == "local":
+        return None
+    if text == "dask":
+        return DaskExecutor()
+    match = _ADDRESS.fullmatch(text)
+    if match is None or not 0 < int(match["port"]) < 65536:
+        raise InvalidInputError(
+            "option",
+            [("--executor", f"{text!r}: write local, dask, or dask://HOST:PORT (a scheduler)")],
+        )
+    return DaskExecutor(f"tcp://{match['host']}:{int(match['port'])}")
+
+
+def require_dask() -> None:
+    """Raise ``MissingDependencyError`` naming the ``dask`` extra when ``distributed`` is not
+    installed."""
+    try:
+        importlib.import_module("distributed")
+    except ImportError:
+        raise MissingDependencyError("distributed", "dask") from None
+
+
+@contextlib.contextmanager
+def dask_client(
+    executor: DaskExecutor,
+    *,
+    workers: int | None = None,
+    threads_per_worker: int = 1,
+    processes: bool = True,
+) -> Iterator[Client]:
+    """A client of ``executor``'s cluster while inside. A local cluster has ``workers``
+    processes (default: one per CPU this process may use; ``processes=False``: threads of this
+    process), each running ``threads_per_worker`` tasks at once, and is closed on leaving. A
+    scheduler that cannot be reached is a ``ConfigurationError`` naming its address."""
+    require_dask()
+    from distributed import Client, LocalCluster
+
+    if executor.address is not None:
+        try:
+            client = Client(executor.address, timeout=CONNECT_TIMEOUT, set_as_default=False)
+        except OSError as error:
+            raise ConfigurationError(
+                f"--executor {executor}: no Dask scheduler answered at {executor.address} "
+                f"({error}); start one with `dask scheduler` and its workers with `dask worker "
+                f"{executor.address}`"
+            ) from error
+        with client:
+            yield client
+        return
+    with sigint_held():  # the worker processes inherit Ctrl-C blocked: it is this process's
+        cluster = LocalCluster(
+            n_workers=workers or _cpu_count(),
+            threads_per_worker=threads_per_worker,
+            processes=processes,
+            dashboard_address=None,
+            # no dashboard; its HTTP server (health, metrics) on a free port, not 8787
+            scheduler_kwargs={"dashboard_address": ":0"},
+            # a worker's own failures come back with its tasks, said once by agentrig; Dask's
+            # logs of them (and of heartbeats cut by closing) would say them again
+            silence_logs=logging.CRITICAL,
+        )
+    with cluster, Client(cluster, set_as_default=False) as client:
+        yield client
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        return os.cpu_count() or 1

@@ -1,0 +1,93 @@
+"""A suite of scripted scenarios on a Dask cluster: one task per scenario, the results back
+here in the scenarios' order (the reports equal a local run's but for wall times).
+
+A worker that dies mid-scenario costs nothing: the scheduler runs its scenarios again on
+another worker, and each result is taken once. A scenario that kills every worker it lands on
+(``distributed.scheduler.allowed-failures`` times) fails alone, saying so. Ctrl-C cancels what
+has not finished.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from agentrig.harness.results import ScenarioResult, SuiteResult
+from agentrig.harness.runner import failed_result, run_scenario
+from agentrig.harness.scale.workers import ensure_plugins
+from agentrig.harness.scenarios.model import Scenario
+from agentrig.harness.suites.suite import Progress
+
+if TYPE_CHECKING:
+    from distributed import Client, Future
+
+__all__ = ["run_suite_on_dask"]
+
+WORKERS_KILLED = (
+    "the Dask workers running this scenario died {count} times (killed, out of memory, "
+    "os._exit or a crash in native code); run it alone with --executor local to find the cause"
+)
+
+
+def run_suite_on_dask(
+    client: Client,
+    scenarios: Sequence[Scenario],
+    *,
+    plugins: Sequence[str] = (),
+    progress: Progress | None = None,
+    use_async: bool = False,
+) -> SuiteResult:
+    """Run each of ``scenarios`` as one task of ``client``'s cluster, whose workers import
+    ``plugins`` first; ``progress`` hears each result as it comes (in any order), the result
+    has them in the scenarios' order."""
+    from distributed import as_completed
+
+    started = time.perf_counter()
+    run = secrets.token_hex(4)
+    futures = client.map(
+        _run_one,
+        scenarios,
+        plugins=tuple(plugins),
+        use_async=use_async,
+        key=[f"agentrig-scenario-{run}-{i}" for i in range(len(scenarios))],
+        pure=False,
+    )
+    position = {future.key: i for i, future in enumerate(futures)}
+    finished: dict[int, ScenarioResult] = {}
+    try:
+        # results fetched in batches as they finish, not one round trip each
+        done = as_completed(futures, loop=client.loop, with_results=True, raise_errors=False)
+        for future, outcome in done:
+            i = position[future.key]
+            finished[i] = _result_of(future, outcome, scenarios[i])
+            if progress is not None:
+                progress(finished[i])
+    except BaseException:  # Ctrl-C, or a worker that cannot import the plugins
+        client.cancel(futures)
+        raise
+    results = tuple(finished[i] for i in range(len(scenarios)))
+    return SuiteResult(scenarios=results, wall_time_s=time.perf_counter() - started)
+
+
+def _result_of(future: Future[ScenarioResult], outcome: Any, scenario: Scenario) -> ScenarioResult:
+    """The result ``future`` brought (``outcome``): a scenario's, or its error's
+    ``(type, error, traceback)``; a scenario whose workers kept dying fails alone."""
+    from dask import config
+    from distributed import KilledWorker
+
+    if future.status != "error":
+        result: ScenarioResult = outcome
+        return result
+    error = outcome[1]
+    if isinstance(error, KilledWorker):
+        count = config.get("distributed.scheduler.allowed-failures") + 1
+        return failed_result(scenario, WORKERS_KILLED.format(count=count))
+    raise error.with_traceback(outcome[2])
+
+
+def _run_one(scenario: Scenario, plugins: tuple[str, ...], use_async: bool) -> ScenarioResult:
+    """On a worker: run ``scenario`` after importing ``plugins``."""
+    ensure_plugins(plugins)
+    return run_scenario(scenario, use_async=use_async)

@@ -1,0 +1,26 @@
+"""Scale-out tests: a Dask cluster of this process's threads (quick to start), shared by the
+tests of a session; the agents and models live in ``scale_app.py`` beside this file and in
+``../live/refund_app.py``."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+for folder in (Path(__file__).parent, Path(__file__).parents[1] / "live"):
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+
+from distributed import Client  # noqa: E402
+
+from agentrig.harness.scale.cluster import DaskExecutor, dask_client  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Client]:
+    """Two workers without processes, eight task slots each."""
+    with dask_client(DaskExecutor(), workers=2, threads_per_worker=8, processes=False) as client:
+        yield client

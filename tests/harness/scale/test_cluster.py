@@ -1,0 +1,77 @@
+"""``--executor``: read, refused with the option named, and a scheduler that does not answer."""
+
+from __future__ import annotations
+
+import socket
+import sys
+
+import pytest
+
+from agentrig.errors import ConfigurationError, InvalidInputError, MissingDependencyError
+from agentrig.harness.scale import cluster as cluster_module
+from agentrig.harness.scale.cluster import DaskExecutor, dask_client, parse_executor, require_dask
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("local", None),
+        ("dask", DaskExecutor()),
+        ("dask://10.0.0.5:8786", DaskExecutor("tcp://10.0.0.5:8786")),
+        ("dask://scheduler.internal:8786", DaskExecutor("tcp://scheduler.internal:8786")),
+        ("dask://[::1]:8786", DaskExecutor("tcp://[::1]:8786")),
+    ],
+)
+def test_an_executor_is_read(text: str, expected: DaskExecutor | None) -> None:
+    assert parse_executor(text) == expected
+    if expected is not None:
+        assert str(expected) == text
+
+
+@pytest.mark.parametrize(
+    "text", ["ray", "dask:", "dask://host", "dask://host:0", "dask://host:70000", "tcp://h:1", ""]
+)
+def test_an_unknown_executor_is_refused_naming_the_option(text: str) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        parse_executor(text)
+    assert caught.value.field == "--executor"
+    assert "dask://HOST:PORT" in str(caught.value)
+
+
+def test_without_distributed_the_error_names_the_dask_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(MissingDependencyError, match=r"agentrig\[dask\]"):
+        require_dask()
+
+
+def test_a_scheduler_that_does_not_answer_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    monkeypatch.setattr(cluster_module, "CONNECT_TIMEOUT", 0.3)
+    with (
+        pytest.raises(
+            ConfigurationError, match=rf"no Dask scheduler answered at tcp://127.0.0.1:{port}"
+        ),
+        dask_client(parse_executor(f"dask://127.0.0.1:{port}")),
+    ):  # type: ignore[arg-type]
+        pass
+
+
+def test_the_front_door_names_what_its_modules_define() -> None:
+    import agentrig.harness.scale as scale
+
+    for name in scale.__all__:
+        assert getattr(scale, name).__module__.startswith("agentrig.harness.scale."), name
+    assert "distributed" not in _imported_by("import agentrig.harness.scale").split()
+
+
+def _imported_by(statement: str) -> str:
+    import subprocess
+
+    code = f"{statement}; import sys; print(' '.join(sorted(sys.modules)))"
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
