@@ -117,6 +117,8 @@ HARNESS_STAGES = {
     "suites": {"errors", "scenarios", "results", "runner"},
     "endpoint": {"errors", "scenarios", "checks", "cassettes", "results", "reporting", "suites"},
     "live": {"errors", "scenarios", "checks", "cassettes", "results", "live_results", "endpoint"},
+    "fuzz": {"errors", "scenarios", "results", "endpoint"},
+    "scale": {"errors", "scenarios", "cassettes", "results", "runner", "suites", "live"},
 }
 """What each harness subpackage may import from the rest of the harness: the stages before it."""
 
