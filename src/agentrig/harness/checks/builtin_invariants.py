@@ -22,6 +22,7 @@ from agentrig import (
     StopReason,
     TraceMode,
 )
+from agentrig._model import SCHEMA_VERSION, Serializable, json_text
 from agentrig._text import clipped
 from agentrig.drivers.tool_calling import CORRECTION_KEY
 from agentrig.events import (
@@ -498,9 +499,43 @@ class EarlierStatesUnchanged(Invariant):
 
     def check(self, observation: Observation) -> Iterable[str]:
         pairs = zip(observation.states[:-1], observation.snapshots[:-1], strict=True)
+        records: dict[int, tuple[StepExecution, object]] = {}
         for index, (state, snapshot) in enumerate(pairs, start=1):
-            if snapshot_of(state) != snapshot:
+            if _snapshot_now(state, records) != snapshot:
                 yield f"yielded state {index} of this execution changed after it was yielded"
+
+
+def _snapshot_now(state: AgentState, records: dict[int, tuple[StepExecution, object]]) -> str:
+    """``snapshot_of(state)`` as of now, serializing each completed step record once (by
+    identity, in ``records``) for all the states checked at this moment: the states of an
+    execution share their records, so serializing every state whole costs O(steps³)."""
+    execution = state.execution
+    own = (
+        type(state).to_dict is Serializable.to_dict and type(state).to_json is Serializable.to_json
+    )
+    if execution is None or not own:  # only the form of Serializable's own methods is rebuilt
+        return snapshot_of(state)
+    try:
+        data = {
+            "schema_version": SCHEMA_VERSION,
+            **state.model_dump(mode="json", exclude={"execution": {"step_executions"}}),
+        }
+        part = data["execution"]
+        items = []
+        for record in execution.step_executions:
+            known = records.get(id(record))
+            if known is None or known[0] is not record:
+                known = records[id(record)] = (record, record.model_dump(mode="json"))
+            items.append(known[1])
+        fields = type(execution).__pydantic_fields__
+        data["execution"] = {
+            name: items if name == "step_executions" else part[name]
+            for name in fields
+            if name == "step_executions" or name in part
+        }
+    except Exception:
+        return snapshot_of(state)  # words the failure as the snapshot did
+    return json_text(data)
 
 
 @register_invariant

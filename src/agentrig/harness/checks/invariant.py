@@ -22,7 +22,7 @@ from agentrig import (
     InferenceRequest,
     TraceMode,
 )
-from agentrig._model import json_text
+from agentrig._model import Serializable, json_text
 from agentrig.events import (
     AgentEvent,
 )
@@ -285,6 +285,8 @@ def serialize(state: AgentState) -> tuple[dict[str, Any] | None, str]:
     check compares against and the dict the round trip reads back."""
     try:
         data = state.to_dict()
+        if type(state).to_json is not Serializable.to_json:  # a subclass's own JSON form
+            return data, state.to_json()
         return data, json_text(data)
     except Exception as error:
         return None, f"<unserializable: {error}>"
