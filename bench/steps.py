@@ -79,19 +79,31 @@ def main() -> None:
     sizes, repeats = common.resolve(
         args, sizes=SIZES, quick_sizes=QUICK_SIZES, repeats=REPEATS, quick_repeats=QUICK_REPEATS
     )
+    info = common.machine()
     print("bench/steps.py: every invariant over one execution of N tool-calling steps")
-    print(common.machine_line(common.machine()))
+    print(common.machine_line(info))
     print(
         f"{'steps':>6} {'checked s':>10} {'unchecked s':>12} {'ratio':>7} {'checked ms/step':>16}"
     )
+    rows = []
     with tempfile.TemporaryDirectory(prefix="agentrig-steps-") as temp:
         folder = Path(temp)
         for steps in sizes:
             on = timed(folder, steps, checks=True, repeats=repeats)
             off = timed(folder, steps, checks=False, repeats=repeats)
-            print(
-                f"{steps:>6} {on:>10.3f} {off:>12.3f} {on / off:>6.1f}x {on / (steps + 1) * 1000:>16.2f}"
-            )
+            per_step = on / (steps + 1) * 1000
+            print(f"{steps:>6} {on:>10.3f} {off:>12.3f} {on / off:>6.1f}x {per_step:>16.2f}")
+            rows.append({"steps": steps, "checked_cpu_s": on, "unchecked_cpu_s": off})
+    common.save_json(
+        args.json,
+        {
+            "benchmark": "steps",
+            "command": common.command_line(),
+            "machine": info,
+            "repeats": repeats,
+            "runs": rows,
+        },
+    )
 
 
 if __name__ == "__main__":
