@@ -547,16 +547,21 @@ class Serializable:
     def from_json(cls, text: str | bytes) -> Self:
         """Restore an object from ``to_json()`` output (UTF-8 text; a key given twice in one
         object is an error, not silently resolved)."""
+        return cls._from_dict(*cls._json_body(text))
+
+    @classmethod
+    def _json_body(cls, text: str | bytes) -> tuple[Any, dict[str, Any] | None]:
+        """``text`` parsed, and the validation context ``from_json`` reads it with."""
         data, fast = _parse_json(cls.__name__, text)
         if not fast:
-            return cls._from_dict(data, None)
+            return data, None
         # Parsed JSON holds only JSON data, except for the NaN and Infinity tokens JSON itself
         # lacks: without them, the JSON fields need no second check.
         if isinstance(text, str):
             plain = "NaN" not in text and "Infinity" not in text
         else:
             plain = b"NaN" not in text and b"Infinity" not in text
-        return cls._from_dict(data, _PARSED_JSON if plain else None)
+        return data, _PARSED_JSON if plain else None
 
 
 def _parse_json(what: str, text: str | bytes) -> tuple[Any, bool]:

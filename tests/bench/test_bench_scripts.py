@@ -217,7 +217,16 @@ def test_endpoint_help() -> None:
         assert option in output
 
 
-@pytest.mark.parametrize("script", ["loop.py", "peers.py", "suite.py", "rounds.py"])
+def test_steps_quick(tmp_path: Path) -> None:
+    saved = tmp_path / "steps.json"
+    output = run_script(str(BENCH / "steps.py"), "--quick", "--json", str(saved))
+    assert "checked ms/step" in output
+    runs = json.loads(saved.read_text())["runs"]
+    assert [run["steps"] for run in runs] == [10, 25]
+    assert all(run["checked_cpu_s"] > 0 and run["unchecked_cpu_s"] > 0 for run in runs)
+
+
+@pytest.mark.parametrize("script", ["loop.py", "peers.py", "suite.py", "rounds.py", "steps.py"])
 def test_help(script: str) -> None:
     output = run_script(str(BENCH / script), "--help")
     for option in ("--quick", "--sizes", "--repeats", "--json"):

@@ -942,6 +942,38 @@ class TestSerializationRoundTrip:
         )
         assert "schema_version" in agent.of("serialization_round_trip")[0].message
 
+    def test_step_record_changed_after_it_was_read_back(self) -> None:
+        """A record read back once is not validated again while its serialized form is the
+        same, yet the state is still compared in full: a change its JSON does not show (a list
+        made a tuple) is caught in every later state."""
+
+        def pair(q: str) -> list[int]:
+            """Two numbers."""
+            return [1, 2]
+
+        def retype(context: HookContext) -> None:
+            if context.state.step_count() == 2:
+                execution = context.state.execution
+                assert execution is not None
+                first = execution.step_executions[0].step.tool_executions[0]
+                object.__setattr__(first, "value", (1, 2))  # the bug: in place, a tuple
+
+        agent = Agent(
+            [call("pair", q="a"), call("pair", q="b"), "done"],
+            tools=[pair],
+            hooks=[(retype, HookTrigger.BEFORE_STEP)],
+        )
+        agent.say("hi")
+        assert_violation(
+            agent,
+            "serialization_round_trip",
+            turn=1,
+            step=2,
+            contains="first difference at execution.step_executions[0].step.tool_executions[0]"
+            ".value (tuple vs list)",
+        )
+        assert [v.step for v in agent.of("serialization_round_trip")] == [2, 2, 3, 3]
+
 
 class TestEarlierStatesUnchanged:
     def test_hook_mutating_a_shared_message_in_place(self) -> None:

@@ -8,6 +8,7 @@ the ``description``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from agentrig import (
     AgentState,
@@ -17,9 +18,11 @@ from agentrig import (
     InvalidInputError,
     Message,
     Role,
+    StepExecution,
     StopReason,
     TraceMode,
 )
+from agentrig._model import SCHEMA_VERSION, Serializable, json_text
 from agentrig._text import clipped
 from agentrig.drivers.tool_calling import CORRECTION_KEY
 from agentrig.events import (
@@ -362,11 +365,19 @@ def _expected_status(state: AgentState) -> ExecutionStatus:
 class SerializationRoundTrip(Invariant):
     """from_dict(to_dict(s)) == s and from_json(to_json(s)) == s for every state."""
 
+    def __init__(self) -> None:
+        self._read = _ReadRecords()
+
     def check(self, observation: Observation) -> Iterable[str]:
         state = observation.state
+        if len(observation.states) == 1:
+            self._read.clear()  # a new execution
+        data = observation.serialized
         try:
-            via_dict = AgentState.from_dict(state.to_dict())
-            via_json = AgentState.from_json(observation.snapshots[-1])
+            via_dict = self._read.read_back(state, state.to_dict() if data is None else data, None)
+            via_json = self._read.read_back(
+                state, *AgentState._json_body(observation.snapshots[-1])
+            )
         except InvalidInputError as error:
             yield f"the state does not read back: {error}"
             return
@@ -378,6 +389,75 @@ class SerializationRoundTrip(Invariant):
             yield "from_json(to_json(state)) differs from the state: " + _first_difference(
                 state, via_json
             )
+
+
+_Known = tuple[StepExecution, object, StepExecution]
+
+
+class _ReadRecords:
+    """``AgentState._from_dict`` that validates each completed step record once per execution.
+
+    A state holds every completed step record of its execution, the very objects of the state
+    before it (each with the messages its step sent), so reading back every state validates
+    the same records again and again: O(steps²) per state. Validation is a function of the data
+    and the context, so a record whose serialized form equals (``==``) the one read back
+    before, with the same context, reads back equal to what it read back then: that earlier
+    result is put in the data in its place (validation keeps a record instance as it is). The
+    read-back state is still compared with the state in full, so a record changed since is
+    caught as before.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[int, int], _Known] = {}
+
+    def clear(self) -> None:
+        """Forget the records read so far."""
+        self._known.clear()
+
+    def read_back(self, state: AgentState, data: Any, context: dict[str, Any] | None) -> AgentState:
+        """``AgentState._from_dict(data, context)``, ``data`` being ``state`` serialized."""
+        records, items = _records(state, data)
+        key = id(context)
+        if records:
+            data = _substituted(
+                data, items, [self._known.get((key, id(r))) for r in records], records
+            )
+        result = AgentState._from_dict(data, context)
+        read = result.execution.step_executions if result.execution is not None else ()
+        if len(read) == len(records):
+            for record, item, back in zip(records, items, read, strict=True):
+                self._known.setdefault((key, id(record)), (record, item, back))
+        return result
+
+
+def _records(state: AgentState, data: Any) -> tuple[tuple[StepExecution, ...], list[Any]]:
+    """The completed step records of ``state`` and their items in ``data`` (none when the data
+    does not hold one item per record)."""
+    execution = state.execution
+    part = data.get("execution") if isinstance(data, dict) else None
+    items = part.get("step_executions") if isinstance(part, dict) else None
+    if execution is None or not isinstance(items, list):
+        return (), []
+    records = execution.step_executions.to_tuple()
+    return (records, items) if len(records) == len(items) else ((), [])
+
+
+def _substituted(
+    data: dict[str, Any],
+    items: list[Any],
+    known: list[_Known | None],
+    records: tuple[StepExecution, ...],
+) -> dict[str, Any]:
+    """``data`` with each item read back before replaced by what it read back as (a copy)."""
+    kept = list(items)
+    changed = False
+    for index, (record, entry) in enumerate(zip(records, known, strict=True)):
+        if entry is not None and entry[0] is record and entry[1] == items[index]:
+            kept[index] = entry[2]
+            changed = True
+    if not changed:
+        return data
+    return {**data, "execution": {**data["execution"], "step_executions": kept}}
 
 
 def _first_difference(expected: AgentState, actual: AgentState) -> str:
@@ -419,9 +499,43 @@ class EarlierStatesUnchanged(Invariant):
 
     def check(self, observation: Observation) -> Iterable[str]:
         pairs = zip(observation.states[:-1], observation.snapshots[:-1], strict=True)
+        records: dict[int, tuple[StepExecution, object]] = {}
         for index, (state, snapshot) in enumerate(pairs, start=1):
-            if snapshot_of(state) != snapshot:
+            if _snapshot_now(state, records) != snapshot:
                 yield f"yielded state {index} of this execution changed after it was yielded"
+
+
+def _snapshot_now(state: AgentState, records: dict[int, tuple[StepExecution, object]]) -> str:
+    """``snapshot_of(state)`` as of now, serializing each completed step record once (by
+    identity, in ``records``) for all the states checked at this moment: the states of an
+    execution share their records, so serializing every state whole costs O(steps³)."""
+    execution = state.execution
+    own = (
+        type(state).to_dict is Serializable.to_dict and type(state).to_json is Serializable.to_json
+    )
+    if execution is None or not own:  # only the form of Serializable's own methods is rebuilt
+        return snapshot_of(state)
+    try:
+        data = {
+            "schema_version": SCHEMA_VERSION,
+            **state.model_dump(mode="json", exclude={"execution": {"step_executions"}}),
+        }
+        part = data["execution"]
+        items = []
+        for record in execution.step_executions:
+            known = records.get(id(record))
+            if known is None or known[0] is not record:
+                known = records[id(record)] = (record, record.model_dump(mode="json"))
+            items.append(known[1])
+        fields = type(execution).__pydantic_fields__
+        data["execution"] = {
+            name: items if name == "step_executions" else part[name]
+            for name in fields
+            if name == "step_executions" or name in part
+        }
+    except Exception:
+        return snapshot_of(state)  # words the failure as the snapshot did
+    return json_text(data)
 
 
 @register_invariant

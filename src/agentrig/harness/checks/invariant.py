@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from difflib import get_close_matches
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from agentrig import (
     AgentState,
@@ -22,6 +22,7 @@ from agentrig import (
     InferenceRequest,
     TraceMode,
 )
+from agentrig._model import Serializable, json_text
 from agentrig.events import (
     AgentEvent,
 )
@@ -60,6 +61,10 @@ class Observation:
     foreseen: Mapping[int, tuple[AgentState, InferenceRequest | None]] = field(default_factory=dict)
     """``next_request`` of each state, asked while the loop waited at it, by ``id(state)``
     (see ``InvariantChecker.foresee``)."""
+    serialized: dict[str, Any] | None = None
+    """``state.to_dict()`` as taken with the last snapshot (the snapshot is its JSON text),
+    when the checker was given it: checks that need the dict read it instead of serializing
+    the state again. None when the state did not serialize or no dict was given."""
 
     def request_after(self, state: AgentState) -> InferenceRequest | None:
         """What the step from ``state`` sent or will send: ``next_request(state)`` as asked
@@ -214,20 +219,29 @@ class InvariantChecker:
         self.events.append(event)
 
     def observe(
-        self, state: AgentState, *, is_final: bool, snapshot: str | None = None
+        self,
+        state: AgentState,
+        *,
+        is_final: bool,
+        snapshot: str | None = None,
+        serialized: dict[str, Any] | None = None,
     ) -> list[Violation]:
         """Check ``state``; returns the new violations.
 
         ``snapshot`` is ``snapshot_of(state)`` taken when the state was yielded; pass it when
         checking a state later (after the loop went on), so that ``earlier_states_unchanged``
-        also catches a mutation made by the very next step.
+        also catches a mutation made by the very next step. ``serialized`` is the
+        ``state.to_dict()`` that snapshot was written from (``serialize(state)`` gives both),
+        so that the round trip does not serialize the state a second time.
         """
         if self._initial is None:
             raise InvariantError("InvariantChecker.observe() called before begin()")
         if not is_final:
             self.foresee(state)
+        if snapshot is None:
+            serialized, snapshot = serialize(state)
         self._states.append(state)
-        self._snapshots.append(snapshot if snapshot is not None else snapshot_of(state))
+        self._snapshots.append(snapshot)
         observation = Observation(
             turn=self._turn,
             state=state,
@@ -240,6 +254,7 @@ class InvariantChecker:
             budget=self.budget,
             next_request=self.next_request,
             foreseen=self._foreseen,
+            serialized=serialized,
         )
         found: list[Violation] = []
         for invariant in self.invariants:
@@ -264,12 +279,22 @@ def _run(invariant: Invariant, observation: Observation) -> Iterator[str]:
         yield f"the check itself raised {type(error).__name__}: {error}"
 
 
-def snapshot_of(state: AgentState) -> str:
-    """The serialized form the immutability check compares against."""
+def serialize(state: AgentState) -> tuple[dict[str, Any] | None, str]:
+    """``state.to_dict()`` and its JSON text, ``state.to_json()``, from one serialization
+    (None and a marker text when the state does not serialize): the snapshot the immutability
+    check compares against and the dict the round trip reads back."""
     try:
-        return state.to_json()
+        data = state.to_dict()
+        if type(state).to_json is not Serializable.to_json:  # a subclass's own JSON form
+            return data, state.to_json()
+        return data, json_text(data)
     except Exception as error:
-        return f"<unserializable: {error}>"
+        return None, f"<unserializable: {error}>"
+
+
+def snapshot_of(state: AgentState) -> str:
+    """The serialized form the immutability check compares against (``state.to_json()``)."""
+    return serialize(state)[1]
 
 
 __all__ = [
@@ -280,6 +305,7 @@ __all__ = [
     "invariant_names",
     "register_invariant",
     "select_invariants",
+    "serialize",
     "snapshot_of",
     "unregister_invariant",
 ]

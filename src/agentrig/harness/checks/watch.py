@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentrig import AgentLoop, AgentState, InferenceRequest
-from agentrig.harness.checks.invariant import Invariant, InvariantChecker, snapshot_of
+from agentrig.harness.checks.invariant import Invariant, InvariantChecker, serialize
 from agentrig.harness.scenarios.agent_factory import ScenarioAgent
 
 __all__ = ["CheckedRun", "is_terminal", "run_checked", "watch"]
@@ -70,6 +71,7 @@ def run_checked(
     checker.begin(number, state)
     run = CheckedRun()
     snapshot = ""
+    serialized: dict[str, Any] | None = None
     iterator = loop.iterate(state) if states is None else states
     try:
         while limit is None or len(run.states) < limit:
@@ -81,9 +83,11 @@ def run_checked(
                 run.error = error
                 return run
             if run.states:
-                checker.observe(run.states[-1], is_final=False, snapshot=snapshot)
+                checker.observe(
+                    run.states[-1], is_final=False, snapshot=snapshot, serialized=serialized
+                )
             run.states.append(item)
-            snapshot = snapshot_of(item)
+            serialized, snapshot = serialize(item)
             if not is_terminal(item):
                 checker.foresee(item)  # while the loop waits here, as the next step will find it
     finally:
@@ -92,5 +96,5 @@ def run_checked(
             close()  # a generator cut at the limit: leave the execution where it is
     if run.states:
         last = run.states[-1]
-        checker.observe(last, is_final=is_terminal(last), snapshot=snapshot)
+        checker.observe(last, is_final=is_terminal(last), snapshot=snapshot, serialized=serialized)
     return run
