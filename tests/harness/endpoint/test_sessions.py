@@ -87,6 +87,47 @@ def test_a_multi_turn_conversation_plays_each_turns_script(
     assert len({id(message) for message in kept}) == 7
 
 
+TWO_ROUNDS = """\
+name: two-rounds
+agent: {system_prompt: You answer weather questions.}
+turns:
+  - user: Weather in Paris and Oslo?
+    model:
+      - call: get_weather(city=Paris)
+      - call: get_weather(city=Oslo)
+      - say: Sunny in both.
+    expect:
+      model_calls: 3
+      tool_results: [{content: sunny in Paris}, {content: sunny in Oslo}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("expected", "passes"),
+    [
+        ("[{content: sunny in Paris}, {content: sunny in Oslo}]", True),
+        ("[{content: sunny in Paris}, {content: sunny in Paris}, {content: sunny in Oslo}]", False),
+    ],
+)
+def test_a_tool_result_resent_with_the_history_counts_once(
+    write_scenario: Callable[[str], Path], expected: str, passes: bool
+) -> None:
+    # The second and third requests both carry the Paris result: it was returned once.
+    text = TWO_ROUNDS.replace("[{content: sunny in Paris}, {content: sunny in Oslo}]", expected)
+    handle = EndpointHandle(write_scenario(text))
+    messages = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Weather in Paris and Oslo?"},
+    ]
+    assert chat_agent(_client(handle), messages) == "Sunny in both."
+    failures = [f.message for f in handle.result().failures]
+    assert (
+        failures == []
+        if passes
+        else ["turn 1: expectation tool_results: 2 tool result(s) were returned, 3 expected"]
+    ), failures
+
+
 def test_a_turn_never_reached_and_unused_replies_fail(
     write_scenario: Callable[[str], Path],
 ) -> None:

@@ -123,7 +123,15 @@ class Exchange:
     @property
     def answered(self) -> bool:
         """Whether the agent received a complete scripted answer."""
-        return self.plan.answer is not None and self.plan.fault is None and self.received
+        return self.received_answer is not None
+
+    @property
+    def received_answer(self) -> WireAnswer | None:
+        """The scripted answer the agent received complete; None for none (an error, a fault,
+        a reply the client gave up on): only this counts as a model call of the agent's."""
+        if self.plan.fault is None and self.received:
+            return self.plan.answer
+        return None
 
     @property
     def awaited(self) -> bool:
@@ -858,12 +866,12 @@ def _sent_results(exchanges: list[Exchange]) -> Iterator[SentResult]:
                 result.content,
                 result.is_error,
             )
-        if exchange.answered and exchange.plan.answer is not None:
-            calls.update((call.id, call) for call in exchange.plan.answer.tool_calls)
+        if (answer := exchange.received_answer) is not None:
+            calls.update((call.id, call) for call in answer.tool_calls)
 
 
 def _observed(exchanges: list[Exchange]) -> ObservedTurn:
-    answers = [e.plan.answer for e in exchanges if e.answered and e.plan.answer is not None]
+    answers = [a for e in exchanges if (a := e.received_answer) is not None]
     tool_calls = [call for answer in answers for call in answer.tool_calls]
     calls = [Call(call.name, dict(call.arguments)) for call in tool_calls]
     names = {call.id: call.name for call in tool_calls}
@@ -888,8 +896,8 @@ def _turn_result(
 ) -> TurnResult:
     total = Usage()
     for exchange in exchanges:
-        if exchange.answered and exchange.plan.answer is not None:
-            total = total + exchange.plan.answer.usage
+        if (answer := exchange.received_answer) is not None:
+            total = total + answer.usage
     observed = _observed(exchanges)
     return TurnResult(
         index=index,
