@@ -527,3 +527,37 @@ def test_each_live_trial_header_is_a_session_of_its_own_with_its_own_mixture_dra
         extra_headers={"x-agentrig-trial": "refund/trial-3.0"},
     )
     assert again.choices[0].message.content == answers[3]
+
+
+def test_what_a_failing_session_reports_names_each_place(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    # The agent answers the tool call with "cloudy", then asks twice more, past the script.
+    path = write_scenario(WEATHER)
+    handle = EndpointHandle(path)
+    raw = RawChatAgent(handle)
+    messages = first_turn()
+    answer = raw.post(messages)
+    call_id = answer.json()["choices"][0]["message"]["tool_calls"][0]["id"]
+    messages += [
+        assistant_of(answer),
+        {"role": "tool", "tool_call_id": call_id, "content": "cloudy"},
+    ]
+    messages.append(assistant_of(raw.post(messages)))
+    for _ in range(2):
+        assert raw.post(messages).status_code == 400
+    result = handle.result()
+
+    assert result.session == handle.api_key  # a session without a name is known by its key
+    overrun = next(o for o in result.invariants if o.name == "script_not_exceeded")
+    assert (overrun.checks, overrun.failures) == (4, 2)  # each request is one check
+    [expectation] = [f for f in result.failures if f.kind == "expectation"]
+    assert expectation.message == "turn 1: expect.tool_results[0]: tool result 1: content differs"
+    assert expectation.location == f"{path}:14"  # the line of `tool_results:`
+    roles = [(e.kind, e.role) for e in result.transcript if e.turn == 1]
+    assert roles[:4] == [
+        ("user", "user"),
+        ("tool_call", "assistant"),
+        ("tool_result", "tool"),
+        ("assistant", "assistant"),
+    ]
