@@ -355,7 +355,6 @@ class EndpointSession:
             fault = drawn_fault(network, self.scenario.name, self.key, number)
         if fault is not None:
             plan = _fault_plan(str(number), fault, 0.0, "agent.network's drawn fault")
-            plan.shared = False
         elif self.replies is not None and in_script:
             plan = self._from_function(self.replies, number, turn, request)
         else:
@@ -957,7 +956,7 @@ def _entry_of(turn: int, step: int, message: Message) -> TranscriptEntry:
         return TranscriptEntry.of_tool_result(turn, step, message.tool_result)
     if message.role is Role.USER:
         return TranscriptEntry(turn=turn, step=None, kind="user", role="user", text=message.content)
-    if message.role is Role.ASSISTANT and message.tool_calls:
+    if message.role is Role.ASSISTANT:
         text = message.content or ", ".join(str(c) for c in message.tool_calls)
         return TranscriptEntry(turn=turn, step=step, kind="assistant", role="assistant", text=text)
     return TranscriptEntry(
