@@ -65,6 +65,24 @@ def test_a_reply_function_answers_the_openai_and_anthropic_sdks(
     handle.check()
 
 
+def test_a_reply_function_reads_the_system_prompt_sent(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    systems: list[str | None] = []
+
+    def model(request: ReplyRequest) -> ModelReply | dict[str, object] | str:
+        systems.append(request.system)
+        return weather_model(request)
+
+    handle = EndpointHandle(write_scenario(UNSCRIPTED), replies=model)
+    messages = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Weather in Paris?"},
+    ]
+    chat_agent(openai_client(handle), messages)
+    assert systems == [SYSTEM, SYSTEM]
+
+
 def test_what_the_function_answers_is_checked_as_a_script_is(
     write_scenario: Callable[[str], Path],
 ) -> None:

@@ -386,7 +386,11 @@ class EndpointSession:
                 f"request {number}: the reply function failed: {type(error).__name__}: {error}"
             )
             self._fail("script", message, ("turns", turn - 1), turn=turn)
-            return Plan(str(number), status=500, error=f"agentrig endpoint: {message}")
+            return Plan(
+                str(number),  # pragma: no mutate (an error's id is never sent: answers' are)
+                status=500,
+                error=f"agentrig endpoint: {message}",
+            )
         self._cursor[turn] = self._cursor.get(turn, 0) + 1
         plan = _plan_reply(reply, str(number), turn, request.seals_reasoning)
         plan.shared = False
