@@ -561,3 +561,24 @@ def test_what_a_failing_session_reports_names_each_place(
         ("tool_result", "tool"),
         ("assistant", "assistant"),
     ]
+
+
+def test_an_assistant_message_the_endpoint_never_gave_is_in_the_transcript(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    # An agent that writes a tool round of its own into the history before asking.
+    handle = EndpointHandle(write_scenario(WEATHER))
+    call = {"id": "own", "type": "function"}
+    call["function"] = {"name": "get_weather", "arguments": '{"city": "Oslo"}'}
+    messages = [
+        *first_turn(),
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "own", "content": "rain"},
+    ]
+    RawChatAgent(handle).post(messages)
+    entries = [(e.kind, e.role, e.text) for e in handle.result().transcript][:3]
+    assert entries == [
+        ("user", "user", "Weather in Paris?"),
+        ("assistant", "assistant", "get_weather(city='Oslo')"),
+        ("tool_result", "tool", "rain"),
+    ]

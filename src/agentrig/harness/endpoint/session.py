@@ -187,7 +187,6 @@ class EndpointSession:
     request it answers must carry (``history_grows``): a stateless role asks fresh questions."""
     _branches: dict[int, int] = field(default_factory=dict)
     """Per ``mixture`` turn played so far: the branch this session plays."""
-    _overruns: dict[int, int] = field(default_factory=dict)
     _requests_checked: int = 0
     """Requests the per-request checks checked (each selected one checks every such request)."""
     _script_checked: int = 0
@@ -341,7 +340,8 @@ class EndpointSession:
         reply = auto_reply(
             request.tools, used, f"{seed}" if seed is not None else f"{self.scenario.name}/{turn}"
         )
-        return _plan_reply(reply, str(number), turn, request.seals_reasoning)
+        # An auto reply has no reasoning to seal.
+        return _plan_reply(reply, str(number), turn, request.seals_reasoning)  # pragma: no mutate
 
     def _decide(self, number: int, turn: int, request: WireRequest) -> tuple[Plan, int | None]:
         """The answer to ``request`` (its conversation and system prompt in context): a fault
@@ -398,7 +398,6 @@ class EndpointSession:
 
     def _overrun(self, number: int, turn: int, scripted: int) -> Plan:
         """The answer to a request that came after its turn's script was used up."""
-        self._overruns[turn] = self._overruns.get(turn, 0) + 1
         message = (
             f"turn {turn}: request {number} came after the script was used up (the turn "
             f"scripts {counted(scripted, 'reply')}); add a reply or check why the agent did not stop"
