@@ -582,3 +582,15 @@ def test_an_assistant_message_the_endpoint_never_gave_is_in_the_transcript(
         ("assistant", "assistant", "get_weather(city='Oslo')"),
         ("tool_result", "tool", "rain"),
     ]
+
+
+def test_a_request_past_the_scenarios_turns_is_refused_with_http_400(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    handle = EndpointHandle(write_scenario(WEATHER))
+    messages = [*first_turn(), {"role": "user", "content": "And in Oslo?"}]
+    response = RawChatAgent(handle).post(messages)
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == (
+        "agentrig endpoint: request 1 carries 2 user messages, but the scenario has 1 turn(s)"
+    )

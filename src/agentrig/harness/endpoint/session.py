@@ -410,7 +410,11 @@ class EndpointSession:
             number,
             self._script_path(turn),
         )
-        return Plan(str(number), status=400, error=f"agentrig endpoint: {message}")
+        return Plan(
+            str(number),  # pragma: no mutate (an error's id is never sent: answers' are)
+            status=400,
+            error=f"agentrig endpoint: {message}",
+        )
 
     def _branch(self, turn: int) -> int:
         """The ``mixture`` branch this session plays in ``turn`` (drawn once, from its key)."""
