@@ -233,6 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = Path.cwd()
     if not (root / "pyproject.toml").is_file():
         parser.error("run from the repository root (where pyproject.toml is)")
+    if options.sample is not None and options.sample < 1:
+        parser.error(f"--sample: must be a whole number >= 1, got {options.sample}")
     if not options.no_run:
         names = (
             []

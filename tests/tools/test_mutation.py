@@ -125,3 +125,13 @@ def test_a_sample_is_drawn_per_module_and_repeatable() -> None:
     assert all(name.startswith("pkg.a.x_f__mutmut_") for name in drawn[:5])
     assert mutation.sample(names, 5, seed=1) == drawn
     assert mutation.sample(names, 5, seed=2) != drawn
+
+
+def test_a_sample_of_none_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    (tmp_path / "pyproject.toml").write_text("", "utf-8")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit):
+        mutation.main(["--sample", "0"])
+    assert "--sample: must be a whole number >= 1, got 0" in capsys.readouterr().err
