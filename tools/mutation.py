@@ -5,6 +5,7 @@ Usage (from the repository root, with the ``mutation`` extra installed)::
     python tools/mutation.py                 # mutmut run, then the scores
     python tools/mutation.py --no-run        # the scores of the last run
     python tools/mutation.py --survivors     # ... and the diff of every surviving mutant
+    python tools/mutation.py --sample 40     # 40 mutants of each module, drawn with a seed
 
 The modules and the tests are configured in ``[tool.mutmut]`` of ``pyproject.toml``; mutmut
 works in ``mutants/`` (a copy of the sources, reused by the next run). A run takes minutes to
@@ -21,6 +22,7 @@ import argparse
 import ast
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -43,7 +45,7 @@ class ModuleScore:
     killed: list[str] = field(default_factory=list)
     survived: list[str] = field(default_factory=list)
     untested: list[str] = field(default_factory=list)
-    other: list[str] = field(default_factory=list)  # skipped, suspicious, not checked
+    other: list[str] = field(default_factory=list)  # skipped, suspicious
     text_only: set[str] = field(default_factory=set)
 
     def score(self, *, ignore_text: bool = False) -> float | None:
@@ -108,7 +110,8 @@ def scores(root: Path, read_sources: SourceReader | None = None) -> list[ModuleS
     for meta in sorted((root / "mutants").rglob("*.py.meta")):
         path = str(meta.relative_to(root / "mutants"))[: -len(".meta")]
         outcome = ModuleScore(path)
-        exit_codes: dict[str, int | None] = json.loads(meta.read_text("utf-8"))["exit_code_by_key"]
+        every: dict[str, int | None] = json.loads(meta.read_text("utf-8"))["exit_code_by_key"]
+        exit_codes = {name: code for name, code in every.items() if code is not None}  # not run
         for name, code in exit_codes.items():
             if code in KILLED:
                 outcome.killed.append(name)
@@ -178,12 +181,38 @@ def table(results: Sequence[ModuleScore]) -> str:
     return "\n".join(lines)
 
 
-def run_mutmut(max_children: int | None) -> int:
-    """``mutmut run``, with Ctrl-C at its default even when started from a background job (the
-    suite's Ctrl-C tests need it)."""
+def sample(names_by_module: dict[str, Sequence[str]], size: int, seed: int) -> list[str]:
+    """``size`` mutant names of each module (all of a module with fewer), drawn with ``seed``:
+    mutmut's full names (``pkg.mod.x_f__mutmut_3``) from each module path (``src/pkg/mod.py``)
+    and its mutants' names within the module."""
+    chosen = []
+    for path, names in sorted(names_by_module.items()):
+        module = path.removesuffix(".py").removeprefix("src/").replace("/", ".")
+        drawn = random.Random(f"{seed}:{path}").sample(sorted(names), min(size, len(names)))
+        chosen += [f"{module}.{name}" for name in sorted(drawn)]
+    return chosen
+
+
+def _mutant_names(root: Path) -> dict[str, Sequence[str]]:
+    """The names of the mutants mutmut makes of each module in ``only_mutate``."""
+    import tomllib
+
+    from mutmut.mutation.file_mutation import mutate_file_contents
+
+    config = tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["tool"]["mutmut"]
+    return {
+        path: mutate_file_contents(path, (root / path).read_text("utf-8")).mutant_names
+        for path in config["only_mutate"]
+    }
+
+
+def run_mutmut(max_children: int | None, names: Sequence[str] = ()) -> int:
+    """``mutmut run`` (of ``names`` only, if any), with Ctrl-C at its default even when started
+    from a background job (the suite's Ctrl-C tests need it)."""
     command = [sys.executable, "-m", "mutmut", "run"]
     if max_children is not None:
         command += ["--max-children", str(max_children)]
+    command += names
 
     def default_ctrl_c() -> None:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -198,12 +227,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-children", type=int, help="mutmut's parallel workers")
     parser.add_argument("--survivors", action="store_true", help="print each survivor's diff")
     parser.add_argument("--json", type=Path, help="also write the scores to this file")
+    parser.add_argument("--sample", type=int, help="run only this many mutants of each module")
+    parser.add_argument("--seed", type=int, default=0, help="which sample (default 0)")
     options = parser.parse_args(argv)
     root = Path.cwd()
     if not (root / "pyproject.toml").is_file():
         parser.error("run from the repository root (where pyproject.toml is)")
+    if options.sample is not None and options.sample < 1:
+        parser.error(f"--sample: must be a whole number >= 1, got {options.sample}")
     if not options.no_run:
-        code = run_mutmut(options.max_children)
+        names = (
+            []
+            if options.sample is None
+            else sample(_mutant_names(root), options.sample, options.seed)
+        )
+        code = run_mutmut(options.max_children, names)
         if code != 0:
             print(f"mutmut run exited with {code}", file=sys.stderr)
             return code

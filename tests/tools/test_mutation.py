@@ -67,6 +67,7 @@ def write_run(root: Path) -> None:
     meta.parent.mkdir(parents=True)
     codes = {"pkg.mod.x_f__mutmut_1": 1, "pkg.mod.x_f__mutmut_2": 0}
     codes |= {"pkg.mod.x_f__mutmut_3": 0, "pkg.mod.x_f__mutmut_4": 33, "pkg.mod.x_f__mutmut_5": 34}
+    codes |= {"pkg.mod.x_f__mutmut_6": None}  # left out of a sample: not run
     meta.write_text(json.dumps({"exit_code_by_key": codes}), "utf-8")
 
 
@@ -111,3 +112,26 @@ def test_the_json_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert data["src/pkg/mod.py"]["survived"] == ["pkg.mod.x_f__mutmut_2", "pkg.mod.x_f__mutmut_3"]
     assert data["src/pkg/mod.py"]["message_text_only"] == ["pkg.mod.x_f__mutmut_2"]
     assert data["src/pkg/mod.py"]["score_without_message_text"] == pytest.approx(1 / 3)
+
+
+def test_a_sample_is_drawn_per_module_and_repeatable() -> None:
+    names = {
+        "src/pkg/a.py": [f"x_f__mutmut_{i}" for i in range(1, 51)],
+        "src/pkg/b.py": ["x_g__mutmut_1"],
+    }
+    drawn = mutation.sample(names, 5, seed=1)
+    assert len(drawn) == 6  # five of a, the only one of b
+    assert drawn[-1] == "pkg.b.x_g__mutmut_1"
+    assert all(name.startswith("pkg.a.x_f__mutmut_") for name in drawn[:5])
+    assert mutation.sample(names, 5, seed=1) == drawn
+    assert mutation.sample(names, 5, seed=2) != drawn
+
+
+def test_a_sample_of_none_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    (tmp_path / "pyproject.toml").write_text("", "utf-8")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit):
+        mutation.main(["--sample", "0"])
+    assert "--sample: must be a whole number >= 1, got 0" in capsys.readouterr().err

@@ -249,10 +249,12 @@ CORRECT_RUNS: dict[str, Callable[[], Agent]] = {
 }
 
 
-@functools.cache
-def correct_run(name: str) -> Agent:
-    """Each correct run once per session (runs are only read afterwards)."""
-    return CORRECT_RUNS[name]()
+@pytest.fixture(scope="module")
+def correct_run() -> Callable[[str], Agent]:
+    """Each correct run once per module (runs are only read afterwards): a fixture, not a
+    module-level cache, so that a mutation run (which forks each mutant from a process that
+    ran the tests once) plays the runs again with the mutant."""
+    return functools.cache(lambda name: CORRECT_RUNS[name]())
 
 
 class TestCorrectRuns:
@@ -261,14 +263,16 @@ class TestCorrectRuns:
         assert invariant_names()[: len(BUILT_INS)] == BUILT_INS
 
     @pytest.mark.parametrize("run", list(CORRECT_RUNS))
-    def test_no_violation(self, run: str) -> None:
+    def test_no_violation(self, run: str, correct_run: Callable[[str], Agent]) -> None:
         agent = correct_run(run)
         assert [str(v) for v in agent.violations] == []
         assert all(agent.checker.checks[name] > 0 for name in BUILT_INS)
         assert all(count == 0 for count in agent.checker.failures.values())
 
     @pytest.mark.parametrize("name", BUILT_INS)
-    def test_each_invariant_holds_on_every_correct_run(self, name: str) -> None:
+    def test_each_invariant_holds_on_every_correct_run(
+        self, name: str, correct_run: Callable[[str], Agent]
+    ) -> None:
         for run in CORRECT_RUNS:
             agent = correct_run(run)
             assert agent.of(name) == [], f"{run}: {agent.of(name)}"
@@ -623,6 +627,18 @@ class TestBudgetRespected:
             turn=1,
             step=2,
             contains="step 2 started after the cost limit was reached (0.5/0.25)",
+        )
+
+    def test_the_cost_of_every_step_so_far_counts(self) -> None:
+        turns = [Turn(calls=call("lookup", q=q).calls, usage=Usage(cost=0.2)) for q in "ab"]
+        agent = Agent([*turns, "done"], budget=ExecutionBudget(max_cost=0.25))
+        agent.say("no guards installed")
+        assert_violation(
+            agent,
+            "budget_respected",
+            turn=1,
+            step=3,
+            contains="step 3 started after the cost limit was reached (0.4/0.25)",
         )
 
     def test_step_started_after_max_seconds(self) -> None:
@@ -1378,7 +1394,10 @@ class TestEventSequence:
     @pytest.mark.parametrize(
         ("dropped", "expected"),
         [
-            (AgentExecutionCompleted, "expected AgentExecutionCompleted"),
+            (
+                AgentExecutionCompleted,
+                "the last event is AgentExecutionStopped, expected AgentExecutionCompleted",
+            ),
             (AgentExecutionStopped, "0 AgentExecutionStopped events, expected 1"),
         ],
     )

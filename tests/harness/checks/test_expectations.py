@@ -466,3 +466,55 @@ def test_a_backtracking_regex_fails_its_check_instead_of_hanging(
     assert (mismatch.field, mismatch.path) == ("final_response", ("final_response", "regex"))
     assert "regex '(a+)+$' gave up after" in mismatch.message
     assert "5,001-character final response" in mismatch.message
+
+
+class TestToolResults:
+    RETURNED = [
+        {"tool": "get_weather", "content": "sunny, 21C", "is_error": False},
+        {
+            "tool": "get_weather",
+            "content": "Error in tool call: service unavailable",
+            "is_error": True,
+        },
+    ]
+
+    def test_results_as_returned_pass(self, failed: AgentState) -> None:
+        results = [
+            {"tool": "get_weather", "content": "sunny, 21C", "is_error": False},
+            {"tool": "get_weather", "contains": "unavailable", "is_error": True},
+        ]
+        assert check_expectation(expect(tool_results=results), failed) == []
+
+    def test_a_count_that_differs_shows_every_result(self, failed: AgentState) -> None:
+        mismatch = only(expect(tool_results=[{"tool": "get_weather"}]), failed)
+        assert mismatch == Mismatch(
+            "tool_results",
+            "2 tool result(s) were returned, 1 expected",
+            [{"tool": "get_weather"}],
+            self.RETURNED,
+        )
+        assert mismatch.path == ("tool_results",)
+
+    @pytest.mark.parametrize(
+        ("index", "spec", "problem"),
+        [
+            (0, {"tool": "lookup"}, "answers get_weather, not lookup"),
+            (0, {"content": "sunny"}, "content differs"),
+            (1, {"contains": "rain"}, "does not contain 'rain'"),
+            (0, {"is_error": True}, "is not an error"),
+            (1, {"is_error": False}, "is an error"),
+        ],
+    )
+    def test_each_result_is_held_to_its_own_spec(
+        self, failed: AgentState, index: int, spec: dict[str, Any], problem: str
+    ) -> None:
+        results: list[dict[str, Any]] = [{}, {}]
+        results[index] = spec
+        mismatch = only(expect(tool_results=results), failed)
+        assert mismatch == Mismatch(
+            f"tool_results[{index}]",
+            f"tool result {index + 1}: {problem}",
+            spec,
+            self.RETURNED[index],
+        )
+        assert mismatch.path == ("tool_results", index)

@@ -39,8 +39,8 @@ TOOLS: list[Any] = [
 ]
 
 
-def _scenario(**turn: Any) -> Scenario:
-    return Scenario(name="smoke", turns=(ScenarioTurn(user="Hi", model="auto", **turn),))
+def _scenario(name: str = "smoke", **turn: Any) -> Scenario:
+    return Scenario(name=name, turns=(ScenarioTurn(user="Hi", model="auto", **turn),))
 
 
 def _agent(ep: EndpointHandle) -> tuple[list[tuple[str, dict[str, Any]]], str]:
@@ -83,6 +83,15 @@ def test_the_same_scenario_makes_the_same_calls_and_a_seed_other_ones():
             runs.append(_agent(ep)[0])
     assert runs[0] == runs[1]
     assert runs[2] != runs[0]
+
+
+def test_a_seed_makes_the_same_calls_whatever_the_scenario_is_called():
+    runs = []
+    for scenario in (_scenario(seed=7), _scenario("other", seed=7), _scenario("other")):
+        with EndpointHandle(scenario) as ep:
+            runs.append(_agent(ep)[0])
+    assert runs[0] == runs[1]
+    assert runs[2] != runs[1]  # without a seed, the scenario's name draws
 
 
 def test_valid_arguments_fit_the_schema_for_many_seeds():

@@ -65,6 +65,24 @@ def test_a_reply_function_answers_the_openai_and_anthropic_sdks(
     handle.check()
 
 
+def test_a_reply_function_reads_the_system_prompt_sent(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    systems: list[str | None] = []
+
+    def model(request: ReplyRequest) -> ModelReply | dict[str, object] | str:
+        systems.append(request.system)
+        return weather_model(request)
+
+    handle = EndpointHandle(write_scenario(UNSCRIPTED), replies=model)
+    messages = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Weather in Paris?"},
+    ]
+    chat_agent(openai_client(handle), messages)
+    assert systems == [SYSTEM, SYSTEM]
+
+
 def test_what_the_function_answers_is_checked_as_a_script_is(
     write_scenario: Callable[[str], Path],
 ) -> None:
@@ -113,3 +131,19 @@ def test_a_scenario_whose_turns_script_replies_is_refused_with_a_function(
     assert f"{path}:10:5: turns[0].model" in str(refused.value)
     assert "turns[0].model" in str(refused.value)
     assert "a reply function answers every request" in str(refused.value)
+
+
+def test_each_answer_of_a_reply_function_has_its_own_id_and_every_turn_must_be_reached(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    text = UNSCRIPTED.replace(
+        "      model_calls: 2\n", "      model_calls: 2\n  - user: And Oslo?\n"
+    )
+    handle = EndpointHandle(write_scenario(text), replies=lambda request: "Sunny.")
+    client = openai_client(handle)
+    asked = [{"role": "user", "content": "Weather in Paris?"}]
+    first = client.chat.completions.create(model="m", messages=asked)
+    second = client.chat.completions.create(model="m", messages=asked)
+    assert (first.id, second.id) == ("chatcmpl-agentrig-1", "chatcmpl-agentrig-2")
+    messages = [f.message for f in handle.result().failures]
+    assert "turn 2 was never reached: no request carried its user message" in messages

@@ -969,6 +969,35 @@ def test_a_request_of_one_agent_is_held_to_its_tools(
     assert problem.location == f"{path}:7"
 
 
+def test_a_violation_points_at_the_line_of_the_field_it_concerns(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    # Fields written on lines of their own: the user text after the script, an agent's tools
+    # below its prompt.
+    text = WEATHER.replace("  - user: Weather in Paris?\n    model:\n", "  - model:\n")
+    path = write_scenario(
+        text.replace("    expect:\n", "    user: Weather in Paris?\n    expect:\n")
+    )
+    handle = EndpointHandle(path)
+    RawChatAgent(handle).post(first_turn("Weather in Rome?"))
+    [problem] = _violations(handle, "user_turn_sent")
+    assert problem.location == f"{path}:9"
+    block = (
+        "weather:\n      system_prompt: You answer weather questions.\n      tools: [get_weather]"
+    )
+    path = write_scenario(
+        AGENTS.replace(
+            "weather: {system_prompt: You answer weather questions., tools: [get_weather]}", block
+        ),
+        "agents-in-blocks",
+    )
+    handle = EndpointHandle(path)
+    time = {"type": "function", "function": {"name": "get_time", "parameters": {}}}
+    RawChatAgent(handle).post(first_turn(), tools=[WEATHER_TOOL, time])
+    [problem] = _violations(handle, "tools_as_declared")
+    assert problem.location == f"{path}:9"
+
+
 def test_agents_take_the_place_of_the_system_prompt(
     write_scenario: Callable[[str], Path],
 ) -> None:

@@ -87,6 +87,47 @@ def test_a_multi_turn_conversation_plays_each_turns_script(
     assert len({id(message) for message in kept}) == 7
 
 
+TWO_ROUNDS = """\
+name: two-rounds
+agent: {system_prompt: You answer weather questions.}
+turns:
+  - user: Weather in Paris and Oslo?
+    model:
+      - call: get_weather(city=Paris)
+      - call: get_weather(city=Oslo)
+      - say: Sunny in both.
+    expect:
+      model_calls: 3
+      tool_results: [{content: sunny in Paris}, {content: sunny in Oslo}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("expected", "passes"),
+    [
+        ("[{content: sunny in Paris}, {content: sunny in Oslo}]", True),
+        ("[{content: sunny in Paris}, {content: sunny in Paris}, {content: sunny in Oslo}]", False),
+    ],
+)
+def test_a_tool_result_resent_with_the_history_counts_once(
+    write_scenario: Callable[[str], Path], expected: str, passes: bool
+) -> None:
+    # The second and third requests both carry the Paris result: it was returned once.
+    text = TWO_ROUNDS.replace("[{content: sunny in Paris}, {content: sunny in Oslo}]", expected)
+    handle = EndpointHandle(write_scenario(text))
+    messages = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Weather in Paris and Oslo?"},
+    ]
+    assert chat_agent(_client(handle), messages) == "Sunny in both."
+    failures = [f.message for f in handle.result().failures]
+    assert (
+        failures == []
+        if passes
+        else ["turn 1: expectation tool_results: 2 tool result(s) were returned, 3 expected"]
+    ), failures
+
+
 def test_a_turn_never_reached_and_unused_replies_fail(
     write_scenario: Callable[[str], Path],
 ) -> None:
@@ -486,3 +527,70 @@ def test_each_live_trial_header_is_a_session_of_its_own_with_its_own_mixture_dra
         extra_headers={"x-agentrig-trial": "refund/trial-3.0"},
     )
     assert again.choices[0].message.content == answers[3]
+
+
+def test_what_a_failing_session_reports_names_each_place(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    # The agent answers the tool call with "cloudy", then asks twice more, past the script.
+    path = write_scenario(WEATHER)
+    handle = EndpointHandle(path)
+    raw = RawChatAgent(handle)
+    messages = first_turn()
+    answer = raw.post(messages)
+    call_id = answer.json()["choices"][0]["message"]["tool_calls"][0]["id"]
+    messages += [
+        assistant_of(answer),
+        {"role": "tool", "tool_call_id": call_id, "content": "cloudy"},
+    ]
+    messages.append(assistant_of(raw.post(messages)))
+    for _ in range(2):
+        assert raw.post(messages).status_code == 400
+    result = handle.result()
+
+    assert result.session == handle.api_key  # a session without a name is known by its key
+    overrun = next(o for o in result.invariants if o.name == "script_not_exceeded")
+    assert (overrun.checks, overrun.failures) == (4, 2)  # each request is one check
+    [expectation] = [f for f in result.failures if f.kind == "expectation"]
+    assert expectation.message == "turn 1: expect.tool_results[0]: tool result 1: content differs"
+    assert expectation.location == f"{path}:14"  # the line of `tool_results:`
+    roles = [(e.kind, e.role) for e in result.transcript if e.turn == 1]
+    assert roles[:4] == [
+        ("user", "user"),
+        ("tool_call", "assistant"),
+        ("tool_result", "tool"),
+        ("assistant", "assistant"),
+    ]
+
+
+def test_an_assistant_message_the_endpoint_never_gave_is_in_the_transcript(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    # An agent that writes a tool round of its own into the history before asking.
+    handle = EndpointHandle(write_scenario(WEATHER))
+    call = {"id": "own", "type": "function"}
+    call["function"] = {"name": "get_weather", "arguments": '{"city": "Oslo"}'}
+    messages = [
+        *first_turn(),
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "own", "content": "rain"},
+    ]
+    RawChatAgent(handle).post(messages)
+    entries = [(e.kind, e.role, e.text) for e in handle.result().transcript][:3]
+    assert entries == [
+        ("user", "user", "Weather in Paris?"),
+        ("assistant", "assistant", "get_weather(city='Oslo')"),
+        ("tool_result", "tool", "rain"),
+    ]
+
+
+def test_a_request_past_the_scenarios_turns_is_refused_with_http_400(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    handle = EndpointHandle(write_scenario(WEATHER))
+    messages = [*first_turn(), {"role": "user", "content": "And in Oslo?"}]
+    response = RawChatAgent(handle).post(messages)
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == (
+        "agentrig endpoint: request 1 carries 2 user messages, but the scenario has 1 turn(s)"
+    )

@@ -553,7 +553,10 @@ def test_sequential_verdict_uses_the_prefix_up_to_the_decision() -> None:
     assert verdict.outcome is Outcome.PASS
     assert verdict.trials == verdict.successes == 27
     assert verdict.decided_by == "sequential"
-    assert verdict.reason.startswith("27/27 succeeded: the sequential test of a success rate")
+    assert verdict.reason.startswith(
+        "27/27 succeeded: the sequential test of a success rate 0.85 against 0.95 "
+        "(rate >= 0.9; wrong at most 5% of the time beyond those two) decided PASS"
+    )
     assert "decided PASS" in verdict.reason
     assert sequential_verdict(outcomes[:26], rule, 200).outcome is Outcome.INCONCLUSIVE
     undecided = sequential_verdict(outcomes[:26], rule, 200)
@@ -647,6 +650,14 @@ def test_bad_input_names_the_field(call: object, field: str) -> None:
         call()  # type: ignore[operator]
     assert caught.value.field == field
     assert f"{field}: " in str(caught.value)
+
+
+def test_the_first_five_bad_outcomes_are_named_and_what_was_called() -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        sequential_verdict([1] * 7, RULE, 10)  # type: ignore[list-item]
+    assert [field for field, _ in caught.value.problems] == [f"outcomes[{i}]" for i in range(5)]
+    with pytest.raises(InvalidInputError, match=r"^invalid sequential test: requirement: "):
+        SequentialTest("rate >= 0.9")  # type: ignore[arg-type]
 
 
 def test_every_bad_field_is_reported_at_once() -> None:

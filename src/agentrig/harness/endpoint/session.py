@@ -123,7 +123,15 @@ class Exchange:
     @property
     def answered(self) -> bool:
         """Whether the agent received a complete scripted answer."""
-        return self.plan.answer is not None and self.plan.fault is None and self.received
+        return self.received_answer is not None
+
+    @property
+    def received_answer(self) -> WireAnswer | None:
+        """The scripted answer the agent received complete; None for none (an error, a fault,
+        a reply the client gave up on): only this counts as a model call of the agent's."""
+        if self.plan.fault is None and self.received:
+            return self.plan.answer
+        return None
 
     @property
     def awaited(self) -> bool:
@@ -179,7 +187,6 @@ class EndpointSession:
     request it answers must carry (``history_grows``): a stateless role asks fresh questions."""
     _branches: dict[int, int] = field(default_factory=dict)
     """Per ``mixture`` turn played so far: the branch this session plays."""
-    _overruns: dict[int, int] = field(default_factory=dict)
     _requests_checked: int = 0
     """Requests the per-request checks checked (each selected one checks every such request)."""
     _script_checked: int = 0
@@ -333,7 +340,8 @@ class EndpointSession:
         reply = auto_reply(
             request.tools, used, f"{seed}" if seed is not None else f"{self.scenario.name}/{turn}"
         )
-        return _plan_reply(reply, str(number), turn, request.seals_reasoning)
+        # An auto reply has no reasoning to seal.
+        return _plan_reply(reply, str(number), turn, request.seals_reasoning)  # pragma: no mutate
 
     def _decide(self, number: int, turn: int, request: WireRequest) -> tuple[Plan, int | None]:
         """The answer to ``request`` (its conversation and system prompt in context): a fault
@@ -347,7 +355,6 @@ class EndpointSession:
             fault = drawn_fault(network, self.scenario.name, self.key, number)
         if fault is not None:
             plan = _fault_plan(str(number), fault, 0.0, "agent.network's drawn fault")
-            plan.shared = False
         elif self.replies is not None and in_script:
             plan = self._from_function(self.replies, number, turn, request)
         else:
@@ -379,7 +386,11 @@ class EndpointSession:
                 f"request {number}: the reply function failed: {type(error).__name__}: {error}"
             )
             self._fail("script", message, ("turns", turn - 1), turn=turn)
-            return Plan(str(number), status=500, error=f"agentrig endpoint: {message}")
+            return Plan(
+                str(number),  # pragma: no mutate (an error's id is never sent: answers' are)
+                status=500,
+                error=f"agentrig endpoint: {message}",
+            )
         self._cursor[turn] = self._cursor.get(turn, 0) + 1
         plan = _plan_reply(reply, str(number), turn, request.seals_reasoning)
         plan.shared = False
@@ -387,7 +398,6 @@ class EndpointSession:
 
     def _overrun(self, number: int, turn: int, scripted: int) -> Plan:
         """The answer to a request that came after its turn's script was used up."""
-        self._overruns[turn] = self._overruns.get(turn, 0) + 1
         message = (
             f"turn {turn}: request {number} came after the script was used up (the turn "
             f"scripts {counted(scripted, 'reply')}); add a reply or check why the agent did not stop"
@@ -400,7 +410,11 @@ class EndpointSession:
             number,
             self._script_path(turn),
         )
-        return Plan(str(number), status=400, error=f"agentrig endpoint: {message}")
+        return Plan(
+            str(number),  # pragma: no mutate (an error's id is never sent: answers' are)
+            status=400,
+            error=f"agentrig endpoint: {message}",
+        )
 
     def _branch(self, turn: int) -> int:
         """The ``mixture`` branch this session plays in ``turn`` (drawn once, from its key)."""
@@ -858,12 +872,12 @@ def _sent_results(exchanges: list[Exchange]) -> Iterator[SentResult]:
                 result.content,
                 result.is_error,
             )
-        if exchange.answered and exchange.plan.answer is not None:
-            calls.update((call.id, call) for call in exchange.plan.answer.tool_calls)
+        if (answer := exchange.received_answer) is not None:
+            calls.update((call.id, call) for call in answer.tool_calls)
 
 
 def _observed(exchanges: list[Exchange]) -> ObservedTurn:
-    answers = [e.plan.answer for e in exchanges if e.answered and e.plan.answer is not None]
+    answers = [a for e in exchanges if (a := e.received_answer) is not None]
     tool_calls = [call for answer in answers for call in answer.tool_calls]
     calls = [Call(call.name, dict(call.arguments)) for call in tool_calls]
     names = {call.id: call.name for call in tool_calls}
@@ -888,8 +902,8 @@ def _turn_result(
 ) -> TurnResult:
     total = Usage()
     for exchange in exchanges:
-        if exchange.answered and exchange.plan.answer is not None:
-            total = total + exchange.plan.answer.usage
+        if (answer := exchange.received_answer) is not None:
+            total = total + answer.usage
     observed = _observed(exchanges)
     return TurnResult(
         index=index,
@@ -949,7 +963,7 @@ def _entry_of(turn: int, step: int, message: Message) -> TranscriptEntry:
         return TranscriptEntry.of_tool_result(turn, step, message.tool_result)
     if message.role is Role.USER:
         return TranscriptEntry(turn=turn, step=None, kind="user", role="user", text=message.content)
-    if message.role is Role.ASSISTANT and message.tool_calls:
+    if message.role is Role.ASSISTANT:
         text = message.content or ", ".join(str(c) for c in message.tool_calls)
         return TranscriptEntry(turn=turn, step=step, kind="assistant", role="assistant", text=text)
     return TranscriptEntry(
