@@ -265,10 +265,12 @@ class ScenarioEndpoint:
         exchange = session.exchange(request)
         plan = exchange.plan
         stream, include_usage, model = request.stream, request.include_usage, request.model
-        if plan.answer is None or not plan.shared:  # made for this request alone
-            top = fmt.logprobs_asked(request) if plan.answer and plan.answer.logprobs else None
-            hidden = bool(plan.answer and plan.answer.reasoning) and not request.reasoning_shown
-            reply = _reply(
+        answer = plan.answer
+        top = fmt.logprobs_asked(request) if answer is not None and answer.logprobs else None
+        hidden = answer is not None and bool(answer.reasoning) and not request.reasoning_shown
+
+        def made() -> EndpointReply:
+            return _reply(
                 fmt,
                 plan,
                 stream=stream,
@@ -277,22 +279,12 @@ class ScenarioEndpoint:
                 top=top,
                 hidden=hidden,
             )
+
+        if answer is None or not plan.shared:  # made for this request alone
+            reply = made()
         else:  # the same for every session that plays this plan (see ``EndpointSession.plan``)
-            top = fmt.logprobs_asked(request) if plan.answer.logprobs else None
-            hidden = not request.reasoning_shown and bool(plan.answer.reasoning)
-            reply = remembered(
-                ("reply", fmt.name, id(plan), stream, include_usage, model, top, hidden),
-                plan,
-                lambda: _reply(
-                    fmt,
-                    plan,
-                    stream=stream,
-                    include_usage=include_usage,
-                    model=model,
-                    top=top,
-                    hidden=hidden,
-                ),
-            )
+            key = ("reply", fmt.name, id(plan), stream, include_usage, model, top, hidden)
+            reply = remembered(key, plan, made)
         if exchange.awaited:  # made for this request: it reports what became of the reply
             reply = replace(reply, delivery=Delivery(session, exchange))
         chunking = session.scenario.agent.wire_chunking
