@@ -140,6 +140,8 @@ class ScenarioEndpoint:
     """A function that decides each reply instead of the turns' ``model:`` scripts."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _captured: dict[str, list[CapturedRequest]] = field(default_factory=dict)
+    _names: set[str] = field(default_factory=set)
+    """The names of the sessions (kept, not gathered: a run may hold thousands)."""
 
     def __post_init__(self) -> None:
         if not self.scenarios:
@@ -175,18 +177,21 @@ class ScenarioEndpoint:
         memory or loaded, not only one the endpoint was made with: one hypothesis example is
         one such session, on an endpoint (and server) that stays up."""
         with self._lock:
-            self.sessions.pop(key, None)
+            replaced = self.sessions.pop(key, None)
+            if replaced is not None:
+                self._names.discard(replaced.name)
             session = EndpointSession(scenario, key=key, name=self._unused_name(shown_key(key)))
             self.sessions[key] = session
         return session
 
     def _unused_name(self, name: str) -> str:
-        """``name``, or ``name#2``, ``name#3``... when a session is called that already."""
-        taken = {session.name for session in self.sessions.values()}
+        """``name``, or ``name#2``, ``name#3``... when a session is called that already (taken
+        from now on)."""
         found, number = name, 1
-        while found in taken:
+        while found in self._names:
             number += 1
             found = f"{name}#{number}"
+        self._names.add(found)
         return found
 
     def _scenario_for(self, key: str) -> Scenario:
