@@ -11,6 +11,7 @@ The clients are ``httpx2`` clients, the HTTP client of the ``openai`` and ``anth
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -21,7 +22,7 @@ from agentrig.harness.cassettes.model import Cassette
 from agentrig.harness.live.budget import BudgetExhausted
 from agentrig.harness.live.gateway import CallControl, Ledger, limit_name
 from agentrig.harness.live.rate_limits import RATE_LIMIT_STATUSES
-from agentrig.harness.live.roles import TRIAL_HEADER
+from agentrig.harness.live.roles import TRIAL_HEADER, close_clients
 from agentrig.harness.scenarios.price import Price
 from agentrig.state import Usage
 from agentrig.state.usage import ZERO_USAGE
@@ -112,7 +113,7 @@ class AdapterGate:
         import httpx2
 
         inner = self._transport or httpx2.AsyncHTTPTransport()
-        client = httpx2.AsyncClient(transport=_async_transport(self, inner), **options)
+        client = httpx2.AsyncClient(transport=_async_transport()(self, inner), **options)
         self._clients.append(client)
         return client
 
@@ -122,7 +123,7 @@ class AdapterGate:
         import httpx2
 
         inner = self._transport or httpx2.HTTPTransport()
-        client = httpx2.Client(transport=_sync_transport(self, inner), **options)
+        client = httpx2.Client(transport=_sync_transport()(self, inner), **options)
         self._clients.append(client)
         return client
 
@@ -147,10 +148,7 @@ class AdapterGate:
 
     async def aclose(self) -> None:
         """Close the clients this gate made."""
-        for client in self._clients:
-            closing = client.aclose() if hasattr(client, "aclose") else client.close()
-            if hasattr(closing, "__await__"):
-                await closing
+        await close_clients(tuple(self._clients))
         self._clients.clear()
 
     async def exchange(
@@ -226,15 +224,18 @@ def _read_already(response: Any) -> _Answer:
     return _Answer(response.status_code, headers, response.content, None)
 
 
-def _async_transport(gate: AdapterGate, inner: Any) -> Any:
+@functools.cache
+def _async_transport() -> type[Any]:
+    """The transport class of ``http_client()`` (made once: httpx2 is imported on first use)."""
     import httpx2
 
     class GateTransport(httpx2.AsyncBaseTransport):
-        def __init__(self) -> None:
+        def __init__(self, gate: AdapterGate, inner: Any) -> None:
+            self.gate = gate
             self.inner = inner
 
         async def handle_async_request(self, request: Any) -> Any:
-            request.headers[TRIAL_HEADER] = gate.key
+            request.headers[TRIAL_HEADER] = self.gate.key
             body = await request.aread()
 
             async def forward() -> _Answer:
@@ -247,7 +248,7 @@ def _async_transport(gate: AdapterGate, inner: Any) -> Any:
                     await response.aclose()
                 return _Answer(response.status_code, list(response.headers.raw), raw, None)
 
-            answer = await gate.exchange(
+            answer = await self.gate.exchange(
                 request.method, request.url.raw_path.decode(), body, forward
             )
             return httpx2.Response(answer.status, headers=answer.headers, content=answer.raw)
@@ -255,18 +256,21 @@ def _async_transport(gate: AdapterGate, inner: Any) -> Any:
         async def aclose(self) -> None:
             await self.inner.aclose()
 
-    return GateTransport()
+    return GateTransport
 
 
-def _sync_transport(gate: AdapterGate, inner: Any) -> Any:
+@functools.cache
+def _sync_transport() -> type[Any]:
+    """The transport class of ``sync_http_client()`` (made once)."""
     import httpx2
 
     class GateTransport(httpx2.BaseTransport):
-        def __init__(self) -> None:
+        def __init__(self, gate: AdapterGate, inner: Any) -> None:
+            self.gate = gate
             self.inner = inner
 
         def handle_request(self, request: Any) -> Any:
-            request.headers[TRIAL_HEADER] = gate.key
+            request.headers[TRIAL_HEADER] = self.gate.key
             body = request.read()
 
             def send() -> _Answer:
@@ -287,13 +291,13 @@ def _sync_transport(gate: AdapterGate, inner: Any) -> Any:
                 running = asyncio.get_running_loop()
             except RuntimeError:
                 running = None
-            if running is gate._loop:
+            if running is self.gate._loop:
                 raise ConfigurationError(
                     "current_trial().sync_http_client() is for adapters that run in a worker "
                     "thread (a sync function): an async adapter uses http_client()"
                 )
             future = asyncio.run_coroutine_threadsafe(
-                gate.exchange(request.method, path, body, forward), gate._loop
+                self.gate.exchange(request.method, path, body, forward), self.gate._loop
             )
             answer = future.result()
             return httpx2.Response(answer.status, headers=answer.headers, content=answer.raw)
@@ -301,4 +305,4 @@ def _sync_transport(gate: AdapterGate, inner: Any) -> Any:
         def close(self) -> None:
             self.inner.close()
 
-    return GateTransport()
+    return GateTransport

@@ -16,6 +16,7 @@ from agentrig.errors import ConfigurationError
 from agentrig.harness.endpoint.service import ScenarioEndpoint
 from agentrig.harness.endpoint.transports import httpx2_transport
 from agentrig.harness.live.agent import call_adapter, resolve_adapter
+from agentrig.harness.live.roles import close_clients
 from agentrig.harness.live.transcript import agent_reply_of
 from agentrig.harness.live.trial import TrialContext, in_trial, leave_trial
 from agentrig.harness.results import Failure, ScenarioResult
@@ -47,10 +48,7 @@ class _EndpointClients:
         return client
 
     async def aclose(self) -> None:
-        for client in self._clients:
-            closing = client.aclose() if hasattr(client, "aclose") else client.close()
-            if hasattr(closing, "__await__"):
-                await closing
+        await close_clients(tuple(self._clients))
 
 
 def fuzzed_agent_problem(scenario: Scenario) -> str | None:

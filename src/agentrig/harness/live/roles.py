@@ -121,8 +121,9 @@ def sdk_clients(provider: Any) -> tuple[Any, ...]:
 
 
 async def close_clients(clients: tuple[Any, ...]) -> None:
-    """Close ``clients`` (their connection pools): the async ones awaited, the sync ones too."""
+    """Close ``clients`` (their connection pools): the async ones awaited, the sync ones too;
+    an httpx client's async close is ``aclose``, an SDK client's is ``close``."""
     for client in clients:
-        closing = client.close()
+        closing = client.aclose() if hasattr(client, "aclose") else client.close()
         if hasattr(closing, "__await__"):
             await closing

@@ -257,7 +257,7 @@ async def _run(
             loop=asyncio.get_running_loop(),
         )
         context = replace(context, gate=gate)
-    token = _current.set(context)
+    token = in_trial(context)
     transcript = Transcript()
     agent: AgentUnderTest | None = None
     try:
@@ -273,7 +273,7 @@ async def _run(
                 raise ReplayDiverged(str(error)) from error
             raise
         finally:
-            _current.reset(token)
+            leave_trial(token)
             if isinstance(agent, BuilderAgent):
                 await agent.close(keep=setup.shared_clients)
             if gate is not None:
