@@ -4,6 +4,7 @@ over the openai SDK on loopback; the agent is examples/live/refund_agent.py, unc
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -11,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -203,3 +205,14 @@ def test_a_recorded_trial_converts_to_a_ci_scenario_that_ends_as_it_did_live(
     unset = runner.invoke(app, ["run", "success.scenario.yaml", "--report-dir", "r"])
     assert unset.exit_code == 1
     assert "set OPENAI_API_KEY" in unset.output.replace("\n", " ")  # what docs/live.md quotes
+
+
+def test_a_live_run_leaves_no_connection_open(offline: tuple[Path, ScenarioEndpoint]) -> None:
+    # trials cancelled once the verdict is reached close their clients too: nothing is left
+    # for the garbage collector to find open (what it finds is said as a ResourceWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        code, scenario = run_live("--no-cache")
+        gc.collect()
+    assert code == 0, scenario
+    assert [str(w.message) for w in caught if w.category is ResourceWarning] == []
