@@ -36,6 +36,7 @@ def _agent(reference: str) -> object:
         ("raw_openai:crash_on_parallel_calls", None, "ValueError: too many values to unpack"),
         ("raw_openai:crash_on_not_json", None, "JSONDecodeError"),
         ("raw_openai:crash_on_rate_limit", None, "openai.RateLimitError"),
+        ("raw_openai:crash_on_timeout", None, "TimeoutError: the model did not answer in time"),
         ("raw_openai:crash_on_refusal", None, "'NoneType' object has no attribute 'strip'"),
         ("raw_openai:crash_on_unknown_tool", None, "KeyError"),
         ("pydantic_ai_agent:crash_on_unknown_city", None, "KeyError"),

@@ -68,6 +68,10 @@ def weather(ep: Any, prompt: str, *, bug: str = "", tools: list[Any] = TOOLS) ->
                 if bug == "rate_limit":
                     raise
                 continue
+            except openai.APITimeoutError as error:
+                if bug == "timeout":
+                    raise TimeoutError("the model took too long") from error
+                return "unavailable"
             except openai.APIError:
                 return "unavailable"
             messages.append(message.model_dump(exclude_none=True))
@@ -100,6 +104,11 @@ def crash_on_refusal(ep: Any, prompt: str) -> str:
 def crash_on_parallel_calls(ep: Any, prompt: str) -> str:
     """Raises on more than one call in an answer."""
     return weather(ep, prompt, bug="parallel_calls")
+
+
+def crash_on_timeout(ep: Any, prompt: str) -> str:
+    """Turns the SDK's timeout error into a ``TimeoutError``, which escapes."""
+    return weather(ep, prompt, bug="timeout")
 
 
 def no_tools(ep: Any, prompt: str) -> str:

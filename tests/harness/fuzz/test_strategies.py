@@ -122,3 +122,14 @@ def test_one_kind_or_tool_may_be_given_as_a_string():
     assert behaviours.tools == ("search",)
     assert behaviours.replies == {"refusal"}
     assert behaviours.faults == {"rate_limit"}
+
+
+@QUICK
+@given(scenario=model_scripts(OFFER, Behaviours(replies=(), faults={"timeout"})))
+def test_a_timeout_is_the_endpoint_answering_nothing_until_the_client_gives_up(scenario):
+    *steps, _ = scenario.turns[-1].model
+    for reply in steps:
+        assert reply.fault is not None
+        assert reply.fault.timeout
+        assert reply.fault.status is None
+        assert reply.say is not None or reply.tool_calls  # the reply that never arrives

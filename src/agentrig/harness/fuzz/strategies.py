@@ -60,8 +60,9 @@ _UNICODE = (
     "\u200bzero-width\u200b",
 )
 _RETRY_AFTER = 0.001
-"""The ``Retry-After`` of generated 5xx and 408 faults: the SDKs wait that long before they
-retry (without one they back off for half a second and more, and fuzzing crawls)."""
+"""The ``Retry-After`` of generated 5xx faults: what the SDKs wait before they retry (in process
+no wait takes time, see :mod:`~agentrig.harness.fuzz.waits`; a replay over ``agentrig serve``
+waits for real, and without a ``Retry-After`` the SDKs back off for half a second and more)."""
 _REFUSALS = ("I can't help with that.", "I'm sorry, but I cannot assist with this request.")
 _UNKNOWN_TOOLS = ("unknown_tool", "delete_all_records", "search", "transfer_funds", "lookup")
 
@@ -195,11 +196,7 @@ def _faults(offer: Offer, behaviours: Behaviours) -> dict[FaultKind, st.SearchSt
         "server_error": st.sampled_from((500, 502, 503, 529)).map(
             lambda status: ModelReply(fault=FaultSpec(status=status, retry_after=_RETRY_AFTER))
         ),
-        "timeout": st.just(
-            ModelReply(
-                fault=FaultSpec(status=408, retry_after=_RETRY_AFTER, message="Request timed out.")
-            )
-        ),
+        "timeout": st.builds(with_fault, streamed, st.just(FaultSpec(timeout=True))),
         "cut_stream": st.builds(
             with_fault, streamed, st.integers(0, 4).map(lambda n: FaultSpec(cut_after=n))
         ),
