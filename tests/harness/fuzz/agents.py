@@ -78,6 +78,8 @@ def weather(ep: Any, prompt: str, *, bug: str = "", tools: list[Any] = TOOLS) ->
             if not message.tool_calls:
                 if bug == "refusal":
                     return message.content.upper()  # type: ignore[union-attr]
+                if bug == "empty":
+                    return message.content[0]  # type: ignore[index]
                 return message.content or message.refusal or ""
             calls = message.tool_calls
             if bug == "parallel_calls" and len(calls) > 1:
@@ -104,6 +106,11 @@ def crash_on_refusal(ep: Any, prompt: str) -> str:
 def crash_on_parallel_calls(ep: Any, prompt: str) -> str:
     """Raises on more than one call in an answer."""
     return weather(ep, prompt, bug="parallel_calls")
+
+
+def crash_on_empty_answer(ep: Any, prompt: str) -> str:
+    """Returns the answer's first character: ``IndexError`` on an answer of no text."""
+    return weather(ep, prompt, bug="empty")
 
 
 def crash_on_timeout(ep: Any, prompt: str) -> str:

@@ -23,7 +23,15 @@ from agentrig.harness.fuzz import (
 )
 from agentrig.harness.scenarios.loader import load_scenario
 
-from .agents import correct, crash_on_refusal, crash_on_timeout, loops, no_tools, silent
+from .agents import (
+    correct,
+    crash_on_empty_answer,
+    crash_on_refusal,
+    crash_on_timeout,
+    loops,
+    no_tools,
+    silent,
+)
 
 PROMPT = "Weather in Paris?"
 QUIET = settings(database=None, derandomize=True)
@@ -144,6 +152,30 @@ def test_a_timeout_fires_the_clients_own_timer_and_its_file_replays_it(tmp_path)
     assert first.fault.timeout
     with pytest.raises(FuzzFailure) as replayed:
         replay(failure.path, crash_on_timeout)
+    assert replayed.value.problems == failure.problems
+
+
+def test_an_answer_of_no_text_reaches_the_agent_and_its_file_replays_it(tmp_path):
+    with pytest.raises(FuzzFailure) as caught:
+        fuzz(
+            crash_on_empty_answer,
+            PROMPT,
+            behaviours=Behaviours(replies={"text"}, faults=()),
+            max_examples=100,
+            settings=QUIET,
+            folder=tmp_path,
+        )
+    failure = caught.value
+    assert failure.problems == (
+        "raises_only: the agent raised builtins.IndexError: string index out of range "
+        "(documented errors: none)",
+    )
+    assert failure.path is not None
+    (answer,) = load_scenario(failure.path).turns[0].model
+    assert answer.say == ""
+    assert answer.finish_reason == "stop"
+    with pytest.raises(FuzzFailure) as replayed:
+        replay(failure.path, crash_on_empty_answer)
     assert replayed.value.problems == failure.problems
 
 

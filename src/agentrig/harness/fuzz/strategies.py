@@ -68,14 +68,13 @@ _UNKNOWN_TOOLS = ("unknown_tool", "delete_all_records", "search", "transfer_fund
 
 
 def texts() -> st.SearchStrategy[str]:
-    """Text answers: plain, blank, long, unicode, markdown (never empty: the scenario format
-    cannot play an answer of nothing, so a blank one is whitespace)."""
+    """Text answers: plain, empty or blank (whitespace), long, unicode, markdown."""
     plain = st.text(
         st.characters(codec="ascii", categories=("L", "N", "Zs")), min_size=1, max_size=30
     )
     return st.one_of(
         plain.filter(str.strip),
-        st.sampled_from((" ", "\n", " \n\t")),
+        st.sampled_from(("", " ", "\n", " \n\t")),
         st.integers(1_000, 20_000).map(lambda size: ("lorem ipsum " * (size // 12 + 1))[:size]),
         st.one_of(
             st.sampled_from(_UNICODE),
@@ -144,7 +143,12 @@ def _reasoning(answers: st.SearchStrategy[ModelReply]) -> st.SearchStrategy[Mode
 
 
 def _text_answers() -> st.SearchStrategy[ModelReply]:
-    return texts().map(lambda text: ModelReply(say=text))
+    return texts().map(_said)
+
+
+def _said(text: str) -> ModelReply:
+    """A text answer; an empty one says how it finished (a scenario plays no text only so)."""
+    return ModelReply(say=text, finish_reason=None if text else "stop")
 
 
 def _final_answers(behaviours: Behaviours) -> st.SearchStrategy[ModelReply]:
