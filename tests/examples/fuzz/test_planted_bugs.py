@@ -80,9 +80,9 @@ ANSWERS = (answers_every_tool_call(),)
         ("raw_openai:agent", None, ANSWERS, 200),
         # Both catch the framework's error and apologise when a call fails twice: they return
         # without answering it, which answers_every_tool_call reports (by design).
-        ("pydantic_ai_agent:agent", None, (), 100),
-        ("openai_agents_agent:agent", None, (), 100),
-        ("langgraph_agent:agent", VALID_ARGUMENTS, ANSWERS, 100),
+        ("pydantic_ai_agent:agent", None, (), 200),
+        ("openai_agents_agent:agent", None, (), 200),
+        ("langgraph_agent:agent", VALID_ARGUMENTS, ANSWERS, 200),
     ],
 )
 def test_correct_agents_break_no_property(reference, behaviours, properties, examples, tmp_path):
