@@ -51,6 +51,7 @@ from distributed import Client
 from live import Server
 
 from agentrig.harness.live.run import LiveRun, run_live_scenario
+from agentrig.harness.live.trial import TrialOutcome, TrialSetup
 from agentrig.harness.live_results import LiveResult
 from agentrig.harness.scale.cluster import DaskExecutor, dask_client
 from agentrig.harness.scale.control import ClusterLimits
@@ -188,16 +189,31 @@ def cluster(workers: int, slots: int = 1) -> Iterator[Client]:
 
 
 def trials_on(
-    client: Client, scenario: Scenario, run_id: str | None = None
+    client: Client,
+    scenario: Scenario,
+    run_id: str | None = None,
+    took: list[float] | None = None,
+    launcher: DaskTrials | None = None,
 ) -> tuple[LiveResult, float]:
-    """``scenario``'s trials on ``client``'s cluster, and the seconds they took."""
-    launcher = DaskTrials(client, NO_CAP)
-    run = LiveRun(launcher=launcher, run_id=run_id or f"bench-{time.monotonic_ns()}")
+    """``scenario``'s trials on ``client``'s cluster, and the seconds they took; ``took`` gets
+    each trial's own seconds (on its worker). With ``launcher``, the workers keep the setups of
+    its earlier runs (else a new one is made, and closed after)."""
+    given = launcher
+    launcher = launcher or DaskTrials(client, NO_CAP)
+
+    async def timed(setup: TrialSetup, index: int, attempt: int) -> TrialOutcome:
+        outcome = await launcher(setup, index, attempt)
+        if took is not None:
+            took.append(outcome.wall_time_s)
+        return outcome
+
+    run = LiveRun(launcher=timed, run_id=run_id or f"bench-{time.monotonic_ns()}")
     started = time.perf_counter()
     try:
         return asyncio.run(run_live_scenario(scenario, run)), time.perf_counter() - started
     finally:
-        launcher.close()
+        if given is None:
+            launcher.close()
 
 
 # --- the cases --------------------------------------------------------------------------
@@ -270,12 +286,25 @@ def throughput(space: Workspace, trials: int, slots: int) -> dict[str, Any]:
     for workers in (1, 4):
         with cluster(workers, slots) as client:
             client.run(_warm)
+            # A worker's first trial of a scenario sets it up (the agent built, the SDK clients
+            # made): a fixed cost per worker, paid by all at once, timed apart here.
+            launcher = DaskTrials(client, NO_CAP)
+            first = space.scenario(max(3, workers * slots), concurrency=workers * slots)
+            rates[f"{workers}_workers_first_round_s"] = trials_on(
+                client, first, None, None, launcher
+            )[1]
             before = _cpu_seconds(client, server)
-            result, seconds = trials_on(client, scenario)
+            took: list[float] = []
+            result, seconds = trials_on(client, scenario, took=took, launcher=launcher)
             after = _cpu_seconds(client, server)
+            launcher.close()
         assert result.trials == trials, result.reason
         rates[f"{workers}_workers_trials_per_s"] = trials / seconds
         rates[f"{workers}_workers_s"] = seconds
+        # a trial's own seconds, and the share of the run its slots were running one: a longer
+        # trial is contention (CPUs, server); idle slots are the last trials' tail
+        rates[f"{workers}_workers_trial_s"] = common.median(took)
+        rates[f"{workers}_workers_slots_busy"] = sum(took) / (seconds * workers * slots)
         spent = {part: after[part] - before[part] for part in after}
         for part, used in spent.items():
             rates[f"{workers}_workers_cpu_s_per_trial_{part}"] = used / trials

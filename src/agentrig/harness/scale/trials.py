@@ -241,10 +241,10 @@ async def _run_remote_trial(job: _TrialJob, index: int, attempt: int, key: str) 
         return Ledger()
     ensure_plugins(job.plugins)
     cache = _CarriedCache(job.scenario, job.cached) if job.record else None
-    setup = dataclasses.replace(_setup_of(job), cache=cache, stopped=Ledger())
     life = await _lives(worker, job.namespace, key)
-    if life:  # run again after its worker died: a session of its own, as a first run has
-        setup.run_id = f"{setup.run_id}.rerun-{life}"
+    # run again after its worker died: a session of its own, as a first run has
+    run_id = f"{job.run_id}.rerun-{life}" if life else job.run_id
+    setup = dataclasses.replace(_setup_of(job), cache=cache, stopped=Ledger(), run_id=run_id)
     trial = asyncio.ensure_future(run_trial(setup, index, attempt))
     running.trials[key] = trial, setup.stopped
     try:
