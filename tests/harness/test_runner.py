@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from textwrap import dedent
@@ -836,6 +837,7 @@ def test_a_file_names_the_plugin_that_registers_its_invariant(
         assert [f.invariant for f in result.failures] == ["no_adding_plugin"]
     finally:
         unregister_invariant("no_adding_plugin")
+        sys.modules.pop("no_adding", None)  # a second session in this process imports it anew
     missing = run(tmp_path, named.replace("[no_adding]", "[no_such_module]"))
     [failure] = missing.failures
     assert "cannot import plugin module 'no_such_module'" in failure.message
