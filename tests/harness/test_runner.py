@@ -904,3 +904,47 @@ def test_a_file_that_cannot_load_is_a_failed_result_naming_each_problem(tmp_path
         "the file could not be loaded: turns[0].user: expected a string, got the number 3 "
         "(quote it to make it text)"
     )
+
+
+def test_a_turn_cancelled_before_it_starts_stops_at_the_users_request(tmp_path: Path) -> None:
+    result = run(
+        tmp_path,
+        """\
+        name: cancelled
+        turns:
+          - user: hi
+            model:
+              - say: hello
+          - user: again
+            cancel: before
+        """,
+    )
+    assert result.passed, result.failures
+    assert [(turn.status, turn.stop_reason) for turn in result.turns] == [
+        ("completed", "completed"),
+        ("stopped", "user_requested"),
+    ]
+
+
+def test_a_model_call_past_the_script_says_how_many_replies_the_turn_scripts(
+    tmp_path: Path,
+) -> None:
+    result = run(
+        tmp_path,
+        """\
+        name: overrun
+        agent:
+          budget: {max_steps: 5}
+          tools:
+            add: {replies: [{return: 3}]}
+        turns:
+          - user: hi
+            model:
+              - call: add()
+              - call: add()
+        """,
+    )
+    assert [failure.message for failure in result.failures] == [
+        "turn 1: model call 3 was not scripted (the turn scripts 2 replies); add a reply or "
+        "check why the agent did not stop"
+    ]
