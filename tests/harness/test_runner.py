@@ -948,3 +948,45 @@ def test_a_model_call_past_the_script_says_how_many_replies_the_turn_scripts(
         "turn 1: model call 3 was not scripted (the turn scripts 2 replies); add a reply or "
         "check why the agent did not stop"
     ]
+
+
+def test_the_transcript_names_the_mixture_branch_each_turn_played(tmp_path: Path) -> None:
+    result = run(
+        tmp_path,
+        """\
+        name: coin
+        turns:
+          - user: Flip.
+            mixture:
+              - {weight: 1, label: heads, model: [{say: heads}]}
+              - {weight: 3, label: tails, model: [{say: tails}]}
+        """,
+    )
+    said = next(entry.text for entry in result.transcript if entry.role == "assistant")
+    number, share = (1, 0.25) if said == "heads" else (2, 0.75)
+    events = [entry.text for entry in result.transcript if entry.kind == "event"]
+    assert events == [f"mixture: plays {said} (branch {number} of 2, share {share})"]
+
+
+def test_a_subagent_called_past_its_script_says_how_many_replies_it_has(tmp_path: Path) -> None:
+    result = run(
+        tmp_path,
+        """\
+        name: overrun-child
+        agent:
+          subagents:
+            helper:
+              model: [{say: child done}]
+        turns:
+          - user: go
+            model:
+              - call: spawn_subagent(subagent=helper, prompt=help)
+              - call: spawn_subagent(subagent=helper, prompt=again)
+              - say: ok
+        """,
+    )
+    overruns = [f.message for f in result.failures if f.kind == "script"]
+    assert len(overruns) == 1
+    assert overruns[0].startswith(
+        "subagent helper: model call 2 was not scripted (1 reply scripted)"
+    )

@@ -481,7 +481,11 @@ def test_a_stream_must_ask_for_server_sent_events() -> None:
     target = "/v1beta/models/gemini-x:streamGenerateContent"
     with pytest.raises(WireError) as raised:
         read({"contents": []}, target)
-    assert (raised.value.param, raised.value.message.split(":")[0]) == ("alt", "alt")
+    assert (raised.value.param, raised.value.message) == (
+        "alt",
+        "alt: the agentrig endpoint streams server-sent events only; add ?alt=sse (as the "
+        "google-genai SDK does)",
+    )
 
     request = read({"contents": []}, f"{target}?key=k&alt=sse")
     assert (request.model, request.stream) == ("gemini-x", True)
