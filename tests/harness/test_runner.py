@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from textwrap import dedent
@@ -12,7 +13,7 @@ import pytest
 from agentrig import AgentBuilder, tool
 from agentrig.harness.errors import ScenarioFileError
 from agentrig.harness.results import ScenarioResult
-from agentrig.harness.runner import run_scenario
+from agentrig.harness.runner import run_scenario, unloadable_result
 from agentrig.harness.scenarios.loader import load_scenario
 from agentrig.harness.suites.suite import run_suite
 
@@ -386,7 +387,8 @@ def test_a_section_name_that_looks_like_a_path_is_reported_not_a_crash(tmp_path:
 
 
 def test_a_scenario_that_cannot_run_fails_alone_not_the_suite(tmp_path: Path) -> None:
-    good = load_scenario(scenario_file(tmp_path, TOOL_AGENT))
+    path = scenario_file(tmp_path, TOOL_AGENT)
+    good = load_scenario(path)
     # A call the runtime refuses (NaN is not JSON), slipped past loading: the loader refuses it.
     reply = good.turns[0].model[0]
     call = reply.call.model_copy(update={"args": {"a": float("nan"), "b": 2}})  # type: ignore[union-attr]
@@ -400,6 +402,7 @@ def test_a_scenario_that_cannot_run_fails_alone_not_the_suite(tmp_path: Path) ->
     assert not failed.passed
     assert "turn 1: " in failed.failures[0].message
     assert "nan" in failed.failures[0].message
+    assert failed.failures[0].location == f"{path}:{line_of(path, '- user: add 1 and 2')}"
 
 
 def test_validate_refuses_what_run_would_refuse(tmp_path: Path) -> None:
@@ -837,8 +840,154 @@ def test_a_file_names_the_plugin_that_registers_its_invariant(
         assert [f.invariant for f in result.failures] == ["no_adding_plugin"]
     finally:
         unregister_invariant("no_adding_plugin")
+        sys.modules.pop("no_adding", None)  # a second session in this process imports it anew
     missing = run(tmp_path, named.replace("[no_adding]", "[no_such_module]"))
     [failure] = missing.failures
     assert "cannot import plugin module 'no_such_module'" in failure.message
     assert failure.location is not None
     assert failure.location.endswith(f":{line_of(tmp_path / 'case.scenario.yaml', 'plugins')}")
+
+
+def test_a_scenario_the_runtime_cannot_play_is_refused_at_its_field(tmp_path: Path) -> None:
+    auto = scenario_file(
+        tmp_path,
+        """\
+        name: auto
+        turns:
+          - user: hi
+            model: auto
+        """,
+    )
+    [failure] = run_scenario(load_scenario(auto)).failures
+    assert (failure.kind, failure.location) == ("error", f"{auto}:{line_of(auto, 'model: auto')}")
+    assert failure.message == (
+        "model: auto reads the tools each request offers: serve the scenario to the agent with "
+        "agentrig serve or the agentrig_endpoint fixture (agentrig's own runtime plays scripted "
+        "replies only)"
+    )
+    missing = scenario_file(
+        tmp_path,
+        """\
+        name: no-builder
+        agent: {builder: "no_such_module_x:make"}
+        turns:
+          - user: hi
+            model:
+              - say: hello
+        """,
+        name="builder.scenario.yaml",
+    )
+    [failure] = run_scenario(load_scenario(missing)).failures
+    assert (failure.kind, failure.location) == (
+        "error",
+        f"{missing}:{line_of(missing, 'agent: {builder')}",
+    )
+    assert failure.message.startswith(
+        "builder 'no_such_module_x:make': cannot import module 'no_such_module_x'"
+    )
+
+
+def test_a_file_that_cannot_load_is_a_failed_result_naming_each_problem(tmp_path: Path) -> None:
+    path = scenario_file(tmp_path, "name: broken\nturns:\n  - user: 3\n    model: [{say: x}]\n")
+    with pytest.raises(ScenarioFileError) as raised:
+        load_scenario(path)
+
+    result = unloadable_result(raised.value)
+
+    assert (result.name, result.passed, result.invariants, result.turns) == ("case", False, (), ())
+    [failure] = result.failures
+    assert (failure.kind, failure.field, failure.location) == (
+        "error",
+        "turns[0].user",
+        f"{path}:3",
+    )
+    assert failure.message == (
+        "the file could not be loaded: turns[0].user: expected a string, got the number 3 "
+        "(quote it to make it text)"
+    )
+
+
+def test_a_turn_cancelled_before_it_starts_stops_at_the_users_request(tmp_path: Path) -> None:
+    result = run(
+        tmp_path,
+        """\
+        name: cancelled
+        turns:
+          - user: hi
+            model:
+              - say: hello
+          - user: again
+            cancel: before
+        """,
+    )
+    assert result.passed, result.failures
+    assert [(turn.status, turn.stop_reason) for turn in result.turns] == [
+        ("completed", "completed"),
+        ("stopped", "user_requested"),
+    ]
+
+
+def test_a_model_call_past_the_script_says_how_many_replies_the_turn_scripts(
+    tmp_path: Path,
+) -> None:
+    result = run(
+        tmp_path,
+        """\
+        name: overrun
+        agent:
+          budget: {max_steps: 5}
+          tools:
+            add: {replies: [{return: 3}]}
+        turns:
+          - user: hi
+            model:
+              - call: add()
+              - call: add()
+        """,
+    )
+    assert [failure.message for failure in result.failures] == [
+        "turn 1: model call 3 was not scripted (the turn scripts 2 replies); add a reply or "
+        "check why the agent did not stop"
+    ]
+
+
+def test_the_transcript_names_the_mixture_branch_each_turn_played(tmp_path: Path) -> None:
+    result = run(
+        tmp_path,
+        """\
+        name: coin
+        turns:
+          - user: Flip.
+            mixture:
+              - {weight: 1, label: heads, model: [{say: heads}]}
+              - {weight: 3, label: tails, model: [{say: tails}]}
+        """,
+    )
+    said = next(entry.text for entry in result.transcript if entry.role == "assistant")
+    number, share = (1, 0.25) if said == "heads" else (2, 0.75)
+    events = [entry.text for entry in result.transcript if entry.kind == "event"]
+    assert events == [f"mixture: plays {said} (branch {number} of 2, share {share})"]
+
+
+def test_a_subagent_called_past_its_script_says_how_many_replies_it_has(tmp_path: Path) -> None:
+    result = run(
+        tmp_path,
+        """\
+        name: overrun-child
+        agent:
+          subagents:
+            helper:
+              model: [{say: child done}]
+        turns:
+          - user: go
+            model:
+              - call: spawn_subagent(subagent=helper, prompt=help)
+              - call: spawn_subagent(subagent=helper, prompt=again)
+              - say: ok
+        """,
+    )
+    overruns = [f.message for f in result.failures if f.kind == "script"]
+    assert len(overruns) == 1
+    assert overruns[0].startswith(
+        "subagent helper: model call 2 was not scripted (1 reply scripted)"
+    )

@@ -904,3 +904,96 @@ def test_tools_declared_exactly_as_recorded_replay_another_clients_session(
         final = agent.execute(state)
     assert final.status() is ExecutionStatus.COMPLETED
     assert final.final_response()[-1].content == "YES"
+
+
+_USER = {"role": "user", "content": "hi"}
+_TWO_TOOLS = [{"type": "function", "function": {"name": n, "parameters": {}}} for n in "fg"]
+_TWO_USES = {
+    "role": "assistant",
+    "content": [
+        {"type": "tool_use", "id": "t1", "name": "f", "input": {}},
+        {"type": "tool_use", "id": "t2", "name": "f", "input": {}},
+    ],
+}
+
+
+def _result_of(call_id: str, content: Any = "ok") -> dict[str, Any]:
+    block = {"type": "tool_result", "tool_use_id": call_id, "content": content}
+    return {"role": "user", "content": [block]}
+
+
+@pytest.mark.parametrize(
+    ("sent", "recorded", "message"),
+    [
+        (chat(_USER), chat(_USER, stream=True), "stream: sent False, recorded True"),
+        (
+            chat(_USER, {"role": "tool", "tool_call_id": "c1", "content": "1"}),
+            chat(_USER, {"role": "tool", "tool_call_id": "c1", "content": "2"}),
+            "conversation item 2: sent ('tool_result', '#1', '1'), recorded "
+            "('tool_result', '#1', '2')",
+        ),
+        (
+            chat(_USER, _TWO_USES, _result_of("t1", [{"type": "text", "text": "one"}])),
+            chat(_USER, _TWO_USES, _result_of("t1", [{"type": "text", "text": "two"}])),
+            "conversation item 4: sent ('tool_result', '#1', 'one'), recorded "
+            "('tool_result', '#1', 'two')",
+        ),
+        (
+            chat(_USER, _TWO_USES, _result_of("t2")),
+            chat(_USER, _TWO_USES, _result_of("t1")),
+            "conversation item 4: sent ('tool_result', '#2', 'ok'), recorded "
+            "('tool_result', '#1', 'ok')",
+        ),
+        (
+            chat(
+                _USER, tools=_TWO_TOOLS, tool_choice={"type": "function", "function": {"name": "f"}}
+            ),
+            chat(
+                _USER, tools=_TWO_TOOLS, tool_choice={"type": "function", "function": {"name": "g"}}
+            ),
+            "tool_choice: sent 'f', recorded 'g' (not compared with ignore=['tool_choice'])",
+        ),
+        (
+            chat(_USER, thinking={"type": "enabled", "budget_tokens": 100}),
+            chat(_USER, thinking={"type": "enabled", "budget_tokens": 200}),
+            "thinking: sent {'thinking': {'type': 'enabled', 'budget_tokens': 100}}, recorded "
+            "{'thinking': {'type': 'enabled', 'budget_tokens': 200}} (not compared with "
+            "ignore=['thinking'])",
+        ),
+    ],
+    ids=[
+        "stream",
+        "tool-message",
+        "result-blocks",
+        "result-of-another-call",
+        "tool-choice",
+        "thinking",
+    ],
+)
+def test_the_matcher_says_in_full_what_differs(
+    sent: dict[str, Any], recorded: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(AssertionError) as raised:
+        llm_request(Req(sent), Req(recorded))
+
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "interactions:\n- request: null\n  response: {}\n",
+            "interaction 1 request: expected a mapping, got null",
+        ),
+        (
+            "interactions:\n- request: {}\n  response: []\n",
+            "interaction 1 request: method must be text, got null",
+        ),
+    ],
+)
+def test_a_broken_interaction_is_named_with_what_it_holds(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match="interaction 1 request") as raised:
+        http_cassettes.deserialize(text)
+
+    assert str(raised.value) == message

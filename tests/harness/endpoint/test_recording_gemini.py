@@ -208,3 +208,18 @@ def test_an_error_answer_is_a_provider_error(status: int, retryable: bool) -> No
 def test_an_answer_that_cannot_be_read_is_a_provider_error(body: bytes) -> None:
     with pytest.raises(ProviderError, match="could not be read"):
         gemini_response(200, body, streamed=False)
+
+
+def test_a_bare_streamed_answer_reads_back_without_ids_or_seal() -> None:
+    """A stream whose JSON spans two ``data:`` lines (joined by a newline, as server-sent events
+    are), with no response id, model version or thought signature."""
+    body = (
+        b'data: {"candidates": [{"content": {"parts": [{"text": "Sun"}]}}]}\r\n\r\n'
+        b'data: {"candidates": [{"content": {"parts":\r\n'
+        b'data: [{"text": "ny."}]}, "finishReason": "STOP"}]}\r\n\r\n'
+    )
+
+    response = gemini_response(200, body, streamed=True)
+
+    assert response.content == "Sunny."
+    assert (response.model, response.response_id, response.provider_data) == ("", "", {})

@@ -15,6 +15,7 @@ from starlette.datastructures import Headers
 
 from agentrig.harness.endpoint.handle import EndpointHandle
 from agentrig.harness.endpoint.service import ScenarioEndpoint
+from agentrig.harness.endpoint.wire import CREATED
 from agentrig.harness.errors import ScenarioFileError
 from agentrig.harness.scenarios.loader import load_scenario
 
@@ -222,6 +223,36 @@ def test_unknown_routes_and_missing_keys_get_provider_errors(
     models = endpoint.handle("GET", "/v1/models", {}, b"")
     assert models.status == 200
     assert b'"owned_by":"agentrig"' in models.body.replace(b" ", b"")
+
+
+def test_the_model_list_and_errors_take_the_shape_of_the_provider_asked(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    """Headers as a plain dict (as pytest-httpx2's interception hands them over): an Anthropic
+    client's ``anthropic-version`` header makes the model list and errors Anthropic's."""
+    endpoint = ScenarioEndpoint([load_scenario(write_scenario(WEATHER))])
+    listed = json.loads(endpoint.handle("GET", "/v1/models", {}, b"").body)
+    assert listed == {
+        "object": "list",
+        "data": [{"id": "gpt-test", "object": "model", "created": CREATED, "owned_by": "agentrig"}],
+    }
+    anthropic_headers = {"Anthropic-Version": "2023-06-01", "X-Api-Key": "k"}
+    theirs = json.loads(endpoint.handle("GET", "/v1/models", anthropic_headers, b"").body)
+    assert theirs["first_id"] == theirs["last_id"] == "gpt-test"
+    assert theirs["data"][0]["type"] == "model"
+    missing = endpoint.handle("POST", "/v1/embeddings", anthropic_headers, b"{}")
+    assert missing.status == 404
+    assert json.loads(missing.body)["type"] == "error"
+
+
+@pytest.mark.parametrize("query", ["key=", "key=%20", "apikey=k"])
+def test_a_query_without_a_key_value_is_refused_as_no_key(
+    write_scenario: Callable[[str], Path], query: str
+) -> None:
+    endpoint = ScenarioEndpoint([load_scenario(write_scenario(WEATHER))])
+    reply = endpoint.handle("POST", f"/v1beta/models/m:generateContent?{query}", {}, b"{}")
+    assert reply.status == 401
+    assert "no API key" in json.loads(reply.body)["error"]["message"]
 
 
 FAULTS = """\

@@ -1538,3 +1538,11 @@ def test_an_integer_too_large_to_show_names_its_line(tmp_path: Path, field: str)
     with pytest.raises(ScenarioFileError, match="an integer of more than 4300 digits") as raised:
         load_scenario(path)
     assert raised.value.line == (1 if field == "name" else 2)
+
+
+def test_a_null_where_text_belongs_is_named_null(tmp_path: Path) -> None:
+    error = _error(tmp_path, "name: n\nturns:\n  - user: null\n    model: [{say: x}]\n")
+
+    assert [(problem.field, problem.reason) for problem in error.errors] == [
+        ("turns[0].user", "expected a string, got null")
+    ]

@@ -693,7 +693,7 @@ def vcr_config(**overrides: Any) -> dict[str, Any]:
     config: dict[str, Any] = {
         "serializer": SERIALIZER,
         "match_on": list(MATCH_ON),
-        "allow_playback_repeats": False,
+        "allow_playback_repeats": False,  # pragma: no mutate (vcrpy's default: kept explicit)
         "filter_headers": [
             "authorization",
             "x-api-key",

@@ -297,7 +297,7 @@ class ScenarioEndpoint:
             return reply
         return replace(reply, chunks=tuple(cut_chunks(reply.chunks, chunking)))
 
-    def _models(self, anthropic: bool, *, gemini: bool = False) -> EndpointReply:
+    def _models(self, anthropic: bool, *, gemini: bool) -> EndpointReply:
         names = sorted({s.agent.model for s in self.scenarios if s.agent.model} or {"agentrig"})
         if gemini:
             body = GEMINI.models_body(names)
@@ -439,7 +439,8 @@ def _reply(
         return EndpointReply(200, headers, chunks=tuple(chunks), drop=drop, delay=plan.latency)
     body = json_bytes(fmt.response_body(answer, model=model, response_id=answer_id))
     if fault is not None and fault.cut_after is not None:
-        return EndpointReply(200, {"content-type": JSON}, drop=True, delay=plan.latency)
+        dropped = {"content-type": JSON}  # pragma: no mutate (header names are case-blind)
+        return EndpointReply(200, dropped, drop=True, delay=plan.latency)
     if fault is not None and fault.malformed_at is not None:
         body = body[: max(1, len(body) // 2)]
     return EndpointReply(200, {"content-type": JSON}, body, delay=plan.latency)

@@ -252,8 +252,11 @@ def file_error(
 
 def _is_noise(error: ErrorDetails) -> bool:
     """A length error pydantic adds when items of a long enough list were invalid."""
-    value, minimum = error["input"], error.get("ctx", {}).get("min_length", 0)
-    return error["type"] == "too_short" and isinstance(value, list) and len(value) >= minimum
+    value = error["input"]
+    if error["type"] != "too_short" or not isinstance(value, list):
+        return False
+    minimum: int = error["ctx"]["min_length"]  # pydantic's too_short always has ctx
+    return len(value) >= minimum
 
 
 def _problem(error: ErrorDetails, source: YamlSource, root: type[BaseModel]) -> ScenarioFileError:

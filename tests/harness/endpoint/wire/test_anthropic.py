@@ -13,7 +13,7 @@ import pytest
 from agentrig.drivers import AnthropicProvider
 from agentrig.errors import ProviderError
 from agentrig.harness.endpoint.wire.anthropic import ANTHROPIC
-from agentrig.harness.endpoint.wire.base import WireAnswer, WireError
+from agentrig.harness.endpoint.wire.base import ToolChoice, WireAnswer, WireError
 from agentrig.messages import Message, ToolCall
 from agentrig.state import InferenceRequest, InferenceResponse, LlmConfig, Usage
 from agentrig.state.status import FinishReason
@@ -63,6 +63,7 @@ def test_a_text_answer_parses_into_the_sdk_message(wire: Any) -> None:
     message = create(wire.anthropic(wire.Played(ANTHROPIC, TEXT)))
 
     assert (message.id, message.model, message.role) == (wire.response_id, wire.model, "assistant")
+    assert message.type == "message"
     assert [(block.type, block.text) for block in message.content] == [("text", TEXT.text)]
     assert message.stop_reason == "end_turn"
     assert message.usage.input_tokens == 25
@@ -103,7 +104,15 @@ def test_a_refusal_is_the_text_of_a_refusal_stop(wire: Any) -> None:
     assert [block.text for block in message.content] == ["No."]
 
 
-@pytest.mark.parametrize("answer", [TEXT, CALLS, WireAnswer()], ids=["text", "tools", "empty"])
+THINKING = WireAnswer(text="Sunny.", reasoning="Look it up.", seal="sig", usage=USAGE)
+REDACTED = WireAnswer(text="Sunny.", reasoning="hidden", redacted=True, seal="sealed", usage=USAGE)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [TEXT, CALLS, WireAnswer(), THINKING, REDACTED],
+    ids=["text", "tools", "empty", "thinking", "redacted"],
+)
 def test_a_streamed_answer_accumulates_to_the_plain_one(wire: Any, answer: WireAnswer) -> None:
     client = wire.anthropic(wire.Played(ANTHROPIC, answer))
     plain = create(client)
@@ -149,6 +158,22 @@ def test_stream_events_follow_the_api_sequence(wire: Any) -> None:
     stops = [i for i, kind in enumerate(kinds) if kind == "content_block_stop"]
     assert len(starts) == len(stops) == 3
     assert all(start < stop for start, stop in zip(starts, stops, strict=True))
+
+
+@pytest.mark.parametrize(
+    ("answer", "first"),
+    [
+        (TEXT, ["message_start", "content_block_start", "ping", "content_block_delta"]),
+        (REDACTED, ["message_start", "content_block_start", "ping", "content_block_stop"]),
+    ],
+)
+def test_the_ping_follows_the_first_block_start_as_the_api_sends_it(
+    answer: WireAnswer, first: list[str]
+) -> None:
+    chunks = ANTHROPIC.stream_chunks(answer, model="m", response_id="r", include_usage=True)
+    events = [chunk.split(b"\n", 1)[0].decode().removeprefix("event: ") for chunk in chunks]
+
+    assert events[:4] == first
 
 
 def test_stream_chunks_are_named_events() -> None:
@@ -331,6 +356,10 @@ def test_a_whole_conversation_is_read() -> None:
             b'{"model": "m", "max_tokens": 1, "messages": [], "tools": [{"name": "f"}]}',
             "tools[0].input_schema: missing",
         ),
+        (
+            b'{"model": "m", "max_tokens": 1, "messages": [], "tools": [{"input_schema": {}}]}',
+            "tools[0].name: missing",
+        ),
     ],
 )
 def test_a_request_that_cannot_be_read_names_the_field(body: bytes, error: str) -> None:
@@ -512,3 +541,33 @@ def test_a_real_stream_and_its_encoding_have_the_same_shape(
         ours = list(create(wire.anthropic(lambda _, c=content: wire.event_stream(c)), stream=True))
 
         assert event_shapes(ours) == event_shapes(real)
+
+
+@pytest.mark.parametrize(
+    ("choice", "expected"),
+    [
+        (
+            {"type": "any", "disable_parallel_tool_use": True},
+            ToolChoice(
+                mode="required",
+                parallel=False,
+                said='tool_choice: {"type":"any","disable_parallel_tool_use":true}',
+                parallel_said="disable_parallel_tool_use: true",
+            ),
+        ),
+        (
+            {"type": "tool", "name": "weather"},
+            ToolChoice(
+                mode="tool", tool="weather", said='tool_choice: {"type":"tool","name":"weather"}'
+            ),
+        ),
+        ({"type": "auto"}, ToolChoice(said='tool_choice: {"type":"auto"}')),
+        ({"type": "none"}, ToolChoice(mode="none", said='tool_choice: {"type":"none"}')),
+    ],
+)
+def test_tool_choice_says_what_the_model_may_answer(
+    choice: dict[str, Any], expected: ToolChoice
+) -> None:
+    body = {"model": "m", "max_tokens": 5, "messages": USER, "tool_choice": choice}
+
+    assert ANTHROPIC.tool_choice(ANTHROPIC.parse_request(json.dumps(body).encode())) == expected

@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from agentrig.drivers import OpenAIProvider
-from agentrig.harness.endpoint.wire.base import WireAnswer, WireError
+from agentrig.harness.endpoint.wire.base import TokenLogprobs, ToolChoice, WireAnswer, WireError
 from agentrig.harness.endpoint.wire.chat import CHAT, ChatFormat
 from agentrig.messages import Message, ToolCall
 from agentrig.state import InferenceRequest, InferenceResponse, LlmConfig, Usage
@@ -607,3 +608,154 @@ def test_a_real_stream_and_its_encoding_have_the_same_shape(
         assert chunk_shapes(ours) == chunk_shapes(real)
         assert interaction.response_body.endswith(b"data: [DONE]\n\n")
         assert content.endswith(b"data: [DONE]\n\n")
+
+
+# --- what a request allows, asks and gets back -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        ({}, ToolChoice()),
+        ({"tool_choice": "none"}, ToolChoice(mode="none", said='tool_choice: "none"')),
+        (
+            {"tool_choice": "required", "parallel_tool_calls": True},
+            ToolChoice(mode="required", said='tool_choice: "required"'),
+        ),
+        (
+            {"tool_choice": {"type": "function", "function": {"name": "weather"}}},
+            ToolChoice(
+                mode="tool",
+                tool="weather",
+                said='tool_choice: {"type":"function","function":{"name":"weather"}}',
+            ),
+        ),
+        (
+            {"tool_choice": {"type": "function"}},
+            ToolChoice(said='tool_choice: {"type":"function"}'),
+        ),
+        (
+            {"parallel_tool_calls": False},
+            ToolChoice(parallel=False, parallel_said="parallel_tool_calls: false"),
+        ),
+    ],
+)
+def test_tool_choice_says_what_the_model_may_answer(
+    settings: dict[str, Any], expected: ToolChoice
+) -> None:
+    request = CHAT.parse_request(json.dumps({"model": "m", "messages": USER, **settings}).encode())
+
+    assert CHAT.tool_choice(request) == expected
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        ({"logprobs": True, "top_logprobs": 2}, 2),
+        ({"logprobs": True}, 0),
+        ({"top_logprobs": 2}, None),
+    ],
+)
+def test_log_probabilities_are_asked_with_logprobs_true(
+    settings: dict[str, Any], expected: int | None
+) -> None:
+    request = CHAT.parse_request(json.dumps({"model": "m", "messages": USER, **settings}).encode())
+
+    assert CHAT.logprobs_asked(request) == expected
+
+
+LOGPROBS = (
+    TokenLogprobs("Sun", -0.25, top=(("Sun", -0.25), ("Rain", -1.5))),
+    TokenLogprobs("ny.", -0.5, top=(("ny.", -0.5),)),
+)
+
+
+def test_log_probabilities_are_sent_only_when_asked_with_their_bytes() -> None:
+    unasked = WireAnswer(text="Sunny.", logprobs=LOGPROBS)
+    asked = replace(unasked, logprobs_top=1)
+
+    assert CHAT.response_body(unasked, model="m", response_id="r")["choices"][0]["logprobs"] is None
+    sent = CHAT.response_body(asked, model="m", response_id="r")["choices"][0]["logprobs"]
+    assert sent == {
+        "content": [
+            {
+                "token": "Sun",
+                "logprob": -0.25,
+                "bytes": [83, 117, 110],
+                "top_logprobs": [{"token": "Sun", "logprob": -0.25, "bytes": [83, 117, 110]}],
+            },
+            {
+                "token": "ny.",
+                "logprob": -0.5,
+                "bytes": [110, 121, 46],
+                "top_logprobs": [{"token": "ny.", "logprob": -0.5, "bytes": [110, 121, 46]}],
+            },
+        ],
+        "refusal": None,
+    }
+
+
+def test_streamed_log_probabilities_accumulate_to_the_text(wire: Any) -> None:
+    answer = WireAnswer(text="Sunny.", logprobs=LOGPROBS, logprobs_top=0)
+    client = wire.openai(wire.Played(CHAT, answer))
+
+    stream = client.chat.completions.create(
+        model="gpt-x", messages=USER, stream=True, logprobs=True
+    )
+    deltas = [(c.choices[0].delta.content, c.choices[0].logprobs) for c in stream if c.choices]
+
+    assert "".join(content or "" for content, _ in deltas) == "Sunny."
+    tokens = [entry.token for _, sent in deltas if sent and sent.content for entry in sent.content]
+    assert tokens == ["Sun", "ny."]
+
+
+def test_a_plain_answer_is_the_whole_chat_completion() -> None:
+    answer = WireAnswer(text="Hi.", reasoning="think", usage=Usage(input_tokens=3, output_tokens=2))
+
+    body = CHAT.response_body(answer, model="m", response_id="r")
+
+    assert body["choices"] == [
+        {
+            "index": 0,
+            "message": {
+                "role": "assistant",
+                "content": "Hi.",
+                "refusal": None,
+                "annotations": [],
+                "reasoning_content": "think",
+            },
+            "logprobs": None,
+            "finish_reason": "stop",
+        }
+    ]
+    assert (body["id"], body["object"], body["model"]) == ("r", "chat.completion", "m")
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (
+            b'{"model": "m", "messages": [{"role": "user", "content": "x"}, {"role": "assistant",'
+            b' "tool_calls": [{"id": "", "type": "function", "function": {"name": "f"}}]}]}',
+            "messages[1].tool_calls[0].id: empty",
+        ),
+        (
+            b'{"model": "m", "messages": [{"role": "user", "content": "x", "name": 3}]}',
+            "messages[0].name: expected a string, got an integer",
+        ),
+        (
+            b'{"model": "m", ',
+            "body: not valid JSON (Expecting property name enclosed in double quotes: line 1 "
+            "column 16 (char 15))",
+        ),
+        (
+            b'{"x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+            "body: not valid JSON (nested too deeply)",
+        ),
+    ],
+)
+def test_the_whole_error_names_the_field_and_the_reason(body: bytes, error: str) -> None:
+    with pytest.raises(WireError) as raised:
+        CHAT.parse_request(body)
+
+    assert raised.value.message == error

@@ -172,6 +172,7 @@ def test_a_streamed_answer_accumulates_to_the_plain_one(wire: Any, answer: WireA
     assert all(chunk.candidates[0].finish_reason is None for chunk in chunks[:-1])
     assert chunks[-1].usage_metadata == plain.usage_metadata
     assert {chunk.response_id for chunk in chunks} == {plain.response_id}
+    assert {chunk.model_version for chunk in chunks} == {plain.model_version} == {wire.model}
 
 
 def test_a_stream_sends_text_word_by_word_and_calls_whole() -> None:
@@ -480,7 +481,11 @@ def test_a_stream_must_ask_for_server_sent_events() -> None:
     target = "/v1beta/models/gemini-x:streamGenerateContent"
     with pytest.raises(WireError) as raised:
         read({"contents": []}, target)
-    assert (raised.value.param, raised.value.message.split(":")[0]) == ("alt", "alt")
+    assert (raised.value.param, raised.value.message) == (
+        "alt",
+        "alt: the agentrig endpoint streams server-sent events only; add ?alt=sse (as the "
+        "google-genai SDK does)",
+    )
 
     request = read({"contents": []}, f"{target}?key=k&alt=sse")
     assert (request.model, request.stream) == ("gemini-x", True)
@@ -560,3 +565,43 @@ def test_calls_that_repeat_no_call_keep_their_placeholders() -> None:
 
     assert adopt_call_ids(request, (messages[0], other)) is request
     assert adopt_call_ids(request, ()) is request
+
+
+@pytest.mark.parametrize(
+    ("members", "shown"),
+    [
+        ({}, False),
+        ({"generationConfig": {"thinkingConfig": {"includeThoughts": True}}}, True),
+        ({"generation_config": {"thinking_config": {"include_thoughts": True}}}, True),
+        ({"generationConfig": {"thinking_config": {"includeThoughts": True}}}, True),
+        ({"generationConfig": {"thinkingConfig": {"includeThoughts": False}}}, False),
+    ],
+)
+def test_thoughts_are_shown_when_asked_under_either_name(
+    members: dict[str, Any], shown: bool
+) -> None:
+    assert GEMINI.parse_request(body(**members)).reasoning_shown is shown
+
+
+def test_the_system_instruction_is_its_text_without_thoughts_and_the_body_names_no_model() -> None:
+    instruction = {"parts": [{"text": "Be brief."}, {"text": "(hidden)", "thought": True}]}
+
+    request = GEMINI.parse_request(body(systemInstruction=instruction))
+
+    assert request.system == "Be brief."
+    assert request.model == ""  # it is in the path
+
+
+def test_the_model_list_and_an_error_are_in_googles_shape() -> None:
+    assert GEMINI.models_body(["gemini-x"]) == {
+        "models": [
+            {
+                "name": "models/gemini-x",
+                "displayName": "gemini-x",
+                "supportedGenerationMethods": ["generateContent", "streamGenerateContent"],
+            }
+        ]
+    }
+    assert GEMINI.error_body(429, "slow down") == {
+        "error": {"code": 429, "message": "slow down", "status": "RESOURCE_EXHAUSTED"}
+    }

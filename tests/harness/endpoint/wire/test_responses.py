@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agentrig.harness.endpoint.wire.base import WireAnswer, WireError
+from agentrig.harness.endpoint.wire.base import TokenLogprobs, ToolChoice, WireAnswer, WireError
 from agentrig.harness.endpoint.wire.responses import RESPONSES, ResponsesFormat
 from agentrig.messages import Message, ToolCall
 from agentrig.state import Usage
@@ -488,3 +488,92 @@ def test_real_conversations_are_read_as_sent(recorded: Callable[[str], list[Any]
         "reasoning": {"effort": "low"},
         "store": False,
     }
+
+
+def sent_events(chunks: Iterable[bytes]) -> list[dict[str, Any]]:
+    """The data of each server-sent event."""
+    return [json.loads(chunk.split(b"\ndata: ", 1)[1]) for chunk in chunks]
+
+
+def test_streamed_log_probabilities_go_a_token_a_delta_without_bytes() -> None:
+    logprobs = (
+        TokenLogprobs("Sun", -0.25, top=(("Sun", -0.25), ("Rain", -1.5))),
+        TokenLogprobs("ny.", -0.5),
+    )
+    answer = WireAnswer(text="Sunny.", logprobs=logprobs, logprobs_top=2)
+
+    chunks = RESPONSES.stream_chunks(answer, model="m", response_id="r", include_usage=True)
+    events = sent_events(chunks)
+
+    added = [event["part"] for event in events if event["type"] == "response.content_part.added"]
+    assert added == [{"type": "output_text", "annotations": [], "logprobs": [], "text": ""}]
+    deltas = [event for event in events if event["type"] == "response.output_text.delta"]
+    assert [(delta["delta"], delta["logprobs"]) for delta in deltas] == [
+        (
+            "Sun",
+            [
+                {
+                    "token": "Sun",
+                    "logprob": -0.25,
+                    "top_logprobs": [
+                        {"token": "Sun", "logprob": -0.25},
+                        {"token": "Rain", "logprob": -1.5},
+                    ],
+                }
+            ],
+        ),
+        ("ny.", [{"token": "ny.", "logprob": -0.5, "top_logprobs": []}]),
+    ]
+
+
+def test_an_assistant_message_after_encrypted_reasoning_carries_its_seal() -> None:
+    request = RESPONSES.parse_request(
+        json.dumps(
+            {
+                "model": "m",
+                "input": [
+                    {"role": "user", "content": "x"},
+                    {"type": "reasoning", "summary": [], "encrypted_content": "e"},
+                    {"role": "assistant", "content": "hi"},
+                    {"role": "user", "content": "y"},
+                ],
+            }
+        ).encode()
+    )
+
+    assert [message.provider_data for message in request.messages] == [
+        {},
+        {"reasoning_seal": "e"},
+        {},
+    ]
+
+
+def test_a_function_call_without_its_call_id_is_named() -> None:
+    body = {
+        "model": "m",
+        "input": [{"type": "function_call", "call_id": "", "name": "f", "arguments": "{}"}],
+    }
+    with pytest.raises(WireError) as raised:
+        RESPONSES.parse_request(json.dumps(body).encode())
+
+    assert (raised.value.message, raised.value.param) == (
+        "input[0].call_id: empty",
+        "input[0].call_id",
+    )
+
+
+def test_tool_choice_names_a_function_and_the_parallel_setting() -> None:
+    body = {
+        "model": "m",
+        "input": "x",
+        "tool_choice": {"type": "function", "name": "weather"},
+        "parallel_tool_calls": False,
+    }
+
+    assert RESPONSES.tool_choice(RESPONSES.parse_request(json.dumps(body).encode())) == ToolChoice(
+        mode="tool",
+        tool="weather",
+        parallel=False,
+        said='tool_choice: {"type":"function","name":"weather"}',
+        parallel_said="parallel_tool_calls: false",
+    )

@@ -153,26 +153,22 @@ def top_count(settings: Mapping[str, Any]) -> int:
     return top if isinstance(top, int) and not isinstance(top, bool) and top > 0 else 0
 
 
-def logprob_entries(answer: WireAnswer, *, with_bytes: bool = True) -> list[JsonObject]:
+def logprob_entries(answer: WireAnswer) -> list[JsonObject]:
     """The log probabilities ``answer`` sends, in the OpenAI APIs' shape: per token its
-    ``token``, ``logprob``, ``bytes`` (its UTF-8 bytes; left out when not ``with_bytes``, as in
-    the Responses API's stream events) and ``top_logprobs`` (cut to ``answer.logprobs_top``)."""
+    ``token``, ``logprob``, ``bytes`` (its UTF-8 bytes; the Responses API's stream events leave
+    them out) and ``top_logprobs`` (cut to ``answer.logprobs_top``)."""
     top = answer.logprobs_top or 0
     return [
         {
-            **_logprob(entry.token, entry.logprob, with_bytes),
-            "top_logprobs": [
-                _logprob(token, value, with_bytes) for token, value in entry.top[:top]
-            ],
+            **_logprob(entry.token, entry.logprob),
+            "top_logprobs": [_logprob(token, value) for token, value in entry.top[:top]],
         }
         for entry in answer.sent_logprobs()
     ]
 
 
-def _logprob(token: str, logprob: float, with_bytes: bool) -> JsonObject:
-    if with_bytes:
-        return {"token": token, "logprob": logprob, "bytes": list(token.encode())}
-    return {"token": token, "logprob": logprob}
+def _logprob(token: str, logprob: float) -> JsonObject:
+    return {"token": token, "logprob": logprob, "bytes": list(token.encode())}
 
 
 def _reason(error: Exception) -> str:

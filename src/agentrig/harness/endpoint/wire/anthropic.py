@@ -159,7 +159,7 @@ class AnthropicFormat(BaseFormat):
             )
             events.append(_block_stop(index))
             index += 1
-        events.insert(2 if len(events) > 1 else 1, _PING)
+        events.insert(min(2, len(events)), _PING)  # after the first block's start, if any
         delta = {"stop_reason": stop_reason(answer), "stop_sequence": None}
         events.append(
             sse_event("message_delta", {"type": "message_delta", "delta": delta, "usage": usage})
@@ -253,7 +253,7 @@ def _usage(usage: Usage) -> JsonObject:
 def _blocks(content: object, where: str) -> list[tuple[str, str, dict[str, Any]]]:
     """``(path, type, block)`` of each block of a content given as a string or a block list."""
     if isinstance(content, str):
-        return [(where, "text", {"type": "text", "text": content})]
+        return [(where, "text", {"text": content})]  # the type is the tuple's
     if not isinstance(content, list):
         raise fail(where, f"expected a string or an array, got {kind_of(content)}")
     found = []
