@@ -38,10 +38,21 @@ class CapturedRequest:
         return parsed if isinstance(parsed, dict) else {}
 
 
-def captured(
-    number: int, method: str, path: str, headers: Mapping[str, str], content: bytes, status: int
-) -> CapturedRequest:
-    """A ``CapturedRequest`` whose headers are copied, names in lower case (``headers`` may be
-    an HTTP library's own mapping, which lives no longer than the request)."""
-    copied = {name.lower(): value for name, value in headers.items()}
-    return CapturedRequest(number, method, path, copied, content, status)
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """A request as the endpoint keeps it while it answers: what a ``CapturedRequest`` is made
+    of, its headers as they came (the HTTP library's own mapping, or the endpoint's dict). The
+    copy a test reads is made by ``captured`` when it asks (``requests()``), not on every call."""
+
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    content: bytes
+    status: int
+
+
+def captured(number: int, kept: Kept) -> CapturedRequest:
+    """The ``CapturedRequest`` of ``kept``, request ``number`` of its session, its headers
+    copied with names in lower case."""
+    copied = {name.lower(): value for name, value in kept.headers.items()}
+    return CapturedRequest(number, kept.method, kept.path, copied, kept.content, kept.status)

@@ -19,7 +19,7 @@ from typing import Protocol
 from urllib.parse import parse_qs
 
 from agentrig.errors import AgentrigError
-from agentrig.harness.endpoint.capture import CapturedRequest, captured
+from agentrig.harness.endpoint.capture import CapturedRequest, Kept, captured
 from agentrig.harness.endpoint.function import ReplyFunction
 from agentrig.harness.endpoint.memo import remembered
 from agentrig.harness.endpoint.session import Delivery, EndpointSession, Plan
@@ -139,7 +139,7 @@ class ScenarioEndpoint:
     replies: ReplyFunction | None = None
     """A function that decides each reply instead of the turns' ``model:`` scripts."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _captured: dict[str, list[CapturedRequest]] = field(default_factory=dict)
+    _captured: dict[str, list[Kept]] = field(default_factory=dict)
     _names: set[str] = field(default_factory=set)
     """The names of the sessions (kept, not gathered: a run may hold thousands)."""
 
@@ -245,9 +245,9 @@ class ScenarioEndpoint:
             return _error(fmt, 401, str(error))
         reply = self._answer(fmt, session, target, body)
         if self.capture:
+            kept = Kept(method, path, lowered, body, reply.status)
             with self._lock:
-                kept = self._captured.setdefault(session.key, [])
-                kept.append(captured(len(kept) + 1, method, path, lowered, body, reply.status))
+                self._captured.setdefault(session.key, []).append(kept)
         return reply
 
     def requests(self, key: str, trial: str | None = None) -> list[CapturedRequest]:
@@ -255,7 +255,8 @@ class ScenarioEndpoint:
         with ``capture``; none before the first)."""
         session_key = key if not trial else f"{key}#{trial}"
         with self._lock:
-            return list(self._captured.get(session_key, ()))
+            kept = list(self._captured.get(session_key, ()))
+        return [captured(number, request) for number, request in enumerate(kept, 1)]
 
     def _answer(
         self, fmt: WireFormat, session: EndpointSession, target: str, body: bytes
