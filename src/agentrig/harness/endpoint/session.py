@@ -57,7 +57,7 @@ from agentrig.harness.results import (
     TranscriptEntry,
     TurnResult,
 )
-from agentrig.harness.scenarios.model import FaultSpec, ModelReply, Scenario
+from agentrig.harness.scenarios.model import FaultSpec, ModelReply, RetryRule, Scenario
 from agentrig.harness.scenarios.yaml_source import FieldPath
 from agentrig.messages import Message, Role, ToolCall
 from agentrig.state import ToolSchema, Usage
@@ -237,8 +237,10 @@ class EndpointSession:
             system = request.system
             if system is None and continued is not None:  # the API keeps the stored one
                 system = continued.system
-            turn, newest = self._turn_of(conversation)
-            plan, reply = self._decide(number, turn, _with_context(request, conversation, system))
+            turn, newest, retried = self._turn_of(conversation)
+            plan, reply = self._decide(
+                number, turn, _with_context(request, conversation, system), retried
+            )
             history = self._expected_history()
             if self._bases and turn in self._bases:  # a repeating reply answers
                 history = self._bases[turn]
@@ -281,21 +283,23 @@ class EndpointSession:
             return request.messages
         return (*self._after(continued), *request.messages)
 
-    def _turn_of(self, conversation: tuple[Message, ...]) -> tuple[int, Message | None]:
-        """The turn a request of ``conversation`` belongs to, and the user message that began
-        it: each user message begins a turn, but those that retry the turn before
-        (``retries_turn``: a framework's retry, or what the turn's ``retries:`` names)."""
+    def _turn_of(self, conversation: tuple[Message, ...]) -> tuple[int, Message | None, int]:
+        """The turn a request of ``conversation`` belongs to, the user message that began it,
+        and how many user messages since retried it: each user message begins a turn, but
+        those that retry the turn before (``retries_turn``: a framework's retry, or what the
+        turn's ``retries:`` names)."""
         turns = self.scenario.turns
-        turn, newest = 0, None
+        turn, newest, retried = 0, None, 0
         for message in conversation:
             if message.role is not Role.USER:
                 continue
             if 0 < turn <= len(turns) and retries_turn(
                 turns[turn - 1], turns[turn] if turn < len(turns) else None, message.content
             ):
+                retried += 1
                 continue
-            turn, newest = turn + 1, message
-        return max(turn, 1), newest
+            turn, newest, retried = turn + 1, message, 0
+        return max(turn, 1), newest, retried
 
     def _choose(self, number: int, turn: int, request: WireRequest) -> tuple[Plan, int | None]:
         """The plan that answers request ``number`` of ``turn``, and the index of the scripted
@@ -343,7 +347,9 @@ class EndpointSession:
         # An auto reply has no reasoning to seal.
         return _plan_reply(reply, str(number), turn, request.seals_reasoning)  # pragma: no mutate
 
-    def _decide(self, number: int, turn: int, request: WireRequest) -> tuple[Plan, int | None]:
+    def _decide(
+        self, number: int, turn: int, request: WireRequest, retried: int = 0
+    ) -> tuple[Plan, int | None]:
         """The answer to ``request`` (its conversation and system prompt in context): a fault
         ``agent.network`` draws (the script waits for the retry), else the reply function's or
         the script's reply, after any wait ``agent.network`` draws; and the index of the
@@ -353,6 +359,8 @@ class EndpointSession:
         fault, reply = None, None
         if network is not None and in_script:
             fault = drawn_fault(network, self.scenario.name, self.key, number)
+        if in_script and retried and retried > (self.scenario.turns[turn - 1].max_retries or 0):
+            return self._too_many_retries(number, turn, retried), None
         if fault is not None:
             plan = _fault_plan(str(number), fault, 0.0, "agent.network's drawn fault")
         elif self.replies is not None and in_script:
@@ -395,6 +403,29 @@ class EndpointSession:
         plan = _plan_reply(reply, str(number), turn, request.seals_reasoning)
         plan.shared = False
         return plan
+
+    def _too_many_retries(self, number: int, turn: int, retried: int) -> Plan:
+        """The answer to a request whose turn was retried more often than it allows: HTTP
+        400, and a failure naming the turn's ``retries:`` (its line, or the turn's)."""
+        spec = self.scenario.turns[turn - 1]
+        allowed = spec.max_retries or 0
+        rule = spec.retries
+        explicit = type(rule) is int or (isinstance(rule, RetryRule) and rule.max is not None)
+        limit = "by retries:" if explicit else "by default"
+        message = (
+            f"turn {turn}: request {number} retries the turn {counted(retried, 'time')} (user "
+            f"messages after the turn's own), more than the {allowed} allowed {limit}; allow "
+            "more (retries: N, or max: N beside a rule) or check why the agent keeps retrying"
+        )
+        path: FieldPath = ("turns", turn - 1)
+        if spec.retries is not None:
+            path = (*path, "retries")
+        self._fail("script", message, path, turn=turn)
+        return Plan(
+            str(number),  # pragma: no mutate (an error's id is never sent: answers' are)
+            status=400,
+            error=f"agentrig endpoint: {message}",
+        )
 
     def _overrun(self, number: int, turn: int, scripted: int) -> Plan:
         """The answer to a request that came after its turn's script was used up."""
