@@ -94,9 +94,11 @@ class EndpointReply:
 
     ``drop`` means the connection is cut after ``chunks`` (or instead of a body): the client sees
     a broken connection, as when a provider's stream dies. ``delay`` is the seconds to wait first;
-    ``hang``: send nothing until the client gives up (a ``timeout`` fault). A player that waits
-    (``delay``, ``hang``) tells ``delivery`` whether the reply went out or the client gave up
-    first, and never waits past the client's own timeout (``play_wait``).
+    ``hang``: send nothing until the client gives up (a ``timeout`` fault); ``interval``: the
+    seconds between ``chunks``. A player that waits (``delay``, ``hang``, ``interval``) tells
+    ``delivery`` whether the reply went out (a stream: when it begins, and when its last chunk
+    goes) or the client gave up first, and never waits past the client's own timeout
+    (``play_wait``).
     """
 
     status: int
@@ -107,6 +109,13 @@ class EndpointReply:
     delay: float = 0.0
     hang: bool = False
     delivery: Delivery | None = None
+    interval: float = 0.0
+
+    @property
+    def paced(self) -> bool:
+        """Whether this is a stream with waits between its chunks (its player tells
+        ``delivery`` of it chunk by chunk)."""
+        return self.interval > 0 and self.chunks is not None
 
 
 HANG_LIMIT = 600.0
@@ -437,7 +446,14 @@ def _reply(
             at = min(fault.malformed_at, len(chunks)) - 1
             chunks[at] = MALFORMED_EVENT
         headers = {"content-type": EVENT_STREAM, "cache-control": "no-cache"}
-        return EndpointReply(200, headers, chunks=tuple(chunks), drop=drop, delay=plan.latency)
+        return EndpointReply(
+            200,
+            headers,
+            chunks=tuple(chunks),
+            drop=drop,
+            delay=plan.latency,
+            interval=plan.chunk_latency,
+        )
     body = json_bytes(fmt.response_body(answer, model=model, response_id=answer_id))
     if fault is not None and fault.cut_after is not None:
         return EndpointReply(200, {"content-type": JSON}, drop=True, delay=plan.latency)

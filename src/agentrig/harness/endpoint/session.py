@@ -83,6 +83,8 @@ class Plan:
     retry_after: float | None = None
     fault: FaultSpec | None = None
     latency: float = 0.0
+    chunk_latency: float = 0.0
+    """Seconds between a streamed answer's chunks."""
     shared: bool = True
     """Whether every session that plays this reply as this request number plays this plan
     (a scripted reply), so that its wire reply is made once; a reply function's plan is not."""
@@ -119,6 +121,9 @@ class Exchange:
     delivered), and for good when the client gave up first."""
     abandoned: bool = False
     """Whether the client gave up before the reply reached it (its timeout, or a disconnect)."""
+    begun: bool = False
+    """Whether a streamed reply began to go out (then a client that gave up, gave up
+    mid-stream)."""
 
     @property
     def answered(self) -> bool:
@@ -135,10 +140,14 @@ class Exchange:
 
     @property
     def awaited(self) -> bool:
-        """Whether the reply may never reach the client: one that waits first (``latency``)
-        or sends nothing (a ``timeout`` fault); the player reports what became of it."""
-        return self.plan.latency > 0 or (
-            self.plan.fault is not None and bool(self.plan.fault.timeout)
+        """Whether the reply may never reach the client: one that waits first (``latency``),
+        waits between its chunks (``chunk_latency``) or sends nothing (a ``timeout`` fault);
+        the player reports what became of it."""
+        plan = self.plan
+        return (
+            plan.latency > 0
+            or plan.chunk_latency > 0
+            or (plan.fault is not None and bool(plan.fault.timeout))
         )
 
 
@@ -151,8 +160,13 @@ class Delivery:
     session: EndpointSession
     exchange: Exchange
 
+    def began(self) -> None:
+        """The first chunk of a streamed reply is being sent (the rest is still to come)."""
+        with self.session._lock:
+            self.exchange.begun = True
+
     def delivered(self) -> None:
-        """The reply is being sent: the agent has it."""
+        """The reply is being sent whole (a stream: its last chunk): the agent has it."""
         with self.session._lock:
             if not self.exchange.abandoned:
                 self.exchange.received = True
@@ -741,6 +755,11 @@ class EndpointSession:
             what = f"got the scripted fault ({plan.fault.describe()})"
         elif plan.answer is None:
             what = f"got the scripted error (HTTP {plan.status}: {plan.error})"
+        elif last.begun:  # the client gave up mid-stream
+            what = (
+                "received the scripted reply only in part (chunk_latency: "
+                f"{plan.chunk_latency:g} between chunks)"
+            )
         else:  # the client gave up first (or still waits)
             what = f"never received the scripted reply (latency: {plan.latency:g})"
         path = (*self._script_path(last.turn), last.reply)
@@ -806,7 +825,13 @@ def _plan_reply(reply: ModelReply, response_id: str, turn: int, sealed: bool) ->
     if fault is not None and fault.status is not None:
         return _fault_plan(response_id, fault, reply.latency, "scripted fault")
     answer = _answer(reply, turn, response_id, sealed)
-    return Plan(response_id, answer=answer, fault=fault, latency=reply.latency)
+    return Plan(
+        response_id,
+        answer=answer,
+        fault=fault,
+        latency=reply.latency,
+        chunk_latency=reply.chunk_latency,
+    )
 
 
 def _fault_plan(response_id: str, fault: FaultSpec, latency: float, what: str) -> Plan:
@@ -960,6 +985,11 @@ def _transcript(
         if not exchange.received:
             why = f"fault: {plan.fault.describe()}" if plan.fault else f"latency {plan.latency:g} s"
             text = f"the client never got the reply ({why}): it gave up first"
+            if exchange.begun:
+                text = (
+                    f"the client got only part of the reply (chunk_latency {plan.chunk_latency:g}"
+                    " s between chunks): it gave up mid-stream"
+                )
             yield TranscriptEntry(
                 turn=turn, step=step, kind="event", role=None, text=text, is_error=True
             )

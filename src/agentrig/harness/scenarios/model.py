@@ -534,6 +534,13 @@ class ModelReply(ScenarioModel):
     latency: Latency = Field(
         default=0.0, description="Seconds the fake clock advances before the reply arrives."
     )
+    chunk_latency: Latency = Field(
+        default=0.0,
+        description="Scenario endpoint: seconds between the chunks of this reply when it is "
+        "streamed (a slow stream). A client whose read timeout is shorter gives up mid-stream "
+        "(over loopback the endpoint sees it disconnect; in process its timeout error is "
+        "raised): the reply is not counted as received, and the failure or transcript says so.",
+    )
     repeat: Flag = Field(
         default=False,
         description="true: this reply, the last of its turn, answers every further request of "
