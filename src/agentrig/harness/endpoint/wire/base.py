@@ -50,12 +50,13 @@ class WireRequest:
 class ToolChoice:
     """What a request lets the model answer with, read from its ``tool_choice`` and parallel
     setting. ``mode``: ``auto`` (text or calls), ``none`` (no call), ``required`` (at least one
-    call) or ``tool`` (calls of ``tool`` only); ``parallel``: whether one answer may make
-    several calls. ``said`` and ``parallel_said`` quote the request's own settings, for
-    messages."""
+    call) or ``tool`` (calls of ``tool`` only); ``allowed``: the tools a call may name (Gemini's
+    ``allowedFunctionNames``; None: any); ``parallel``: whether one answer may make several
+    calls. ``said`` and ``parallel_said`` quote the request's own settings, for messages."""
 
     mode: Literal["auto", "none", "required", "tool"] = "auto"
     tool: str | None = None
+    allowed: tuple[str, ...] | None = None
     parallel: bool = True
     said: str = ""
     parallel_said: str = ""

@@ -41,7 +41,13 @@ from agentrig.harness.endpoint.wire._common import (
     typed,
 )
 from agentrig.harness.endpoint.wire._common import json_bytes as _json
-from agentrig.harness.endpoint.wire.base import WireAnswer, WireError, WireRequest
+from agentrig.harness.endpoint.wire.base import (
+    ANY_ANSWER,
+    ToolChoice,
+    WireAnswer,
+    WireError,
+    WireRequest,
+)
 from agentrig.messages import Message, Role, ToolCall
 from agentrig.state import ToolSchema, Usage
 from agentrig.state.status import FinishReason
@@ -166,6 +172,35 @@ class GeminiFormat(BaseFormat):
             seals_reasoning=True,
             reasoning_shown=_thoughts_asked(data),
             anonymous_calls=anonymous > 0,
+        )
+
+    def tool_choice(self, request: WireRequest) -> ToolChoice:
+        """``toolConfig.functionCallingConfig``: ``mode`` ``NONE`` (no call), ``ANY`` (at least
+        one call), ``AUTO`` or ``VALIDATED`` (text or calls); with ``ANY`` or ``VALIDATED``,
+        ``allowedFunctionNames`` limits the tools a call may name. The API has no parallel
+        setting."""
+        config = _member(request.settings, "toolConfig", "tool_config")
+        calling = (
+            _member(config, "functionCallingConfig", "function_calling_config")
+            if isinstance(config, dict)
+            else None
+        )
+        if not isinstance(calling, dict):
+            return ANY_ANSWER
+        mode = calling.get("mode")
+        mode = mode.upper() if isinstance(mode, str) else "AUTO"
+        names = _member(calling, "allowedFunctionNames", "allowed_function_names")
+        allowed = None
+        if mode in ("ANY", "VALIDATED") and isinstance(names, list) and names:
+            allowed = tuple(name for name in names if isinstance(name, str))
+        modes: dict[str, Any] = {"NONE": "none", "ANY": "required"}
+        key = (
+            "toolConfig" if isinstance(request.settings.get("toolConfig"), dict) else "tool_config"
+        )
+        return ToolChoice(
+            mode=modes.get(mode, "auto"),
+            allowed=allowed,
+            said=f"{key}: {_json(config).decode()}",
         )
 
     def response_body(self, answer: WireAnswer, *, model: str, response_id: str) -> JsonObject:
