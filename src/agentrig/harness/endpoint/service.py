@@ -284,6 +284,8 @@ class ScenarioEndpoint:
         top = fmt.logprobs_asked(request) if answer is not None and answer.logprobs else None
         hidden = answer is not None and bool(answer.reasoning) and not request.reasoning_shown
 
+        array = request.json_array
+
         def made() -> EndpointReply:
             return _reply(
                 fmt,
@@ -293,12 +295,13 @@ class ScenarioEndpoint:
                 model=model,
                 top=top,
                 hidden=hidden,
+                array=array,
             )
 
         if answer is None or not plan.shared:  # made for this request alone
             reply = made()
         else:  # the same for every session that plays this plan (see ``EndpointSession.plan``)
-            key = ("reply", fmt.name, id(plan), stream, include_usage, model, top, hidden)
+            key = ("reply", fmt.name, id(plan), stream, include_usage, model, top, hidden, array)
             reply = remembered(key, plan, made)
         if exchange.awaited:  # made for this request: it reports what became of the reply
             reply = replace(reply, delivery=Delivery(session, exchange))
@@ -411,10 +414,12 @@ def _reply(
     model: str,
     top: int | None = None,
     hidden: bool = False,
+    array: bool = False,
 ) -> EndpointReply:
     """The reply that plays ``plan``; ``top``: the likeliest tokens to send beside each token's
     log probability (None: the request asked for none); ``hidden``: the reasoning goes without
-    its text, as reasoning that shows none (the request did not ask to see it)."""
+    its text, as reasoning that shows none (the request did not ask to see it); ``array``: a
+    stream goes as one JSON array (Gemini without ``alt=sse``), not as server-sent events."""
     answer = plan.answer
     if answer is not None and top is not None:
         answer = replace(answer, logprobs_top=top)
@@ -446,6 +451,9 @@ def _reply(
             at = min(fault.malformed_at, len(chunks)) - 1
             chunks[at] = MALFORMED_EVENT
         headers = {"content-type": EVENT_STREAM, "cache-control": "no-cache"}
+        if array:
+            chunks = GEMINI.json_array(chunks, closed=not drop)
+            headers = {"content-type": JSON}
         return EndpointReply(
             200,
             headers,

@@ -40,6 +40,9 @@ class WireRequest:
     """Whether an answer may show its reasoning's text: Gemini sends thought parts only to a
     request that asks for them (``thinkingConfig.includeThoughts``), the signature alone
     otherwise."""
+    json_array: bool = False
+    """Whether a stream goes as one JSON array whose elements are sent as they come (Gemini's
+    ``streamGenerateContent`` without ``alt=sse``) rather than as server-sent events."""
     anonymous_calls: bool = False
     """Whether an assistant turn sent a tool call without its id (Gemini lets a client leave
     ids out): such a call has a placeholder id (``ANONYMOUS_CALL`` and a number), which the
