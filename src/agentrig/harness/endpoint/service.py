@@ -19,7 +19,7 @@ from typing import Protocol
 from urllib.parse import parse_qs
 
 from agentrig.errors import AgentrigError
-from agentrig.harness.endpoint.capture import CapturedRequest, Kept, captured
+from agentrig.harness.endpoint.capture import CapturedRequest, captured, keep
 from agentrig.harness.endpoint.function import ReplyFunction
 from agentrig.harness.endpoint.memo import remembered
 from agentrig.harness.endpoint.session import Delivery, EndpointSession, Plan
@@ -148,7 +148,7 @@ class ScenarioEndpoint:
     replies: ReplyFunction | None = None
     """A function that decides each reply instead of the turns' ``model:`` scripts."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _captured: dict[str, list[Kept]] = field(default_factory=dict)
+    _captured: dict[str, list[object]] = field(default_factory=dict)
     _names: set[str] = field(default_factory=set)
     """The names of the sessions (kept, not gathered: a run may hold thousands)."""
 
@@ -254,9 +254,9 @@ class ScenarioEndpoint:
             return _error(fmt, 401, str(error))
         reply = self._answer(fmt, session, target, body)
         if self.capture:
-            kept = Kept(method, path, lowered, body, reply.status)
             with self._lock:
-                self._captured.setdefault(session.key, []).append(kept)
+                record = self._captured.setdefault(session.key, [])
+                keep(record, method, path, lowered, body, reply.status)
         return reply
 
     def requests(self, key: str, trial: str | None = None) -> list[CapturedRequest]:
@@ -264,8 +264,8 @@ class ScenarioEndpoint:
         with ``capture``; none before the first)."""
         session_key = key if not trial else f"{key}#{trial}"
         with self._lock:
-            kept = list(self._captured.get(session_key, ()))
-        return [captured(number, request) for number, request in enumerate(kept, 1)]
+            record = list(self._captured.get(session_key, ()))
+        return captured(record)
 
     def _answer(
         self, fmt: WireFormat, session: EndpointSession, target: str, body: bytes
