@@ -57,7 +57,7 @@ def keep(
     one object per request."""
     raw = getattr(headers, "raw", None)
     if isinstance(raw, list):  # httpx's, httpx2's and starlette's headers
-        kept: bytes | str = b"\r\n".join(name + b": " + value for name, value in raw)
+        kept: bytes | str = b"\r\n".join([name + b": " + value for name, value in raw])
     else:
         kept = "\r\n".join(f"{name}: {value}" for name, value in headers.items())
     record.extend((method, path, kept, body, status))

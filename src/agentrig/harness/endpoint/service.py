@@ -233,16 +233,8 @@ class ScenarioEndpoint:
         target = path
         path, _, query = path.partition("?")
         fmt = format_for_path(path)
-        anthropic = fmt is FORMATS["anthropic"] or "anthropic-version" in lowered
-        errors = FORMATS["anthropic"] if anthropic else FORMATS["chat"]
-        if fmt is FORMATS["gemini"] or _is_gemini(path, lowered):
-            errors = FORMATS["gemini"]
-        if method == "GET" and path.rstrip("/").endswith("/models"):
-            return self._models(anthropic, gemini=errors is FORMATS["gemini"])
-        if fmt is None or method != "POST":
-            served = ", ".join(f"POST {f.path}" for f in FORMATS.values())
-            message = f"Invalid URL ({method} {path}): the agentrig endpoint serves {served}"
-            return _error(errors, 404, message)
+        if fmt is None or method != "POST":  # no model call: a model list, or no such route
+            return self._not_a_call(method, path, lowered, fmt)
         key = _api_key(lowered, query)
         if key is None:
             return _error(
@@ -309,6 +301,22 @@ class ScenarioEndpoint:
         if reply.chunks is None or chunking == "events":
             return reply
         return replace(reply, chunks=tuple(cut_chunks(reply.chunks, chunking)))
+
+    def _not_a_call(
+        self, method: str, path: str, headers: Mapping[str, str], fmt: WireFormat | None
+    ) -> EndpointReply:
+        """The answer to a request that is no model call: the model list in the shape of the
+        API the request is meant for (its path, or its headers), or HTTP 404 in that shape.
+        (Only here are the headers read for it: a model call's path says its API.)"""
+        anthropic = fmt is FORMATS["anthropic"] or "anthropic-version" in headers
+        errors = FORMATS["anthropic"] if anthropic else FORMATS["chat"]
+        if fmt is FORMATS["gemini"] or _is_gemini(path, headers):
+            errors = FORMATS["gemini"]
+        if method == "GET" and path.rstrip("/").endswith("/models"):
+            return self._models(anthropic, gemini=errors is FORMATS["gemini"])
+        served = ", ".join(f"POST {f.path}" for f in FORMATS.values())
+        message = f"Invalid URL ({method} {path}): the agentrig endpoint serves {served}"
+        return _error(errors, 404, message)
 
     def _models(self, anthropic: bool, *, gemini: bool = False) -> EndpointReply:
         names = sorted({s.agent.model for s in self.scenarios if s.agent.model} or {"agentrig"})
