@@ -175,17 +175,28 @@ def _within_depth(value: Any, depth: int = 1) -> bool:
 def json_equal(expected: Any, actual: Any) -> bool:
     """Equal as JSON values: ``1`` equals ``1.0``, but a boolean never equals a number (Python's
     ``True == 1`` would let a tool call with ``n=true`` pass for ``n=1``)."""
-    if isinstance(expected, bool) or isinstance(actual, bool):
-        return type(expected) is type(actual) and expected == actual
-    if isinstance(expected, Mapping) and isinstance(actual, Mapping):
+    kind, other = type(expected), type(actual)
+    if kind is str or expected is None:  # equal only to their own kind: nothing to walk
+        return bool(expected == actual)
+    if kind is bool or other is bool:  # bool has no subclasses
+        return kind is other and expected == actual
+    # The exact types first: most JSON is dicts and lists, and ABC checks cost more.
+    if (kind is dict or isinstance(expected, Mapping)) and (
+        other is dict or isinstance(actual, Mapping)
+    ):
         return expected.keys() == actual.keys() and all(
             json_equal(value, actual[key]) for key, value in expected.items()
         )
-    if isinstance(expected, list | tuple) and isinstance(actual, list | tuple):
+    if (kind in _SEQUENCES or isinstance(expected, list | tuple)) and (
+        other in _SEQUENCES or isinstance(actual, list | tuple)
+    ):
         return len(expected) == len(actual) and all(
             json_equal(a, b) for a, b in zip(expected, actual, strict=True)
         )
     return bool(expected == actual)
+
+
+_SEQUENCES = (list, tuple)
 
 
 _PARSED_JSON: dict[str, Any] = {"agentrig": "parsed JSON without NaN or Infinity"}

@@ -1,7 +1,7 @@
 """``answer_allowed``: a scripted answer a real API would never give the request (a tool call
 under ``tool_choice: none``, two calls when parallel calls are off, text when a call is
-required) fails, naming the request, the setting and the scripted reply's line; through the
-official SDKs on all three APIs."""
+required, a call of a tool Gemini's ``allowedFunctionNames`` leaves out) fails, naming the
+request, the setting and the scripted reply's line; through the official SDKs on all four APIs."""
 
 from __future__ import annotations
 
@@ -14,10 +14,18 @@ import pytest
 from agentrig.harness.endpoint.handle import EndpointHandle
 from agentrig.harness.results import Failure
 
-from .sdk_agents import CHAT_TOOLS, PARAMETERS, anthropic_client, openai_client
+from .sdk_agents import (
+    CHAT_TOOLS,
+    GEMINI_DECLARATION,
+    PARAMETERS,
+    anthropic_client,
+    gemini_client,
+    openai_client,
+)
 
 pytest.importorskip("openai")
 pytest.importorskip("anthropic")
+pytest.importorskip("google.genai")
 
 TWO_CALLS = """\
 name: two-calls
@@ -76,6 +84,20 @@ def _anthropic(handle: EndpointHandle, user: str, **settings: Any) -> None:
             tools=ANTHROPIC_TOOLS,
             **settings,
         )
+
+
+def _gemini(handle: EndpointHandle, user: str, **calling: Any) -> None:
+    """google-genai with ``toolConfig.functionCallingConfig`` of ``calling``."""
+    from google.genai import types
+
+    config = types.GenerateContentConfig(
+        tools=[types.Tool(function_declarations=[GEMINI_DECLARATION])],
+        tool_config=types.ToolConfig(
+            function_calling_config=types.FunctionCallingConfig(**calling)
+        ),
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+    )
+    gemini_client(handle).models.generate_content(model="gemini-test", contents=user, config=config)
 
 
 CASES = [
@@ -139,6 +161,30 @@ CASES = [
         'the request sends tool_choice: {"type":"any"}, but the scripted reply calls no tool',
         id="anthropic-any",
     ),
+    pytest.param(
+        _gemini,
+        ONE_CALL,
+        {"mode": "NONE"},
+        'the request sends toolConfig: {"functionCallingConfig":{"mode":"NONE"}}, but the '
+        "scripted reply calls get_weather",
+        id="gemini-none",
+    ),
+    pytest.param(
+        _gemini,
+        TEXT,
+        {"mode": "ANY"},
+        'the request sends toolConfig: {"functionCallingConfig":{"mode":"ANY"}}, but the '
+        "scripted reply calls no tool",
+        id="gemini-any",
+    ),
+    pytest.param(
+        _gemini,
+        ONE_CALL,
+        {"mode": "ANY", "allowed_function_names": ["get_time"]},
+        'the request sends toolConfig: {"functionCallingConfig":{"allowedFunctionNames":'
+        '["get_time"],"mode":"ANY"}}, but the scripted reply calls get_weather',
+        id="gemini-allowed-names",
+    ),
 ]
 
 
@@ -181,6 +227,14 @@ def test_an_answer_the_request_does_not_allow_fails_at_the_reply(
             id="anthropic-named",
         ),
         pytest.param(_anthropic, TWO_CALLS, {"tool_choice": {"type": "auto"}}, id="anthropic"),
+        pytest.param(
+            _gemini,
+            TWO_CALLS,
+            {"mode": "ANY", "allowed_function_names": ["get_weather"]},
+            id="gemini-allowed-names",
+        ),
+        pytest.param(_gemini, TEXT, {"mode": "VALIDATED"}, id="gemini-validated"),
+        pytest.param(_gemini, TEXT, {"mode": "NONE"}, id="gemini-text-under-none"),
     ],
 )
 def test_an_answer_the_request_allows_passes(

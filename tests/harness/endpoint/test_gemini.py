@@ -106,14 +106,84 @@ def test_the_model_list_is_googles(weather: Path) -> None:
     assert reply.status == 200
 
 
-def test_a_stream_without_alt_sse_is_refused_naming_alt(weather: Path) -> None:
-    handle = EndpointHandle(weather)
-    response = post(
-        handle,
-        "/v1beta/models/gemini-test:streamGenerateContent",
-        QUESTION,
-        **{"x-goog-api-key": handle.api_key},
+STREAM = "/v1beta/models/gemini-test:streamGenerateContent"
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["in-process", "loopback"])
+def test_a_stream_without_alt_sse_is_one_json_array_sent_element_by_element(
+    weather: Path, live: bool
+) -> None:
+    with (
+        EndpointHandle(weather, live=live) as handle,
+        httpx.Client() if live else handle.httpx_client() as client,
+    ):
+        headers = {"x-goog-api-key": handle.api_key}
+        url = f"{handle.base_url}{STREAM}"
+        with client.stream("POST", url, json=QUESTION, headers=headers) as response:
+            pieces = list(response.iter_raw())
+            kind = response.headers["content-type"]
+        first = json.loads(b"".join(pieces))
+        answer = {
+            **QUESTION,
+            "contents": [*QUESTION["contents"], first[-1]["candidates"][0]["content"]],
+        }
+        answer["contents"].append(
+            {
+                "role": "user",
+                "parts": [
+                    {
+                        "functionResponse": {
+                            "name": "get_weather",
+                            "response": {"output": "sunny in Paris"},
+                        }
+                    }
+                ],
+            }
+        )
+        second = json.loads(client.post(f"{url}?alt=json", json=answer, headers=headers).content)
+        handle.check()
+
+    assert kind == "application/json"
+    assert pieces[0].startswith(b"[{")
+    assert pieces[-1] == b"\n]"
+    assert first[0]["candidates"][0]["content"]["parts"][0]["functionCall"]["name"] == "get_weather"
+    text = "".join(
+        part.get("text", "")
+        for chunk in second
+        for part in chunk["candidates"][0]["content"]["parts"]
     )
+    assert text == "It is sunny in Paris today."
+    assert len(second) > 1
+    assert second[-1]["candidates"][0]["finishReason"] == "STOP"
+
+
+def test_a_stream_cut_midway_leaves_the_json_array_open(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    text = WEATHER.replace(
+        "      - say: It is sunny in Paris today.\n",
+        "      - say: It is sunny in Paris today.\n        fault: {cut_after: 2}\n",
+    )
+    handle = EndpointHandle(write_scenario(text))
+    body = {**QUESTION, "contents": QUESTION["contents"]}
+    headers = {"x-goog-api-key": handle.api_key}
+    with handle.httpx_client() as client:
+        client.post(f"{handle.base_url}{STREAM}", json=body, headers=headers)  # the call
+        pieces: list[bytes] = []
+        url = f"{handle.base_url}{STREAM}"
+        with (
+            client.stream("POST", url, json=body, headers=headers) as cut,
+            pytest.raises(httpx.RemoteProtocolError),  # the connection cut
+        ):
+            pieces.extend(cut.iter_raw())
+    sent = b"".join(pieces)
+    assert sent.startswith(b"[{")
+    assert not sent.endswith(b"]")
+
+
+def test_a_stream_of_another_alt_is_refused_naming_alt(weather: Path) -> None:
+    handle = EndpointHandle(weather)
+    response = post(handle, f"{STREAM}?alt=proto", QUESTION, **{"x-goog-api-key": handle.api_key})
 
     assert response.status_code == 400
     error = response.json()["error"]

@@ -1,5 +1,5 @@
-"""Scripted ``logprobs:``: sent in the OpenAI APIs' shapes to a request that asks for them, plain
-and streamed, and parsed by the official SDKs; Anthropic's API has none."""
+"""Scripted ``logprobs:``: sent in the OpenAI APIs' and Gemini's shapes to a request that asks
+for them, plain and streamed, and parsed by the official SDKs; Anthropic's API has none."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from agentrig.harness.endpoint.handle import EndpointHandle
 
-from .sdk_agents import anthropic_client, openai_client
+from .sdk_agents import anthropic_client, gemini_client, openai_client
 
 openai = pytest.importorskip("openai")
 pytest.importorskip("anthropic")
@@ -143,6 +143,74 @@ def test_a_responses_stream_sends_a_token_a_delta_with_its_logprobs(
     assert done is not None
     assert len(done.logprobs) == 3
     assert _seen(final.output[0].content[0].logprobs) == _expected(1)
+    handle.check()
+
+
+def _gemini_config(top: int | None = None, *, asked: bool = True) -> Any:
+    from google.genai import types
+
+    return types.GenerateContentConfig(response_logprobs=asked, logprobs=top)
+
+
+def _gemini_seen(result: Any) -> list[tuple[str, float, list[tuple[str, float]]]]:
+    """Each chosen token of a Gemini ``logprobsResult``, with its top candidates."""
+    return [
+        (
+            chosen.token,
+            chosen.log_probability,
+            [(c.token, c.log_probability) for c in top.candidates],
+        )
+        for chosen, top in zip(result.chosen_candidates, result.top_candidates, strict=True)
+    ]
+
+
+def _gemini_expected(top: int) -> list[Any]:
+    return [(t, lp, tops) for t, lp, _, tops in _expected(top)]
+
+
+@pytest.mark.parametrize("top", [0, 2])
+def test_gemini_sends_the_tokens_with_as_many_top_candidates_as_asked(
+    write_scenario: Callable[[str], Path], top: int
+) -> None:
+    pytest.importorskip("google.genai")
+    handle = _handle(write_scenario)
+    answer = gemini_client(handle).models.generate_content(
+        model="gemini-test", contents="Is the answer right?", config=_gemini_config(top or None)
+    )
+    candidate = answer.candidates[0]
+    assert answer.text == "Yes, très"
+    assert _gemini_seen(candidate.logprobs_result) == _gemini_expected(top)
+    assert candidate.avg_logprobs == pytest.approx(sum(lp for _, lp in TOKENS) / 3)
+    handle.check()
+
+
+def test_gemini_sends_none_unless_asked(write_scenario: Callable[[str], Path]) -> None:
+    pytest.importorskip("google.genai")
+    handle = _handle(write_scenario)
+    client = gemini_client(handle)
+    for config in (None, _gemini_config(3, asked=False)):
+        answer = client.models.generate_content(
+            model="gemini-test", contents="Is the answer right?", config=config
+        )
+        assert answer.candidates[0].logprobs_result is None
+        assert answer.candidates[0].avg_logprobs is None
+    handle.check()
+
+
+def test_a_gemini_stream_sends_a_token_a_chunk_with_its_logprobs(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    pytest.importorskip("google.genai")
+    handle = _handle(write_scenario)
+    chunks = list(
+        gemini_client(handle).models.generate_content_stream(
+            model="gemini-test", contents="Is the answer right?", config=_gemini_config(1)
+        )
+    )
+    assert [c.text for c in chunks] == ["Yes", ",", " très"]
+    seen = [_gemini_seen(c.candidates[0].logprobs_result) for c in chunks]
+    assert seen == [[entry] for entry in _gemini_expected(1)]
+    assert chunks[-1].candidates[0].avg_logprobs == pytest.approx(sum(lp for _, lp in TOKENS) / 3)
     handle.check()
 
 

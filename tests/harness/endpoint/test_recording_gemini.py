@@ -150,12 +150,14 @@ ANSWER = WireAnswer(
 )
 
 
-@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
-def test_an_answer_reads_back_as_the_response_it_encodes(streamed: bool) -> None:
+@pytest.mark.parametrize("how", ["plain", "streamed", "json-array"])
+def test_an_answer_reads_back_as_the_response_it_encodes(how: str) -> None:
+    streamed = how != "plain"
     if streamed:
-        body = b"".join(
-            GEMINI.stream_chunks(ANSWER, model="m", response_id="r", include_usage=False)
-        )
+        events = GEMINI.stream_chunks(ANSWER, model="m", response_id="r", include_usage=False)
+        if how == "json-array":
+            events = GEMINI.json_array(events, closed=True)
+        body = b"".join(events)
     else:
         body = json.dumps(GEMINI.response_body(ANSWER, model="m", response_id="r")).encode()
 

@@ -150,3 +150,50 @@ def test_intercept_meets_a_timeout_fault_with_the_clients_timeout_error(
         "turn 1: request 2 got the scripted fault (no answer until the client's timeout) "
         "(line 8) and no request followed: the agent gave up where the script has it recover"
     ]
+
+
+SLOW_STREAM = "chunk_latency: 30"  # seconds between chunks: the client gives up mid-stream
+httpx2 = pytest.importorskip("httpx2")
+GAVE_UP_MID_STREAM = (openai.APITimeoutError, httpx.ReadTimeout, httpx2.ReadTimeout)
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["in-process", "loopback"])
+def test_a_stream_the_client_gave_up_on_midway_is_no_model_call(
+    write_scenario: Callable[[str], Path], live: bool
+) -> None:
+    started = time.monotonic()
+    path = write_scenario(SCENARIO.replace("SLOW", SLOW_STREAM))
+    with EndpointHandle(path, live=live) as handle, _client(handle, retries=0) as client:
+        messages = _messages()
+        with pytest.raises(GAVE_UP_MID_STREAM):  # the first words came, then nothing
+            chat_agent(client, messages, stream=True)
+        answer = chat_agent(client, messages, stream=True)  # the agent asks again
+        result = handle.check()  # model_calls 2 (not 3), no history_grows
+
+    assert answer == "It is sunny in Paris today."
+    assert time.monotonic() - started < 10  # never the scripted 30 s: the client's 0.3 s
+    events = [e.text for e in result.transcript if e.kind == "event"]
+    assert events == [
+        "the client got only part of the reply (chunk_latency 30 s between chunks): it gave up "
+        "mid-stream"
+    ]
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["in-process", "loopback"])
+def test_an_agent_that_gives_up_mid_stream_for_good_is_named(
+    write_scenario: Callable[[str], Path], live: bool
+) -> None:
+    path = write_scenario(SCENARIO.replace("SLOW", SLOW_STREAM))
+    with EndpointHandle(path, live=live) as handle, _client(handle, retries=0) as client:
+        with pytest.raises(GAVE_UP_MID_STREAM):
+            chat_agent(client, _messages(), stream=True)
+        failures = handle.result().failures
+
+    named = [f for f in failures if "no request followed" in f.message]
+    assert [f.message for f in named] == [
+        "turn 1: request 2 received the scripted reply only in part (chunk_latency: 30 between "
+        "chunks) (line 8) and no request followed: the agent gave up where the script has it "
+        "recover"
+    ]
+    assert named[0].location == f"{path}:8"
+    assert "model_calls" in " ".join(f.message for f in failures)  # 1 received, not 2

@@ -561,6 +561,7 @@ def test_unknown_keys_list_the_allowed_keys(tmp_path: Path) -> None:
         "cost",
         "finish_reason",
         "latency",
+        "chunk_latency",
         "repeat",
         "logprobs",
     )

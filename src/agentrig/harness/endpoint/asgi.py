@@ -66,11 +66,12 @@ def endpoint_app(endpoint: RequestHandler) -> Starlette:
                 if reply.delivery is not None:
                     reply.delivery.abandoned()
                 return Response(status_code=499)  # no one is left to read it
-        if reply.delivery is not None:
+        if reply.delivery is not None and not reply.paced:  # a paced stream tells as it goes
             reply.delivery.delivered()
         if reply.chunks is None and not reply.drop:
             return Response(reply.body, status_code=reply.status, headers=reply.headers)
-        return StreamingResponse(_events(reply), status_code=reply.status, headers=reply.headers)
+        events = _events(reply, request)
+        return StreamingResponse(events, status_code=reply.status, headers=reply.headers)
 
     routes = [Route("/{path:path}", answer, methods=["GET", "POST", "PUT", "DELETE", "PATCH"])]
     app = Starlette(routes=routes)
@@ -88,8 +89,28 @@ async def _gives_up(request: Request, seconds: float) -> bool:
     return False
 
 
-async def _events(reply: EndpointReply) -> AsyncIterator[bytes]:
-    for chunk in reply.chunks or ():
-        yield chunk
+async def _events(reply: EndpointReply, request: Request) -> AsyncIterator[bytes]:
+    """The chunks of a streamed reply, ``interval`` seconds apart, then the scripted cut, if
+    any. A paced stream tells its delivery when it begins and when its last chunk goes, and
+    that it was abandoned when the client disconnects before (seen while it waits, or as the
+    server cancelling the stream)."""
+    chunks = reply.chunks or ()
+    delivery = reply.delivery if reply.paced else None
+    try:
+        for index, chunk in enumerate(chunks):
+            if index and reply.interval and await _gives_up(request, reply.interval):
+                if delivery is not None:
+                    delivery.abandoned()
+                return
+            if delivery is not None:
+                if index == 0:
+                    delivery.began()
+                if index == len(chunks) - 1:
+                    delivery.delivered()
+            yield chunk
+    except BaseException:  # cancelled: the client disconnected mid-stream
+        if delivery is not None:
+            delivery.abandoned()
+        raise
     if reply.drop:
         raise ConnectionCut("a scripted fault cut this connection")

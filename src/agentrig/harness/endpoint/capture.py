@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,10 +38,57 @@ class CapturedRequest:
         return parsed if isinstance(parsed, dict) else {}
 
 
-def captured(
-    number: int, method: str, path: str, headers: Mapping[str, str], content: bytes, status: int
-) -> CapturedRequest:
-    """A ``CapturedRequest`` whose headers are copied, names in lower case (``headers`` may be
-    an HTTP library's own mapping, which lives no longer than the request)."""
-    copied = {name.lower(): value for name, value in headers.items()}
-    return CapturedRequest(number, method, path, copied, content, status)
+FIELDS = 5
+"""What ``keep`` adds to a session's record of its requests, per request."""
+
+
+def keep(
+    record: list[object],
+    method: str,
+    path: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    status: int,
+) -> None:
+    """Add a request to ``record``, a session's flat list of what its requests were made of
+    (``FIELDS`` items each: method, path, headers, body, status). Its headers go as one text
+    (the HTTP library's raw bytes when it has them: they need no decoding); nothing is kept as
+    an object of its own, so a session's record is one list the garbage collector visits, not
+    one object per request."""
+    raw = getattr(headers, "raw", None)
+    if isinstance(raw, list):  # httpx's, httpx2's and starlette's headers
+        kept: bytes | str = b"\r\n".join([name + b": " + value for name, value in raw])
+    else:
+        kept = "\r\n".join(f"{name}: {value}" for name, value in headers.items())
+    record.extend((method, path, kept, body, status))
+
+
+def captured(record: list[object]) -> list[CapturedRequest]:
+    """The requests of ``record`` (see ``keep``) in order, their headers' names in lower
+    case."""
+    found = []
+    for start in range(0, len(record), FIELDS):
+        method, path, headers, body, status = record[start : start + FIELDS]
+        text = _text(headers) if isinstance(headers, bytes) else str(headers)
+        lines = (line.partition(": ") for line in text.split("\r\n") if line)
+        copied = {name.lower(): value for name, _, value in lines}
+        number = start // FIELDS + 1
+        found.append(
+            CapturedRequest(
+                number,
+                cast(str, method),
+                cast(str, path),
+                copied,
+                cast(bytes, body),
+                cast(int, status),
+            )
+        )
+    return found
+
+
+def _text(raw: bytes) -> str:
+    """Header bytes as text: UTF-8, else Latin-1 (as HTTP libraries decode them)."""
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")

@@ -261,8 +261,8 @@ def tools_offered(view: WireView) -> list[Violation]:
 
 def answer_allowed(view: WireView) -> list[Violation]:
     """The scripted answer is one the request allows: no tool call under ``tool_choice: none``,
-    at least one under ``required`` (Anthropic's ``any``), only the named tool's under a named
-    choice, and one call at most when the request turns parallel calls off
+    at least one under ``required`` (Anthropic's ``any``, Gemini's ``ANY``), only the named
+    tool's under a named choice (Gemini: only ``allowedFunctionNames``), and one call at most when the request turns parallel calls off
     (``parallel_tool_calls: false``, ``disable_parallel_tool_use: true``). A real API never
     answers otherwise: an agent tested on such an answer is tested on something it never meets."""
     answer = view.answer
@@ -284,6 +284,11 @@ def answer_allowed(view: WireView) -> list[Violation]:
         problem = (
             f"the request sends {choice.said}, but the scripted reply calls "
             f"{', '.join(n for n in names if n != choice.tool)}"
+        )
+    elif choice.allowed is not None and any(name not in choice.allowed for name in names):
+        problem = (
+            f"the request sends {choice.said}, but the scripted reply calls "
+            f"{', '.join(n for n in names if n not in choice.allowed)}"
         )
     elif not choice.parallel and len(calls) > 1:
         problem = (

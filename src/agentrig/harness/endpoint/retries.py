@@ -5,14 +5,15 @@ validator's ``ModelRetry`` or a failed validation as a user message ("Your previ
 failed the application's validation ..."), and on an API without mid-conversation system
 messages its own notes as ``<system>`` blocks in a user message. Counted as user turns, each
 would take the scenario's next turn. A turn's ``retries:`` says which messages retry it; left
-out, the frameworks' own are recognised (the texts of pydantic-ai 1.x and 2.x).
+out, the frameworks' own are recognised (the texts of pydantic-ai 1.x and 2.x). A turn allows
+at most ``ScenarioTurn.max_retries`` of them.
 """
 
 from __future__ import annotations
 
 import re
 
-from agentrig.harness.scenarios.model import ScenarioTurn
+from agentrig.harness.scenarios.model import RetryRule, ScenarioTurn
 
 _OUTPUT_ASKED = r"(?:return text|include your response in a tool call|call a tool|return an image)"
 
@@ -38,7 +39,9 @@ def retries_turn(turn: ScenarioTurn, following: ScenarioTurn | None, text: str) 
         return True
     if FRAMEWORK_RETRY.search(text) is not None:
         return True
+    if not isinstance(rule, RetryRule) or not rule.has_rule:  # a number: the frameworks' only
+        return False
     try:
-        return rule is not None and rule.matches(text)
+        return rule.matches(text)
     except TimeoutError:  # a regex that backtracks too long: the message is no retry
         return False

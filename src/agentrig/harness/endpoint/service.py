@@ -19,7 +19,7 @@ from typing import Protocol
 from urllib.parse import parse_qs
 
 from agentrig.errors import AgentrigError
-from agentrig.harness.endpoint.capture import CapturedRequest, captured
+from agentrig.harness.endpoint.capture import CapturedRequest, captured, keep
 from agentrig.harness.endpoint.function import ReplyFunction
 from agentrig.harness.endpoint.memo import remembered
 from agentrig.harness.endpoint.session import Delivery, EndpointSession, Plan
@@ -94,9 +94,11 @@ class EndpointReply:
 
     ``drop`` means the connection is cut after ``chunks`` (or instead of a body): the client sees
     a broken connection, as when a provider's stream dies. ``delay`` is the seconds to wait first;
-    ``hang``: send nothing until the client gives up (a ``timeout`` fault). A player that waits
-    (``delay``, ``hang``) tells ``delivery`` whether the reply went out or the client gave up
-    first, and never waits past the client's own timeout (``play_wait``).
+    ``hang``: send nothing until the client gives up (a ``timeout`` fault); ``interval``: the
+    seconds between ``chunks``. A player that waits (``delay``, ``hang``, ``interval``) tells
+    ``delivery`` whether the reply went out (a stream: when it begins, and when its last chunk
+    goes) or the client gave up first, and never waits past the client's own timeout
+    (``play_wait``).
     """
 
     status: int
@@ -107,6 +109,13 @@ class EndpointReply:
     delay: float = 0.0
     hang: bool = False
     delivery: Delivery | None = None
+    interval: float = 0.0
+
+    @property
+    def paced(self) -> bool:
+        """Whether this is a stream with waits between its chunks (its player tells
+        ``delivery`` of it chunk by chunk)."""
+        return self.interval > 0 and self.chunks is not None
 
 
 HANG_LIMIT = 600.0
@@ -139,7 +148,7 @@ class ScenarioEndpoint:
     replies: ReplyFunction | None = None
     """A function that decides each reply instead of the turns' ``model:`` scripts."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _captured: dict[str, list[CapturedRequest]] = field(default_factory=dict)
+    _captured: dict[str, list[object]] = field(default_factory=dict)
     _names: set[str] = field(default_factory=set)
     """The names of the sessions (kept, not gathered: a run may hold thousands)."""
 
@@ -224,16 +233,8 @@ class ScenarioEndpoint:
         target = path
         path, _, query = path.partition("?")
         fmt = format_for_path(path)
-        anthropic = fmt is FORMATS["anthropic"] or "anthropic-version" in lowered
-        errors = FORMATS["anthropic"] if anthropic else FORMATS["chat"]
-        if fmt is FORMATS["gemini"] or _is_gemini(path, lowered):
-            errors = FORMATS["gemini"]
-        if method == "GET" and path.rstrip("/").endswith("/models"):
-            return self._models(anthropic, gemini=errors is FORMATS["gemini"])
-        if fmt is None or method != "POST":
-            served = ", ".join(f"POST {f.path}" for f in FORMATS.values())
-            message = f"Invalid URL ({method} {path}): the agentrig endpoint serves {served}"
-            return _error(errors, 404, message)
+        if fmt is None or method != "POST":  # no model call: a model list, or no such route
+            return self._not_a_call(method, path, lowered, fmt)
         key = _api_key(lowered, query)
         if key is None:
             return _error(
@@ -246,8 +247,8 @@ class ScenarioEndpoint:
         reply = self._answer(fmt, session, target, body)
         if self.capture:
             with self._lock:
-                kept = self._captured.setdefault(session.key, [])
-                kept.append(captured(len(kept) + 1, method, path, lowered, body, reply.status))
+                record = self._captured.setdefault(session.key, [])
+                keep(record, method, path, lowered, body, reply.status)
         return reply
 
     def requests(self, key: str, trial: str | None = None) -> list[CapturedRequest]:
@@ -255,7 +256,8 @@ class ScenarioEndpoint:
         with ``capture``; none before the first)."""
         session_key = key if not trial else f"{key}#{trial}"
         with self._lock:
-            return list(self._captured.get(session_key, ()))
+            record = list(self._captured.get(session_key, ()))
+        return captured(record)
 
     def _answer(
         self, fmt: WireFormat, session: EndpointSession, target: str, body: bytes
@@ -274,6 +276,8 @@ class ScenarioEndpoint:
         top = fmt.logprobs_asked(request) if answer is not None and answer.logprobs else None
         hidden = answer is not None and bool(answer.reasoning) and not request.reasoning_shown
 
+        array = request.json_array
+
         def made() -> EndpointReply:
             return _reply(
                 fmt,
@@ -283,12 +287,13 @@ class ScenarioEndpoint:
                 model=model,
                 top=top,
                 hidden=hidden,
+                array=array,
             )
 
         if answer is None or not plan.shared:  # made for this request alone
             reply = made()
         else:  # the same for every session that plays this plan (see ``EndpointSession.plan``)
-            key = ("reply", fmt.name, id(plan), stream, include_usage, model, top, hidden)
+            key = ("reply", fmt.name, id(plan), stream, include_usage, model, top, hidden, array)
             reply = remembered(key, plan, made)
         if exchange.awaited:  # made for this request: it reports what became of the reply
             reply = replace(reply, delivery=Delivery(session, exchange))
@@ -296,6 +301,22 @@ class ScenarioEndpoint:
         if reply.chunks is None or chunking == "events":
             return reply
         return replace(reply, chunks=tuple(cut_chunks(reply.chunks, chunking)))
+
+    def _not_a_call(
+        self, method: str, path: str, headers: Mapping[str, str], fmt: WireFormat | None
+    ) -> EndpointReply:
+        """The answer to a request that is no model call: the model list in the shape of the
+        API the request is meant for (its path, or its headers), or HTTP 404 in that shape.
+        (Only here are the headers read for it: a model call's path says its API.)"""
+        anthropic = fmt is FORMATS["anthropic"] or "anthropic-version" in headers
+        errors = FORMATS["anthropic"] if anthropic else FORMATS["chat"]
+        if fmt is FORMATS["gemini"] or _is_gemini(path, headers):
+            errors = FORMATS["gemini"]
+        if method == "GET" and path.rstrip("/").endswith("/models"):
+            return self._models(anthropic, gemini=errors is FORMATS["gemini"])
+        served = ", ".join(f"POST {f.path}" for f in FORMATS.values())
+        message = f"Invalid URL ({method} {path}): the agentrig endpoint serves {served}"
+        return _error(errors, 404, message)
 
     def _models(self, anthropic: bool, *, gemini: bool) -> EndpointReply:
         names = sorted({s.agent.model for s in self.scenarios if s.agent.model} or {"agentrig"})
@@ -401,10 +422,12 @@ def _reply(
     model: str,
     top: int | None = None,
     hidden: bool = False,
+    array: bool = False,
 ) -> EndpointReply:
     """The reply that plays ``plan``; ``top``: the likeliest tokens to send beside each token's
     log probability (None: the request asked for none); ``hidden``: the reasoning goes without
-    its text, as reasoning that shows none (the request did not ask to see it)."""
+    its text, as reasoning that shows none (the request did not ask to see it); ``array``: a
+    stream goes as one JSON array (Gemini without ``alt=sse``), not as server-sent events."""
     answer = plan.answer
     if answer is not None and top is not None:
         answer = replace(answer, logprobs_top=top)
@@ -436,7 +459,17 @@ def _reply(
             at = min(fault.malformed_at, len(chunks)) - 1
             chunks[at] = MALFORMED_EVENT
         headers = {"content-type": EVENT_STREAM, "cache-control": "no-cache"}
-        return EndpointReply(200, headers, chunks=tuple(chunks), drop=drop, delay=plan.latency)
+        if array:
+            chunks = GEMINI.json_array(chunks, closed=not drop)
+            headers = {"content-type": JSON}
+        return EndpointReply(
+            200,
+            headers,
+            chunks=tuple(chunks),
+            drop=drop,
+            delay=plan.latency,
+            interval=plan.chunk_latency,
+        )
     body = json_bytes(fmt.response_body(answer, model=model, response_id=answer_id))
     if fault is not None and fault.cut_after is not None:
         dropped = {"content-type": JSON}  # pragma: no mutate (header names are case-blind)

@@ -57,7 +57,7 @@ from agentrig.harness.results import (
     TranscriptEntry,
     TurnResult,
 )
-from agentrig.harness.scenarios.model import FaultSpec, ModelReply, Scenario
+from agentrig.harness.scenarios.model import FaultSpec, ModelReply, RetryRule, Scenario
 from agentrig.harness.scenarios.yaml_source import FieldPath
 from agentrig.messages import Message, Role, ToolCall
 from agentrig.state import ToolSchema, Usage
@@ -83,6 +83,8 @@ class Plan:
     retry_after: float | None = None
     fault: FaultSpec | None = None
     latency: float = 0.0
+    chunk_latency: float = 0.0
+    """Seconds between a streamed answer's chunks."""
     shared: bool = True
     """Whether every session that plays this reply as this request number plays this plan
     (a scripted reply), so that its wire reply is made once; a reply function's plan is not."""
@@ -119,6 +121,9 @@ class Exchange:
     delivered), and for good when the client gave up first."""
     abandoned: bool = False
     """Whether the client gave up before the reply reached it (its timeout, or a disconnect)."""
+    begun: bool = False
+    """Whether a streamed reply began to go out (then a client that gave up, gave up
+    mid-stream)."""
 
     @property
     def answered(self) -> bool:
@@ -135,10 +140,14 @@ class Exchange:
 
     @property
     def awaited(self) -> bool:
-        """Whether the reply may never reach the client: one that waits first (``latency``)
-        or sends nothing (a ``timeout`` fault); the player reports what became of it."""
-        return self.plan.latency > 0 or (
-            self.plan.fault is not None and bool(self.plan.fault.timeout)
+        """Whether the reply may never reach the client: one that waits first (``latency``),
+        waits between its chunks (``chunk_latency``) or sends nothing (a ``timeout`` fault);
+        the player reports what became of it."""
+        plan = self.plan
+        return (
+            plan.latency > 0
+            or plan.chunk_latency > 0
+            or (plan.fault is not None and bool(plan.fault.timeout))
         )
 
 
@@ -151,8 +160,13 @@ class Delivery:
     session: EndpointSession
     exchange: Exchange
 
+    def began(self) -> None:
+        """The first chunk of a streamed reply is being sent (the rest is still to come)."""
+        with self.session._lock:
+            self.exchange.begun = True
+
     def delivered(self) -> None:
-        """The reply is being sent: the agent has it."""
+        """The reply is being sent whole (a stream: its last chunk): the agent has it."""
         with self.session._lock:
             if not self.exchange.abandoned:
                 self.exchange.received = True
@@ -237,8 +251,10 @@ class EndpointSession:
             system = request.system
             if system is None and continued is not None:  # the API keeps the stored one
                 system = continued.system
-            turn, newest = self._turn_of(conversation)
-            plan, reply = self._decide(number, turn, _with_context(request, conversation, system))
+            turn, newest, retried = self._turn_of(conversation)
+            plan, reply = self._decide(
+                number, turn, _with_context(request, conversation, system), retried
+            )
             history = self._expected_history()
             if self._bases and turn in self._bases:  # a repeating reply answers
                 history = self._bases[turn]
@@ -281,21 +297,23 @@ class EndpointSession:
             return request.messages
         return (*self._after(continued), *request.messages)
 
-    def _turn_of(self, conversation: tuple[Message, ...]) -> tuple[int, Message | None]:
-        """The turn a request of ``conversation`` belongs to, and the user message that began
-        it: each user message begins a turn, but those that retry the turn before
-        (``retries_turn``: a framework's retry, or what the turn's ``retries:`` names)."""
+    def _turn_of(self, conversation: tuple[Message, ...]) -> tuple[int, Message | None, int]:
+        """The turn a request of ``conversation`` belongs to, the user message that began it,
+        and how many user messages since retried it: each user message begins a turn, but
+        those that retry the turn before (``retries_turn``: a framework's retry, or what the
+        turn's ``retries:`` names)."""
         turns = self.scenario.turns
-        turn, newest = 0, None
+        turn, newest, retried = 0, None, 0
         for message in conversation:
             if message.role is not Role.USER:
                 continue
             if 0 < turn <= len(turns) and retries_turn(
                 turns[turn - 1], turns[turn] if turn < len(turns) else None, message.content
             ):
+                retried += 1
                 continue
-            turn, newest = turn + 1, message
-        return max(turn, 1), newest
+            turn, newest, retried = turn + 1, message, 0
+        return max(turn, 1), newest, retried
 
     def _choose(self, number: int, turn: int, request: WireRequest) -> tuple[Plan, int | None]:
         """The plan that answers request ``number`` of ``turn``, and the index of the scripted
@@ -343,7 +361,9 @@ class EndpointSession:
         # An auto reply has no reasoning to seal.
         return _plan_reply(reply, str(number), turn, request.seals_reasoning)  # pragma: no mutate
 
-    def _decide(self, number: int, turn: int, request: WireRequest) -> tuple[Plan, int | None]:
+    def _decide(
+        self, number: int, turn: int, request: WireRequest, retried: int = 0
+    ) -> tuple[Plan, int | None]:
         """The answer to ``request`` (its conversation and system prompt in context): a fault
         ``agent.network`` draws (the script waits for the retry), else the reply function's or
         the script's reply, after any wait ``agent.network`` draws; and the index of the
@@ -353,6 +373,8 @@ class EndpointSession:
         fault, reply = None, None
         if network is not None and in_script:
             fault = drawn_fault(network, self.scenario.name, self.key, number)
+        if in_script and retried and retried > (self.scenario.turns[turn - 1].max_retries or 0):
+            return self._too_many_retries(number, turn, retried), None
         if fault is not None:
             plan = _fault_plan(str(number), fault, 0.0, "agent.network's drawn fault")
         elif self.replies is not None and in_script:
@@ -395,6 +417,29 @@ class EndpointSession:
         plan = _plan_reply(reply, str(number), turn, request.seals_reasoning)
         plan.shared = False
         return plan
+
+    def _too_many_retries(self, number: int, turn: int, retried: int) -> Plan:
+        """The answer to a request whose turn was retried more often than it allows: HTTP
+        400, and a failure naming the turn's ``retries:`` (its line, or the turn's)."""
+        spec = self.scenario.turns[turn - 1]
+        allowed = spec.max_retries or 0
+        rule = spec.retries
+        explicit = type(rule) is int or (isinstance(rule, RetryRule) and rule.max is not None)
+        limit = "by retries:" if explicit else "by default"
+        message = (
+            f"turn {turn}: request {number} retries the turn {counted(retried, 'time')} (user "
+            f"messages after the turn's own), more than the {allowed} allowed {limit}; allow "
+            "more (retries: N, or max: N beside a rule) or check why the agent keeps retrying"
+        )
+        path: FieldPath = ("turns", turn - 1)
+        if spec.retries is not None:
+            path = (*path, "retries")
+        self._fail("script", message, path, turn=turn)
+        return Plan(
+            str(number),  # pragma: no mutate (an error's id is never sent: answers' are)
+            status=400,
+            error=f"agentrig endpoint: {message}",
+        )
 
     def _overrun(self, number: int, turn: int, scripted: int) -> Plan:
         """The answer to a request that came after its turn's script was used up."""
@@ -711,6 +756,11 @@ class EndpointSession:
             what = f"got the scripted fault ({plan.fault.describe()})"
         elif plan.answer is None:
             what = f"got the scripted error (HTTP {plan.status}: {plan.error})"
+        elif last.begun:  # the client gave up mid-stream
+            what = (
+                "received the scripted reply only in part (chunk_latency: "
+                f"{plan.chunk_latency:g} between chunks)"
+            )
         else:  # the client gave up first (or still waits)
             what = f"never received the scripted reply (latency: {plan.latency:g})"
         path = (*self._script_path(last.turn), last.reply)
@@ -776,7 +826,13 @@ def _plan_reply(reply: ModelReply, response_id: str, turn: int, sealed: bool) ->
     if fault is not None and fault.status is not None:
         return _fault_plan(response_id, fault, reply.latency, "scripted fault")
     answer = _answer(reply, turn, response_id, sealed)
-    return Plan(response_id, answer=answer, fault=fault, latency=reply.latency)
+    return Plan(
+        response_id,
+        answer=answer,
+        fault=fault,
+        latency=reply.latency,
+        chunk_latency=reply.chunk_latency,
+    )
 
 
 def _fault_plan(response_id: str, fault: FaultSpec, latency: float, what: str) -> Plan:
@@ -948,6 +1004,11 @@ def _transcript(
         if not exchange.received:
             why = f"fault: {plan.fault.describe()}" if plan.fault else f"latency {plan.latency:g} s"
             text = f"the client never got the reply ({why}): it gave up first"
+            if exchange.begun:
+                text = (
+                    f"the client got only part of the reply (chunk_latency {plan.chunk_latency:g}"
+                    " s between chunks): it gave up mid-stream"
+                )
             yield TranscriptEntry(
                 turn=turn, step=step, kind="event", role=None, text=text, is_error=True
             )

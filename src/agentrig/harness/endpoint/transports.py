@@ -39,27 +39,65 @@ def client_gives_up(reply: EndpointReply, request: Any) -> tuple[float, str | No
     return wait, TIMED_OUT.format(timeout=f"{wait:g} s")
 
 
+def _paced(reply: EndpointReply, request: Any) -> Iterator[tuple[float, bytes | None]]:
+    """The chunks of a streamed ``reply``, each with the seconds to wait before it; the last
+    is ``None`` (after the client's read timeout) when the client gives up mid-stream. A paced
+    stream tells its delivery when it begins, when its last chunk goes, and when the client
+    gave up."""
+    chunks = reply.chunks or ()
+    delivery = reply.delivery if reply.paced else None
+    timeout = request.extensions.get("timeout")
+    read = timeout.get("read") if isinstance(timeout, dict) else None
+    for index, chunk in enumerate(chunks):
+        wait = reply.interval if index else 0.0
+        if wait and read is not None and wait > read:
+            if delivery is not None:
+                delivery.abandoned()
+            yield read, None
+            return
+        if delivery is not None:
+            if index == 0:
+                delivery.began()
+            if index == len(chunks) - 1:
+                delivery.delivered()
+        yield wait, chunk
+
+
 @functools.cache
 def _transport_class(http: ModuleType) -> type[Any]:
     """A transport class for ``http`` (the httpx or the httpx2 module)."""
 
     class _Stream(http.SyncByteStream, http.AsyncByteStream):  # type: ignore[name-defined,misc]
-        """The events of a streamed answer, then the scripted cut, if any."""
+        """The events of a streamed answer (``interval`` seconds apart, never past the client's
+        read timeout), then the scripted cut, if any."""
 
         def __init__(self, reply: EndpointReply, request: Any) -> None:
             self._reply = reply
             self._request = request
 
         def __iter__(self) -> Iterator[bytes]:
-            yield from self._reply.chunks or ()
+            for wait, piece in _paced(self._reply, self._request):
+                if wait:
+                    time.sleep(wait)
+                yield self._after(wait, piece)
             if self._reply.drop:
                 raise http.RemoteProtocolError(DROPPED, request=self._request)
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
-            for piece in self._reply.chunks or ():
-                yield piece
+            for wait, piece in _paced(self._reply, self._request):
+                if wait:
+                    await asyncio.sleep(wait)
+                yield self._after(wait, piece)
             if self._reply.drop:
                 raise http.RemoteProtocolError(DROPPED, request=self._request)
+
+        def _after(self, wait: float, piece: bytes | None) -> bytes:
+            """``piece`` once its wait is over; the client's timeout error when it gave up."""
+            if piece is None:
+                raise http.ReadTimeout(
+                    TIMED_OUT.format(timeout=f"{wait:g} s"), request=self._request
+                )
+            return piece
 
     class EndpointTransport(http.BaseTransport, http.AsyncBaseTransport):  # type: ignore[name-defined,misc]
         """Answers every request with the scenario endpoint, in this process."""
@@ -74,7 +112,7 @@ def _transport_class(http: ModuleType) -> type[Any]:
             return self.endpoint.handle(request.method, path, request.headers, body)
 
         def _response(self, request: Any, reply: EndpointReply) -> Any:
-            if reply.delivery is not None:
+            if reply.delivery is not None and not reply.paced:  # a paced stream tells as it goes
                 reply.delivery.delivered()
             if reply.drop and reply.chunks is None:
                 raise http.RemoteProtocolError(DROPPED, request=request)

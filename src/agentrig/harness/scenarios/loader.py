@@ -271,6 +271,8 @@ def _problem(error: ErrorDetails, source: YamlSource, root: type[BaseModel]) -> 
     # A key that is not in the file (missing, or one a rule is about) is named in full, at its
     # parent's line.
     missing = kind in ("missing", "scenario_rule") and not found and bool(loc)
+    # A rule of one member of a union (``retries: {}``) ends in the member's tag: no key.
+    missing = missing and not str(loc[-1]).startswith("function-")
     shown = (*path, loc[-1]) if missing else path
     on_key = kind == "extra_forbidden" or (bool(loc) and loc[-1] == "[key]")
     where = source.key_locations.get(path) if on_key else None

@@ -534,6 +534,13 @@ class ModelReply(ScenarioModel):
     latency: Latency = Field(
         default=0.0, description="Seconds the fake clock advances before the reply arrives."
     )
+    chunk_latency: Latency = Field(
+        default=0.0,
+        description="Scenario endpoint: seconds between the chunks of this reply when it is "
+        "streamed (a slow stream). A client whose read timeout is shorter gives up mid-stream "
+        "(over loopback the endpoint sees it disconnect; in process its timeout error is "
+        "raised): the reply is not counted as received, and the failure or transcript says so.",
+    )
     repeat: Flag = Field(
         default=False,
         description="true: this reply, the last of its turn, answers every further request of "
@@ -1091,6 +1098,34 @@ class TextMatch(ScenarioModel):
                 yield ("regex",), f"invalid regular expression: {exc}"
 
 
+DEFAULT_MAX_RETRIES = 3
+"""The retry messages a turn allows when its ``retries:`` sets no ``max`` (pydantic-ai retries a
+turn's output once by default: three leaves room for that, and fails an agent that loops)."""
+
+
+class RetryRule(TextMatch):
+    """``retries:`` as a mapping: the messages a rule matches retry the turn (besides the
+    frameworks' own), at most ``max`` of them; either part may be left out."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"anyOf": [given_schema(k) for k in (*_TEXT_CHECKS, "max")]}
+    )
+
+    max: Count | None = Field(
+        default=None,
+        description=f"The most retry messages the turn allows (default {DEFAULT_MAX_RETRIES}).",
+    )
+
+    @property
+    def has_rule(self) -> bool:
+        """Whether a text rule is given (else only the frameworks' messages retry the turn)."""
+        return any(getattr(self, key) is not None for key in _TEXT_CHECKS)
+
+    def _problems(self) -> Iterator[tuple[FieldPath, str]]:
+        if self.has_rule or self.max is None:
+            yield from super()._problems()
+
+
 def _text_as_equals(value: Any) -> Any:
     return {"equals": value} if isinstance(value, str) else value
 
@@ -1328,16 +1363,31 @@ class ScenarioTurn(ScenarioModel):
         description="The seed of this turn's mixture draw (instead of the scenario's seed), or "
         "of the arguments model: auto makes.",
     )
-    retries: Flag | TextMatch | None = Field(
+    retries: Flag | Count | RetryRule | None = Field(
         default=None,
         description="Scenario endpoint: which user-role messages of the agent retry this turn "
-        "instead of starting the next one. Left out: the retry and feedback messages of the "
-        "common frameworks (pydantic-ai's validation feedback, its <system> blocks, 'Please "
-        "return text or call a tool.'); a rule ({contains: ...}, {regex: ...}): those, and the "
-        "messages it matches; true: every user message but the next turn's user text; false: "
-        "none, every user message starts a turn. Each retry is a model call the turn's script "
-        "answers.",
+        "instead of starting the next one, and how many may. Left out: the retry and feedback "
+        "messages of the common frameworks (pydantic-ai's validation feedback, its <system> "
+        "blocks, 'Please return text or call a tool.'); a number N: those, at most N; a rule "
+        "({contains: ...}, {regex: ...}, with max: N or not): those, and the messages it "
+        "matches; true: every user message but the next turn's user text; false: none, every "
+        "user message starts a turn. Each retry is a model call the turn's script answers; "
+        f"past the most allowed ({DEFAULT_MAX_RETRIES} unless a number or max: says), the "
+        "request is answered HTTP 400 and the scenario fails naming this line.",
     )
+
+    @property
+    def max_retries(self) -> int | None:
+        """The most retry messages this turn allows (None: ``retries: false``, none retry)."""
+        rule = self.retries
+        if rule is False:
+            return None
+        if type(rule) is int:
+            return rule
+        if isinstance(rule, RetryRule) and rule.max is not None:
+            return rule.max
+        return DEFAULT_MAX_RETRIES
+
     expect: Expectation = Field(
         default_factory=Expectation, description="What must hold after the turn."
     )

@@ -477,18 +477,29 @@ def test_a_request_that_cannot_be_read_names_the_field(data: object, error: str)
     assert raised.value.message.startswith(error)
 
 
-def test_a_stream_must_ask_for_server_sent_events() -> None:
+def test_a_stream_is_server_sent_events_with_alt_sse_else_one_json_array() -> None:
     target = "/v1beta/models/gemini-x:streamGenerateContent"
     with pytest.raises(WireError) as raised:
-        read({"contents": []}, target)
+        read({"contents": []}, f"{target}?alt=proto")
     assert (raised.value.param, raised.value.message) == (
         "alt",
-        "alt: the agentrig endpoint streams server-sent events only; add ?alt=sse (as the "
-        "google-genai SDK does)",
+        "alt: 'proto' is not a stream the agentrig endpoint sends; use alt=sse (server-sent "
+        "events, as the SDKs ask) or leave alt out (one JSON array)",
     )
 
     request = read({"contents": []}, f"{target}?key=k&alt=sse")
-    assert (request.model, request.stream) == ("gemini-x", True)
+    assert (request.model, request.stream, request.json_array) == ("gemini-x", True, False)
+    for query in ("", "?alt=json", "?key=k"):
+        request = read({"contents": []}, f"{target}{query}")
+        assert (request.stream, request.json_array) == (True, True)
+    assert not read({"contents": []}, "/v1beta/models/gemini-x:generateContent").json_array
+
+
+def test_a_json_array_stream_frames_the_events_as_elements() -> None:
+    events = [b'data: {"a":1}\r\n\r\n', b'data: {"b":2}\r\n\r\n']
+    assert GEMINI.json_array(events, closed=True) == [b'[{"a":1}', b'\n,\r\n{"b":2}', b"\n]"]
+    assert GEMINI.json_array(events[:1], closed=False) == [b'[{"a":1}']
+    assert GEMINI.json_array([], closed=True) == [b"[]"]
 
 
 def test_the_model_is_read_from_any_base_path() -> None:

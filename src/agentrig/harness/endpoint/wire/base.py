@@ -40,6 +40,9 @@ class WireRequest:
     """Whether an answer may show its reasoning's text: Gemini sends thought parts only to a
     request that asks for them (``thinkingConfig.includeThoughts``), the signature alone
     otherwise."""
+    json_array: bool = False
+    """Whether a stream goes as one JSON array whose elements are sent as they come (Gemini's
+    ``streamGenerateContent`` without ``alt=sse``) rather than as server-sent events."""
     anonymous_calls: bool = False
     """Whether an assistant turn sent a tool call without its id (Gemini lets a client leave
     ids out): such a call has a placeholder id (``ANONYMOUS_CALL`` and a number), which the
@@ -50,12 +53,13 @@ class WireRequest:
 class ToolChoice:
     """What a request lets the model answer with, read from its ``tool_choice`` and parallel
     setting. ``mode``: ``auto`` (text or calls), ``none`` (no call), ``required`` (at least one
-    call) or ``tool`` (calls of ``tool`` only); ``parallel``: whether one answer may make
-    several calls. ``said`` and ``parallel_said`` quote the request's own settings, for
-    messages."""
+    call) or ``tool`` (calls of ``tool`` only); ``allowed``: the tools a call may name (Gemini's
+    ``allowedFunctionNames``; None: any); ``parallel``: whether one answer may make several
+    calls. ``said`` and ``parallel_said`` quote the request's own settings, for messages."""
 
     mode: Literal["auto", "none", "required", "tool"] = "auto"
     tool: str | None = None
+    allowed: tuple[str, ...] | None = None
     parallel: bool = True
     said: str = ""
     parallel_said: str = ""

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 import re
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -38,10 +40,18 @@ from agentrig.harness.endpoint.wire._common import (
     settings_of,
     tool_message,
     tool_schema,
+    top_count,
     typed,
 )
 from agentrig.harness.endpoint.wire._common import json_bytes as _json
-from agentrig.harness.endpoint.wire.base import WireAnswer, WireError, WireRequest
+from agentrig.harness.endpoint.wire.base import (
+    ANY_ANSWER,
+    TokenLogprobs,
+    ToolChoice,
+    WireAnswer,
+    WireError,
+    WireRequest,
+)
 from agentrig.messages import Message, Role, ToolCall
 from agentrig.state import ToolSchema, Usage
 from agentrig.state.status import FinishReason
@@ -120,8 +130,8 @@ class GeminiFormat(BaseFormat):
 
     def read(self, target: str, body: bytes) -> WireRequest:
         """Read a request posted to ``target`` (path and query): the model and streaming from
-        the path, the rest from the body. A stream must ask for server-sent events
-        (``alt=sse``, as the SDKs do)."""
+        the path, the rest from the body. A stream is server-sent events with ``alt=sse`` (as
+        the SDKs ask), else one JSON array sent element by element (the API's default)."""
         path, _, query = target.partition("?")
         found = ROUTE.search(path)
         if found is None:
@@ -129,14 +139,25 @@ class GeminiFormat(BaseFormat):
         request = self.parse_request(body)
         request.model = found["model"]
         if found["method"] == "streamGenerateContent":
-            if parse_qs(query).get("alt", [""])[-1] != "sse":
+            alt = parse_qs(query).get("alt", [""])[-1]
+            if alt not in ("sse", "json", ""):
                 raise WireError(
-                    "alt: the agentrig endpoint streams server-sent events only; add ?alt=sse "
-                    "(as the google-genai SDK does)",
+                    f"alt: {alt!r} is not a stream the agentrig endpoint sends; use alt=sse "
+                    "(server-sent events, as the SDKs ask) or leave alt out (one JSON array)",
                     param="alt",
                 )
-            request.stream = True
+            request.stream, request.json_array = True, alt != "sse"
         return request
+
+    def json_array(self, events: Sequence[bytes], *, closed: bool) -> list[bytes]:
+        """The ``data:`` events of a stream as the API sends a stream without ``alt=sse``: one
+        JSON array, ``[`` before the first element, ``,`` between them, each sent as it comes;
+        ``]`` ends it when ``closed`` (not for a stream cut midway)."""
+        elements = [event.removeprefix(b"data: ").rstrip(b"\r\n") for event in events]
+        chunks = [(b"[" if index == 0 else b"\n,\r\n") + e for index, e in enumerate(elements)]
+        if closed:
+            chunks.append(b"\n]" if chunks else b"[]")
+        return chunks
 
     def _read(self, data: dict[str, Any]) -> WireRequest:
         messages: list[Message] = []
@@ -168,16 +189,58 @@ class GeminiFormat(BaseFormat):
             anonymous_calls=anonymous > 0,
         )
 
+    def tool_choice(self, request: WireRequest) -> ToolChoice:
+        """``toolConfig.functionCallingConfig``: ``mode`` ``NONE`` (no call), ``ANY`` (at least
+        one call), ``AUTO`` or ``VALIDATED`` (text or calls); with ``ANY`` or ``VALIDATED``,
+        ``allowedFunctionNames`` limits the tools a call may name. The API has no parallel
+        setting."""
+        config = _member(request.settings, "toolConfig", "tool_config")
+        calling = (
+            _member(config, "functionCallingConfig", "function_calling_config")
+            if isinstance(config, dict)
+            else None
+        )
+        if not isinstance(calling, dict):
+            return ANY_ANSWER
+        mode = calling.get("mode")
+        mode = mode.upper() if isinstance(mode, str) else "AUTO"
+        names = _member(calling, "allowedFunctionNames", "allowed_function_names")
+        allowed = None
+        if mode in ("ANY", "VALIDATED") and isinstance(names, list) and names:
+            allowed = tuple(name for name in names if isinstance(name, str))
+        modes: dict[str, Any] = {"NONE": "none", "ANY": "required"}
+        key = (
+            "toolConfig" if isinstance(request.settings.get("toolConfig"), dict) else "tool_config"
+        )
+        return ToolChoice(
+            mode=modes.get(mode, "auto"),
+            allowed=allowed,
+            said=f"{key}: {_json(config).decode()}",
+        )
+
+    def logprobs_asked(self, request: WireRequest) -> int | None:
+        """``generationConfig.logprobs`` (0 when not given) when the request sends
+        ``responseLogprobs: true``."""
+        generation = _member(request.settings, "generationConfig", "generation_config")
+        if not isinstance(generation, dict):
+            return None
+        if _member(generation, "responseLogprobs", "response_logprobs") is not True:
+            return None
+        return top_count({"top_logprobs": generation.get("logprobs")})
+
     def response_body(self, answer: WireAnswer, *, model: str, response_id: str) -> JsonObject:
         """A ``GenerateContentResponse``: one candidate whose parts are the thoughts (when the
         model reasoned with text the client may see), the text (or refusal), then a
-        ``functionCall`` per tool call; its ``finishReason``, and ``usageMetadata``."""
+        ``functionCall`` per tool call; its ``finishReason``, ``logprobsResult`` and
+        ``avgLogprobs`` (when the request asked for log probabilities), and
+        ``usageMetadata``."""
         return _response(
             _parts(answer),
             finish_reason(answer),
             _usage(answer.usage),
             model,
             response_id,
+            _logprobs(answer, answer.sent_logprobs(), average=True),
         )
 
     def stream_chunks(
@@ -193,7 +256,13 @@ class GeminiFormat(BaseFormat):
         if answer.reasoning and not answer.redacted:
             chunks.extend([{"text": piece, "thought": True}] for piece in pieces(answer.reasoning))
         text = _text(answer)
-        for piece in pieces(text):
+        tokens = answer.sent_logprobs()
+        if "".join(entry.token for entry in tokens) != text:  # a refusal beside them
+            tokens = ()
+        # With log probabilities, the text goes a token a chunk, each with its own.
+        first_text = len(chunks)
+        texts = [entry.token for entry in tokens] if tokens else pieces(text)
+        for piece in texts:
             part: JsonObject = {"text": piece}
             if seal and not answer.tool_calls:
                 part["thoughtSignature"], seal = seal, ""
@@ -206,6 +275,14 @@ class GeminiFormat(BaseFormat):
         if not chunks:
             chunks.append([{"text": ""}])
         last = len(chunks) - 1
+
+        def scores(index: int) -> JsonObject:
+            at = index - first_text
+            found = _logprobs(answer, tokens[at : at + 1] if 0 <= at < len(tokens) else ())
+            if index == last and tokens:
+                found["avgLogprobs"] = _average(tokens)
+            return found
+
         return [
             _event(
                 _response(
@@ -214,6 +291,7 @@ class GeminiFormat(BaseFormat):
                     _usage(answer.usage) if index == last else prompt,
                     model,
                     response_id,
+                    scores(index),
                 )
             )
             for index, parts in enumerate(chunks)
@@ -258,10 +336,13 @@ def _response(
     usage: JsonObject,
     model: str,
     response_id: str,
+    scores: JsonObject | None = None,
 ) -> JsonObject:
     candidate: JsonObject = {"content": {"parts": parts, "role": "model"}}
     if finish is not None:
         candidate["finishReason"] = finish
+    if scores:
+        candidate.update(scores)
     candidate["index"] = 0
     return {
         "candidates": [candidate],
@@ -269,6 +350,37 @@ def _response(
         "modelVersion": model,
         "responseId": response_id,
     }
+
+
+def _logprobs(
+    answer: WireAnswer, tokens: Sequence[TokenLogprobs], *, average: bool = False
+) -> JsonObject:
+    """A candidate's ``logprobsResult`` for ``tokens`` (each chosen token, and its likeliest
+    alternatives cut to ``answer.logprobs_top``), with ``avgLogprobs`` over them when
+    ``average``; nothing without tokens."""
+    if not tokens:
+        return {}
+    top = answer.logprobs_top or 0
+    result: JsonObject = {
+        "logprobsResult": {
+            "topCandidates": [
+                {"candidates": [_candidate(token, value) for token, value in entry.top[:top]]}
+                for entry in tokens
+            ],
+            "chosenCandidates": [_candidate(entry.token, entry.logprob) for entry in tokens],
+        }
+    }
+    if average:
+        result["avgLogprobs"] = _average(tokens)
+    return result
+
+
+def _candidate(token: str, logprob: float) -> JsonObject:
+    return {"token": token, "logProbability": logprob}
+
+
+def _average(tokens: Sequence[TokenLogprobs]) -> float:
+    return math.fsum(entry.logprob for entry in tokens) / len(tokens)
 
 
 def _text(answer: WireAnswer) -> str:

@@ -25,7 +25,7 @@ _RETRYABLE = frozenset({408, 409, 429})
 
 class GeminiAnswer:
     """An ``InferenceProvider`` that answers with one Gemini answer as recorded: HTTP
-    ``status`` and ``body`` (server-sent events when ``streamed``)."""
+    ``status`` and ``body`` (server-sent events, or one JSON array, when ``streamed``)."""
 
     def __init__(self, status: int, body: bytes, *, streamed: bool) -> None:
         self.status = status
@@ -65,7 +65,11 @@ def _error_message(body: bytes) -> str:
 
 
 def _events(body: bytes) -> list[Any]:
-    """The JSON of each ``data:`` event of a server-sent event stream."""
+    """The JSON of each ``data:`` event of a server-sent event stream; the elements of a
+    stream sent as one JSON array (``streamGenerateContent`` without ``alt=sse``)."""
+    if body.lstrip().startswith(b"["):
+        elements = json.loads(body)
+        return elements if isinstance(elements, list) else []
     found: list[Any] = []
     for event in body.replace(b"\r\n", b"\n").split(b"\n\n"):
         data = b"\n".join(
