@@ -11,6 +11,7 @@ are unaffected. Heavy imports happen inside the hooks and fixtures that need the
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -132,6 +133,23 @@ def _collecting(config: pytest.Config) -> bool:
 def _explicit(config: pytest.Config, path: Path) -> bool:
     given = [Path(arg.split("::")[0]).resolve() for arg in config.args]
     return any(path == arg or (arg.name == "failing" and arg in path.parents) for arg in given)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collection(session: pytest.Session) -> Iterator[None]:
+    """Collecting scenario files, the cyclic garbage collector waits, as it does while
+    ``load_suite`` loads (its full collections would visit every scenario collected so far);
+    then what was collected is frozen out of its view (``gc.freeze``): the items live as long
+    as the session, and every later full collection, such as those pytest runs at the end of a
+    session, would visit each of their objects again (0.9 s a collection for 1,000 files)."""
+    if not _collecting(session.config):
+        yield
+        return
+    from agentrig.harness.scenarios.loader import collector_paused
+
+    with collector_paused():
+        yield
+    gc.freeze()
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

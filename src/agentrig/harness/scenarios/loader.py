@@ -50,6 +50,7 @@ __all__ = [
     "SKIPPED_DIRECTORY",
     "LoadedSuite",
     "ToolCallSpec",
+    "collector_paused",
     "file_error",
     "load_scenario",
     "load_scenarios",
@@ -112,7 +113,7 @@ def load_suite(paths: StrPath | Iterable[StrPath]) -> LoadedSuite:
     bad file: a file that does not load (or repeats the name of an earlier one) is kept, in its
     place, as its :class:`ScenarioFileError`, and the others load."""
     entries: list[Scenario | ScenarioFileError] = []
-    with _collector_paused():
+    with collector_paused():
         for file in _scenario_files(paths):
             try:
                 entries.append(load_scenario(file))
@@ -124,8 +125,8 @@ def load_suite(paths: StrPath | Iterable[StrPath]) -> LoadedSuite:
 
 
 @contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while files load: loading makes many objects and
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off inside (as while files load): loading makes many objects and
     little garbage, and each full collection would visit every scenario loaded so far (40%
     of the loading time of 1,000 files, for nothing collected). Reference counting still frees
     what is dropped; cycles wait for the next collection."""
