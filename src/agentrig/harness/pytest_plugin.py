@@ -85,6 +85,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     """Register the marker, the report collector and, when asked, the hypothesis profiles."""
     config.addinivalue_line(
@@ -101,7 +102,19 @@ def pytest_configure(config: pytest.Config) -> None:
         "agentrig_cassette fixture records to or replays from (path relative to the test file)",
     )
     config.stash[_RESULTS] = []
+    # Registered before other plugins' cleanups, so it runs after them (pytest's own full
+    # collections at the end of a session among them): what collection froze is given back to
+    # the garbage collector, for a process that goes on (pytester's inline runs).
+    config.add_cleanup(lambda: _thaw(config))
     _configure_hypothesis(config)
+
+
+_FROZEN = pytest.StashKey[bool]()
+
+
+def _thaw(config: pytest.Config) -> None:
+    if config.stash.get(_FROZEN, False):
+        gc.unfreeze()
 
 
 def _configure_hypothesis(config: pytest.Config) -> None:
@@ -141,7 +154,8 @@ def pytest_collection(session: pytest.Session) -> Iterator[None]:
     ``load_suite`` loads (its full collections would visit every scenario collected so far);
     then what was collected is frozen out of its view (``gc.freeze``): the items live as long
     as the session, and every later full collection, such as those pytest runs at the end of a
-    session, would visit each of their objects again (0.9 s a collection for 1,000 files)."""
+    session, would visit each of their objects again (0.9 s a collection for 1,000 files); the
+    session's last cleanup unfreezes them."""
     if not _collecting(session.config):
         yield
         return
@@ -149,7 +163,8 @@ def pytest_collection(session: pytest.Session) -> Iterator[None]:
 
     with collector_paused():
         yield
-    gc.freeze()
+        gc.freeze()  # before the collector is back on: it never visits them, not even once
+    session.config.stash[_FROZEN] = True
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

@@ -236,19 +236,23 @@ def _bind_locations(scenario: Scenario, source: YamlSource) -> None:
     scenario._bind_yaml(source)
 
 
-def _models_in(value: Any, path: FieldPath) -> Iterator[tuple[ScenarioModel, FieldPath]]:
+def _models_in(
+    value: Any, path: FieldPath, found: list[tuple[ScenarioModel, FieldPath]] | None = None
+) -> list[tuple[ScenarioModel, FieldPath]]:
     """Every model in ``value`` with its path, ``value`` first; only the fields whose type can
     hold a model are visited."""
+    found = [] if found is None else found
     if isinstance(value, ScenarioModel):
-        yield value, path
+        found.append((value, path))
         for name, key in _model_fields(type(value)):
-            yield from _models_in(getattr(value, name), (*path, key))
+            _models_in(getattr(value, name), (*path, key), found)
     elif isinstance(value, tuple | list):
         for index, item in enumerate(value):
-            yield from _models_in(item, (*path, index))
+            _models_in(item, (*path, index), found)
     elif isinstance(value, dict):
         for key, item in value.items():
-            yield from _models_in(item, (*path, key))
+            _models_in(item, (*path, key), found)
+    return found
 
 
 @functools.cache
