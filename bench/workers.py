@@ -4,8 +4,11 @@
 Generates the scenario files of ``bench/suite.py`` (1,000 by default; every invariant on) and
 runs ``agentrig run DIR`` with ``--workers 1``, ``--workers 2`` and without ``--workers``, each
 in a fresh interpreter that runs the command in process, so that ``getrusage`` tells the main
-process (``RUSAGE_SELF``) from its workers (``RUSAGE_CHILDREN``: the largest of them, and their
-CPU time together). Runs take turns for ``--repeats`` rounds; medians (peaks: the largest).
+process (``RUSAGE_SELF``) from its workers (``RUSAGE_CHILDREN``: their CPU time together). A
+worker's peak memory is its own ``VmHWM``, read from ``/proc`` every 0.1 s while it runs (the
+rusage figure of a child would count the parent's pages at the moment it was forked, before the
+worker's interpreter replaced them). Runs take turns for ``--repeats`` rounds; medians (peaks:
+the largest).
 
     .venv/bin/python bench/workers.py                 # 1,000 scenarios, 1 round
     .venv/bin/python bench/workers.py --quick         # 40 scenarios
@@ -33,7 +36,29 @@ QUICK_REPEATS = 1
 CHOICES: tuple[int | None, ...] = (1, 2, None)
 
 _PROBE = """
-import json, resource, sys, time
+import json, os, resource, sys, threading, time
+
+PEAKS = {}  # worker pid -> its VmHWM (KiB): its own high-water mark since it started
+
+def _watch():
+    me = os.getpid()
+    while True:
+        for task in os.listdir(f"/proc/{me}/task"):
+            try:
+                with open(f"/proc/{me}/task/{task}/children") as listed:
+                    children = listed.read().split()
+            except OSError:
+                continue
+            for pid in children:
+                try:
+                    with open(f"/proc/{pid}/status") as status:
+                        for line in status:
+                            if line.startswith("VmHWM:"):
+                                kib = int(line.split()[1])
+                                PEAKS[pid] = max(PEAKS.get(pid, 0), kib)
+                except OSError:
+                    pass
+        time.sleep(0.1)
 
 def _report(started):
     me = resource.getrusage(resource.RUSAGE_SELF)
@@ -43,12 +68,15 @@ def _report(started):
         "main_cpu_s": me.ru_utime + me.ru_stime,
         "workers_cpu_s": children.ru_utime + children.ru_stime,
         "main_peak_mib": me.ru_maxrss / 1024,
-        "worker_peak_mib": children.ru_maxrss / 1024,
+        "worker_peak_mib": max(PEAKS.values(), default=0) / 1024,
+        "workers_seen": len(PEAKS),
     }), file=sys.stderr)
 
 if __name__ == "__main__":  # a spawned worker imports this module too
     import atexit
     atexit.register(_report, time.perf_counter())
+    if os.path.isdir(f"/proc/{os.getpid()}/task"):
+        threading.Thread(target=_watch, daemon=True).start()
     sys.argv = ["agentrig", *sys.argv[1:]]
     from agentrig.harness.cli import main
     main()
