@@ -34,6 +34,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -44,11 +45,13 @@ from pathlib import Path
 from typing import Any
 
 import _common as common
+import psutil
 import yaml
 from distributed import Client
 from live import Server
 
 from agentrig.harness.live.run import LiveRun, run_live_scenario
+from agentrig.harness.live.trial import TrialOutcome, TrialSetup
 from agentrig.harness.live_results import LiveResult
 from agentrig.harness.scale.cluster import DaskExecutor, dask_client
 from agentrig.harness.scale.control import ClusterLimits
@@ -186,54 +189,76 @@ def cluster(workers: int, slots: int = 1) -> Iterator[Client]:
 
 
 def trials_on(
-    client: Client, scenario: Scenario, run_id: str | None = None
+    client: Client,
+    scenario: Scenario,
+    run_id: str | None = None,
+    took: list[float] | None = None,
+    launcher: DaskTrials | None = None,
 ) -> tuple[LiveResult, float]:
-    """``scenario``'s trials on ``client``'s cluster, and the seconds they took."""
-    launcher = DaskTrials(client, NO_CAP)
-    run = LiveRun(launcher=launcher, run_id=run_id or f"bench-{time.monotonic_ns()}")
+    """``scenario``'s trials on ``client``'s cluster, and the seconds they took; ``took`` gets
+    each trial's own seconds (on its worker). With ``launcher``, the workers keep the setups of
+    its earlier runs (else a new one is made, and closed after)."""
+    given = launcher
+    launcher = launcher or DaskTrials(client, NO_CAP)
+
+    async def timed(setup: TrialSetup, index: int, attempt: int) -> TrialOutcome:
+        outcome = await launcher(setup, index, attempt)
+        if took is not None:
+            took.append(outcome.wall_time_s)
+        return outcome
+
+    run = LiveRun(launcher=timed, run_id=run_id or f"bench-{time.monotonic_ns()}")
     started = time.perf_counter()
     try:
         return asyncio.run(run_live_scenario(scenario, run)), time.perf_counter() - started
     finally:
-        launcher.close()
+        if given is None:
+            launcher.close()
 
 
 # --- the cases --------------------------------------------------------------------------
 
 
 def startup(repeats: int) -> dict[str, float]:
-    """Median seconds to run two scripted scenarios: in this process, in a pool of 2 worker
-    processes, and on a 2-worker local cluster (opened, its workers checked, closed); the
-    cluster's phases; and a worker process's memory."""
-    two = list(load_suite([ROOT / "scenarios" / "tools"]).scenarios)[:2]
+    """Median seconds of ``agentrig run`` on two scripted scenarios, as a user runs it (a
+    process of its own, its workers' start-up and close included): in a pool of 2 worker
+    processes (``--workers 2``) and on a 2-worker local cluster (``--executor dask``), taken in
+    turn; then, in this process, the cluster's phases and a worker process's memory."""
+    folder = Path(tempfile.mkdtemp(prefix="agentrig-bench-scale-startup-"))
+    for source in sorted((ROOT / "scenarios" / "tools").glob("*.scenario.yaml"))[:2]:
+        shutil.copy(source, folder)
+    command = [str(Path(sys.executable).parent / "agentrig"), "run", "-q", str(folder)]
+    command += ["--report-dir", str(folder / "reports"), "--workers", "2"]
     times: dict[str, list[float]] = {}
+    for _ in range(repeats):
+        for name, extra in (("pool_2_workers_s", []), ("dask_2_workers_s", ["--executor", "dask"])):
+            started = time.perf_counter()
+            subprocess.run([*command, *extra], check=True, stdout=subprocess.DEVNULL)
+            times.setdefault(name, []).append(time.perf_counter() - started)
+    medians = {name: common.median(values) for name, values in times.items()}
+    medians["added_over_pool_s"] = medians["dask_2_workers_s"] - medians["pool_2_workers_s"]
+    two = list(load_suite([folder]).scenarios)
     memory: list[float] = []
+    phases: dict[str, list[float]] = {}
 
     def timed(name: str, started: float) -> float:
         now = time.perf_counter()
-        times.setdefault(name, []).append(now - started)
+        phases.setdefault(name, []).append(now - started)
         return now
 
-    for _ in range(repeats):
+    for _ in range(repeats):  # this process's forkserver is up after the first
         started = time.perf_counter()
-        run_suite(two)
-        started = timed("in_process_s", started)
-        run_suite(two, workers=2)
-        started = timed("pool_2_workers_s", started)
-        first = started
         with dask_client(DaskExecutor(), workers=2) as client:
-            started = timed("cluster_up_s", started)
+            started = timed("in_process_cluster_up_s", started)
             check_workers(client, needs_of(two, ()))
             started = timed("workers_checked_s", started)
             run_suite_on_dask(client, two)
             started = timed("ran_s", started)
             memory += client.run(_rss_mib).values()
         timed("closed_s", started)
-        timed("dask_2_workers_s", first)
-    medians = {name: common.median(values) for name, values in times.items()}
-    medians["added_over_pool_s"] = medians["dask_2_workers_s"] - medians["pool_2_workers_s"]
-    medians["added_over_in_process_s"] = medians["dask_2_workers_s"] - medians["in_process_s"]
+    medians.update({name: common.median(values) for name, values in phases.items()})
     medians["worker_rss_mib"] = common.median(memory)
+    shutil.rmtree(folder, ignore_errors=True)
     return medians
 
 
@@ -246,23 +271,61 @@ def _warm() -> None:
 
 
 def _rss_mib() -> float:
-    import psutil
-
     return float(psutil.Process().memory_info().rss) / 2**20
 
 
 def throughput(space: Workspace, trials: int, slots: int) -> dict[str, Any]:
+    """Trials/s on 1 and 4 workers against one ``agentrig serve``, with the CPU seconds each
+    part spent per trial (this process: the client and the scheduler; the server; the
+    workers) and the share of the machine's CPUs they kept busy: near 1, the machine is the
+    limit, not the engine."""
     scenario = space.scenario(trials, concurrency=trials)
     rates: dict[str, Any] = {}
+    cpus = common.machine().get("cpus") or os.cpu_count() or 1
+    server = psutil.Process(space.server.process.pid)
     for workers in (1, 4):
         with cluster(workers, slots) as client:
             client.run(_warm)
-            result, seconds = trials_on(client, scenario)
+            # A worker's first trial of a scenario sets it up (the agent built, the SDK clients
+            # made): a fixed cost per worker, paid by all at once, timed apart here.
+            launcher = DaskTrials(client, NO_CAP)
+            first = space.scenario(max(3, workers * slots), concurrency=workers * slots)
+            rates[f"{workers}_workers_first_round_s"] = trials_on(
+                client, first, None, None, launcher
+            )[1]
+            before = _cpu_seconds(client, server)
+            took: list[float] = []
+            result, seconds = trials_on(client, scenario, took=took, launcher=launcher)
+            after = _cpu_seconds(client, server)
+            launcher.close()
         assert result.trials == trials, result.reason
         rates[f"{workers}_workers_trials_per_s"] = trials / seconds
         rates[f"{workers}_workers_s"] = seconds
+        # a trial's own seconds, and the share of the run its slots were running one: a longer
+        # trial is contention (CPUs, server); idle slots are the last trials' tail
+        rates[f"{workers}_workers_trial_s"] = common.median(took)
+        rates[f"{workers}_workers_slots_busy"] = sum(took) / (seconds * workers * slots)
+        spent = {part: after[part] - before[part] for part in after}
+        for part, used in spent.items():
+            rates[f"{workers}_workers_cpu_s_per_trial_{part}"] = used / trials
+        rates[f"{workers}_workers_cpu_busy"] = sum(spent.values()) / (seconds * cpus)
     rates["ratio"] = rates["4_workers_trials_per_s"] / rates["1_workers_trials_per_s"]
     return rates
+
+
+def _cpu_seconds(client: Client, server: psutil.Process) -> dict[str, float]:
+    """CPU seconds so far: this process's, the server's, the workers' (summed)."""
+
+    def used(process: psutil.Process) -> float:
+        times = process.cpu_times()
+        return float(times.user + times.system)
+
+    workers = client.run(lambda: used(psutil.Process()))
+    return {
+        "client": used(psutil.Process()),
+        "server": used(server),
+        "workers": sum(workers.values()),
+    }
 
 
 def throughput_in_workers(latency: float, trials: int, slots: int) -> dict[str, Any]:

@@ -4,7 +4,7 @@ misbehaving model reveals.
 ``agent`` catches the errors the SDK documents for a model that misbehaves
 (``AgentsException``: arguments that are not JSON, too many turns) or cannot be reached
 (``openai.APIError``), and says so. ``crash_on_blank_answer`` keeps the first line of the
-answer as a one-line summary, and fails when the model answers nothing but whitespace.
+answer as a one-line summary, and fails when the model answers no text, or whitespace.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A weather agent on the raw ``openai`` SDK (Chat Completions), and five copies of it that
+"""A weather agent on the raw ``openai`` SDK (Chat Completions), and six copies of it that
 each carry one bug a misbehaving model reveals. ``agentrig fuzz`` finds each (see
 docs/fuzz-any-agent.md)::
 
@@ -81,6 +81,11 @@ def _ask(client: OpenAI, messages: list[Any], *, bug: str) -> ChatCompletion:
     for attempt in range(attempts):
         try:
             return client.chat.completions.create(model="gpt-4.1", messages=messages, tools=TOOLS)
+        except openai.APITimeoutError as error:
+            if bug == "timeout":  # its own error, which its caller does not catch
+                raise TimeoutError("the model did not answer in time") from error
+            if attempt == attempts - 1:
+                raise
         except (openai.InternalServerError, openai.APIConnectionError):
             if attempt == attempts - 1:
                 raise
@@ -136,6 +141,11 @@ def crash_on_not_json(ep: Any, prompt: str) -> str:
 def crash_on_rate_limit(ep: Any, prompt: str) -> str:
     """Retries server errors but lets a 429 (``RateLimitError``) escape."""
     return _agent(ep, prompt, bug="rate_limit")
+
+
+def crash_on_timeout(ep: Any, prompt: str) -> str:
+    """Turns the SDK's timeout error into a ``TimeoutError`` of its own, which escapes."""
+    return _agent(ep, prompt, bug="timeout")
 
 
 def crash_on_refusal(ep: Any, prompt: str) -> str:

@@ -361,7 +361,8 @@ def test_an_empty_reply_is_rejected_when_loading_not_mid_run(tmp_path: Path) -> 
         load_scenario(path)
     assert str(error.value).splitlines() == [
         f"{path}:5:14: turns[0].model[0].say: an empty reply has nothing to play: "
-        "write some text or add a call",
+        "write some text or add a call (or a finish_reason: an answer of no text, which only "
+        "the scenario endpoint plays)",
         f"{path}:6:16: turns[0].model[1].error: an error reply needs a message",
     ]
 

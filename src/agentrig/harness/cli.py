@@ -296,10 +296,12 @@ RunScripted = Callable[[Sequence["Scenario"], Callable[[ScenarioResult], None], 
 def _executor(text: str, workers: int | None) -> DaskExecutor | None:
     """``--executor`` (None: local), or a usage error: an unknown one, the dask extra missing,
     ``--workers`` with a running scheduler (whose workers are its own)."""
-    from agentrig.harness.scale.cluster import parse_executor, require_dask
+    from agentrig.harness.scale.cluster import parse_executor, require_dask, start_worker_server
 
     cluster = parse_executor(text)
     if cluster is not None:
+        if cluster.address is None:  # its workers' process imports while the run loads
+            start_worker_server()
         require_dask()
         if cluster.address is not None and workers is not None:
             raise ConfigurationError(

@@ -11,6 +11,7 @@ are unaffected. Heavy imports happen inside the hooks and fixtures that need the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -28,7 +29,9 @@ if TYPE_CHECKING:
     from agentrig.harness.endpoint.function import ReplyFunction
     from agentrig.harness.endpoint.handle import EndpointHandle
     from agentrig.harness.fuzz import FuzzReport
+    from agentrig.harness.live.run import LiveRun
     from agentrig.harness.results import ScenarioResult
+    from agentrig.harness.scale.cluster import DaskExecutor
     from agentrig.harness.scenarios.model import Scenario
 
 SUFFIX = ".scenario.yaml"
@@ -79,6 +82,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME",
         help="the run's name in each live trial's x-agentrig-trial header (default: random)",
     )
+    group.addoption(
+        "--agentrig-executor",
+        default="local",
+        metavar="EXECUTOR",
+        help="where collected scenarios and live trials run: local (this process), dask (a "
+        "local Dask cluster, one worker per CPU) or dask://HOST:PORT (a running Dask "
+        "scheduler); dask needs the dask extra",
+    )
     parser.addini(
         "agentrig_scenarios", type="bool", default=False, help="collect *.scenario.yaml files"
     )
@@ -107,6 +118,28 @@ def pytest_configure(config: pytest.Config) -> None:
     # the garbage collector, for a process that goes on (pytester's inline runs).
     config.add_cleanup(lambda: _thaw(config))
     _configure_hypothesis(config)
+    _configure_executor(config)
+
+
+def _configure_executor(config: pytest.Config) -> None:
+    """``--agentrig-executor``: read now, so that a bad one is a usage error before any test
+    runs (an unknown executor, the dask extra missing); the cluster opens at the first
+    scenario that runs."""
+    text = config.getoption("--agentrig-executor", default="local")
+    if text == "local":
+        return
+    from agentrig.errors import AgentrigError
+    from agentrig.harness.scale.cluster import parse_executor, require_dask, start_worker_server
+
+    try:
+        executor = parse_executor(text)
+        require_dask()
+    except AgentrigError as error:
+        raise pytest.UsageError(str(error).replace("--executor", "--agentrig-executor")) from None
+    assert executor is not None
+    if executor.address is None and _collecting(config):
+        start_worker_server()  # its workers' process imports while pytest collects
+    config.stash[_EXECUTOR] = executor
 
 
 _FROZEN = pytest.StashKey[bool]()
@@ -231,10 +264,18 @@ class ScenarioItem(pytest.Function):
         if self.scenario.is_live:
             result = self._run_live()
         else:
-            from agentrig.harness.runner import run_scenario
-
             builder = self._builder(self.funcargs["agentrig_builder"])
-            result = run_scenario(self.scenario, builder=builder)
+            cluster = _cluster(self)
+            if cluster is not None:
+                from agentrig.harness.scale.suite import run_scenario_on_dask
+
+                result = _on_cluster(
+                    lambda: run_scenario_on_dask(cluster.client, self.scenario, builder=builder)
+                )
+            else:
+                from agentrig.harness.runner import run_scenario
+
+                result = run_scenario(self.scenario, builder=builder)
         self.config.stash[_RESULTS].append(result)
         if not result.passed:
             raise ScenarioFailed(result)
@@ -243,14 +284,11 @@ class ScenarioItem(pytest.Function):
         if not self.config.getoption("--agentrig-live"):
             pytest.skip("a live scenario: run it with --agentrig-live")
 
-        from agentrig.harness.live.options import live_run_options
         from agentrig.harness.live.suite import run_live_suite
 
-        run = live_run_options(
-            cache_dir=self.config.getoption("--agentrig-live-cache"),
-            run_id=self.config.getoption("--agentrig-live-run-id"),
-            cache_option="--agentrig-live-cache",
-        )
+        cluster = _cluster(self)
+        run = _live_run(self.config) if cluster is None else cluster.live
+        assert run is not None
         runner = self.config.stash.get(_LIVE_LOOP, None)
         if runner is None:  # one event loop for every live scenario of the session, so that an
             # agent's SDK client made once (at import) keeps working from one scenario to the next
@@ -299,11 +337,81 @@ class ScenarioItem(pytest.Function):
 
 _RESULTS = pytest.StashKey[list["ScenarioResult"]]()
 _LIVE_LOOP = pytest.StashKey[asyncio.Runner]()
+_EXECUTOR = pytest.StashKey["DaskExecutor"]()
+_CLUSTER = pytest.StashKey[object]()
+"""The session's ``_Cluster``, or the ``AgentrigError`` that kept it from opening."""
+
+
+def _live_run(config: pytest.Config) -> LiveRun:
+    """The live run the ``--agentrig-live-*`` options describe."""
+    from agentrig.harness.live.options import live_run_options
+
+    return live_run_options(
+        cache_dir=config.getoption("--agentrig-live-cache"),
+        run_id=config.getoption("--agentrig-live-run-id"),
+        cache_option="--agentrig-live-cache",
+    )
+
+
+class _Cluster:
+    """The Dask cluster of ``--agentrig-executor`` while the session lasts: its client, and
+    the live run whose trials go to it (with ``--agentrig-live``)."""
+
+    def __init__(self, executor: DaskExecutor, items: list[pytest.Item]) -> None:
+        from agentrig.harness.scale.session import dask_session
+
+        config = items[0].config if items else None
+        scenarios = [item.scenario for item in items if isinstance(item, ScenarioItem)]
+        live = config is not None and bool(config.getoption("--agentrig-live"))
+        self.live = _live_run(config) if live and config is not None else None
+        self._stack = contextlib.ExitStack()
+        self.client = self._stack.enter_context(dask_session(executor, scenarios, live=self.live))
+
+    def close(self) -> None:
+        """Close the cluster (a local one stops) and forget the run on it."""
+        self._stack.close()
+
+
+def _cluster(item: ScenarioItem) -> _Cluster | None:
+    """The session's cluster (opened at its first scenario), None without one; a cluster that
+    does not open (a worker missing a module the scenarios need...) fails each scenario with
+    its error."""
+    from agentrig.errors import AgentrigError
+
+    config = item.config
+    executor = config.stash.get(_EXECUTOR, None)
+    if executor is None:
+        return None
+    if _CLUSTER not in config.stash:
+        try:
+            config.stash[_CLUSTER] = _Cluster(executor, list(item.session.items))
+        except AgentrigError as error:
+            config.stash[_CLUSTER] = error
+    opened = config.stash[_CLUSTER]
+    if isinstance(opened, AgentrigError):
+        pytest.fail(f"--agentrig-executor {executor}: {opened}", pytrace=False)
+    assert isinstance(opened, _Cluster)
+    return opened
+
+
+def _on_cluster(run: Callable[[], ScenarioResult]) -> ScenarioResult:
+    """``run()``'s result; an error of agentrig's (a builder that cannot be sent to the
+    workers...) fails the scenario with its message."""
+    from agentrig.errors import AgentrigError
+
+    try:
+        return run()
+    except AgentrigError as error:
+        problem = str(error)
+    pytest.fail(problem, pytrace=False)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Write agentrig reports of the collected scenarios when ``--agentrig-report-dir`` is set;
-    close the live scenarios' event loop."""
+    close the cluster of ``--agentrig-executor`` and the live scenarios' event loop."""
+    cluster = session.config.stash.get(_CLUSTER, None)
+    if isinstance(cluster, _Cluster):
+        cluster.close()
     runner = session.config.stash.get(_LIVE_LOOP, None)
     if runner is not None:
         runner.close()

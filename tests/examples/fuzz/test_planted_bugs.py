@@ -36,6 +36,7 @@ def _agent(reference: str) -> object:
         ("raw_openai:crash_on_parallel_calls", None, "ValueError: too many values to unpack"),
         ("raw_openai:crash_on_not_json", None, "JSONDecodeError"),
         ("raw_openai:crash_on_rate_limit", None, "openai.RateLimitError"),
+        ("raw_openai:crash_on_timeout", None, "TimeoutError: the model did not answer in time"),
         ("raw_openai:crash_on_refusal", None, "'NoneType' object has no attribute 'strip'"),
         ("raw_openai:crash_on_unknown_tool", None, "KeyError"),
         ("pydantic_ai_agent:crash_on_unknown_city", None, "KeyError"),
@@ -79,9 +80,9 @@ ANSWERS = (answers_every_tool_call(),)
         ("raw_openai:agent", None, ANSWERS, 200),
         # Both catch the framework's error and apologise when a call fails twice: they return
         # without answering it, which answers_every_tool_call reports (by design).
-        ("pydantic_ai_agent:agent", None, (), 100),
-        ("openai_agents_agent:agent", None, (), 100),
-        ("langgraph_agent:agent", VALID_ARGUMENTS, ANSWERS, 100),
+        ("pydantic_ai_agent:agent", None, (), 200),
+        ("openai_agents_agent:agent", None, (), 200),
+        ("langgraph_agent:agent", VALID_ARGUMENTS, ANSWERS, 200),
     ],
 )
 def test_correct_agents_break_no_property(reference, behaviours, properties, examples, tmp_path):

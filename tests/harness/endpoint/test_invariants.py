@@ -1047,3 +1047,42 @@ def test_a_violation_every_request_repeats_is_said_once_naming_the_requests(
     assert (problem.step, problem.location) == (1, f"{path}:9")
     outcome = {o.name: (o.checks, o.failures) for o in handle.result().invariants}
     assert outcome["tools_as_declared"] == (3, 3)  # each request still counts
+
+
+EMPTY_ANSWER = """\
+name: empty-answer
+turns:
+  - user: Weather in Paris?
+    model:
+      - say: ""
+        finish_reason: stop
+      - say: It is sunny.
+"""
+
+
+@pytest.mark.parametrize("echoed", [False, True], ids=["left out", "sent back"])
+def test_an_answer_of_no_text_may_be_left_out_of_the_history_or_sent_back(
+    write_scenario: Callable[[str], Path], echoed: bool
+) -> None:
+    handle = EndpointHandle(write_scenario(EMPTY_ANSWER))
+    agent = RawChatAgent(handle)
+    messages = first_turn()
+    empty = agent.post(messages)
+    assert empty.json()["choices"][0]["message"]["content"] == ""
+    again = [*messages, assistant_of(empty)] if echoed else messages
+    assert agent.post(again).json()["choices"][0]["message"]["content"] == "It is sunny."
+    result = handle.check()
+    assert {o.name: o.failures for o in result.invariants}["history_grows"] == 0
+    said = [(entry.kind, entry.text) for entry in result.transcript]
+    assert said == [("user", "Weather in Paris?"), ("assistant", "It is sunny.")]
+
+
+def test_an_answer_of_text_left_out_of_the_history_is_still_dropped(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    handle = EndpointHandle(write_scenario(EMPTY_ANSWER.replace('say: ""', "say: Hm.")))
+    agent = RawChatAgent(handle)
+    agent.post(first_turn())
+    agent.post(first_turn())
+    [problem] = _violations(handle, "history_grows")
+    assert problem.message == "request 2: history_grows: conversation item 2 of 2 was dropped"

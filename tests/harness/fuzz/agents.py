@@ -68,12 +68,18 @@ def weather(ep: Any, prompt: str, *, bug: str = "", tools: list[Any] = TOOLS) ->
                 if bug == "rate_limit":
                     raise
                 continue
+            except openai.APITimeoutError as error:
+                if bug == "timeout":
+                    raise TimeoutError("the model took too long") from error
+                return "unavailable"
             except openai.APIError:
                 return "unavailable"
             messages.append(message.model_dump(exclude_none=True))
             if not message.tool_calls:
                 if bug == "refusal":
                     return message.content.upper()  # type: ignore[union-attr]
+                if bug == "empty":
+                    return message.content[0]  # type: ignore[index]
                 return message.content or message.refusal or ""
             calls = message.tool_calls
             if bug == "parallel_calls" and len(calls) > 1:
@@ -100,6 +106,16 @@ def crash_on_refusal(ep: Any, prompt: str) -> str:
 def crash_on_parallel_calls(ep: Any, prompt: str) -> str:
     """Raises on more than one call in an answer."""
     return weather(ep, prompt, bug="parallel_calls")
+
+
+def crash_on_empty_answer(ep: Any, prompt: str) -> str:
+    """Returns the answer's first character: ``IndexError`` on an answer of no text."""
+    return weather(ep, prompt, bug="empty")
+
+
+def crash_on_timeout(ep: Any, prompt: str) -> str:
+    """Turns the SDK's timeout error into a ``TimeoutError``, which escapes."""
+    return weather(ep, prompt, bug="timeout")
 
 
 def no_tools(ep: Any, prompt: str) -> str:

@@ -12,6 +12,8 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from agentrig.errors import ConfigurationError, InvalidInputError
 from agentrig.harness.endpoint.handle import EndpointHandle
 from agentrig.harness.fuzz import (
+    DEFAULT_FAULTS,
+    LIVE_DEFAULT_FAULTS,
     Behaviours,
     Fuzzer,
     FuzzFailure,
@@ -21,7 +23,15 @@ from agentrig.harness.fuzz import (
 )
 from agentrig.harness.scenarios.loader import load_scenario
 
-from .agents import correct, crash_on_refusal, loops, no_tools, silent
+from .agents import (
+    correct,
+    crash_on_empty_answer,
+    crash_on_refusal,
+    crash_on_timeout,
+    loops,
+    no_tools,
+    silent,
+)
 
 PROMPT = "Weather in Paris?"
 QUIET = settings(database=None, derandomize=True)
@@ -33,6 +43,17 @@ def test_the_probe_reads_the_offered_tools_and_the_user_message():
         assert [tool.name for tool in fuzzer.offer.tools] == ["get_weather", "book_flight"]
         assert fuzzer.offer.users == (PROMPT,)
         assert fuzzer.offer.format == "chat"
+
+
+def test_over_a_live_server_timeouts_are_played_only_when_asked_for():
+    with Fuzzer(correct, PROMPT) as in_process:
+        assert in_process.behaviours.faults == DEFAULT_FAULTS
+    with Fuzzer(correct, PROMPT, live=True) as live:
+        assert live.behaviours.faults == LIVE_DEFAULT_FAULTS
+        assert "timeout" not in live.behaviours.faults
+    asked = Behaviours(faults={"timeout"})
+    with Fuzzer(correct, PROMPT, behaviours=asked, live=True) as live:
+        assert live.behaviours.faults == {"timeout"}
 
 
 def test_an_agent_that_never_calls_the_endpoint_is_refused_with_what_to_do():
@@ -106,6 +127,56 @@ def test_an_agent_that_never_stops_fails_terminates_within(tmp_path):
     with pytest.raises(FuzzFailure) as caught:
         fuzz(loops, PROMPT, behaviours=behaviours, max_examples=5, settings=QUIET, folder=tmp_path)
     assert "terminates_within: the agent made 6 model calls, more than 5" in caught.value.problems
+
+
+def test_a_timeout_fires_the_clients_own_timer_and_its_file_replays_it(tmp_path):
+    # The client waits 30 s for an answer (ep.httpx2_client()): in process no wait takes time.
+    timeouts = Behaviours(replies={"text"}, faults={"timeout"})
+    with pytest.raises(FuzzFailure) as caught:
+        fuzz(
+            crash_on_timeout,
+            PROMPT,
+            behaviours=timeouts,
+            max_examples=10,
+            settings=QUIET,
+            folder=tmp_path,
+        )
+    failure = caught.value
+    assert failure.problems == (
+        "raises_only: the agent raised builtins.TimeoutError: the model took too long "
+        "(documented errors: none)",
+    )
+    assert failure.path is not None
+    first, _ = load_scenario(failure.path).turns[0].model
+    assert first.fault is not None
+    assert first.fault.timeout
+    with pytest.raises(FuzzFailure) as replayed:
+        replay(failure.path, crash_on_timeout)
+    assert replayed.value.problems == failure.problems
+
+
+def test_an_answer_of_no_text_reaches_the_agent_and_its_file_replays_it(tmp_path):
+    with pytest.raises(FuzzFailure) as caught:
+        fuzz(
+            crash_on_empty_answer,
+            PROMPT,
+            behaviours=Behaviours(replies={"text"}, faults=()),
+            max_examples=100,
+            settings=QUIET,
+            folder=tmp_path,
+        )
+    failure = caught.value
+    assert failure.problems == (
+        "raises_only: the agent raised builtins.IndexError: string index out of range "
+        "(documented errors: none)",
+    )
+    assert failure.path is not None
+    (answer,) = load_scenario(failure.path).turns[0].model
+    assert answer.say == ""
+    assert answer.finish_reason == "stop"
+    with pytest.raises(FuzzFailure) as replayed:
+        replay(failure.path, crash_on_empty_answer)
+    assert replayed.value.problems == failure.problems
 
 
 def test_a_failure_in_the_database_is_tried_first_next_time(tmp_path):

@@ -4,10 +4,10 @@ narrowed as the behaviours say."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import find, given, settings
 
 from agentrig.errors import InvalidInputError
-from agentrig.harness.fuzz import Behaviours, Offer, model_replies, model_scripts
+from agentrig.harness.fuzz import Behaviours, Offer, model_replies, model_scripts, texts
 from agentrig.harness.scenarios.loader import load_scenario
 from agentrig.harness.scenarios.model import ModelReply
 from agentrig.harness.scenarios.writer import write_scenario
@@ -29,7 +29,7 @@ def test_a_script_ends_in_a_repeating_answer_on_the_last_user_turn(scenario):
     assert scenario.turns[0].model == ()
     final = scenario.turns[-1].model[-1]
     assert final.repeat
-    assert final.say or final.refuse
+    assert final.say is not None or final.refuse
     assert scenario.agent.adapter == "pkg.agent:run"
     assert scenario.invariants.exclude == ("tools_offered",)
 
@@ -122,3 +122,35 @@ def test_one_kind_or_tool_may_be_given_as_a_string():
     assert behaviours.tools == ("search",)
     assert behaviours.replies == {"refusal"}
     assert behaviours.faults == {"rate_limit"}
+
+
+@QUICK
+@given(scenario=model_scripts(OFFER, Behaviours(replies=(), faults={"timeout"})))
+def test_a_timeout_is_the_endpoint_answering_nothing_until_the_client_gives_up(scenario):
+    *steps, _ = scenario.turns[-1].model
+    for reply in steps:
+        assert reply.fault is not None
+        assert reply.fault.timeout
+        assert reply.fault.status is None
+        assert reply.say is not None or reply.tool_calls  # the reply that never arrives
+
+
+@pytest.mark.parametrize(
+    ("kind", "found"),
+    [
+        ("empty", lambda text: text == ""),
+        ("blank", lambda text: text != "" and not text.strip()),
+        ("long", lambda text: len(text) >= 10_000),
+        ("unicode", lambda text: any(ord(char) > 0xFFFF for char in text)),
+        ("right to left", lambda text: any("\u0600" <= char <= "\u06ff" for char in text)),
+        ("markdown", lambda text: "```" in text or "**" in text),
+    ],
+)
+def test_text_answers_include_each_kind_the_model_may_send(kind, found):
+    assert found(find(texts(), found, settings=settings(database=None, max_examples=2_000)))
+
+
+def test_an_empty_answer_says_how_it_finished():
+    replies = model_replies(OFFER, Behaviours(replies={"text"}, faults=()))
+    empty = find(replies, lambda reply: reply.say == "", settings=settings(database=None))
+    assert empty.finish_reason == "stop"

@@ -20,6 +20,8 @@ from agentrig.state import InferenceRequest, InferenceResponse
 IN_FLIGHT = {"now": 0, "most": 0}
 WORKERS: set[str] = set()
 """The workers the calls were made on."""
+SESSIONS: list[tuple[str, str]] = []
+"""(worker, the trial's session key) of each simulated user made, in order."""
 
 
 class Slow:
@@ -47,6 +49,10 @@ class Slow:
 
 
 def _user(delay: float, context: TrialContext) -> Slow:
+    from distributed import get_worker
+
+    with contextlib.suppress(ValueError):  # not on a worker: a local run
+        SESSIONS.append((get_worker().address, context.key))
     return Slow(refund_app.user_model, delay)
 
 
@@ -58,4 +64,5 @@ def models(delay: float = 0.0) -> RoleModels:
     """The simulated user and the judge of ``refund_app``, each call taking ``delay`` s."""
     IN_FLIGHT.update(now=0, most=0)
     WORKERS.clear()
+    SESSIONS.clear()
     return RoleModels(user=functools.partial(_user, delay), judge=functools.partial(_judge, delay))

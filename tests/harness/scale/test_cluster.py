@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 
@@ -9,7 +10,14 @@ import pytest
 
 from agentrig.errors import ConfigurationError, InvalidInputError, MissingDependencyError
 from agentrig.harness.scale import cluster as cluster_module
-from agentrig.harness.scale.cluster import DaskExecutor, dask_client, parse_executor, require_dask
+from agentrig.harness.scale.cluster import (
+    WORKER_MODULES,
+    DaskExecutor,
+    dask_client,
+    parse_executor,
+    require_dask,
+    start_worker_server,
+)
 
 
 @pytest.mark.parametrize(
@@ -75,3 +83,21 @@ def _imported_by(statement: str) -> str:
     return subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     ).stdout
+
+
+@pytest.mark.slow
+def test_local_workers_start_with_their_modules_and_this_process_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert start_worker_server() == "forkserver"  # the process the workers are forked from
+    monkeypatch.setenv("AGENTRIG_SCALE_LATE", "set after that process started")
+    with dask_client(DaskExecutor(), workers=1) as client:
+        found = client.run(
+            lambda: (
+                {name: name in sys.modules for name in WORKER_MODULES},
+                os.environ.get("AGENTRIG_SCALE_LATE"),
+            )
+        )
+    [(imported, late)] = found.values()
+    assert imported == dict.fromkeys(WORKER_MODULES, True)  # before any task brought them
+    assert late == "set after that process started"

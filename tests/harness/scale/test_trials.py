@@ -12,12 +12,15 @@ import textwrap
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import refund_app
 import scale_app
 from distributed import Client
 
+from agentrig.harness.live.budget import Budget
+from agentrig.harness.live.limits import ProviderLimits, Traffic
 from agentrig.harness.live.run import LiveRun, run_live_scenario
 from agentrig.harness.live.suite import live_scenario_result
 from agentrig.harness.live.trial import TrialOutcome, TrialSetup
@@ -145,10 +148,10 @@ def test_a_providers_cap_holds_across_the_workers(tmp_path: Path, cluster: Clien
 
 
 def spent_on(
-    client: Client, loaded: Scenario, limits: ClusterLimits
+    client: Client, loaded: Scenario, limits: ClusterLimits, delay: float = 0.0
 ) -> tuple[LiveResult, dict[str, float]]:
     """``loaded``'s trials on ``client``'s cluster, with what each budget saw spent."""
-    live = LiveRun(models=scale_app.models(), run_id="r")
+    live = LiveRun(models=scale_app.models(delay), run_id="r")
     trials = live.launcher = DaskTrials(client, limits)
     try:
         return asyncio.run(run_live_scenario(loaded, live)), trials.spent()
@@ -185,6 +188,63 @@ def test_a_scenarios_budget_holds_across_the_workers(tmp_path: Path, cluster: Cl
     assert result.partial == "the budget is spent"
     assert 0.002 <= spent["scenario/refund"] < 0.002 + OVERSHOOT
     assert "run" not in spent
+
+
+def test_trials_stopped_at_the_verdict_are_in_the_cost_as_in_a_local_run(
+    tmp_path: Path, cluster: Client
+) -> None:
+    # 12 trials at once, each call 20 ms: the verdict comes with trials half-way through
+    loaded = scenario(
+        tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 60, seed: 3, concurrency: 12}"
+    )
+    budget = Budget(100.0, name="local")
+    traffic = Traffic(ProviderLimits({}), budget)
+    live = LiveRun(control=traffic, models=scale_app.models(delay=0.02), run_id="r")
+    here = asyncio.run(run_live_scenario(loaded, live))
+    there, spent = spent_on(cluster, loaded, ClusterLimits({}, budget_usd=100.0), delay=0.02)
+    for result, paid in ((here, budget.spent), (there, spent["run"])):
+        ended = sum(sum(record.cost.values()) for record in result.records)
+        sent = sum(sum(record.calls.values()) for record in result.records)
+        assert result.cost.total > ended  # the stopped trials' calls are in the cost
+        assert sum(result.model_calls.values()) > sent  # and in the calls
+        assert result.cost.total == pytest.approx(paid, rel=1e-9)  # each call paid, once
+
+
+def test_a_trial_run_again_after_its_worker_died_has_a_session_of_its_own(
+    tmp_path: Path,
+) -> None:
+    loaded = scenario(
+        tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 6, sequential: false}"
+    )
+    live = LiveRun(models=scale_app.models(delay=0.05), run_id="r")
+
+    async def a_worker_dies(client: Client) -> LiveResult:
+        task = asyncio.ensure_future(run_live_scenario(loaded, live))
+        while not scale_app.SESSIONS and not task.done():  # a trial has begun
+            await asyncio.sleep(0.01)
+        worker, _ = scale_app.SESSIONS[0]
+        await asyncio.to_thread(client.run_on_scheduler, _remove_worker, worker)
+        return await task
+
+    with dask_client(DaskExecutor(), workers=2, threads_per_worker=4, processes=False) as client:
+        trials = live.launcher = DaskTrials(client)
+        try:
+            result = asyncio.run(a_worker_dies(client))
+        finally:
+            trials.close()
+    assert sorted((r.index, r.attempt) for r in result.records) == [(i, 0) for i in range(6)]
+    dead = {key for worker, key in scale_app.SESSIONS if worker == scale_app.SESSIONS[0][0]}
+    again = [key for worker, key in scale_app.SESSIONS if worker != scale_app.SESSIONS[0][0]]
+    assert dead  # trials were under way on the worker that died, and ran again elsewhere:
+    for key in dead:  # each in a session of its own, not the one the dead worker began
+        rerun = key.replace("r/", "r.rerun-1/", 1)
+        assert again.count(rerun) == 1, (key, again)
+        assert key not in again
+    assert len(set(again)) == len(again)
+
+
+async def _remove_worker(address: str, dask_scheduler: Any) -> None:
+    await dask_scheduler.remove_worker(address, stimulus_id="test-worker-died", close=True)
 
 
 def test_cancelling_the_run_cancels_the_cluster_work_and_keeps_a_partial_verdict(

@@ -527,8 +527,9 @@ class EndpointSession:
         return self._after(self.exchanges[-1])
 
     def _after(self, exchange: Exchange) -> tuple[Message, ...]:
-        """The conversation as it stands after ``exchange`` was answered."""
-        if not exchange.answered:
+        """The conversation as it stands after ``exchange`` was answered (an answer of no text
+        carries nothing to send back: an agent may leave it out, as pydantic-ai does)."""
+        if not exchange.answered or _says_nothing(exchange):
             return exchange.conversation
         return (*exchange.conversation, exchange.plan.message())
 
@@ -844,12 +845,30 @@ def _with_context(
     return replace(request, messages=messages, system=system)
 
 
+def _says_nothing(exchange: Exchange) -> bool:
+    """Whether ``exchange`` was answered with no text, call, refusal or reasoning at all."""
+    answer = exchange.plan.answer
+    return (
+        answer is not None
+        and not answer.text
+        and not answer.tool_calls
+        and answer.refusal is None
+        and not (answer.reasoning or answer.redacted or answer.seal)
+    )
+
+
 def _new_items(exchange: Exchange, previous: Exchange | None) -> tuple[Message, ...]:
-    """What ``exchange`` added to the conversation since the one before."""
+    """What ``exchange`` added to the conversation since the one before (not the answer sent
+    back, nor an empty one the agent may or may not send back)."""
     if previous is None:
         return exchange.conversation
-    start = len(previous.conversation) + (1 if previous.answered else 0)
-    return exchange.conversation[start:]
+    start = len(previous.conversation)
+    if previous.answered and not _says_nothing(previous):
+        start += 1
+    new = exchange.conversation[start:]
+    if new and previous.answered and _says_nothing(previous) and new[0].role is Role.ASSISTANT:
+        new = new[1:]
+    return new
 
 
 def _sent_results(exchanges: list[Exchange]) -> Iterator[SentResult]:

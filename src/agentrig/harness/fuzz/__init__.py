@@ -16,10 +16,14 @@ from agentrig.harness.fuzz.behaviours import (
     ALL_ARGUMENTS,
     ALL_FAULTS,
     ALL_REPLIES,
+    DEFAULT_ARGUMENTS,
+    DEFAULT_FAULTS,
+    LIVE_DEFAULT_FAULTS,
     ArgumentKind,
     Behaviours,
     FaultKind,
     ReplyKind,
+    default_faults,
 )
 from agentrig.harness.fuzz.engine import DEFAULT_FOLDER, Fuzzer, FuzzReport, fuzz, replay
 from agentrig.harness.fuzz.failure import FuzzFailure
@@ -46,7 +50,10 @@ __all__ = [
     "ALL_ARGUMENTS",
     "ALL_FAULTS",
     "ALL_REPLIES",
+    "DEFAULT_ARGUMENTS",
+    "DEFAULT_FAULTS",
     "DEFAULT_FOLDER",
+    "LIVE_DEFAULT_FAULTS",
     "AgentFunction",
     "AgentRun",
     "AnswersEveryToolCall",
@@ -67,6 +74,7 @@ __all__ = [
     "UserCheck",
     "WireInvariants",
     "answers_every_tool_call",
+    "default_faults",
     "fuzz",
     "model_replies",
     "model_scripts",

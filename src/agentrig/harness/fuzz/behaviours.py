@@ -16,10 +16,12 @@ __all__ = [
     "ALL_REPLIES",
     "DEFAULT_ARGUMENTS",
     "DEFAULT_FAULTS",
+    "LIVE_DEFAULT_FAULTS",
     "ArgumentKind",
     "Behaviours",
     "FaultKind",
     "ReplyKind",
+    "default_faults",
 ]
 
 ReplyKind = Literal[
@@ -36,15 +38,26 @@ with a field of the wrong type; with keys the schema does not name; text that is
 FaultKind = Literal[
     "rate_limit", "server_error", "timeout", "cut_stream", "malformed_stream", "chunking"
 ]
-"""A fault of the endpoint: HTTP 429 with ``Retry-After``; HTTP 500/502/503/529; HTTP 408 (the
-request timed out); a stream (or body) cut in the middle; a malformed stream event; a streamed
-answer cut into hostile network chunks (one byte each, or UTF-8 characters split)."""
+"""A fault of the endpoint: HTTP 429 with ``Retry-After``; HTTP 500/502/503/529; no answer
+until the client's own timeout fires (``fault: {timeout: true}``); a stream (or body) cut in the
+middle; a malformed stream event; a streamed answer cut into hostile network chunks (one byte
+each, or UTF-8 characters split)."""
 
 ALL_REPLIES: frozenset[ReplyKind] = frozenset(get_args(ReplyKind))
 ALL_ARGUMENTS: frozenset[ArgumentKind] = frozenset(get_args(ArgumentKind))
 ALL_FAULTS: frozenset[FaultKind] = frozenset(get_args(FaultKind))
 DEFAULT_ARGUMENTS: frozenset[ArgumentKind] = frozenset({"valid", "not_json"})
 DEFAULT_FAULTS: frozenset[FaultKind] = ALL_FAULTS - {"malformed_stream"}
+LIVE_DEFAULT_FAULTS: frozenset[FaultKind] = DEFAULT_FAULTS - {"timeout"}
+"""The default faults over a live server (a command, ``live=True``): a ``timeout`` there waits
+for the client's own timeout in real time (ten minutes for the openai SDK's default), so it is
+played only when asked for by name (give the agent's client a timeout of a second or so)."""
+
+
+def default_faults(live: bool) -> frozenset[FaultKind]:
+    """The faults played unless narrowed: :data:`LIVE_DEFAULT_FAULTS` over a live server, else
+    :data:`DEFAULT_FAULTS` (in process no wait takes time)."""
+    return LIVE_DEFAULT_FAULTS if live else DEFAULT_FAULTS
 
 
 @dataclass(frozen=True)
@@ -53,7 +66,8 @@ class Behaviours:
 
     ``tools``: the offered tools the model calls (None: all of them). ``replies``, ``arguments``
     and ``faults``: the kinds allowed (see :data:`ReplyKind`, :data:`ArgumentKind`,
-    :data:`FaultKind`); by default every reply kind, every fault but a malformed event, and
+    :data:`FaultKind`); by default every reply kind, every fault but a malformed event (the
+    fuzzer leaves timeouts out too over a live server, see :func:`default_faults`), and
     valid or non-JSON arguments (ask for ``ALL_ARGUMENTS`` to also send a missing field, a
     wrong type, extra keys; ``ALL_FAULTS`` for malformed events too).
     ``max_steps``: the most drawn answers after which the agent asks again (calls, faults)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hypothesis import settings as Settings
@@ -15,10 +15,12 @@ from agentrig.harness.fuzz.behaviours import (
     DEFAULT_ARGUMENTS,
     DEFAULT_FAULTS,
     Behaviours,
+    default_faults,
 )
 from agentrig.harness.fuzz.engine import DEFAULT_FOLDER, fuzz, replay
 from agentrig.harness.fuzz.failure import FuzzFailure
 from agentrig.harness.fuzz.properties import Property, answers_every_tool_call, raises_only
+from agentrig.harness.fuzz.target import target_of
 from agentrig.harness.scenarios.user_agent import resolve_reference
 
 __all__ = ["DEFAULT_DATABASE", "FuzzOptions", "run_command"]
@@ -89,8 +91,10 @@ def run_command(options: FuzzOptions, say: Callable[[str], object]) -> int:
 
 
 def _behaviours(options: FuzzOptions) -> Behaviours:
+    """The behaviours the options narrow to; unnarrowed faults are the defaults for where the
+    agent runs (checked before the target is imported, so a bad kind is named first)."""
     faults = [] if list(options.faults) == ["none"] else options.faults
-    return Behaviours(
+    behaviours = Behaviours(
         tools=tuple(options.tools) or None,
         replies=frozenset(options.replies or ALL_REPLIES),  # type: ignore[arg-type]
         arguments=frozenset(options.arguments or DEFAULT_ARGUMENTS),  # type: ignore[arg-type]
@@ -98,6 +102,10 @@ def _behaviours(options: FuzzOptions) -> Behaviours:
         max_steps=options.max_steps,
         max_model_calls=options.max_model_calls,
     )
+    if options.faults:
+        return behaviours
+    live = options.live or target_of(options.target or "").needs_live
+    return replace(behaviours, faults=default_faults(live))
 
 
 def _properties(options: FuzzOptions) -> list[Property]:

@@ -20,7 +20,7 @@ from hypothesis.errors import FlakyFailure
 from agentrig.errors import ConfigurationError, InvalidInputError
 from agentrig.harness.endpoint.extras import require_extra
 from agentrig.harness.endpoint.handle import EndpointHandle
-from agentrig.harness.fuzz.behaviours import Behaviours
+from agentrig.harness.fuzz.behaviours import Behaviours, default_faults
 from agentrig.harness.fuzz.failure import FuzzFailure, replay_command, scenario_name, write_failure
 from agentrig.harness.fuzz.offer import Offer, probe, probe_scenario
 from agentrig.harness.fuzz.properties import (
@@ -101,10 +101,10 @@ class Fuzzer:
             raise InvalidInputError("fuzz", [("prompt", reason)])
         self.target = target_of(agent)
         self.prompt = prompt
-        self.behaviours = behaviours or Behaviours()
+        live = live or self.target.needs_live
+        self.behaviours = behaviours or Behaviours(faults=default_faults(live))
         self.properties = default_properties(properties, self.behaviours.max_model_calls)
         self.folder = Path(folder)
-        live = live or self.target.needs_live
         if live:
             require_extra("serve")
         self.ep = EndpointHandle(probe_scenario(prompt), live=live)

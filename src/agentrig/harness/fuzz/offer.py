@@ -10,6 +10,7 @@ from agentrig.harness.endpoint.handle import EndpointHandle
 from agentrig.harness.endpoint.wire.base import FormatName
 from agentrig.harness.fuzz.run import bounded
 from agentrig.harness.fuzz.target import Target
+from agentrig.harness.fuzz.waits import agent_waits
 from agentrig.harness.scenarios.model import (
     InvariantSelection,
     ModelReply,
@@ -53,7 +54,8 @@ def probe(ep: EndpointHandle, target: Target, prompt: str, *, max_model_calls: i
     when the agent sent no request or failed on that plain answer (nothing generated could be
     blamed then)."""
     session = ep.play(bounded(probe_scenario(prompt), max_model_calls))
-    _, raised = target.run(ep, prompt)
+    with agent_waits(ep):
+        _, raised = target.run(ep, prompt)
     where = f"fuzz target {target.reference or target!r}"
     if not session.exchanges:
         problem = f"{raised!r}" if raised is not None else "it returned without one"

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from agentrig.harness.endpoint.handle import EndpointHandle
 from agentrig.harness.endpoint.session import EndpointSession, Exchange
 from agentrig.harness.fuzz.target import Target
+from agentrig.harness.fuzz.waits import agent_waits
 from agentrig.harness.results import Failure
 from agentrig.harness.scenarios.model import Scenario
 from agentrig.messages import ToolCall
@@ -46,9 +47,11 @@ def play(
     ep: EndpointHandle, target: Target, scenario: Scenario, prompt: str, *, max_model_calls: int
 ) -> AgentRun:
     """Serve ``scenario`` as a fresh session of ``ep`` and run ``target`` on ``prompt``; the
-    endpoint answers at most ``max_model_calls`` requests, and refuses the next one."""
+    endpoint answers at most ``max_model_calls`` requests, and refuses the next one. In process
+    the agent's waits take no time (:mod:`~agentrig.harness.fuzz.waits`)."""
     session = ep.play(bounded(scenario, max_model_calls))
-    returned, raised = target.run(ep, prompt)
+    with agent_waits(ep):
+        returned, raised = target.run(ep, prompt)
     return _run_of(session, scenario, prompt, returned, raised)
 
 

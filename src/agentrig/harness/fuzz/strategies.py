@@ -60,21 +60,21 @@ _UNICODE = (
     "\u200bzero-width\u200b",
 )
 _RETRY_AFTER = 0.001
-"""The ``Retry-After`` of generated 5xx and 408 faults: the SDKs wait that long before they
-retry (without one they back off for half a second and more, and fuzzing crawls)."""
+"""The ``Retry-After`` of generated 5xx faults: what the SDKs wait before they retry (in process
+no wait takes time, see :mod:`~agentrig.harness.fuzz.waits`; a replay over ``agentrig serve``
+waits for real, and without a ``Retry-After`` the SDKs back off for half a second and more)."""
 _REFUSALS = ("I can't help with that.", "I'm sorry, but I cannot assist with this request.")
 _UNKNOWN_TOOLS = ("unknown_tool", "delete_all_records", "search", "transfer_funds", "lookup")
 
 
 def texts() -> st.SearchStrategy[str]:
-    """Text answers: plain, blank, long, unicode, markdown (never empty: the scenario format
-    cannot play an answer of nothing, so a blank one is whitespace)."""
+    """Text answers: plain, empty or blank (whitespace), long, unicode, markdown."""
     plain = st.text(
         st.characters(codec="ascii", categories=("L", "N", "Zs")), min_size=1, max_size=30
     )
     return st.one_of(
         plain.filter(str.strip),
-        st.sampled_from((" ", "\n", " \n\t")),
+        st.sampled_from(("", " ", "\n", " \n\t")),
         st.integers(1_000, 20_000).map(lambda size: ("lorem ipsum " * (size // 12 + 1))[:size]),
         st.one_of(
             st.sampled_from(_UNICODE),
@@ -143,7 +143,12 @@ def _reasoning(answers: st.SearchStrategy[ModelReply]) -> st.SearchStrategy[Mode
 
 
 def _text_answers() -> st.SearchStrategy[ModelReply]:
-    return texts().map(lambda text: ModelReply(say=text))
+    return texts().map(_said)
+
+
+def _said(text: str) -> ModelReply:
+    """A text answer; an empty one says how it finished (a scenario plays no text only so)."""
+    return ModelReply(say=text, finish_reason=None if text else "stop")
 
 
 def _final_answers(behaviours: Behaviours) -> st.SearchStrategy[ModelReply]:
@@ -195,11 +200,7 @@ def _faults(offer: Offer, behaviours: Behaviours) -> dict[FaultKind, st.SearchSt
         "server_error": st.sampled_from((500, 502, 503, 529)).map(
             lambda status: ModelReply(fault=FaultSpec(status=status, retry_after=_RETRY_AFTER))
         ),
-        "timeout": st.just(
-            ModelReply(
-                fault=FaultSpec(status=408, retry_after=_RETRY_AFTER, message="Request timed out.")
-            )
-        ),
+        "timeout": st.builds(with_fault, streamed, st.just(FaultSpec(timeout=True))),
         "cut_stream": st.builds(
             with_fault, streamed, st.integers(0, 4).map(lambda n: FaultSpec(cut_after=n))
         ),

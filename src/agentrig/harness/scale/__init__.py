@@ -6,7 +6,7 @@ Per-provider caps and the budgets hold across the cluster. See docs/scale-out.md
 from agentrig.harness.scale.cluster import DaskExecutor, dask_client, parse_executor
 from agentrig.harness.scale.control import ClusterLimits
 from agentrig.harness.scale.session import dask_session
-from agentrig.harness.scale.suite import run_suite_on_dask
+from agentrig.harness.scale.suite import run_scenario_on_dask, run_suite_on_dask
 from agentrig.harness.scale.trials import DaskTrials
 
 __all__ = [
@@ -16,5 +16,6 @@ __all__ = [
     "dask_client",
     "dask_session",
     "parse_executor",
+    "run_scenario_on_dask",
     "run_suite_on_dask",
 ]

@@ -103,13 +103,15 @@ class ClusterControl:
         self.budgets = budgets
         self._semaphores: dict[str, Semaphore] = {}
 
-    def _semaphore(self, provider: str) -> Semaphore:
+    async def _semaphore(self, provider: str) -> Semaphore:
+        """``provider``'s cap, made known to the scheduler once (not at every call)."""
         from distributed import Semaphore
 
         if provider not in self._semaphores:
-            self._semaphores[provider] = Semaphore(
+            semaphore = Semaphore(
                 max_leases=self.limits.cap(provider), name=f"{self.run}-{provider}"
             )
+            self._semaphores[provider] = await semaphore
         return self._semaphores[provider]
 
     async def call(
@@ -119,15 +121,44 @@ class ClusterControl:
         cost_of: Callable[[T], float],
     ) -> T:
         """``make_call()``'s answer, sent under a lease of ``provider``'s cap once every budget
-        admits it, then charged to each."""
-        async with self._semaphore(provider):
+        admits it, then charged to each. Once answered, the call is charged and its lease given
+        back even if the trial is cancelled meanwhile (those are round trips to the scheduler):
+        the answer still reaches the trial, which counts it as a local run does, and the
+        cancellation takes effect at the trial's next wait."""
+        semaphore = await self._semaphore(provider)
+        await semaphore.acquire()
+        try:
             for budget in self.budgets:
                 await budget.admit()
             answer = await self.traffic.call(provider, make_call, cost_of)
-            cost = cost_of(answer)
-            for budget in self.budgets:
-                await budget.charge(cost)
-            return answer
+        except BaseException as error:
+            cancelled = isinstance(error, asyncio.CancelledError)
+            await _completed(semaphore.release(), rearm=not cancelled)
+            raise
+        await _completed(self._settled(semaphore, cost_of(answer)), rearm=True)
+        return answer
+
+    async def _settled(self, semaphore: Semaphore, cost: float) -> None:
+        for budget in self.budgets:
+            await budget.charge(cost)
+        await semaphore.release()
+
+
+async def _completed(work: Awaitable[None], *, rearm: bool) -> None:
+    """Await ``work`` to its end, even through cancellations of this task; with ``rearm``, a
+    cancellation that came meanwhile is made again, to take effect at this task's next wait."""
+    task = asyncio.ensure_future(work)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled and rearm:
+        current = asyncio.current_task()
+        assert current is not None
+        current.cancel()
+    task.result()
 
 
 def _scheduler() -> Any:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from agentrig.errors import ConfigurationError
 from agentrig.harness.results import ScenarioResult, SuiteResult
 from agentrig.harness.runner import failed_result, run_scenario
 from agentrig.harness.scale.workers import ensure_plugins
@@ -23,7 +24,9 @@ from agentrig.harness.suites.suite import Progress
 if TYPE_CHECKING:
     from distributed import Client, Future
 
-__all__ = ["run_suite_on_dask"]
+    from agentrig import AgentBuilder
+
+__all__ = ["run_scenario_on_dask", "run_suite_on_dask"]
 
 WORKERS_KILLED = (
     "the Dask workers running this scenario died {count} times (killed, out of memory, "
@@ -71,10 +74,41 @@ def run_suite_on_dask(
     return SuiteResult(scenarios=results, wall_time_s=time.perf_counter() - started)
 
 
+def run_scenario_on_dask(
+    client: Client,
+    scenario: Scenario,
+    *,
+    builder: AgentBuilder | None = None,
+    plugins: Sequence[str] = (),
+) -> ScenarioResult:
+    """Run ``scenario`` as one task of ``client``'s cluster (``builder``, when given, is sent
+    with it) and wait for its result; a scenario whose workers kept dying fails alone. A
+    builder that cannot be sent is a ``ConfigurationError`` saying so."""
+    key = f"agentrig-scenario-{secrets.token_hex(4)}"
+    try:
+        future = client.submit(
+            _run_one, scenario, tuple(plugins), False, builder, key=key, pure=False
+        )
+    except Exception as error:
+        if builder is None:
+            raise
+        raise ConfigurationError(
+            f"the agent built in Python for scenario {scenario.name!r} cannot be sent to the "
+            f"Dask workers ({error}); name its builder in the file (agent.builder), which the "
+            "workers import, or run it here (executor local)"
+        ) from error
+    from distributed import KilledWorker
+
+    try:
+        result: ScenarioResult = future.result()
+    except KilledWorker:
+        return _workers_killed(scenario)
+    return result
+
+
 def _result_of(future: Future[ScenarioResult], outcome: Any, scenario: Scenario) -> ScenarioResult:
     """The result ``future`` brought (``outcome``): a scenario's, or its error's
     ``(type, error, traceback)``; a scenario whose workers kept dying fails alone."""
-    from dask import config
     from distributed import KilledWorker
 
     if future.status != "error":
@@ -82,12 +116,25 @@ def _result_of(future: Future[ScenarioResult], outcome: Any, scenario: Scenario)
         return result
     error = outcome[1]
     if isinstance(error, KilledWorker):
-        count = config.get("distributed.scheduler.allowed-failures") + 1
-        return failed_result(scenario, WORKERS_KILLED.format(count=count))
+        return _workers_killed(scenario)
     raise error.with_traceback(outcome[2])
 
 
-def _run_one(scenario: Scenario, plugins: tuple[str, ...], use_async: bool) -> ScenarioResult:
-    """On a worker: run ``scenario`` after importing ``plugins``."""
+def _workers_killed(scenario: Scenario) -> ScenarioResult:
+    """``scenario`` failed: the workers running it kept dying."""
+    from dask import config
+
+    count = config.get("distributed.scheduler.allowed-failures") + 1
+    return failed_result(scenario, WORKERS_KILLED.format(count=count))
+
+
+def _run_one(
+    scenario: Scenario,
+    plugins: tuple[str, ...],
+    use_async: bool,
+    builder: AgentBuilder | None = None,
+) -> ScenarioResult:
+    """On a worker: run ``scenario`` (against ``builder``'s agent when given) after importing
+    ``plugins``."""
     ensure_plugins(plugins)
-    return run_scenario(scenario, use_async=use_async)
+    return run_scenario(scenario, builder=builder, use_async=use_async)

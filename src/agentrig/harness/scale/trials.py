@@ -30,6 +30,7 @@ from agentrig.harness.live.trial import TrialOutcome, TrialSetup, TrialStatus, r
 from agentrig.harness.scale.control import RUN_BUDGET, ClusterBudget, ClusterControl, ClusterLimits
 from agentrig.harness.scale.workers import ensure_plugins
 from agentrig.harness.scenarios.model import Scenario
+from agentrig.state import Usage
 
 if TYPE_CHECKING:
     from distributed import Client, Future
@@ -70,17 +71,37 @@ class DaskTrials:
             cached=None if cache is None else cache.load(index, attempt),
         )
         key = f"agentrig-trial-{setup.scenario.name}-{index}.{attempt}-{secrets.token_hex(4)}"
-        future = self.client.submit(_run_remote_trial, job, index, attempt, key=key, pure=False)
+        future = self.client.submit(
+            _run_remote_trial, job, index, attempt, key, key=key, pure=False
+        )
         try:
-            outcome, recording = await _finished(future)
+            done = await _finished(future)
         except asyncio.CancelledError:
-            future.cancel()
+            await self._stop(setup, key, future)
             raise
         except _killed_worker() as error:
             return _worker_lost(setup, index, attempt, error)
+        assert not isinstance(done, Ledger), "only a trial stopped from here stops"
+        outcome, recording = done
         if recording is not None and cache is not None:
             cache.save(index, attempt, *recording)  # the one writer of the cache
         return outcome
+
+    async def _stop(self, setup: TrialSetup, key: str, future: Future[Any]) -> None:
+        """Stop the trial of task ``key`` wherever it runs, as a local run cancels its trial,
+        and add what it spent to ``setup.stopped`` (the report's cost, as the budgets have
+        it); a trial not started yet never starts."""
+        try:
+            spent: dict[str, Ledger | None] = await asyncio.to_thread(
+                self.client.run, _stop_trial, self.namespace, key
+            )
+        except Exception:  # the cluster is gone: nothing more can be known
+            spent = {}
+        finally:
+            future.cancel()
+        for ledger in spent.values():
+            if ledger is not None:
+                setup.stopped.add(ledger)
 
     def spent(self) -> dict[str, float]:
         """What the trials spent, by budget, summed over the workers: ``run`` (under
@@ -97,7 +118,12 @@ class DaskTrials:
             self.client.run_on_scheduler(_forget_on_scheduler, self.namespace)
 
 
-async def _finished(future: Future[Any]) -> tuple[TrialOutcome, Recording | None]:
+Finished = tuple[TrialOutcome, Recording | None] | Ledger
+"""What a trial's task gives back: its outcome and recording, or (stopped from here) what it
+had spent."""
+
+
+async def _finished(future: Future[Any]) -> Finished:
     """``future``'s result, awaited on this event loop (cancellable) while the client's own
     loop, in its thread, waits for the cluster."""
     loop = asyncio.get_running_loop()
@@ -113,7 +139,7 @@ async def _finished(future: Future[Any]) -> tuple[TrialOutcome, Recording | None
 
     future.add_done_callback(wake)
     await done
-    result: tuple[TrialOutcome, Recording | None] = await asyncio.to_thread(future.result)
+    result: Finished = await asyncio.to_thread(future.result)
     return result
 
 
@@ -187,19 +213,86 @@ class _WorkerRun:
     opened: list[object] = dataclasses.field(default_factory=list)
 
 
+@dataclass
+class _Running:
+    """A worker's trials of one run: those running (each task's key: the trial and what it
+    spent once stopped), and the keys stopped from the launcher's side."""
+
+    trials: dict[str, tuple[asyncio.Task[TrialOutcome], Ledger]] = dataclasses.field(
+        default_factory=dict
+    )
+    stopped: set[str] = dataclasses.field(default_factory=set)
+
+
 _RUNS: dict[tuple[str, str], _WorkerRun] = {}
 """By (worker address, run id): workers of a cluster without processes share this module."""
+_RUNNING: dict[tuple[str, str], _Running] = {}
+"""As ``_RUNS``."""
 
 
-async def _run_remote_trial(
-    job: _TrialJob, index: int, attempt: int
-) -> tuple[TrialOutcome, Recording | None]:
-    """On a worker: run the trial, with the recording to keep."""
+async def _run_remote_trial(job: _TrialJob, index: int, attempt: int, key: str) -> Finished:
+    """On a worker: run the trial of task ``key``, with the recording to keep; or, stopped
+    from the launcher's side (:func:`_stop_trial`), what it spent."""
+    from distributed import get_worker
+
+    worker = get_worker()
+    running = _RUNNING.setdefault((worker.address, job.namespace), _Running())
+    if key in running.stopped:
+        return Ledger()
     ensure_plugins(job.plugins)
     cache = _CarriedCache(job.scenario, job.cached) if job.record else None
-    setup = dataclasses.replace(_setup_of(job), cache=cache, stopped=Ledger())
-    outcome = await run_trial(setup, index, attempt)
+    life = await _lives(worker, job.namespace, key)
+    # run again after its worker died: a session of its own, as a first run has
+    run_id = f"{job.run_id}.rerun-{life}" if life else job.run_id
+    setup = dataclasses.replace(_setup_of(job), cache=cache, stopped=Ledger(), run_id=run_id)
+    trial = asyncio.ensure_future(run_trial(setup, index, attempt))
+    running.trials[key] = trial, setup.stopped
+    try:
+        outcome = await trial
+    except asyncio.CancelledError:
+        if key not in running.stopped:
+            raise  # the worker is closing: the scheduler runs the task again
+        return setup.stopped
+    finally:
+        running.trials.pop(key, None)
     return outcome, None if cache is None else cache.saved
+
+
+async def _lives(worker: Any, namespace: str, key: str) -> int:
+    """How many times task ``key`` began before (on workers that died), counted on the
+    scheduler."""
+    path = [namespace, "lives", key]
+    began: int = await worker.scheduler.get_metadata(keys=path, default=0)
+    await worker.scheduler.set_metadata(keys=path, value=began + 1)
+    return began
+
+
+async def _stop_trial(namespace: str, key: str, dask_worker: Any) -> Ledger | None:
+    """On a worker: stop the trial of task ``key`` when it runs here (what it spent), or take
+    what a trial that ended here spent (its outcome waits to be fetched); a trial that has not
+    begun never will."""
+    running = _RUNNING.setdefault((dask_worker.address, namespace), _Running())
+    running.stopped.add(key)
+    if key in running.trials:
+        trial, spent = running.trials[key]
+        trial.cancel()
+        await asyncio.gather(trial, return_exceptions=True)
+        if trial.cancelled() or trial.exception() is not None:
+            return spent
+        return _spent_by(trial.result())  # it had ended, its task not told yet
+    if key in dask_worker.data:
+        done = dask_worker.data[key]
+        return done if isinstance(done, Ledger) else _spent_by(done[0])
+    return None
+
+
+def _spent_by(outcome: TrialOutcome) -> Ledger:
+    """What ``outcome``'s calls cost and how many were sent, by role."""
+    ledger = Ledger()
+    for role in ("agent", "user", "judge"):
+        ledger.usage[role] = Usage(cost=outcome.cost.get(role, 0.0))
+        ledger.sent[role] = outcome.calls.get(role, 0)
+    return ledger
 
 
 def _setup_of(job: _TrialJob) -> TrialSetup:
@@ -236,6 +329,7 @@ def _setup_of(job: _TrialJob) -> TrialSetup:
 
 async def _forget_run(namespace: str, dask_worker: Any) -> None:
     """On a worker: close what the launcher of ``namespace`` opened there."""
+    _RUNNING.pop((dask_worker.address, namespace), None)
     kept = _RUNS.pop((dask_worker.address, namespace), None)
     if kept is not None:
         for provider in kept.opened:

@@ -597,8 +597,17 @@ class ModelReply(ScenarioModel):
         yield from self._fault_problems()
         if self.call is not None and self.calls is not None:
             yield ("calls",), "use either call or calls, not both"
-        if self.say == "" and not self.tool_calls and self.fault is None:
-            yield ("say",), "an empty reply has nothing to play: write some text or add a call"
+        if (
+            self.say == ""
+            and not self.tool_calls
+            and self.fault is None
+            and self.finish_reason is None
+        ):
+            yield (
+                ("say",),
+                "an empty reply has nothing to play: write some text or add a call (or a "
+                "finish_reason: an answer of no text, which only the scenario endpoint plays)",
+            )
         if self.error == "":
             yield ("error",), "an error reply needs a message"
         if self.think == "":
