@@ -226,7 +226,31 @@ def test_steps_quick(tmp_path: Path) -> None:
     assert all(run["checked_cpu_s"] > 0 and run["unchecked_cpu_s"] > 0 for run in runs)
 
 
-@pytest.mark.parametrize("script", ["loop.py", "peers.py", "suite.py", "rounds.py", "steps.py"])
+def test_loading_quick(tmp_path: Path) -> None:
+    saved = tmp_path / "loading.json"
+    output = run_script(str(BENCH / "loading.py"), "--quick", "--json", str(saved))
+    assert "a bad file: " in output
+    assert ":15: agent.trace_mode: 'sideways' is not one of" in output
+    rows = json.loads(saved.read_text())["rows"]
+    assert [row["what"] for row in rows] == ["import", "load", "collect", "import run"]
+    assert all(row["files"] == 20 and row["wall_s"] > 0 and row["peak_mib"] > 0 for row in rows)
+
+
+def test_workers_quick(tmp_path: Path) -> None:
+    saved = tmp_path / "workers.json"
+    output = run_script(str(BENCH / "workers.py"), "--quick", "--json", str(saved))
+    assert "worker peak MiB" in output
+    rows = json.loads(saved.read_text())["rows"]
+    assert [row["workers"] for row in rows] == [1, 2, "auto"]
+    assert rows[0]["worker_peak_mib"] == 0
+    assert rows[1]["worker_peak_mib"] > 0
+    assert rows[1]["workers_cpu_s"] > 0
+
+
+@pytest.mark.parametrize(
+    "script",
+    ["loop.py", "peers.py", "suite.py", "rounds.py", "steps.py", "loading.py", "workers.py"],
+)
 def test_help(script: str) -> None:
     output = run_script(str(BENCH / script), "--help")
     for option in ("--quick", "--sizes", "--repeats", "--json"):

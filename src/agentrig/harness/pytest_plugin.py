@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -95,6 +96,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     """Register the marker, the report collector and, when asked, the hypothesis profiles."""
     config.addinivalue_line(
@@ -111,6 +113,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "agentrig_cassette fixture records to or replays from (path relative to the test file)",
     )
     config.stash[_RESULTS] = []
+    # Registered before other plugins' cleanups, so it runs after them (pytest's own full
+    # collections at the end of a session among them): what collection froze is given back to
+    # the garbage collector, for a process that goes on (pytester's inline runs).
+    config.add_cleanup(lambda: _thaw(config))
     _configure_hypothesis(config)
     _configure_executor(config)
 
@@ -134,6 +140,14 @@ def _configure_executor(config: pytest.Config) -> None:
     if executor.address is None and _collecting(config):
         start_worker_server()  # its workers' process imports while pytest collects
     config.stash[_EXECUTOR] = executor
+
+
+_FROZEN = pytest.StashKey[bool]()
+
+
+def _thaw(config: pytest.Config) -> None:
+    if config.stash.get(_FROZEN, False):
+        gc.unfreeze()
 
 
 def _configure_hypothesis(config: pytest.Config) -> None:
@@ -165,6 +179,25 @@ def _collecting(config: pytest.Config) -> bool:
 def _explicit(config: pytest.Config, path: Path) -> bool:
     given = [Path(arg.split("::")[0]).resolve() for arg in config.args]
     return any(path == arg or (arg.name == "failing" and arg in path.parents) for arg in given)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collection(session: pytest.Session) -> Iterator[None]:
+    """Collecting scenario files, the cyclic garbage collector waits, as it does while
+    ``load_suite`` loads (its full collections would visit every scenario collected so far);
+    then what was collected is frozen out of its view (``gc.freeze``): the items live as long
+    as the session, and every later full collection, such as those pytest runs at the end of a
+    session, would visit each of their objects again (0.9 s a collection for 1,000 files); the
+    session's last cleanup unfreezes them."""
+    if not _collecting(session.config):
+        yield
+        return
+    from agentrig.harness.scenarios.loader import collector_paused
+
+    with collector_paused():
+        yield
+        gc.freeze()  # before the collector is back on: it never visits them, not even once
+    session.config.stash[_FROZEN] = True
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

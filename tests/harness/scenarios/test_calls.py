@@ -9,8 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentrig.errors import InvalidInputError
+from agentrig.harness.errors import ScenarioFileError
 from agentrig.harness.scenarios.calls import read_call, write_call
 from agentrig.harness.scenarios.model import ToolCallSpec, parse_call_shorthand
+from agentrig.harness.scenarios.yaml_source import load_yaml_text, not_json_data
 
 
 @pytest.mark.parametrize(
@@ -112,3 +114,34 @@ _names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True)
 @given(name=_names, args=st.dictionaries(_names, _values, max_size=4))
 def test_rendered_shorthand_parses_back(name: str, args: dict[str, Any]) -> None:
     assert read_call(write_call(name, args)) == (name, args)
+
+
+def _as_yaml_reads(word: str) -> tuple[str, Any]:
+    """What the full YAML parser makes of ``word`` as a flow value: ("value", it) or ("error",)."""
+    try:
+        value = load_yaml_text(f"[{word}]").data[0]
+    except ScenarioFileError:
+        return ("error", None)
+    return ("error", None) if not_json_data(value) is not None else ("value", value)
+
+
+_WORDS = [
+    *("yes", "No", "on", "OFF", "true", "null", "Null", "NULL", "n", "y", "_", "k12", "a.b-c"),
+    *("3", "017", "0o17", "0x1F", "0b101", "1_000", "190_20", "1.5", "1e3", "1.5e+3", "6.8e-1"),
+    *("2001-12-14", "2001-13-45", "2001-12-14t21.59", ".inf", "1.", "0.", "9" * 64),
+]
+
+
+_words = st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.+\-]{0,12}", fullmatch=True)
+
+
+@settings(database=None, max_examples=500)
+@given(st.sampled_from(_WORDS) | _words)
+def test_a_plain_value_reads_as_the_yaml_parser_reads_it(word: str) -> None:
+    expected = _as_yaml_reads(word)
+    try:
+        got = ("value", read_call(f"f(x={word})")[1]["x"])
+    except InvalidInputError:
+        got = ("error", None)
+    assert got == expected
+    assert type(got[1]) is type(expected[1])

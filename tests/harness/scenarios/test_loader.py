@@ -30,6 +30,7 @@ from agentrig.harness.scenarios.model import (
     CostExpect,
     MessageExpect,
     Scenario,
+    ScenarioModel,
     SourceLocation,
     TextMatch,
     ToolCallSpec,
@@ -1547,3 +1548,40 @@ def test_a_null_where_text_belongs_is_named_null(tmp_path: Path) -> None:
     assert [(problem.field, problem.reason) for problem in error.errors] == [
         ("turns[0].user", "expected a string, got null")
     ]
+
+
+def _every_model(
+    value: Any, path: tuple[str | int, ...]
+) -> list[tuple[Any, tuple[str | int, ...]]]:
+    """Every scenario model in ``value`` with its YAML path, through every field."""
+    if isinstance(value, ScenarioModel):
+        found = [(value, path)]
+        for name, field in type(value).model_fields.items():
+            found += _every_model(getattr(value, name), (*path, field.alias or name))
+        return found
+    if isinstance(value, tuple | list):
+        return [pair for i, item in enumerate(value) for pair in _every_model(item, (*path, i))]
+    if isinstance(value, dict):
+        return [pair for k, item in value.items() for pair in _every_model(item, (*path, k))]
+    return []
+
+
+@pytest.mark.parametrize(
+    "file",
+    [FULL, *sorted(ROOT.glob("scenarios/**/*.scenario.yaml"))],
+    ids=lambda file: file.name,
+)
+def test_every_model_is_where_the_yaml_puts_it(file: Path) -> None:
+    # Locations are looked up when first asked for: they must be those of a full parse.
+    try:
+        scenario = load_scenario(file)
+    except ScenarioFileError:
+        pytest.skip("a file meant not to load")
+    full = load_yaml_file(file)
+    models = _every_model(scenario, ())
+    assert len(models) > 3
+    for model, path in models[1:]:
+        where = full.location(path)
+        assert model.source == (None if where is None else SourceLocation(str(file), *where))
+    assert scenario.source == SourceLocation(str(file), *full.key_locations[("name",)])
+    assert scenario.locate(("turns", 0)) == SourceLocation(str(file), *full.location(("turns", 0)))

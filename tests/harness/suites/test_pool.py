@@ -18,6 +18,9 @@ from typer.testing import CliRunner
 
 from agentrig.harness.checks.invariant import unregister_invariant
 from agentrig.harness.cli import app
+from agentrig.harness.errors import SuiteError
+from agentrig.harness.scenarios.loader import load_scenarios
+from agentrig.harness.suites.suite import run_suite
 
 runner = CliRunner()
 
@@ -333,3 +336,15 @@ def test_a_stopping_signal_while_loading_says_so_and_writes_no_report(
         f"interrupted by {said} while loading the scenarios: none ran; no reports written" in text
     )
     assert not reports.exists()
+
+
+def test_a_file_that_changed_its_scenario_while_the_suite_ran_is_a_clear_error(
+    tmp_path: Path,
+) -> None:
+    # Workers load each file again (and keep no scenario once run): one that now holds another
+    # scenario is named, not run under the old name.
+    folder = suite(tmp_path / "s", 2)
+    scenarios = load_scenarios(folder)
+    (folder / "case-01.scenario.yaml").write_text(SCENARIO.format(name="renamed"), "utf-8")
+    with pytest.raises(SuiteError, match=r"case-01\.scenario\.yaml changed while the suite ran"):
+        run_suite(scenarios, workers=2)

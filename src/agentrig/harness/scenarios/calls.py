@@ -14,7 +14,11 @@ from typing import Any
 
 from agentrig.errors import InvalidInputError
 from agentrig.harness.errors import ScenarioFileError
-from agentrig.harness.scenarios.yaml_source import load_yaml_text, not_json_data
+from agentrig.harness.scenarios.yaml_source import (
+    load_yaml_text,
+    not_json_data,
+    plain_scalar_value,
+)
 
 __all__ = ["CALL_SHORTHAND_PATTERN", "read_call", "write_call"]
 
@@ -30,6 +34,8 @@ _TOKEN = re.compile(
 )
 _OPEN, _CLOSE = frozenset("([{"), frozenset(")]}")
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_.\- ]*[A-Za-z0-9_]|[A-Za-z_]")
+_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+\-]{0,63}")
+"""A value that YAML reads as one plain scalar, the same in flow context as alone."""
 
 
 def read_call(text: str) -> tuple[str, dict[str, Any]]:
@@ -102,6 +108,10 @@ def _parse_arg(part: str, text: str) -> tuple[str, Any]:
 
 def _parse_value(value: str, text: str) -> Any:
     """Read a value as YAML in flow context; a plain scalar with colons (a URL) also works."""
+    if _WORD.fullmatch(value):  # most values (k12, 3, true): no parser needed
+        simple = plain_scalar_value(value)
+        if simple is not None:
+            return simple[0]
     try:
         items = load_yaml_text(f"[{value}]").data
     except ScenarioFileError as exc:

@@ -72,6 +72,7 @@ __all__ = [
     "MixtureBranch",
     "ModelReply",
     "ParamType",
+    "PendingLocation",
     "RedactedThink",
     "RoleName",
     "Scenario",
@@ -197,19 +198,40 @@ class SourceLocation:
         return f"{self.path}:{self.line}"
 
 
+@dataclass(frozen=True, slots=True)
+class PendingLocation:
+    """Where a part of a scenario was written, found in its YAML source when first asked for:
+    the value at ``path`` (or, with ``key``, the key of that entry, else the value)."""
+
+    yaml: YamlSource
+    path: FieldPath
+    key: bool = False
+
+    def resolve(self) -> SourceLocation | None:
+        """The location, or None when the source has none for ``path``."""
+        where = self.yaml.key_location(self.path) if self.key else None
+        if where is None:
+            where = self.yaml.location(() if self.key else self.path)
+        return None if where is None else SourceLocation(self.yaml.path, *where)
+
+
 class ScenarioModel(BaseModel):
     """Base of the format's models: frozen, unknown keys rejected, aware of its source."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    _source: SourceLocation | None = PrivateAttr(default=None)
+    _source: SourceLocation | PendingLocation | None = PrivateAttr(default=None)
 
     @property
     def source(self) -> SourceLocation | None:
         """Where this part was written, when it was loaded from a file."""
-        return self._source
+        where = self._source
+        if isinstance(where, PendingLocation):
+            where = where.resolve()
+            self._source = where
+        return where
 
-    def _bind_source(self, location: SourceLocation) -> None:
+    def _bind_source(self, location: SourceLocation | PendingLocation) -> None:
         self._source = location
 
     def __eq__(self, other: object) -> bool:
@@ -220,6 +242,8 @@ class ScenarioModel(BaseModel):
 
     @model_validator(mode="after")
     def _check_rules(self) -> Self:
+        if type(self)._problems is ScenarioModel._problems:  # a model without rules
+            return self
         problems = [_rule_error(path, message) for path, message in self._problems()]
         if problems:
             raise ValidationError.from_exception_data(type(self).__name__, problems)

@@ -21,8 +21,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from datetime import date
 from typing import Any, NamedTuple
 
@@ -47,12 +46,16 @@ __all__ = [
     "load_yaml_file",
     "load_yaml_text",
     "not_json_data",
+    "plain_scalar_value",
 ]
 
 FieldPath = tuple[str | int, ...]
 
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
+_STR_TAG = "tag:yaml.org,2002:str"
+_INT_TAG = "tag:yaml.org,2002:int"
+_DECIMAL = re.compile(r"[1-9][0-9]{0,17}|0")
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _ABSENT = object()
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -69,18 +72,67 @@ class Location(NamedTuple):
     column: int
 
 
-@dataclass(frozen=True)
 class YamlSource:
     """A parsed YAML document: its data and where each part of it was written.
 
     ``locations`` maps a field path to where its value starts; ``key_locations`` maps the path
     of each mapping entry to where its key starts. ``data`` is ``None`` for an empty document.
+
+    A source made with ``text`` and ``depth`` knows the locations of paths of at most ``depth``
+    parts only, and finds the others by parsing ``text`` again the first time one is asked for:
+    most files load without a mistake, and recording where each of their values sits would
+    cost more than parsing them (and keep the memory for it).
     """
 
-    path: str
-    data: Any
-    locations: Mapping[FieldPath, Location]
-    key_locations: Mapping[FieldPath, Location]
+    __slots__ = ("_depth", "_key_locations", "_locations", "_text", "data", "path")
+
+    def __init__(
+        self,
+        path: str,
+        data: Any,
+        locations: Mapping[FieldPath, Location],
+        key_locations: Mapping[FieldPath, Location],
+        *,
+        text: str | None = None,
+        depth: int | None = None,
+    ) -> None:
+        self.path = path
+        self.data = data
+        self._locations = locations
+        self._key_locations = key_locations
+        self._text = text if depth is not None else None
+        self._depth = depth if text is not None else None
+
+    def __repr__(self) -> str:
+        return f"YamlSource(path={self.path!r})"
+
+    @property
+    def locations(self) -> Mapping[FieldPath, Location]:
+        """Where the value at each field path starts."""
+        self._locate_all()
+        return self._locations
+
+    @property
+    def key_locations(self) -> Mapping[FieldPath, Location]:
+        """Where the key of each mapping entry starts, by the entry's field path."""
+        self._locate_all()
+        return self._key_locations
+
+    def _locate_all(self) -> None:
+        if self._depth is None:
+            return
+        assert self._text is not None
+        root = _composed(self._text, self.path)
+        builder = _Builder(self.path)
+        if root is not None:
+            builder.build(root, ())
+        self._locations, self._key_locations = builder.locations, builder.key_locations
+        self._depth = self._text = None
+
+    def _tables(self, path: FieldPath) -> tuple[Mapping[FieldPath, Location], ...]:
+        if self._depth is not None and len(path) > self._depth:
+            self._locate_all()
+        return self._locations, self._key_locations
 
     def value_at(self, path: FieldPath) -> Any:
         """The data at ``path``; ``KeyError`` if there is none."""
@@ -93,34 +145,46 @@ class YamlSource:
 
     def location(self, path: FieldPath) -> Location | None:
         """Where to point for ``path``: the key of a collection entry, else the value itself."""
-        key = self.key_locations.get(path)
+        locations, key_locations = self._tables(path)
+        key = key_locations.get(path)
         try:
             is_collection = isinstance(self.value_at(path), dict | list)
         except KeyError:
             is_collection = False
         if key is not None and is_collection:
             return key
-        return self.locations.get(path, key)
+        return locations.get(path, key)
+
+    def key_location(self, path: FieldPath) -> Location | None:
+        """Where the key of the mapping entry at ``path`` starts, if it is one."""
+        return self._tables(path)[1].get(path)
 
 
-def load_yaml_file(path: str | os.PathLike[str]) -> YamlSource:
+def load_yaml_file(path: str | os.PathLike[str], *, depth: int | None = None) -> YamlSource:
     """Read and parse one YAML file, which must be UTF-8 (a byte-order mark is allowed), a
     regular file (not a FIFO, device or folder; symlinks are followed) of at most
-    :data:`~agentrig.harness.data_files.MAX_FILE_BYTES`."""
+    :data:`~agentrig.harness.data_files.MAX_FILE_BYTES`. ``depth``: as for
+    :func:`load_yaml_text`."""
     name = os.fspath(path)
     try:
         raw = read_limited(path)
     except UnreadableFileError as error:
         raise ScenarioFileError(name, error.reason) from None
-    return load_yaml_text(_decode(raw, name), name)
+    return load_yaml_text(_decode(raw, name), name, depth=depth)
 
 
-def load_yaml_text(text: str, path: str = "<string>") -> YamlSource:
-    """Parse one YAML document given as text; ``path`` is only used in locations and errors."""
+def load_yaml_text(text: str, path: str = "<string>", *, depth: int | None = None) -> YamlSource:
+    """Parse one YAML document given as text; ``path`` is only used in locations and errors.
+
+    With ``depth``, only the locations of paths of at most ``depth`` parts are recorded now,
+    the others when first asked for (by parsing ``text`` again); the data, and every error,
+    are the same either way."""
     root = _composed(text, path)
-    builder = _Builder(path)
+    builder = _Builder(path, depth, aliases="*" in text)
     data = None if root is None else builder.build(root, ())
-    return YamlSource(path, data, builder.locations, builder.key_locations)
+    if depth is None:
+        return YamlSource(path, data, builder.locations, builder.key_locations)
+    return YamlSource(path, data, builder.locations, builder.key_locations, text=text, depth=depth)
 
 
 def check_yaml_limits(text: str, path: str = "<string>") -> None:
@@ -135,7 +199,8 @@ def check_yaml_limits(text: str, path: str = "<string>") -> None:
 
 def _composed(text: str, path: str) -> Node | None:
     try:
-        _count_values(text, path)
+        if _may_exceed_limit(text):
+            _count_values(text, path)
         return _compose(text)
     except RecursionError:
         raise _too_deep(text, path) from None
@@ -154,7 +219,31 @@ def _composed(text: str, path: str) -> Node | None:
         raise ScenarioFileError(path, reason, line=line, column=column) from None
 
 
-_FAST_LOADER: type[Any] | None = getattr(yaml, "CSafeLoader", None)
+_RESOLVED: dict[tuple[str, bool, bool], str] = {}
+"""The tags of plain and quoted scalars already resolved (keys and short values repeat)."""
+_RESOLVED_MAX = 20_000
+_RESOLVED_LENGTH = 64
+
+
+def _cached_resolve(loader: Any, kind: type[Node], value: Any, implicit: Any) -> Any:
+    """``Resolver.resolve``, remembered for scalars: the C parser asks for every scalar of a
+    file, and the resolver tries its regular expressions on each (a fifth of composing)."""
+    if kind is not ScalarNode or not isinstance(value, str) or len(value) > _RESOLVED_LENGTH:
+        return _RESOLVE(loader, kind, value, implicit)
+    key = (value, bool(implicit[0]), bool(implicit[1]))
+    tag = _RESOLVED.get(key)
+    if tag is None:
+        tag = _RESOLVE(loader, kind, value, implicit)
+        if len(_RESOLVED) < _RESOLVED_MAX:
+            _RESOLVED[key] = tag
+    return tag
+
+
+_RESOLVE: Callable[..., Any] = yaml.resolver.Resolver.resolve
+_C_LOADER: type[Any] | None = getattr(yaml, "CSafeLoader", None)
+_FAST_LOADER: type[Any] | None = (
+    None if _C_LOADER is None else type("_FastLoader", (_C_LOADER,), {"resolve": _cached_resolve})
+)
 
 
 def _compose(text: str) -> Node | None:
@@ -167,6 +256,14 @@ def _compose(text: str) -> Node | None:
         except yaml.YAMLError:
             pass
     return yaml.compose(text, Loader=yaml.SafeLoader)
+
+
+def _may_exceed_limit(text: str) -> bool:
+    """Whether ``text`` could hold more than :data:`MAX_VALUES` values: without aliases (``*``)
+    every value but an empty one takes at least one character of its own, and an empty one
+    follows a key or a ``-`` that does, so a text of fewer than ``MAX_VALUES // 2`` characters
+    cannot (the builder still counts every value it builds)."""
+    return len(text) >= MAX_VALUES // 2 or "*" in text
 
 
 def _count_values(text: str, path: str) -> None:
@@ -212,6 +309,28 @@ def _count_values(text: str, path: str) -> None:
         loader.dispose()
 
 
+_RESOLVER = yaml.resolver.Resolver()
+_SIMPLE_TAGS = frozenset(
+    "tag:yaml.org,2002:" + name for name in ("str", "int", "float", "bool", "null")
+)
+
+
+def plain_scalar_value(text: str) -> tuple[Any] | None:
+    """``(value,)``: what a YAML document holding ``text`` as one plain scalar reads, when it
+    resolves to text, a number, a boolean or null; None for anything else (a date, a value the
+    constructor refuses), which the caller leaves to the full parser. ``text`` must be a plain
+    scalar as written (no indicators, no blanks): this resolves it as the composer would."""
+    tag = _RESOLVER.resolve(ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
+    if tag not in _SIMPLE_TAGS:
+        return None
+    if tag == _STR_TAG:
+        return (text,)
+    try:
+        return (SafeConstructor().construct_object(ScalarNode(tag, text), deep=True),)
+    except Exception:  # the full parser says what is wrong
+        return None
+
+
 def _is_merge_key(event: yaml.ScalarEvent) -> bool:
     return event.value == "<<" and event.tag in (None, "!", _MERGE_TAG) and event.implicit[0]
 
@@ -219,8 +338,10 @@ def _is_merge_key(event: yaml.ScalarEvent) -> bool:
 class _Builder:
     """Turns a node graph into plain data while recording locations."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, depth: int | None = None, *, aliases: bool = True) -> None:
         self.path = path
+        self._aliases = aliases  # whether the text may hold aliases (False: it has no '*')
+        self._depth = sys.maxsize if depth is None else depth  # record paths this long
         self.locations: dict[FieldPath, Location] = {}
         self.key_locations: dict[FieldPath, Location] = {}
         self._constructor = SafeConstructor()
@@ -231,7 +352,10 @@ class _Builder:
         if id(node) in self._active:
             raise self.error(node.start_mark, "an alias refers to a node that contains it")
         self._charge(node, len(path))
-        self.locations[path] = _location(node.start_mark)
+        if len(path) <= self._depth:
+            self.locations[path] = _location(node.start_mark)
+        if not self._aliases:  # no node is reached twice, so none can contain itself
+            return self._build(node, path)
         self._active.add(id(node))
         try:
             return self._build(node, path)
@@ -239,6 +363,11 @@ class _Builder:
             self._active.discard(id(node))
 
     def _build(self, node: Node, path: FieldPath) -> Any:
+        if type(node) is ScalarNode:
+            if node.tag == _STR_TAG and node.style != '"':
+                return node.value  # what the constructor returns for text, most of a file
+            if node.tag == _INT_TAG and _DECIMAL.fullmatch(node.value):
+                return int(node.value)  # as the constructor reads a plain decimal
         if isinstance(node, MappingNode) and node.tag == _MAP_TAG:
             return self._mapping(node, path)
         if isinstance(node, SequenceNode) and node.tag == _SEQ_TAG:
@@ -294,13 +423,16 @@ class _Builder:
         for key_node, value_node in node.value:
             if key_node.tag == _MERGE_TAG:
                 merged.update(self._merge(value_node, path))
-        self.locations[path] = _location(node.start_mark)
+        recorded = len(path) < self._depth
+        if recorded or len(path) == self._depth:
+            self.locations[path] = _location(node.start_mark)
         result: dict[str, Any] = {}
         seen: dict[str, Mark] = {}
         for key_node, value_node in node.value:
             if key_node.tag != _MERGE_TAG:
                 key = self._key(key_node, seen)
-                self.key_locations[(*path, key)] = _location(key_node.start_mark)
+                if recorded:
+                    self.key_locations[(*path, key)] = _location(key_node.start_mark)
                 result[key] = self.build(value_node, (*path, key))
         return {**merged, **result}
 

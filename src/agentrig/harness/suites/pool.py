@@ -8,6 +8,7 @@ or a usage error stops the pool at once.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import signal
 from collections.abc import Callable, Sequence
@@ -104,7 +105,6 @@ def _stop(pool: ProcessPoolExecutor) -> None:
         manager.join()
 
 
-_LOADED: dict[str, dict[str, Scenario]] = {}
 _WORKER_PROBLEM: list[str] = []
 
 
@@ -115,6 +115,9 @@ def _init_worker(plugins: tuple[str, ...]) -> None:
         load_plugins(plugins)
     except AgentrigError as error:  # raising here would only break the pool, without a reason
         _WORKER_PROBLEM.append(f"in a worker process: {error}")
+    import agentrig.harness.runner  # noqa: F401  (what every task needs, before the freeze)
+
+    gc.freeze()  # the modules stay for the worker's life: no full collection visits them again
 
 
 def _run_chunk(run: RunOne, tasks: Sequence[tuple[str, str]]) -> list[ScenarioResult | str]:
@@ -123,8 +126,10 @@ def _run_chunk(run: RunOne, tasks: Sequence[tuple[str, str]]) -> list[ScenarioRe
         return [_WORKER_PROBLEM[0]]
     results: list[ScenarioResult | str] = []
     for path, name in tasks:
-        if path not in _LOADED:
-            scenario = load_scenario(Path(path))
-            _LOADED[path] = {scenario.name: scenario}
-        results.append(run(_LOADED[path][name]))
+        # Each task is one file's scenario, run once: it is not kept (a worker's memory stays
+        # that of one scenario, not of its share of the suite).
+        scenario = load_scenario(Path(path))
+        if scenario.name != name:
+            raise SuiteError(f"{path} changed while the suite ran: it now holds {scenario.name!r}")
+        results.append(run(scenario))
     return results
