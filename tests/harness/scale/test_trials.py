@@ -175,7 +175,9 @@ def test_the_runs_budget_holds_across_the_workers(tmp_path: Path, cluster: Clien
     result, spent = spent_on(cluster, loaded, limits)
     assert result.partial == "the budget is spent"
     assert 0.002 <= spent["run"] < 0.002 + OVERSHOOT
-    assert result.cost.total <= spent["run"]  # the report leaves out trials stopped half-way
+    # the report counts what the budget did, trials stopped half-way included (summed in
+    # another order, so equal to rounding)
+    assert result.cost.total == pytest.approx(spent["run"], rel=1e-12)
 
 
 def test_a_scenarios_budget_holds_across_the_workers(tmp_path: Path, cluster: Client) -> None:
@@ -233,14 +235,15 @@ def test_a_trial_run_again_after_its_worker_died_has_a_session_of_its_own(
         finally:
             trials.close()
     assert sorted((r.index, r.attempt) for r in result.records) == [(i, 0) for i in range(6)]
-    dead = {key for worker, key in scale_app.SESSIONS if worker == scale_app.SESSIONS[0][0]}
-    again = [key for worker, key in scale_app.SESSIONS if worker != scale_app.SESSIONS[0][0]]
-    assert dead  # trials were under way on the worker that died, and ran again elsewhere:
-    for key in dead:  # each in a session of its own, not the one the dead worker began
-        rerun = key.replace("r/", "r.rerun-1/", 1)
-        assert again.count(rerun) == 1, (key, again)
-        assert key not in again
-    assert len(set(again)) == len(again)
+    died = scale_app.SESSIONS[0][0]
+    trials_of_dead = {key.split("/", 1)[1] for worker, key in scale_app.SESSIONS if worker == died}
+    assert trials_of_dead  # trials were under way on the worker that died, and ran again:
+    for trial in trials_of_dead:  # each start in a session of its own, the re-run's named so
+        # (a thread worker removed mid-start may still begin its trial: either may be first)
+        keys = sorted(key for _, key in scale_app.SESSIONS if key.endswith(f"/{trial}"))
+        assert keys == [f"r.rerun-1/{trial}", f"r/{trial}"], keys
+    keys = [key for _, key in scale_app.SESSIONS]
+    assert len(set(keys)) == len(keys)
 
 
 async def _remove_worker(address: str, dask_scheduler: Any) -> None:

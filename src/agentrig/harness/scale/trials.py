@@ -261,9 +261,18 @@ async def _run_remote_trial(job: _TrialJob, index: int, attempt: int, key: str) 
 async def _lives(worker: Any, namespace: str, key: str) -> int:
     """How many times task ``key`` began before (on workers that died), counted on the
     scheduler."""
+    from distributed import Lock
+
     path = [namespace, "lives", key]
-    began: int = await worker.scheduler.get_metadata(keys=path, default=0)
-    await worker.scheduler.set_metadata(keys=path, value=began + 1)
+    # under a lock: a worker removed while it starts the task may still be counting when
+    # the task begins again elsewhere, and two counts of 0 would share one session
+    lock = Lock(name=f"{namespace}-lives-{key}")
+    await lock.acquire()
+    try:
+        began: int = await worker.scheduler.get_metadata(keys=path, default=0)
+        await worker.scheduler.set_metadata(keys=path, value=began + 1)
+    finally:
+        await lock.release()
     return began
 
 
