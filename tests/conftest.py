@@ -76,9 +76,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under ``--dist loadgroup``, the tests of a module that builds something once for the
     module (a fixture of module scope defined there: a wheel, a browser) run on one worker, so
-    that it is built once, not once per worker. The modules holding the long runs (a slow test,
-    a group) go first, in their order: xdist hands tests out in this order, and a long run
-    handed out last keeps one worker busy while the other waits."""
+    that it is built once, not once per worker."""
     for item in items:
         module = item.getparent(pytest.Module)
         info = getattr(item, "_fixtureinfo", None)
@@ -90,12 +88,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             for definition in definitions
         ):
             item.add_marker(pytest.mark.xdist_group(module.nodeid))
-    long_runs = {
-        item.getparent(pytest.Module)
-        for item in items
-        if item.get_closest_marker("slow") or item.get_closest_marker("xdist_group")
-    }
-    items.sort(key=lambda item: item.getparent(pytest.Module) not in long_runs)  # stable
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
