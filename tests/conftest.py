@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import gc
 import importlib
 import os
 import threading
@@ -36,6 +37,13 @@ from agentrig.fakes import FakeClock, SeededIds
 for _module in ("httpcore", "httpcore2"):
     with contextlib.suppress(ImportError):
         importlib.import_module(_module)
+
+# The pytest runs the tests start (pytester's, the docs', pytest in a subprocess) read their own
+# ini file, not pyproject.toml's addopts: without this, each would import langsmith's unused
+# plugin (about 400 modules), and an in-process run would drop them again when it ends.
+os.environ["PYTEST_ADDOPTS"] = " ".join(
+    filter(None, [os.environ.get("PYTEST_ADDOPTS"), "-p no:langsmith_plugin"])
+)
 
 R = TypeVar("R")
 
@@ -80,6 +88,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             for definition in definitions
         ):
             item.add_marker(pytest.mark.xdist_group(module.nodeid))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Everything collection built (test modules, the SDKs and frameworks they import) lives
+    until the process ends: frozen, the garbage collector stops walking it in every full
+    collection (and in the ones each in-process pytest run forces when it ends)."""
+    gc.freeze()
 
 
 HANG_BOUND_S = 60.0

@@ -75,6 +75,7 @@ def test_loop_sync_only_times_the_sync_path_and_the_floor(tmp_path: Path) -> Non
     assert data["parallel_tools"] is None
 
 
+@pytest.mark.slow
 def test_peers_quick(tmp_path: Path) -> None:
     saved = tmp_path / "peers.json"
     output = run_script(
@@ -116,6 +117,7 @@ def test_peers_skip_what_is_not_installed() -> None:
     assert "no peer ran" in output
 
 
+@pytest.mark.slow
 def test_suite_quick(tmp_path: Path) -> None:
     saved = tmp_path / "suite.json"
     output = run_script(str(BENCH / "suite.py"), "--quick", "--json", str(saved))
@@ -154,6 +156,7 @@ def test_live_stats_quick(tmp_path: Path) -> None:
     assert all(row["us_per_call"] > 0 for row in data["speed"])
 
 
+@pytest.mark.slow
 def test_endpoint_quick(tmp_path: Path) -> None:
     saved = tmp_path / "endpoint.json"
     output = run_script(str(BENCH / "endpoint.py"), "--quick", "--json", str(saved), timeout=300)

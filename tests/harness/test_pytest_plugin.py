@@ -200,6 +200,7 @@ def test_the_harness_fixture_runs_the_async_path_when_asked(pytester: pytest.Pyt
     pytester.runpytest().assert_outcomes(passed=1)
 
 
+@pytest.mark.slow
 def test_scenarios_run_under_xdist(pytester: pytest.Pytester) -> None:
     pytest.importorskip("xdist", reason="pytest-xdist is part of the dev extra")
     for index in range(4):

@@ -1,6 +1,7 @@
 """The default profile finds each bug planted in the example agents within 200 examples, and
 the scenario file it writes replays the same failure; the correct agents of every framework
-pass it (no property fails spuriously)."""
+pass it (no property fails spuriously): in the first CORRECT_EXAMPLES examples by default, in the
+full count (100 to 200) under ``pytest --agentrig-deep``."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from agentrig.harness.fuzz import (
     fuzz,
     replay,
 )
+from agentrig.harness.property.profiles import is_deep
 
 pytestmark = pytest.mark.slow  # each fuzzes an agent for seconds
 
@@ -72,6 +74,9 @@ def test_each_planted_bug_is_found_within_200_examples_and_its_file_replays_it(
 
 
 ANSWERS = (answers_every_tool_call(),)
+CORRECT_EXAMPLES = 25
+"""Examples a correct agent is fuzzed with outside the deep profile (each costs an agent run
+through the framework, 30 to 150 ms here); the deep profile runs each agent's full count."""
 
 
 @pytest.mark.parametrize(
@@ -86,6 +91,7 @@ ANSWERS = (answers_every_tool_call(),)
     ],
 )
 def test_correct_agents_break_no_property(reference, behaviours, properties, examples, tmp_path):
+    examples = examples if is_deep() else CORRECT_EXAMPLES
     report = fuzz(
         _agent(reference),
         PROMPT,

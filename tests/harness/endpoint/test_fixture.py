@@ -85,6 +85,7 @@ def test_an_agent_that_never_calls_fails_with_the_unused_script(
     result.stdout.fnmatch_lines(["*turn 1 was never reached: no request carried its user message*"])
 
 
+@pytest.mark.slow
 def test_concurrent_sessions_under_xdist(pytester: pytest.Pytester) -> None:
     pytester.makefile(".scenario.yaml", weather=WEATHER)
     body = TEST_FILE.replace("MODEL", '"gpt-test"').split("def test_in_process")[0]

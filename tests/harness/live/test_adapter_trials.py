@@ -104,6 +104,7 @@ def trial_folders(status: str) -> list[Path]:
     ]
 
 
+@pytest.mark.slow
 def test_an_adapters_calls_are_costed_counted_and_recorded_by_the_gate(project: Path) -> None:
     code, scenario = run_live("--run-id", "gate")
     assert code == 0, scenario["failures"]
@@ -131,6 +132,7 @@ def test_an_adapters_calls_are_costed_counted_and_recorded_by_the_gate(project: 
     assert replayed == pytest.approx(ran)
 
 
+@pytest.mark.slow
 def test_an_adapter_trial_converts_to_a_scenario_agentrig_run_plays_to_the_adapter(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

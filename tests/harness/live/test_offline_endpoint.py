@@ -64,6 +64,7 @@ def run_live(*args: str) -> tuple[int, dict[str, object]]:
     return result.exit_code, report["scenarios"][0]
 
 
+@pytest.mark.slow
 def test_the_offline_run_passes_and_a_second_run_replays_it_with_no_model_call(
     offline: tuple[Path, ScenarioEndpoint],
 ) -> None:
@@ -104,6 +105,7 @@ def test_a_requirement_above_the_agents_rate_fails(offline: tuple[Path, Scenario
     assert scenario["live"]["successes"] < scenario["live"]["trials"]
 
 
+@pytest.mark.slow
 def test_live_scenarios_run_as_pytest_items_only_when_asked(
     offline: tuple[Path, ScenarioEndpoint], pytester: pytest.Pytester
 ) -> None:
@@ -174,6 +176,7 @@ def test_ctrl_c_mid_run_writes_the_reports_with_a_partial_verdict_and_exits_130(
     assert "partial: interrupted" in junit
 
 
+@pytest.mark.slow
 def test_a_recorded_trial_converts_to_a_ci_scenario_that_ends_as_it_did_live(
     offline: tuple[Path, ScenarioEndpoint], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -207,6 +210,7 @@ def test_a_recorded_trial_converts_to_a_ci_scenario_that_ends_as_it_did_live(
     assert "set OPENAI_API_KEY" in unset.output.replace("\n", " ")  # what docs/live.md quotes
 
 
+@pytest.mark.slow
 def test_a_live_run_leaves_no_connection_open(offline: tuple[Path, ScenarioEndpoint]) -> None:
     # trials cancelled once the verdict is reached close their clients too: nothing is left
     # for the garbage collector to find open (what it finds is said as a ResourceWarning)

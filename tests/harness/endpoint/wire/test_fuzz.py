@@ -11,6 +11,8 @@ from agentrig.harness.endpoint.wire import FORMATS, WireError, WireFormat
 
 hypothesis = pytest.importorskip("hypothesis")
 st = pytest.importorskip("hypothesis.strategies")
+# Example counts for the default run; ``pytest --agentrig-deep`` runs 20 times as many.
+fuzz_settings = pytest.importorskip("agentrig.harness.property.profiles").agentrig_settings
 
 KEYS = [
     "model",
@@ -109,14 +111,14 @@ def read(fmt: WireFormat, body: bytes) -> None:
 
 
 @pytest.mark.parametrize("fmt", FORMATS.values(), ids=FORMATS.keys())
-@hypothesis.settings(max_examples=100, deadline=None)
+@fuzz_settings(max_examples=25)
 @hypothesis.given(data=json_values)
 def test_any_json_is_read_or_refused_with_a_wire_error(fmt: WireFormat, data: Any) -> None:
     read(fmt, json.dumps(data).encode())
 
 
 @pytest.mark.parametrize("fmt", FORMATS.values(), ids=FORMATS.keys())
-@hypothesis.settings(max_examples=100, deadline=None)
+@fuzz_settings(max_examples=25)
 @hypothesis.given(
     model=scalars,
     conversation=st.lists(json_values, max_size=4),
@@ -131,7 +133,7 @@ def test_any_conversation_is_read_or_refused_with_a_wire_error(
 
 
 @pytest.mark.parametrize("fmt", FORMATS.values(), ids=FORMATS.keys())
-@hypothesis.settings(max_examples=100, deadline=None)
+@fuzz_settings(max_examples=25)
 @hypothesis.given(body=st.binary(max_size=64))
 def test_any_bytes_are_read_or_refused_with_a_wire_error(fmt: WireFormat, body: bytes) -> None:
     read(fmt, body)
@@ -284,7 +286,7 @@ def test_the_valid_bodies_are_read(fmt: WireFormat) -> None:
 
 
 @pytest.mark.parametrize("fmt", FORMATS.values(), ids=FORMATS.keys())
-@hypothesis.settings(max_examples=200, deadline=None)
+@fuzz_settings(max_examples=50)
 @hypothesis.given(data=st.data())
 def test_a_valid_body_with_one_member_broken_is_read_or_refused_with_a_wire_error(
     fmt: WireFormat, data: Any
