@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import signal
@@ -883,7 +884,9 @@ def auto_workers(count: int, cpus: int | None = None, load: float | None = None)
     """
     available = cpus if cpus is not None else _cpu_count()
     busy = load if load is not None else _load_average()
-    idle = max(1, round(available - busy))
+    # a CPU counts as idle unless wholly busy: the load average still holds the last run's
+    # own processes for a while (a load of 0.9 right after a run on an idle 2-CPU machine)
+    idle = max(1, math.ceil(available - busy))
     return max(1, min(available, idle, count // SCENARIOS_PER_WORKER))
 
 
