@@ -449,7 +449,8 @@ def test_workers_are_chosen_by_suite_size_and_cpus(count: int, cpus: int, worker
 
 
 @pytest.mark.parametrize(
-    ("cpus", "load", "workers"), [(2, 0.4, 2), (2, 0.9, 2), (2, 1.2, 1), (2, 12.0, 1), (8, 5.0, 3), (8, 0.0, 8)]
+    ("cpus", "load", "workers"),
+    [(2, 0.4, 2), (2, 0.9, 2), (2, 1.2, 1), (2, 12.0, 1), (8, 5.0, 3), (8, 0.0, 8)],
 )
 def test_a_busy_machine_gets_fewer_workers(cpus: int, load: float, workers: int) -> None:
     assert auto_workers(5000, cpus, load=load) == workers
