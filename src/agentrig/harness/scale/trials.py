@@ -272,7 +272,13 @@ async def _lives(worker: Any, namespace: str, key: str) -> int:
         began: int = await worker.scheduler.get_metadata(keys=path, default=0)
         await worker.scheduler.set_metadata(keys=path, value=began + 1)
     finally:
-        await lock.release()
+        try:
+            await lock.release()
+        finally:
+            # each lock refreshes its leases every few seconds until stopped, and that timer
+            # keeps the lock alive: one per trial would pile up on the worker (the scheduler's
+            # side goes when the run is forgotten)
+            lock.refresh_callback.stop()
     return began
 
 
