@@ -96,7 +96,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
-@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     """Register the marker, the report collector and, when asked, the hypothesis profiles."""
     config.addinivalue_line(
