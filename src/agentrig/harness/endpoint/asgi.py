@@ -103,10 +103,7 @@ async def _events(reply: EndpointReply, request: Request) -> AsyncIterator[bytes
                     delivery.abandoned()
                 return
             if delivery is not None:
-                if index == 0:
-                    delivery.began()
-                if index == len(chunks) - 1:
-                    delivery.delivered()
+                delivery.sending(index, len(chunks))
             yield chunk
     except BaseException:  # cancelled: the client disconnected mid-stream
         if delivery is not None:

@@ -165,6 +165,14 @@ class Delivery:
         with self.session._lock:
             self.exchange.begun = True
 
+    def sending(self, index: int, count: int) -> None:
+        """Chunk ``index`` of a paced stream's ``count`` is going out: the first begins the
+        reply, the last delivers it."""
+        if index == 0:
+            self.began()
+        if index == count - 1:
+            self.delivered()
+
     def delivered(self) -> None:
         """The reply is being sent whole (a stream: its last chunk): the agent has it."""
         with self.session._lock:
@@ -362,7 +370,7 @@ class EndpointSession:
         return _plan_reply(reply, str(number), turn, request.seals_reasoning)  # pragma: no mutate
 
     def _decide(
-        self, number: int, turn: int, request: WireRequest, retried: int = 0
+        self, number: int, turn: int, request: WireRequest, retried: int
     ) -> tuple[Plan, int | None]:
         """The answer to ``request`` (its conversation and system prompt in context): a fault
         ``agent.network`` draws (the script waits for the retry), else the reply function's or
@@ -373,7 +381,7 @@ class EndpointSession:
         fault, reply = None, None
         if network is not None and in_script:
             fault = drawn_fault(network, self.scenario.name, self.key, number)
-        if in_script and retried and retried > (self.scenario.turns[turn - 1].max_retries or 0):
+        if in_script and retried > (self.scenario.turns[turn - 1].max_retries or 0):
             return self._too_many_retries(number, turn, retried), None
         if fault is not None:
             plan = _fault_plan(str(number), fault, 0.0, "agent.network's drawn fault")
@@ -919,12 +927,12 @@ def _new_items(exchange: Exchange, previous: Exchange | None) -> tuple[Message, 
     if previous is None:
         return exchange.conversation
     start = len(previous.conversation)
-    if previous.answered and not _says_nothing(previous):
-        start += 1
+    if not previous.answered:
+        return exchange.conversation[start:]
+    if not _says_nothing(previous):
+        return exchange.conversation[start + 1 :]
     new = exchange.conversation[start:]
-    if new and previous.answered and _says_nothing(previous) and new[0].role is Role.ASSISTANT:
-        new = new[1:]
-    return new
+    return new[1:] if new and new[0].role is Role.ASSISTANT else new
 
 
 def _sent_results(exchanges: list[Exchange]) -> Iterator[SentResult]:

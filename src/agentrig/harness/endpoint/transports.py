@@ -56,10 +56,7 @@ def _paced(reply: EndpointReply, request: Any) -> Iterator[tuple[float, bytes | 
             yield read, None
             return
         if delivery is not None:
-            if index == 0:
-                delivery.began()
-            if index == len(chunks) - 1:
-                delivery.delivered()
+            delivery.sending(index, len(chunks))
         yield wait, chunk
 
 
