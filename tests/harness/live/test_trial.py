@@ -4,7 +4,11 @@ are functions (``refund_app``)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import textwrap
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +16,17 @@ import pytest
 import refund_app
 
 from agentrig.errors import ProviderError
-from agentrig.fakes import FunctionLLM, reply
+from agentrig.fakes import FunctionLLM, call, reply
 from agentrig.fakes.llm import Turn
 from agentrig.harness.live.cache import TrialCache
 from agentrig.harness.live.gateway import Unlimited
-from agentrig.harness.live.trial import TrialOutcome, TrialSetup, TrialStatus, run_trial
+from agentrig.harness.live.trial import (
+    TrialOutcome,
+    TrialSetup,
+    TrialStatus,
+    current_trial,
+    run_trial,
+)
 from agentrig.harness.scenarios.loader import load_scenario
 from agentrig.harness.scenarios.model import Scenario
 from agentrig.state import InferenceRequest
@@ -186,6 +196,7 @@ def test_an_adapter_sees_its_trial_through_agentrig_harness_live(tmp_path: Path)
     assert outcome.status is TrialStatus.SUCCESS, outcome.reason
     assert seen
     assert all(c is not None and (c.index, c.attempt, c.seed) == (3, 0, outcome.seed) for c in seen)
+    assert {c.key for c in seen if c is not None} == {"refund/trial-3.0"}
     assert current_trial() is None  # outside a trial
 
 
@@ -202,10 +213,17 @@ def test_a_recorded_trial_replays_with_no_model_call_and_the_same_outcome(
     assert not first.replayed
     assert sum(first.calls.values()) > 0
 
-    def unreachable(request: InferenceRequest) -> Turn:
-        raise AssertionError("a replayed trial asked a model")
+    kept = "agent.replies.json" if adapter else "agent.cassette.yaml"
+    assert sorted(p.name for p in cache.trial_folder(0, 0).iterdir()) == sorted(
+        [kept, "judge.cassette.yaml", "outcome.json", "user.cassette.yaml"]
+    )
 
-    second = trial(setup(loaded, user=unreachable, judge=unreachable, cache=cache, adapter=adapter))
+    def no_model(context: object) -> Any:
+        raise AssertionError("a replayed trial made a model (it needs no API key)")
+
+    replaying = setup(loaded, cache=cache, adapter=adapter)
+    replaying.user_model = replaying.judge_model = no_model
+    second = trial(replaying)
     assert second.replayed
     assert second.calls == {"agent": 0, "user": 0, "judge": 0}
     assert second.summary() == first.summary()
@@ -276,3 +294,180 @@ def test_an_adapter_reply_of_the_wrong_shape_fails_the_trial_naming_it(
     outcome = trial(setup(loaded, adapter=lambda conversation: answer))
     assert outcome.status is TrialStatus.FAILURE
     assert f"adapter 'refund_app:adapter' {words}" in outcome.reason
+
+
+def test_a_trial_context_without_a_gate_says_which_trials_have_an_http_client() -> None:
+    from agentrig.errors import ConfigurationError
+    from agentrig.harness.live.trial import TrialContext
+
+    with pytest.raises(ConfigurationError) as error:
+        TrialContext("refund", 0, 0, 7).sync_http_client()
+    assert str(error.value) == (
+        "only an agent.adapter trial has an HTTP client for its model: an agentrig builder's "
+        "model calls pass the trial's gate already"
+    )
+
+
+def refused(request: InferenceRequest) -> Turn:
+    raise ProviderError("invalid API key", status_code=401)
+
+
+def failing(request: InferenceRequest) -> Turn:
+    raise ProviderError("bad request", status_code=400)
+
+
+def undecided(request: InferenceRequest) -> Turn:
+    return Turn(calls=call("verdict", result="maybe", reason="?").calls)
+
+
+KEY = "its API key is read from OPENAI_API_KEY"
+
+
+@pytest.mark.parametrize(
+    ("user", "judge", "kind", "reason"),
+    [
+        (
+            refused,
+            None,
+            "access_denied",
+            f"the user's model refused access (HTTP 401): invalid API key; {KEY}",
+        ),
+        (
+            None,
+            refused,
+            "access_denied",
+            f"the judge's model refused access (HTTP 401): invalid API key; {KEY}",
+        ),
+        (failing, None, "user_model_error", "the simulated user's model failed: bad request"),
+        (None, failing, "judge_model_error", "the judge's model failed: bad request"),
+        (
+            None,
+            undecided,
+            "judge_inconclusive",
+            "polite inconclusive: 3 inconclusive: "
+            + "; ".join(["the judge answered result 'maybe'"] * 3),
+        ),
+    ],
+)
+def test_a_trial_set_aside_says_why_and_keeps_the_conversation(
+    tmp_path: Path, user: Any, judge: Any, kind: str, reason: str
+) -> None:
+    outcome = trial(
+        setup(
+            scenario(tmp_path),
+            user=user or refund_app.user_model,
+            judge=judge or refund_app.judge_model,
+        )
+    )
+    assert (outcome.status, outcome.set_aside, outcome.reason) == (
+        TrialStatus.SET_ASIDE,
+        kind,
+        reason,
+    )
+    assert len(outcome.transcript.exchanges) == (0 if user else 2)
+
+
+def test_a_spent_budget_sets_the_trial_aside_saying_so(tmp_path: Path) -> None:
+    from agentrig.harness.live.budget import Budget
+    from agentrig.harness.live.limits import ProviderLimits, Traffic
+
+    budget = Budget(0.0002, name="the run's budget")
+    trial_setup = setup(scenario(tmp_path))
+    trial_setup.control = Traffic(ProviderLimits({}), budget)
+    outcome = trial(trial_setup)
+    assert (outcome.status, outcome.set_aside) == (TrialStatus.SET_ASIDE, "budget")
+    # two user messages (0.00001 each) and two agent calls (0.000125 each) spent 0.00027
+    assert outcome.reason == (
+        "the run's budget of $0.0002 is exhausted: $0.00027 spent, so no further model call "
+        "is admitted (calls already running finish and are charged); raise the budget to run "
+        "more trials"
+    )
+
+
+@pytest.fixture
+def upstream() -> Iterator[tuple[str, list[str]]]:
+    """An OpenAI-compatible model on loopback that answers every chat completion "Noted." (10
+    tokens in, 2 out): its base URL, and the ``x-agentrig-trial`` header of each request."""
+    answer = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "gpt-4.1-mini",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "Noted."},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
+    }
+    trials: list[str] = []
+
+    class Model(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["content-length"]))
+            trials.append(self.headers.get("x-agentrig-trial", ""))
+            body = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Model)
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    yield f"http://127.0.0.1:{server.server_port}/v1", trials
+    server.shutdown()
+    server.server_close()
+    serving.join()
+
+
+def test_a_sync_adapters_calls_pass_the_gate_one_cassette_per_conversation(
+    tmp_path: Path, upstream: tuple[str, list[str]]
+) -> None:
+    from openai import OpenAI
+
+    from agentrig.harness.cassettes.errors import CassetteConversionError
+    from agentrig.harness.live.convert import trial_to_scenario
+
+    base_url, trials = upstream
+
+    def adapter(conversation: list[dict[str, str]]) -> dict[str, Any]:
+        # sync: run in a worker thread; each reply asks about the last message alone, which
+        # continues no earlier request: a conversation of its own
+        trial_now = current_trial()
+        assert trial_now is not None
+        client = OpenAI(
+            base_url=base_url,
+            api_key="sk-test",
+            http_client=trial_now.sync_http_client(),
+            max_retries=0,
+        )
+        client.chat.completions.create(model="gpt-4.1-mini", messages=[conversation[-1]])  # type: ignore[list-item]
+        return refund_app.adapter(conversation)
+
+    loaded = scenario(tmp_path, '{adapter: "refund_app:adapter", price: {input: 1, output: 5}}')
+    cache = TrialCache(tmp_path / "cache", loaded)
+    trial_setup = setup(loaded, cache=cache, adapter=adapter)
+    trial_setup.run_id = "gated"
+    outcome = trial(trial_setup)
+    assert outcome.status is TrialStatus.SUCCESS, outcome.reason
+    assert trials == ["gated/refund/trial-0.0"] * 2
+    assert outcome.calls["agent"] == 2
+    assert outcome.cost["agent"] * 1e6 == pytest.approx(2 * (10 * 1 + 2 * 5))
+    folder = cache.trial_folder(0, 0)
+    assert sorted(p.name for p in folder.glob("agent*")) == [
+        "agent-2.cassette.yaml",
+        "agent.cassette.yaml",
+        "agent.replies.json",
+    ]
+    with pytest.raises(CassetteConversionError) as error:
+        trial_to_scenario(folder, name="x")
+    assert "model calls were 2 conversations (agent.cassette.yaml, agent-2.cassette.yaml)" in str(
+        error.value
+    )
