@@ -316,6 +316,10 @@ def failing(request: InferenceRequest) -> Turn:
     raise ProviderError("bad request", status_code=400)
 
 
+def overloaded(request: InferenceRequest) -> Turn:
+    raise ProviderError("overloaded", status_code=503)
+
+
 def undecided(request: InferenceRequest) -> Turn:
     return Turn(calls=call("verdict", result="maybe", reason="?").calls)
 
@@ -340,6 +344,8 @@ KEY = "its API key is read from OPENAI_API_KEY"
         ),
         (failing, None, "user_model_error", "the simulated user's model failed: bad request"),
         (None, failing, "judge_model_error", "the judge's model failed: bad request"),
+        (overloaded, None, "infrastructure", "the simulated user's model failed: overloaded"),
+        (None, overloaded, "infrastructure", "the judge's model failed: overloaded"),
         (
             None,
             undecided,
@@ -471,3 +477,47 @@ def test_a_sync_adapters_calls_pass_the_gate_one_cassette_per_conversation(
     assert "model calls were 2 conversations (agent.cassette.yaml, agent-2.cassette.yaml)" in str(
         error.value
     )
+
+
+def test_an_agent_model_refusing_its_key_sets_the_trial_aside_naming_the_agent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(refund_app, "agent_model", refused)
+    outcome = trial(setup(scenario(tmp_path)))
+    assert (outcome.status, outcome.set_aside) == (TrialStatus.SET_ASIDE, "access_denied")
+    assert outcome.reason == "the agent's model refused access (HTTP 401): invalid API key"
+
+
+def test_the_user_and_judge_calls_go_under_their_providers_name(tmp_path: Path) -> None:
+    # both play openai models: their calls share openai's cap (--limit openai=N) and their
+    # cassettes name the provider
+    from agentrig.harness.cassettes.files import load_cassette
+    from agentrig.harness.live.limits import ProviderLimits, Traffic
+
+    traffic = Traffic(ProviderLimits({"openai": 2}))
+    loaded = scenario(tmp_path)
+    cache = TrialCache(tmp_path / "cache", loaded)
+    trial_setup = setup(loaded, cache=cache)
+    trial_setup.control = traffic
+    outcome = trial(trial_setup)
+    assert traffic.stats()["openai"].calls == outcome.calls["user"] + outcome.calls["judge"] == 6
+    folder = cache.trial_folder(0, 0)
+    for role in ("user", "judge"):
+        assert load_cassette(folder / f"{role}.cassette.yaml").metadata.provider == "openai"
+
+
+def test_a_recorded_trial_keeps_its_outcome_the_scenario_convert_reads_and_the_users_words(
+    tmp_path: Path,
+) -> None:
+    loaded = scenario(tmp_path)
+    cache = TrialCache(tmp_path / "cache", loaded)
+    outcome = trial(setup(loaded, cache=cache))
+    kept = json.loads((cache.trial_folder(0, 0) / "outcome.json").read_text())
+    assert kept == {
+        **outcome.summary(),
+        "scenario": loaded.model_dump(
+            mode="json", include={"name", "agent", "judge"}, exclude_unset=True
+        ),
+        "users": ["My mug arrived broken. I want a refund.", "It is order A-1029."],
+    }
+    assert set(kept["scenario"]) == {"name", "agent", "judge"}  # not the user's persona
