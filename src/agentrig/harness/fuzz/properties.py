@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
+from pydantic import JsonValue
+
 from agentrig.drivers._sdk import RAW_ARGUMENTS_KEY
 from agentrig.errors import InvalidInputError
 from agentrig.harness.fuzz.run import AgentRun
@@ -85,8 +87,8 @@ def _described_failure(failure: Failure) -> str:
     return f"{failure.message} (expected {expected}, got {observed})"
 
 
-def _short(value: object) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
+def _short(value: JsonValue) -> str:
+    text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 
 
@@ -105,7 +107,7 @@ def _reencoded_raw_arguments(failure: Failure) -> bool:
         return False
     if {**expected, "tool_calls": None} != {**observed, "tool_calls": None}:
         return False
-    for sent, got in zip(sent_calls, got_calls, strict=True):
+    for sent, got in zip(sent_calls, got_calls, strict=True):  # pragma: no mutate (equal lengths)
         if not (isinstance(sent, dict) and isinstance(got, dict)):
             return False
         if sent == got:
