@@ -326,6 +326,15 @@ def test_all_problems_names_each_ready_made_property_and_leaves_user_checks_as_t
     ]
 
 
+def test_answers_every_tool_call_holds_when_the_last_request_got_no_answer():
+    # the calls were answered (the results sent), and the model failed on them
+    run = _run(correct, TWO_CALLS, ModelReply(error="the model is down"))
+    assert [e.plan.answer is not None for e in run.exchanges] == [True, False]
+    assert run.returned == "unavailable"
+    assert answers_every_tool_call().problems(run) == []
+    assert answers_every_tool_call().problems(run_with()) == []  # no request at all
+
+
 def test_answers_every_tool_call_leaves_a_run_that_raised_to_raises_only():
     run = _run(stops_at_calls, TWO_CALLS)
     crashed = AgentRun(run.scenario, PROMPT, None, KeyError("x"), run.exchanges, ())
