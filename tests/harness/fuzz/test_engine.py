@@ -4,10 +4,11 @@ replaying it, the hypothesis database trying it first next time."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
-from hypothesis import settings
-from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis import Phase, settings
+from hypothesis.database import DirectoryBasedExampleDatabase, InMemoryExampleDatabase
 
 from agentrig.errors import ConfigurationError, InvalidInputError
 from agentrig.harness.endpoint.handle import EndpointHandle
@@ -22,6 +23,7 @@ from agentrig.harness.fuzz import (
     replay,
 )
 from agentrig.harness.scenarios.loader import load_scenario
+from agentrig.harness.scenarios.model import AgentSpec
 
 from .agents import (
     correct,
@@ -104,8 +106,8 @@ def test_a_planted_bug_is_found_shrunk_and_written_as_a_scenario_that_replays_it
 
 @pytest.mark.slow
 def test_a_correct_agent_passes_and_the_report_counts_the_examples(tmp_path):
-    report = fuzz(correct, PROMPT, max_examples=40, settings=QUIET, folder=tmp_path)
-    assert report.examples == 40
+    report = fuzz(correct, PROMPT, settings=QUIET, folder=tmp_path)
+    assert report.examples == 200  # unless told (--max-examples, max_examples=)
     assert not list(tmp_path.iterdir())
 
 
@@ -257,3 +259,86 @@ def test_an_empty_prompt_is_refused_naming_it():
     with pytest.raises(InvalidInputError) as caught:
         Fuzzer(correct, " ")
     assert caught.value.field == "prompt"
+    assert str(caught.value) == (
+        "invalid fuzz: prompt: the user's message to the agent must be some text, got ' '"
+    )
+
+
+LOOPING = Behaviours(replies={"text"}, faults=(), max_model_calls=5)
+
+
+def loop_failure(folder: Path, **options: Any) -> FuzzFailure:
+    """The failure of fuzzing ``loops`` (terminates_within, on its first example)."""
+    with pytest.raises(FuzzFailure) as caught:
+        fuzz(loops, PROMPT, behaviours=LOOPING, max_examples=5, folder=folder, **options)
+    return caught.value
+
+
+def test_a_named_fuzzing_writes_its_failure_under_that_name_in_the_folder(tmp_path):
+    failure = loop_failure(tmp_path, settings=QUIET, name="looping")
+    assert failure.path == tmp_path / "looping.scenario.yaml"
+    assert load_scenario(failure.path).name == "looping"
+
+
+def test_the_settings_given_are_the_ones_fuzzing_starts_from(tmp_path):
+    database = InMemoryExampleDatabase()
+    unshrunk = loop_failure(tmp_path, settings=settings(database=database, phases=[Phase.generate]))
+    assert database.data  # the failure is kept in the database given, to be tried first
+    shrunk = loop_failure(tmp_path, settings=QUIET)
+    assert unshrunk.found_at == shrunk.found_at == 1
+    assert unshrunk.runs is not None
+    assert shrunk.runs is not None
+    assert unshrunk.runs < shrunk.runs  # no shrinking phase: fewer runs
+
+
+def test_each_fuzzing_of_one_fuzzer_counts_its_own_examples(tmp_path):
+    with Fuzzer(loops, PROMPT, behaviours=LOOPING, folder=tmp_path) as fuzzer:
+        assert fuzzer.runs == 0  # the probe is not an example
+        failures = []
+        for _ in range(2):
+            with pytest.raises(FuzzFailure) as caught:
+                fuzzer.fuzz(max_examples=5, settings=QUIET)
+            failures.append(caught.value)
+    first, second = failures
+    assert first.runs is not None
+    assert second.runs is not None
+    assert (second.found_at, second.runs) == (first.found_at, first.runs)
+    assert fuzzer.runs == first.runs + second.runs
+
+
+def test_a_replayed_failure_names_its_file_and_a_replayed_scenario_none(tmp_path):
+    failure = loop_failure(tmp_path, settings=QUIET)
+    assert failure.path is not None
+    with pytest.raises(FuzzFailure) as replayed:
+        replay(failure.path, loops, max_model_calls=5)
+    again = replayed.value
+    assert again.replayed
+    assert (again.path, again.problems, again.command) == (
+        failure.path,
+        failure.problems,
+        failure.command,
+    )
+    assert str(again).splitlines()[0] == (
+        f"agentrig fuzz: the script of {failure.path} breaks the agent:"
+    )
+    with pytest.raises(FuzzFailure) as from_scenario:
+        replay(load_scenario(failure.path), loops, max_model_calls=5)
+    assert (from_scenario.value.path, from_scenario.value.command) == (None, "")
+    assert from_scenario.value.problems == failure.problems
+
+
+def test_a_replay_without_an_agent_plays_the_files_adapter_or_says_it_has_none(tmp_path):
+    failure = loop_failure(tmp_path, settings=QUIET)
+    assert failure.path is not None
+    written = load_scenario(failure.path)
+    assert written.agent.adapter is not None
+    assert written.agent.adapter.endswith(":loops")
+    with pytest.raises(FuzzFailure) as replayed:
+        replay(failure.path, max_model_calls=5)
+    assert replayed.value.problems == failure.problems
+    anonymous = written.model_copy(update={"agent": AgentSpec()})
+    with pytest.raises(ConfigurationError) as caught:
+        replay(anonymous)
+    assert str(caught.value) == (
+        f"replay {written.name}: the scenario names no agent.adapter: give the agent"
+    )

@@ -17,7 +17,7 @@ from agentrig.harness.fuzz.behaviours import (
     Behaviours,
     default_faults,
 )
-from agentrig.harness.fuzz.engine import DEFAULT_FOLDER, fuzz, replay
+from agentrig.harness.fuzz.engine import DEFAULT_EXAMPLES, DEFAULT_FOLDER, fuzz, replay
 from agentrig.harness.fuzz.failure import FuzzFailure
 from agentrig.harness.fuzz.properties import Property, answers_every_tool_call, raises_only
 from agentrig.harness.fuzz.target import target_of
@@ -36,7 +36,7 @@ class FuzzOptions:
     target: str | None
     prompt: str | None = None
     replay: Path | None = None
-    max_examples: int = 200
+    max_examples: int = DEFAULT_EXAMPLES
     tools: Sequence[str] = ()
     replies: Sequence[str] = ()
     arguments: Sequence[str] = ()

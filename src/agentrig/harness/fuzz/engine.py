@@ -37,10 +37,12 @@ from agentrig.harness.fuzz.target import AgentFunction, FunctionTarget, Target, 
 from agentrig.harness.scenarios.loader import load_scenario
 from agentrig.harness.scenarios.model import Scenario
 
-__all__ = ["DEFAULT_FOLDER", "FuzzReport", "Fuzzer", "fuzz", "replay"]
+__all__ = ["DEFAULT_EXAMPLES", "DEFAULT_FOLDER", "FuzzReport", "Fuzzer", "fuzz", "replay"]
 
 DEFAULT_FOLDER = Path(".agentrig/fuzz")
 """Where failing scripts are written by default."""
+DEFAULT_EXAMPLES = 200
+"""How many scripts a fuzzing run checks unless told."""
 
 PropertyLike = Property | Callable[[AgentRun], Any]
 AgentLike = AgentFunction | str | Sequence[str] | Target
@@ -169,7 +171,7 @@ class Fuzzer:
     def fuzz(
         self,
         *,
-        max_examples: int = 200,
+        max_examples: int = DEFAULT_EXAMPLES,
         settings: Settings | None = None,
         seed: int | None = None,
     ) -> FuzzReport:
@@ -222,7 +224,7 @@ class Fuzzer:
             max_examples=max_examples,
             deadline=None,
             report_multiple_bugs=False,
-            print_blob=False,
+            print_blob=False,  # pragma: no mutate (its note is on an exception `from None` hides)
             verbosity=Verbosity.quiet if given_settings is None else parent.verbosity,
             phases=[phase for phase in parent.phases if phase is not Phase.explain],
             suppress_health_check=[
@@ -237,6 +239,8 @@ class Fuzzer:
     def _digest(self) -> bytes:
         """What the hypothesis database keys this fuzzing by: target, prompt, offer and
         behaviours (the same choices then draw the same scripts)."""
+        # pragma: no mutate block (a key of hypothesis's database, built in one order: any
+        # spelling of its parts serves, as long as other choices give another key)
         described = {
             "target": self.target.reference,
             "prompt": self.prompt,
@@ -258,7 +262,7 @@ class Fuzzer:
         self.close()
 
 
-def _described(behaviours: Behaviours) -> dict[str, Any]:
+def _described(behaviours: Behaviours) -> dict[str, Any]:  # pragma: no mutate block (as _digest)
     return {
         "tools": behaviours.tools,
         "replies": sorted(behaviours.replies),
@@ -277,7 +281,7 @@ def fuzz(
     *,
     behaviours: Behaviours | None = None,
     properties: Sequence[PropertyLike] = (),
-    max_examples: int = 200,
+    max_examples: int = DEFAULT_EXAMPLES,
     settings: Settings | None = None,
     seed: int | None = None,
     folder: str | Path = DEFAULT_FOLDER,
