@@ -252,7 +252,10 @@ def test_a_failure_that_does_not_come_back_is_reported_as_flaky(tmp_path):
             settings=QUIET,
             folder=tmp_path,
         )
-    assert caught.value.problems[-1].startswith("(flaky: the script did not break the agent")
+    assert caught.value.problems[-1] == (
+        "(flaky: the script did not break the agent every time it was played; the agent is not "
+        "deterministic, so a replay may pass)"
+    )
 
 
 def test_an_empty_prompt_is_refused_naming_it():
@@ -342,3 +345,49 @@ def test_a_replay_without_an_agent_plays_the_files_adapter_or_says_it_has_none(t
     assert str(caught.value) == (
         f"replay {written.name}: the scenario names no agent.adapter: give the agent"
     )
+
+
+def test_without_settings_fuzzing_starts_from_the_active_profile(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the default profile keeps its database in .hypothesis/
+    failure = loop_failure(tmp_path / "fuzz")
+    assert failure.found_at == 1
+    assert failure.path is not None
+    assert failure.path.parent == tmp_path / "fuzz"
+
+
+def test_a_seed_draws_the_same_scripts_again(tmp_path):
+    def scripts_of(seed: int) -> list[Any]:
+        seen: list[Any] = []
+        fuzz(
+            correct,
+            PROMPT,
+            behaviours=REFUSALS,
+            properties=[lambda run: seen.append(run.scenario)],
+            max_examples=5,
+            settings=settings(database=None),
+            seed=seed,
+            folder=tmp_path,
+        )
+        return seen
+
+    first = scripts_of(3)
+    assert len(first) == 5
+    assert scripts_of(3) == first
+    assert scripts_of(4) != first
+
+
+def test_a_replay_plays_the_prompt_given_instead_of_the_files(tmp_path):
+    failure = loop_failure(tmp_path, settings=QUIET)
+    assert failure.path is not None
+    prompts: list[str] = []
+
+    def recording(ep: Any, prompt: str) -> str:
+        prompts.append(prompt)
+        return correct(ep, prompt)
+
+    run = replay(failure.path, recording)
+    assert (prompts, run.prompt) == ([PROMPT], PROMPT)
+    with pytest.raises(FuzzFailure) as other:
+        replay(failure.path, recording, prompt="Rain in Oslo?")
+    assert prompts[-1] == "Rain in Oslo?"
+    assert "--prompt 'Rain in Oslo?'" in other.value.command

@@ -119,7 +119,7 @@ class Fuzzer:
             raise
         self.name = scenario_name(self.target, name)
         self.runs = 0
-        self._first_failure: int | None = None
+        self._first_failure: int | None = None  # pragma: no mutate (fuzz() sets it, then reads)
         self._scripts: st.SearchStrategy[Scenario] | None = None
 
     # --- one example -----------------------------------------------------------------------
@@ -201,6 +201,7 @@ class Fuzzer:
 
     def _found(self, failure: FuzzFailure, start: int, *, flaky: bool = False) -> FuzzFailure:
         first = self._first_failure
+        assert first is not None  # check() set it before it raised
         problems = failure.problems
         if flaky:
             problems = (
@@ -213,7 +214,7 @@ class Fuzzer:
             scenario=failure.scenario,
             path=failure.path,
             command=failure.command,
-            found_at=None if first is None else first - start,
+            found_at=first - start,
             runs=self.runs - start,
         )
 
