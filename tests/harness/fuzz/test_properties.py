@@ -113,6 +113,12 @@ def test_raises_only_accepts_the_documented_errors_only():
     assert raises_only(LookupError).problems(failing) == []
     (problem,) = raises_only(ValueError).problems(failing)
     assert problem == "the agent raised builtins.KeyError: 'x' (documented errors: ValueError)"
+    decoding = AgentRun(run.scenario, PROMPT, None, json.JSONDecodeError("bad", "{", 0), (), ())
+    assert raises_only(ValueError, TypeError).problems(decoding) == []
+    assert raises_only(KeyError, TypeError).problems(decoding) == [
+        "the agent raised json.decoder.JSONDecodeError: bad: line 1 column 1 (char 0) "
+        "(documented errors: KeyError, TypeError)"
+    ]
     assert raises_only().problems(run) == []
 
 
@@ -200,7 +206,14 @@ def test_wire_invariants_let_an_agent_resend_arguments_that_were_not_json_reenco
         ({"content": "a"}, {"content": "b"}, "history_grows"),
         ({"tool_calls": "x"}, {"tool_calls": []}, "history_grows"),
         (assistant(), assistant(content="changed"), "history_grows"),
-        # a call dropped, the message's text changed, a call not a mapping
+        # calls on one side only; a call dropped, the message's text changed, a call not a
+        # mapping; a call resent as it was, then one whose arguments (JSON) changed
+        (assistant(weather_call(RAW)), {**assistant(), "tool_calls": None}, "history_grows"),
+        (
+            assistant(weather_call(RAW, id="c0"), weather_call({"city": "Paris"})),
+            assistant(weather_call(RAW, id="c0"), weather_call({"city": "Oslo"})),
+            "history_grows",
+        ),
         (assistant(weather_call(RAW)), assistant(), "history_grows"),
         (
             assistant(weather_call(RAW)),
@@ -237,9 +250,11 @@ def test_wire_invariants_report_any_other_change_with_both_sides(sent, got, inva
 def test_wire_invariants_show_a_message_alone_and_cut_long_sides():
     plain = Failure(kind="invariant", message="a request was not read", invariant="readable")
     long = grown("é" * 400, None)
-    assert WireInvariants().problems(run_with(plain, long)) == [
+    longest = grown("é" * 298, None)  # 300 characters with its quotes: shown whole
+    assert WireInvariants().problems(run_with(plain, long, longest)) == [
         "a request was not read",
         'the history changed (expected "' + "é" * 296 + "..., got null)",
+        'the history changed (expected "' + "é" * 298 + '", got null)',
     ]
 
 
@@ -324,6 +339,15 @@ def test_all_problems_names_each_ready_made_property_and_leaves_user_checks_as_t
         "raises_only: the agent raised builtins.KeyError: 'x' (documented errors: none)",
         "said_why: it raised KeyError('x')",
     ]
+
+
+def test_answers_every_tool_call_ignores_calls_the_agent_never_received():
+    # the answer comes after the client's 30 s timeout: the agent gave up on it
+    run = _run(correct, ModelReply(calls=TWO_CALLS.calls, latency=60))
+    assert run.returned == "unavailable"
+    assert [(e.answered, e.plan.answer is not None) for e in run.exchanges] == [(False, True)]
+    assert run.answered_calls() == ()
+    assert answers_every_tool_call().problems(run) == []
 
 
 def test_answers_every_tool_call_holds_when_the_last_request_got_no_answer():
