@@ -3,11 +3,13 @@ replaying it, the hypothesis database trying it first next time."""
 
 from __future__ import annotations
 
+import threading
+import unittest
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import Phase, settings
+from hypothesis import Phase, Verbosity, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, InMemoryExampleDatabase
 
 from agentrig.errors import ConfigurationError, InvalidInputError
@@ -22,6 +24,7 @@ from agentrig.harness.fuzz import (
     raises_only,
     replay,
 )
+from agentrig.harness.fuzz.target import FunctionTarget
 from agentrig.harness.scenarios.loader import load_scenario
 from agentrig.harness.scenarios.model import AgentSpec
 
@@ -277,6 +280,21 @@ def loop_failure(folder: Path, **options: Any) -> FuzzFailure:
     return caught.value
 
 
+def fuzzed(agent: Any, *, max_examples: int = 3, **options: Any) -> Any:
+    """``fuzz(agent)`` over text answers, which must pass: a run that checks no example (which
+    hypothesis reports by raising ``SkipTest``) fails the test rather than skipping it."""
+    try:
+        return fuzz(
+            agent,
+            PROMPT,
+            behaviours=Behaviours(replies={"text"}, faults=()),
+            max_examples=max_examples,
+            **{"settings": QUIET, **options},
+        )
+    except unittest.SkipTest as skipped:
+        pytest.fail(f"the fuzzing checked no example: {skipped}")
+
+
 def test_a_named_fuzzing_writes_its_failure_under_that_name_in_the_folder(tmp_path):
     failure = loop_failure(tmp_path, settings=QUIET, name="looping")
     assert failure.path == tmp_path / "looping.scenario.yaml"
@@ -292,6 +310,15 @@ def test_the_settings_given_are_the_ones_fuzzing_starts_from(tmp_path):
     assert unshrunk.runs is not None
     assert shrunk.runs is not None
     assert unshrunk.runs < shrunk.runs  # no shrinking phase: fewer runs
+    # without hypothesis's explain phase (its notes would go nowhere), which takes dozens
+    assert shrunk.runs < 10
+
+
+def test_each_passing_fuzzing_of_one_fuzzer_reports_its_own_examples_and_the_offer(tmp_path):
+    with Fuzzer(correct, PROMPT, behaviours=REFUSALS, folder=tmp_path) as fuzzer:
+        reports = [fuzzer.fuzz(max_examples=3, settings=QUIET) for _ in range(2)]
+    assert [report.examples for report in reports] == [3, 3]
+    assert all(report.offer is fuzzer.offer for report in reports)
 
 
 def test_each_fuzzing_of_one_fuzzer_counts_its_own_examples(tmp_path):
@@ -391,3 +418,62 @@ def test_a_replay_plays_the_prompt_given_instead_of_the_files(tmp_path):
         replay(failure.path, recording, prompt="Rain in Oslo?")
     assert prompts[-1] == "Rain in Oslo?"
     assert "--prompt 'Rain in Oslo?'" in other.value.command
+
+
+def test_fuzzing_plays_in_process_unless_asked_to_serve_live(tmp_path):
+    served: list[bool] = []
+
+    def noting(ep: EndpointHandle, prompt: str) -> str:
+        served.append(ep.live)
+        return correct(ep, prompt)
+
+    fuzzed(noting, max_examples=1, folder=tmp_path)
+    assert set(served) == {False}
+    served.clear()
+    fuzzed(noting, max_examples=1, folder=tmp_path, live=True)
+    assert set(served) == {True}  # the probe and the examples alike
+
+
+def test_a_replay_serves_live_when_asked_or_when_the_target_needs_it(tmp_path):
+    failure = loop_failure(tmp_path, settings=QUIET)
+    assert failure.path is not None
+    served: list[bool] = []
+
+    def noting(ep: EndpointHandle, prompt: str) -> str:
+        served.append(ep.live)
+        return correct(ep, prompt)
+
+    replay(failure.path, noting)
+    replay(failure.path, noting, live=True)
+    replay(failure.path, FunctionTarget(noting, needs_live=True))
+    assert served == [False, True, True]
+
+
+def test_fuzzing_has_no_deadline_an_example_may_take_its_time(tmp_path):
+    def slow(ep: EndpointHandle, prompt: str) -> str:
+        threading.Event().wait(0.25)  # over hypothesis's default deadline of 200 ms
+        return correct(ep, prompt)
+
+    assert fuzzed(slow, max_examples=1, folder=tmp_path).examples == 1
+
+
+def test_fuzzing_is_quiet_unless_the_settings_given_say_otherwise(tmp_path, capsys):
+    fuzzed(correct, max_examples=1, folder=tmp_path)
+    assert capsys.readouterr().out == ""
+    verbose = settings(database=None, derandomize=True, verbosity=Verbosity.verbose)
+    fuzzed(correct, max_examples=1, folder=tmp_path, settings=verbose)
+    assert "Test case: example(" in capsys.readouterr().out
+
+
+def test_without_settings_fuzzing_is_quiet_whatever_the_active_profile(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    previous = settings.get_current_profile_name()
+    settings.register_profile("agentrig-test-verbose", verbosity=Verbosity.verbose, database=None)
+    settings.load_profile("agentrig-test-verbose")
+    try:
+        fuzzed(correct, max_examples=1, folder=tmp_path, settings=None)
+    finally:
+        settings.load_profile(previous)
+    assert capsys.readouterr().out == ""

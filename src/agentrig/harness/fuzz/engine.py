@@ -224,7 +224,7 @@ class Fuzzer:
             parent,
             max_examples=max_examples,
             deadline=None,
-            report_multiple_bugs=False,
+            report_multiple_bugs=False,  # pragma: no mutate (every failure is check()'s: one bug)
             print_blob=False,  # pragma: no mutate (its note is on an exception `from None` hides)
             verbosity=Verbosity.quiet if given_settings is None else parent.verbosity,
             phases=[phase for phase in parent.phases if phase is not Phase.explain],
