@@ -161,6 +161,9 @@ def test_the_simulated_users_mistakes_set_the_trial_aside(
     outcome = trial(setup(scenario(tmp_path), user=user))
     assert outcome.status is TrialStatus.SET_ASIDE
     assert outcome.set_aside == f"user_mistake:{code}"
+    assert outcome.reason.startswith(
+        f"{code}: "
+    )  # e.g. "empty_message: the user's message 1 is empty"
 
 
 def test_a_rate_limited_agent_model_sets_the_trial_aside_as_infrastructure(
@@ -173,6 +176,7 @@ def test_a_rate_limited_agent_model_sets_the_trial_aside_as_infrastructure(
     outcome = trial(setup(scenario(tmp_path)))
     assert outcome.status is TrialStatus.SET_ASIDE
     assert outcome.set_aside == "infrastructure"
+    assert outcome.reason == "the agent's provider failed: rate limited"
 
 
 def test_an_adapter_agent_is_judged_on_the_tools_it_reports(tmp_path: Path) -> None:
@@ -378,10 +382,13 @@ def test_a_spent_budget_sets_the_trial_aside_saying_so(tmp_path: Path) -> None:
     from agentrig.harness.live.limits import ProviderLimits, Traffic
 
     budget = Budget(0.0002, name="the run's budget")
-    trial_setup = setup(scenario(tmp_path))
+    loaded = scenario(tmp_path)
+    cache = TrialCache(tmp_path / "cache", loaded)
+    trial_setup = setup(loaded, cache=cache)
     trial_setup.control = Traffic(ProviderLimits({}), budget)
     outcome = trial(trial_setup)
     assert (outcome.status, outcome.set_aside) == (TrialStatus.SET_ASIDE, "budget")
+    assert not cache.trial_folder(0, 0).exists()  # it says nothing of the agent: not kept
     # two user messages (0.00001 each) and two agent calls (0.000125 each) spent 0.00027
     assert outcome.reason == (
         "the run's budget of $0.0002 is exhausted: $0.00027 spent, so no further model call "
@@ -483,8 +490,11 @@ def test_an_agent_model_refusing_its_key_sets_the_trial_aside_naming_the_agent(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(refund_app, "agent_model", refused)
-    outcome = trial(setup(scenario(tmp_path)))
+    loaded = scenario(tmp_path)
+    cache = TrialCache(tmp_path / "cache", loaded)
+    outcome = trial(setup(loaded, cache=cache))
     assert (outcome.status, outcome.set_aside) == (TrialStatus.SET_ASIDE, "access_denied")
+    assert not cache.trial_folder(0, 0).exists()  # the key fixed, it runs live again
     assert outcome.reason == "the agent's model refused access (HTTP 401): invalid API key"
 
 
@@ -511,13 +521,80 @@ def test_a_recorded_trial_keeps_its_outcome_the_scenario_convert_reads_and_the_u
 ) -> None:
     loaded = scenario(tmp_path)
     cache = TrialCache(tmp_path / "cache", loaded)
-    outcome = trial(setup(loaded, cache=cache))
+    assert trial(setup(loaded, cache=cache)).status is TrialStatus.SUCCESS
     kept = json.loads((cache.trial_folder(0, 0) / "outcome.json").read_text())
     assert kept == {
-        **outcome.summary(),
+        "status": "success",
+        "reason": "every criterion passed",
+        "set_aside": None,
+        "criteria": [["refunded", "passed"], ["polite", "passed"], ["no_lookup_loop", "passed"]],
         "scenario": loaded.model_dump(
             mode="json", include={"name", "agent", "judge"}, exclude_unset=True
         ),
         "users": ["My mug arrived broken. I want a refund.", "It is order A-1029."],
     }
     assert set(kept["scenario"]) == {"name", "agent", "judge"}  # not the user's persona
+
+
+def test_a_trials_seed_is_derived_from_the_scenarios_in_32_bits() -> None:
+    from agentrig.harness.live.trial import trial_seed
+
+    seeds = {trial_seed(7, index, attempt) for index in range(50) for attempt in range(2)}
+    assert len(seeds) == 100
+    assert all(0 <= seed < 2**32 for seed in seeds)
+    assert trial_seed(7, 3, 0) == trial_seed(7, 3, 0) != trial_seed(8, 3, 0)
+
+
+def test_each_role_model_is_made_for_its_trial_with_its_models_settings(tmp_path: Path) -> None:
+    text = textwrap.dedent(SCENARIO).replace("{AGENT}", '{builder: "refund_app:build"}')
+    text = text.replace(
+        "model: {provider: openai, name: gpt-4.1-mini}",
+        "model: {provider: openai, name: gpt-4.1-mini, temperature: 0.7}",
+    ).replace(
+        "model: {provider: openai, name: gpt-4.1}",
+        "model: {provider: anthropic, name: claude-x, temperature: 0.0, max_tokens: 99}",
+    )
+    (tmp_path / "refund.scenario.yaml").write_text(text)
+    loaded = load_scenario(tmp_path / "refund.scenario.yaml")
+    made: list[tuple[str, str]] = []
+    configs: dict[str, set[Any]] = {"user": set(), "judge": set()}
+
+    def maker(role: str, answer: Any) -> Any:
+        def make(context: Any) -> FunctionLLM:
+            made.append((role, context.key))
+
+            def answering(request: InferenceRequest) -> Turn:
+                config = request.llm_config
+                assert config is not None
+                configs[role].add((config.provider, config.model, config.temperature))
+                configs[role].add(config.max_output_tokens)
+                return answer(request)  # type: ignore[no-any-return]
+
+            return FunctionLLM(answering)
+
+        return make
+
+    from agentrig.harness.cassettes.files import load_cassette
+    from agentrig.harness.live.limits import ProviderLimits, Traffic
+
+    traffic = Traffic(ProviderLimits({"openai": 2, "anthropic": 2}))
+    cache = TrialCache(tmp_path / "cache", loaded)
+    trial_setup = TrialSetup(
+        loaded,
+        traffic,
+        user_model=maker("user", refund_app.user_model),
+        judge_model=maker("judge", refund_app.judge_model),
+        cache=cache,
+    )
+    outcome = trial(trial_setup, index=2)
+    assert outcome.status is TrialStatus.SUCCESS, outcome.reason
+    assert made == [("user", "refund/trial-2.0"), ("judge", "refund/trial-2.0")]
+    assert configs == {
+        "user": {("openai", "gpt-4.1-mini", 0.7), None},
+        "judge": {("anthropic", "claude-x", 0.0), 99},
+    }
+    stats = traffic.stats()
+    assert (stats["openai"].calls, stats["anthropic"].calls) == (3, 3)
+    folder = cache.trial_folder(2, 0)
+    assert load_cassette(folder / "user.cassette.yaml").metadata.provider == "openai"
+    assert load_cassette(folder / "judge.cassette.yaml").metadata.provider == "anthropic"

