@@ -85,6 +85,8 @@ def always_refunds(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_trial_that_does_the_job_succeeds_with_each_role_costed(tmp_path: Path) -> None:
     outcome = trial(setup(scenario(tmp_path)))
     assert outcome.status is TrialStatus.SUCCESS, outcome.reason
+    assert not outcome.replayed
+    assert 0 < outcome.wall_time_s < 60
     assert [(c.id, c.outcome) for c in outcome.criteria] == [
         ("refunded", "passed"),
         ("polite", "passed"),
@@ -598,3 +600,15 @@ def test_each_role_model_is_made_for_its_trial_with_its_models_settings(tmp_path
     folder = cache.trial_folder(2, 0)
     assert load_cassette(folder / "user.cassette.yaml").metadata.provider == "openai"
     assert load_cassette(folder / "judge.cassette.yaml").metadata.provider == "anthropic"
+
+
+@pytest.mark.parametrize("role", ["user", "judge"])
+def test_a_recording_missing_a_roles_cassette_runs_live_again(tmp_path: Path, role: str) -> None:
+    loaded = scenario(tmp_path)
+    cache = TrialCache(tmp_path / "cache", loaded)
+    first = trial(setup(loaded, cache=cache))
+    (cache.trial_folder(0, 0) / f"{role}.cassette.yaml").unlink()
+    again = trial(setup(loaded, cache=cache))
+    assert not again.replayed
+    assert again.summary() == first.summary()
+    assert (cache.trial_folder(0, 0) / f"{role}.cassette.yaml").is_file()  # recorded anew

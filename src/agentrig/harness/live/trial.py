@@ -266,10 +266,11 @@ async def _run(
                 setup, ledger, replay.get("agent") if cached is not None else None, tape, context
             )
             status, reason, set_aside, criteria, transcript = await _converse(
-                setup, context, agent, user_model, judge_model
+                setup, agent, user_model, judge_model
             )
         except (CassetteMismatchError, LookupError) as error:
             if cached is not None:
+                # pragma: no mutate block (run_trial catches it and runs the trial live again)
                 raise ReplayDiverged(str(error)) from error
             raise
         finally:
@@ -345,7 +346,6 @@ def _agent(
 
 async def _converse(
     setup: TrialSetup,
-    context: TrialContext,
     agent: AgentUnderTest,
     user_model: RoleProvider,
     judge_model: RoleProvider,
