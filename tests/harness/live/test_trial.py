@@ -612,3 +612,20 @@ def test_a_recording_missing_a_roles_cassette_runs_live_again(tmp_path: Path, ro
     assert not again.replayed
     assert again.summary() == first.summary()
     assert (cache.trial_folder(0, 0) / f"{role}.cassette.yaml").is_file()  # recorded anew
+
+
+def test_a_builder_trial_has_no_gate_its_model_calls_pass_the_trials_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gates: list[Any] = []
+    answer = refund_app.agent_model
+
+    def noting(request: InferenceRequest) -> Turn:
+        context = current_trial()
+        assert context is not None
+        gates.append(context.gate)
+        return answer(request)
+
+    monkeypatch.setattr(refund_app, "agent_model", noting)
+    assert trial(setup(scenario(tmp_path))).status is TrialStatus.SUCCESS
+    assert gates == [None, None, None]

@@ -145,7 +145,7 @@ def current_trial() -> TrialContext | None:
 def trial_seed(seed: int, index: int, attempt: int) -> int:
     """The seed of trial ``index``'s ``attempt``-th run, derived from the scenario's seed."""
     digest = hashlib.sha256(f"{seed}:{index}:{attempt}".encode()).digest()
-    return int.from_bytes(digest[:4], "big")
+    return int.from_bytes(digest[:4], "big")  # pragma: no mutate (big is the default order)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,8 +258,7 @@ async def _run(
         )
         context = replace(context, gate=gate)
     token = in_trial(context)
-    transcript = Transcript()
-    agent: AgentUnderTest | None = None
+    agent: AgentUnderTest | None = None  # pragma: no mutate (read as "not a BuilderAgent")
     try:
         try:
             agent = _agent(
