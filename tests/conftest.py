@@ -123,6 +123,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
 
 
+def pytest_runtest_call(item: pytest.Item) -> None:
+    """A pytester run in this process ends with full garbage collections: frozen first, what the
+    process holds (grown since collection) is not walked in each."""
+    if "pytester" in getattr(item, "fixturenames", ()):
+        gc.freeze()
+
+
 HANG_BOUND_S = 60.0
 """How long a call may take before ``within_bound`` calls it a hang: far beyond any honest run
 on a busy machine, far below the hours a hang takes. Not a speed check."""

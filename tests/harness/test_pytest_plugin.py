@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from textwrap import dedent
 
 import pytest
@@ -29,6 +30,28 @@ def test_scenarios_are_not_collected_unless_asked(pytester: pytest.Pytester) -> 
     add_scenario(pytester, "scenarios/a.scenario.yaml", "a")
     result = pytester.runpytest("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_collected_scenarios_are_frozen_from_the_collector_and_thawed_at_the_end(
+    pytester: pytest.Pytester,
+) -> None:
+    add_scenario(pytester, "scenarios/a.scenario.yaml", "a")
+    gc.unfreeze()  # as in a plain `pytest` process, where nothing was frozen before
+    try:
+        pytester.runpytest("--agentrig-scenarios").assert_outcomes(passed=1)
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.freeze()
+
+
+def test_a_nested_session_leaves_what_its_host_froze_frozen(pytester: pytest.Pytester) -> None:
+    # A host process (this suite, a notebook) froze its long-lived objects; a pytest run inside
+    # it that thawed them would make every later collection walk them again.
+    add_scenario(pytester, "scenarios/a.scenario.yaml", "a")
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    pytester.runpytest("--agentrig-scenarios").assert_outcomes(passed=1)
+    assert gc.get_freeze_count() >= frozen
 
 
 def test_scenarios_are_collected_and_pass_with_the_option(pytester: pytest.Pytester) -> None:

@@ -187,16 +187,20 @@ def pytest_collection(session: pytest.Session) -> Iterator[None]:
     then what was collected is frozen out of its view (``gc.freeze``): the items live as long
     as the session, and every later full collection, such as those pytest runs at the end of a
     session, would visit each of their objects again (0.9 s a collection for 1,000 files); the
-    session's last cleanup unfreezes them."""
+    session's last cleanup unfreezes them, unless the process had frozen objects before (a
+    pytest run inside another): those would be unfrozen with them, so all stay frozen."""
     if not _collecting(session.config):
         yield
         return
     from agentrig.harness.scenarios.loader import collector_paused
 
+    # Thawing at the end would also thaw what a host process froze before this session (a
+    # pytest run inside another): then only what this session froze is left frozen.
+    host_froze = gc.get_freeze_count() > 0
     with collector_paused():
         yield
         gc.freeze()  # before the collector is back on: it never visits them, not even once
-    session.config.stash[_FROZEN] = True
+    session.config.stash[_FROZEN] = not host_froze
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
