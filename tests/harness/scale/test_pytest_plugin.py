@@ -89,7 +89,9 @@ def live_report(pytester: pytest.Pytester, name: str, *executor: str) -> dict[st
             "refund.scenario.yaml",
         )
     result.assert_outcomes(passed=1)
-    return _without_wall_times(json.loads((pytester.path / name / "report.json").read_text()))
+    report: dict[str, Any] = json.loads((pytester.path / name / "report.json").read_text())
+    stripped: dict[str, Any] = _without_wall_times(report)
+    return stripped
 
 
 def _without_wall_times(value: Any) -> Any:
