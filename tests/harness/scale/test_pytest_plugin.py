@@ -102,6 +102,7 @@ def _without_wall_times(value: Any) -> Any:
     return value
 
 
+@pytest.mark.slow
 def test_live_trials_under_the_dask_executor_report_as_a_local_run(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
