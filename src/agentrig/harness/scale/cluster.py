@@ -3,6 +3,7 @@ a local cluster sized to the machine, or a scheduler already running at ``dask:/
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import logging
@@ -17,11 +18,12 @@ from agentrig.errors import ConfigurationError, InvalidInputError, MissingDepend
 from agentrig.harness.suites.interrupt import sigint_held
 
 if TYPE_CHECKING:
-    from distributed import Client
+    from distributed import Client, LocalCluster
 
 __all__ = [
     "CONNECT_TIMEOUT",
     "LIVE_TRIALS_PER_WORKER",
+    "STOP_TIMEOUT",
     "WORKER_MODULES",
     "DaskExecutor",
     "dask_client",
@@ -32,6 +34,8 @@ __all__ = [
 
 CONNECT_TIMEOUT = 10.0
 """Seconds to wait for a scheduler at ``dask://HOST:PORT`` to answer."""
+STOP_TIMEOUT = 0.5
+"""Seconds a local worker process has to stop when a run is interrupted, before it is killed."""
 
 LIVE_TRIALS_PER_WORKER = 8
 """Trials a local worker runs at once in a live run: a trial mostly waits for its models, so a
@@ -141,7 +145,26 @@ def dask_client(
             )
         # results fetched from the workers themselves, not relayed by the scheduler
         with cluster, Client(cluster, set_as_default=False, direct_to_workers=True) as client:
-            yield client
+            try:
+                yield client
+            except BaseException:  # Ctrl-C or an error: what the workers still run is not wanted
+                if processes:
+                    _stop_workers(cluster)
+                raise
+
+
+def _stop_workers(cluster: LocalCluster) -> None:
+    """Stop ``cluster``'s worker processes now: one still running a task after
+    :data:`STOP_TIMEOUT` is killed (a nanny gives it 5 s otherwise)."""
+
+    async def stop() -> None:
+        nannies = list(cluster.workers.values())
+        await asyncio.gather(
+            *(nanny.close(timeout=STOP_TIMEOUT) for nanny in nannies), return_exceptions=True
+        )
+
+    with contextlib.suppress(Exception):  # the cluster's own close still follows
+        cluster.sync(stop)
 
 
 def _local_config(method: str | None, short_tasks: bool) -> dict[str, object]:
