@@ -264,22 +264,23 @@ async def _lives(worker: Any, namespace: str, key: str) -> int:
     when the task begins again elsewhere, and two counts of 0 would share one session."""
     from distributed.protocol.pickle import dumps
 
-    # run in the scheduler's event loop, which nothing else runs in meanwhile; no lock, whose
+    def began_before(path: list[str], dask_scheduler: Any) -> int:
+        began: int = dask_scheduler.get_metadata(keys=path, default=0)
+        dask_scheduler.set_metadata(keys=path, value=began + 1)
+        return began
+
+    # Run in the scheduler's event loop, which runs nothing else meanwhile; no lock, whose
     # lease a worker killed while holding it would keep from the task's next run for
-    # distributed.scheduler.locks.lease-timeout (30 s)
+    # distributed.scheduler.locks.lease-timeout (30 s). A local function is sent by value: the
+    # scheduler need not import agentrig.
     answer = await worker.scheduler.run_function(
-        function=dumps(_began), args=dumps(([namespace, "lives", key],)), kwargs=dumps({})
+        function=dumps(began_before),
+        args=dumps(([namespace, "lives", key],)),
+        kwargs=dumps({}),
     )
     if answer["status"] != "OK":
         raise RuntimeError(f"the Dask scheduler could not count the starts of {key}: {answer}")
     began: int = answer["result"]
-    return began
-
-
-def _began(path: list[str], dask_scheduler: Any) -> int:
-    """On the scheduler: the count kept at ``path``, counted up by one."""
-    began: int = dask_scheduler.get_metadata(keys=path, default=0)
-    dask_scheduler.set_metadata(keys=path, value=began + 1)
     return began
 
 
