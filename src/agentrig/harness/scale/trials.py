@@ -260,25 +260,27 @@ async def _run_remote_trial(job: _TrialJob, index: int, attempt: int, key: str) 
 
 async def _lives(worker: Any, namespace: str, key: str) -> int:
     """How many times task ``key`` began before (on workers that died), counted on the
-    scheduler."""
-    from distributed import Lock
+    scheduler in one step: a worker removed while it starts the task may still be counting
+    when the task begins again elsewhere, and two counts of 0 would share one session."""
+    from distributed.protocol.pickle import dumps
 
-    path = [namespace, "lives", key]
-    # under a lock: a worker removed while it starts the task may still be counting when
-    # the task begins again elsewhere, and two counts of 0 would share one session
-    lock = Lock(name=f"{namespace}-lives-{key}")
-    await lock.acquire()
-    try:
-        began: int = await worker.scheduler.get_metadata(keys=path, default=0)
-        await worker.scheduler.set_metadata(keys=path, value=began + 1)
-    finally:
-        try:
-            await lock.release()
-        finally:
-            # each lock refreshes its leases every few seconds until stopped, and that timer
-            # keeps the lock alive: one per trial would pile up on the worker (the scheduler's
-            # side goes when the run is forgotten)
-            lock.refresh_callback.stop()
+    def began_before(path: list[str], dask_scheduler: Any) -> int:
+        began: int = dask_scheduler.get_metadata(keys=path, default=0)
+        dask_scheduler.set_metadata(keys=path, value=began + 1)
+        return began
+
+    # Run in the scheduler's event loop, which runs nothing else meanwhile; no lock, whose
+    # lease a worker killed while holding it would keep from the task's next run for
+    # distributed.scheduler.locks.lease-timeout (30 s). A local function is sent by value: the
+    # scheduler need not import agentrig.
+    answer = await worker.scheduler.run_function(
+        function=dumps(began_before),
+        args=dumps(([namespace, "lives", key],)),
+        kwargs=dumps({}),
+    )
+    if answer["status"] != "OK":
+        raise RuntimeError(f"the Dask scheduler could not count the starts of {key}: {answer}")
+    began: int = answer["result"]
     return began
 
 
