@@ -216,11 +216,14 @@ class _WorkerRun:
 @dataclass
 class _Running:
     """A worker's trials of one run: those running (each task's key: the trial and what it
-    spent once stopped), and the keys stopped from the launcher's side."""
+    spent once stopped), what those that ended here spent (until the run is forgotten: the
+    launcher may stop a trial whose result is still on its way), and the keys stopped from the
+    launcher's side."""
 
     trials: dict[str, tuple[asyncio.Task[TrialOutcome], Ledger]] = dataclasses.field(
         default_factory=dict
     )
+    ended: dict[str, Ledger] = dataclasses.field(default_factory=dict)
     stopped: set[str] = dataclasses.field(default_factory=set)
 
 
@@ -242,6 +245,8 @@ async def _run_remote_trial(job: _TrialJob, index: int, attempt: int, key: str) 
     ensure_plugins(job.plugins)
     cache = _CarriedCache(job.scenario, job.cached) if job.record else None
     life = await _lives(worker, job.namespace, key)
+    if key in running.stopped:  # stopped while its starts were counted: it never begins
+        return Ledger()
     # run again after its worker died: a session of its own, as a first run has
     run_id = f"{job.run_id}.rerun-{life}" if life else job.run_id
     setup = dataclasses.replace(_setup_of(job), cache=cache, stopped=Ledger(), run_id=run_id)
@@ -255,6 +260,7 @@ async def _run_remote_trial(job: _TrialJob, index: int, attempt: int, key: str) 
         return setup.stopped
     finally:
         running.trials.pop(key, None)
+    running.ended[key] = _spent_by(outcome)
     return outcome, None if cache is None else cache.saved
 
 
@@ -297,10 +303,8 @@ async def _stop_trial(namespace: str, key: str, dask_worker: Any) -> Ledger | No
         if trial.cancelled() or trial.exception() is not None:
             return spent
         return _spent_by(trial.result())  # it had ended, its task not told yet
-    if key in dask_worker.data:
-        done = dask_worker.data[key]
-        return done if isinstance(done, Ledger) else _spent_by(done[0])
-    return None
+    # ended here, its result not yet taken by the launcher (stored by the worker, or on its way)
+    return running.ended.pop(key, None)
 
 
 def _spent_by(outcome: TrialOutcome) -> Ledger:
