@@ -3,6 +3,8 @@ first needs it (each loads the certificate bundle, about 60 ms), the options che
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import anthropic
@@ -54,3 +56,18 @@ def test_a_provider_given_a_sync_client_builds_no_async_one() -> None:
     twin = provider.with_headers({"x-trial": "t1"})
     assert twin.async_client is None
     assert twin.client.default_headers["x-trial"] == "t1"
+
+
+def test_threads_that_first_need_a_client_at_once_share_one() -> None:
+    # ainfer without an async client runs infer in worker threads: one client for all of them
+    provider = OpenAIProvider(model="m", api_key="sk-test")
+    start = threading.Barrier(8)
+
+    def read() -> Any:
+        start.wait()
+        return provider.client
+
+    with ThreadPoolExecutor(8) as pool:
+        clients = list(pool.map(lambda _: read(), range(8)))
+    assert len({id(client) for client in clients}) == 1
+    assert provider.built_clients() == (clients[0],)

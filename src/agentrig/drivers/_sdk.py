@@ -8,6 +8,7 @@ import copy
 import functools
 import importlib
 import json
+import threading
 from collections.abc import AsyncGenerator, Generator, Mapping
 from types import ModuleType
 from typing import Any, Self, cast
@@ -63,6 +64,9 @@ ANTHROPIC_CLIENTS = {"client": "Anthropic", "async_client": "AsyncAnthropic"}
 """The ``anthropic`` SDK class of each client attribute."""
 
 
+_BUILDING = threading.RLock()  # reentrant: a copy's client is built from its origin's
+
+
 class BuiltOnFirstUse:
     """An SDK client attribute of a provider, built the first time it is read.
 
@@ -78,9 +82,11 @@ class BuiltOnFirstUse:
     def __get__(self, provider: SdkProvider | None, owner: type | None = None) -> Any:
         if provider is None:
             return self
-        client = provider._new_client(self.name)
-        vars(provider)[self.name] = client
-        return client
+        with _BUILDING:  # threads (``ainfer`` without an async client) would build one each
+            held = vars(provider)
+            if self.name not in held:
+                held[self.name] = provider._new_client(self.name)
+            return held[self.name]
 
 
 @functools.cache
