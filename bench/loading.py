@@ -18,7 +18,7 @@ untimed run of each that writes Python's bytecode caches (the children run witho
 its file, line and field.
 
     .venv/bin/python bench/loading.py                 # 1,000 files, 5 repeats
-    .venv/bin/python bench/loading.py --quick         # 20 files, 1 repeat
+    .venv/bin/python bench/loading.py --quick         # 20 files, 1 repeat, no warm-up run
     .venv/bin/python bench/loading.py --sizes 200,1000 --repeats 3
 """
 
@@ -139,8 +139,9 @@ def main() -> None:
             steps = suite.write_scenarios(folder, count)
             reported = check_bad_file(folder)
             runs: dict[str, list[dict[str, float]]] = {}
-            for command in commands(folder, count).values():  # writes the bytecode caches
-                measured(command, cwd=Path(temp))
+            if not args.quick:  # a smoke run times nothing worth warming up for
+                for command in commands(folder, count).values():  # writes the bytecode caches
+                    measured(command, cwd=Path(temp))
             for _ in range(repeats):
                 for name, command in commands(folder, count).items():
                     runs.setdefault(name, []).append(measured(command, cwd=Path(temp)))

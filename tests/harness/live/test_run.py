@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 import refund_app
 
+from agentrig import UseLlmConfig
+from agentrig.drivers import OpenAIProvider
 from agentrig.errors import ConfigurationError, ProviderError
 from agentrig.fakes import FunctionLLM
 from agentrig.fakes.llm import Turn
@@ -239,6 +241,24 @@ def test_the_reported_cost_is_what_the_run_spent_with_trials_stopped_midway(
         )
     }
     assert sum(paid.values()) == pytest.approx(budget.spent, abs=1e-12)
+
+
+def test_a_provider_every_trial_shares_is_left_open_though_a_trial_built_its_client(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A provider made once (at import) builds its SDK client when the first trial calls it:
+    # that trial must not close it under the next ones. Nothing listens at its base_url.
+    shared = OpenAIProvider(
+        model="gpt-test", api_key="sk-test", base_url="http://127.0.0.1:9/v1", max_retries=0
+    )
+    monkeypatch.setattr(refund_app, "build", lambda: BUILD().with_capability(UseLlmConfig(shared)))
+    result = live(scenario(tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 6}"))
+    reasons = {record.reason for record in result.records}
+    assert len(result.records) > 1
+    assert all("could not reach the openai API" in reason for reason in reasons), reasons
+    (client,) = shared.built_clients()
+    assert not client.is_closed()
+    asyncio.run(client.close())
 
 
 class Unauthorized(Exception):
