@@ -707,6 +707,25 @@ def test_a_bad_call_says_what_was_called(call: Any, message: str) -> None:
     assert str(caught.value) == f"invalid {message}"
 
 
+def test_a_decided_sequential_test_refuses_more_trials_saying_why() -> None:
+    test = SequentialTest(requirement(0.5))
+    while test.update(True) is None:
+        pass
+    with pytest.raises(InvalidInputError) as caught:
+        test.update(True)
+    assert str(caught.value) == (
+        "invalid sequential test update: success: the test already decided PASS after "
+        f"{test.state.trials} trials; start a new SequentialTest for more"
+    )
+
+
+def test_each_metric_estimates_itself_from_the_counts() -> None:
+    assert parse_metric("rate").estimate(2, 5) == 0.4
+    assert parse_metric("pass^3").estimate(4, 5) == pass_hat_k(4, 5, 3) == pytest.approx(0.4)
+    assert parse_metric("pass@3").estimate(2, 5) == pass_at_k(2, 5, 3) == pytest.approx(0.9)
+    assert parse_metric("pass@3").estimate(2, 2) is None  # k past the trials
+
+
 def test_an_interval_may_be_a_single_rate() -> None:
     point = Interval(0.25, 0.25)
     assert 0.25 in point
