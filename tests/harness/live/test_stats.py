@@ -699,6 +699,19 @@ def test_the_first_five_bad_outcomes_are_named_and_what_was_called() -> None:
             lambda: clopper_pearson(3, 2),
             "arguments to clopper_pearson: successes: must be at most trials (2), got 3",
         ),
+        (
+            lambda: Requirement(RATE, 1.0),
+            "requirement: at_least: must be a number between 0 and 1 (exclusive), got 1.0",
+        ),
+        (
+            lambda: Requirement(RATE, 0.9, indifference=0),
+            "requirement: indifference: must be a number between 0 and 0.5 (exclusive), got 0",
+        ),
+        (
+            lambda: Requirement(RATE, 5e-324),
+            "requirement: at_least: rate >= 5e-324 needs a success rate of 5e-324, which double "
+            "precision cannot tell from 0: no number of trials can decide it; raise at_least",
+        ),
     ],
 )
 def test_a_bad_call_says_what_was_called(call: Any, message: str) -> None:
