@@ -389,6 +389,25 @@ def test_a_role_the_scenario_gives_no_model_is_left_to_the_run(
         assert len(opened) == 1
 
 
+def test_the_sdk_clients_a_builder_gives_every_trial_are_left_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = SlowClosingClient()
+
+    def build_sharing_a_client() -> Any:
+        builder = BUILD()
+        builder.driver().provider.async_client = shared  # type: ignore[union-attr]
+        return builder
+
+    loaded = scenario(tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 10}")
+    monkeypatch.setattr(refund_app, "build", build_sharing_a_client)
+    setup, _ = prepare_trials(loaded, LiveRun(models=models()), Unlimited(), None)
+    assert setup.shared_clients == frozenset({id(shared)})
+    monkeypatch.setattr(refund_app, "build", build_with_a_client)  # a client per trial
+    setup, _ = prepare_trials(loaded, LiveRun(models=models()), Unlimited(), None)
+    assert setup.shared_clients == frozenset()
+
+
 def test_a_launcher_runs_each_trial_with_what_the_trials_share(tmp_path: Path) -> None:
     loaded = scenario(tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 10}")
     launched: list[tuple[str, int, int]] = []
