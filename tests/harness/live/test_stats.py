@@ -700,6 +700,10 @@ def test_the_first_five_bad_outcomes_are_named_and_what_was_called() -> None:
             "arguments to clopper_pearson: successes: must be at most trials (2), got 3",
         ),
         (
+            lambda: fixed_verdict(3, 2, RULE),
+            "arguments to fixed_verdict: successes: must be at most trials (2), got 3",
+        ),
+        (
             lambda: Requirement(RATE, 1.0),
             "requirement: at_least: must be a number between 0 and 1 (exclusive), got 1.0",
         ),
