@@ -704,6 +704,11 @@ def test_the_first_five_bad_outcomes_are_named_and_what_was_called() -> None:
             "arguments to fixed_verdict: successes: must be at most trials (2), got 3",
         ),
         (
+            lambda: parse_metric("best"),
+            "metric: metric: unknown metric 'best': expected rate (or pass^1, pass@1), pass^K or "
+            "pass@K with K a positive integer",
+        ),
+        (
             lambda: Requirement(RATE, 1.0),
             "requirement: at_least: must be a number between 0 and 1 (exclusive), got 1.0",
         ),

@@ -214,7 +214,7 @@ def _tail_root(c: int, n: int, tail: float) -> float:
     # (about 1e-16 n ln n) moves the root by that many standard deviations: 3e-13 at n = 200.
     log_comb = (
         math.log(math.comb(n, c))
-        if n <= 300 or min(c, n - c) <= 64
+        if n <= 300 or min(c, n - c) <= 64  # pragma: no mutate (exact is right, if slow)
         else math.lgamma(n + 1) - math.lgamma(c + 1) - math.lgamma(n - c + 1)
     )
     log_tail = math.log(tail)
