@@ -10,6 +10,7 @@ trials start only while the verdict is still open.
 from __future__ import annotations
 
 import asyncio
+import math
 import secrets
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -391,8 +392,9 @@ class _Scheduler:
         # What the run spent: every trial that ended, and what those cancelled half-way (once
         # the verdict was reached, the budget spent, or the run interrupted) had paid for.
         stopped = self.setup.stopped
+        # fsum: the same total whatever order the trials ended in (a Dask run's is another)
         cost = {
-            role: sum(o.cost.get(role, 0.0) for o in self.all) + stopped.cost(role)
+            role: math.fsum([*(o.cost.get(role, 0.0) for o in self.all), stopped.cost(role)])
             for role in ("agent", "user", "judge")
         }
         total = sum(cost.values())
