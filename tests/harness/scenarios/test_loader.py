@@ -1585,3 +1585,24 @@ def test_every_model_is_where_the_yaml_puts_it(file: Path) -> None:
         assert model.source == (None if where is None else SourceLocation(str(file), *where))
     assert scenario.source == SourceLocation(str(file), *full.key_locations[("name",)])
     assert scenario.locate(("turns", 0)) == SourceLocation(str(file), *full.location(("turns", 0)))
+
+
+def test_locations_survive_pickling_and_copies() -> None:
+    # A scenario sent to a worker process, or copied, still says where each part was written;
+    # a model validated outside the loader has no location.
+    scenario = load_scenario(FULL)
+    reply = SourceLocation(str(FULL), _line(FULL, "      - say: Paris is sunny"), 9)
+    status = SourceLocation(str(FULL), _line(FULL, "      status: failed"), 15)
+    unpickled = pickle.loads(pickle.dumps(scenario))
+    assert unpickled == scenario
+    assert unpickled.turns[0].model[2].source == reply
+    assert unpickled.locate(("turns", 0, "expect", "status")) == status
+    assert unpickled.source == scenario.source
+    copied = scenario.model_copy(update={"description": "changed"})
+    assert copied.source == scenario.source
+    assert copied.locate(("turns", 0, "expect", "status")) == status
+    assert scenario.turns[0].model[2].model_copy(deep=True).source == reply
+    again = Scenario.model_validate(scenario.model_dump(by_alias=True, exclude_unset=True))
+    assert again.source is None
+    assert again.turns[0].model[2].source is None
+    assert again.locate(("turns", 0)) is None

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import functools
 import gc
 import json
 import os
@@ -25,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import UnionType
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
@@ -36,12 +35,11 @@ from agentrig.harness.scenarios.model import (
     IDENTIFIER_PATTERN,
     INVARIANT_NAME_PATTERN,
     SCENARIO_NAME_PATTERN,
-    PendingLocation,
     Scenario,
-    ScenarioModel,
     ToolCallSpec,
     parse_call_shorthand,
 )
+from agentrig.harness.scenarios.source_map import locating
 from agentrig.harness.scenarios.yaml_source import FieldPath, Location, YamlSource, load_yaml_file
 
 __all__ = [
@@ -71,10 +69,12 @@ def load_scenario(path: StrPath) -> Scenario:
     source = load_yaml_file(path, depth=1)  # the rest of the locations only when needed
     data = _top_level(source)
     try:
-        scenario = Scenario.model_validate(data)
+        with locating(source) as locator:  # each model takes it; the paths only when asked
+            scenario = Scenario.model_validate(data)
     except ValidationError as exc:
         raise file_error(exc, source) from None
-    _bind_locations(scenario, source)
+    locator.root = scenario
+    scenario._bind_yaml(source)
     return scenario
 
 
@@ -226,58 +226,6 @@ def _top_level(source: YamlSource) -> dict[str, Any]:
 def _at(source: YamlSource, where: Location | None, reason: str, **extra: Any) -> ScenarioFileError:
     line, column = where if where is not None else (None, None)
     return ScenarioFileError(source.path, reason, line=line, column=column, **extra)
-
-
-def _bind_locations(scenario: Scenario, source: YamlSource) -> None:
-    """Tell each model of ``scenario`` where it was written (found when first asked for)."""
-    for model, path in _models_in(scenario, ()):
-        model._bind_source(PendingLocation(source, path))
-    scenario._bind_source(PendingLocation(source, ("name",), key=True))
-    scenario._bind_yaml(source)
-
-
-def _models_in(
-    value: Any, path: FieldPath, found: list[tuple[ScenarioModel, FieldPath]] | None = None
-) -> list[tuple[ScenarioModel, FieldPath]]:
-    """Every model in ``value`` with its path, ``value`` first; only the fields whose type can
-    hold a model are visited."""
-    found = [] if found is None else found
-    if isinstance(value, ScenarioModel):
-        found.append((value, path))
-        for name, key in _model_fields(type(value)):
-            _models_in(getattr(value, name), (*path, key), found)
-    elif isinstance(value, tuple | list):
-        for index, item in enumerate(value):
-            _models_in(item, (*path, index), found)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _models_in(item, (*path, key), found)
-    return found
-
-
-@functools.cache
-def _model_fields(model: type[BaseModel]) -> tuple[tuple[str, str], ...]:
-    """(name, YAML key) of the fields of ``model`` whose type may hold a model."""
-    return tuple(
-        (name, field.alias or name)
-        for name, field in model.model_fields.items()
-        if _may_hold_model(field.annotation)
-    )
-
-
-_LEAVES = (str, int, float, bool, type(None))
-
-
-def _may_hold_model(annotation: Any) -> bool:
-    """False only for a type made of text, numbers, booleans, None and literals alone."""
-    origin = get_origin(annotation)
-    if origin is Literal:
-        return False
-    if origin is Annotated:
-        return _may_hold_model(get_args(annotation)[0])
-    if origin is not None:
-        return any(_may_hold_model(arg) for arg in get_args(annotation) if arg is not Ellipsis)
-    return not (isinstance(annotation, type) and issubclass(annotation, _LEAVES))
 
 
 # --- validation errors ------------------------------------------------------------------------

@@ -28,7 +28,6 @@ from pydantic import (
     Discriminator,
     Field,
     GetJsonSchemaHandler,
-    PrivateAttr,
     Strict,
     Tag,
     ValidationError,
@@ -44,6 +43,7 @@ from agentrig.errors import InvalidInputError
 from agentrig.harness.scenarios.calls import CALL_SHORTHAND_PATTERN, read_call, write_call
 from agentrig.harness.scenarios.mixture import mixture_draw, pick_branch
 from agentrig.harness.scenarios.price import Price, price_problem, price_schema
+from agentrig.harness.scenarios.source_map import ModelLocator, current_locator
 from agentrig.harness.scenarios.yaml_source import FieldPath, YamlSource, not_json_data
 from agentrig.state import Usage
 
@@ -215,24 +215,36 @@ class PendingLocation:
         return None if where is None else SourceLocation(self.yaml.path, *where)
 
 
+def _resolve(locator: ModelLocator, model: BaseModel) -> SourceLocation | None:
+    """Where ``model`` was written: the model of the whole file at its ``name:`` key, any other
+    at its value (None for a model that is no part of the file's tree)."""
+    if model is locator.root:
+        return PendingLocation(locator.source, ("name",), key=True).resolve()
+    path = locator.path_of(model)
+    return None if path is None else PendingLocation(locator.source, path).resolve()
+
+
 class ScenarioModel(BaseModel):
     """Base of the format's models: frozen, unknown keys rejected, aware of its source."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    _source: SourceLocation | PendingLocation | None = PrivateAttr(default=None)
+    # Where it was written: a slot, not a pydantic private attribute (whose per-instance dict
+    # and set-up cost a fifth of validating a file). None for a model built in code; the
+    # file's ModelLocator until first asked for (see source_map), then the SourceLocation.
+    __slots__ = ("_where",)
 
     @property
     def source(self) -> SourceLocation | None:
         """Where this part was written, when it was loaded from a file."""
-        where = self._source
-        if isinstance(where, PendingLocation):
-            where = where.resolve()
-            self._source = where
+        where = getattr(self, "_where", None)
+        if isinstance(where, ModelLocator):
+            where = _resolve(where, self)
+            object.__setattr__(self, "_where", where)
         return where
 
-    def _bind_source(self, location: SourceLocation | PendingLocation) -> None:
-        self._source = location
+    def _bind_source(self, location: SourceLocation | None) -> None:
+        object.__setattr__(self, "_where", location)
 
     def __eq__(self, other: object) -> bool:
         """Equal when the fields are equal; where each was written does not matter."""
@@ -240,8 +252,29 @@ class ScenarioModel(BaseModel):
             return NotImplemented
         return type(self) is type(other) and self.__dict__ == other.__dict__
 
+    def __getstate__(self) -> dict[Any, Any]:
+        state = super().__getstate__()
+        state["_where"] = getattr(self, "_where", None)
+        return state
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        where = state.pop("_where", None)
+        super().__setstate__(state)
+        object.__setattr__(self, "_where", where)
+
+    def __copy__(self) -> Self:
+        copied = super().__copy__()
+        object.__setattr__(copied, "_where", self.source)  # a copy is no part of the file's tree
+        return copied
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
+        copied = super().__deepcopy__(memo)
+        object.__setattr__(copied, "_where", self.source)
+        return copied
+
     @model_validator(mode="after")
     def _check_rules(self) -> Self:
+        object.__setattr__(self, "_where", current_locator())  # one validator call per model
         if type(self)._problems is ScenarioModel._problems:  # a model without rules
             return self
         problems = [_rule_error(path, message) for path, message in self._problems()]
@@ -1555,7 +1588,7 @@ class Scenario(ScenarioModel):
         default=None, description="Live: how many trials run and the requirement they decide."
     )
 
-    _yaml: YamlSource | None = PrivateAttr(default=None)
+    __slots__ = ("_yaml",)  # the file it was loaded from (see ScenarioModel._where)
 
     @model_validator(mode="before")
     @classmethod
@@ -1646,10 +1679,11 @@ class Scenario(ScenarioModel):
 
     def locate(self, path: FieldPath) -> SourceLocation | None:
         """Where the field at ``path`` (YAML keys and indices) was written, if known."""
-        if self._yaml is None:
+        yaml: YamlSource | None = getattr(self, "_yaml", None)
+        if yaml is None:
             return None
-        where = self._yaml.location(path)
-        return None if where is None else SourceLocation(self._yaml.path, *where)
+        where = yaml.location(path)
+        return None if where is None else SourceLocation(yaml.path, *where)
 
     def nearest_location(self, path: FieldPath) -> str | None:
         """``file:line`` where ``path`` was written, else where its nearest written parent was,
@@ -1661,4 +1695,24 @@ class Scenario(ScenarioModel):
         return str(self.source) if self.source is not None else None
 
     def _bind_yaml(self, source: YamlSource) -> None:
-        self._yaml = source
+        object.__setattr__(self, "_yaml", source)
+
+    def __getstate__(self) -> dict[Any, Any]:
+        state = super().__getstate__()
+        state["_yaml"] = getattr(self, "_yaml", None)
+        return state
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        yaml = state.pop("_yaml", None)
+        super().__setstate__(state)
+        object.__setattr__(self, "_yaml", yaml)
+
+    def __copy__(self) -> Self:
+        copied = super().__copy__()
+        object.__setattr__(copied, "_yaml", getattr(self, "_yaml", None))
+        return copied
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
+        copied = super().__deepcopy__(memo)
+        object.__setattr__(copied, "_yaml", getattr(self, "_yaml", None))
+        return copied
