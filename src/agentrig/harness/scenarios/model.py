@@ -354,9 +354,10 @@ def _coerce_call(value: Any) -> Any:
     if not isinstance(value, str):
         return value
     try:
-        return parse_call_shorthand(value)
+        name, args = read_call(value)  # validated as the call's own mapping is, no second pass
     except InvalidInputError as exc:
         raise PydanticCustomError("call_shorthand", exc.problems[0][1]) from None
+    return {"name": name, "args": args}
 
 
 CallField = Annotated[

@@ -18,6 +18,7 @@ not UTF-8, and hostile shapes: more than ``MAX_VALUES`` values once aliases are 
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -315,6 +316,7 @@ _SIMPLE_TAGS = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=4096)  # the values it gives are immutable
 def plain_scalar_value(text: str) -> tuple[Any] | None:
     """``(value,)``: what a YAML document holding ``text`` as one plain scalar reads, when it
     resolves to text, a number, a boolean or null; None for anything else (a date, a value the
