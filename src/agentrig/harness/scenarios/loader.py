@@ -75,6 +75,7 @@ def load_scenario(path: StrPath) -> Scenario:
         raise file_error(exc, source) from None
     locator.root = scenario
     scenario._bind_yaml(source)
+    source.drop_data()  # the models hold what was read; locations parse the text again
     return scenario
 
 

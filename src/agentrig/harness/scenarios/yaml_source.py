@@ -18,6 +18,7 @@ not UTF-8, and hostile shapes: more than ``MAX_VALUES`` values once aliases are 
 
 from __future__ import annotations
 
+import enum
 import functools
 import os
 import re
@@ -66,6 +67,12 @@ MAX_DEPTH = 100
 """The deepest collections may nest (JSON tools and serializers give up near 200)."""
 
 
+class _Unread(enum.Enum):
+    """The data of a source that let go of it (an enum member: it pickles as itself)."""
+
+    DATA = enum.auto()
+
+
 class Location(NamedTuple):
     """A 1-based position in a file."""
 
@@ -85,7 +92,7 @@ class YamlSource:
     cost more than parsing them (and keep the memory for it).
     """
 
-    __slots__ = ("_depth", "_key_locations", "_locations", "_text", "data", "path")
+    __slots__ = ("_data", "_depth", "_key_locations", "_locations", "_text", "path")
 
     def __init__(
         self,
@@ -98,7 +105,7 @@ class YamlSource:
         depth: int | None = None,
     ) -> None:
         self.path = path
-        self.data = data
+        self._data = data
         self._locations = locations
         self._key_locations = key_locations
         self._text = text if depth is not None else None
@@ -106,6 +113,21 @@ class YamlSource:
 
     def __repr__(self) -> str:
         return f"YamlSource(path={self.path!r})"
+
+    @property
+    def data(self) -> Any:
+        """The document as plain data (``None`` for an empty one)."""
+        if self._data is _Unread.DATA:
+            self._locate_all()
+        return self._data
+
+    def drop_data(self) -> None:
+        """Let go of the data of a source made with ``text`` and ``depth``: it is built again
+        from the text when next asked for. A loaded scenario keeps its source for locations
+        only, and a file's data is a few dozen containers the garbage collector would visit at
+        each full collection."""
+        if self._depth is not None:
+            self._data = _Unread.DATA
 
     @property
     def locations(self) -> Mapping[FieldPath, Location]:
@@ -125,8 +147,9 @@ class YamlSource:
         assert self._text is not None
         root = _composed(self._text, self.path)
         builder = _Builder(self.path)
-        if root is not None:
-            builder.build(root, ())
+        data = None if root is None else builder.build(root, ())
+        if self._data is _Unread.DATA:
+            self._data = data
         self._locations, self._key_locations = builder.locations, builder.key_locations
         self._depth = self._text = None
 
