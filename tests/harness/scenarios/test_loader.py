@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import pickle
 import re
+import subprocess
+import sys
 import textwrap
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -924,6 +926,35 @@ def test_load_suite_keeps_each_bad_file_in_its_place_and_loads_the_rest(suite: P
     ]
     assert [scenario.name for scenario in loaded.scenarios] == ["a", "b", "c"]
     assert [error.field for error in loaded.broken] == ["name", "turns[0].user"]
+
+
+_GENERATIONS = """\
+import gc, sys
+from agentrig.harness.scenarios.loader import load_suite
+hosts = [[]]
+if sys.argv[2] == "host froze":
+    gc.freeze()
+scenario = load_suite(sys.argv[1]).scenarios[0]
+oldest = any(o is scenario for o in gc.get_objects(generation=2))
+thawed = any(o is hosts for o in gc.get_objects())
+print(oldest, thawed, gc.isenabled())
+"""
+
+
+@pytest.mark.parametrize(
+    ("host", "shown"), [("none", "True True True"), ("host froze", "False False True")]
+)
+def test_loaded_scenarios_join_the_oldest_generation(suite: Path, host: str, shown: str) -> None:
+    # Made while the collector was off, they would be visited by the next young collections;
+    # they are moved to the oldest generation, unless a host froze objects (not ours to thaw).
+    # In a fresh interpreter: this process's own freezes decide what happens here.
+    done = subprocess.run(
+        [sys.executable, "-c", _GENERATIONS, str(suite), host],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.split() == shown.split()
 
 
 def test_a_missing_path_is_an_error(tmp_path: Path) -> None:

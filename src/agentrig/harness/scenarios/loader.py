@@ -120,6 +120,7 @@ def load_suite(paths: StrPath | Iterable[StrPath]) -> LoadedSuite:
                 entries.append(load_scenario(file))
             except ScenarioFileError as exc:
                 entries.append(exc)
+        _to_oldest_generation()
     loaded = [entry for entry in entries if isinstance(entry, Scenario)]
     duplicates = {id(error.scenario): error.error for error in _duplicate_names(loaded)}
     return LoadedSuite(tuple(duplicates.get(id(entry), entry) for entry in entries))
@@ -139,6 +140,17 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         gc.enable()
+
+
+def _to_oldest_generation() -> None:
+    """Move what the collector tracks into its oldest generation, without visiting it: all that
+    was made while it was off is young, and the first young collection after would visit every
+    scenario just loaded (then the next generation's, again), though they live on. ``freeze``
+    and ``unfreeze`` only move lists; skipped when something is frozen already (a host's
+    freeze is not this function's to undo)."""
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
 
 
 def scenario_json_schema() -> dict[str, Any]:
