@@ -243,23 +243,31 @@ def _composed(text: str, path: str) -> Node | None:
         raise ScenarioFileError(path, reason, line=line, column=column) from None
 
 
-_RESOLVED: dict[tuple[str, bool, bool], str] = {}
-"""The tags of plain and quoted scalars already resolved (keys and short values repeat)."""
+_RESOLVED: dict[Any, dict[str, str]] = {}
+"""The tags of plain and quoted scalars already resolved, by their ``implicit`` flags (keys and
+short values repeat)."""
 _RESOLVED_MAX = 20_000
 _RESOLVED_LENGTH = 64
+_COLLECTION_TAGS: dict[type[Node], str] = {MappingNode: _MAP_TAG, SequenceNode: _SEQ_TAG}
 
 
 def _cached_resolve(loader: Any, kind: type[Node], value: Any, implicit: Any) -> Any:
     """``Resolver.resolve``, remembered for scalars: the C parser asks for every scalar of a
-    file, and the resolver tries its regular expressions on each (a fifth of composing)."""
-    if kind is not ScalarNode or not isinstance(value, str) or len(value) > _RESOLVED_LENGTH:
-        return _RESOLVE(loader, kind, value, implicit)
-    key = (value, bool(implicit[0]), bool(implicit[1]))
-    tag = _RESOLVED.get(key)
+    file, and the resolver tries its regular expressions on each (a fifth of composing); an
+    untagged mapping or list is what the resolver says without a path resolver."""
+    if kind is not ScalarNode:
+        if loader.yaml_path_resolvers:
+            return _RESOLVE(loader, kind, value, implicit)
+        return _COLLECTION_TAGS[kind]
+    known = _RESOLVED.get(implicit)
+    if known is None:
+        known = _RESOLVED.setdefault((bool(implicit[0]), bool(implicit[1])), {})
+        _RESOLVED[implicit] = known
+    tag = known.get(value)
     if tag is None:
         tag = _RESOLVE(loader, kind, value, implicit)
-        if len(_RESOLVED) < _RESOLVED_MAX:
-            _RESOLVED[key] = tag
+        if len(known) < _RESOLVED_MAX and isinstance(value, str) and len(value) <= _RESOLVED_LENGTH:
+            known[value] = tag
     return tag
 
 
@@ -374,11 +382,16 @@ class _Builder:
         self._budget = MAX_VALUES
 
     def build(self, node: Node, path: FieldPath) -> Any:
-        if id(node) in self._active:
+        if self._aliases and id(node) in self._active:
             raise self.error(node.start_mark, "an alias refers to a node that contains it")
         self._charge(node, len(path))
         if len(path) <= self._depth:
             self.locations[path] = _location(node.start_mark)
+        if type(node) is ScalarNode and node.style != '"':  # most of a file: no call further
+            if node.tag == _STR_TAG:
+                return node.value  # what the constructor returns for text
+            if node.tag == _INT_TAG and _DECIMAL.fullmatch(node.value):
+                return int(node.value)  # as the constructor reads a plain decimal
         if not self._aliases:  # no node is reached twice, so none can contain itself
             return self._build(node, path)
         self._active.add(id(node))
@@ -455,7 +468,10 @@ class _Builder:
         seen: dict[str, Mark] = {}
         for key_node, value_node in node.value:
             if key_node.tag != _MERGE_TAG:
-                key = self._key(key_node, seen)
+                key = key_node.value
+                if type(key_node) is not ScalarNode or key in seen:
+                    key = self._key(key_node, seen)  # raises what is wrong
+                seen[key] = key_node.start_mark
                 if recorded:
                     self.key_locations[(*path, key)] = _location(key_node.start_mark)
                 result[key] = self.build(value_node, (*path, key))
