@@ -957,6 +957,26 @@ def test_loaded_scenarios_join_the_oldest_generation(suite: Path, host: str, sho
     assert done.stdout.split() == shown.split()
 
 
+_FREED = """\
+import gc, sys
+from agentrig.harness.scenarios.loader import load_suite
+loaded = load_suite(sys.argv[1])
+assert loaded.scenarios[0].turns[0].source is not None  # one location asked for, one not
+gc.collect()
+del loaded
+print(gc.collect())
+"""
+
+
+def test_a_dropped_suite_is_freed_without_the_cyclic_collector(suite: Path) -> None:
+    # No model points back at its scenario: dropping a suite frees it at once, and leaves the
+    # collector nothing to find (a cycle per file would wait for a full collection).
+    done = subprocess.run(
+        [sys.executable, "-c", _FREED, str(suite)], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["0"]
+
+
 def test_a_missing_path_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ScenarioFileError, match="cannot read the file"):
         load_scenarios([tmp_path / "nowhere"])

@@ -35,11 +35,13 @@ from agentrig.harness.scenarios.model import (
     IDENTIFIER_PATTERN,
     INVARIANT_NAME_PATTERN,
     SCENARIO_NAME_PATTERN,
+    PendingLocation,
     Scenario,
+    ScenarioModel,
     ToolCallSpec,
     parse_call_shorthand,
 )
-from agentrig.harness.scenarios.source_map import locating
+from agentrig.harness.scenarios.source_map import models_in
 from agentrig.harness.scenarios.yaml_source import FieldPath, Location, YamlSource, load_yaml_file
 
 __all__ = [
@@ -69,12 +71,10 @@ def load_scenario(path: StrPath) -> Scenario:
     source = load_yaml_file(path, depth=1)  # the rest of the locations only when needed
     data = _top_level(source)
     try:
-        with locating(source) as locator:  # each model takes it; the paths only when asked
-            scenario = Scenario.model_validate(data)
+        scenario = Scenario.model_validate(data)
     except ValidationError as exc:
         raise file_error(exc, source) from None
-    locator.root = scenario
-    scenario._bind_yaml(source)
+    _bind_locations(scenario, source)
     source.drop_data()  # the models hold what was read; locations parse the text again
     return scenario
 
@@ -239,6 +239,20 @@ def _top_level(source: YamlSource) -> dict[str, Any]:
 def _at(source: YamlSource, where: Location | None, reason: str, **extra: Any) -> ScenarioFileError:
     line, column = where if where is not None else (None, None)
     return ScenarioFileError(source.path, reason, line=line, column=column, **extra)
+
+
+_set = object.__setattr__
+
+
+def _bind_locations(scenario: Scenario, source: YamlSource) -> None:
+    """Tell each model of ``scenario`` its file and path (the location is found when first
+    asked for)."""
+    for model, path in models_in(scenario, ()):
+        if isinstance(model, ScenarioModel):
+            _set(model, "_where", source)  # ScenarioModel.source resolves it when asked
+            _set(model, "_path", path)
+    scenario._bind_source(PendingLocation(source, ("name",), key=True))
+    scenario._bind_yaml(source)
 
 
 # --- validation errors ------------------------------------------------------------------------

@@ -43,7 +43,6 @@ from agentrig.errors import InvalidInputError
 from agentrig.harness.scenarios.calls import CALL_SHORTHAND_PATTERN, read_call, write_call
 from agentrig.harness.scenarios.mixture import mixture_draw, pick_branch
 from agentrig.harness.scenarios.price import Price, price_problem, price_schema
-from agentrig.harness.scenarios.source_map import ModelLocator, current_locator
 from agentrig.harness.scenarios.yaml_source import FieldPath, YamlSource, not_json_data
 from agentrig.state import Usage
 
@@ -215,35 +214,30 @@ class PendingLocation:
         return None if where is None else SourceLocation(self.yaml.path, *where)
 
 
-def _resolve(locator: ModelLocator, model: BaseModel) -> SourceLocation | None:
-    """Where ``model`` was written: the model of the whole file at its ``name:`` key, any other
-    at its value (None for a model that is no part of the file's tree)."""
-    if model is locator.root:
-        return PendingLocation(locator.source, ("name",), key=True).resolve()
-    path = locator.path_of(model)
-    return None if path is None else PendingLocation(locator.source, path).resolve()
-
-
 class ScenarioModel(BaseModel):
     """Base of the format's models: frozen, unknown keys rejected, aware of its source."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    # Where it was written: a slot, not a pydantic private attribute (whose per-instance dict
-    # and set-up cost a fifth of validating a file). None for a model built in code; the
-    # file's ModelLocator until first asked for (see source_map), then the SourceLocation.
-    __slots__ = ("_where",)
+    # Where it was written, in slots, not pydantic private attributes (whose per-instance dict
+    # and set-up cost a fifth of validating a file): None for a model built in code; for a
+    # loaded one, its file's YamlSource and its field path until first asked for, then the
+    # SourceLocation. No model points at its scenario, so dropped scenarios are freed at once.
+    __slots__ = ("_path", "_where")
 
     @property
     def source(self) -> SourceLocation | None:
         """Where this part was written, when it was loaded from a file."""
         where = getattr(self, "_where", None)
-        if isinstance(where, ModelLocator):
-            where = _resolve(where, self)
+        if isinstance(where, YamlSource):
+            where = PendingLocation(where, getattr(self, "_path", ())).resolve()
+            object.__setattr__(self, "_where", where)
+        elif isinstance(where, PendingLocation):
+            where = where.resolve()
             object.__setattr__(self, "_where", where)
         return where
 
-    def _bind_source(self, location: SourceLocation | None) -> None:
+    def _bind_source(self, location: SourceLocation | PendingLocation | None) -> None:
         object.__setattr__(self, "_where", location)
 
     def __eq__(self, other: object) -> bool:
@@ -255,16 +249,18 @@ class ScenarioModel(BaseModel):
     def __getstate__(self) -> dict[Any, Any]:
         state = super().__getstate__()
         state["_where"] = getattr(self, "_where", None)
+        state["_path"] = getattr(self, "_path", None)
         return state
 
     def __setstate__(self, state: dict[Any, Any]) -> None:
-        where = state.pop("_where", None)
+        where, path = state.pop("_where", None), state.pop("_path", None)
         super().__setstate__(state)
         object.__setattr__(self, "_where", where)
+        object.__setattr__(self, "_path", path)
 
     def __copy__(self) -> Self:
         copied = super().__copy__()
-        object.__setattr__(copied, "_where", self.source)  # a copy is no part of the file's tree
+        object.__setattr__(copied, "_where", self.source)
         return copied
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
@@ -274,7 +270,6 @@ class ScenarioModel(BaseModel):
 
     @model_validator(mode="after")
     def _check_rules(self) -> Self:
-        object.__setattr__(self, "_where", current_locator())  # one validator call per model
         if type(self)._problems is ScenarioModel._problems:  # a model without rules
             return self
         problems = [_rule_error(path, message) for path, message in self._problems()]

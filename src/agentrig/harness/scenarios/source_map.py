@@ -1,90 +1,42 @@
-"""Which field path of its file each model of a loaded scenario came from, worked out only when
-a model's location is first asked for.
-
-While :func:`locating` is active (the loader validates one file inside it), every scenario model
-validated takes the file's :class:`ModelLocator`; a model that is asked where it was written asks
-the locator, which walks the scenario once and remembers the path of each of its models. So a
-file that loads without a mistake pays one attribute per model, not a walk and a location each.
-"""
+"""The field path of each model of a loaded scenario: where in its file it was written."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Iterator
-from contextvars import ContextVar
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 
-from agentrig.harness.scenarios.yaml_source import FieldPath, YamlSource
+from agentrig.harness.scenarios.yaml_source import FieldPath
 
-__all__ = ["ModelLocator", "current_locator", "locating", "models_in"]
-
-
-class ModelLocator:
-    """The file the models validated inside :func:`locating` came from; ``root`` is the model
-    validated from the whole file, once validation is done."""
-
-    __slots__ = ("_paths", "root", "source")
-
-    def __init__(self, source: YamlSource) -> None:
-        self.source = source
-        self.root: BaseModel | None = None
-        self._paths: dict[int, FieldPath] | None = None
-
-    def path_of(self, model: BaseModel) -> FieldPath | None:
-        """The field path of ``model`` in the file; None when it is not part of ``root`` (a model
-        made during validation and then dropped, or a copy)."""
-        if self._paths is None:
-            found = [] if self.root is None else models_in(self.root, ())
-            self._paths = {id(each): path for each, path in found}  # root keeps them alive
-        return self._paths.get(id(model))
-
-    def __getstate__(self) -> tuple[YamlSource, BaseModel | None]:
-        return self.source, self.root  # the paths are by id: found again after unpickling
-
-    def __setstate__(self, state: tuple[YamlSource, BaseModel | None]) -> None:
-        self.source, self.root = state
-        self._paths = None
+__all__ = ["models_in"]
 
 
-_CURRENT: ContextVar[ModelLocator | None] = ContextVar("agentrig_model_locator", default=None)
-
-
-def current_locator() -> ModelLocator | None:
-    """The locator of the file being validated, if any."""
-    return _CURRENT.get()
-
-
-@contextlib.contextmanager
-def locating(source: YamlSource) -> Iterator[ModelLocator]:
-    """Inside: every scenario model validated takes a locator of ``source``."""
-    locator = ModelLocator(source)
-    token = _CURRENT.set(locator)
-    try:
-        yield locator
-    finally:
-        _CURRENT.reset(token)
-
-
-def models_in(
-    value: Any, path: FieldPath, found: list[tuple[BaseModel, FieldPath]] | None = None
-) -> list[tuple[BaseModel, FieldPath]]:
+def models_in(value: Any, path: FieldPath) -> list[tuple[BaseModel, FieldPath]]:
     """Every model in ``value`` with its path, ``value`` first; only the fields whose type can
     hold a model are visited."""
-    found = [] if found is None else found
+    found: list[tuple[BaseModel, FieldPath]] = []
+    _walk(value, path, found.append)
+    return found
+
+
+def _walk(value: Any, path: FieldPath, add: Callable[[tuple[BaseModel, FieldPath]], None]) -> None:
     if isinstance(value, BaseModel):
-        found.append((value, path))
+        add((value, path))
+        fields = value.__dict__
         for name, key in _model_fields(type(value)):
-            models_in(getattr(value, name), (*path, key), found)
+            item = fields[name]
+            if item is not None:
+                _walk(item, (*path, key), add)
     elif isinstance(value, tuple | list):
         for index, item in enumerate(value):
-            models_in(item, (*path, index), found)
+            if not isinstance(item, _LEAVES):
+                _walk(item, (*path, index), add)
     elif isinstance(value, dict):
         for key, item in value.items():
-            models_in(item, (*path, key), found)
-    return found
+            if not isinstance(item, _LEAVES):
+                _walk(item, (*path, key), add)
 
 
 @functools.cache
