@@ -444,3 +444,36 @@ def test_the_harness_finds_a_scenario_next_to_the_test_file_from_another_folder(
     )
     result = pytester.runpytest("tests")
     result.assert_outcomes(passed=1)
+
+
+def test_scenario_items_of_a_folder_share_its_fixtures_and_keep_their_own_lists(
+    pytester: pytest.Pytester,
+) -> None:
+    # pytest works the fixture closure out once per folder: each folder's own conftest still
+    # reaches its items alone, and one item's fixture names are its own to change.
+    add_scenario(pytester, "s/a.scenario.yaml", "a")
+    add_scenario(pytester, "s/b.scenario.yaml", "b")
+    add_scenario(pytester, "s/deep/c.scenario.yaml", "c")
+    pytester.path.joinpath("s/deep/conftest.py").write_text(
+        dedent(
+            """
+            import pytest
+
+            @pytest.fixture(autouse=True)
+            def deep_only():
+                return "deep"
+            """
+        )
+    )
+    pytester.makeconftest(
+        dedent(
+            """
+            def pytest_collection_modifyitems(items):
+                items[0].fixturenames.append("changed_for_one")
+                for item in items:
+                    print(item.name, sorted(n for n in item.fixturenames if n[:4] in ("deep", "chan")))
+            """
+        )
+    )
+    result = pytester.runpytest("--agentrig-scenarios", "--collect-only", "-s", "-q")
+    result.stdout.fnmatch_lines(["a ['changed_for_one']", "b []", "c ['deep_only']"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from _pytest.fixtures import FuncFixtureInfo
     from syrupy.assertion import SnapshotAssertion
 
     from agentrig import AgentBuilder
@@ -226,7 +228,16 @@ class ScenarioFile(pytest.Module):
         from agentrig.harness.scenarios.loader import load_scenario
 
         scenario = load_scenario(self.path)
-        yield ScenarioItem.from_parent(self, name=scenario.name, scenario=scenario)
+        # Every scenario item requests the same fixtures, and a folder's files see the same
+        # fixture definitions: pytest works the closure out once per folder, not per file.
+        known = self.parent.stash.get(_FOLDER_FIXTURES, None) if self.parent else None
+        fixtures = None if known is None else _own_copy(known)
+        item = ScenarioItem.from_parent(
+            self, name=scenario.name, scenario=scenario, fixtureinfo=fixtures
+        )
+        if known is None and self.parent is not None:
+            self.parent.stash[_FOLDER_FIXTURES] = item._fixtureinfo
+        yield item
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         """A file error as its message, not a traceback."""
@@ -235,6 +246,17 @@ class ScenarioFile(pytest.Module):
         if isinstance(excinfo.value, AgentrigError):
             return str(excinfo.value)
         return str(super().repr_failure(excinfo))
+
+
+_FOLDER_FIXTURES = pytest.StashKey["FuncFixtureInfo"]()
+
+
+def _own_copy(info: FuncFixtureInfo) -> FuncFixtureInfo:
+    """``info`` with lists of its own: an item's ``fixturenames`` is its closure list, which
+    plugins may change for that item alone."""
+    return dataclasses.replace(
+        info, names_closure=list(info.names_closure), name2fixturedefs=dict(info.name2fixturedefs)
+    )
 
 
 class ScenarioFailed(Exception):
