@@ -47,6 +47,10 @@ def timed_loops_ns(prepare: Callable[[], Prepared], loops: int) -> tuple[float, 
     pyperf does, one sample then spans several runs (see ``loops_for``).
     """
     gc.collect()
+    # What survived is moved out of the collector's sight, so that the next sample's collection
+    # walks only what came since: a full one walked every imported SDK module again (0.6 s a
+    # sample once the endpoint benchmark had imported three SDKs, more than its --quick work).
+    gc.freeze()
     runs = [prepare() for _ in range(loops)]
     results: list[Any] = []
     enabled = gc.isenabled()

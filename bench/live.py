@@ -496,7 +496,7 @@ def main() -> None:
     options.add_argument("--trials", type=int, default=200, help="trials a case (default 200)")
     args = options.parse_args()
     if args.quick:
-        args.trials = 10
+        args.trials = 5
     space = Workspace()
     server = Server(space.folder / "models")
     os.environ.update(OPENAI_BASE_URL=server.openai_base_url, OPENAI_API_KEY="bench-agent")

@@ -17,13 +17,15 @@ times), each answer after ``--latency`` seconds. Cases:
    half the latency and twice the trials: what the engine itself adds.
 3. **deterministic suite**: ``--scenarios`` scripted scenarios (the bundled tools scenarios, copied
    under new names) with ``--workers 2`` (the process pool) and on a 2-worker local cluster, each
-   timed from the start, its workers' start-up included (the target: within 1.3x).
+   timed from the start, its workers' start-up included (the target: within 1.3x); with the
+   CPU seconds of this process and of the workers, which a shared machine's load blurs less.
 4. **a worker killed**: ``--kill-trials`` trials on 2 workers (``--kill-slots`` trials each at
    once, answers after ``--kill-latency``); one worker process is killed (SIGKILL) once it holds
    trials; the trials recorded, any recorded twice, the verdict against an undisturbed run's.
 
     .venv/bin/python bench/scale.py
     .venv/bin/python bench/scale.py --quick --json bench/results/scale.json
+    .venv/bin/python bench/scale.py --cases suite --repeats 3     # the scripted suite alone
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ from agentrig.harness.scenarios.model import Scenario
 from agentrig.harness.suites.suite import run_suite
 
 ROOT = Path(__file__).parents[1]
+CASES = ("startup", "suite", "models", "throughput", "killed")
 EXAMPLE = ROOT / "examples" / "live"
 NO_CAP = ClusterLimits(default_cap=100_000)
 IN_WORKER_MODELS = '''
@@ -371,14 +374,22 @@ def suite_overhead(count: int) -> dict[str, float]:
         (folder / f"copy-{i}.scenario.yaml").write_text(text)
     scenarios = list(load_suite([folder]).scenarios)
     assert len(scenarios) == count
-    started = time.perf_counter()
+    here = psutil.Process()
+    started, cpu, pool_cpu = time.perf_counter(), _cpu(here), os.times()
     pool = run_suite(scenarios, workers=2)
     pool_s = time.perf_counter() - started
+    ended = os.times()  # the pool's workers, waited for, are this process's children
+    pool_workers_cpu = sum(ended[2:4]) - sum(pool_cpu[2:4])
+    pool_main_cpu = _cpu(here) - cpu
     started = time.perf_counter()
     with dask_session(DaskExecutor(), scenarios, workers=2) as client:
         opened_s = time.perf_counter() - started
+        workers = [psutil.Process(pid) for pid in client.run(os.getpid).values()]
+        cpu, workers_cpu = _cpu(here), sum(map(_cpu, workers))
         dask = run_suite_on_dask(client, scenarios)
         ran_s = time.perf_counter() - started - opened_s
+        dask_main_cpu = _cpu(here) - cpu
+        dask_workers_cpu = sum(map(_cpu, workers)) - workers_cpu
     dask_s = time.perf_counter() - started
     assert [s.passed for s in dask.scenarios] == [s.passed for s in pool.scenarios]
     shutil.rmtree(folder, ignore_errors=True)
@@ -388,7 +399,19 @@ def suite_overhead(count: int) -> dict[str, float]:
         "dask_open_s": opened_s,
         "dask_run_s": ran_s,
         "ratio": dask_s / pool_s,
+        # CPU seconds: the pool's include its workers' start; Dask's, the run alone
+        "pool_main_cpu_s": pool_main_cpu,
+        "pool_workers_cpu_s": pool_workers_cpu,
+        "dask_main_cpu_s": dask_main_cpu,
+        "dask_workers_cpu_s": dask_workers_cpu,
+        "load": os.getloadavg()[0],
     }
+
+
+def _cpu(process: psutil.Process) -> float:
+    """``process``'s CPU seconds so far (user and system)."""
+    times = process.cpu_times()
+    return float(times.user + times.system)
 
 
 def killed_worker(space: Workspace, trials: int, slots: int) -> dict[str, Any]:
@@ -450,34 +473,52 @@ def main() -> None:
     parser.add_argument("--kill-slots", type=int, default=8, help="trials a worker runs, kill case")
     parser.add_argument("--scenarios", type=int, default=1000, help="the deterministic suite")
     parser.add_argument("--kill-trials", type=int, default=200, help="trials of the kill case")
+    parser.add_argument(
+        "--cases",
+        default=",".join(CASES),
+        help=f"which cases to run, comma-separated ({', '.join(CASES)}); each --repeats times",
+    )
     args = parser.parse_args()
     if args.quick:
         args.trials, args.scenarios, args.kill_trials, args.latency = 8, 100, 40, 0.1
+    cases = args.cases.split(",")
+    if unknown := set(cases) - set(CASES):
+        parser.error(f"--cases: unknown {', '.join(sorted(unknown))}")
     print(common.machine_line(common.machine()))
     print(common.command_line(), "\n")
-    results: dict[str, Any] = {"startup": startup(1 if args.quick else 3)}
-    print("start-up of a 2-worker local cluster:", _shown(results["startup"]))
-    results["suite"] = suite_overhead(args.scenarios)
-    print(f"{args.scenarios} scripted scenarios, 2 workers:", _shown(results["suite"]))
-    results["throughput_models_in_workers"] = throughput_in_workers(
-        args.latency / 2, 2 * args.trials, args.slots
-    )
-    print(
-        f"{2 * args.trials} trials, models in the workers, 1 vs 4 workers:",
-        _shown(results["throughput_models_in_workers"]),
-    )
-    space = Workspace(args.latency)
-    try:
-        results["throughput"] = throughput(space, args.trials, args.slots)
-        print(f"{args.trials} latency-bound trials, 1 vs 4 workers:", _shown(results["throughput"]))
-    finally:
-        space.close()
-    space = Workspace(args.kill_latency)
-    try:
-        results["killed"] = killed_worker(space, args.kill_trials, args.kill_slots)
-        print(f"{args.kill_trials} trials, a worker killed:", _shown(results["killed"]))
-    finally:
-        space.close()
+    results: dict[str, Any] = {}
+    if "startup" in cases:
+        results["startup"] = startup(1 if args.quick else args.repeats or 3)
+        print("start-up of a 2-worker local cluster:", _shown(results["startup"]))
+    if "suite" in cases:
+        for _ in range(args.repeats or 1):
+            results["suite"] = suite_overhead(args.scenarios)
+            print(f"{args.scenarios} scripted scenarios, 2 workers:", _shown(results["suite"]))
+    if "models" in cases:
+        results["throughput_models_in_workers"] = throughput_in_workers(
+            args.latency / 2, 2 * args.trials, args.slots
+        )
+        print(
+            f"{2 * args.trials} trials, models in the workers, 1 vs 4 workers:",
+            _shown(results["throughput_models_in_workers"]),
+        )
+    if "throughput" in cases:
+        space = Workspace(args.latency)
+        try:
+            results["throughput"] = throughput(space, args.trials, args.slots)
+            print(
+                f"{args.trials} latency-bound trials, 1 vs 4 workers:",
+                _shown(results["throughput"]),
+            )
+        finally:
+            space.close()
+    if "killed" in cases:
+        space = Workspace(args.kill_latency)
+        try:
+            results["killed"] = killed_worker(space, args.kill_trials, args.kill_slots)
+            print(f"{args.kill_trials} trials, a worker killed:", _shown(results["killed"]))
+        finally:
+            space.close()
     common.save_json(args.json, {"command": common.command_line(), **results})
 
 

@@ -11,7 +11,7 @@ worker's interpreter replaced them). Runs take turns for ``--repeats`` rounds; m
 the largest).
 
     .venv/bin/python bench/workers.py                 # 1,000 scenarios, 1 round
-    .venv/bin/python bench/workers.py --quick         # 40 scenarios
+    .venv/bin/python bench/workers.py --quick         # 10 scenarios, no warm-up run
     .venv/bin/python bench/workers.py --sizes 300 --repeats 3
 """
 
@@ -30,7 +30,7 @@ import _common as common
 import suite
 
 SIZES = (1000,)
-QUICK_SIZES = (40,)
+QUICK_SIZES = (10,)
 REPEATS = 1
 QUICK_REPEATS = 1
 CHOICES: tuple[int | None, ...] = (1, 2, None)
@@ -116,7 +116,8 @@ def main() -> None:
             folder = Path(temp) / f"scenarios-{count}"
             folder.mkdir()
             steps = suite.write_scenarios(folder, count)
-            run(folder, 1, probe, Path(temp) / "warm-up")  # writes the bytecode caches
+            if not args.quick:  # a smoke run times nothing worth warming up for
+                run(folder, 1, probe, Path(temp) / "warm-up")  # writes the bytecode caches
             samples: dict[int | None, list[dict[str, Any]]] = {}
             for _ in range(repeats):
                 for workers in CHOICES:

@@ -73,10 +73,36 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     return 0
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under ``--dist loadgroup``, the tests of a module that builds something once for the
     module (a fixture of module scope defined there: a wheel, a browser) run on one worker, so
-    that it is built once, not once per worker."""
+    that it is built once, not once per worker; so do the tests of one ``xdist_group``."""
+    _group_by_module_fixture(items)
+    if config.getoption("loadgroup", default=False):
+        for item in items:
+            _name_group(item)
+
+
+def _name_group(item: pytest.Item) -> None:
+    """Append ``@GROUP`` to ``item``'s node id, which is how an xdist worker tells the
+    scheduler an item's group. xdist does it in a hook of its own, which runs before this
+    file's hook has marked the module groups, and on pytest 9.2 writes an attribute pytest no
+    longer reads (pytest-xdist issue 1386): every group was spread over the workers, and each
+    ran the doc runs and module fixtures of its share again."""
+    groups = sorted({str(mark.args[0]) for mark in item.iter_markers("xdist_group")})
+    if not groups or "@" in item.nodeid.rpartition("]")[2]:
+        return
+    nodeid = f"{item.nodeid}@{'_'.join(groups)}"
+    if hasattr(item, "_id"):  # pytest >= 9.2: a structured id
+        from _pytest.nodeid import coerce_node_id
+
+        item._id = coerce_node_id(nodeid)
+    else:
+        item._nodeid = nodeid
+
+
+def _group_by_module_fixture(items: list[pytest.Item]) -> None:
     for item in items:
         module = item.getparent(pytest.Module)
         info = getattr(item, "_fixtureinfo", None)
@@ -95,6 +121,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     until the process ends: frozen, the garbage collector stops walking it in every full
     collection (and in the ones each in-process pytest run forces when it ends)."""
     gc.freeze()
+
+
+def pytest_runtest_call(item: pytest.Item) -> None:
+    """A pytester run in this process ends with full garbage collections: frozen first, what the
+    process holds (grown since collection) is not walked in each."""
+    if "pytester" in getattr(item, "fixturenames", ()):
+        gc.freeze()
 
 
 HANG_BOUND_S = 60.0

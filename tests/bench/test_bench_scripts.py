@@ -237,6 +237,8 @@ def test_loading_quick(tmp_path: Path) -> None:
     rows = json.loads(saved.read_text())["rows"]
     assert [row["what"] for row in rows] == ["import", "load", "collect", "import run"]
     assert all(row["files"] == 20 and row["wall_s"] > 0 and row["peak_mib"] > 0 for row in rows)
+    assert 0 < rows[1]["cpu_until_loaded_s"] <= rows[1]["cpu_s"]
+    assert "CPU s until load_suite returned" in output
 
 
 def test_workers_quick(tmp_path: Path) -> None:

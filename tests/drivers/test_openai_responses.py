@@ -485,7 +485,7 @@ def test_an_async_client_given_as_client_serves_ainfer() -> None:
     assert response.content == "hi"
 
 
-def test_the_async_client_is_built_when_first_needed(
+def test_each_client_is_built_when_first_needed(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     path = tmp_path / "one.yaml"
@@ -494,11 +494,13 @@ def test_the_async_client_is_built_when_first_needed(
         recorded = FakeServer(answer(said("hi"))).provider().infer(request)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
     provider = OpenAIResponsesProvider(model="gpt-test", base_url=BASE_URL, max_retries=0)
-    assert isinstance(provider.client, openai.OpenAI)
-    assert provider.async_client is None
+    assert provider.built_clients() == ()
     with http_cassettes.use_http_cassette(path) as cassette:
         replayed = run(provider.ainfer(request), provider)
-    assert isinstance(provider.async_client, openai.AsyncOpenAI)
+    (built,) = provider.built_clients()  # ainfer built the async client, and no sync one
+    assert isinstance(built, openai.AsyncOpenAI)
+    assert provider.async_client is built
+    assert isinstance(provider.client, openai.OpenAI)
     assert replayed == recorded
     assert cassette.play_count == 1
 

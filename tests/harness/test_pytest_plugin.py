@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from textwrap import dedent
 
 import pytest
@@ -29,6 +30,28 @@ def test_scenarios_are_not_collected_unless_asked(pytester: pytest.Pytester) -> 
     add_scenario(pytester, "scenarios/a.scenario.yaml", "a")
     result = pytester.runpytest("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_collected_scenarios_are_frozen_from_the_collector_and_thawed_at_the_end(
+    pytester: pytest.Pytester,
+) -> None:
+    add_scenario(pytester, "scenarios/a.scenario.yaml", "a")
+    gc.unfreeze()  # as in a plain `pytest` process, where nothing was frozen before
+    try:
+        pytester.runpytest("--agentrig-scenarios").assert_outcomes(passed=1)
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.freeze()
+
+
+def test_a_nested_session_leaves_what_its_host_froze_frozen(pytester: pytest.Pytester) -> None:
+    # A host process (this suite, a notebook) froze its long-lived objects; a pytest run inside
+    # it that thawed them would make every later collection walk them again.
+    add_scenario(pytester, "scenarios/a.scenario.yaml", "a")
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    pytester.runpytest("--agentrig-scenarios").assert_outcomes(passed=1)
+    assert gc.get_freeze_count() >= frozen
 
 
 def test_scenarios_are_collected_and_pass_with_the_option(pytester: pytest.Pytester) -> None:
@@ -421,3 +444,36 @@ def test_the_harness_finds_a_scenario_next_to_the_test_file_from_another_folder(
     )
     result = pytester.runpytest("tests")
     result.assert_outcomes(passed=1)
+
+
+def test_scenario_items_of_a_folder_share_its_fixtures_and_keep_their_own_lists(
+    pytester: pytest.Pytester,
+) -> None:
+    # pytest works the fixture closure out once per folder: each folder's own conftest still
+    # reaches its items alone, and one item's fixture names are its own to change.
+    add_scenario(pytester, "s/a.scenario.yaml", "a")
+    add_scenario(pytester, "s/b.scenario.yaml", "b")
+    add_scenario(pytester, "s/deep/c.scenario.yaml", "c")
+    pytester.path.joinpath("s/deep/conftest.py").write_text(
+        dedent(
+            """
+            import pytest
+
+            @pytest.fixture(autouse=True)
+            def deep_only():
+                return "deep"
+            """
+        )
+    )
+    pytester.makeconftest(
+        dedent(
+            """
+            def pytest_collection_modifyitems(items):
+                items[0].fixturenames.append("changed_for_one")
+                for item in items:
+                    print(item.name, sorted(n for n in item.fixturenames if n[:4] in ("deep", "chan")))
+            """
+        )
+    )
+    result = pytester.runpytest("--agentrig-scenarios", "--collect-only", "-s", "-q")
+    result.stdout.fnmatch_lines(["a ['changed_for_one']", "b []", "c ['deep_only']"])

@@ -4,11 +4,14 @@ finish-reason fallback."""
 from __future__ import annotations
 
 import asyncio
+import copy
+import functools
 import importlib
 import json
-from collections.abc import AsyncGenerator, Generator
+import threading
+from collections.abc import AsyncGenerator, Generator, Mapping
 from types import ModuleType
-from typing import Any, cast
+from typing import Any, Self, cast
 
 from pydantic import BaseModel
 
@@ -52,9 +55,55 @@ _NO_CREDENTIALS = "Could not resolve authentication method"
 _STREAMING_REQUIRED = "Streaming is required"
 
 
+CLIENTS = ("client", "async_client")
+"""The attributes an SDK provider keeps its sync and async SDK clients in."""
+
+OPENAI_CLIENTS = {"client": "OpenAI", "async_client": "AsyncOpenAI"}
+"""The ``openai`` SDK class of each client attribute."""
+ANTHROPIC_CLIENTS = {"client": "Anthropic", "async_client": "AsyncAnthropic"}
+"""The ``anthropic`` SDK class of each client attribute."""
+
+
+_BUILDING = threading.RLock()  # reentrant: a copy's client is built from its origin's
+
+
+class BuiltOnFirstUse:
+    """An SDK client attribute of a provider, built the first time it is read.
+
+    A non-data descriptor: a client given to the provider, or built, lives in the provider's
+    ``__dict__`` and is read from there; only a client not built yet reaches ``__get__``.
+    Each SDK client loads the certificate bundle into an SSL context of its own (about 60 ms),
+    so a provider that only ever calls ``ainfer`` never pays for the sync client.
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, provider: SdkProvider | None, owner: type | None = None) -> Any:
+        if provider is None:
+            return self
+        with _BUILDING:  # threads (``ainfer`` without an async client) would build one each
+            held = vars(provider)
+            if self.name not in held:
+                held[self.name] = provider._new_client(self.name)
+            return held[self.name]
+
+
+@functools.cache
+def _inert_http_client(sdk: ModuleType) -> Any:
+    """An HTTP client that never sends (and loads no certificates): it lets the SDK check a
+    client's options at once without building a connection pool."""
+    return sdk.DefaultHttpxClient(verify=False)
+
+
 class SdkProvider:
     """The part of ``infer`` both real providers share: build the body, send it inside
     ``network.sending``, turn SDK exceptions into agentrig errors.
+
+    The SDK clients (``client``, ``async_client``) are the ready ones given, or built from the
+    provider's options when a call first needs one; the options are checked when the
+    provider is built (a missing API key is a ``ConfigurationError`` then, not at the first
+    call).
 
     With ``stream=True`` the answer is read as the API streams it: ``infer`` and ``ainfer``
     assemble it, ``infer_stream`` and ``ainfer_stream`` (what ``AgentLoop.stream`` and
@@ -68,9 +117,65 @@ class SdkProvider:
     model: str
     prices: PriceTable | None
     _sdk: ModuleType
-    async_client: Any
+    _sdk_label: str
+    """The SDK's name in errors: "OpenAI", "Anthropic"."""
+    _kinds: Mapping[str, str]
+    """The SDK class each client attribute is built from."""
+    _options: dict[str, Any]
+    _origin: tuple[SdkProvider, dict[str, str]] | None = None
+    client = BuiltOnFirstUse()
+    """The SDK's sync client ``infer`` sends with."""
+    async_client = BuiltOnFirstUse()
     """The SDK's async client ``ainfer`` sends with; None when the provider was given only a
     sync ``client=``, and then ``ainfer`` runs ``infer`` in a worker thread."""
+
+    def _use_clients(self, options: dict[str, Any], **given: Any) -> None:
+        """Keep the clients ``given`` (None: the provider has no such client); the others are
+        built from ``options`` when first needed, which are checked now."""
+        self._options = options
+        vars(self).update(given)
+        if len(given) < len(CLIENTS):
+            self._check_options(self._build(self._kinds["client"], _inert_http_client(self._sdk)))
+
+    def _check_options(self, probe: Any) -> None:
+        """Refuse options the SDK would fail on only when it sends; ``probe`` is a client built
+        from them that never sends."""
+
+    def _build(self, kind: str, http_client: Any = None) -> Any:
+        options = (
+            self._options if http_client is None else {**self._options, "http_client": http_client}
+        )
+        try:
+            return getattr(self._sdk, kind)(**options)
+        except getattr(self._sdk, f"{self._sdk_label}Error") as error:
+            raise self._cannot_build(str(error)) from None
+
+    def _cannot_build(self, why: str) -> ConfigurationError:
+        return ConfigurationError(
+            f"cannot build the {self._sdk_label} client: {why} "
+            f"(set {self.key_hint}, or pass api_key= or a ready client=)"
+        )
+
+    def _new_client(self, name: str) -> Any:
+        if self._origin is not None:
+            origin, headers = self._origin
+            return _with_headers(getattr(origin, name), headers)
+        return self._build(self._kinds[name])
+
+    def built_clients(self) -> tuple[Any, ...]:
+        """The SDK clients this provider was given or has built so far (none is built here)."""
+        return tuple(client for name in CLIENTS if (client := vars(self).get(name)) is not None)
+
+    def with_headers(self, headers: Mapping[str, str]) -> Self:
+        """A copy of this provider that sends ``headers`` with every request: its clients are
+        this provider's, copied with the headers (``with_options``, sharing their connection
+        pool) when first needed."""
+        twin = copy.copy(self)
+        twin._origin = (self, dict(headers))
+        for name in CLIENTS:
+            if name in vars(self):
+                vars(twin)[name] = _with_headers(vars(self)[name], twin._origin[1])
+        return twin
 
     def infer(self, request: InferenceRequest) -> InferenceResponse:
         """Send ``request`` as one API call and map the answer back."""
@@ -140,7 +245,8 @@ class SdkProvider:
         raise NotImplementedError
 
     def _has_async_client(self) -> bool:
-        return self.async_client is not None
+        """Whether ``ainfer`` has an async client: one given, or one it may build."""
+        return "async_client" not in vars(self) or vars(self)["async_client"] is not None
 
     def _whole(self, body: dict[str, Any]) -> InferenceResponse:
         raise NotImplementedError
@@ -208,6 +314,12 @@ class SdkProvider:
             "(or base_url is wrong); check base_url, or use stream=False.",
             provider=self.name,
         )
+
+
+def _with_headers(client: Any, headers: dict[str, str]) -> Any:
+    if client is None or not hasattr(client, "with_options"):
+        return client
+    return client.with_options(default_headers=headers)
 
 
 def malformed_usage(provider: str, why: str) -> ProviderError:

@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 from agentrig._model import JsonObject
 from agentrig._text import clipped
 from agentrig.drivers._sdk import (
+    ANTHROPIC_CLIENTS,
     SdkProvider,
     extra_body,
     fallback_finish,
@@ -24,7 +25,7 @@ from agentrig.drivers._sdk import (
 )
 from agentrig.drivers.pricing import PriceTable
 from agentrig.drivers.provider import Delta
-from agentrig.errors import ConfigurationError, InvalidInputError
+from agentrig.errors import InvalidInputError
 from agentrig.messages import Message, Role, ToolCall
 from agentrig.state import InferenceRequest, InferenceResponse, ToolSchema, Usage
 from agentrig.state.status import FinishReason
@@ -50,7 +51,7 @@ class AnthropicProvider(SdkProvider):
 
     Pass a ready ``anthropic.Anthropic`` client (and ``async_client``, an
     ``anthropic.AsyncAnthropic``, for ``ainfer``), or ``api_key``/``base_url``/``max_retries``/
-    ``timeout`` to build both. ``model`` is used when the request's ``LlmConfig`` names none;
+    ``timeout`` to build both, each when a call first needs it. ``model`` is used when the request's ``LlmConfig`` names none;
     ``max_tokens`` (required by the API) when it sets no ``max_output_tokens``. ``stream=True``
     streams the answer and assembles it, and ``infer_stream``/``ainfer_stream`` hand
     its pieces to ``AgentLoop.stream`` as they arrive. ``prices`` sets ``Usage.cost``.
@@ -62,6 +63,8 @@ class AnthropicProvider(SdkProvider):
 
     name = "anthropic"
     key_hint = "ANTHROPIC_API_KEY"
+    _sdk_label = "Anthropic"
+    _kinds = ANTHROPIC_CLIENTS
 
     def __init__(
         self,
@@ -78,36 +81,29 @@ class AnthropicProvider(SdkProvider):
         prices: PriceTable | None = None,
     ) -> None:
         self._sdk = import_sdk("anthropic", "anthropic")
-        if client is None:
-            options: dict[str, Any] = {
-                "api_key": api_key,
-                "base_url": base_url,
-                "max_retries": max_retries,
-            }
-            if timeout is not None:
-                options["timeout"] = timeout
-            try:
-                client = self._sdk.Anthropic(**options)
-                if async_client is None:
-                    async_client = self._sdk.AsyncAnthropic(**options)
-            except self._sdk.AnthropicError as error:
-                raise ConfigurationError(
-                    f"cannot build the Anthropic client: {error} "
-                    "(set ANTHROPIC_API_KEY, or pass api_key= or a ready client=)"
-                ) from None
-            if not _has_credentials(client):
-                # The SDK builds a client without credentials and fails only when it sends;
-                # the OpenAI SDK refuses at once, and so does this provider.
-                raise ConfigurationError(
-                    "cannot build the Anthropic client: no API key "
-                    "(set ANTHROPIC_API_KEY, or pass api_key= or a ready client=)"
-                )
-        self.client = client
-        self.async_client = async_client
+        options: dict[str, Any] = {
+            "api_key": api_key,
+            "base_url": base_url,
+            "max_retries": max_retries,
+        }
+        if timeout is not None:
+            options["timeout"] = timeout
+        if client is not None:  # async_client=None: ainfer runs the sync client in a thread
+            self._use_clients(options, client=client, async_client=async_client)
+        elif async_client is not None:
+            self._use_clients(options, async_client=async_client)
+        else:
+            self._use_clients(options)
         self.model = model
         self.max_tokens = max_tokens
         self.stream = stream
         self.prices = prices
+
+    def _check_options(self, probe: Any) -> None:
+        if not _has_credentials(probe):
+            # The SDK builds a client without credentials and fails only when it sends;
+            # the OpenAI SDK refuses at once, and so does this provider.
+            raise self._cannot_build("no API key")
 
     def request_body(self, request: InferenceRequest) -> dict[str, Any]:
         """The keyword arguments of ``messages.create`` for ``request``."""

@@ -11,6 +11,7 @@ from typing import Any
 
 from agentrig._model import JsonObject
 from agentrig.drivers._sdk import (
+    OPENAI_CLIENTS,
     SdkProvider,
     dump_arguments,
     extra_body,
@@ -25,7 +26,7 @@ from agentrig.drivers._sdk import (
 )
 from agentrig.drivers.pricing import PriceTable
 from agentrig.drivers.provider import Delta
-from agentrig.errors import ConfigurationError, ProviderError
+from agentrig.errors import ProviderError
 from agentrig.messages import Message, Messages, Role, ToolCall
 from agentrig.state import InferenceRequest, InferenceResponse, ToolSchema, Usage
 from agentrig.state.status import FinishReason
@@ -49,7 +50,7 @@ class OpenAIProvider(SdkProvider):
     """Answers inference requests with OpenAI Chat Completions.
 
     Pass a ready ``openai.OpenAI`` client (and ``async_client``, an ``openai.AsyncOpenAI``, for
-    ``ainfer``), or ``api_key``/``base_url``/``max_retries``/``timeout`` to build both (``base_url`` reaches any compatible API: OpenRouter, vLLM, Ollama...).
+    ``ainfer``), or ``api_key``/``base_url``/``max_retries``/``timeout`` to build both, each when a call first needs it (``base_url`` reaches any compatible API: OpenRouter, vLLM, Ollama...).
     ``model`` is used when the request's ``LlmConfig`` names none. ``stream=True`` streams the
     answer and assembles it, and ``infer_stream``/``ainfer_stream`` hand its pieces to
     ``AgentLoop.stream`` as they arrive. ``prices`` sets ``Usage.cost``. ``max_tokens_param`` is
@@ -59,6 +60,8 @@ class OpenAIProvider(SdkProvider):
 
     name = "openai"
     key_hint = "OPENAI_API_KEY"
+    _sdk_label = "OpenAI"
+    _kinds = OPENAI_CLIENTS
 
     def __init__(
         self,
@@ -75,25 +78,6 @@ class OpenAIProvider(SdkProvider):
         max_tokens_param: str = "max_completion_tokens",
     ) -> None:
         self._sdk = import_sdk("openai", "openai")
-        self.client = (
-            client if client is not None else self._client(api_key, base_url, max_retries, timeout)
-        )
-        if async_client is None and client is None:
-            async_client = self._client(api_key, base_url, max_retries, timeout, "AsyncOpenAI")
-        self.async_client = async_client
-        self.model = model
-        self.stream = stream
-        self.prices = prices
-        self.max_tokens_param = max_tokens_param
-
-    def _client(
-        self,
-        api_key: str | None,
-        base_url: str | None,
-        max_retries: int,
-        timeout: float | None,
-        kind: str = "OpenAI",
-    ) -> Any:
         options: dict[str, Any] = {
             "api_key": api_key,
             "base_url": base_url,
@@ -101,13 +85,16 @@ class OpenAIProvider(SdkProvider):
         }
         if timeout is not None:
             options["timeout"] = timeout
-        try:
-            return getattr(self._sdk, kind)(**options)
-        except self._sdk.OpenAIError as error:
-            raise ConfigurationError(
-                f"cannot build the OpenAI client: {error} "
-                "(set OPENAI_API_KEY, or pass api_key= or a ready client=)"
-            ) from None
+        if client is not None:  # async_client=None: ainfer runs the sync client in a thread
+            self._use_clients(options, client=client, async_client=async_client)
+        elif async_client is not None:
+            self._use_clients(options, async_client=async_client)
+        else:
+            self._use_clients(options)
+        self.model = model
+        self.stream = stream
+        self.prices = prices
+        self.max_tokens_param = max_tokens_param
 
     def request_body(self, request: InferenceRequest) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for ``request``."""

@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 
 from agentrig._model import JsonObject
 from agentrig.drivers._sdk import (
+    OPENAI_CLIENTS,
     SdkProvider,
     dump_arguments,
     extra_body,
@@ -51,7 +52,7 @@ class OpenAIResponsesProvider(SdkProvider):
 
     Pass a ready ``openai.OpenAI`` client (``client=``) and/or ``openai.AsyncOpenAI`` client
     (``async_client=``, or ``client=`` when it is the only one), or ``api_key``/``base_url``/``max_retries``/``timeout`` to build them
-    (the async one when ``ainfer`` first needs it). ``model`` is used when the request's
+    (each when a call first needs it). ``model`` is used when the request's
     ``LlmConfig`` names none. ``stream=True`` streams the answer and assembles it,
     and ``infer_stream``/``ainfer_stream`` hand its pieces to ``AgentLoop.stream`` as they arrive.
     ``prices`` sets ``Usage.cost``.
@@ -66,6 +67,8 @@ class OpenAIResponsesProvider(SdkProvider):
 
     name = "openai"
     key_hint = "OPENAI_API_KEY"
+    _sdk_label = "OpenAI"
+    _kinds = OPENAI_CLIENTS
 
     def __init__(
         self,
@@ -83,35 +86,25 @@ class OpenAIResponsesProvider(SdkProvider):
         include: Sequence[str] | None = None,
     ) -> None:
         self._sdk = import_sdk("openai", "openai")
-        self._options: dict[str, Any] = {
+        options: dict[str, Any] = {
             "api_key": api_key,
             "base_url": base_url,
             "max_retries": max_retries,
         }
         if timeout is not None:
-            self._options["timeout"] = timeout
+            options["timeout"] = timeout
         if async_client is None and isinstance(client, self._sdk.AsyncOpenAI):
             client, async_client = None, client  # an async client given as client= serves ainfer
         # A provider given a ready client builds no other: it cannot know that client's options.
-        self._async_given = async_client is not None or client is not None
         if client is None and async_client is None:
-            client = self._build("OpenAI")
-        self.client = client
-        self.async_client = async_client
+            self._use_clients(options)
+        else:
+            self._use_clients(options, client=client, async_client=async_client)
         self.model = model
         self.stream = stream
         self.prices = prices
         self.store = store
         self.include: tuple[str, ...] | None = None if include is None else _include(include)
-
-    def _build(self, kind: str) -> Any:
-        try:
-            return getattr(self._sdk, kind)(**self._options)
-        except self._sdk.OpenAIError as error:
-            raise ConfigurationError(
-                f"cannot build the OpenAI client: {error} "
-                "(set OPENAI_API_KEY, or pass api_key= or a ready client=)"
-            ) from None
 
     # --- requests -------------------------------------------------------------------------
 
@@ -184,7 +177,7 @@ class OpenAIResponsesProvider(SdkProvider):
     # --- async ------------------------------------------------------------------------------
 
     def _has_async_client(self) -> bool:
-        return True  # built when first needed, or refused (``_async_client``)
+        return True  # given, built when first needed, or refused (``_async_client``)
 
     async def _awhole(self, body: dict[str, Any]) -> InferenceResponse:
         answer = await self._async_client().responses.create(**body)
@@ -204,12 +197,10 @@ class OpenAIResponsesProvider(SdkProvider):
 
     def _async_client(self) -> Any:
         if self.async_client is None:
-            if self._async_given:
-                raise ConfigurationError(
-                    "OpenAIResponsesProvider was given only a sync client: pass "
-                    "async_client=openai.AsyncOpenAI(...) to use ainfer"
-                )
-            self.async_client = self._build("AsyncOpenAI")
+            raise ConfigurationError(
+                "OpenAIResponsesProvider was given only a sync client: pass "
+                "async_client=openai.AsyncOpenAI(...) to use ainfer"
+            )
         return self.async_client
 
     # --- answers ----------------------------------------------------------------------------

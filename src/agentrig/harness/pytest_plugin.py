@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from _pytest.fixtures import FuncFixtureInfo
     from syrupy.assertion import SnapshotAssertion
 
     from agentrig import AgentBuilder
@@ -187,16 +189,20 @@ def pytest_collection(session: pytest.Session) -> Iterator[None]:
     then what was collected is frozen out of its view (``gc.freeze``): the items live as long
     as the session, and every later full collection, such as those pytest runs at the end of a
     session, would visit each of their objects again (0.9 s a collection for 1,000 files); the
-    session's last cleanup unfreezes them."""
+    session's last cleanup unfreezes them, unless the process had frozen objects before (a
+    pytest run inside another): those would be unfrozen with them, so all stay frozen."""
     if not _collecting(session.config):
         yield
         return
     from agentrig.harness.scenarios.loader import collector_paused
 
+    # Thawing at the end would also thaw what a host process froze before this session (a
+    # pytest run inside another): then only what this session froze is left frozen.
+    host_froze = gc.get_freeze_count() > 0
     with collector_paused():
         yield
         gc.freeze()  # before the collector is back on: it never visits them, not even once
-    session.config.stash[_FROZEN] = True
+    session.config.stash[_FROZEN] = not host_froze
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -222,7 +228,16 @@ class ScenarioFile(pytest.Module):
         from agentrig.harness.scenarios.loader import load_scenario
 
         scenario = load_scenario(self.path)
-        yield ScenarioItem.from_parent(self, name=scenario.name, scenario=scenario)
+        # Every scenario item requests the same fixtures, and a folder's files see the same
+        # fixture definitions: pytest works the closure out once per folder, not per file.
+        known = self.parent.stash.get(_FOLDER_FIXTURES, None) if self.parent else None
+        fixtures = None if known is None else _own_copy(known)
+        item = ScenarioItem.from_parent(
+            self, name=scenario.name, scenario=scenario, fixtureinfo=fixtures
+        )
+        if known is None and self.parent is not None:
+            self.parent.stash[_FOLDER_FIXTURES] = item._fixtureinfo
+        yield item
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         """A file error as its message, not a traceback."""
@@ -231,6 +246,17 @@ class ScenarioFile(pytest.Module):
         if isinstance(excinfo.value, AgentrigError):
             return str(excinfo.value)
         return str(super().repr_failure(excinfo))
+
+
+_FOLDER_FIXTURES = pytest.StashKey["FuncFixtureInfo"]()
+
+
+def _own_copy(info: FuncFixtureInfo) -> FuncFixtureInfo:
+    """``info`` with lists of its own: an item's ``fixturenames`` is its closure list, which
+    plugins may change for that item alone."""
+    return dataclasses.replace(
+        info, names_closure=list(info.names_closure), name2fixturedefs=dict(info.name2fixturedefs)
+    )
 
 
 class ScenarioFailed(Exception):

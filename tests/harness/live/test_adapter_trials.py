@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sooner import decide_sooner
 from typer.testing import CliRunner
 
 from agentrig.harness.cli import app
@@ -67,9 +68,11 @@ CALLS = {"success": 3, "failure": 2}
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The example with the SDK agent as its adapter, the endpoint serving its models."""
+    """The example with the SDK agent as its adapter (deciding sooner: ``decide_sooner``), the
+    endpoint serving its models."""
     folder = tmp_path / "project"
     shutil.copytree(EXAMPLE, folder)
+    decide_sooner(folder)
     (folder / "sdk_agent.py").write_text(AGENT)
     scenario = folder / "refund.scenario.yaml"
     text = scenario.read_text()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sooner import decide_sooner
 
 from agentrig.harness.endpoint.server import EndpointServer
 from agentrig.harness.endpoint.service import ScenarioEndpoint
@@ -42,11 +43,13 @@ REFUSES = ASKS + 160 * 0.4 + 9 * 1.6
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[Path, ScenarioEndpoint, dict[str, str]]]:
-    """The example copied to a project folder, the endpoint serving its models, and the
+    """The example copied to a project folder (deciding sooner: ``decide_sooner``), the
+    endpoint serving its models, and the
     environment docs/live.md exports (the frameworks' clients read OPENAI_BASE_URL and
     OPENAI_API_KEY)."""
     project = tmp_path / "project"
     shutil.copytree(EXAMPLE, project)
+    decide_sooner(project)
     endpoint = ScenarioEndpoint(load_scenarios([project / "models"]))
     with EndpointServer(endpoint) as server:
         env = {
@@ -63,7 +66,9 @@ def served(tmp_path: Path) -> Iterator[tuple[Path, ScenarioEndpoint, dict[str, s
 def run_live(project: Path, env: dict[str, str]) -> tuple[int, dict[str, Any]]:
     """``agentrig run --live refund.scenario.yaml`` in a process of its own, as a user runs it
     (the frameworks' HTTP clients outlive the run's event loop there, not in the tests')."""
+    # a run id of its own: which sessions refund is drawn from the trial keys, the same each time
     command = ["run", "--live", "refund.scenario.yaml", "--report-dir", "reports", "-q"]
+    command += ["--run-id", "adapters"]
     done = subprocess.run(
         [sys.executable, "-c", "from agentrig.harness.cli import main; main()", *command],
         cwd=project,
@@ -92,7 +97,7 @@ def test_an_adapter_agent_is_measured_offline_and_replayed(
 
     code, live = run_live(project, env)
     assert (code, live["verdict"]) == (0, "PASS"), live["reason"]
-    # the agent's model (a mixture: 80% of sessions refund) is the only source of failures,
+    # the agent's model (a mixture: 60% of sessions refund) is the only source of failures,
     # and every trial's cost is the usage of the calls that passed the trial's gate, at
     # agent.price: 2 calls a refusing trial, 3 a refunding one
     calls = 0

@@ -1,6 +1,7 @@
 """``agentrig run --live`` offline, as docs/live.md shows it: the scenario endpoint plays the
-agent's model (a mixture that refunds in 80% of sessions), the simulated user and the judge,
-over the openai SDK on loopback; the agent is examples/live/refund_agent.py, unchanged."""
+agent's model (a mixture that refunds in 80% of sessions; 60% where a test decides sooner),
+the simulated user and the judge, over the openai SDK on loopback; the agent is
+examples/live/refund_agent.py, unchanged."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sooner import decide_sooner
 from typer.testing import CliRunner
 
 from agentrig.harness.cli import app
@@ -27,13 +29,15 @@ from agentrig.harness.scenarios.loader import load_scenarios
 EXAMPLE = Path(__file__).parents[3] / "examples" / "live"
 
 
-@pytest.fixture
-def offline(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def serve(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, sooner: bool
 ) -> Iterator[tuple[Path, ScenarioEndpoint]]:
-    """The example copied to a project folder, the endpoint serving its models, the keys set."""
+    """The example copied to a project folder (``sooner``: rewritten to decide in fewer
+    trials), the endpoint serving its models, the keys set."""
     project = tmp_path / "project"
     shutil.copytree(EXAMPLE, project)
+    if sooner:
+        decide_sooner(project)
     endpoint = ScenarioEndpoint(load_scenarios([project / "models"]))
     with EndpointServer(endpoint) as server:
         monkeypatch.chdir(project)
@@ -43,6 +47,22 @@ def offline(
         monkeypatch.setenv("REFUND_USER_KEY", "refund-user")
         monkeypatch.setenv("REFUND_JUDGE_KEY", "refund-judge")
         yield project, endpoint
+
+
+@pytest.fixture
+def offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Path, ScenarioEndpoint]]:
+    """The example as docs/live.md runs it, served offline."""
+    yield from serve(tmp_path, monkeypatch, sooner=False)
+
+
+@pytest.fixture
+def sooner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Path, ScenarioEndpoint]]:
+    """The example rewritten to decide in fewer trials (``decide_sooner``), served offline."""
+    yield from serve(tmp_path, monkeypatch, sooner=True)
 
 
 def run_live(*args: str) -> tuple[int, dict[str, object]]:
@@ -107,9 +127,9 @@ def test_a_requirement_above_the_agents_rate_fails(offline: tuple[Path, Scenario
 
 @pytest.mark.slow
 def test_live_scenarios_run_as_pytest_items_only_when_asked(
-    offline: tuple[Path, ScenarioEndpoint], pytester: pytest.Pytester
+    sooner: tuple[Path, ScenarioEndpoint], pytester: pytest.Pytester
 ) -> None:
-    project, _ = offline
+    project, _ = sooner
     pytester.chdir()
     shutil.copytree(project, pytester.path, dirs_exist_ok=True)
     skipped = pytester.runpytest_inprocess("--agentrig-scenarios", "refund.scenario.yaml", "-q")
@@ -123,7 +143,11 @@ def test_live_scenarios_run_as_pytest_items_only_when_asked(
         "-q",
     )
     ran.assert_outcomes(passed=1)
-    strict = (pytester.path / "refund.scenario.yaml").read_text().replace("0.6", "0.95")
+    strict = (
+        (pytester.path / "refund.scenario.yaml")
+        .read_text()
+        .replace("at_least: 0.3", "at_least: 0.95")
+    )
     (pytester.path / "refund.scenario.yaml").write_text(strict)
     failed = pytester.runpytest_inprocess(
         "--agentrig-scenarios",
@@ -178,7 +202,7 @@ def test_ctrl_c_mid_run_writes_the_reports_with_a_partial_verdict_and_exits_130(
 
 @pytest.mark.slow
 def test_a_recorded_trial_converts_to_a_ci_scenario_that_ends_as_it_did_live(
-    offline: tuple[Path, ScenarioEndpoint], monkeypatch: pytest.MonkeyPatch
+    sooner: tuple[Path, ScenarioEndpoint], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     code, scenario = run_live()
     assert code == 0, scenario
@@ -211,7 +235,7 @@ def test_a_recorded_trial_converts_to_a_ci_scenario_that_ends_as_it_did_live(
 
 
 @pytest.mark.slow
-def test_a_live_run_leaves_no_connection_open(offline: tuple[Path, ScenarioEndpoint]) -> None:
+def test_a_live_run_leaves_no_connection_open(sooner: tuple[Path, ScenarioEndpoint]) -> None:
     # trials cancelled once the verdict is reached close their clients too: nothing is left
     # for the garbage collector to find open (what it finds is said as a ResourceWarning)
     with warnings.catch_warnings(record=True) as caught:

@@ -12,13 +12,28 @@ from typing import Any
 import pytest
 import refund_app
 
+from agentrig import UseLlmConfig
+from agentrig.drivers import OpenAIProvider
 from agentrig.errors import ConfigurationError, ProviderError
 from agentrig.fakes import FunctionLLM
 from agentrig.fakes.llm import Turn
 from agentrig.harness.live.budget import Budget
+from agentrig.harness.live.gateway import Unlimited
 from agentrig.harness.live.limits import ProviderLimits, Traffic
-from agentrig.harness.live.run import LiveRun, RoleModels, run_live_scenario
-from agentrig.harness.live.trial import current_trial
+from agentrig.harness.live.run import (
+    LiveRun,
+    RoleModels,
+    check_reachable,
+    prepare_trials,
+    run_live_scenario,
+)
+from agentrig.harness.live.trial import (
+    TrialContext,
+    TrialOutcome,
+    TrialSetup,
+    current_trial,
+    run_trial,
+)
 from agentrig.harness.live_results import LiveResult
 from agentrig.harness.scenarios.loader import load_scenario
 from agentrig.harness.scenarios.model import Scenario
@@ -241,6 +256,24 @@ def test_the_reported_cost_is_what_the_run_spent_with_trials_stopped_midway(
     assert sum(paid.values()) == pytest.approx(budget.spent, abs=1e-12)
 
 
+def test_a_provider_every_trial_shares_is_left_open_though_a_trial_built_its_client(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A provider made once (at import) builds its SDK client when the first trial calls it:
+    # that trial must not close it under the next ones. Nothing listens at its base_url.
+    shared = OpenAIProvider(
+        model="gpt-test", api_key="sk-test", base_url="http://127.0.0.1:9/v1", max_retries=0
+    )
+    monkeypatch.setattr(refund_app, "build", lambda: BUILD().with_capability(UseLlmConfig(shared)))
+    result = live(scenario(tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 6}"))
+    reasons = {record.reason for record in result.records}
+    assert len(result.records) > 1
+    assert all("could not reach the openai API" in reason for reason in reasons), reasons
+    (client,) = shared.built_clients()
+    assert not client.is_closed()
+    asyncio.run(client.close())
+
+
 class Unauthorized(Exception):
     """What an SDK raises for HTTP 401 (pydantic-ai, the openai SDK: a ``status_code``)."""
 
@@ -307,6 +340,111 @@ def test_a_run_cap_too_small_for_the_requirement_names_max_trials_not_the_file(
     assert "needs at least 6 trials" in message
     assert "--max-trials 5" in message
     assert "raise trials.max" not in message  # the file's max is 60: it is not the cause
+
+
+def test_each_refusal_names_the_line_of_what_to_change(tmp_path: Path) -> None:
+    loaded = scenario(tmp_path, "\n  max: 5\n  require: {metric: rate, at_least: 0.6}")
+    path = tmp_path / "refund.scenario.yaml"
+    needs = "rate >= 0.6 at confidence 0.95 needs at least 6 trials to pass (all successes)"
+    with pytest.raises(ConfigurationError) as raised:
+        check_reachable(loaded)
+    assert str(raised.value) == (
+        f"{path}:16: {needs}; max is 5: raise trials.max or lower the requirement"
+    )
+    loaded = scenario(tmp_path, "\n  max: 60\n  require: {metric: rate, at_least: 0.6}")
+    with pytest.raises(ConfigurationError) as raised:
+        check_reachable(loaded, max_trials=5)
+    assert str(raised.value) == (
+        f"{path}:17: {needs}; the run allows 5 (--max-trials 5, over trials.max): raise it or "
+        "lower the requirement"
+    )
+    undecidable = "\n  max: 10\n  require: {metric: rate, at_least: 0.9999999999999999}"
+    with pytest.raises(ConfigurationError) as raised:
+        check_reachable(scenario(tmp_path, undecidable))
+    assert str(raised.value).startswith(
+        f"{path}:17: trials.require.at_least: rate >= 0.9999999999999999 needs a success rate "
+    )
+
+
+def test_a_sequential_run_may_stop_at_the_fewer_trials_its_test_needs(tmp_path: Path) -> None:
+    # rate >= 0.9 at 95%: the fixed rule passes at 29 successes of 29, the SPRT at 27 of 27
+    check_reachable(scenario(tmp_path, "{require: {metric: rate, at_least: 0.9}, max: 27}"))
+    fixed = "{require: {metric: rate, at_least: 0.9}, max: 28, sequential: false}"
+    with pytest.raises(ConfigurationError, match="needs at least 29 trials"):
+        check_reachable(scenario(tmp_path, fixed))
+    with pytest.raises(ConfigurationError, match="needs at least 27 trials"):
+        check_reachable(scenario(tmp_path, "{require: {metric: rate, at_least: 0.9}, max: 26}"))
+
+
+def test_the_scenarios_role_models_are_its_own_each_naming_the_trial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    loaded = scenario(tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 10}")
+    setup, opened = prepare_trials(loaded, LiveRun(run_id="r1"), Unlimited(), None)
+    assert setup.user_model is not None
+    assert setup.judge_model is not None
+    context = TrialContext("refund", 2, 1, 7, run="r1")
+    user: Any = setup.user_model(context)
+    judge: Any = setup.judge_model(context)
+    assert (user.model, judge.model) == ("gpt-4.1-mini", "gpt-4.1")
+    for provider in (user, judge):
+        for client in (provider.client, provider.async_client):
+            assert client.default_headers["x-agentrig-trial"] == "r1/refund/trial-2.1"
+    assert len(opened) == 2
+
+
+def test_a_role_the_scenario_gives_no_model_is_left_to_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    loaded = scenario(tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 10}")
+    assert loaded.judge is not None
+    no_model = loaded.model_copy(update={"judge": loaded.judge.model_copy(update={"model": None})})
+    no_judge = loaded.model_copy(update={"judge": None})
+    for without in (no_model, no_judge):
+        setup, opened = prepare_trials(without, LiveRun(), Unlimited(), None)
+        assert setup.judge_model is None
+        assert setup.user_model is not None
+        assert len(opened) == 1
+
+
+def test_the_sdk_clients_a_builder_gives_every_trial_are_left_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = SlowClosingClient()
+
+    def build_sharing_a_client() -> Any:
+        builder = BUILD()
+        builder.driver().provider.async_client = shared  # type: ignore[union-attr]
+        return builder
+
+    loaded = scenario(tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 10}")
+    monkeypatch.setattr(refund_app, "build", build_sharing_a_client)
+    setup, _ = prepare_trials(loaded, LiveRun(models=models()), Unlimited(), None)
+    assert setup.shared_clients == frozenset({id(shared)})
+    monkeypatch.setattr(refund_app, "build", build_with_a_client)  # a client per trial
+    setup, _ = prepare_trials(loaded, LiveRun(models=models()), Unlimited(), None)
+    assert setup.shared_clients == frozenset()
+
+
+def test_a_launcher_runs_each_trial_with_what_the_trials_share(tmp_path: Path) -> None:
+    loaded = scenario(tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 10}")
+    launched: list[tuple[str, int, int]] = []
+
+    async def launcher(setup: TrialSetup, index: int, attempt: int) -> TrialOutcome:
+        launched.append((setup.scenario.name, index, attempt))
+        return await run_trial(setup, index, attempt)
+
+    elsewhere = live(loaded, launcher=launcher)
+    here = live(loaded)
+    assert launched[:2] == [("refund", 0, 0), ("refund", 1, 0)]
+    assert len(launched) == elsewhere.trials
+    assert (elsewhere.verdict, elsewhere.trials, elsewhere.successes) == (
+        here.verdict,
+        here.trials,
+        here.successes,
+    )
 
 
 def test_a_missing_api_key_names_the_variable(

@@ -135,13 +135,19 @@ def test_exact_interval_matches_scipy_for_every_count_up_to_200(confidence: floa
 @pytest.mark.parametrize("n", [1000, 5000, 10**6])
 def test_exact_interval_matches_scipy_at_large_counts(n: int) -> None:
     # Beyond 64 terms the tail comes from the incomplete beta's continued fraction, on either
-    # side of the mean (confidence near 0 puts the bounds at the median).
+    # side of the mean (confidence near 0 puts the bounds at the median). The root search ends
+    # within 1e-12 of the rate's standard deviation: held here to 1e-10 of it (a Halley step
+    # with a wrong curvature converges only quadratically and ends 1e-8 of it away), plus the
+    # rounding of ln C(n, c) from lgamma past n = 300 (about 1e-16 n ln n of it).
     for c in (n // 2, n // 3, 100, n - 100):
-        for confidence in (0.5, 0.95, 1e-6):
+        for confidence in (0.5, 0.95, 0.999999, 1e-6):
             tail = (1 - confidence) / 2
             got = clopper_pearson(c, n, confidence)
-            assert got.low == pytest.approx(beta.ppf(tail, c, n - c + 1), abs=1e-9)
-            assert got.high == pytest.approx(beta.isf(tail, c + 1, n - c), abs=1e-9)
+            low, high = beta.ppf(tail, c, n - c + 1), beta.isf(tail, c + 1, n - c)
+            for bound, expected in ((got.low, low), (got.high, high)):
+                spread = math.sqrt(expected * (1 - expected) / n)
+                tolerance = (1e-10 + 2e-16 * n * math.log(n)) * spread
+                assert bound == pytest.approx(expected, abs=tolerance), (c, confidence)
 
 
 def test_exact_interval_ends_have_closed_forms() -> None:
@@ -406,6 +412,24 @@ def test_minimum_trials_to_pass() -> None:
     assert minimum_trials_to_pass(requirement(0.9), sequential=True) == 27  # 3.00 / 0.111
 
 
+@pytest.mark.parametrize(
+    ("at_least", "confidence", "fewest"),
+    [
+        (0.5, 1 - 0.5**33, 34),  # ln(1 - confidence) / ln(at_least) = 33.0, yet 33 of 33 fall short
+        (0.5, 1 - 0.5**35, 36),
+        (0.75, 1 - 0.75**3, 3),  # = 3.0000000000000004: the closed form says 4
+        (0.9, 1 - 0.9**22, 22),
+    ],
+)
+def test_minimum_trials_to_pass_where_the_closed_form_is_off_by_one(
+    at_least: float, confidence: float, fewest: int
+) -> None:
+    rule = Requirement(RATE, at_least, confidence=confidence)
+    assert minimum_trials_to_pass(rule) == fewest
+    assert fixed_verdict(fewest, fewest, rule).outcome is Outcome.PASS
+    assert fixed_verdict(fewest - 1, fewest - 1, rule).outcome is not Outcome.PASS
+
+
 @settings(
     max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -658,6 +682,76 @@ def test_the_first_five_bad_outcomes_are_named_and_what_was_called() -> None:
     assert [field for field, _ in caught.value.problems] == [f"outcomes[{i}]" for i in range(5)]
     with pytest.raises(InvalidInputError, match=r"^invalid sequential test: requirement: "):
         SequentialTest("rate >= 0.9")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda: sequential_verdict("TTF", RULE, 10),  # type: ignore[arg-type]
+            "arguments to sequential_verdict: outcomes: must be a sequence of bools, got 'TTF'",
+        ),
+        (
+            lambda: sequential_verdict([True], RULE, 0),
+            "arguments to sequential_verdict: max_trials: must be a whole number >= 1, got 0",
+        ),
+        (
+            lambda: clopper_pearson(3, 2),
+            "arguments to clopper_pearson: successes: must be at most trials (2), got 3",
+        ),
+        (
+            lambda: fixed_verdict(3, 2, RULE),
+            "arguments to fixed_verdict: successes: must be at most trials (2), got 3",
+        ),
+        (
+            lambda: parse_metric("best"),
+            "metric: metric: unknown metric 'best': expected rate (or pass^1, pass@1), pass^K or "
+            "pass@K with K a positive integer",
+        ),
+        (
+            lambda: Requirement(RATE, 1.0),
+            "requirement: at_least: must be a number between 0 and 1 (exclusive), got 1.0",
+        ),
+        (
+            lambda: Requirement(RATE, 0.9, indifference=0),
+            "requirement: indifference: must be a number between 0 and 0.5 (exclusive), got 0",
+        ),
+        (
+            lambda: Requirement(RATE, 5e-324),
+            "requirement: at_least: rate >= 5e-324 needs a success rate of 5e-324, which double "
+            "precision cannot tell from 0: no number of trials can decide it; raise at_least",
+        ),
+    ],
+)
+def test_a_bad_call_says_what_was_called(call: Any, message: str) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        call()
+    assert str(caught.value) == f"invalid {message}"
+
+
+def test_a_decided_sequential_test_refuses_more_trials_saying_why() -> None:
+    test = SequentialTest(requirement(0.5))
+    while test.update(True) is None:
+        pass
+    with pytest.raises(InvalidInputError) as caught:
+        test.update(True)
+    assert str(caught.value) == (
+        "invalid sequential test update: success: the test already decided PASS after "
+        f"{test.state.trials} trials; start a new SequentialTest for more"
+    )
+
+
+def test_each_metric_estimates_itself_from_the_counts() -> None:
+    assert parse_metric("rate").estimate(2, 5) == 0.4
+    assert parse_metric("pass^3").estimate(4, 5) == pass_hat_k(4, 5, 3) == pytest.approx(0.4)
+    assert parse_metric("pass@3").estimate(2, 5) == pass_at_k(2, 5, 3) == pytest.approx(0.9)
+    assert parse_metric("pass@3").estimate(2, 2) is None  # k past the trials
+
+
+def test_an_interval_may_be_a_single_rate() -> None:
+    point = Interval(0.25, 0.25)
+    assert 0.25 in point
+    assert tuple(point) == (0.25, 0.25)
 
 
 def test_every_bad_field_is_reported_at_once() -> None:

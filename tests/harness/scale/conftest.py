@@ -1,5 +1,5 @@
 """Scale-out tests: a Dask cluster of this process's threads (quick to start), shared by the
-tests of a session; the agents and models live in ``scale_app.py`` beside this file and in
+tests of a module; the agents and models live in ``scale_app.py`` beside this file and in
 ``../live/refund_app.py``."""
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from distributed import Client  # noqa: E402
 from agentrig.harness.scale.cluster import DaskExecutor, dask_client  # noqa: E402
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cluster() -> Iterator[Client]:
-    """Two workers without processes, eight task slots each."""
+    """Two workers without processes, eight task slots each, for the tests of one module:
+    closed after them, so that its event loop thread does not run on beside later tests."""
     with dask_client(DaskExecutor(), workers=2, threads_per_worker=8, processes=False) as client:
         yield client

@@ -183,8 +183,12 @@ def live_verdict(monkeypatch: pytest.MonkeyPatch, *args: str) -> dict[str, objec
 def test_live_trials_on_a_local_cluster_reach_the_local_verdict_and_replay(
     offline: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # a requirement well under the agent's rate (0.8): decided in a few rounds of trials
+    scenario = offline / "refund.scenario.yaml"
+    scenario.write_text(scenario.read_text().replace("at_least: 0.6", "at_least: 0.3"))
     local = live_verdict(monkeypatch, "--report-dir", "local", "--cache", "local-cache")
     dask = live_verdict(monkeypatch, "--executor", "dask", "-n", "1", "--report-dir", "dask")
+    assert local["verdict"] == "PASS"
     assert (dask["verdict"], dask["trials"], dask["successes"]) == (
         local["verdict"],
         local["trials"],

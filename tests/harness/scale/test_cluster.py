@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import threading
 
 import pytest
 
@@ -101,3 +102,13 @@ def test_local_workers_start_with_their_modules_and_this_process_environment(
     [(imported, late)] = found.values()
     assert imported == dict.fromkeys(WORKER_MODULES, True)  # before any task brought them
     assert late == "set after that process started"
+
+
+@pytest.mark.parametrize("processes", [False, True])
+def test_a_closed_cluster_leaves_no_thread_running_behind(processes: bool) -> None:
+    before = set(threading.enumerate())
+    with dask_client(DaskExecutor(), workers=1, processes=processes) as client:
+        assert client.submit(len, "four").result() == 4
+    left = [thread.name for thread in threading.enumerate() if thread not in before]
+    # Dask's offload pool may start its one thread here: idle, it runs no loop nor callback
+    assert [name for name in left if not name.startswith("Dask-Offload")] == []

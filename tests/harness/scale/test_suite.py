@@ -1,8 +1,11 @@
 """Scripted suites on a Dask cluster: one task per scenario, results back in order, reports
-equal to a local run's but for wall times, Ctrl-C cancelling what has not finished."""
+equal to a local run's but for wall times, a worker killed mid-suite costing nothing, Ctrl-C
+cancelling what has not finished."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -12,6 +15,7 @@ from distributed import Client
 from agentrig.errors import ConfigurationError
 from agentrig.harness.reporting import write_reports
 from agentrig.harness.results import ScenarioResult, SuiteResult
+from agentrig.harness.scale.cluster import DaskExecutor, dask_client
 from agentrig.harness.scale.suite import run_suite_on_dask
 from agentrig.harness.scenarios.loader import load_suite
 from agentrig.harness.scenarios.model import Scenario
@@ -84,3 +88,26 @@ def _scenario_tasks(client: Client) -> int:
 def test_a_plugin_a_worker_cannot_import_fails_the_run_naming_it(cluster: Client) -> None:
     with pytest.raises(ConfigurationError, match=r"in a Dask worker: .*'no_such_plugin_mod'"):
         run_suite_on_dask(cluster, bundled("tools")[:2], plugins=["no_such_plugin_mod"])
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_suite_loses_no_scenario_and_reports_none_twice() -> None:
+    tools = bundled("tools")
+    scenarios = tools * 10  # one task each; the scheduler sends all of them at once
+    here = [result.passed for result in run_suite(tools).scenarios] * 10
+    heard: list[str] = []
+    with dask_client(DaskExecutor(), workers=2, short_tasks=True) as client:
+        pids = client.run(os.getpid)
+
+        def kill_one_when_busy(result: ScenarioResult) -> None:
+            heard.append(result.name)
+            if len(heard) == 20:  # the others are queued on both workers
+                held = {worker: keys for worker, keys in client.processing().items() if keys}
+                assert len(held) == 2
+                os.kill(pids[min(held)], signal.SIGKILL)
+
+        result = run_suite_on_dask(client, scenarios, progress=kill_one_when_busy)
+        assert set(client.run(os.getpid).values()) != set(pids.values())  # one was replaced
+    assert len(heard) == len(scenarios)  # each result heard once
+    assert [s.name for s in result.scenarios] == [s.name for s in scenarios]
+    assert [s.passed for s in result.scenarios] == here

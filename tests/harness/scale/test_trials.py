@@ -204,12 +204,12 @@ def test_trials_stopped_at_the_verdict_are_in_the_cost_as_in_a_local_run(
     live = LiveRun(control=traffic, models=scale_app.models(delay=0.02), run_id="r")
     here = asyncio.run(run_live_scenario(loaded, live))
     there, spent = spent_on(cluster, loaded, ClusterLimits({}, budget_usd=100.0), delay=0.02)
-    for result, paid in ((here, budget.spent), (there, spent["run"])):
+    for where, result, paid in (("local", here, budget.spent), ("dask", there, spent["run"])):
         ended = sum(sum(record.cost.values()) for record in result.records)
         sent = sum(sum(record.calls.values()) for record in result.records)
-        assert result.cost.total > ended  # the stopped trials' calls are in the cost
-        assert sum(result.model_calls.values()) > sent  # and in the calls
-        assert result.cost.total == pytest.approx(paid, rel=1e-9)  # each call paid, once
+        assert result.cost.total > ended, where  # the stopped trials' calls are in the cost
+        assert sum(result.model_calls.values()) > sent, where  # and in the calls
+        assert result.cost.total == pytest.approx(paid, rel=1e-9), where  # each call paid, once
 
 
 def test_a_trial_run_again_after_its_worker_died_has_a_session_of_its_own(

@@ -145,3 +145,13 @@ def test_a_plain_value_reads_as_the_yaml_parser_reads_it(word: str) -> None:
         got = ("error", None)
     assert got == expected
     assert type(got[1]) is type(expected[1])
+
+
+def test_a_call_read_again_is_a_fresh_copy() -> None:
+    # Calls a file repeats are read once; each reader still gets arguments of its own.
+    _, args = read_call("add(a=1, b=two)")
+    args["a"] = 99
+    assert read_call("add(a=1, b=two)") == ("add", {"a": 1, "b": "two"})
+    _, nested = read_call("tag(items=[x, y])")
+    nested["items"].append("z")
+    assert read_call("tag(items=[x, y])") == ("tag", {"items": ["x", "y"]})

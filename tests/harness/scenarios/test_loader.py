@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import pickle
 import re
+import subprocess
+import sys
 import textwrap
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -926,6 +928,55 @@ def test_load_suite_keeps_each_bad_file_in_its_place_and_loads_the_rest(suite: P
     assert [error.field for error in loaded.broken] == ["name", "turns[0].user"]
 
 
+_GENERATIONS = """\
+import gc, sys
+from agentrig.harness.scenarios.loader import load_suite
+hosts = [[]]
+if sys.argv[2] == "host froze":
+    gc.freeze()
+scenario = load_suite(sys.argv[1]).scenarios[0]
+oldest = any(o is scenario for o in gc.get_objects(generation=2))
+thawed = any(o is hosts for o in gc.get_objects())
+print(oldest, thawed, gc.isenabled())
+"""
+
+
+@pytest.mark.parametrize(
+    ("host", "shown"), [("none", "True True True"), ("host froze", "False False True")]
+)
+def test_loaded_scenarios_join_the_oldest_generation(suite: Path, host: str, shown: str) -> None:
+    # Made while the collector was off, they would be visited by the next young collections;
+    # they are moved to the oldest generation, unless a host froze objects (not ours to thaw).
+    # In a fresh interpreter: this process's own freezes decide what happens here.
+    done = subprocess.run(
+        [sys.executable, "-c", _GENERATIONS, str(suite), host],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.split() == shown.split()
+
+
+_FREED = """\
+import gc, sys
+from agentrig.harness.scenarios.loader import load_suite
+loaded = load_suite(sys.argv[1])
+assert loaded.scenarios[0].turns[0].source is not None  # one location asked for, one not
+gc.collect()
+del loaded
+print(gc.collect())
+"""
+
+
+def test_a_dropped_suite_is_freed_without_the_cyclic_collector(suite: Path) -> None:
+    # No model points back at its scenario: dropping a suite frees it at once, and leaves the
+    # collector nothing to find (a cycle per file would wait for a full collection).
+    done = subprocess.run(
+        [sys.executable, "-c", _FREED, str(suite)], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["0"]
+
+
 def test_a_missing_path_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ScenarioFileError, match="cannot read the file"):
         load_scenarios([tmp_path / "nowhere"])
@@ -1585,3 +1636,24 @@ def test_every_model_is_where_the_yaml_puts_it(file: Path) -> None:
         assert model.source == (None if where is None else SourceLocation(str(file), *where))
     assert scenario.source == SourceLocation(str(file), *full.key_locations[("name",)])
     assert scenario.locate(("turns", 0)) == SourceLocation(str(file), *full.location(("turns", 0)))
+
+
+def test_locations_survive_pickling_and_copies() -> None:
+    # A scenario sent to a worker process, or copied, still says where each part was written;
+    # a model validated outside the loader has no location.
+    scenario = load_scenario(FULL)
+    reply = SourceLocation(str(FULL), _line(FULL, "      - say: Paris is sunny"), 9)
+    status = SourceLocation(str(FULL), _line(FULL, "      status: failed"), 15)
+    unpickled = pickle.loads(pickle.dumps(scenario))
+    assert unpickled == scenario
+    assert unpickled.turns[0].model[2].source == reply
+    assert unpickled.locate(("turns", 0, "expect", "status")) == status
+    assert unpickled.source == scenario.source
+    copied = scenario.model_copy(update={"description": "changed"})
+    assert copied.source == scenario.source
+    assert copied.locate(("turns", 0, "expect", "status")) == status
+    assert scenario.turns[0].model[2].model_copy(deep=True).source == reply
+    again = Scenario.model_validate(scenario.model_dump(by_alias=True, exclude_unset=True))
+    assert again.source is None
+    assert again.turns[0].model[2].source is None
+    assert again.locate(("turns", 0)) is None

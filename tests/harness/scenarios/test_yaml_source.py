@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,23 @@ def test_data_is_what_safe_load_gives() -> None:
         """
     )
     assert load_yaml_text(text).data == yaml.safe_load(text)
+
+
+def test_a_source_that_lets_go_of_its_data_reads_it_again() -> None:
+    # A loaded scenario keeps its source for locations only; asked again, the data and every
+    # location are those of a full parse, and a source without its text keeps its data.
+    full = load_yaml_text(NESTED, "f.yaml")
+    lazy = load_yaml_text(NESTED, "f.yaml", depth=1)
+    lazy.drop_data()
+    assert lazy.location(("turns",)) == full.location(("turns",))
+    assert lazy.data == full.data
+    again = load_yaml_text(NESTED, "f.yaml", depth=1)
+    again.drop_data()
+    assert pickle.loads(pickle.dumps(again)).data == full.data
+    assert again.location(("turns", 1, "n")) == Location(6, 20)
+    assert again.data == full.data
+    full.drop_data()
+    assert full.data["name"] == "demo"
 
 
 def test_locations_of_values_are_one_based() -> None:

@@ -30,7 +30,7 @@ def request_key(request: RecordedRequest) -> str:
     """A canonical text of ``request``: equal keys mean equal requests (``1`` and ``1.0`` and
     ``true`` differ; mapping order does not matter; tool-call ids count only by their order of
     first appearance, see :func:`numbered_ids`)."""
-    return json.dumps(to_data(numbered_ids(request)), sort_keys=True, ensure_ascii=False)
+    return json.dumps(to_data(numbered_ids(request)), sort_keys=True)
 
 
 def request_yaml(request: RecordedRequest) -> str:
@@ -54,7 +54,7 @@ def fitted(live: RecordedRequest, recorded: RecordedRequest) -> RecordedRequest:
             update["parameters"] = {}
             if "strict" not in mine.model_fields_set:
                 update["strict"] = False
-        tools.append(tool.model_copy(update=update) if update else tool)
+        tools.append(tool.model_copy(update=update))
     return live.model_copy(update={"tools": tuple(tools)})
 
 
@@ -75,7 +75,7 @@ def numbered_ids(request: RecordedRequest) -> RecordedRequest:
             )
         if message.tool_call_id is not None:
             update["tool_call_id"] = number(message.tool_call_id)
-        return message.model_copy(update=update) if update else message
+        return message.model_copy(update=update)
 
     messages = tuple(renumbered(message) for message in request.messages)
     return request.model_copy(update={"messages": messages})
@@ -89,18 +89,19 @@ def nearest(
     if not candidates:
         return None
     text = request_yaml(live)
-    best, best_score = candidates[0], (-1.0, -1.0)
-    for index in candidates:
+    lines = text.splitlines()
+
+    def similarity(index: int) -> tuple[float, float]:
         recorded = request_yaml(interactions[index].request)
-        score = (_ratio(recorded.splitlines(), text.splitlines()), _ratio(recorded, text))
-        if score > best_score:
-            best, best_score = index, score
-    return best
+        return _ratio(recorded.splitlines(), lines), _ratio(recorded, text)
+
+    return max(candidates, key=similarity)  # max keeps the first of equal ones
 
 
 def _ratio(left: Sequence[str], right: Sequence[str]) -> float:
     """Similarity by lines, then (to break ties) by characters."""
-    return difflib.SequenceMatcher(None, left, right, autojunk=False).ratio()
+    # autojunk=None is False to difflib; True is pinned by a test all the same
+    return difflib.SequenceMatcher(None, left, right, autojunk=False).ratio()  # pragma: no mutate
 
 
 def request_diff(recorded: RecordedRequest, live: RecordedRequest, number: int) -> str:

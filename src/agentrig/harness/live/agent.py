@@ -112,8 +112,10 @@ class BuilderAgent:
         self.state: AgentState | None = None
 
     async def close(self, keep: frozenset[int] = frozenset()) -> None:
-        """Close the SDK clients of the provider this trial's builder made, unless their ids
-        are in ``keep`` (clients every trial shares)."""
+        """Close the SDK clients of the provider this trial's builder made, unless their ids,
+        or the provider's, are in ``keep`` (what every trial shares)."""
+        if id(self.made) in keep:
+            return
         await close_clients(tuple(c for c in sdk_clients(self.made) if id(c) not in keep))
 
     async def respond(self, transcript: Transcript, message: str) -> AgentReply:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from agentrig.drivers.provider import AsyncInferenceProvider
 from agentrig.harness.checks.trajectory import partial_args
@@ -87,9 +87,7 @@ def check_holds(check: LiveCheck, transcript: Transcript) -> tuple[bool, str]:
     return False, "no reply of the agent matched"
 
 
-def _args(arguments: object) -> str:
-    if not isinstance(arguments, dict):
-        return ""
+def _args(arguments: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in arguments.items())
 
 
@@ -120,8 +118,8 @@ def read_vote(response: InferenceResponse) -> tuple[Decision, str]:
     try:
         data = json.loads(text)
     except ValueError:
-        data = None
-    if isinstance(data, dict) and str(data.get("result", "")).lower() in _DECISIONS:
+        data = None  # pragma: no mutate (whatever is not a dict reads alike)
+    if isinstance(data, dict) and str(data.get("result")).lower() in _DECISIONS:
         return str(data["result"]).lower(), str(data.get("reason", ""))  # type: ignore[return-value]
     first = text.split(maxsplit=1)[0].strip(".:,*").lower() if text else ""
     if first in _DECISIONS:

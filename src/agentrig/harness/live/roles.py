@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from agentrig.drivers import InferenceProvider
+from agentrig.drivers._sdk import SdkProvider
 from agentrig.drivers.pricing import ModelPrice, PriceTable
 from agentrig.errors import ConfigurationError
 from agentrig.harness.scenarios.live_model import LiveModelSpec
@@ -97,7 +98,10 @@ TRIAL_HEADER = "x-agentrig-trial"
 def with_trial_header(provider: Any, key: str) -> Any:
     """``provider`` (an agentrig SDK provider) sending ``x-agentrig-trial: KEY`` with each
     request: a copy whose SDK clients are copied with the header (their connection pool is
-    shared). Any other provider is returned as it is."""
+    shared; an agentrig SDK provider's each when the trial first needs it). Any other provider
+    is returned as it is."""
+    if isinstance(provider, SdkProvider):
+        return provider.with_headers({TRIAL_HEADER: key})
     client = getattr(provider, "client", None)
     if client is None or not hasattr(client, "with_options") or not hasattr(provider, "__dict__"):
         return provider
@@ -112,12 +116,13 @@ def with_trial_header(provider: Any, key: str) -> Any:
 
 
 def sdk_clients(provider: Any) -> tuple[Any, ...]:
-    """The SDK clients an agentrig SDK provider holds (sync and async), none for others."""
-    return tuple(
-        client
-        for client in (getattr(provider, "client", None), getattr(provider, "async_client", None))
-        if client is not None and hasattr(client, "close")
-    )
+    """The SDK clients a provider holds (sync and async; an agentrig SDK provider's: those
+    given or built so far), none for others."""
+    if isinstance(provider, SdkProvider):
+        held: tuple[Any, ...] = provider.built_clients()
+    else:
+        held = (getattr(provider, "client", None), getattr(provider, "async_client", None))
+    return tuple(client for client in held if client is not None and hasattr(client, "close"))
 
 
 async def close_clients(clients: tuple[Any, ...]) -> None:

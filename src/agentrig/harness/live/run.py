@@ -10,6 +10,7 @@ trials start only while the verdict is still open.
 from __future__ import annotations
 
 import asyncio
+import math
 import secrets
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -168,8 +169,8 @@ def _role_factory(
 
 
 def _shared_agent_clients(scenario: Scenario) -> frozenset[int]:
-    """The ids of the SDK clients the agent's builder gives every time (a provider made once,
-    at import): the trials leave those open. A provider the builder makes anew for each trial
+    """The ids of the SDK clients the agent's builder gives every time, or of the provider it
+    gives every time (one made once, at import): the trials leave those open. A provider the builder makes anew for each trial
     is closed when its trial ends."""
     if scenario.agent.builder is None:
         return frozenset()
@@ -178,9 +179,10 @@ def _shared_agent_clients(scenario: Scenario) -> frozenset[int]:
         second = builder_for(scenario.agent.builder).driver()
     except AgentrigError:
         return frozenset()  # the first trial reports it
-    one = {id(c) for c in sdk_clients(getattr(first, "provider", None))}
-    two = {id(c) for c in sdk_clients(getattr(second, "provider", None))}
-    return frozenset(one & two)
+    one, two = getattr(first, "provider", None), getattr(second, "provider", None)
+    if one is not None and one is two:  # its clients may be built only by the first trial
+        return frozenset({id(one)})
+    return frozenset({id(c) for c in sdk_clients(one)} & {id(c) for c in sdk_clients(two)})
 
 
 def prepare_trials(
@@ -390,8 +392,9 @@ class _Scheduler:
         # What the run spent: every trial that ended, and what those cancelled half-way (once
         # the verdict was reached, the budget spent, or the run interrupted) had paid for.
         stopped = self.setup.stopped
+        # fsum: the same total whatever order the trials ended in (a Dask run's is another)
         cost = {
-            role: sum(o.cost.get(role, 0.0) for o in self.all) + stopped.cost(role)
+            role: math.fsum([*(o.cost.get(role, 0.0) for o in self.all), stopped.cost(role)])
             for role in ("agent", "user", "judge")
         }
         total = sum(cost.values())

@@ -3,6 +3,7 @@ a local cluster sized to the machine, or a scheduler already running at ``dask:/
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import logging
@@ -17,11 +18,12 @@ from agentrig.errors import ConfigurationError, InvalidInputError, MissingDepend
 from agentrig.harness.suites.interrupt import sigint_held
 
 if TYPE_CHECKING:
-    from distributed import Client
+    from distributed import Client, LocalCluster
 
 __all__ = [
     "CONNECT_TIMEOUT",
     "LIVE_TRIALS_PER_WORKER",
+    "STOP_TIMEOUT",
     "WORKER_MODULES",
     "DaskExecutor",
     "dask_client",
@@ -32,6 +34,8 @@ __all__ = [
 
 CONNECT_TIMEOUT = 10.0
 """Seconds to wait for a scheduler at ``dask://HOST:PORT`` to answer."""
+STOP_TIMEOUT = 0.5
+"""Seconds a local worker process has to stop when a run is interrupted, before it is killed."""
 
 LIVE_TRIALS_PER_WORKER = 8
 """Trials a local worker runs at once in a live run: a trial mostly waits for its models, so a
@@ -93,11 +97,14 @@ def dask_client(
     workers: int | None = None,
     threads_per_worker: int = 1,
     processes: bool = True,
+    short_tasks: bool = False,
 ) -> Iterator[Client]:
     """A client of ``executor``'s cluster while inside. A local cluster has ``workers``
     processes (default: one per CPU this process may use; ``processes=False``: threads of this
-    process), each running ``threads_per_worker`` tasks at once, and is closed on leaving. A
-    scheduler that cannot be reached is a ``ConfigurationError`` naming its address."""
+    process), each running ``threads_per_worker`` tasks at once, and is closed on leaving; with
+    ``short_tasks`` (many tasks of milliseconds: scripted scenarios) its scheduler sends every
+    task to a worker at once instead of queueing them. A scheduler that cannot be reached is a
+    ``ConfigurationError`` naming its address."""
     require_dask()
     from dask import config
     from distributed import Client, LocalCluster
@@ -121,8 +128,8 @@ def dask_client(
         # earlier: its nanny gives it this process's, as it is now
         forked["env"] = dict(os.environ)
     with contextlib.ExitStack() as stack:
-        if method is not None:  # for the cluster's life: the workers a nanny starts again too
-            stack.enter_context(config.set({"distributed.worker.multiprocessing-method": method}))
+        # for the cluster's life: the workers a nanny starts again read it too
+        stack.enter_context(config.set(_local_config(method, short_tasks)))
         with sigint_held():  # the worker processes inherit Ctrl-C blocked: it is this process's
             cluster = LocalCluster(
                 n_workers=workers or _cpu_count(),
@@ -136,8 +143,44 @@ def dask_client(
                 silence_logs=logging.CRITICAL,
                 **forked,
             )
-        with cluster, Client(cluster, set_as_default=False) as client:
-            yield client
+        # results fetched from the workers themselves, not relayed by the scheduler
+        with cluster, Client(cluster, set_as_default=False, direct_to_workers=True) as client:
+            try:
+                yield client
+            except BaseException:  # Ctrl-C or an error: what the workers still run is not wanted
+                if processes:
+                    _stop_workers(cluster)
+                raise
+
+
+def _stop_workers(cluster: LocalCluster) -> None:
+    """Stop ``cluster``'s worker processes now: one still running a task after
+    :data:`STOP_TIMEOUT` is killed (a nanny gives it 5 s otherwise)."""
+
+    async def stop() -> None:
+        nannies = list(cluster.workers.values())
+        await asyncio.gather(
+            *(nanny.close(timeout=STOP_TIMEOUT) for nanny in nannies), return_exceptions=True
+        )
+
+    with contextlib.suppress(Exception):  # the cluster's own close still follows
+        cluster.sync(stop)
+
+
+def _local_config(method: str | None, short_tasks: bool) -> dict[str, object]:
+    """The Dask settings of a local cluster whose workers start by ``method``."""
+    settings: dict[str, object] = {
+        # every message stays on this machine: compressing it costs more than it saves
+        "distributed.comm.compression": None,
+    }
+    if method is not None:
+        settings["distributed.worker.multiprocessing-method"] = method
+    if short_tasks:
+        # the scheduler's queue costs it a round of decisions for each task as a slot frees;
+        # tasks of milliseconds are better sent all at once (each worker keeps its own queue,
+        # and one that dies has its tasks run again elsewhere all the same)
+        settings["distributed.scheduler.worker-saturation"] = float("inf")
+    return settings
 
 
 def start_worker_server() -> str:

@@ -41,7 +41,11 @@ def dask_session(
     has_live = live is not None and any(scenario.is_live for scenario in scenarios)
     threads = LIVE_TRIALS_PER_WORKER if has_live else 1
     with dask_client(
-        executor, workers=workers, threads_per_worker=threads, processes=processes
+        executor,
+        workers=workers,
+        threads_per_worker=threads,
+        processes=processes,
+        short_tasks=not has_live,
     ) as client:
         check_workers(client, needs_of(scenarios, plugins, live))
         if processes or executor.address is not None:  # not this process's threads

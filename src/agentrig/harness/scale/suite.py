@@ -1,6 +1,10 @@
 """A suite of scripted scenarios on a Dask cluster: one task per scenario, the results back
 here in the scenarios' order (the reports equal a local run's but for wall times).
 
+Each task carries its scenario pickled by this process (the scheduler then holds bytes it
+need not unpickle and pickle again), and the results are fetched in batches, as many as have
+finished, one round trip each (docs/performance.md, "On a Dask cluster").
+
 A worker that dies mid-scenario costs nothing: the scheduler runs its scenarios again on
 another worker, and each result is taken once. A scenario that kills every worker it lands on
 (``distributed.scheduler.allowed-failures`` times) fails alone, saying so. Ctrl-C cancels what
@@ -9,10 +13,11 @@ has not finished.
 
 from __future__ import annotations
 
+import pickle
 import secrets
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from agentrig.errors import ConfigurationError
 from agentrig.harness.results import ScenarioResult, SuiteResult
@@ -22,6 +27,7 @@ from agentrig.harness.scenarios.model import Scenario
 from agentrig.harness.suites.suite import Progress
 
 if TYPE_CHECKING:
+    from dask.typing import Key
     from distributed import Client, Future
 
     from agentrig import AgentBuilder
@@ -50,8 +56,8 @@ def run_suite_on_dask(
     started = time.perf_counter()
     run = secrets.token_hex(4)
     futures = client.map(
-        _run_one,
-        scenarios,
+        _run_pickled,
+        [pickle.dumps(scenario, pickle.HIGHEST_PROTOCOL) for scenario in scenarios],
         plugins=tuple(plugins),
         use_async=use_async,
         key=[f"agentrig-scenario-{run}-{i}" for i in range(len(scenarios))],
@@ -60,13 +66,11 @@ def run_suite_on_dask(
     position = {future.key: i for i, future in enumerate(futures)}
     finished: dict[int, ScenarioResult] = {}
     try:
-        # results fetched in batches as they finish, not one round trip each
-        done = as_completed(futures, loop=client.loop, with_results=True, raise_errors=False)
-        for future, outcome in done:
-            i = position[future.key]
-            finished[i] = _result_of(future, outcome, scenarios[i])
-            if progress is not None:
-                progress(finished[i])
+        for batch in as_completed(futures, loop=client.loop).batches():
+            for i, result in _results_of(client, batch, position, scenarios):
+                finished[i] = result
+                if progress is not None:
+                    progress(result)
     except BaseException:  # Ctrl-C, or a worker that cannot import the plugins
         client.cancel(futures)
         raise
@@ -106,18 +110,31 @@ def run_scenario_on_dask(
     return result
 
 
-def _result_of(future: Future[ScenarioResult], outcome: Any, scenario: Scenario) -> ScenarioResult:
-    """The result ``future`` brought (``outcome``): a scenario's, or its error's
-    ``(type, error, traceback)``; a scenario whose workers kept dying fails alone."""
+def _results_of(
+    client: Client,
+    batch: list[Future[ScenarioResult]],
+    position: dict[Key, int],
+    scenarios: Sequence[Scenario],
+) -> Iterator[tuple[int, ScenarioResult]]:
+    """The results of the finished tasks ``batch`` (fetched in one round trip), by scenario
+    index; a scenario whose workers kept dying fails alone."""
+    fetched = client.gather({future.key: future for future in batch}, errors="skip")
+    for future in batch:
+        i = position[future.key]
+        result = fetched.get(future.key)
+        yield i, _failed(future, scenarios[i]) if result is None else result
+
+
+def _failed(future: Future[ScenarioResult], scenario: Scenario) -> ScenarioResult:
+    """The result of ``future``, a task that raised: a scenario whose workers kept dying fails
+    alone, other errors (a worker that cannot import the plugins) are raised here."""
     from distributed import KilledWorker
 
-    if future.status != "error":
-        result: ScenarioResult = outcome
-        return result
-    error = outcome[1]
+    error = future.exception()
     if isinstance(error, KilledWorker):
         return _workers_killed(scenario)
-    raise error.with_traceback(outcome[2])
+    assert error is not None
+    raise error.with_traceback(future.traceback())
 
 
 def _workers_killed(scenario: Scenario) -> ScenarioResult:
@@ -126,6 +143,11 @@ def _workers_killed(scenario: Scenario) -> ScenarioResult:
 
     count = config.get("distributed.scheduler.allowed-failures") + 1
     return failed_result(scenario, WORKERS_KILLED.format(count=count))
+
+
+def _run_pickled(scenario: bytes, plugins: tuple[str, ...], use_async: bool) -> ScenarioResult:
+    """On a worker: run the pickled ``scenario`` after importing ``plugins``."""
+    return _run_one(pickle.loads(scenario), plugins, use_async)
 
 
 def _run_one(

@@ -216,11 +216,14 @@ class _WorkerRun:
 @dataclass
 class _Running:
     """A worker's trials of one run: those running (each task's key: the trial and what it
-    spent once stopped), and the keys stopped from the launcher's side."""
+    spent once stopped), what those that ended here spent (until the run is forgotten: the
+    launcher may stop a trial whose result is still on its way), and the keys stopped from the
+    launcher's side."""
 
     trials: dict[str, tuple[asyncio.Task[TrialOutcome], Ledger]] = dataclasses.field(
         default_factory=dict
     )
+    ended: dict[str, Ledger] = dataclasses.field(default_factory=dict)
     stopped: set[str] = dataclasses.field(default_factory=set)
 
 
@@ -242,6 +245,8 @@ async def _run_remote_trial(job: _TrialJob, index: int, attempt: int, key: str) 
     ensure_plugins(job.plugins)
     cache = _CarriedCache(job.scenario, job.cached) if job.record else None
     life = await _lives(worker, job.namespace, key)
+    if key in running.stopped:  # stopped while its starts were counted: it never begins
+        return Ledger()
     # run again after its worker died: a session of its own, as a first run has
     run_id = f"{job.run_id}.rerun-{life}" if life else job.run_id
     setup = dataclasses.replace(_setup_of(job), cache=cache, stopped=Ledger(), run_id=run_id)
@@ -255,30 +260,33 @@ async def _run_remote_trial(job: _TrialJob, index: int, attempt: int, key: str) 
         return setup.stopped
     finally:
         running.trials.pop(key, None)
+    running.ended[key] = _spent_by(outcome)
     return outcome, None if cache is None else cache.saved
 
 
 async def _lives(worker: Any, namespace: str, key: str) -> int:
     """How many times task ``key`` began before (on workers that died), counted on the
-    scheduler."""
-    from distributed import Lock
+    scheduler in one step: a worker removed while it starts the task may still be counting
+    when the task begins again elsewhere, and two counts of 0 would share one session."""
+    from distributed.protocol.pickle import dumps
 
-    path = [namespace, "lives", key]
-    # under a lock: a worker removed while it starts the task may still be counting when
-    # the task begins again elsewhere, and two counts of 0 would share one session
-    lock = Lock(name=f"{namespace}-lives-{key}")
-    await lock.acquire()
-    try:
-        began: int = await worker.scheduler.get_metadata(keys=path, default=0)
-        await worker.scheduler.set_metadata(keys=path, value=began + 1)
-    finally:
-        try:
-            await lock.release()
-        finally:
-            # each lock refreshes its leases every few seconds until stopped, and that timer
-            # keeps the lock alive: one per trial would pile up on the worker (the scheduler's
-            # side goes when the run is forgotten)
-            lock.refresh_callback.stop()
+    def began_before(path: list[str], dask_scheduler: Any) -> int:
+        began: int = dask_scheduler.get_metadata(keys=path, default=0)
+        dask_scheduler.set_metadata(keys=path, value=began + 1)
+        return began
+
+    # Run in the scheduler's event loop, which runs nothing else meanwhile; no lock, whose
+    # lease a worker killed while holding it would keep from the task's next run for
+    # distributed.scheduler.locks.lease-timeout (30 s). A local function is sent by value: the
+    # scheduler need not import agentrig.
+    answer = await worker.scheduler.run_function(
+        function=dumps(began_before),
+        args=dumps(([namespace, "lives", key],)),
+        kwargs=dumps({}),
+    )
+    if answer["status"] != "OK":
+        raise RuntimeError(f"the Dask scheduler could not count the starts of {key}: {answer}")
+    began: int = answer["result"]
     return began
 
 
@@ -295,10 +303,8 @@ async def _stop_trial(namespace: str, key: str, dask_worker: Any) -> Ledger | No
         if trial.cancelled() or trial.exception() is not None:
             return spent
         return _spent_by(trial.result())  # it had ended, its task not told yet
-    if key in dask_worker.data:
-        done = dask_worker.data[key]
-        return done if isinstance(done, Ledger) else _spent_by(done[0])
-    return None
+    # ended here, its result not yet taken by the launcher (stored by the worker, or on its way)
+    return running.ended.pop(key, None)
 
 
 def _spent_by(outcome: TrialOutcome) -> Ledger:

@@ -46,6 +46,22 @@ def read_call(text: str) -> tuple[str, dict[str, Any]]:
     string that holds commas or brackets: ``q="a, b"``. Raises
     :class:`~agentrig.errors.InvalidInputError` naming what is wrong.
     """
+    known = _READ.get(text)
+    if known is not None:  # a call a file repeats (a model's call, then its expectation)
+        return known[0], dict(known[1])
+    name, args = _read_call(text)
+    if len(_READ) < _READ_MAX and all(type(value) in _ATOMS for value in args.values()):
+        _READ[text] = (name, tuple(args.items()))  # only immutable values: copies stay apart
+    return name, args
+
+
+_READ: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {}
+"""Calls already read whose values are all text, numbers, booleans or null."""
+_READ_MAX = 20_000
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+def _read_call(text: str) -> tuple[str, dict[str, Any]]:
     match = _CALL.fullmatch(text)
     if match is None:
         raise _shorthand_error(text, _shape_problem(text))

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import functools
 import gc
 import json
 import os
@@ -25,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import UnionType
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
@@ -42,6 +41,7 @@ from agentrig.harness.scenarios.model import (
     ToolCallSpec,
     parse_call_shorthand,
 )
+from agentrig.harness.scenarios.source_map import models_in
 from agentrig.harness.scenarios.yaml_source import FieldPath, Location, YamlSource, load_yaml_file
 
 __all__ = [
@@ -75,6 +75,7 @@ def load_scenario(path: StrPath) -> Scenario:
     except ValidationError as exc:
         raise file_error(exc, source) from None
     _bind_locations(scenario, source)
+    source.drop_data()  # the models hold what was read; locations parse the text again
     return scenario
 
 
@@ -119,6 +120,7 @@ def load_suite(paths: StrPath | Iterable[StrPath]) -> LoadedSuite:
                 entries.append(load_scenario(file))
             except ScenarioFileError as exc:
                 entries.append(exc)
+        _to_oldest_generation()
     loaded = [entry for entry in entries if isinstance(entry, Scenario)]
     duplicates = {id(error.scenario): error.error for error in _duplicate_names(loaded)}
     return LoadedSuite(tuple(duplicates.get(id(entry), entry) for entry in entries))
@@ -138,6 +140,17 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         gc.enable()
+
+
+def _to_oldest_generation() -> None:
+    """Move what the collector tracks into its oldest generation, without visiting it: all that
+    was made while it was off is young, and the first young collection after would visit every
+    scenario just loaded (then the next generation's, again), though they live on. ``freeze``
+    and ``unfreeze`` only move lists; skipped when something is frozen already (a host's
+    freeze is not this function's to undo)."""
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
 
 
 def scenario_json_schema() -> dict[str, Any]:
@@ -228,56 +241,18 @@ def _at(source: YamlSource, where: Location | None, reason: str, **extra: Any) -
     return ScenarioFileError(source.path, reason, line=line, column=column, **extra)
 
 
+_set = object.__setattr__
+
+
 def _bind_locations(scenario: Scenario, source: YamlSource) -> None:
-    """Tell each model of ``scenario`` where it was written (found when first asked for)."""
-    for model, path in _models_in(scenario, ()):
-        model._bind_source(PendingLocation(source, path))
+    """Tell each model of ``scenario`` its file and path (the location is found when first
+    asked for)."""
+    for model, path in models_in(scenario, ()):
+        if isinstance(model, ScenarioModel):
+            _set(model, "_where", source)  # ScenarioModel.source resolves it when asked
+            _set(model, "_path", path)
     scenario._bind_source(PendingLocation(source, ("name",), key=True))
     scenario._bind_yaml(source)
-
-
-def _models_in(
-    value: Any, path: FieldPath, found: list[tuple[ScenarioModel, FieldPath]] | None = None
-) -> list[tuple[ScenarioModel, FieldPath]]:
-    """Every model in ``value`` with its path, ``value`` first; only the fields whose type can
-    hold a model are visited."""
-    found = [] if found is None else found
-    if isinstance(value, ScenarioModel):
-        found.append((value, path))
-        for name, key in _model_fields(type(value)):
-            _models_in(getattr(value, name), (*path, key), found)
-    elif isinstance(value, tuple | list):
-        for index, item in enumerate(value):
-            _models_in(item, (*path, index), found)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _models_in(item, (*path, key), found)
-    return found
-
-
-@functools.cache
-def _model_fields(model: type[BaseModel]) -> tuple[tuple[str, str], ...]:
-    """(name, YAML key) of the fields of ``model`` whose type may hold a model."""
-    return tuple(
-        (name, field.alias or name)
-        for name, field in model.model_fields.items()
-        if _may_hold_model(field.annotation)
-    )
-
-
-_LEAVES = (str, int, float, bool, type(None))
-
-
-def _may_hold_model(annotation: Any) -> bool:
-    """False only for a type made of text, numbers, booleans, None and literals alone."""
-    origin = get_origin(annotation)
-    if origin is Literal:
-        return False
-    if origin is Annotated:
-        return _may_hold_model(get_args(annotation)[0])
-    if origin is not None:
-        return any(_may_hold_model(arg) for arg in get_args(annotation) if arg is not Ellipsis)
-    return not (isinstance(annotation, type) and issubclass(annotation, _LEAVES))
 
 
 # --- validation errors ------------------------------------------------------------------------

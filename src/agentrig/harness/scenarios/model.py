@@ -28,7 +28,6 @@ from pydantic import (
     Discriminator,
     Field,
     GetJsonSchemaHandler,
-    PrivateAttr,
     Strict,
     Tag,
     ValidationError,
@@ -220,25 +219,54 @@ class ScenarioModel(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    _source: SourceLocation | PendingLocation | None = PrivateAttr(default=None)
+    # Where it was written, in slots, not pydantic private attributes (whose per-instance dict
+    # and set-up cost a fifth of validating a file): None for a model built in code; for a
+    # loaded one, its file's YamlSource and its field path until first asked for, then the
+    # SourceLocation. No model points at its scenario, so dropped scenarios are freed at once.
+    __slots__ = ("_path", "_where")
 
     @property
     def source(self) -> SourceLocation | None:
         """Where this part was written, when it was loaded from a file."""
-        where = self._source
-        if isinstance(where, PendingLocation):
+        where = getattr(self, "_where", None)
+        if isinstance(where, YamlSource):
+            where = PendingLocation(where, getattr(self, "_path", ())).resolve()
+            object.__setattr__(self, "_where", where)
+        elif isinstance(where, PendingLocation):
             where = where.resolve()
-            self._source = where
+            object.__setattr__(self, "_where", where)
         return where
 
-    def _bind_source(self, location: SourceLocation | PendingLocation) -> None:
-        self._source = location
+    def _bind_source(self, location: SourceLocation | PendingLocation | None) -> None:
+        object.__setattr__(self, "_where", location)
 
     def __eq__(self, other: object) -> bool:
         """Equal when the fields are equal; where each was written does not matter."""
         if not isinstance(other, BaseModel):
             return NotImplemented
         return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    def __getstate__(self) -> dict[Any, Any]:
+        state = super().__getstate__()
+        state["_where"] = getattr(self, "_where", None)
+        state["_path"] = getattr(self, "_path", None)
+        return state
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        where, path = state.pop("_where", None), state.pop("_path", None)
+        super().__setstate__(state)
+        object.__setattr__(self, "_where", where)
+        object.__setattr__(self, "_path", path)
+
+    def __copy__(self) -> Self:
+        copied = super().__copy__()
+        object.__setattr__(copied, "_where", self.source)
+        return copied
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
+        copied = super().__deepcopy__(memo)
+        object.__setattr__(copied, "_where", self.source)
+        return copied
 
     @model_validator(mode="after")
     def _check_rules(self) -> Self:
@@ -321,9 +349,10 @@ def _coerce_call(value: Any) -> Any:
     if not isinstance(value, str):
         return value
     try:
-        return parse_call_shorthand(value)
+        name, args = read_call(value)  # validated as the call's own mapping is, no second pass
     except InvalidInputError as exc:
         raise PydanticCustomError("call_shorthand", exc.problems[0][1]) from None
+    return {"name": name, "args": args}
 
 
 CallField = Annotated[
@@ -1555,7 +1584,7 @@ class Scenario(ScenarioModel):
         default=None, description="Live: how many trials run and the requirement they decide."
     )
 
-    _yaml: YamlSource | None = PrivateAttr(default=None)
+    __slots__ = ("_yaml",)  # the file it was loaded from (see ScenarioModel._where)
 
     @model_validator(mode="before")
     @classmethod
@@ -1646,10 +1675,11 @@ class Scenario(ScenarioModel):
 
     def locate(self, path: FieldPath) -> SourceLocation | None:
         """Where the field at ``path`` (YAML keys and indices) was written, if known."""
-        if self._yaml is None:
+        yaml: YamlSource | None = getattr(self, "_yaml", None)
+        if yaml is None:
             return None
-        where = self._yaml.location(path)
-        return None if where is None else SourceLocation(self._yaml.path, *where)
+        where = yaml.location(path)
+        return None if where is None else SourceLocation(yaml.path, *where)
 
     def nearest_location(self, path: FieldPath) -> str | None:
         """``file:line`` where ``path`` was written, else where its nearest written parent was,
@@ -1661,4 +1691,24 @@ class Scenario(ScenarioModel):
         return str(self.source) if self.source is not None else None
 
     def _bind_yaml(self, source: YamlSource) -> None:
-        self._yaml = source
+        object.__setattr__(self, "_yaml", source)
+
+    def __getstate__(self) -> dict[Any, Any]:
+        state = super().__getstate__()
+        state["_yaml"] = getattr(self, "_yaml", None)
+        return state
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        yaml = state.pop("_yaml", None)
+        super().__setstate__(state)
+        object.__setattr__(self, "_yaml", yaml)
+
+    def __copy__(self) -> Self:
+        copied = super().__copy__()
+        object.__setattr__(copied, "_yaml", getattr(self, "_yaml", None))
+        return copied
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
+        copied = super().__deepcopy__(memo)
+        object.__setattr__(copied, "_yaml", getattr(self, "_yaml", None))
+        return copied

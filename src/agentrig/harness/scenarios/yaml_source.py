@@ -18,6 +18,8 @@ not UTF-8, and hostile shapes: more than ``MAX_VALUES`` values once aliases are 
 
 from __future__ import annotations
 
+import enum
+import functools
 import os
 import re
 import sys
@@ -65,6 +67,12 @@ MAX_DEPTH = 100
 """The deepest collections may nest (JSON tools and serializers give up near 200)."""
 
 
+class _Unread(enum.Enum):
+    """The data of a source that let go of it (an enum member: it pickles as itself)."""
+
+    DATA = enum.auto()
+
+
 class Location(NamedTuple):
     """A 1-based position in a file."""
 
@@ -84,7 +92,7 @@ class YamlSource:
     cost more than parsing them (and keep the memory for it).
     """
 
-    __slots__ = ("_depth", "_key_locations", "_locations", "_text", "data", "path")
+    __slots__ = ("_data", "_depth", "_key_locations", "_locations", "_text", "path")
 
     def __init__(
         self,
@@ -97,7 +105,7 @@ class YamlSource:
         depth: int | None = None,
     ) -> None:
         self.path = path
-        self.data = data
+        self._data = data
         self._locations = locations
         self._key_locations = key_locations
         self._text = text if depth is not None else None
@@ -105,6 +113,21 @@ class YamlSource:
 
     def __repr__(self) -> str:
         return f"YamlSource(path={self.path!r})"
+
+    @property
+    def data(self) -> Any:
+        """The document as plain data (``None`` for an empty one)."""
+        if self._data is _Unread.DATA:
+            self._locate_all()
+        return self._data
+
+    def drop_data(self) -> None:
+        """Let go of the data of a source made with ``text`` and ``depth``: it is built again
+        from the text when next asked for. A loaded scenario keeps its source for locations
+        only, and a file's data is a few dozen containers the garbage collector would visit at
+        each full collection."""
+        if self._depth is not None:
+            self._data = _Unread.DATA
 
     @property
     def locations(self) -> Mapping[FieldPath, Location]:
@@ -124,8 +147,9 @@ class YamlSource:
         assert self._text is not None
         root = _composed(self._text, self.path)
         builder = _Builder(self.path)
-        if root is not None:
-            builder.build(root, ())
+        data = None if root is None else builder.build(root, ())
+        if self._data is _Unread.DATA:
+            self._data = data
         self._locations, self._key_locations = builder.locations, builder.key_locations
         self._depth = self._text = None
 
@@ -219,23 +243,31 @@ def _composed(text: str, path: str) -> Node | None:
         raise ScenarioFileError(path, reason, line=line, column=column) from None
 
 
-_RESOLVED: dict[tuple[str, bool, bool], str] = {}
-"""The tags of plain and quoted scalars already resolved (keys and short values repeat)."""
+_RESOLVED: dict[Any, dict[str, str]] = {}
+"""The tags of plain and quoted scalars already resolved, by their ``implicit`` flags (keys and
+short values repeat)."""
 _RESOLVED_MAX = 20_000
 _RESOLVED_LENGTH = 64
+_COLLECTION_TAGS: dict[type[Node], str] = {MappingNode: _MAP_TAG, SequenceNode: _SEQ_TAG}
 
 
 def _cached_resolve(loader: Any, kind: type[Node], value: Any, implicit: Any) -> Any:
     """``Resolver.resolve``, remembered for scalars: the C parser asks for every scalar of a
-    file, and the resolver tries its regular expressions on each (a fifth of composing)."""
-    if kind is not ScalarNode or not isinstance(value, str) or len(value) > _RESOLVED_LENGTH:
-        return _RESOLVE(loader, kind, value, implicit)
-    key = (value, bool(implicit[0]), bool(implicit[1]))
-    tag = _RESOLVED.get(key)
+    file, and the resolver tries its regular expressions on each (a fifth of composing); an
+    untagged mapping or list is what the resolver says without a path resolver."""
+    if kind is not ScalarNode:
+        if loader.yaml_path_resolvers:
+            return _RESOLVE(loader, kind, value, implicit)
+        return _COLLECTION_TAGS[kind]
+    known = _RESOLVED.get(implicit)
+    if known is None:
+        known = _RESOLVED.setdefault((bool(implicit[0]), bool(implicit[1])), {})
+        _RESOLVED[implicit] = known
+    tag = known.get(value)
     if tag is None:
         tag = _RESOLVE(loader, kind, value, implicit)
-        if len(_RESOLVED) < _RESOLVED_MAX:
-            _RESOLVED[key] = tag
+        if len(known) < _RESOLVED_MAX and isinstance(value, str) and len(value) <= _RESOLVED_LENGTH:
+            known[value] = tag
     return tag
 
 
@@ -315,6 +347,7 @@ _SIMPLE_TAGS = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=4096)  # the values it gives are immutable
 def plain_scalar_value(text: str) -> tuple[Any] | None:
     """``(value,)``: what a YAML document holding ``text`` as one plain scalar reads, when it
     resolves to text, a number, a boolean or null; None for anything else (a date, a value the
@@ -349,11 +382,16 @@ class _Builder:
         self._budget = MAX_VALUES
 
     def build(self, node: Node, path: FieldPath) -> Any:
-        if id(node) in self._active:
+        if self._aliases and id(node) in self._active:
             raise self.error(node.start_mark, "an alias refers to a node that contains it")
         self._charge(node, len(path))
         if len(path) <= self._depth:
             self.locations[path] = _location(node.start_mark)
+        if type(node) is ScalarNode and node.style != '"':  # most of a file: no call further
+            if node.tag == _STR_TAG:
+                return node.value  # what the constructor returns for text
+            if node.tag == _INT_TAG and _DECIMAL.fullmatch(node.value):
+                return int(node.value)  # as the constructor reads a plain decimal
         if not self._aliases:  # no node is reached twice, so none can contain itself
             return self._build(node, path)
         self._active.add(id(node))
@@ -430,7 +468,10 @@ class _Builder:
         seen: dict[str, Mark] = {}
         for key_node, value_node in node.value:
             if key_node.tag != _MERGE_TAG:
-                key = self._key(key_node, seen)
+                key = key_node.value
+                if type(key_node) is not ScalarNode or key in seen:
+                    key = self._key(key_node, seen)  # raises what is wrong
+                seen[key] = key_node.start_mark
                 if recorded:
                     self.key_locations[(*path, key)] = _location(key_node.start_mark)
                 result[key] = self.build(value_node, (*path, key))
