@@ -281,18 +281,34 @@ def loop_failure(folder: Path, **options: Any) -> FuzzFailure:
 
 
 def fuzzed(agent: Any, *, max_examples: int = 3, **options: Any) -> Any:
-    """``fuzz(agent)`` over text answers, which must pass: a run that checks no example (which
-    hypothesis reports by raising ``SkipTest``) fails the test rather than skipping it."""
-    try:
-        return fuzz(
-            agent,
-            PROMPT,
-            behaviours=Behaviours(replies={"text"}, faults=()),
-            max_examples=max_examples,
-            **{"settings": QUIET, **options},
-        )
-    except unittest.SkipTest as skipped:
-        pytest.fail(f"the fuzzing checked no example: {skipped}")
+    """``fuzz(agent)`` over text answers, which must pass."""
+    return fuzz(
+        agent,
+        PROMPT,
+        behaviours=Behaviours(replies={"text"}, faults=()),
+        max_examples=max_examples,
+        **{"settings": QUIET, **options},
+    )
+
+
+def test_settings_that_generate_nothing_are_an_error_not_a_silent_skip(tmp_path):
+    # hypothesis skips a test told to run no example; a fuzzing that checked nothing must not
+    # pass (or skip the user's test) unnoticed
+    for generating_nothing in (
+        settings(QUIET, phases=[Phase.explicit]),
+        settings(QUIET, phases=[Phase.reuse], database=InMemoryExampleDatabase()),
+    ):
+        try:
+            with pytest.raises(ConfigurationError, match=r"ran no example.*Phase\.generate"):
+                fuzz(
+                    correct,
+                    PROMPT,
+                    behaviours=REFUSALS,
+                    settings=generating_nothing,
+                    folder=tmp_path,
+                )
+        except unittest.SkipTest:
+            pytest.fail("the fuzzing that ran no example skipped the test")
 
 
 def test_a_named_fuzzing_writes_its_failure_under_that_name_in_the_folder(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unittest
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -190,6 +191,12 @@ class Fuzzer:
         start, self._first_failure = self.runs, None
         try:
             test()
+        except unittest.SkipTest:  # hypothesis's word for "told to run no example"
+            raise ConfigurationError(
+                "fuzzing ran no example: the hypothesis settings it started from (the active "
+                "profile's, or settings=) leave out the generate phase, and the database held "
+                "no failure to replay; add Phase.generate to their phases"
+            ) from None
         except FuzzFailure as failure:
             raise self._found(failure, start) from None
         except FlakyFailure as flaky:  # the shrunk script did not fail again when replayed
