@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import refund_app
 
+import agentrig.harness.live.run as run_module
 from agentrig import UseLlmConfig
 from agentrig.drivers import OpenAIProvider
 from agentrig.errors import ConfigurationError, ProviderError
@@ -89,6 +90,7 @@ def test_an_agent_that_never_succeeds_fails(
     monkeypatch.setattr(refund_app, "SUCCESS_RATE", 0.0)
     result = live(scenario(tmp_path, "{require: {metric: rate, at_least: 0.8}, max: 60}"))
     assert result.verdict == "FAIL"
+    assert result.metric == "rate"
     assert result.successes == 0
     assert result.cost.per_success is None
     failed = [r for r in result.records if r.status == "failure"]
@@ -493,3 +495,92 @@ def test_a_trial_that_raises_leaves_no_trial_unheard_of(
         live(loaded)
     gc.collect()  # a task whose error nobody asked for complains when it is collected
     assert "exception was never retrieved" not in caplog.text
+
+
+def test_a_run_closes_the_clients_of_the_role_models_it_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The scenario's own user and judge models: the run makes one provider for each, and
+    # closes their SDK clients (their connection pools) when its trials end. Nothing listens
+    # at their base_url: the user's model fails, and the run stops at the second such trial.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    nowhere = "base_url: 'http://127.0.0.1:9/v1'"
+    text = textwrap.dedent(SCENARIO).replace(
+        "{TRIALS}",
+        "{require: {metric: rate, at_least: 0.5}, max: 6, max_set_aside: 1, concurrency: 1}",
+    )
+    for name in ("gpt-4.1-mini", "gpt-4.1"):
+        text = text.replace(f"name: {name}}}", f"name: {name}, {nowhere}}}")
+    path = tmp_path / "refund.scenario.yaml"
+    path.write_text(text)
+    opened: list[Any] = []
+    original = run_module.provider_for
+
+    def provider_for(spec: Any, where: str) -> Any:
+        provider = original(spec, where)
+        opened.append(provider)
+        return provider
+
+    monkeypatch.setattr(run_module, "provider_for", provider_for)
+    result = asyncio.run(run_live_scenario(load_scenario(path), LiveRun()))
+    assert result.partial == "more than 1 trials were set aside"
+    assert len(result.records) == 2  # one set aside is allowed, run again: the second is not
+    assert all("could not reach the openai API" in r.reason for r in result.records), result
+    user, judge = opened
+    assert (user.model, judge.model) == ("gpt-4.1-mini", "gpt-4.1")
+    built = user.built_clients()
+    assert built, "the user's trials built its clients"
+    assert all(client.is_closed() for client in built)
+    assert judge.built_clients() == ()  # no trial reached the judge: nothing to close
+
+
+def test_a_missing_judge_key_names_the_judges_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.delenv("JUDGE_KEY", raising=False)
+    scenario(tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 10}")  # writes the file
+    path = tmp_path / "refund.scenario.yaml"
+    text = path.read_text().replace("name: gpt-4.1}", "name: gpt-4.1, api_key_env: JUDGE_KEY}")
+    path.write_text(text)
+    line = next(n for n, row in enumerate(text.splitlines(), 1) if "JUDGE_KEY" in row)
+    with pytest.raises(ConfigurationError) as raised:
+        prepare_trials(load_scenario(path), LiveRun(), Unlimited(), None)
+    assert str(raised.value).startswith(f"{path}:{line}: the openai model 'gpt-4.1' needs")
+    assert "set JUDGE_KEY" in str(raised.value)
+
+
+def test_an_interrupted_run_counts_a_trial_that_ended_before_the_interruption_was_heard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Trial 0 ends, paid for, in the same step of the event loop as the run is interrupted
+    # (Ctrl-C cancels the run's task): the run hears the interruption first. Trial 1 is
+    # still going, and is cancelled.
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 1.0)
+    loaded = scenario(tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 10, concurrency: 2}")
+    cancelled: list[int] = []
+
+    async def main() -> LiveResult:
+        run_task = asyncio.current_task()
+        assert run_task is not None
+
+        async def launcher(setup: TrialSetup, index: int, attempt: int) -> TrialOutcome:
+            if index == 0:
+                outcome = await run_trial(setup, index, attempt)
+                run_task.cancel()
+                return outcome
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                cancelled.append(index)
+                raise
+            raise AssertionError("unreachable")
+
+        return await run_live_scenario(loaded, LiveRun(models=models(), launcher=launcher))
+
+    result = asyncio.run(main())
+    assert result.partial == "interrupted"
+    assert cancelled == [1]
+    assert (result.trials, result.successes) == (1, 1)
+    assert [(r.index, r.counted) for r in result.records] == [(0, True)]
+    assert result.model_calls["agent"] > 0
