@@ -32,6 +32,7 @@ from agentrig.harness.live.trial import (
     TrialContext,
     TrialOutcome,
     TrialSetup,
+    TrialStatus,
     current_trial,
     run_trial,
 )
@@ -584,3 +585,52 @@ def test_an_interrupted_run_counts_a_trial_that_ended_before_the_interruption_wa
     assert (result.trials, result.successes) == (1, 1)
     assert [(r.index, r.counted) for r in result.records] == [(0, True)]
     assert result.model_calls["agent"] > 0
+
+
+def test_a_trial_that_reports_no_calls_adds_none_to_the_runs_count(tmp_path: Path) -> None:
+    # A Dask launcher's trial whose workers died has no calls or costs of its own: set aside,
+    # it adds nothing, and the run's counts are those of its other trials.
+    loaded = scenario(tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 10}")
+
+    async def launcher(setup: TrialSetup, index: int, attempt: int) -> TrialOutcome:
+        if (index, attempt) == (0, 0):
+            lost = "the Dask workers running this trial died"
+            return TrialOutcome(index, attempt, 0, TrialStatus.SET_ASIDE, lost, "infrastructure")
+        return await run_trial(setup, index, attempt)
+
+    result = live(loaded, launcher=launcher)
+    assert result.records[0].calls == {}
+    assert result.set_aside == {"infrastructure": 1}
+    for role in ("agent", "user", "judge"):
+        assert result.model_calls[role] == sum(r.calls.get(role, 0) for r in result.records) > 0
+
+
+def test_a_decided_run_cancels_the_trials_still_going_and_does_not_wait_for_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 1.0)
+    loaded = scenario(
+        tmp_path, "{require: {metric: rate, at_least: 0.8}, max: 100, concurrency: 3}"
+    )
+    needed = live(loaded).trials  # all successes: the sequential test decides at this trial
+    cancelled: list[int] = []
+
+    async def launcher(setup: TrialSetup, index: int, attempt: int) -> TrialOutcome:
+        if index < needed:
+            return await run_trial(setup, index, attempt)
+        try:
+            await asyncio.Event().wait()  # a trial that would never end
+        except asyncio.CancelledError:
+            cancelled.append(index)
+            raise
+        raise AssertionError("unreachable")
+
+    async def main() -> LiveResult:
+        run = LiveRun(models=models(), launcher=launcher)
+        return await asyncio.wait_for(run_live_scenario(loaded, run), timeout=10)
+
+    result = asyncio.run(main())
+    assert (result.verdict, result.trials, result.partial) == ("PASS", needed, None)
+    assert cancelled
+    assert min(cancelled) == needed
+    assert all(record.index < needed for record in result.records)

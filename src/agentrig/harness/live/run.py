@@ -271,16 +271,16 @@ class _Scheduler:
     async def run(self) -> LiveResult:
         inflight: set[asyncio.Task[TrialOutcome]] = set()
         try:
-            while self.verdict is None and self.partial is None:
-                while len(inflight) < self.concurrency and self._can_launch():
+            while True:
+                while self._open() and len(inflight) < self.concurrency and self._can_launch():
                     index, attempt = self._next()
                     if self._is_cached(index, attempt):
                         self._take(await self.launch(self.setup, index, attempt))
-                        if self.verdict is not None or self.partial is not None:
-                            break
                         continue
                     inflight.add(asyncio.create_task(self.launch(self.setup, index, attempt)))
-                if self.verdict is not None or self.partial is not None or not inflight:
+                # An open run with nothing in flight and nothing to launch has every trial up
+                # to its cap final, which decides it: the second test guards the wait only.
+                if not self._open() or not inflight:
                     break
                 done, inflight = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
                 # Every finished trial is heard, its error too (asked for, so that a second one
@@ -308,6 +308,10 @@ class _Scheduler:
                     self._take(task.result())
                 self.partial = "interrupted"
         return self._result()
+
+    def _open(self) -> bool:
+        """Whether the run goes on: no verdict yet, and nothing stopped it."""
+        return self.verdict is None and self.partial is None
 
     def _can_launch(self) -> bool:
         if self.pending:
