@@ -89,9 +89,10 @@ def test_an_agent_that_never_succeeds_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(refund_app, "SUCCESS_RATE", 0.0)
-    result = live(scenario(tmp_path, "{require: {metric: rate, at_least: 0.8}, max: 60}"))
+    trials = "{require: {metric: rate, at_least: 0.8, confidence: 0.99}, max: 60}"
+    result = live(scenario(tmp_path, trials))
     assert result.verdict == "FAIL"
-    assert result.metric == "rate"
+    assert (result.metric, result.confidence) == ("rate", 0.99)
     assert result.successes == 0
     assert result.cost.per_success is None
     failed = [r for r in result.records if r.status == "failure"]
@@ -158,7 +159,7 @@ def test_a_second_identical_run_makes_no_model_call_and_gives_the_same_verdict(
         first.trials,
         first.successes,
     )
-    assert second.replayed_trials >= second.trials
+    assert second.replayed_trials == len(second.records) >= second.trials
 
 
 def test_the_simulated_users_mistakes_are_set_aside_and_run_again(
@@ -632,3 +633,27 @@ def test_a_decided_run_cancels_the_trials_still_going_and_does_not_wait_for_them
     assert (result.verdict, result.trials, result.partial) == ("PASS", needed, None)
     assert next_one_started.is_set()
     assert all(record.index < needed for record in result.records)
+
+
+def test_a_user_model_failing_now_and_then_between_trials_that_complete_does_not_stop_them(
+    tmp_path: Path,
+) -> None:
+    # Each trial's user model fails its first two runs and completes the third: never three
+    # failures in a row, as a completed trial ends the streak.
+    def user(context: TrialContext) -> Any:
+        if context.attempt < 2:
+
+            def broken(request: InferenceRequest) -> Turn:
+                raise ProviderError("openai API returned HTTP 404: no model", status_code=404)
+
+            return FunctionLLM(broken)
+        return FunctionLLM(refund_app.user_model)
+
+    loaded = scenario(
+        tmp_path,
+        "{require: {metric: rate, at_least: 0.5}, max: 6, concurrency: 1, max_set_aside: 100}",
+    )
+    result = live(loaded, models=RoleModels(user=user, judge=models().judge))
+    assert result.partial is None
+    assert result.trials == 6
+    assert result.set_aside == {"user_model_error": 12}
