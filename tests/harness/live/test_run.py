@@ -82,6 +82,14 @@ def test_an_agent_that_always_succeeds_passes_as_soon_as_the_test_decides(
     assert result.verdict == "PASS"
     assert result.decided_by == "sequential"
     assert result.successes == result.trials < 100
+    assert result.rate == 1.0
+    rate, *pass_k = result.metrics
+    assert (rate.metric, rate.value, rate.low, rate.high) == ("rate", 1.0, *result.exact)
+    assert pass_k
+    for metric in pass_k:  # all successes: pass^k and pass@k are 1, their bounds set
+        assert metric.value == 1.0
+        assert metric.low is not None
+        assert 0.0 < metric.low <= metric.high <= 1.0
     assert result.exact[0] > 0.75  # the interval's lower bound is near the threshold
 
 
@@ -396,6 +404,7 @@ def test_the_scenarios_role_models_are_its_own_each_naming_the_trial(
         for client in (provider.client, provider.async_client):
             assert client.default_headers["x-agentrig-trial"] == "r1/refund/trial-2.1"
     assert len(opened) == 2
+    assert setup.run_id == "r1"
 
 
 def test_a_role_the_scenario_gives_no_model_is_left_to_the_run(
@@ -552,24 +561,31 @@ def test_a_missing_judge_key_names_the_judges_line(
     assert "set JUDGE_KEY" in str(raised.value)
 
 
-def test_an_interrupted_run_counts_a_trial_that_ended_before_the_interruption_was_heard(
+def test_an_interrupted_run_counts_the_trials_that_ended_before_the_interruption_was_heard(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Trial 0 ends, paid for, in the same step of the event loop as the run is interrupted
-    # (Ctrl-C cancels the run's task): the run hears the interruption first. Trial 1 is
-    # still going, and is cancelled.
+    # Trials 0 and 1 end, paid for, in the same step of the event loop as the run is
+    # interrupted (Ctrl-C cancels the run's task): the run hears the interruption first.
+    # Trial 2 is still going, and is cancelled.
     monkeypatch.setattr(refund_app, "SUCCESS_RATE", 1.0)
-    loaded = scenario(tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 10, concurrency: 2}")
+    loaded = scenario(tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 10, concurrency: 3}")
     cancelled: list[int] = []
+    ended: list[int] = []
 
     async def main() -> LiveResult:
         run_task = asyncio.current_task()
         assert run_task is not None
+        both = asyncio.Event()
 
         async def launcher(setup: TrialSetup, index: int, attempt: int) -> TrialOutcome:
-            if index == 0:
+            if index < 2:
                 outcome = await run_trial(setup, index, attempt)
-                run_task.cancel()
+                ended.append(index)
+                if len(ended) == 1:
+                    await both.wait()  # the first to end waits for the second
+                else:
+                    both.set()  # the first ends at its next step, before the run hears
+                    run_task.cancel()
                 return outcome
             try:
                 await asyncio.Event().wait()
@@ -582,10 +598,22 @@ def test_an_interrupted_run_counts_a_trial_that_ended_before_the_interruption_wa
 
     result = asyncio.run(main())
     assert result.partial == "interrupted"
-    assert cancelled == [1]
-    assert (result.trials, result.successes) == (1, 1)
-    assert [(r.index, r.counted) for r in result.records] == [(0, True)]
+    assert cancelled == [2]
+    assert (result.trials, result.successes) == (2, 2)
+    assert [(r.index, r.counted) for r in result.records] == [(0, True), (1, True)]
     assert result.model_calls["agent"] > 0
+
+
+def test_a_broken_judge_model_is_named_when_it_stops_the_trials(tmp_path: Path) -> None:
+    def unauthorized(request: InferenceRequest) -> Turn:
+        raise ProviderError("openai API returned HTTP 404: no model 'gpt-4.2'", status_code=404)
+
+    result = live(
+        scenario(tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 60, concurrency: 1}"),
+        models=models(judge=unauthorized),
+    )
+    assert result.partial is not None
+    assert result.partial.startswith("the judge's model failed 3 trials in a row (")
 
 
 def test_a_trial_that_reports_no_calls_adds_none_to_the_runs_count(tmp_path: Path) -> None:
