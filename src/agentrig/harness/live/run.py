@@ -378,7 +378,9 @@ class _Scheduler:
             verdict = sequential_verdict(prefix, self.requirement, self.max_trials)
             if verdict.outcome is not Outcome.INCONCLUSIVE or len(prefix) >= self.max_trials:
                 self.verdict = verdict
-        elif len(prefix) >= self.max_trials:
+        # With ``>`` (marked) the run still ends, nothing left to run or in flight, and
+        # ``_result`` draws this same fixed verdict from the same trials.
+        elif len(prefix) >= self.max_trials:  # pragma: no mutate
             self.verdict = fixed_verdict(sum(prefix), len(prefix), self.requirement)
 
     def _result(self) -> LiveResult:
