@@ -642,14 +642,18 @@ def test_a_decided_run_cancels_the_trials_still_going_and_does_not_wait_for_them
         tmp_path, "{require: {metric: rate, at_least: 0.8}, max: 100, concurrency: 3}"
     )
     needed = live(loaded).trials  # all successes: the sequential test decides at this trial
-    next_one_started = asyncio.Event()
+    next_one_ended = asyncio.Event()
+    started: list[int] = []
 
     async def launcher(setup: TrialSetup, index: int, attempt: int) -> TrialOutcome:
-        if index == needed - 1:  # the decider ends once the trial after it is under way
-            await next_one_started.wait()
-        if index < needed:
-            return await run_trial(setup, index, attempt)
-        next_one_started.set()
+        started.append(index)
+        if index == needed - 1:  # the decider ends after the trial after it
+            await next_one_ended.wait()
+        if index <= needed:
+            outcome = await run_trial(setup, index, attempt)
+            if index == needed:
+                next_one_ended.set()
+            return outcome
         await asyncio.Event().wait()  # a trial that would never end, unless cancelled
         raise AssertionError("unreachable")
 
@@ -659,8 +663,13 @@ def test_a_decided_run_cancels_the_trials_still_going_and_does_not_wait_for_them
 
     result = asyncio.run(main())
     assert (result.verdict, result.trials, result.partial) == ("PASS", needed, None)
-    assert next_one_started.is_set()
-    assert all(record.index < needed for record in result.records)
+    assert needed + 1 in started  # under way when the verdict came: cancelled, not waited for
+    # the trial after the decider ended first: run and paid for, but not counted
+    assert result.discarded == 1
+    assert [(r.index, r.counted) for r in result.records][needed - 1 :] == [
+        (needed - 1, True),
+        (needed, False),
+    ]
 
 
 def test_a_user_model_failing_now_and_then_between_trials_that_complete_does_not_stop_them(
