@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import math
 import random
 import textwrap
 from pathlib import Path
@@ -632,6 +633,8 @@ def test_a_trial_that_reports_no_calls_adds_none_to_the_runs_count(tmp_path: Pat
     assert result.set_aside == {"infrastructure": 1}
     for role in ("agent", "user", "judge"):
         assert result.model_calls[role] == sum(r.calls.get(role, 0) for r in result.records) > 0
+        spent = math.fsum(r.cost.get(role, 0.0) for r in result.records)
+        assert getattr(result.cost, role) == pytest.approx(spent, abs=1e-12)
 
 
 def test_a_decided_run_cancels_the_trials_still_going_and_does_not_wait_for_them(

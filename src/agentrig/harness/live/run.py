@@ -373,15 +373,15 @@ class _Scheduler:
         return outcomes
 
     def _decide(self) -> None:
+        """A sequential run's verdict, once its test decides or its cap is reached. A fixed-size
+        run gets none here: it ends when its trials up to the cap are final (nothing is left
+        to run or in flight then), and ``_result`` draws its verdict from them."""
+        if not self.sequential:
+            return
         prefix = self._prefix()
-        if self.sequential:
-            verdict = sequential_verdict(prefix, self.requirement, self.max_trials)
-            if verdict.outcome is not Outcome.INCONCLUSIVE or len(prefix) >= self.max_trials:
-                self.verdict = verdict
-        # With ``>`` (marked) the run still ends, nothing left to run or in flight, and
-        # ``_result`` draws this same fixed verdict from the same trials.
-        elif len(prefix) >= self.max_trials:  # pragma: no mutate
-            self.verdict = fixed_verdict(sum(prefix), len(prefix), self.requirement)
+        verdict = sequential_verdict(prefix, self.requirement, self.max_trials)
+        if verdict.outcome is not Outcome.INCONCLUSIVE or len(prefix) >= self.max_trials:
+            self.verdict = verdict
 
     def _result(self) -> LiveResult:
         prefix = self._prefix()
