@@ -697,3 +697,12 @@ def test_a_user_model_failing_now_and_then_between_trials_that_complete_does_not
     assert result.partial is None
     assert result.trials == 6
     assert result.set_aside == {"user_model_error": 12}
+
+
+def test_a_sequential_run_undecided_at_its_cap_says_its_test_had_not_decided(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 0.5)
+    result = live(scenario(tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 8}"))
+    assert (result.verdict, result.trials) == ("INCONCLUSIVE", 8)
+    assert "the sequential test had not decided by max_trials (8)" in result.reason
