@@ -129,6 +129,17 @@ class SdkProvider:
     """The SDK's async client ``ainfer`` sends with; None when the provider was given only a
     sync ``client=``, and then ``ainfer`` runs ``infer`` in a worker thread."""
 
+    def _given_or_built(self, options: dict[str, Any], client: Any, async_client: Any) -> None:
+        """Keep a ready ``client`` (with ``async_client``, or none: ``ainfer`` then runs it in a
+        thread), or a ready ``async_client`` alone (the sync client built when first needed),
+        or build both from ``options`` when first needed."""
+        if client is not None:
+            self._use_clients(options, client=client, async_client=async_client)
+        elif async_client is not None:
+            self._use_clients(options, async_client=async_client)
+        else:
+            self._use_clients(options)
+
     def _use_clients(self, options: dict[str, Any], **given: Any) -> None:
         """Keep the clients ``given`` (None: the provider has no such client); the others are
         built from ``options`` when first needed, which are checked now."""
@@ -364,6 +375,17 @@ def extra_body(request: InferenceRequest, **fields: Any) -> dict[str, Any]:
     extra = {key: value for key, value in fields.items() if value is not None}
     extra.update({**(config.options if config else {}), **request.options})
     return extra
+
+
+def sdk_options(
+    api_key: str | None, base_url: str | None, max_retries: int, timeout: float | None
+) -> dict[str, Any]:
+    """The keyword arguments an SDK client is built with (``timeout`` only when given: the
+    SDK's own default otherwise)."""
+    options: dict[str, Any] = {"api_key": api_key, "base_url": base_url, "max_retries": max_retries}
+    if timeout is not None:
+        options["timeout"] = timeout
+    return options
 
 
 def import_sdk(module: str, extra: str) -> ModuleType:

@@ -19,6 +19,7 @@ from agentrig.drivers._sdk import (
     import_sdk,
     malformed_usage,
     parse_arguments,
+    sdk_options,
     tool_call,
     usage_of,
     usage_part,
@@ -81,19 +82,8 @@ class AnthropicProvider(SdkProvider):
         prices: PriceTable | None = None,
     ) -> None:
         self._sdk = import_sdk("anthropic", "anthropic")
-        options: dict[str, Any] = {
-            "api_key": api_key,
-            "base_url": base_url,
-            "max_retries": max_retries,
-        }
-        if timeout is not None:
-            options["timeout"] = timeout
-        if client is not None:  # async_client=None: ainfer runs the sync client in a thread
-            self._use_clients(options, client=client, async_client=async_client)
-        elif async_client is not None:
-            self._use_clients(options, async_client=async_client)
-        else:
-            self._use_clients(options)
+        options = sdk_options(api_key, base_url, max_retries, timeout)
+        self._given_or_built(options, client, async_client)
         self.model = model
         self.max_tokens = max_tokens
         self.stream = stream

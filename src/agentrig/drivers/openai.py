@@ -19,6 +19,7 @@ from agentrig.drivers._sdk import (
     import_sdk,
     parse_arguments,
     reported_error,
+    sdk_options,
     tool_call,
     usage_count,
     usage_of,
@@ -78,19 +79,8 @@ class OpenAIProvider(SdkProvider):
         max_tokens_param: str = "max_completion_tokens",
     ) -> None:
         self._sdk = import_sdk("openai", "openai")
-        options: dict[str, Any] = {
-            "api_key": api_key,
-            "base_url": base_url,
-            "max_retries": max_retries,
-        }
-        if timeout is not None:
-            options["timeout"] = timeout
-        if client is not None:  # async_client=None: ainfer runs the sync client in a thread
-            self._use_clients(options, client=client, async_client=async_client)
-        elif async_client is not None:
-            self._use_clients(options, async_client=async_client)
-        else:
-            self._use_clients(options)
+        options = sdk_options(api_key, base_url, max_retries, timeout)
+        self._given_or_built(options, client, async_client)
         self.model = model
         self.stream = stream
         self.prices = prices

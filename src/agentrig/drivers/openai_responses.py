@@ -20,6 +20,7 @@ from agentrig.drivers._sdk import (
     import_sdk,
     parse_arguments,
     reported_error,
+    sdk_options,
     tool_call,
     usage_count,
     usage_of,
@@ -86,13 +87,7 @@ class OpenAIResponsesProvider(SdkProvider):
         include: Sequence[str] | None = None,
     ) -> None:
         self._sdk = import_sdk("openai", "openai")
-        options: dict[str, Any] = {
-            "api_key": api_key,
-            "base_url": base_url,
-            "max_retries": max_retries,
-        }
-        if timeout is not None:
-            options["timeout"] = timeout
+        options = sdk_options(api_key, base_url, max_retries, timeout)
         if async_client is None and isinstance(client, self._sdk.AsyncOpenAI):
             client, async_client = None, client  # an async client given as client= serves ainfer
         # A provider given a ready client builds no other: it cannot know that client's options.
