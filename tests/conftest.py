@@ -90,7 +90,12 @@ def _name_group(item: pytest.Item) -> None:
     file's hook has marked the module groups, and on pytest 9.2 writes an attribute pytest no
     longer reads (pytest-xdist issue 1386): every group was spread over the workers, and each
     ran the doc runs and module fixtures of its share again."""
-    groups = sorted({str(mark.args[0]) for mark in item.iter_markers("xdist_group")})
+    groups = sorted(
+        {
+            str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+            for mark in item.iter_markers("xdist_group")
+        }
+    )
     if not groups or "@" in item.nodeid.rpartition("]")[2]:
         return
     nodeid = f"{item.nodeid}@{'_'.join(groups)}"

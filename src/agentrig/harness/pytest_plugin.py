@@ -196,8 +196,7 @@ def pytest_collection(session: pytest.Session) -> Iterator[None]:
         return
     from agentrig.harness.scenarios.loader import collector_paused
 
-    # Thawing at the end would also thaw what a host process froze before this session (a
-    # pytest run inside another): then only what this session froze is left frozen.
+    # gc.unfreeze thaws everything: after a host's freeze, nothing is thawed at the end
     host_froze = gc.get_freeze_count() > 0
     with collector_paused():
         yield
