@@ -40,21 +40,31 @@ QUICK_SIZES = (20,)
 REPEATS = 5
 QUICK_REPEATS = 1
 
+CLOCK = "AGENTRIG_BENCH_CLOCK"
+"""The file a measured command writes, when it is ready, its wall clock and CPU time."""
+
 _PROBE = (
-    "import json, resource, subprocess, sys, time\n"
-    "started = time.perf_counter()\n"
+    "import json, os, resource, subprocess, sys, time\n"
+    f"CLOCK = {CLOCK!r}\n"
+    "started_at, started = time.time(), time.perf_counter()\n"
     "done = subprocess.run(sys.argv[1:], capture_output=True, text=True, check=False)\n"
     "wall = time.perf_counter() - started\n"
     "usage = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "clock = os.environ.get(CLOCK, '')\n"
+    "ready = open(clock).read().split() if clock and os.path.exists(clock) else []\n"
+    "ready = [float(ready[0]) - started_at, float(ready[1])] if ready else None\n"
     "print(json.dumps([done.returncode, done.stdout[-4000:], done.stderr[-4000:], wall,\n"
-    "                  usage.ru_utime + usage.ru_stime, usage.ru_maxrss]))\n"
+    "                  usage.ru_utime + usage.ru_stime, usage.ru_maxrss, ready]))\n"
 )
+"""Runs a command and prints what it took; with :data:`CLOCK` set, also when the command was
+ready (the wall s from the probe's start to the moment the command wrote, and its CPU s then)."""
 
 _LOAD = (
-    "import sys, time\n"
+    "import os, sys, time\n"
     "from agentrig.harness.scenarios.loader import load_suite\n"
     "loaded = load_suite(sys.argv[1])\n"
-    "print(time.process_time())\n"  # CPU s until loaded: the rest is the interpreter's exit
+    # ready: what follows is the interpreter's exit
+    f"open(os.environ[{CLOCK!r}], 'w').write(f'{{time.time()!r}} {{time.process_time()!r}}')\n"
     "assert not loaded.broken, loaded.broken[:1]\n"
     "assert len(loaded.scenarios) == int(sys.argv[2]), len(loaded.scenarios)\n"
 )
@@ -67,34 +77,67 @@ def child_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def measured(command: list[str], cwd: Path | None = None) -> dict[str, float]:
-    """Run ``command`` in a child of a one-off process: wall s, CPU s and peak MiB of it."""
-    wrapper = subprocess.run(
-        [sys.executable, "-c", _PROBE, *command],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=cwd,
-        env=child_environment(),
-    )
-    code, stdout, stderr, wall, cpu, peak_kib = json.loads(wrapper.stdout)
+def measured(
+    command: list[str], cwd: Path | None = None, environment: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Run ``command`` in a child of a one-off process: wall s, CPU s and peak MiB of it, and
+    the wall s and CPU s until it was ready (``ready_wall_s``, ``ready_cpu_s``) when it says so
+    in the file named by :data:`CLOCK`."""
+    with tempfile.TemporaryDirectory(prefix="agentrig-bench-clock-") as temp:
+        clock = str(Path(temp) / "ready")
+        wrapper = subprocess.run(
+            [sys.executable, "-c", _PROBE, *command],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=cwd,
+            env={**child_environment(), **(environment or {}), CLOCK: clock},
+        )
+    code, stdout, stderr, wall, cpu, peak_kib, ready = json.loads(wrapper.stdout)
     if code != 0:
         print(stdout, stderr, sep="\n", file=sys.stderr)
         raise SystemExit(f"{command[:4]} exited {code}")
-    return {"wall_s": wall, "cpu_s": cpu, "peak_mib": peak_kib / 1024, "stdout": stdout}
+    sample = {"wall_s": wall, "cpu_s": cpu, "peak_mib": peak_kib / 1024, "stdout": stdout}
+    if ready is not None:
+        sample["ready_wall_s"], sample["ready_cpu_s"] = ready
+    return sample
 
 
-def commands(folder: Path, count: int) -> dict[str, list[str]]:
-    """The measured commands, by row name."""
+COLLECT_ALONE = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": str(Path(__file__).parent)}
+"""``collect``'s environment: no pytest plugin loads but agentrig's and the one that says when
+collection ended (``-p``), where ``collect, every plugin`` loads whatever this environment has
+installed (the frameworks' own pytest plugins, langsmith's among them)."""
+
+
+def commands(folder: Path, count: int) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """The measured commands and the environment each adds, by row name."""
     python = sys.executable
     collect = [python, "-m", "pytest", "--agentrig-scenarios", str(folder), "--collect-only"]
     collect += ["-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly"]
+    collect += ["-p", "_collected_clock"]
     return {
-        "import": [python, "-c", "import agentrig.harness.scenarios.loader"],
-        "load": [python, "-c", _LOAD, str(folder), str(count)],
-        "collect": collect,
-        "import run": [python, "-c", "import agentrig.harness.runner"],
+        "import": ([python, "-c", "import agentrig.harness.scenarios.loader"], {}),
+        "load": ([python, "-c", _LOAD, str(folder), str(count)], {}),
+        "collect": ([*collect, "-p", "agentrig"], COLLECT_ALONE),
+        "collect, every plugin": (collect, {"PYTHONPATH": COLLECT_ALONE["PYTHONPATH"]}),
+        "import run": ([python, "-c", "import agentrig.harness.runner"], {}),
     }
+
+
+def _row(count: int, steps: int, name: str, samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """One row of the table: the medians of ``samples`` of the command ``name``."""
+    row: dict[str, Any] = {
+        "files": count,
+        "steps": steps,
+        "what": name,
+        "wall_s": common.median([s["wall_s"] for s in samples]),
+        "cpu_s": common.median([s["cpu_s"] for s in samples]),
+        "peak_mib": max(s["peak_mib"] for s in samples),
+    }
+    if all("ready_wall_s" in s for s in samples):
+        row["ready_wall_s"] = common.median([s["ready_wall_s"] for s in samples])
+        row["ready_cpu_s"] = common.median([s["ready_cpu_s"] for s in samples])
+    return row
 
 
 def check_bad_file(folder: Path) -> str:
@@ -139,51 +182,59 @@ def main() -> None:
             folder.mkdir()
             steps = suite.write_scenarios(folder, count)
             reported = check_bad_file(folder)
-            runs: dict[str, list[dict[str, float]]] = {}
+            runs: dict[str, list[dict[str, Any]]] = {}
             if not args.quick:  # a smoke run times nothing worth warming up for
-                for command in commands(folder, count).values():  # writes the bytecode caches
-                    measured(command, cwd=Path(temp))
+                for command, adds in commands(folder, count).values():  # writes bytecode caches
+                    measured(command, cwd=Path(temp), environment=adds)
             for _ in range(repeats):
-                for name, command in commands(folder, count).items():
-                    runs.setdefault(name, []).append(measured(command, cwd=Path(temp)))
-            collected = runs["collect"][-1]["stdout"]
-            if f"{count} tests collected" not in collected:
-                raise SystemExit(f"pytest did not collect {count} tests: {collected[-400:]}")
-            for name, samples in runs.items():
-                row: dict[str, Any] = {
-                    "files": count,
-                    "steps": steps,
-                    "what": name,
-                    "wall_s": common.median([s["wall_s"] for s in samples]),
-                    "cpu_s": common.median([s["cpu_s"] for s in samples]),
-                    "peak_mib": max(s["peak_mib"] for s in samples),
-                }
-                if name == "load":  # its child prints the CPU s it took until loaded
-                    until = [float(str(s["stdout"]).split()[-1]) for s in samples]
-                    row["cpu_until_loaded_s"] = common.median(until)
-                rows.append(row)
+                for name, (command, adds) in commands(folder, count).items():
+                    sample = measured(command, cwd=Path(temp), environment=adds)
+                    runs.setdefault(name, []).append(sample)
+            for name in ("collect", "collect, every plugin"):
+                collected = runs[name][-1]["stdout"]
+                if f"{count} tests collected" not in collected:
+                    raise SystemExit(f"pytest did not collect {count} tests: {collected[-400:]}")
+            rows += [_row(count, steps, name, samples) for name, samples in runs.items()]
     print(f"\nmedians of {repeats} runs, each in a fresh interpreter; a bad file: {reported}\n")
     print(
         common.table(
-            ("files", "what", "wall s", "CPU s", "peak MiB"),
-            [(r["files"], r["what"], r["wall_s"], r["cpu_s"], r["peak_mib"]) for r in rows],
+            ("files", "what", "wall s", "CPU s", "ready: wall s", "CPU s", "peak MiB"),
+            [
+                (
+                    r["files"],
+                    r["what"],
+                    r["wall_s"],
+                    r["cpu_s"],
+                    r.get("ready_wall_s", "-"),
+                    r.get("ready_cpu_s", "-"),
+                    r["peak_mib"],
+                )
+                for r in rows
+            ],
         )
     )
-    for row in rows:
-        if "cpu_until_loaded_s" in row:
-            exit_s = row["cpu_s"] - row["cpu_until_loaded_s"]
-            print(
-                f"\nload, {row['files']:,} files: {row['cpu_until_loaded_s']:.2f} CPU s until "
-                f"load_suite returned; the other {exit_s:.2f} s are the interpreter's exit (its "
-                "last full collection, and freeing every object)"
-            )
+    print(
+        "\nready: from the start of the process to the moment loading (load_suite) or collecting "
+        "(pytest_collection_finish) ended; the rest of each process is pytest's report and the "
+        "interpreter's exit (its last full collection, and freeing every object). collect: "
+        "pytest with agentrig's plugin alone; collect, every plugin: with every pytest plugin "
+        "this environment has installed"
+    )
     targets = {"load": 1.0, "collect": 2.0}
     print(
-        "\ntargets (1,000 files): start-up + loading <= 1 s, pytest collecting <= 2 s\n"
+        "\ntargets (1,000 files), wall s until ready: start-up + loading <= 1 s, pytest "
+        "collecting <= 2 s\n"
         + common.table(
-            ("files", "measure", "wall s", "CPU s", "target s"),
+            ("files", "measure", "ready: wall s", "CPU s", "whole process: wall s", "target s"),
             [
-                (r["files"], r["what"], r["wall_s"], r["cpu_s"], targets[r["what"]])
+                (
+                    r["files"],
+                    r["what"],
+                    r["ready_wall_s"],
+                    r["ready_cpu_s"],
+                    r["wall_s"],
+                    targets[r["what"]],
+                )
                 for r in rows
                 if r["what"] in targets
             ],
