@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from agentrig.fakes import FunctionLLM
 from agentrig.harness.live.cache import TrialCache, scenario_fingerprint
 from agentrig.harness.live.gateway import Unlimited
+from agentrig.harness.live.run import LiveRun, RoleModels, run_live_scenario
 from agentrig.harness.live.trial import TrialOutcome, TrialSetup, TrialStatus, run_trial
 from agentrig.harness.property.profiles import agentrig_settings
 from agentrig.harness.scenarios.loader import load_scenario
@@ -144,6 +145,30 @@ def test_raising_trials_max_replays_the_trials_already_run(
     outcome = _trial(raised, folder)
     assert outcome.replayed
     assert outcome.status is TrialStatus.SUCCESS
+
+
+def test_a_changed_requirement_is_decided_from_the_recorded_trials(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 0.8)
+    models = RoleModels(
+        user=lambda _: FunctionLLM(refund_app.user_model),
+        judge=lambda _: FunctionLLM(refund_app.judge_model),
+    )
+    run = LiveRun(cache_dir=str(tmp_path / "cache"), models=models)
+    fixed = "trials: {require: {metric: rate, at_least: AT}, max: 10, sequential: false}"
+    first = asyncio.run(
+        run_live_scenario(
+            _load(tmp_path, AGENTS["builder"], _trials(fixed.replace("AT", "0.5"))), run
+        )
+    )
+    assert sum(first.model_calls.values()) > 0
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 0.0)  # a trial run again would fail
+    stricter = _load(tmp_path, AGENTS["builder"], _trials(fixed.replace("AT", "0.7")))
+    second = asyncio.run(run_live_scenario(stricter, run))
+    assert second.model_calls == {"agent": 0, "user": 0, "judge": 0}
+    assert second.replayed_trials == second.trials == first.trials == 10
+    assert (second.successes, second.at_least) == (first.successes, 0.7)
 
 
 @pytest.mark.parametrize(
