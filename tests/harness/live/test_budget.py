@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -77,3 +78,78 @@ def test_a_bad_cost_names_the_field_and_keeps_the_admission(cost: object) -> Non
 )
 def test_format_usd(amount: float, text: str) -> None:
     assert format_usd(amount) == text
+
+
+def test_every_refusal_is_counted() -> None:
+    budget = Budget(usd=0.1)
+    budget.admit()
+    budget.charge(0.1)
+    for _ in range(2):
+        with pytest.raises(BudgetExhausted):
+            budget.check()
+    with pytest.raises(BudgetExhausted):
+        budget.admit()
+    assert (budget.refused, budget.in_flight, budget.peak_in_flight) == (3, 0, 1)
+
+
+def test_an_exhausted_budget_says_what_it_is_what_was_spent_and_what_to_do() -> None:
+    budget = Budget(usd=0.25, name="the nightly run's budget")
+    budget.admit()
+    budget.charge(0.2625)
+    with pytest.raises(BudgetExhausted) as raised:
+        budget.admit()
+    assert str(raised.value) == (
+        "the nightly run's budget of $0.25 is exhausted: $0.2625 spent, so no further model call "
+        "is admitted (calls already running finish and are charged); raise the budget to run "
+        "more trials"
+    )
+    assert (raised.value.budget, raised.value.usd, raised.value.spent) == (
+        "the nightly run's budget",
+        0.25,
+        0.2625,
+    )
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: Budget(usd=1.0, name=""), "invalid Budget: name: expected a non-empty string"),
+        (
+            lambda: Budget(usd=1.0, name=5),  # type: ignore[arg-type]
+            "invalid Budget: name: expected a non-empty string",
+        ),
+        (lambda: Budget(usd=-1), "invalid Budget: usd: must be >= 0, got -1"),
+        (
+            lambda: Budget(usd=math.inf),
+            "invalid Budget: usd: expected a finite number of USD, got inf",
+        ),
+        (
+            lambda: Budget(usd="5"),  # type: ignore[arg-type]
+            "invalid Budget: usd: expected a number of USD, got str",
+        ),
+        (lambda: Budget(usd=True), "invalid Budget: usd: expected a number of USD, got bool"),
+        (
+            lambda: Budget(usd=1.0).charge(-0.5),
+            "invalid Budget.charge() argument: cost: must be >= 0, got -0.5",
+        ),
+    ],
+)
+def test_bad_input_is_refused_with_its_whole_message(make: Any, message: str) -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        make()
+    assert str(raised.value) == message
+
+
+def test_repr_shows_the_name_the_limit_what_was_spent_and_the_calls_in_flight() -> None:
+    budget = Budget(usd=1.5, name="the run's budget")
+    budget.admit()
+    budget.charge(0.25)
+    budget.admit()
+    assert repr(budget) == 'Budget("the run\'s budget", usd=$1.5, spent=$0.25, in_flight=1)'
+
+
+def test_a_new_budget_has_spent_and_admitted_nothing() -> None:
+    budget = Budget(usd=2)
+    assert (budget.usd, budget.name, budget.spent, budget.remaining) == (2.0, "live budget", 0, 2)
+    assert (budget.in_flight, budget.peak_in_flight, budget.refused) == (0, 0, 0)
+    assert not budget.exhausted

@@ -1,20 +1,31 @@
-"""``agentrig run --live`` refuses, before any trial runs and with exit code 2, what can never
-run: each refusal names the scenario file, the line and the key to change."""
+"""Live scenarios in a suite. ``agentrig run --live`` refuses, before any trial runs and with
+exit code 2, what can never run: each refusal names the scenario file, the line and the key to
+change. The scenarios that can run run together, each ending as a result that passes exactly
+when its verdict is PASS (``refund_app`` plays every model)."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+import refund_app
+import yaml
 from typer.testing import CliRunner
 
 from agentrig.errors import ConfigurationError
+from agentrig.fakes import FunctionLLM
 from agentrig.harness.cli import app
+from agentrig.harness.live.limits import ProviderLimits, Traffic
 from agentrig.harness.live.options import live_run_options
-from agentrig.harness.live.run import LiveRun
-from agentrig.harness.live.suite import preflight_live
+from agentrig.harness.live.run import LiveRun, RoleModels
+from agentrig.harness.live.suite import preflight_live, run_live_suite
+from agentrig.harness.live.trial import TrialOutcome, TrialSetup, run_trial
+from agentrig.harness.results import Failure, ScenarioResult
 from agentrig.harness.scenarios.loader import load_scenario
+from agentrig.harness.scenarios.model import Scenario
 
 SCENARIO = """\
 name: refund
@@ -258,3 +269,288 @@ def load_scenario_text(project: Path, text: str) -> Any:
     path = project / "refund.scenario.yaml"
     path.write_text(text, encoding="utf-8")
     return load_scenario(path)
+
+
+def test_a_cap_from_the_run_that_cannot_show_the_requirement_names_max_trials(
+    project: Path,
+) -> None:
+    scenario = load_scenario_text(project, SCENARIO)  # 20 trials: enough for rate >= 0.7
+    preflight_live([scenario], LiveRun(max_trials=20))
+    with pytest.raises(ConfigurationError) as raised:
+        preflight_live([scenario], LiveRun(max_trials=3))
+    assert str(raised.value) == (
+        f"{project / 'refund.scenario.yaml'}:{LINES['require']}: rate >= 0.7 at confidence 0.95 "
+        "needs at least 9 trials to pass (all successes); the run allows 3 (--max-trials 3, "
+        "over trials.max): raise it or lower the requirement"
+    )
+
+
+def test_every_problem_is_listed_once_on_a_line_of_its_own(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LIVE_USER_KEY")
+    scenario = load_scenario_text(project, SCENARIO)
+    with pytest.raises(ConfigurationError) as raised:  # the same scenario twice: listed once
+        preflight_live([scenario, scenario], live_run_options(limits=["opneai=2"]))
+    key, limit = str(raised.value).split("\n")
+    assert key == (
+        f"{project / 'refund.scenario.yaml'}:{LINES['api_key_env']}: the openai model "
+        "'gpt-4.1-mini' needs an API key: set LIVE_USER_KEY (or name another variable with "
+        "api_key_env)"
+    )
+    assert limit == (
+        "--limit opneai: no live scenario of this run calls 'opneai'; did you mean 'openai'? "
+        "the providers called are: agent_model, openai"
+    )
+
+
+LIVE = """\
+name: {NAME}
+description: refunds, live
+tags: [refunds, live]
+agent: {builder: "refund_app:build"}
+user:
+  persona: Dana, terse
+  goal: a refund for her broken mug
+  knows: {order_id: A-1029}
+  stop: {max_turns: 3, not_before_tool: [issue_refund]}
+  model: {provider: openai, name: gpt-4.1-mini}
+judge:
+  criteria:
+    - {id: refunded, check: {tool_called: "issue_refund(order_id={ORDER})"}}
+trials:
+  require: {metric: rate, at_least: 0.5}
+  max: 10
+"""
+
+
+def live_scenario(project: Path, name: str, order: str = "A-1029", trials: str = "") -> Scenario:
+    """A live scenario of refund_app, in its own file (``trials`` added to its ``trials``);
+    its agent fails every trial unless ``order`` is the order the user has."""
+    path = project / f"{name}.scenario.yaml"
+    text = LIVE.replace("{NAME}", name).replace("{ORDER}", order) + trials
+    path.write_text(text, encoding="utf-8")
+    return load_scenario(path)
+
+
+def in_process(**options: Any) -> LiveRun:
+    """A run whose user and judge are refund_app's functions."""
+    models = RoleModels(
+        user=lambda _: FunctionLLM(refund_app.user_model),
+        judge=lambda _: FunctionLLM(refund_app.judge_model),
+    )
+    return LiveRun(models=models, **options)
+
+
+def test_a_suite_runs_its_scenarios_and_each_passes_exactly_when_its_verdict_is_pass(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 1.0)
+    scenarios = [live_scenario(project, "fails", order="Z-9"), live_scenario(project, "passes")]
+    reported: list[ScenarioResult] = []
+    started = time.perf_counter()
+    results = asyncio.run(run_live_suite(scenarios, in_process(), reported.append))
+    elapsed = time.perf_counter() - started
+    assert [result.name for result in results] == ["fails", "passes"]  # the scenarios' order
+    assert sorted(map(id, reported)) == sorted(map(id, results))  # each reported as it ends
+    fails, passes = results
+    for result, name in ((fails, "fails"), (passes, "passes")):
+        assert (result.file, result.line) == (str(project / f"{name}.scenario.yaml"), 1)
+        assert (result.tags, result.description) == (("refunds", "live"), "refunds, live")
+        assert (result.turns, result.invariants, result.transcript) == ((), (), ())
+        assert 0 < result.wall_time_s <= elapsed  # each scenario's own, within the suite's
+    assert passes.live is not None
+    assert (passes.passed, passes.failures, passes.live.verdict) == (True, (), "PASS")
+    assert fails.live is not None
+    assert (fails.passed, fails.live.verdict) == (False, "FAIL")
+    assert fails.failures == (
+        Failure(
+            kind="verdict",
+            message=f"FAIL: {fails.live.reason}",
+            field="trials.require",
+            expected="rate >= 0.5",
+            observed=f"0/{fails.live.trials} successes",
+            location=f"{project / 'fails.scenario.yaml'}:15",
+        ),
+    )
+
+
+def test_an_inconclusive_verdict_fails_the_scenario(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 1.0)
+    scenario = live_scenario(project, "refund", trials="  budget_usd: 0.0005\n")
+    (result,) = asyncio.run(run_live_suite([scenario], in_process()))
+    assert result.live is not None
+    assert (result.live.verdict, result.live.partial) == ("INCONCLUSIVE", "the budget is spent")
+    assert not result.passed
+    (failure,) = result.failures
+    assert failure.message == f"INCONCLUSIVE: {result.live.reason}"
+    trials = result.live.trials
+    assert failure.observed == f"{trials}/{trials} successes"
+
+
+def test_a_scenario_made_in_memory_has_no_file_or_line(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 0.0)
+    text = LIVE.replace("{NAME}", "memory").replace("{ORDER}", "A-1029")
+    scenario = Scenario.model_validate(yaml.safe_load(text))
+    (result,) = asyncio.run(run_live_suite([scenario], in_process()))
+    assert (result.file, result.line, result.passed) == ("<memory>", None, False)
+    assert result.failures[0].location is None
+
+
+def test_the_suite_is_checked_before_any_trial_runs_unless_the_caller_did(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 1.0)
+    scenario = live_scenario(project, "refund")
+    ran: list[int] = []
+
+    async def launcher(setup: TrialSetup, index: int, attempt: int) -> TrialOutcome:
+        ran.append(index)
+        return await run_trial(setup, index, attempt)
+
+    def misspelt() -> LiveRun:  # a --limit for a provider no scenario calls
+        return in_process(control=Traffic(ProviderLimits({"opneai": 2})), launcher=launcher)
+
+    with pytest.raises(ConfigurationError, match=r"^--limit opneai: no live scenario"):
+        asyncio.run(run_live_suite([scenario], misspelt()))
+    assert ran == []
+    (result,) = asyncio.run(run_live_suite([scenario], misspelt(), checked=True))
+    assert result.passed
+    assert ran
+
+
+def test_an_interrupted_suite_returns_each_scenarios_partial_verdict(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C cancels the suite's task once each scenario has ended a trial: each scenario
+    # cancels the trials still going and ends with a partial verdict, which the suite returns.
+    monkeypatch.setattr(refund_app, "SUCCESS_RATE", 1.0)
+    scenarios = [live_scenario(project, "first"), live_scenario(project, "second")]
+    reported: list[ScenarioResult] = []
+
+    async def main() -> list[ScenarioResult]:
+        ended: set[str] = set()
+
+        async def launcher(setup: TrialSetup, index: int, attempt: int) -> TrialOutcome:
+            if index > 0:
+                await asyncio.Event().wait()  # never ends, unless cancelled
+            outcome = await run_trial(setup, index, attempt)
+            ended.add(setup.scenario.name)
+            if len(ended) == 2:
+                suite.cancel()
+            return outcome
+
+        run = in_process(launcher=launcher)
+        suite = asyncio.ensure_future(run_live_suite(scenarios, run, reported.append))
+        return await suite
+
+    results = asyncio.run(main())
+    assert [result.name for result in results] == ["first", "second"]
+    for result in results:
+        assert result.live is not None
+        assert result.live.partial == "interrupted"
+        assert (result.live.trials, result.live.successes) == (1, 1)
+    assert sorted(map(id, reported)) == sorted(map(id, results))
+
+
+def test_a_suite_interrupted_before_its_scenarios_started_returns_no_result(
+    project: Path,
+) -> None:
+    ran: list[int] = []
+
+    async def launcher(setup: TrialSetup, index: int, attempt: int) -> TrialOutcome:
+        ran.append(index)
+        return await run_trial(setup, index, attempt)
+
+    async def main() -> list[ScenarioResult]:
+        run = in_process(launcher=launcher)
+        scenarios = [live_scenario(project, "first"), live_scenario(project, "second")]
+        suite = asyncio.ensure_future(run_live_suite(scenarios, run))
+        await asyncio.sleep(0)  # the suite starts its scenarios' tasks, which have not run yet
+        suite.cancel()
+        return await suite
+
+    assert asyncio.run(main()) == []
+    assert ran == []
+
+
+ONE_TURN = """\
+name: refund
+agent:
+  builder: refund_app:build
+user:
+  persona: Dana, terse
+  goal: a refund for her broken mug
+  opening: My mug arrived broken; order A-1029. I want a refund.
+  stop: {max_turns: 1}
+judge:
+  criteria:
+    - {id: polite, rubric: the agent never blames the customer}
+  model:
+    provider: openai
+    name: gpt-4.1
+    api_key_env: LIVE_JUDGE_KEY
+trials:
+  require: {metric: rate, at_least: 0.7}
+  max: 20
+"""
+
+
+def test_a_judges_missing_key_is_named_where_it_is_named_when_the_user_has_no_model(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LIVE_JUDGE_KEY", raising=False)
+    scenario = load_scenario_text(project, ONE_TURN)  # a scripted opening: no user model
+    with pytest.raises(ConfigurationError) as raised:
+        preflight_live([scenario], LiveRun())
+    assert str(raised.value) == (
+        f"{project / 'refund.scenario.yaml'}:15: the openai model 'gpt-4.1' needs an API key: "
+        "set LIVE_JUDGE_KEY (or name another variable with api_key_env)"
+    )
+    monkeypatch.setenv("LIVE_JUDGE_KEY", "sk-test")
+    preflight_live([scenario], live_run_options(limits=["openai=2"]))  # the judge's provider
+
+
+@pytest.mark.parametrize(("user", "limit"), [("openai", "anthropic=2"), ("anthropic", "openai=2")])
+def test_an_adapters_calls_may_be_capped_under_either_provider(
+    project: Path, user: str, limit: str
+) -> None:
+    text = SCENARIO.replace("builder: refund_app:build", "adapter: refund_app:adapter")
+    scenario = load_scenario_text(project, text.replace("provider: openai", f"provider: {user}"))
+    preflight_live([scenario], live_run_options(limits=[limit]))
+    with pytest.raises(ConfigurationError, match=r"^--limit mistral: .* are: anthropic, openai$"):
+        preflight_live([scenario], live_run_options(limits=["mistral=2"]))
+
+
+def test_a_limit_in_a_run_of_no_live_scenario_names_no_provider() -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        preflight_live([], live_run_options(limits=["openai=2"]))
+    assert str(raised.value) == (
+        "--limit openai: no live scenario of this run calls 'openai'; the providers called are: "
+        "none"
+    )
+
+
+def test_a_judges_key_is_checked_when_the_users_model_is_given(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LIVE_JUDGE_KEY", raising=False)
+    judged = SCENARIO.replace(
+        '    - {id: refunded, check: {tool_called: "issue_refund(order_id=A-1029)"}}\n',
+        "    - {id: polite, rubric: the agent never blames the customer}\n"
+        "  model: {provider: anthropic, name: claude-sonnet-4, api_key_env: LIVE_JUDGE_KEY}\n",
+    )
+    scenario = load_scenario_text(project, judged)
+    given = RoleModels(user=lambda _: FunctionLLM(refund_app.user_model))
+    with pytest.raises(ConfigurationError) as raised:
+        preflight_live([scenario], LiveRun(models=given))
+    assert str(raised.value) == (
+        f"{project / 'refund.scenario.yaml'}:14: the anthropic model 'claude-sonnet-4' needs an "
+        "API key: set LIVE_JUDGE_KEY (or name another variable with api_key_env)"
+    )
+    monkeypatch.setenv("LIVE_JUDGE_KEY", "sk-test")
+    preflight_live([scenario], live_run_options(limits=["anthropic=1"]))  # the judge's provider

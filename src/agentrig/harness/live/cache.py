@@ -11,8 +11,8 @@ Layout, under the cache folder::
         outcome.json             written last: the trial is complete
 
 ``FINGERPRINT`` hashes what decides the conversation (the agent reference, the user, the judge
-and the seed); how many trials run, the budget and the concurrency do not change it, so raising
-``trials.max`` reuses every trial already run. A trial whose requests differ from its recording
+and the seed); how many trials run, the requirement they decide, the budget and the concurrency
+do not change it, so raising ``trials.max`` or ``trials.require`` reuses every trial already run. A trial whose requests differ from its recording
 (the agent's code or prompt changed) is run live again and recorded anew.
 """
 
@@ -37,7 +37,16 @@ from agentrig.harness.scenarios.model import Scenario
 __all__ = ["CachedTrial", "TrialCache", "scenario_fingerprint"]
 
 _ROLES = ("agent", "user", "judge")
-_UNCOUNTED_TRIALS = {"max", "sequential", "budget_usd", "concurrency", "max_set_aside", "report_k"}
+# What sets how many trials run and what they must reach, not what is said in one.
+_UNCOUNTED_TRIALS = {
+    "require",
+    "max",
+    "sequential",
+    "budget_usd",
+    "concurrency",
+    "max_set_aside",
+    "report_k",
+}
 
 
 def scenario_fingerprint(scenario: Scenario) -> str:
@@ -46,7 +55,8 @@ def scenario_fingerprint(scenario: Scenario) -> str:
         mode="json",
         exclude={"description": True, "tags": True, "trials": _UNCOUNTED_TRIALS},
     )
-    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))  # pragma: no mutate (a key:
+    # any encoding of the dump serves that gives one scenario one text, as this one does)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -77,7 +87,7 @@ class TrialCache:
         if not marker.is_file():
             return None
         try:
-            outcome = json.loads(marker.read_text(encoding="utf-8"))
+            outcome = json.loads(marker.read_text(encoding="utf-8"))  # pragma: no mutate (ASCII)
             cassettes = {
                 role: load_cassette(folder / f"{role}.cassette.yaml")
                 for role in _ROLES
@@ -85,7 +95,7 @@ class TrialCache:
             }
             replies_file = folder / "agent.replies.json"
             replies = (
-                json.loads(replies_file.read_text(encoding="utf-8"))
+                json.loads(replies_file.read_text(encoding="utf-8"))  # pragma: no mutate (ASCII)
                 if replies_file.is_file()
                 else None
             )
@@ -115,4 +125,6 @@ class TrialCache:
 
 
 def _write_json(target: Path, data: Any) -> None:
-    write_text_atomically(target, json.dumps(data, indent=1, sort_keys=True) + "\n")
+    """Write ``data`` as ASCII JSON (``json.dumps`` escapes the rest: any encoding reads it)."""
+    text = json.dumps(data, indent=1, sort_keys=True)  # pragma: no mutate (layout: read alike)
+    write_text_atomically(target, text + "\n")

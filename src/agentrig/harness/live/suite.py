@@ -37,7 +37,7 @@ def preflight_live(scenarios: Sequence[Scenario], run: LiveRun) -> None:
             problems.append(str(error))
         for role, given in (("user", run.models.user), ("judge", run.models.judge)):
             owner = scenario.user if role == "user" else scenario.judge
-            spec = None if owner is None else owner.model
+            spec = None if owner is None else owner.model  # pragma: no mutate (live: never None)
             if spec is None:
                 continue
             called.add(limit_name(spec.provider))
@@ -82,7 +82,7 @@ def _unknown_limits(run: LiveRun, called: set[str]) -> list[str]:
         return []
     problems = []
     for name in sorted(control.limits.named - called):
-        close = difflib.get_close_matches(name, sorted(called), n=1)
+        close = difflib.get_close_matches(name, sorted(called))  # the best first
         hint = f"did you mean {close[0]!r}? " if close else ""
         problems.append(
             f"--limit {name}: no live scenario of this run calls {name!r}; {hint}the providers "
