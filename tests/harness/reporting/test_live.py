@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-import types
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
@@ -15,6 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from agentrig.harness.cli import app
+from agentrig.harness.live import options as live_options
+from agentrig.harness.live import suite as live_suite
 from agentrig.harness.live_results import LiveResult
 from agentrig.harness.reporting import (
     HtmlWriter,
@@ -672,13 +672,11 @@ def live_results(monkeypatch: pytest.MonkeyPatch) -> dict[str, LiveResult]:
             done.append(result)
         return done
 
-    suite_module = types.ModuleType("agentrig.harness.live.suite")
-    suite_module.run_live_suite = run_live_suite  # type: ignore[attr-defined]
-    suite_module.preflight_live = lambda scenarios, run: None  # type: ignore[attr-defined]
-    options = types.ModuleType("agentrig.harness.live.options")
-    options.live_run_options = lambda **_: object()  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "agentrig.harness.live.suite", suite_module)
-    monkeypatch.setitem(sys.modules, "agentrig.harness.live.options", options)
+    # the real modules, these three functions replaced: what else the CLI imports from them
+    # (the limits' parser, the providers' default cap) stays as it is
+    monkeypatch.setattr(live_suite, "run_live_suite", run_live_suite)
+    monkeypatch.setattr(live_suite, "preflight_live", lambda scenarios, run: None)
+    monkeypatch.setattr(live_options, "live_run_options", lambda **_: object())
     return results
 
 
