@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal, Self, get_args
 
-import regex
 from pydantic import (
     AfterValidator,
     AwareDatetime,
@@ -1137,6 +1136,9 @@ class TextMatch(ScenarioModel):
         if self.regex is not None:
             # The regex module stops a search at a time limit: a pattern with nested repeats
             # such as (a+)+$ backtracks exponentially on a long text, and re cannot be stopped.
+            # Imported here, as below: most suites write no regex, and the import is 15 ms.
+            import regex
+
             return regex.search(self.regex, text, timeout=REGEX_TIMEOUT_S) is not None
         return (text == "") == bool(self.empty)
 
@@ -1145,6 +1147,8 @@ class TextMatch(ScenarioModel):
         if len(given) != 1:
             yield (), "use exactly one of: equals, contains, regex, empty"
         if self.regex is not None:
+            import regex
+
             try:
                 regex.compile(self.regex)
             except regex.error as exc:
