@@ -25,6 +25,7 @@ from rich.table import Table
 
 from agentrig.errors import AgentrigError, ConfigurationError
 from agentrig.harness.errors import ScenarioFileError
+from agentrig.harness.process_end import end_without_a_last_collection
 from agentrig.harness.results import ScenarioResult, SuiteResult
 from agentrig.harness.suites.interrupt import (
     Interrupted,
@@ -1166,4 +1167,7 @@ def main() -> None:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
-    app()
+    try:
+        app()
+    finally:
+        end_without_a_last_collection()

@@ -149,6 +149,9 @@ _FROZEN = pytest.StashKey[bool]()
 def _thaw(config: pytest.Config) -> None:
     if config.stash.get(_FROZEN, False):
         gc.unfreeze()
+        from agentrig.harness.process_end import freeze_at_exit_of_pytest
+
+        freeze_at_exit_of_pytest()  # pytest as the program: what it held is refrozen at exit
 
 
 def _configure_hypothesis(config: pytest.Config) -> None:
