@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import copy
 import gc
@@ -124,8 +125,11 @@ def _group_by_module_fixture(items: list[pytest.Item]) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Everything collection built (test modules, the SDKs and frameworks they import) lives
     until the process ends: frozen, the garbage collector stops walking it in every full
-    collection (and in the ones each in-process pytest run forces when it ends)."""
+    collection (and in the ones each in-process pytest run forces when it ends). What the
+    tests build after it is frozen at the process's exit: the interpreter's last full
+    collection would visit it all only to drop it."""
     gc.freeze()
+    atexit.register(gc.freeze)
 
 
 def pytest_runtest_call(item: pytest.Item) -> None:
