@@ -24,7 +24,7 @@ name: flaky-network
 agent:
   network:
     fault_rate: 0.5
-    fault: {status: 503, retry_after: 0, message: overloaded}
+    fault: {status: 503, retry_after: 0.01, message: overloaded}
     seed: 11
 turns:
   - user: Hi
@@ -102,7 +102,7 @@ def test_each_answer_waits_a_drawn_latency_in_its_range(
 
 def test_a_drawn_fault_must_be_an_http_error(write_scenario: Callable[[str], Path]) -> None:
     text = FLAKY_NETWORK.replace(
-        "{status: 503, retry_after: 0, message: overloaded}", "{cut_after: 1}"
+        "{status: 503, retry_after: 0.01, message: overloaded}", "{cut_after: 1}"
     )
     with pytest.raises(ScenarioFileError, match="a drawn fault is an HTTP error"):
         load_scenario(write_scenario(text))
