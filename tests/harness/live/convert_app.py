@@ -33,6 +33,12 @@ def lookup_order(order_id: str) -> str:
     return f"order {order_id}: one mug"
 
 
+@tool
+def list_orders() -> str:
+    """List the customer's orders."""
+    return "A-1029"
+
+
 def agent_model(request: InferenceRequest) -> Turn:
     messages = list(request.messages)
     if messages[-1].role is Role.TOOL:
@@ -43,16 +49,18 @@ def agent_model(request: InferenceRequest) -> Turn:
 
 
 def parallel_model(request: InferenceRequest) -> Turn:
-    """Looks the order up and refunds it in one answer (two calls), then thanks."""
+    """Lists the orders, looks the order up and refunds it in one answer (three calls), then
+    thanks."""
     messages = list(request.messages)
     if messages[-1].role is Role.TOOL:
         return reply("Refunded: your money is on its way.")
     if sum(m.role is Role.USER for m in messages) == 1:
-        both = (
-            call("lookup_order", order_id="A-1029").calls
+        calls = (
+            call("list_orders").calls
+            + call("lookup_order", order_id="A-1029").calls
             + call("issue_refund", order_id="A-1029").calls
         )
-        return Turn(calls=both)
+        return Turn(calls=calls)
     return reply("You are welcome.")
 
 
@@ -64,7 +72,7 @@ def build_parallel() -> AgentBuilder:
 def build(model: Any = agent_model) -> AgentBuilder:
     return (
         AgentBuilder.base()
-        .with_tools([issue_refund, lookup_order])
+        .with_tools([issue_refund, lookup_order, list_orders])
         .with_capability(UseContextConfig("You handle refunds."))
         .with_capability(UseLlmConfig(FunctionLLM(model)))
     )
@@ -81,6 +89,13 @@ def user_model(request: InferenceRequest) -> Turn:
         return reply("Please refund order A-1029.")
     if len(agent_said) == 1:
         return reply("Thanks!")
+    return Turn(calls=call("end_conversation").calls)
+
+
+def user_once(request: InferenceRequest) -> Turn:
+    """Asks for the refund, then ends the conversation at the agent's first answer."""
+    if sum(m.role is Role.USER for m in request.messages) == 1:
+        return reply("Please refund order A-1029.")
     return Turn(calls=call("end_conversation").calls)
 
 

@@ -57,6 +57,7 @@ def record(
     criteria: list[dict[str, Any]],
     agent: str = '{builder: "convert_app:build"}',
     adapter: Any = None,
+    user: Any = convert_app.user_model,
 ) -> tuple[TrialOutcome, Path]:
     """One trial of the scenario with ``criteria``, recorded: its outcome and its folder."""
     path = tmp_path / "refund.scenario.yaml"
@@ -73,7 +74,7 @@ def record(
     setup = TrialSetup(
         loaded,
         Unlimited(),
-        user_model=lambda _: FunctionLLM(convert_app.user_model),
+        user_model=lambda _: FunctionLLM(user),
         judge_model=lambda _: FunctionLLM(no_judge),
         cache=cache,
         adapter=adapter,
@@ -160,6 +161,7 @@ def test_a_check_made_in_the_recording_adds_no_expectation_and_one_missing_is_ex
 
 def test_calls_made_together_in_an_earlier_turn_are_found_there(tmp_path: Path) -> None:
     checks = [
+        {"id": "listed", "check": {"tool_called": "list_orders"}},
         {"id": "looked_up", "check": {"tool_called": "lookup_order(order_id=A-1029)"}},
         {"id": "refunded", "check": {"tool_called": "issue_refund"}},
     ]
@@ -169,6 +171,42 @@ def test_calls_made_together_in_an_earlier_turn_are_found_there(tmp_path: Path) 
     assert scenario.turns[-1].expect.tool_calls is None  # nothing expected in the last turn
     result = run_scenario(scenario)
     assert result.passed, messages(result)
+
+
+def test_a_call_without_arguments_is_not_the_call_a_check_asks_arguments_of(
+    tmp_path: Path,
+) -> None:
+    checks = [{"id": "open", "check": {"tool_called": "list_orders(status=open)"}}]
+    outcome, folder = record(tmp_path, checks, agent='{builder: "convert_app:build_parallel"}')
+    assert outcome.status is TrialStatus.FAILURE
+    result = run_scenario(converted(folder))
+    [failure] = result.failures
+    assert (failure.kind, failure.turn) == ("expectation", 2)
+    assert "status" in json.dumps(failure.expected), failure
+
+
+def test_a_one_turn_trial_expects_a_missing_check_in_its_turn(tmp_path: Path) -> None:
+    outcome, folder = record(
+        tmp_path,
+        [{"id": "yes", "check": {"final_response": {"contains": "Yes"}}}],
+        agent='{builder: "convert_app:build_bare"}',
+        user=convert_app.user_once,
+    )
+    assert outcome.status is TrialStatus.FAILURE
+    assert len(outcome.transcript.exchanges) == 1
+    result = run_scenario(converted(folder))
+    [failure] = result.failures
+    assert (failure.kind, failure.turn, failure.expected) == ("expectation", 1, {"contains": "Yes"})
+
+
+def test_a_bad_scenario_name_is_refused_naming_the_cassette(tmp_path: Path) -> None:
+    _, folder = record(tmp_path, [{"id": "refunded", "check": {"tool_called": "issue_refund"}}])
+    with pytest.raises(CassetteConversionError) as error:
+        trial_to_scenario(folder, name="Refund Trial")
+    assert str(error.value) == (
+        f"cannot convert cassette {folder / 'agent.cassette.yaml'}: 'Refund Trial' is not a "
+        "scenario name (lowercase letters, digits, '.', '_', '-')"
+    )
 
 
 def test_a_final_response_check_replaces_the_recorded_last_answer(tmp_path: Path) -> None:

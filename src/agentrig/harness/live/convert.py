@@ -110,9 +110,10 @@ def _around_builder(agent: dict[str, Any], builder: str | None) -> dict[str, Any
     real tools are not called) and the builder's own system prompt."""
     if builder is None:
         return agent
-    tools = {name: {**spec, "scripted": True} for name, spec in agent.get("tools", {}).items()}
-    kept = {k: v for k, v in agent.items() if k not in ("system_prompt", "tools")}
-    return {"builder": builder, **kept, **({"tools": tools} if tools else {})}
+    kept = {k: v for k, v in agent.items() if k != "system_prompt"}
+    if "tools" in kept:
+        kept["tools"] = {name: {**spec, "scripted": True} for name, spec in kept["tools"].items()}
+    return {"builder": builder, **kept}
 
 
 def _calls_by_turn(turns: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -132,14 +133,14 @@ def _expect(
 ) -> None:
     if not turns:
         return
-    last = turns[-1].setdefault("expect", {})
+    final_turn = turns[-1]
+    # marked: every converted turn expects its answer or its calls (an empty answer does not
+    # convert), so the default is never made
+    last = final_turn.setdefault("expect", {})  # pragma: no mutate
     if check.tool_called is not None:
         wanted = check.tool_called
-        for made in calls:
-            if any(
-                c.get("name") == wanted.name and partial_args(wanted.args, c.get("args", {}))
-                for c in made
-            ):
+        for made in calls:  # a converted call always has its name and args
+            if any(c["name"] == wanted.name and partial_args(wanted.args, c["args"]) for c in made):
                 return  # made in that turn: its recorded trajectory already expects it
         last["tool_calls"] = {
             "mode": "superset",
@@ -151,7 +152,7 @@ def _expect(
         said = [r.get("say") for turn in turns for r in turn["model"]]
         if any(isinstance(text, str) and check.said.matches(text) for text in said):
             return  # said in the recording: the turns' recorded answers replay it
-        last["final_response"] = check.said.model_dump(exclude_none=True)
+        last["final_response"] = check.said  # the same TextMatchSpec: validated as it is
         return
     assert check.final_response is not None
-    last["final_response"] = check.final_response.model_dump(exclude_none=True)
+    last["final_response"] = check.final_response
