@@ -38,29 +38,36 @@ def trial_to_scenario(folder: Path, *, name: str) -> Scenario:
     :class:`~agentrig.harness.cassettes.errors.CassetteConversionError` naming the folder."""
     where = str(folder)
     try:
-        kept = json.loads((folder / "outcome.json").read_text(encoding="utf-8"))
+        # marked: on a UTF-8 locale (CI's, this machine's) the default encoding reads alike
+        outcome = (folder / "outcome.json").read_text(encoding="utf-8")  # pragma: no mutate
+        kept = json.loads(outcome)
         live = kept["scenario"]
         agent = live["agent"]
+        title, status, reason = live["name"], kept["status"], kept["reason"]
+        criteria = [CriterionSpec.model_validate(c) for c in live["judge"]["criteria"]]
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise CassetteConversionError(where, None, f"not a recorded trial: {error}") from None
     cassette = _agent_cassette(folder, agent)
-    replay = cassette_to_scenario(
-        load_cassette(cassette), name=name, path=str(cassette)
-    ).model_dump(by_alias=True, exclude_unset=True, mode="json")
-    criteria = [CriterionSpec.model_validate(c) for c in live["judge"]["criteria"]]
+    recorded = cassette_to_scenario(load_cassette(cassette), name=name, path=str(cassette))
+    replay = recorded.model_dump(
+        exclude_unset=True,
+        # marked: validated again below, field names and python's values read alike
+        by_alias=True,  # pragma: no mutate
+        mode="json",  # pragma: no mutate
+    )
+    # cassette_to_scenario always gives an agent (maybe {}) and at least one turn
     if agent.get("adapter"):
-        replay["agent"] = {"adapter": agent["adapter"], **replay.get("agent", {})}
+        replay["agent"] = {"adapter": agent["adapter"], **replay["agent"]}
     else:
-        replay["agent"] = _around_builder(replay.get("agent", {}), agent.get("builder"))
-    turns = replay.get("turns", [])
+        replay["agent"] = _around_builder(replay["agent"], agent.get("builder"))
+    turns = replay["turns"]
     calls = _calls_by_turn(turns)
     left_out = [c.id for c in criteria if c.check is None]
     for criterion in criteria:
         if criterion.check is not None:
             _expect(turns, calls, criterion.check)
-    status = kept.get("status", "")
     replay["description"] = (
-        f"Live trial {folder.name} of {live['name']} ({status}: {kept.get('reason', '')}), "
+        f"Live trial {folder.name} of {title} ({status}: {reason}), "
         "converted by agentrig convert; its deterministic criteria are expectations"
         + (f"; not converted: {', '.join(left_out)} (never rules and rubrics)" if left_out else "")
         + "."
@@ -103,16 +110,17 @@ def _around_builder(agent: dict[str, Any], builder: str | None) -> dict[str, Any
     real tools are not called) and the builder's own system prompt."""
     if builder is None:
         return agent
-    tools = {name: {**spec, "scripted": True} for name, spec in agent.get("tools", {}).items()}
-    kept = {k: v for k, v in agent.items() if k not in ("system_prompt", "tools")}
-    return {"builder": builder, **kept, **({"tools": tools} if tools else {})}
+    kept = {k: v for k, v in agent.items() if k != "system_prompt"}
+    if "tools" in kept:
+        kept["tools"] = {name: {**spec, "scripted": True} for name, spec in kept["tools"].items()}
+    return {"builder": builder, **kept}
 
 
 def _calls_by_turn(turns: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     out: list[list[dict[str, Any]]] = []
     for turn in turns:
         made = []
-        for reply in turn.get("model", []):
+        for reply in turn["model"]:  # every converted turn has its model's replies
             for call in [reply.get("call")] if reply.get("call") else reply.get("calls", []):
                 if isinstance(call, dict):
                     made.append(call)
@@ -125,14 +133,14 @@ def _expect(
 ) -> None:
     if not turns:
         return
-    last = turns[-1].setdefault("expect", {})
+    final_turn = turns[-1]
+    # marked: every converted turn expects its answer or its calls (an empty answer does not
+    # convert), so the default is never made
+    last = final_turn.setdefault("expect", {})  # pragma: no mutate
     if check.tool_called is not None:
         wanted = check.tool_called
-        for made in calls:
-            if any(
-                c.get("name") == wanted.name and partial_args(wanted.args, c.get("args", {}))
-                for c in made
-            ):
+        for made in calls:  # a converted call always has its name and args
+            if any(c["name"] == wanted.name and partial_args(wanted.args, c["args"]) for c in made):
                 return  # made in that turn: its recorded trajectory already expects it
         last["tool_calls"] = {
             "mode": "superset",
@@ -141,10 +149,10 @@ def _expect(
         }
         return
     if check.said is not None:
-        said = [r.get("say") for turn in turns for r in turn.get("model", [])]
+        said = [r.get("say") for turn in turns for r in turn["model"]]
         if any(isinstance(text, str) and check.said.matches(text) for text in said):
             return  # said in the recording: the turns' recorded answers replay it
-        last["final_response"] = check.said.model_dump(exclude_none=True)
+        last["final_response"] = check.said  # the same TextMatchSpec: validated as it is
         return
     assert check.final_response is not None
-    last["final_response"] = check.final_response.model_dump(exclude_none=True)
+    last["final_response"] = check.final_response

@@ -94,8 +94,8 @@ class Transcript:
 
 def agent_reply_of(value: object, where: str) -> AgentReply:
     """An adapter's return value as an :class:`AgentReply`: a str, an ``AgentReply``, or a
-    mapping ``{content, tool_calls: [{name, arguments, result?}], usage: {...}, cost}``.
-    Anything else is a ``TypeError`` naming ``where``."""
+    mapping ``{content, tool_calls: [{name, arguments, result?, is_error?}], usage: {...},
+    cost}``. Anything else is a ``TypeError`` naming ``where``."""
     if isinstance(value, AgentReply):
         return value
     if isinstance(value, str):
@@ -125,7 +125,7 @@ def agent_reply_of(value: object, where: str) -> AgentReply:
     if "cost" in value:
         usage_data["cost"] = value["cost"]
     try:
-        usage = Usage.model_validate(usage_data) if usage_data else ZERO_USAGE
+        usage = Usage.model_validate(usage_data)
     except ValueError as error:
         raise TypeError(f"{where} returned bad usage: {error}") from None
     return AgentReply(content, calls, usage)
@@ -136,6 +136,12 @@ def _called_tool(call: object, where: str) -> CalledTool:
         return call
     if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
         raise TypeError(f"{where} returned a tool call {call!r}: use {{name, arguments, result}}")
+    unknown = set(call) - {"name", "arguments", "result", "is_error"}
+    if unknown:  # a misspelt key ("args") would drop what it holds
+        raise TypeError(
+            f"{where} returned a tool call with unknown keys {sorted(unknown)}: a tool call has "
+            "name, arguments, result and is_error"
+        )
     arguments = call.get("arguments") or {}
     if not isinstance(arguments, Mapping):
         raise TypeError(f"{where} returned arguments {arguments!r}: use a dict")
@@ -144,5 +150,5 @@ def _called_tool(call: object, where: str) -> CalledTool:
         call["name"],
         dict(arguments),
         None if result is None else str(result),
-        bool(call.get("is_error", False)),
+        bool(call.get("is_error")),
     )

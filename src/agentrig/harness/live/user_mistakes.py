@@ -21,7 +21,7 @@ The mistakes, by code:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -49,8 +49,7 @@ class UserMistake:
         return f"{self.code}: {self.detail}"
 
 
-@lru_cache(maxsize=1024)
-def fact_shape(value: str) -> re.Pattern[str] | None:
+def _fact_shape(value: str) -> re.Pattern[str] | None:
     """The shape of ``value`` as a pattern, when it looks like an identifier (see the module
     docstring); None for free text."""
     text = value.strip()
@@ -62,28 +61,29 @@ def fact_shape(value: str) -> re.Pattern[str] | None:
         return None
     if not has_letter and sum(ch.isdigit() for ch in text) < 5:
         return None
+    # runs of ASCII capitals, small letters and digits by their class and length; any other
+    # character (punctuation, a letter of another script) as it is
+    classes = {"upper": "[A-Z]", "lower": "[a-z]", "digits": r"\d"}
     parts: list[str] = []
-    for run in re.finditer(r"[A-Z]+|[a-z]+|[0-9]+|.", text):
+    for run in re.finditer(r"(?P<upper>[A-Z]+)|(?P<lower>[a-z]+)|(?P<digits>[0-9]+)|.", text):
+        kind = run.lastgroup
         piece = run.group()
-        if piece.isdigit():
-            parts.append(rf"\d{{{len(piece)}}}")
-        elif piece.isupper() and piece.isalpha():
-            parts.append(f"[A-Z]{{{len(piece)}}}")
-        elif piece.islower() and piece.isalpha():
-            parts.append(f"[a-z]{{{len(piece)}}}")
-        else:
-            parts.append(re.escape(piece))
+        parts.append(re.escape(piece) if kind is None else f"{classes[kind]}{{{len(piece)}}}")
     return re.compile(r"(?<![\w-])" + "".join(parts) + r"(?![\w-])")
 
 
-def _invented(text: str, known: Iterable[str], said_by_agent: str) -> str | None:
+# a function call rather than a decorator, so that mutation testing reaches _fact_shape
+fact_shape = lru_cache(maxsize=1024)(_fact_shape)
+
+
+def _invented(text: str, known: Iterable[str], said_by_agent: Sequence[str]) -> str | None:
     values = [v.strip() for v in known]
     for value in values:
         shape = fact_shape(value)
         if shape is None:
             continue
         for found in shape.findall(text):
-            if found not in values and found not in said_by_agent:
+            if found not in values and not any(found in said for said in said_by_agent):
                 return f"disclosed {found!r}, shaped like a fact it knows ({value!r}) but not one"
     return None
 
@@ -102,8 +102,8 @@ def find_user_mistake(spec: UserSpec, move: UserMove, transcript: Transcript) ->
     last = transcript.final_response().strip()
     if last and move.text.strip() == last:
         return UserMistake("role_confusion", "the user repeated the agent's last reply")
-    said = "\n".join(reply.content for reply in transcript.replies())
-    said += "\n".join(str(call.result) for call in transcript.tool_calls())
+    said = [reply.content for reply in transcript.replies()]
+    said += [str(call.result) for call in transcript.tool_calls()]
     invented = _invented(move.text, spec.knows.values(), said)
     if invented is not None:
         return UserMistake("unknown_fact", invented)
