@@ -125,14 +125,6 @@ def ask(provider: RoleProvider, text: str = "hi") -> InferenceResponse:
     return asyncio.run(provider.ainfer(request(text)))
 
 
-def failing(error: BaseException) -> BaseException:
-    """What ``ask`` raised for a provider failing with ``error``."""
-    provider = role(AsyncOnly(error))
-    with pytest.raises(type(error)) as raised:
-        ask(provider)
-    return raised.value
-
-
 class TestNames:
     def test_a_provider_is_named_by_its_name_else_by_its_class(self) -> None:
         assert provider_name_of(AsyncOnly()) == "anthropic"
