@@ -8,20 +8,28 @@ import math
 import random
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from email.utils import format_datetime
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from agentrig import ProviderError, RetryLimitExceededError
 from agentrig.errors import InvalidInputError
+from agentrig.fakes.clock import FakeClock
 from agentrig.harness.live.budget import Budget, BudgetExhausted
 from agentrig.harness.live.limits import (
+    DEFAULT_CAP,
     DEFAULT_MAX_ATTEMPTS,
     Backoff,
+    LimitStats,
     ProviderLimits,
+    Slot,
     Traffic,
 )
-from agentrig.harness.live.virtual_time import run_in_virtual_time
+from agentrig.harness.live.rate_limits import RateLimitSignal
+from agentrig.harness.live.virtual_time import LoopSleeper, run_in_virtual_time
 
 
 def now() -> float:
@@ -216,10 +224,11 @@ class TestRetryAfter:
     def test_without_retry_after_the_gate_backs_off_exponentially_with_seeded_jitter(
         self,
     ) -> None:
-        def run(seed: int) -> list[float]:
+        def run(seed: int | None) -> list[float]:
             provider = Provider(lambda index: (0.0, RateLimited(503) if index < 5 else None))
             backoff = Backoff(base=1.0, factor=2.0, max=6.0, jitter=0.5)
-            traffic = Traffic(ProviderLimits({"x": 1}, backoff=backoff, seed=seed))
+            seeded = {} if seed is None else {"seed": seed}
+            traffic = Traffic(ProviderLimits({"x": 1}, backoff=backoff, **seeded))
 
             async def main() -> None:
                 await traffic.call("x", provider.call(), free)
@@ -227,6 +236,8 @@ class TestRetryAfter:
             run_in_virtual_time(main())
             return [b - a for a, b in zip(provider.starts, provider.starts[1:], strict=False)]
 
+        assert run(seed=None) == run(seed=0)  # the default seed
+        assert run(seed=None) != run(seed=1)
         gaps = run(seed=3)
         full = [1.0, 2.0, 4.0, 6.0, 6.0]  # base * 2**k, capped at max
         for gap, ceiling in zip(gaps, full, strict=True):
@@ -266,7 +277,10 @@ class TestRetryAfter:
         error = raised.value
         assert (error.attempts, error.status_code, error.provider) == (3, 429, "openai")
         assert error.__cause__ is last[-1]
-        assert "HTTP 429 (rate limited) to all 3 attempts" in str(error)
+        assert str(error) == (
+            "inference failed after 3 attempt(s); no further attempt (openai answered HTTP 429 "
+            "(rate limited) to all 3 attempts): HTTP 429"
+        )
         stats = traffic.stats()["openai"]
         assert (stats.rate_limited, stats.retries, stats.gave_up) == ({429: 3}, {429: 2}, 1)
 
@@ -278,8 +292,13 @@ class TestRetryAfter:
         async def main() -> None:
             await traffic.call("openai", provider.call(), free)
 
-        with pytest.raises(RetryLimitExceededError, match=r"wait 3600s.*max_retry_after=300s"):
+        with pytest.raises(RetryLimitExceededError) as raised:
             run_in_virtual_time(main())
+        assert str(raised.value) == (
+            "inference failed after 1 attempt(s); no further attempt (openai asked to wait 3600s "
+            "(Retry-After), more than backoff.max_retry_after=300s): HTTP 429"
+        )
+        assert (raised.value.attempts, raised.value.status_code) == (1, 429)
         assert len(provider.starts) == 1
         assert traffic.stats()["openai"].gave_up == 1
 
@@ -772,3 +791,369 @@ class TestConfiguration:
 
         with pytest.raises(InvalidInputError, match="provider"):
             run_in_virtual_time(main())
+
+
+class TestSlots:
+    def test_a_slot_says_when_it_was_granted_how_long_it_waited_and_its_epoch(self) -> None:
+        limits = ProviderLimits({"openai": 1}, decrease=0.5)
+        slots: list[Slot] = []
+        held: list[int] = []
+
+        async def take(delay: float) -> None:
+            await asyncio.sleep(delay)
+            async with limits.slot("openai") as slot:
+                slots.append(slot)
+                held.append(limits.in_flight("openai"))
+                await asyncio.sleep(2.0)
+
+        async def main() -> None:
+            await asyncio.gather(take(0.0), take(0.5))
+            assert limits.rate_limited(slots[0], RateLimitSignal(429, 1.0)) == 1.0
+            await take(0.0)
+
+        assert (limits.in_flight("openai"), limits.in_flight("anthropic")) == (0, 0)
+        run_in_virtual_time(main())
+        assert slots == [
+            Slot("openai", epoch=0, granted_at=0.0, waited=0.0),
+            Slot("openai", epoch=0, granted_at=2.0, waited=1.5),
+            Slot("openai", epoch=1, granted_at=5.0, waited=1.0),  # the gate reopened at 4 + 1
+        ]
+        assert held == [1, 1, 1]
+        assert limits.in_flight("openai") == 0
+
+    def test_each_cut_starts_an_epoch_and_only_a_rate_limit_of_the_current_one_cuts(
+        self,
+    ) -> None:
+        limits = ProviderLimits({"openai": 8}, decrease=0.5)
+        slots: list[Slot] = []
+
+        async def take() -> Slot:
+            async with limits.slot("openai") as slot:
+                slots.append(slot)
+                return slot
+
+        async def main() -> None:
+            first = await take()
+            limits.rate_limited(first, RateLimitSignal(429, 0.0))  # no second strike: no cut
+            limits.rate_limited(await take(), RateLimitSignal(429, None))  # cut to 4
+            stale = await take()
+            limits.rate_limited(first, RateLimitSignal(429, None))  # sent two cuts ago
+            assert limits.limit("openai") == 4
+            limits.rate_limited(stale, RateLimitSignal(429, None))  # cut to 2
+            await take()
+
+        run_in_virtual_time(main())
+        assert [slot.epoch for slot in slots] == [0, 1, 2, 3]
+        assert limits.limit("openai") == 2
+        assert limits.stats()["openai"].rate_limited == {429: 4}
+
+    def test_a_provider_not_asked_yet_has_its_cap_no_call_and_an_open_gate(self) -> None:
+        limits = ProviderLimits({"openai": 3}, default_cap=2)
+        assert [limits.limit(name) for name in ("openai", "groq")] == [3, 2]
+        assert [limits.cap(name) for name in ("openai", "groq")] == [3, 2]
+        assert limits.in_flight("openai") == 0
+        assert limits.reopens_at("openai") == -math.inf
+        assert limits.stats() == {}
+        assert limits.named == frozenset({"openai"})
+        assert ProviderLimits().cap("openai") == DEFAULT_CAP
+
+
+class TestStats:
+    def test_a_providers_stats_whole(self) -> None:
+        # A's first attempt answers 503 at t=1 (cut to 2, the gate closed for 0.5 s); B's
+        # success then gives a slot back, and A's retry at t=1.5 another
+        answers: list[BaseException | None] = [RateLimited(503), None, None]
+        provider = Provider(lambda index: (1.0, answers[index]))
+        limits = ProviderLimits(
+            {"anthropic": 4}, default_cap=1, decrease=0.5, backoff=Backoff(jitter=0.0)
+        )
+        traffic = Traffic(limits, Budget(usd=10.0))
+
+        async def main() -> None:
+            await asyncio.gather(
+                traffic.call("anthropic", provider.call(), lambda _: 0.5),
+                traffic.call("anthropic", provider.call(), lambda _: 0.25),
+            )
+
+        run_in_virtual_time(main())
+        assert traffic.stats() == {
+            "anthropic": LimitStats(
+                provider="anthropic",
+                cap=4,
+                limit=4,
+                min_limit=2,
+                calls=2,
+                attempts=3,
+                succeeded=2,
+                rate_limited={503: 1},
+                retries={503: 1},
+                waited=0.5,
+                cost=0.75,
+                max_in_flight=2,
+            )
+        }
+
+    def test_calls_refused_by_the_budget_count_and_take_no_slot(self) -> None:
+        budget = Budget(usd=0.5)
+        traffic = Traffic(ProviderLimits(), budget)
+
+        async def main() -> list[Any]:
+            await traffic.call("openai", succeeding().call("paid"), lambda _: 0.5)
+            return await asyncio.gather(
+                *(traffic.call("groq", succeeding().call(), free) for _ in range(2)),
+                return_exceptions=True,
+            )
+
+        refusals = run_in_virtual_time(main())
+        assert [type(refusal) for refusal in refusals] == [BudgetExhausted] * 2
+        stats = traffic.stats()["groq"]
+        assert (stats.calls, stats.refused, stats.attempts, stats.max_in_flight) == (2, 2, 0, 0)
+
+    def test_every_call_given_up_is_counted(self) -> None:
+        provider = Provider(lambda _index: (0.1, RateLimited(429, 0.0)))
+        traffic = Traffic(ProviderLimits({"openai": 2}), max_attempts=2)
+
+        async def main() -> list[Any]:
+            return await asyncio.gather(
+                *(traffic.call("openai", provider.call(), free) for _ in range(3)),
+                return_exceptions=True,
+            )
+
+        failures = run_in_virtual_time(main())
+        assert [type(failure) for failure in failures] == [RetryLimitExceededError] * 3
+        assert traffic.stats()["openai"].gave_up == 3
+
+
+class TestStrikes:
+    def test_a_success_ends_the_strikes(self) -> None:
+        # 429s with a Retry-After cut only on a second strike in a row; a success between
+        # two of them makes each the first
+        answers = [RateLimited(429, 0.0), None, RateLimited(429, 0.0), None]
+        provider = Provider(lambda index: (1.0, answers[index]))
+        limits = ProviderLimits({"openai": 8}, decrease=0.5)
+        traffic = Traffic(limits)
+
+        async def main() -> None:
+            for _ in range(2):
+                await traffic.call("openai", provider.call(), free)
+
+        run_in_virtual_time(main())
+        assert traffic.stats()["openai"].min_limit == 8
+
+    def test_the_back_off_starts_again_after_a_success(self) -> None:
+        answers = [RateLimited(429), None, RateLimited(429), None]
+        provider = Provider(lambda index: (0.0, answers[index]))
+        backoff = Backoff(base=1.0, factor=4.0, jitter=0.0)
+        traffic = Traffic(ProviderLimits({"openai": 8}, backoff=backoff))
+
+        async def main() -> None:
+            for _ in range(2):
+                await traffic.call("openai", provider.call(), free)
+
+        run_in_virtual_time(main())
+        assert provider.starts == [0.0, 1.0, 1.0, 2.0]  # 1 s each time, not 4 s the second
+
+
+class TestBackoff:
+    def test_the_delay_grows_by_factor_up_to_max_less_its_jitter(self) -> None:
+        backoff = Backoff(base=0.5, factor=3.0, max=10.0, jitter=0.0)
+        rng = random.Random(0)
+        assert [backoff.delay(strikes, rng) for strikes in (0, 1, 2, 3, 4)] == [
+            0.5,
+            0.5,
+            1.5,
+            4.5,
+            10.0,
+        ]
+        jittered = Backoff(base=2.0, jitter=0.25)
+        drawn = random.Random(5).random()
+        assert jittered.delay(1, random.Random(5)) == 2.0 * (1.0 - 0.25 * drawn)
+
+    @pytest.mark.parametrize(("factor", "strikes"), [(2.0, 10_000), (10.0, 400), (1e300, 3)])
+    def test_a_delay_past_any_float_is_the_max(self, factor: float, strikes: int) -> None:
+        backoff = Backoff(factor=factor, max=45.0, jitter=0.0)
+        assert backoff.delay(strikes, random.Random(0)) == 45.0
+
+
+class TestRetryAfterBoundary:
+    def test_a_retry_after_of_exactly_the_limit_is_waited_for(self) -> None:
+        answers = [RateLimited(429, 300.0), None]
+        provider = Provider(lambda index: (0.0, answers[index]))
+        traffic = Traffic(ProviderLimits(backoff=Backoff(max_retry_after=300.0)))
+        run_in_virtual_time(traffic.call("openai", provider.call("late"), free))
+        assert provider.starts == [0.0, 300.0]
+
+    def test_a_retry_after_date_is_read_on_the_traffics_clock(self) -> None:
+        clock = FakeClock()
+        date = format_datetime(clock.now() + timedelta(seconds=7), usegmt=True)
+
+        class Dated(Exception):
+            status_code = 429
+            response = SimpleNamespace(headers={"retry-after": date})
+
+        answers: list[BaseException | None] = [Dated(), None]
+        provider = Provider(lambda index: (0.0, answers[index]))
+        traffic = Traffic(ProviderLimits(), clock=clock)
+        run_in_virtual_time(traffic.call("openai", provider.call(), free))
+        assert provider.starts == [0.0, 7.0]
+
+
+class TestRequestRateRefill:
+    def test_the_bucket_refills_at_the_rate_while_no_call_waits(self) -> None:
+        # 30 a minute: a token every 2 s. A call at t=1 finds half a token and waits 1 s for
+        # the rest; one at t=7 finds the bucket full (one token: burst=1) and starts at once.
+        provider = succeeding(0.1)
+        traffic = Traffic(ProviderLimits(requests_per_minute={"openai": 30}))
+
+        async def main() -> None:
+            for arrival in (0.0, 1.0, 7.0):
+                await asyncio.sleep(max(0.0, arrival - now()))
+                await traffic.call("openai", provider.call(), free)
+
+        run_in_virtual_time(main())
+        assert provider.starts == pytest.approx([0.0, 2.0, 7.0])
+
+
+class TestProblems:
+    """Every bad setting is named with what is wrong with it, all in one error."""
+
+    @pytest.mark.parametrize(
+        ("options", "problems"),
+        [
+            ({"caps": [4]}, [("caps", "expected a mapping of provider name to value, got list")]),
+            (
+                {"caps": {"openai": 0, 7: 1, "anthropic": "2"}},
+                [
+                    ("caps.openai", "must be >= 1, got 0"),
+                    ("caps", "provider names must be non-empty strings, got 7"),
+                    ("caps.anthropic", "expected a whole number >= 1, got str '2'"),
+                ],
+            ),
+            (
+                {"default_cap": 2.0},
+                [("default_cap", "expected a whole number >= 1, got float 2.0")],
+            ),
+            (
+                {"requests_per_minute": {"openai": "60", "groq": 0}},
+                [
+                    (
+                        "requests_per_minute.openai",
+                        "expected requests per minute (a number > 0), got str",
+                    ),
+                    ("requests_per_minute.groq", "must be a finite number > 0, got 0"),
+                ],
+            ),
+            (
+                {"requests_per_minute": 60},
+                [("requests_per_minute", "expected a mapping of provider name to value, got int")],
+            ),
+            (
+                {"default_requests_per_minute": True},
+                [
+                    (
+                        "default_requests_per_minute",
+                        "expected requests per minute (a number > 0), got bool",
+                    )
+                ],
+            ),
+            (
+                {"default_requests_per_minute": -math.inf},
+                [("default_requests_per_minute", "must be a finite number > 0, got -inf")],
+            ),
+            (
+                {"burst": 0, "recover_after": -1},
+                [
+                    ("burst", "must be >= 1, got 0"),
+                    ("recover_after", "must be >= 1, got -1"),
+                ],
+            ),
+            ({"decrease": 0}, [("decrease", "must be > 0 and <= 1, got 0")]),
+            ({"decrease": 1.25}, [("decrease", "must be > 0 and <= 1, got 1.25")]),
+            ({"decrease": "half"}, [("decrease", "expected a number, got str")]),
+            ({"decrease": math.nan}, [("decrease", "expected a finite number, got nan")]),
+            (
+                {"seed": "7"},
+                [("seed", "expected an int (the same seed gives the same jitter), got str")],
+            ),
+            ({"backoff": {"base": 1}}, [("backoff", "expected a Backoff, got dict")]),
+            ({"sleeper": 5}, [("sleeper", "expected a Sleeper: now() and async sleep(seconds)")]),
+        ],
+    )
+    def test_bad_limits(self, options: dict[str, Any], problems: list[tuple[str, str]]) -> None:
+        with pytest.raises(InvalidInputError) as raised:
+            ProviderLimits(**options)
+        assert raised.value.what == "ProviderLimits"
+        assert raised.value.problems == problems
+
+    @pytest.mark.parametrize(
+        ("options", "problems"),
+        [
+            ({"base": 0.0}, [("base", "must be > 0, got 0.0")]),
+            (
+                {"factor": 0.5, "max": -1},
+                [
+                    ("factor", "must be >= 1, got 0.5"),
+                    ("max", "must be >= 0, got -1"),
+                ],
+            ),
+            ({"jitter": 1.5}, [("jitter", "must be >= 0 and <= 1, got 1.5")]),
+            ({"jitter": -0.1}, [("jitter", "must be >= 0 and <= 1, got -0.1")]),
+            (
+                {"max_retry_after": math.inf},
+                [("max_retry_after", "expected a finite number, got inf")],
+            ),
+            ({"base": None}, [("base", "expected a number, got NoneType")]),
+        ],
+    )
+    def test_bad_backoff(self, options: dict[str, Any], problems: list[tuple[str, str]]) -> None:
+        with pytest.raises(InvalidInputError) as raised:
+            Backoff(**options)
+        assert raised.value.what == "Backoff"
+        assert raised.value.problems == problems
+
+    def test_the_bounds_themselves_are_good(self) -> None:
+        Backoff(base=1e-9, factor=1.0, max=0.0, jitter=0.0, max_retry_after=0.0)
+        Backoff(jitter=1.0)
+        ProviderLimits(
+            {"openai": 1}, default_cap=1, burst=1, decrease=1.0, recover_after=1, seed=-3
+        )
+        ProviderLimits(requests_per_minute={"openai": 0.001}, default_requests_per_minute=1e-9)
+
+    def test_a_sleeper_given_is_the_one_waits_go_through(self) -> None:
+        class Counting(LoopSleeper):
+            def __init__(self) -> None:
+                self.slept: list[float] = []
+
+            async def sleep(self, seconds: float) -> None:
+                self.slept.append(seconds)
+                await super().sleep(seconds)
+
+        sleeper = Counting()
+        limits = ProviderLimits(requests_per_minute={"openai": 60}, sleeper=sleeper)
+        assert limits.sleeper is sleeper
+        traffic = Traffic(limits)
+
+        async def main() -> None:
+            for _ in range(2):
+                await traffic.call("openai", succeeding(0.25).call(), free)
+
+        run_in_virtual_time(main())
+        assert sleeper.slept == [0.75]
+        assert isinstance(ProviderLimits().sleeper, LoopSleeper)
+
+    def test_bad_traffic(self) -> None:
+        with pytest.raises(InvalidInputError) as raised:
+            Traffic({"openai": 2}, 5.0, max_attempts=1.5)  # type: ignore[arg-type]
+        assert raised.value.what == "Traffic"
+        assert raised.value.problems == [
+            ("max_attempts", "expected a whole number >= 1, got float 1.5"),
+            ("limits", "expected ProviderLimits, got dict"),
+            ("budget", "expected a Budget, got float"),
+        ]
+
+    def test_a_provider_name_is_named_whole(self) -> None:
+        assert ProviderLimits().cap("") == DEFAULT_CAP  # a name is checked when a gate is made
+        with pytest.raises(InvalidInputError) as raised:
+            run_in_virtual_time(Traffic().call("", succeeding().call(), free))
+        assert raised.value.what == "provider name"
+        assert raised.value.problems == [("provider", "expected a non-empty string: ''")]

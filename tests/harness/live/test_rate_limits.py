@@ -5,6 +5,7 @@ the real providers raise it."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 from datetime import timedelta
 from email.utils import format_datetime
@@ -221,3 +222,34 @@ class TestSignals:
         first, second = Failure(None), Failure(None)
         first.__cause__, second.__cause__ = second, first
         assert rate_limit_of(first) is None
+
+    def test_the_status_is_looked_for_eight_causes_deep(self) -> None:
+        def chain(length: int) -> BaseException:
+            errors = [Failure(None) for _ in range(length - 1)] + [Failure(429)]
+            for error, cause in itertools.pairwise(errors):
+                error.__cause__ = cause
+            return errors[0]
+
+        assert rate_limit_of(chain(8)) == RateLimitSignal(429, None)
+        assert rate_limit_of(chain(9)) is None
+
+    def test_headers_are_read_by_their_lower_case_names(self) -> None:
+        # a plain mapping (as some clients hand headers over) is read as the names are sent
+        error = Failure(429, response=Response(**{"retry-after-ms": "1500"}))
+        assert rate_limit_of(error) == RateLimitSignal(429, 1.5)
+
+    def test_headers_that_are_no_mapping_give_no_retry_after(self) -> None:
+        error = Failure(429, response=Response())
+        error.response.headers = [("retry-after", "3")]
+        assert rate_limit_of(error) == RateLimitSignal(429, None)
+
+    @pytest.mark.parametrize(
+        ("zone", "seconds"),
+        [("GMT", 7.0), ("-0000", 7.0), ("+0000", 7.0), ("+0100", 0.0), ("-0100", 3607.0)],
+    )
+    def test_an_http_date_in_any_zone(self, zone: str, seconds: float) -> None:
+        clock = FakeClock()  # 2026-01-01 00:00:00 UTC, a Thursday
+        error = Failure(
+            429, response=Response(**{"retry-after": f"Thu, 01 Jan 2026 00:00:07 {zone}"})
+        )
+        assert rate_limit_of(error, clock) == RateLimitSignal(429, seconds)

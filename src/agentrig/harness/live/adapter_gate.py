@@ -48,7 +48,8 @@ class _RateLimited(Exception):
     ``status_code`` and ``response.headers`` are read as an SDK error's are)."""
 
     def __init__(self, answer: _Answer) -> None:
-        super().__init__(f"HTTP {answer.status}")
+        # its message is read by no one: Traffic retries it or relays the answer
+        super().__init__(f"HTTP {answer.status}")  # pragma: no mutate
         self.status_code = answer.status
         self.answer = answer
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in answer.headers}
@@ -102,7 +103,7 @@ class AdapterGate:
         self.conversations = Conversations(prices=prices)
         self.calls = 0
         self._usages: list[Usage] = []
-        self._mark = 0
+        self._mark = 0  # pragma: no mutate (a slice from None is from 0)
         self._loop = loop
         self._transport = transport
         """What the calls go out through (an httpx2 transport): the network by default."""
@@ -160,7 +161,7 @@ class AdapterGate:
     ) -> _Answer:
         """Send one request under the trial's traffic control and record it; its answer. A
         rate-limit answer agentrig gave up retrying is passed on, for the SDK to handle."""
-        provider = "anthropic" if path.split("?", 1)[0].endswith(_ANTHROPIC_PATHS) else "openai"
+        provider = "anthropic" if path.partition("?")[0].endswith(_ANTHROPIC_PATHS) else "openai"
 
         async def attempt() -> _Answer:
             answer = await forward()
@@ -189,7 +190,7 @@ class AdapterGate:
             return answer
         self.calls += 1
         self._usages.append(response.usage)
-        self.ledger.charge("agent", response.usage, replayed=False)
+        self.ledger.charge("agent", response.usage)
         return _Answer(answer.status, answer.headers, answer.raw, response.usage)
 
 
@@ -210,7 +211,11 @@ def _decoded(answer: _Answer) -> bytes:
     """The answer's body without its content encoding (gzip, as the real APIs send)."""
     import httpx2
 
-    response = httpx2.Response(answer.status, headers=answer.headers, content=answer.raw)
+    response = httpx2.Response(
+        answer.status,  # pragma: no mutate (not read: only the body is decoded)
+        headers=answer.headers,
+        content=answer.raw,
+    )
     return response.read()
 
 

@@ -61,7 +61,8 @@ class CallControl(Protocol):
 def provider_name_of(provider: object) -> str:
     """An agent's provider as the run names it: its ``name`` (``openai``, ``anthropic``), or
     its class's name."""
-    return str(getattr(provider, "name", "") or type(provider).__name__)
+    name = getattr(provider, "name", "")  # pragma: no mutate (only its truth is read)
+    return str(name or type(provider).__name__)
 
 
 def limit_name(provider: str) -> str:
@@ -131,8 +132,8 @@ class Ledger:
     """The budget's refusal of a call, when one was refused (the agent loop records errors in
     its state: the trial reads it here)."""
 
-    def charge(self, role: RoleName, usage: Usage, *, replayed: bool) -> None:
-        """Add one answered call of ``role``."""
+    def charge(self, role: RoleName, usage: Usage, *, replayed: bool = False) -> None:
+        """Add one answered call of ``role``: sent, or ``replayed`` from a recording."""
         self.usage[role] = self.usage[role] + usage
         (self.replayed if replayed else self.sent)[role] += 1
 
@@ -217,7 +218,7 @@ class RoleProvider:
             self.interactions.append(
                 Interaction(request=recorded, response=record_response(response))
             )
-        self.ledger.charge(self.role, response.usage, replayed=False)
+        self.ledger.charge(self.role, response.usage)
         return response
 
     def _replayed(self, request: InferenceRequest) -> InferenceResponse:

@@ -65,6 +65,10 @@ _SOON = 1e-6
 whole token, and a sleep shorter than the clock's resolution would not move it."""
 
 
+def _worth_sleeping(seconds: float) -> bool:
+    return seconds > _SOON  # pragma: no mutate (>=: a wait of exactly _SOON is as short)
+
+
 @dataclass(frozen=True)
 class Backoff:
     """How long a provider's gate stays closed after a rate-limit answer.
@@ -95,10 +99,9 @@ class Backoff:
 
     def delay(self, strikes: int, rng: random.Random) -> float:
         """Seconds to keep the gate closed after ``strikes`` (>= 1) rate limits in a row."""
-        exponent = min(max(strikes, 1) - 1, 1024)  # past the cap anyway; no float overflow
         try:
-            full = min(self.max, self.base * self.factor**exponent)
-        except OverflowError:
+            full = min(self.max, self.base * self.factor ** (max(strikes, 1) - 1))
+        except OverflowError:  # a power past any float is past the max
             full = self.max
         return full * (1.0 - self.jitter * rng.random())
 
@@ -157,7 +160,7 @@ class _Gate:
         self.closed_until = -math.inf
         self.epoch = 0  # concurrency cuts so far
         self.strikes = 0  # rate limits in a row, one per epoch
-        self.successes = 0  # towards the next slot back
+        self.successes = 0  # pragma: no mutate (towards the next slot back: each cut zeroes it)
         self.rate = rate  # tokens per second, None for no request rate limit
         self.burst = burst
         self.tokens = float(burst)
@@ -181,7 +184,7 @@ class _Gate:
         self.tokens = min(float(self.burst), self.tokens + (now - self.refilled_at) * self.rate)
         self.refilled_at = now
         wait = (1.0 - self.tokens) / self.rate
-        return wait if wait > _SOON else 0.0
+        return wait if _worth_sleeping(wait) else 0.0
 
     def wake(self) -> None:
         if self.wakeup is not None and not self.wakeup.done():
@@ -357,8 +360,7 @@ class ProviderLimits:
         gate = self._gate(slot.provider)
         gate.succeeded += 1
         gate.strikes = 0
-        if gate.limit >= gate.cap:
-            gate.successes = 0
+        if gate.limit >= gate.cap:  # back at the cap: its successes were zeroed as it got there
             return
         gate.successes += 1
         if gate.successes >= self._recover_after:
@@ -391,7 +393,7 @@ class ProviderLimits:
                 await turn  # the previous head hands the turn on as it leaves
             while True:
                 now = self._sleeper.now()
-                if gate.closed_until - now > _SOON:
+                if _worth_sleeping(gate.closed_until - now):
                     await self._sleeper.sleep(gate.closed_until - now)
                 elif gate.in_flight >= gate.limit:
                     gate.wakeup = loop.create_future()
