@@ -43,8 +43,12 @@ class Offer:
 
 
 def probe_scenario(prompt: str) -> Scenario:
-    """A scenario whose model answers every request with :data:`PROBE_ANSWER`."""
-    turn = ScenarioTurn(user=prompt, model=(ModelReply(say=PROBE_ANSWER, repeat=True),))
+    """A scenario whose model answers every request with :data:`PROBE_ANSWER`, whatever user
+    messages it carries (an agent's first request may carry earlier turns: ``retries: true``
+    takes them all as one turn)."""
+    turn = ScenarioTurn(
+        user=prompt, model=(ModelReply(say=PROBE_ANSWER, repeat=True),), retries=True
+    )
     return Scenario(name="fuzz-probe", turns=(turn,), invariants=InvariantSelection(only=()))
 
 
