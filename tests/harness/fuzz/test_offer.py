@@ -21,6 +21,7 @@ from .agents import PARAMETERS, TOOLS, client_of, correct, no_tools, silent
 
 PROMPT = "Weather in Paris?"
 HOUR = 3600.0
+EARLIER = tuple(f"Hello {n}" for n in range(12))
 GET_WEATHER = ToolSchema(name="get_weather", parameters=PARAMETERS)
 
 
@@ -37,12 +38,13 @@ def refusal(target: FunctionTarget) -> str:
 
 def test_the_offer_is_the_first_requests_tools_users_system_prompt_and_format():
     def with_history(ep: Any, prompt: str) -> str:
-        messages: list[Any] = [
-            {"role": "system", "content": "Be brief."},
-            {"role": "user", "content": "Hello"},
-            {"role": "assistant", "content": "Hi."},
-            {"role": "user", "content": prompt},
-        ]
+        messages: list[Any] = [{"role": "system", "content": "Be brief."}]
+        for earlier in EARLIER:  # a history as long as any
+            messages += [
+                {"role": "user", "content": earlier},
+                {"role": "assistant", "content": "."},
+            ]
+        messages.append({"role": "user", "content": prompt})
         with client_of(ep) as client:
             client.chat.completions.create(model="gpt", messages=messages, tools=TOOLS)
             # a later request's tools are not the offer
@@ -55,7 +57,7 @@ def test_the_offer_is_the_first_requests_tools_users_system_prompt_and_format():
             GET_WEATHER,
             ToolSchema(name="book_flight", parameters=TOOLS[1]["function"]["parameters"]),
         ),
-        users=("Hello", PROMPT),
+        users=(*EARLIER, PROMPT),
         system="Be brief.",
         format="chat",
     )
