@@ -62,3 +62,30 @@ def test_an_agent_in_process_skips_its_waits_and_one_over_a_live_server_does_not
         assert time.sleep is not REAL_SLEEP
     with EndpointHandle(probe_scenario("Hi"), live=True) as live, agent_waits(live):
         assert time.sleep is REAL_SLEEP
+
+
+def test_a_skipped_sleep_takes_no_time_at_all():
+    async def within_a_timer() -> None:
+        # a skipped sleep of any length ends before a timer of half a second fires
+        await asyncio.wait_for(asyncio.sleep(HOUR), 0.5)
+
+    with skipped_waits():
+        started = time.monotonic()
+        for _ in range(10):
+            time.sleep(HOUR)
+        assert time.monotonic() - started < 10  # ten sleeps of even a second would take 10 s
+        asyncio.run(within_a_timer())
+
+
+def test_an_async_sleep_bound_by_name_inside_sleeps_for_real_after():
+    with skipped_waits():
+        bound = asyncio.sleep
+
+    async def cut_short() -> bool:
+        try:
+            await asyncio.wait_for(bound(HOUR), 0.01)
+        except TimeoutError:
+            return True
+        return False
+
+    assert asyncio.run(cut_short())

@@ -13,7 +13,6 @@ from agentrig.errors import ConfigurationError
 from agentrig.harness.fuzz.behaviours import (
     ALL_REPLIES,
     DEFAULT_ARGUMENTS,
-    DEFAULT_FAULTS,
     Behaviours,
     default_faults,
 )
@@ -74,7 +73,7 @@ def run_command(options: FuzzOptions, say: Callable[[str], object]) -> int:
         report = fuzz(
             options.target,
             options.prompt,
-            behaviours=_behaviours(options),
+            behaviours=_behaviours(options, options.target),
             properties=properties,
             max_examples=options.max_examples,
             settings=_settings(options.database),
@@ -90,21 +89,21 @@ def run_command(options: FuzzOptions, say: Callable[[str], object]) -> int:
     return 0
 
 
-def _behaviours(options: FuzzOptions) -> Behaviours:
+def _behaviours(options: FuzzOptions, target: str) -> Behaviours:
     """The behaviours the options narrow to; unnarrowed faults are the defaults for where the
     agent runs (checked before the target is imported, so a bad kind is named first)."""
-    faults = [] if list(options.faults) == ["none"] else options.faults
+    faults = [] if list(options.faults) == ["none"] else options.faults  # unnarrowed: below
     behaviours = Behaviours(
         tools=tuple(options.tools) or None,
         replies=frozenset(options.replies or ALL_REPLIES),  # type: ignore[arg-type]
         arguments=frozenset(options.arguments or DEFAULT_ARGUMENTS),  # type: ignore[arg-type]
-        faults=frozenset(faults if options.faults else DEFAULT_FAULTS),  # type: ignore[arg-type]
+        faults=frozenset(faults),  # type: ignore[arg-type]
         max_steps=options.max_steps,
         max_model_calls=options.max_model_calls,
     )
     if options.faults:
         return behaviours
-    live = options.live or target_of(options.target or "").needs_live
+    live = options.live or target_of(target).needs_live
     return replace(behaviours, faults=default_faults(live))
 
 

@@ -3,6 +3,7 @@ JSON Schema), the user's message as sent, the system prompt. The strategies buil
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 from agentrig.errors import ConfigurationError
@@ -14,6 +15,7 @@ from agentrig.harness.fuzz.waits import agent_waits
 from agentrig.harness.scenarios.model import (
     InvariantSelection,
     ModelReply,
+    RetryRule,
     Scenario,
     ScenarioTurn,
 )
@@ -43,8 +45,13 @@ class Offer:
 
 
 def probe_scenario(prompt: str) -> Scenario:
-    """A scenario whose model answers every request with :data:`PROBE_ANSWER`."""
-    turn = ScenarioTurn(user=prompt, model=(ModelReply(say=PROBE_ANSWER, repeat=True),))
+    """A scenario whose model answers every request with :data:`PROBE_ANSWER`, whatever user
+    messages it carries (an agent's first request may carry earlier turns: its one turn takes
+    them all, however many)."""
+    every = RetryRule(contains="", max=sys.maxsize)  # a history of any length
+    turn = ScenarioTurn(
+        user=prompt, model=(ModelReply(say=PROBE_ANSWER, repeat=True),), retries=every
+    )
     return Scenario(name="fuzz-probe", turns=(turn,), invariants=InvariantSelection(only=()))
 
 

@@ -38,8 +38,8 @@ class AgentRun:
         return tuple(
             (exchange.number, call)
             for exchange in self.exchanges
-            if exchange.answered and exchange.plan.answer is not None
-            for call in exchange.plan.answer.tool_calls
+            if (answer := exchange.received_answer) is not None
+            for call in answer.tool_calls
         )
 
 
@@ -56,15 +56,18 @@ def play(
 
 
 def bounded(scenario: Scenario, limit: int) -> Scenario:
-    """``scenario`` with its last turn's repeating reply written out, so that the script ends
-    after ``limit`` replies (an agent that never stops then gets an error, not an answer)."""
+    """``scenario`` with its last turn's script cut to ``limit`` replies, a repeating last reply
+    written out, so that the script ends after at most ``limit`` replies (an agent that never
+    stops then gets an error, not an answer). A last turn without a script (``model: auto``, a
+    mixture) is left as it is."""
     last = scenario.turns[-1]
     replies = last.replies
-    if not replies or not replies[-1].repeat or len(replies) >= limit:
+    if not replies:
         return scenario
-    final = replies[-1].model_copy(update={"repeat": False})
-    model = (*replies[:-1], *([final] * (limit - len(replies) + 1)))
-    turn = last.model_copy(update={"model": model})
+    if replies[-1].repeat:
+        final = replies[-1].model_copy(update={"repeat": False})
+        replies = (*replies[:-1], *([final] * limit))
+    turn = last.model_copy(update={"model": replies[:limit]})
     return scenario.model_copy(update={"turns": (*scenario.turns[:-1], turn)})
 
 
