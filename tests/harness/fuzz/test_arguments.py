@@ -102,3 +102,21 @@ def test_closing_a_schema_keeps_what_it_says_of_other_keys():
     nested = closed_schema({"properties": {"a": {"type": "object", "properties": {}}}})
     assert nested["additionalProperties"] is False
     assert nested["properties"]["a"]["additionalProperties"] is False
+
+
+NAMES_AN_EXTRA_KEY = {  # a tool whose parameters include names the fuzzer adds as extra keys
+    "type": "object",
+    "properties": {"id": {"type": "integer"}, "unexpected": {"type": "string"}},
+    "required": ["id", "unexpected"],
+}
+
+
+@settings(max_examples=60, derandomize=True, database=None)
+@given(data=st.data())
+def test_extra_keys_are_ones_the_schema_does_not_name_each_set_to_surplus(data):
+    value = data.draw(arguments_for(NAMES_AN_EXTRA_KEY, "extra_keys"))
+    assert not _valid(NAMES_AN_EXTRA_KEY, value)
+    extra = set(value) - {"id", "unexpected"}
+    assert 1 <= len(extra) <= 2
+    assert extra <= {"extra_field", "_meta", "__proto__"}
+    assert all(value[key] == "surplus" for key in extra)
