@@ -49,7 +49,7 @@ def _validator(schema_text: str) -> Draft202012Validator | None:
 def kinds_for(schema: JsonObject, kinds: frozenset[ArgumentKind]) -> tuple[ArgumentKind, ...]:
     """The kinds of ``kinds`` that make sense for ``schema`` (no missing field without a
     required one, no wrong type without a property), in a fixed order."""
-    properties = schema.get("properties") if isinstance(schema, dict) else None
+    properties = schema.get("properties")
     usable: list[ArgumentKind] = []
     order: tuple[ArgumentKind, ...] = (
         "valid",
@@ -70,7 +70,10 @@ def kinds_for(schema: JsonObject, kinds: frozenset[ArgumentKind]) -> tuple[Argum
 
 
 def arguments_for(schema: JsonObject, kind: ArgumentKind) -> st.SearchStrategy[JsonObject]:
-    """Arguments of ``kind`` for a tool whose parameters are ``schema``."""
+    """Arguments of ``kind`` for a tool whose parameters are ``schema`` (none for a kind that
+    :func:`kinds_for` leaves out)."""
+    if kind not in kinds_for(schema, frozenset({kind})):
+        return st.nothing()
     closed = closed_schema(schema)
     text = json.dumps(closed)  # the cache key; loaded back with the properties in their order
     valid = _valid(text)
@@ -79,12 +82,11 @@ def arguments_for(schema: JsonObject, kind: ArgumentKind) -> st.SearchStrategy[J
     if kind == "not_json":
         return _not_json(closed, valid)
     if kind == "missing_required":
-        required = [name for name in closed.get("required", ()) if isinstance(name, str)]
+        required = [name for name in closed["required"] if isinstance(name, str)]
         return st.tuples(valid, st.sampled_from(required)).map(_without)
     if kind == "extra_keys":
         unnamed = [key for key in _EXTRA_KEYS if key not in closed.get("properties", {})]
-        keys = st.lists(st.sampled_from(unnamed), min_size=1, max_size=2, unique=True)
-        return st.tuples(valid, keys).map(_with_extra)
+        return st.tuples(valid, st.permutations(unnamed), st.integers(1, 2)).map(_with_extra)
     return _wrong_type(closed, text, valid)
 
 
@@ -98,11 +100,12 @@ def _not_json(
     """Text that is no JSON object: valid arguments cut short, or written as a Python dict (for
     a schema that names properties: with none, the dict is always ``{}``), or a fixed piece of
     text that is not JSON. Strategies made once, none per draw."""
-    cut = st.tuples(valid, st.integers(0, 10_000)).map(_cut_short)
-    forms = [cut, st.sampled_from(_NOT_JSON)]
-    if schema.get("properties"):
-        forms.insert(1, valid.map(repr).filter(_is_not_json))
-    return st.one_of(forms).map(lambda text: {RAW_ARGUMENTS_KEY: text})
+    # no mutate: a cut below 0 is one of the same cuts (Python's % is never negative)
+    cut = st.tuples(valid, st.integers(0, 10_000)).map(_cut_short)  # pragma: no mutate
+    python = [valid.map(repr).filter(_is_not_json)] if schema.get("properties") else []
+    return st.one_of(cut, *python, st.sampled_from(_NOT_JSON)).map(
+        lambda text: {RAW_ARGUMENTS_KEY: text}
+    )
 
 
 def _is_not_json(text: str) -> bool:
@@ -127,15 +130,15 @@ def _without(drawn: tuple[JsonObject, str]) -> JsonObject:
     return {key: value for key, value in arguments.items() if key != name}
 
 
-def _with_extra(drawn: tuple[JsonObject, list[str]]) -> JsonObject:
-    arguments, keys = drawn
-    return {**arguments, **dict.fromkeys(keys, "surplus")}
+def _with_extra(drawn: tuple[JsonObject, list[str], int]) -> JsonObject:
+    arguments, keys, count = drawn
+    return {**arguments, **dict.fromkeys(keys[:count], "surplus")}
 
 
 def _wrong_type(
     schema: JsonObject, text: str, valid: st.SearchStrategy[JsonObject]
 ) -> st.SearchStrategy[JsonObject]:
-    properties = sorted(schema.get("properties", {}))
+    properties = sorted(schema["properties"])
     validator = _validator(text)
 
     def broken(drawn: tuple[JsonObject, str, Any]) -> JsonObject:
