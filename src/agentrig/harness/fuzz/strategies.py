@@ -9,12 +9,12 @@ shrinks to the fewest, plainest answers that still break the agent.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 import hypothesis.strategies as st
 
+from agentrig.drivers._sdk import dump_arguments
 from agentrig.errors import InvalidInputError
 from agentrig.harness.fuzz.arguments import RAW_ARGUMENTS_KEY, arguments_for, kinds_for
 from agentrig.harness.fuzz.behaviours import Behaviours, FaultKind, ReplyKind
@@ -120,11 +120,11 @@ def _unknown_calls(offer: Offer) -> st.SearchStrategy[ToolCallSpec]:
 
 
 def _cut_call(call: ToolCallSpec) -> ModelReply:
-    """A call cut off by the ``length`` finish: half its JSON arguments."""
-    whole = json.dumps(call.args)
-    half = whole[: max(1, len(whole) // 2)]
-    args = call.args if half == whole else {RAW_ARGUMENTS_KEY: half}
-    return ModelReply(call=ToolCallSpec(name=call.name, args=args), finish_reason="length")
+    """A call cut off by the ``length`` finish: the first half of the arguments' text as the
+    model sends it (JSON, or the text that is not JSON)."""
+    whole = dump_arguments(call.args)
+    half = {RAW_ARGUMENTS_KEY: whole[: max(1, len(whole) // 2)]}
+    return ModelReply(call=ToolCallSpec(name=call.name, args=half), finish_reason="length")
 
 
 def _cut_text(text: str) -> ModelReply:
