@@ -54,7 +54,7 @@ def _valid(schema: dict[str, Any], value: Any) -> bool:
 
 
 @pytest.mark.parametrize("schema", SCHEMAS)
-@settings(max_examples=30, derandomize=True, database=None)
+@settings(max_examples=30, derandomize=True, database=None, deadline=None)
 @given(data=st.data())
 def test_valid_arguments_fit_the_schema_closed_to_unnamed_keys(schema, data):
     value = data.draw(arguments_for(schema, "valid"))
@@ -64,7 +64,7 @@ def test_valid_arguments_fit_the_schema_closed_to_unnamed_keys(schema, data):
 
 @pytest.mark.parametrize("schema", SCHEMAS[:2])
 @pytest.mark.parametrize("kind", ["missing_required", "wrong_type", "extra_keys"])
-@settings(max_examples=20, derandomize=True, database=None)
+@settings(max_examples=20, derandomize=True, database=None, deadline=None)
 @given(data=st.data())
 def test_each_invalid_kind_breaks_the_schema(schema, kind, data):
     value = data.draw(arguments_for(schema, kind))
@@ -74,7 +74,7 @@ def test_each_invalid_kind_breaks_the_schema(schema, kind, data):
 
 
 @pytest.mark.parametrize("schema", SCHEMAS)
-@settings(max_examples=30, derandomize=True, database=None)
+@settings(max_examples=30, derandomize=True, database=None, deadline=None)
 @given(data=st.data())
 def test_not_json_arguments_are_text_that_is_no_json_object(schema, data):
     value = data.draw(arguments_for(schema, "not_json"))
@@ -114,7 +114,7 @@ NAMES_AN_EXTRA_KEY = {  # a tool whose parameters include names the fuzzer adds 
 }
 
 
-@settings(max_examples=60, derandomize=True, database=None)
+@settings(max_examples=60, derandomize=True, database=None, deadline=None)
 @given(data=st.data())
 def test_extra_keys_are_ones_the_schema_does_not_name_each_set_to_surplus(data):
     value = data.draw(arguments_for(NAMES_AN_EXTRA_KEY, "extra_keys"))
@@ -147,7 +147,7 @@ def test_not_json_arguments_include_a_python_dict_and_fixed_texts(text):
 @pytest.mark.parametrize(
     "schema", [{"type": "object", "properties": {"n": {"const": 1}}}, {"type": "object"}]
 )
-@settings(max_examples=100, derandomize=True, database=None)
+@settings(max_examples=100, derandomize=True, database=None, deadline=None)
 @given(data=st.data())
 def test_not_json_arguments_of_optional_or_no_fields_are_never_an_empty_object(schema, data):
     assert data.draw(_not_json_texts(schema)).strip() not in ("{}", "")
@@ -166,7 +166,7 @@ def test_valid_arguments_keep_the_order_the_schema_names_them_in():
 
 
 @pytest.mark.parametrize("schema", [SCHEMAS[0], SCHEMAS[1], {"type": "object"}])
-@settings(max_examples=30, derandomize=True, database=None)
+@settings(max_examples=30, derandomize=True, database=None, deadline=None)
 @given(data=st.data())
 def test_extra_keys_are_valid_arguments_with_one_or_two_more_set_to_surplus(schema, data):
     value = data.draw(arguments_for(schema, "extra_keys"))
@@ -178,7 +178,7 @@ def test_extra_keys_are_valid_arguments_with_one_or_two_more_set_to_surplus(sche
 
 
 @pytest.mark.parametrize("schema", SCHEMAS[:2])
-@settings(max_examples=30, derandomize=True, database=None)
+@settings(max_examples=30, derandomize=True, database=None, deadline=None)
 @given(data=st.data())
 def test_a_wrong_type_is_one_named_field_whose_value_its_schema_refuses(schema, data):
     value = data.draw(arguments_for(schema, "wrong_type"))
@@ -216,7 +216,7 @@ def test_a_kind_the_schema_cannot_break_draws_nothing(kind, schema):
     assert arguments_for(schema, kind).is_empty
 
 
-@settings(max_examples=30, derandomize=True, database=None)
+@settings(max_examples=30, derandomize=True, database=None, deadline=None)
 @given(data=st.data())
 def test_a_missing_field_is_one_required_field_left_out(data):
     schema = {

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from agentrig.harness.fuzz.schema_values import values_of
 
 FIND = settings(database=None, max_examples=1_000)
-DRAWN = settings(max_examples=60, derandomize=True, database=None)
+DRAWN = settings(max_examples=60, derandomize=True, database=None, deadline=None)
 
 
 INTEGERS = {"type": "integer", "minimum": 3, "maximum": 5}

@@ -45,6 +45,7 @@ def _drawn(strategy: st.SearchStrategy[T], examples: int = 100) -> list[T]:
         database=None,
         phases=[Phase.generate],
         suppress_health_check=list(HealthCheck),
+        deadline=None,
     )
     @given(strategy)
     def collect(value: T) -> None:
