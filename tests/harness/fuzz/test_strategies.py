@@ -267,7 +267,7 @@ def test_a_malformed_event_is_the_first_to_fourth_of_a_text_or_a_call():
 
 
 def test_with_chunking_a_script_is_streamed_in_hostile_chunks_or_one_event_a_chunk():
-    scripts = _drawn(model_scripts(OFFER, Behaviours(replies="text", faults="chunking")), 40)
+    scripts = _drawn(model_scripts(OFFER, Behaviours(replies="text", faults="chunking")), 60)
     assert {scenario.agent.wire_chunking for scenario in scripts} == {"events", "bytes", "utf8"}
     assert all(scenario.agent.adapter is None for scenario in scripts)
 
@@ -286,7 +286,8 @@ def test_faults_not_allowed_are_never_played():
         for scenario in _drawn(model_scripts(OFFER, behaviours), 40)
         for reply in _script(scenario)
     }
-    assert statuses == {None, 500, 502, 503, 529}
+    assert statuses & {500, 502, 503, 529}
+    assert statuses <= {None, 500, 502, 503, 529}
 
 
 def test_parallel_calls_are_two_or_three_calls_of_the_tools_allowed():
