@@ -368,6 +368,7 @@ def test_a_tool_whose_arguments_no_kind_allowed_can_break_is_not_called():
         ("empty", lambda text: text == ""),
         ("blank", lambda text: text != "" and not text.strip()),
         ("long", lambda text: len(text) >= 10_000),
+        ("shortest long", lambda text: len(text) == 1_000),
         ("unicode", lambda text: any(ord(char) > 0xFFFF for char in text)),
         ("right to left", lambda text: any("\u0600" <= char <= "\u06ff" for char in text)),
         ("markdown", lambda text: "```" in text or "**" in text),

@@ -77,6 +77,8 @@ def test_a_reference_names_a_function_that_an_import_finds_again():
     assert reference_of(local) is None
     local.__module__ = ""
     assert reference_of(local) is None
+    local.__module__ = None  # type: ignore[assignment]
+    assert reference_of(local) is None  # not "None:local"
     assert reference_of(object()) is None  # type: ignore[arg-type]
 
 

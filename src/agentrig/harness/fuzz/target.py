@@ -120,7 +120,6 @@ class CommandTarget:
                 text=True,
                 env=env,
                 timeout=self.timeout,
-                check=False,
             )
         except (OSError, subprocess.TimeoutExpired) as error:
             return None, error
