@@ -373,6 +373,7 @@ def test_a_tool_whose_arguments_no_kind_allowed_can_break_is_not_called():
         ("right to left", lambda text: any("\u0600" <= char <= "\u06ff" for char in text)),
         ("markdown", lambda text: "```" in text or "**" in text),
         ("plain", lambda text: len(text) > 3 and text.isascii() and text.isalnum()),
+        ("one character", lambda text: len(text) == 1 and text.isascii() and text.isalnum()),
     ],
 )
 def test_text_answers_include_each_kind_the_model_may_send(kind, found):
@@ -382,16 +383,27 @@ def test_text_answers_include_each_kind_the_model_may_send(kind, found):
 PLAIN = re.compile(r"[A-Za-z0-9 ]{1,30}")
 
 
+UNICODE_SAMPLES = (
+    "héllo wörld",
+    "日本語のテキスト",
+    "emoji 👍🏽🎉 and ZWJ 👩\u200d💻",
+    "right-to-left: مرحبا",
+    "combining: e\u0301 a\u0308",
+    "\u200bzero-width\u200b",
+)
+
+
 def test_a_text_answer_is_plain_blank_long_unicode_or_markdown():
-    for text in _drawn(texts(), 300):
-        blank = text in ("", " ", "\n", " \n\t")
+    drawn = _drawn(texts(), 300)
+    for text in drawn:
         long = 1_000 <= len(text) <= 20_000 and text == ("lorem ipsum " * 2_000)[: len(text)]
         plain = PLAIN.fullmatch(text) is not None and text.strip() != ""
         written = "\n" in text or "`" in text or "[" in text  # the markdown samples
-        unicode = 0 < len(text) <= 20 and all(ord(char) >= 0x80 for char in text.replace(" ", ""))
-        assert blank or long or plain or written or unicode or not text.isascii(), repr(text)
-        if text and all(ord(char) >= 0x80 for char in text):  # the fixed samples are shorter
-            assert len(text) <= 20, repr(text)
+        unicode = 0 < len(text) <= 20 and all(ord(char) >= 0x80 for char in text)
+        blank = not text.strip()
+        assert blank or long or plain or written or unicode or text in UNICODE_SAMPLES, repr(text)
+    assert {text for text in drawn if not text.strip()} == {"", " ", "\n", " \n\t"}
+    assert set(UNICODE_SAMPLES) <= set(drawn)
 
 
 def test_a_unicode_text_answer_is_up_to_20_characters():
