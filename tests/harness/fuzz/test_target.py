@@ -3,6 +3,7 @@ command run with the endpoint in its environment; what each returns, raises and 
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
 import subprocess
@@ -80,6 +81,7 @@ def test_a_reference_names_a_function_that_an_import_finds_again():
     local.__module__ = None  # type: ignore[assignment]
     assert reference_of(local) is None  # not "None:local"
     assert reference_of(object()) is None  # type: ignore[arg-type]
+    assert reference_of(functools.partial(json.dumps)) is None  # no name: not "functools:None"
 
 
 def test_a_local_function_is_a_target_without_a_reference():
