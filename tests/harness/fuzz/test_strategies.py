@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
+from hypothesis.errors import NoSuchExample
 
 from agentrig.drivers._sdk import RAW_ARGUMENTS_KEY
 from agentrig.errors import InvalidInputError
@@ -55,12 +56,18 @@ def _drawn(strategy: st.SearchStrategy[T], examples: int = 100) -> list[T]:
     return seen
 
 
+FIND_MANY = settings(
+    database=None,
+    max_examples=2_000,
+    phases=[Phase.generate],
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+    deadline=None,
+)
+
+
 def _found(strategy: st.SearchStrategy[T], condition: Callable[[T], Any]) -> T:
-    return find(
-        strategy,
-        condition,
-        settings=settings(database=None, max_examples=2_000, phases=[Phase.generate]),
-    )
+    return find(strategy, condition, settings=FIND_MANY)
 
 
 def _script(scenario: Scenario) -> tuple[ModelReply, ...]:
@@ -120,9 +127,9 @@ def test_a_script_has_up_to_max_steps_drawn_answers_before_the_last():
 
 def test_with_only_answers_that_end_a_turn_the_script_is_that_answer():
     behaviours = Behaviours(replies={"text", "refusal"}, faults=())
-    for scenario in _drawn(model_scripts(OFFER, behaviours), 20):
-        (final,) = _script(scenario)
-        assert final.repeat
+    finals = [_script(scenario) for scenario in _drawn(model_scripts(OFFER, behaviours), 30)]
+    assert all(len(script) == 1 and script[0].repeat for script in finals)
+    assert {script[0].refuse is None for script in finals} == {True, False}  # texts, refusals
 
 
 def test_model_replies_draws_one_answer_of_the_kinds_allowed():
@@ -190,6 +197,7 @@ def test_a_tool_the_agent_does_not_offer_is_refused_naming_the_offered_ones():
     assert caught.value.problems == [
         ("tools", "book, pay not offered by the agent; it offers: get_weather, search")
     ]
+    assert caught.value.what == "Behaviours"
     with pytest.raises(InvalidInputError) as caught:
         model_scripts(Offer(tools=(), users=("Hi",)), Behaviours(tools="book"))
     assert caught.value.problems == [("tools", "book not offered by the agent; it offers: none")]
@@ -325,7 +333,8 @@ def test_reasoning_comes_before_a_call_or_a_text():
 def test_a_truncated_text_is_its_first_half():
     replies = [reply for reply in _replies(replies="truncated", faults=()) if reply.say is not None]
     assert all(reply.finish_reason == "length" for reply in replies)
-    assert {reply.say for reply in replies} >= {"", " ", "\n"}  # blank texts of one character
+    blank = {reply.say for reply in replies if not reply.say.strip()}
+    assert blank == {"", " ", "\n"}  # " \n\t" cut to " "
     long = [reply.say for reply in replies if len(reply.say) >= 500]
     assert long
     assert all(say == ("lorem ipsum " * 1_000)[: len(say)] and len(say) <= 10_000 for say in long)
@@ -417,3 +426,11 @@ def test_an_empty_answer_says_how_it_finished():
     replies = _replies(replies={"text"}, faults=())
     assert {reply.finish_reason for reply in replies if reply.say == ""} == {"stop"}
     assert {reply.finish_reason for reply in replies if reply.say} == {None}
+
+
+def test_a_text_answer_is_never_a_lone_surrogate_which_utf_8_cannot_send():
+    def surrogate(text: str) -> bool:
+        return any(0xD800 <= ord(char) <= 0xDFFF for char in text)
+
+    with pytest.raises(NoSuchExample):
+        find(texts(), surrogate, settings=settings(FIND_MANY, derandomize=False))
