@@ -63,6 +63,8 @@ _RETRY_AFTER = 0.001
 """The ``Retry-After`` of generated 5xx faults: what the SDKs wait before they retry (in process
 no wait takes time, see :mod:`~agentrig.harness.fuzz.waits`; a replay over ``agentrig serve``
 waits for real, and without a ``Retry-After`` the SDKs back off for half a second and more)."""
+_LOREM = "lorem ipsum " * 1_667
+"""20,004 characters: the longest text answer's 20,000 and more."""
 _REFUSALS = ("I can't help with that.", "I'm sorry, but I cannot assist with this request.")
 _UNKNOWN_TOOLS = ("unknown_tool", "delete_all_records", "search", "transfer_funds", "lookup")
 
@@ -82,7 +84,7 @@ def texts() -> st.SearchStrategy[str]:
     return st.one_of(
         plain.filter(str.strip),
         st.sampled_from(("", " ", "\n", " \n\t")),
-        sizes.map(lambda size: ("lorem ipsum " * (size // 12 + 1))[:size]),
+        sizes.map(lambda size: _LOREM[:size]),
         st.one_of(
             st.sampled_from(_UNICODE),
             st.text(st.characters(codec="utf-8", min_codepoint=0x80), min_size=1, max_size=20),
@@ -301,7 +303,7 @@ def _scenario(
 ) -> Scenario:
     script = (*behaviours.before, *steps, *behaviours.after, final)
     earlier = tuple(ScenarioTurn(user=user) for user in offer.users[:-1])
-    agent: dict[str, Any] = {} if chunking == "events" else {"wire_chunking": chunking}
+    agent: dict[str, Any] = {"wire_chunking": chunking}  # "events", the default, is written as none
     if adapter is not None:
         agent["adapter"] = adapter
     return Scenario(
