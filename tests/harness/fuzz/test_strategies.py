@@ -382,6 +382,7 @@ def test_a_tool_whose_arguments_no_kind_allowed_can_break_is_not_called():
         ("markdown", lambda text: "```" in text or "**" in text),
         ("plain", lambda text: len(text) > 3 and text.isascii() and text.isalnum()),
         ("one character", lambda text: len(text) == 1 and text.isascii() and text.isalnum()),
+        ("one non-ASCII character", lambda text: len(text) == 1 and ord(text) >= 0x80),
     ],
 )
 def test_text_answers_include_each_kind_the_model_may_send(kind, found):
