@@ -49,7 +49,7 @@ def _validator(schema_text: str) -> Draft202012Validator | None:
 def kinds_for(schema: JsonObject, kinds: frozenset[ArgumentKind]) -> tuple[ArgumentKind, ...]:
     """The kinds of ``kinds`` that make sense for ``schema`` (no missing field without a
     required one, no wrong type without a property), in a fixed order."""
-    properties = schema.get("properties") if isinstance(schema, dict) else None
+    properties = schema.get("properties")
     usable: list[ArgumentKind] = []
     order: tuple[ArgumentKind, ...] = (
         "valid",
@@ -70,50 +70,59 @@ def kinds_for(schema: JsonObject, kinds: frozenset[ArgumentKind]) -> tuple[Argum
 
 
 def arguments_for(schema: JsonObject, kind: ArgumentKind) -> st.SearchStrategy[JsonObject]:
-    """Arguments of ``kind`` for a tool whose parameters are ``schema``."""
+    """Arguments of ``kind`` for a tool whose parameters are ``schema`` (none for a kind that
+    :func:`kinds_for` leaves out)."""
+    if kind not in kinds_for(schema, frozenset({kind})):
+        return st.nothing()
     closed = closed_schema(schema)
-    text = json.dumps(closed, sort_keys=True)
+    text = json.dumps(closed)  # the cache key; loaded back with the properties in their order
     valid = _valid(text)
     if kind == "valid":
         return valid
     if kind == "not_json":
-        return _not_json(valid)
+        return _not_json(closed, valid)
     if kind == "missing_required":
-        required = [name for name in closed.get("required", ()) if isinstance(name, str)]
+        required = [name for name in closed["required"] if isinstance(name, str)]
         return st.tuples(valid, st.sampled_from(required)).map(_without)
     if kind == "extra_keys":
-        keys = st.lists(st.sampled_from(_EXTRA_KEYS), min_size=1, max_size=2, unique=True)
-        return st.tuples(valid, keys).map(_with_extra)
+        unnamed = [key for key in _EXTRA_KEYS if key not in closed.get("properties", {})]
+        return st.tuples(valid, st.permutations(unnamed), st.integers(1, 2)).map(_with_extra)
     return _wrong_type(closed, text, valid)
 
 
-_NOT_JSON = ("not json", "{", '{"a": ', "[1, 2]", "null", "{'a': 1}")
+_NOT_JSON = ("not json", '{"a": ', "[1, 2]", "null", "{'a': 1}")
+"""Fixed texts that are no JSON object (a lone ``{`` is the shortest cut of any arguments)."""
 
 
-def _not_json(valid: st.SearchStrategy[JsonObject]) -> st.SearchStrategy[JsonObject]:
-    """Text that is no JSON object: valid arguments cut short, or as a Python dict, or a fixed
-    piece of text that is not JSON (one strategy, drawn from: no strategy made per draw)."""
-
-    def text_of(drawn: tuple[int, JsonObject, int, str]) -> str:
-        form, arguments, cut, fixed = drawn
-        whole = json.dumps(arguments)
-        if form == 0:
-            return whole[: 1 + cut % max(1, len(whole) - 1)]
-        return repr(arguments) if form == 1 else fixed
-
-    drawn = st.tuples(st.integers(0, 2), valid, st.integers(0, 10_000), st.sampled_from(_NOT_JSON))
-    return (
-        drawn.map(text_of).filter(_is_not_a_json_object).map(lambda text: {RAW_ARGUMENTS_KEY: text})
-    )
+def _not_json(
+    schema: JsonObject, valid: st.SearchStrategy[JsonObject]
+) -> st.SearchStrategy[JsonObject]:
+    """Text that is no JSON object: valid arguments cut short, or written as a Python dict (for
+    a schema that names properties: with none, the dict is always ``{}``), or a fixed piece of
+    text that is not JSON. Strategies made once, none per draw."""
+    # no mutate: a cut below 0 is one of the same cuts (Python's % is never negative)
+    cut = st.tuples(valid, st.integers(0, 10_000)).map(_cut_short)  # pragma: no mutate
+    python, fixed = valid.map(repr).filter(_is_not_json), st.sampled_from(_NOT_JSON)
+    # no mutate: without properties the dict is always {}, filtered out (only slower)
+    forms = (cut, python, fixed) if schema.get("properties") else (cut, fixed)  # pragma: no mutate
+    return st.one_of(forms).map(lambda text: {RAW_ARGUMENTS_KEY: text})
 
 
-def _is_not_a_json_object(text: str) -> bool:
-    if not text.strip():  # sent as no arguments at all, which read back as {}
-        return False
+def _is_not_json(text: str) -> bool:
+    """Whether a Python dict's text is not JSON (``{}`` is, and so is a dict whose strings
+    each hold a ``'``, which Python writes in double quotes)."""
     try:
-        return not isinstance(json.loads(text), dict)
+        json.loads(text)
     except ValueError:
         return True
+    return False
+
+
+def _cut_short(drawn: tuple[JsonObject, int]) -> str:
+    """The arguments' JSON cut to 1 to all but one of its characters: never JSON."""
+    arguments, cut = drawn
+    whole = json.dumps(arguments)
+    return whole[: 1 + cut % (len(whole) - 1)]
 
 
 def _without(drawn: tuple[JsonObject, str]) -> JsonObject:
@@ -121,15 +130,15 @@ def _without(drawn: tuple[JsonObject, str]) -> JsonObject:
     return {key: value for key, value in arguments.items() if key != name}
 
 
-def _with_extra(drawn: tuple[JsonObject, list[str]]) -> JsonObject:
-    arguments, keys = drawn
-    return {**arguments, **{key: "surplus" for key in keys if key not in arguments}}
+def _with_extra(drawn: tuple[JsonObject, list[str], int]) -> JsonObject:
+    arguments, keys, count = drawn
+    return {**arguments, **dict.fromkeys(keys[:count], "surplus")}
 
 
 def _wrong_type(
     schema: JsonObject, text: str, valid: st.SearchStrategy[JsonObject]
 ) -> st.SearchStrategy[JsonObject]:
-    properties = sorted(schema.get("properties", {}))
+    properties = sorted(schema["properties"])
     validator = _validator(text)
 
     def broken(drawn: tuple[JsonObject, str, Any]) -> JsonObject:

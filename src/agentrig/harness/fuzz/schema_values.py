@@ -49,10 +49,13 @@ class HypothesisChooser:
 
     def choice(self, options: Sequence[T]) -> T:
         """``st.sampled_from``."""
+        drawn = tuple(options)
         try:
-            strategy = _sampled(tuple(options))
+            hash(drawn)
         except TypeError:  # options that do not hash (lists, dicts): made each time
-            strategy = st.sampled_from(tuple(options))
+            strategy = st.sampled_from(drawn)
+        else:
+            strategy = _sampled(drawn)
         value: T = self.draw(strategy)
         return value
 

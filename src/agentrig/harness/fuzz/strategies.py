@@ -9,12 +9,12 @@ shrinks to the fewest, plainest answers that still break the agent.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 import hypothesis.strategies as st
 
+from agentrig.drivers._sdk import dump_arguments
 from agentrig.errors import InvalidInputError
 from agentrig.harness.fuzz.arguments import RAW_ARGUMENTS_KEY, arguments_for, kinds_for
 from agentrig.harness.fuzz.behaviours import Behaviours, FaultKind, ReplyKind
@@ -63,23 +63,32 @@ _RETRY_AFTER = 0.001
 """The ``Retry-After`` of generated 5xx faults: what the SDKs wait before they retry (in process
 no wait takes time, see :mod:`~agentrig.harness.fuzz.waits`; a replay over ``agentrig serve``
 waits for real, and without a ``Retry-After`` the SDKs back off for half a second and more)."""
+_LOREM = "lorem ipsum " * 1_667
+"""20,004 characters: the longest text answer's 20,000 and more."""
 _REFUSALS = ("I can't help with that.", "I'm sorry, but I cannot assist with this request.")
 _UNKNOWN_TOOLS = ("unknown_tool", "delete_all_records", "search", "transfer_funds", "lookup")
 
 
 def texts() -> st.SearchStrategy[str]:
     """Text answers: plain, empty or blank (whitespace), long, unicode, markdown."""
+    # Not mutated: the longest of a kind (hypothesis seldom draws it, no test sees one past it)
     plain = st.text(
-        st.characters(codec="ascii", categories=("L", "N", "Zs")), min_size=1, max_size=30
+        st.characters(codec="ascii", categories=("L", "N", "Zs")),
+        min_size=1,
+        max_size=30,  # pragma: no mutate
+    )
+    sizes = st.integers(
+        min_value=1_000,
+        max_value=20_000,  # pragma: no mutate
     )
     return st.one_of(
         plain.filter(str.strip),
         st.sampled_from(("", " ", "\n", " \n\t")),
-        st.integers(1_000, 20_000).map(lambda size: ("lorem ipsum " * (size // 12 + 1))[:size]),
+        sizes.map(lambda size: _LOREM[:size]),
         st.one_of(
             st.sampled_from(_UNICODE),
-            st.text(st.characters(codec="utf-8", min_codepoint=0x80), min_size=1, max_size=20),
-        ).filter(str.strip),
+            st.text(st.characters(codec="utf-8", min_codepoint=0x80), max_size=20),
+        ).filter(str.strip),  # no empty text, nor one of only spaces
         st.sampled_from(_MARKDOWN),
     )
 
@@ -120,11 +129,12 @@ def _unknown_calls(offer: Offer) -> st.SearchStrategy[ToolCallSpec]:
 
 
 def _cut_call(call: ToolCallSpec) -> ModelReply:
-    """A call cut off by the ``length`` finish: half its JSON arguments."""
-    whole = json.dumps(call.args)
-    half = whole[: max(1, len(whole) // 2)]
-    args = call.args if half == whole else {RAW_ARGUMENTS_KEY: half}
-    return ModelReply(call=ToolCallSpec(name=call.name, args=args), finish_reason="length")
+    """A call cut off by the ``length`` finish: the first half of the arguments' text as the
+    model sends it (JSON, or the text that is not JSON)."""
+    whole = dump_arguments(call.args)
+    # Not mutated: a text of 2 or 3 characters cut at 2 is also the half of a longer one
+    half = {RAW_ARGUMENTS_KEY: whole[: max(1, len(whole) // 2)]}  # pragma: no mutate
+    return ModelReply(call=ToolCallSpec(name=call.name, args=half), finish_reason="length")
 
 
 def _cut_text(text: str) -> ModelReply:
@@ -293,7 +303,7 @@ def _scenario(
 ) -> Scenario:
     script = (*behaviours.before, *steps, *behaviours.after, final)
     earlier = tuple(ScenarioTurn(user=user) for user in offer.users[:-1])
-    agent: dict[str, Any] = {} if chunking == "events" else {"wire_chunking": chunking}
+    agent: dict[str, Any] = {"wire_chunking": chunking}  # "events", the default, is written as none
     if adapter is not None:
         agent["adapter"] = adapter
     return Scenario(

@@ -120,7 +120,6 @@ class CommandTarget:
                 text=True,
                 env=env,
                 timeout=self.timeout,
-                check=False,
             )
         except (OSError, subprocess.TimeoutExpired) as error:
             return None, error
@@ -133,7 +132,7 @@ def reference_of(function: Callable[..., Any]) -> str | None:
     """``module:qualified.name`` of ``function`` when an import can find it again, else None."""
     module = getattr(function, "__module__", None)
     name = getattr(function, "__qualname__", None)
-    if not module or not name or "<" in name or module == "__main__":
+    if not module or not name or module == "__main__":  # the pattern refuses <locals>, <lambda>
         return None
     reference = f"{module}:{name}"
     return reference if re.match(BUILDER_REFERENCE_PATTERN, reference) else None
