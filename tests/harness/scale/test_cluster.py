@@ -6,6 +6,7 @@ import os
 import socket
 import sys
 import threading
+from typing import Any
 
 import pytest
 
@@ -112,3 +113,16 @@ def test_a_closed_cluster_leaves_no_thread_running_behind(processes: bool) -> No
     left = [thread.name for thread in threading.enumerate() if thread not in before]
     # Dask's offload pool may start its one thread here: idle, it runs no loop nor callback
     assert [name for name in left if not name.startswith("Dask-Offload")] == []
+
+
+def test_a_local_cluster_checks_its_loops_each_second_and_runs_no_profiler() -> None:
+    def timers(dask_worker: Any = None, dask_scheduler: Any = None) -> dict[str, float]:
+        server = dask_worker or dask_scheduler
+        return {name: pc.callback_time for name, pc in server.periodic_callbacks.items()}
+
+    with dask_client(DaskExecutor(), workers=1, processes=False) as client:
+        [worker] = client.run(timers).values()
+        scheduler = client.run_on_scheduler(timers)
+    assert worker["tick"] == scheduler["tick"] == 1000  # ms, Dask's default 20
+    assert "profile" not in worker
+    assert "profile-cycle" not in worker
