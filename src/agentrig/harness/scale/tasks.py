@@ -42,15 +42,22 @@ def finished(client: Client, futures: Sequence[Future[R]]) -> Iterator[tuple[Fut
     """Each of ``futures`` with its result, as it finishes (the result None for a task that
     raised: its future's ``exception()`` says why). The results of the tasks that finish within
     :data:`BATCH_WAIT_S` of one another are fetched together, in one round trip (from the
-    workers themselves when ``client`` is ``direct_to_workers``)."""
+    workers themselves when ``client`` is ``direct_to_workers``). Ctrl-C while finished results
+    wait for others raises ``KeyboardInterrupt`` once they have come back."""
     from distributed import as_completed
 
     done = as_completed(futures, loop=client.loop)
     for batch in done.batches():
+        interrupted: KeyboardInterrupt | None = None
         deadline = time.monotonic() + BATCH_WAIT_S
-        while not done.is_empty() and time.monotonic() < deadline:
-            time.sleep(_POLL_S)
-            batch += done.next_batch(block=False)
+        try:
+            while not done.is_empty() and time.monotonic() < deadline:
+                time.sleep(_POLL_S)
+                batch += done.next_batch(block=False)
+        except KeyboardInterrupt as stop:  # what had finished is still fetched, then stop
+            interrupted = stop
         fetched = client.gather({future.key: future for future in batch}, errors="skip")
         for future in batch:
             yield future, fetched.get(future.key)
+        if interrupted is not None:
+            raise interrupted
