@@ -3,16 +3,12 @@ those finished together fetched in one round trip."""
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from distributed import Client
 
-from agentrig.harness.scale import tasks
 from agentrig.harness.scale.tasks import finished, map_tasks
 
 
@@ -61,34 +57,3 @@ def test_results_finished_together_are_fetched_in_one_round_trip(
     back: Iterator[tuple[Any, Any]] = finished(cluster, futures)
     assert sorted(result for _, result in back) == [i / 2 for i in range(40)]
     assert fetches == [40]
-
-
-RELEASED = threading.Event()
-
-
-def held(number: int) -> int:
-    """Return ``number`` at once, or (a negative one) once the test releases it."""
-    if number < 0:
-        RELEASED.wait(30)
-    return number
-
-
-def test_ctrl_c_while_finished_results_wait_for_others_still_brings_them_back(
-    cluster: Client, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    futures = map_tasks(cluster, held, [1, 2, -1], name="held")
-    cluster.gather(futures[:2])  # two finished, the third still running
-
-    def ctrl_c(seconds: float) -> None:
-        raise KeyboardInterrupt
-
-    # Ctrl-C comes while the two finished results wait for the third
-    monkeypatch.setattr(tasks, "time", SimpleNamespace(monotonic=time.monotonic, sleep=ctrl_c))
-    back: list[int | None] = []
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            back.extend(result for _, result in finished(cluster, futures))  # one by one
-    finally:
-        RELEASED.set()
-        cluster.cancel(futures)
-    assert sorted(back) == [1, 2]  # type: ignore[type-var]
