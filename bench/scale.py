@@ -19,6 +19,12 @@ times), each answer after ``--latency`` seconds. Cases:
    under new names) with ``--workers 2`` (the process pool) and on a 2-worker local cluster, each
    timed from the start, its workers' start-up included (the target: within 1.3x); with the
    CPU seconds of this process and of the workers, which a shared machine's load blurs less.
+   **floor**: the engine's own cost per task, agentrig aside: as many no-op tasks, submitted
+   and fetched as the suite's, on the same cluster; CPU ms per task of this process (the
+   client, the scheduler and the nannies) and of the workers, and what the open cluster costs
+   a second doing nothing. **alone**: the suite with one worker (``--workers 1``: this process
+   runs it) against one Dask worker, whose client and scheduler then have the second CPU to
+   themselves instead of competing with the workers.
 4. **a worker killed**: ``--kill-trials`` trials on 2 workers (``--kill-slots`` trials each at
    once, answers after ``--kill-latency``); one worker process is killed (SIGKILL) once it holds
    trials; the trials recorded, any recorded twice, the verdict against an undisturbed run's.
@@ -26,6 +32,7 @@ times), each answer after ``--latency`` seconds. Cases:
     .venv/bin/python bench/scale.py
     .venv/bin/python bench/scale.py --quick --json bench/results/scale.json
     .venv/bin/python bench/scale.py --cases suite --repeats 3     # the scripted suite alone
+    .venv/bin/python bench/scale.py --cases suite,floor,alone     # and what the engine costs
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import pickle
 import re
 import shutil
 import signal
@@ -59,6 +67,7 @@ from agentrig.harness.scale.cluster import DaskExecutor, dask_client
 from agentrig.harness.scale.control import ClusterLimits
 from agentrig.harness.scale.session import dask_session
 from agentrig.harness.scale.suite import run_suite_on_dask
+from agentrig.harness.scale.tasks import finished, map_tasks
 from agentrig.harness.scale.trials import DaskTrials
 from agentrig.harness.scale.workers import check_workers, needs_of
 from agentrig.harness.scenarios.loader import load_scenario, load_suite
@@ -66,7 +75,7 @@ from agentrig.harness.scenarios.model import Scenario
 from agentrig.harness.suites.suite import run_suite
 
 ROOT = Path(__file__).parents[1]
-CASES = ("startup", "suite", "models", "throughput", "killed")
+CASES = ("startup", "suite", "floor", "alone", "models", "throughput", "killed")
 EXAMPLE = ROOT / "examples" / "live"
 NO_CAP = ClusterLimits(default_cap=100_000)
 IN_WORKER_MODELS = '''
@@ -365,7 +374,9 @@ def throughput_in_workers(latency: float, trials: int, slots: int) -> dict[str, 
     return rates
 
 
-def suite_overhead(count: int) -> dict[str, float]:
+def _suite(count: int) -> tuple[Path, list[Scenario]]:
+    """A folder of ``count`` scripted scenarios (the bundled tools scenarios, copied under new
+    names), loaded."""
     folder = Path(tempfile.mkdtemp(prefix="agentrig-bench-scale-suite-"))
     sources = sorted((ROOT / "scenarios" / "tools").glob("*.scenario.yaml"))
     for i in range(count):
@@ -374,36 +385,86 @@ def suite_overhead(count: int) -> dict[str, float]:
         (folder / f"copy-{i}.scenario.yaml").write_text(text)
     scenarios = list(load_suite([folder]).scenarios)
     assert len(scenarios) == count
+    return folder, scenarios
+
+
+def suite_overhead(count: int, workers: int = 2) -> dict[str, float]:
+    """``count`` scripted scenarios in a pool of ``workers`` processes (``--workers``; one:
+    this process alone) and on a local cluster of as many workers: wall times (the cluster's
+    opening included) and the CPU seconds of this process and of the workers."""
+    folder, scenarios = _suite(count)
     here = psutil.Process()
     started, cpu, pool_cpu = time.perf_counter(), _cpu(here), os.times()
-    pool = run_suite(scenarios, workers=2)
+    pool = run_suite(scenarios, workers=workers)
     pool_s = time.perf_counter() - started
     ended = os.times()  # the pool's workers, waited for, are this process's children
     pool_workers_cpu = sum(ended[2:4]) - sum(pool_cpu[2:4])
     pool_main_cpu = _cpu(here) - cpu
     started = time.perf_counter()
-    with dask_session(DaskExecutor(), scenarios, workers=2) as client:
+    with dask_session(DaskExecutor(), scenarios, workers=workers) as client:
         opened_s = time.perf_counter() - started
-        workers = [psutil.Process(pid) for pid in client.run(os.getpid).values()]
-        cpu, workers_cpu = _cpu(here), sum(map(_cpu, workers))
+        processes = [psutil.Process(pid) for pid in client.run(os.getpid).values()]
+        cpu, workers_cpu = _cpu(here), sum(map(_cpu, processes))
         dask = run_suite_on_dask(client, scenarios)
         ran_s = time.perf_counter() - started - opened_s
         dask_main_cpu = _cpu(here) - cpu
-        dask_workers_cpu = sum(map(_cpu, workers)) - workers_cpu
+        dask_workers_cpu = sum(map(_cpu, processes)) - workers_cpu
     dask_s = time.perf_counter() - started
     assert [s.passed for s in dask.scenarios] == [s.passed for s in pool.scenarios]
     shutil.rmtree(folder, ignore_errors=True)
     return {
-        "pool_2_workers_s": pool_s,
-        "dask_2_workers_s": dask_s,
+        f"pool_{workers}_workers_s": pool_s,
+        f"dask_{workers}_workers_s": dask_s,
         "dask_open_s": opened_s,
         "dask_run_s": ran_s,
         "ratio": dask_s / pool_s,
-        # CPU seconds: the pool's include its workers' start; Dask's, the run alone
+        "ratio_run_alone": ran_s / pool_s,
+        # CPU seconds: the pool's include its workers' start (one worker: this process runs
+        # the scenarios); Dask's, the run alone
         "pool_main_cpu_s": pool_main_cpu,
         "pool_workers_cpu_s": pool_workers_cpu,
         "dask_main_cpu_s": dask_main_cpu,
         "dask_workers_cpu_s": dask_workers_cpu,
+        "load": os.getloadavg()[0],
+    }
+
+
+def _noop(payload: bytes) -> int:
+    """On a worker: a task that does nothing with what it was sent."""
+    return len(payload)
+
+
+def floor(count: int, idle_s: float = 2.0) -> dict[str, float]:
+    """What the engine costs per task, agentrig aside: ``count`` tasks that do nothing, each
+    sent a pickled scenario's bytes, submitted and fetched as a suite's are
+    (``map_tasks``/``finished``) on a local 2-worker cluster: the CPU milliseconds a task of this
+    process (the client, the scheduler, the nannies) and of the workers; and what the open
+    cluster costs a second when it runs nothing."""
+    folder, scenarios = _suite(1)
+    payload = pickle.dumps(scenarios[0], pickle.HIGHEST_PROTOCOL)
+    shutil.rmtree(folder, ignore_errors=True)
+    here = psutil.Process()
+    with dask_session(DaskExecutor(), scenarios, workers=2) as client:
+        processes = [psutil.Process(pid) for pid in client.run(os.getpid).values()]
+
+        def used() -> tuple[float, float]:
+            return _cpu(here), sum(map(_cpu, processes))
+
+        (main, workers), started = used(), time.perf_counter()
+        futures = map_tasks(client, _noop, [payload] * count, name="bench-noop")
+        assert sum(1 for _, result in finished(client, futures) if result == len(payload)) == count
+        seconds = time.perf_counter() - started
+        del futures
+        time.sleep(0.5)  # the results released
+        (main_after, workers_after) = used()
+        time.sleep(idle_s)
+        main_idle, workers_idle = used()
+    return {
+        "main_cpu_ms_per_task": 1000 * (main_after - main) / count,
+        "workers_cpu_ms_per_task": 1000 * (workers_after - workers) / count,
+        "tasks_per_s": count / seconds,
+        "idle_main_cpu_s_per_s": (main_idle - main_after) / idle_s,
+        "idle_workers_cpu_s_per_s": (workers_idle - workers_after) / idle_s,
         "load": os.getloadavg()[0],
     }
 
@@ -494,6 +555,14 @@ def main() -> None:
         for _ in range(args.repeats or 1):
             results["suite"] = suite_overhead(args.scenarios)
             print(f"{args.scenarios} scripted scenarios, 2 workers:", _shown(results["suite"]))
+    if "floor" in cases:
+        for _ in range(args.repeats or 1):
+            results["floor"] = floor(args.scenarios)
+            print(f"{args.scenarios} no-op tasks, 2 workers:", _shown(results["floor"]))
+    if "alone" in cases:
+        for _ in range(args.repeats or 1):
+            results["alone"] = suite_overhead(args.scenarios, workers=1)
+            print(f"{args.scenarios} scripted scenarios, 1 worker:", _shown(results["alone"]))
     if "models" in cases:
         results["throughput_models_in_workers"] = throughput_in_workers(
             args.latency / 2, 2 * args.trials, args.slots

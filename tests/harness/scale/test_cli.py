@@ -21,6 +21,7 @@ from agentrig.harness.cli import app
 from agentrig.harness.endpoint.server import EndpointServer
 from agentrig.harness.endpoint.service import ScenarioEndpoint
 from agentrig.harness.scale import cluster as cluster_module
+from agentrig.harness.scale.tasks import BATCH_WAIT_S
 from agentrig.harness.scenarios.loader import load_scenarios
 
 runner = CliRunner()
@@ -131,6 +132,9 @@ def test_ctrl_c_cancels_the_cluster_and_still_writes_the_reports(tmp_path: Path)
         deadline = time.monotonic() + 120
         while len(os.listdir(marks)) < 5 and time.monotonic() < deadline:
             time.sleep(0.1)
+        # the three results come back to this process (fetched together, at most BATCH_WAIT_S
+        # after the first; a loaded machine's delays on top) before Ctrl-C
+        time.sleep(5 * BATCH_WAIT_S)
         os.killpg(process.pid, signal.SIGINT)
         output, _ = process.communicate(timeout=60)
     finally:

@@ -8,6 +8,7 @@ import socket
 import sys
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -124,3 +125,16 @@ def test_a_closed_cluster_leaves_no_thread_running_behind(processes: bool) -> No
     for thread in left:
         thread.join(timeout=max(0.0, deadline - time.monotonic()))
     assert [thread.name for thread in left if thread.is_alive()] == []
+
+
+def test_a_local_cluster_checks_its_loops_each_second_and_runs_no_profiler() -> None:
+    def timers(dask_worker: Any = None, dask_scheduler: Any = None) -> dict[str, float]:
+        server = dask_worker or dask_scheduler
+        return {name: pc.callback_time for name, pc in server.periodic_callbacks.items()}
+
+    with dask_client(DaskExecutor(), workers=1, processes=False) as client:
+        [worker] = client.run(timers).values()
+        scheduler = client.run_on_scheduler(timers)
+    assert worker["tick"] == scheduler["tick"] == 1000  # ms, Dask's default 20
+    assert "profile" not in worker
+    assert "profile-cycle" not in worker

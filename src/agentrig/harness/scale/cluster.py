@@ -24,6 +24,7 @@ __all__ = [
     "CONNECT_TIMEOUT",
     "LIVE_TRIALS_PER_WORKER",
     "STOP_TIMEOUT",
+    "TICK_INTERVAL",
     "WORKER_MODULES",
     "DaskExecutor",
     "dask_client",
@@ -36,6 +37,9 @@ CONNECT_TIMEOUT = 10.0
 """Seconds to wait for a scheduler at ``dask://HOST:PORT`` to answer."""
 STOP_TIMEOUT = 0.5
 """Seconds a local worker process has to stop when a run is interrupted, before it is killed."""
+
+TICK_INTERVAL = "1s"
+"""How often a local cluster's event loops check their own health (Dask's default: 20 ms)."""
 
 LIVE_TRIALS_PER_WORKER = 8
 """Trials a local worker runs at once in a live run: a trial mostly waits for its models, so a
@@ -172,6 +176,14 @@ def _local_config(method: str | None, short_tasks: bool) -> dict[str, object]:
     settings: dict[str, object] = {
         # every message stays on this machine: compressing it costs more than it saves
         "distributed.comm.compression": None,
+        # Two timers that cost CPU whether tasks run or not (on an idle 2-worker cluster, 0.06
+        # CPU s a second of 0.09, docs/performance.md): the event loops' health check, 50
+        # times a second in the scheduler, each nanny and each worker, for a warning this
+        # cluster's silenced logs never show (a loop blocked 3 s is still caught); and each
+        # worker's statistical profiler, 100 samples a second for the dashboard's profile
+        # pages, which a local cluster does not serve.
+        "distributed.admin.tick.interval": TICK_INTERVAL,
+        "distributed.worker.profile.enabled": False,
     }
     if method is not None:
         settings["distributed.worker.multiprocessing-method"] = method

@@ -2,8 +2,8 @@
 here in the scenarios' order (the reports equal a local run's but for wall times).
 
 Each task carries its scenario pickled by this process (the scheduler then holds bytes it
-need not unpickle and pickle again), and the results are fetched in batches, as many as have
-finished, one round trip each (docs/performance.md, "On a Dask cluster").
+need not unpickle and pickle again), and the results of the scenarios that finish close
+together are fetched in one round trip (:func:`~agentrig.harness.scale.tasks.finished`).
 
 A worker that dies mid-scenario costs nothing: the scheduler runs its scenarios again on
 another worker, and each result is taken once. A scenario that kills every worker it lands on
@@ -16,18 +16,18 @@ from __future__ import annotations
 import pickle
 import secrets
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from agentrig.errors import ConfigurationError
 from agentrig.harness.results import ScenarioResult, SuiteResult
 from agentrig.harness.runner import failed_result, run_scenario
+from agentrig.harness.scale.tasks import finished, map_tasks
 from agentrig.harness.scale.workers import ensure_plugins
 from agentrig.harness.scenarios.model import Scenario
 from agentrig.harness.suites.suite import Progress
 
 if TYPE_CHECKING:
-    from dask.typing import Key
     from distributed import Client, Future
 
     from agentrig import AgentBuilder
@@ -51,31 +51,28 @@ def run_suite_on_dask(
     """Run each of ``scenarios`` as one task of ``client``'s cluster, whose workers import
     ``plugins`` first; ``progress`` hears each result as it comes (in any order), the result
     has them in the scenarios' order."""
-    from distributed import as_completed
-
     started = time.perf_counter()
-    run = secrets.token_hex(4)
-    futures = client.map(
+    futures = map_tasks(
+        client,
         _run_pickled,
         [pickle.dumps(scenario, pickle.HIGHEST_PROTOCOL) for scenario in scenarios],
+        name="agentrig-scenario",
         plugins=tuple(plugins),
         use_async=use_async,
-        key=[f"agentrig-scenario-{run}-{i}" for i in range(len(scenarios))],
-        pure=False,
     )
     position = {future.key: i for i, future in enumerate(futures)}
-    finished: dict[int, ScenarioResult] = {}
+    results: dict[int, ScenarioResult] = {}
     try:
-        for batch in as_completed(futures, loop=client.loop).batches():
-            for i, result in _results_of(client, batch, position, scenarios):
-                finished[i] = result
-                if progress is not None:
-                    progress(result)
+        for future, result in finished(client, futures):
+            i = position[future.key]
+            results[i] = _failed(future, scenarios[i]) if result is None else result
+            if progress is not None:
+                progress(results[i])
     except BaseException:  # Ctrl-C, or a worker that cannot import the plugins
         client.cancel(futures)
         raise
-    results = tuple(finished[i] for i in range(len(scenarios)))
-    return SuiteResult(scenarios=results, wall_time_s=time.perf_counter() - started)
+    in_order = tuple(results[i] for i in range(len(scenarios)))
+    return SuiteResult(scenarios=in_order, wall_time_s=time.perf_counter() - started)
 
 
 def run_scenario_on_dask(
@@ -108,21 +105,6 @@ def run_scenario_on_dask(
     except KilledWorker:
         return _workers_killed(scenario)
     return result
-
-
-def _results_of(
-    client: Client,
-    batch: list[Future[ScenarioResult]],
-    position: dict[Key, int],
-    scenarios: Sequence[Scenario],
-) -> Iterator[tuple[int, ScenarioResult]]:
-    """The results of the finished tasks ``batch`` (fetched in one round trip), by scenario
-    index; a scenario whose workers kept dying fails alone."""
-    fetched = client.gather({future.key: future for future in batch}, errors="skip")
-    for future in batch:
-        i = position[future.key]
-        result = fetched.get(future.key)
-        yield i, _failed(future, scenarios[i]) if result is None else result
 
 
 def _failed(future: Future[ScenarioResult], scenario: Scenario) -> ScenarioResult:
