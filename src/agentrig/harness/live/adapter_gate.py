@@ -15,6 +15,7 @@ import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from agentrig.drivers.pricing import ModelPrice, PriceTable
 from agentrig.errors import ConfigurationError, RetryLimitExceededError
@@ -30,6 +31,7 @@ from agentrig.state.usage import ZERO_USAGE
 __all__ = ["AdapterGate", "ModelClients", "adapter_prices"]
 
 _ANTHROPIC_PATHS = ("/v1/messages", "/messages")
+_HEADERS = "latin-1"  # the encoding of HTTP header bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,16 +50,18 @@ class _RateLimited(Exception):
     ``status_code`` and ``response.headers`` are read as an SDK error's are)."""
 
     def __init__(self, answer: _Answer) -> None:
-        super().__init__(f"HTTP {answer.status}")
+        import httpx2
+
+        super().__init__(f"HTTP {answer.status}")  # pragma: no mutate (the gate shows no one)
         self.status_code = answer.status
         self.answer = answer
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in answer.headers}
-        self.response = _HeadersOnly(headers)
+        self.response = _HeadersOnly(httpx2.Headers(answer.headers))
 
 
 @dataclass(frozen=True, slots=True)
 class _HeadersOnly:
-    headers: dict[str, str]
+    headers: Any
+    """An ``httpx2.Headers``: read by name, whatever its case."""
 
 
 def adapter_prices(price: Price | None) -> PriceTable | None:
@@ -102,7 +106,7 @@ class AdapterGate:
         self.conversations = Conversations(prices=prices)
         self.calls = 0
         self._usages: list[Usage] = []
-        self._mark = 0
+        self._mark = 0  # pragma: no mutate (None slices from the start, as 0 does)
         self._loop = loop
         self._transport = transport
         """What the calls go out through (an httpx2 transport): the network by default."""
@@ -159,8 +163,9 @@ class AdapterGate:
         forward: Callable[[], Awaitable[_Answer]],
     ) -> _Answer:
         """Send one request under the trial's traffic control and record it; its answer. A
-        rate-limit answer agentrig gave up retrying is passed on, for the SDK to handle."""
-        provider = "anthropic" if path.split("?", 1)[0].endswith(_ANTHROPIC_PATHS) else "openai"
+        rate-limit answer agentrig gave up retrying (or a control that does not retry let
+        through) is passed on, for the SDK to handle."""
+        provider = "anthropic" if urlsplit(path).path.endswith(_ANTHROPIC_PATHS) else "openai"
 
         async def attempt() -> _Answer:
             answer = await forward()
@@ -173,7 +178,7 @@ class AdapterGate:
         except BudgetExhausted as error:
             self.ledger.refused = error
             raise
-        except RetryLimitExceededError as error:
+        except (RetryLimitExceededError, _RateLimited) as error:
             limited = _rate_limited_in(error)
             if limited is None:
                 raise
@@ -183,13 +188,14 @@ class AdapterGate:
         """``answer``, recorded and charged when it answers a model call."""
         if method != "POST":
             return answer
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in answer.headers}
+        headers = {k.decode(_HEADERS): v.decode(_HEADERS) for k, v in answer.headers}
         response = self.conversations.record(path, body, answer.status, headers, _decoded(answer))
         if response is None:
             return answer
         self.calls += 1
         self._usages.append(response.usage)
-        self.ledger.charge("agent", response.usage, replayed=False)
+        # replayed=None would count as False: the same
+        self.ledger.charge("agent", response.usage, replayed=False)  # pragma: no mutate
         return _Answer(answer.status, answer.headers, answer.raw, response.usage)
 
 
@@ -210,7 +216,11 @@ def _decoded(answer: _Answer) -> bytes:
     """The answer's body without its content encoding (gzip, as the real APIs send)."""
     import httpx2
 
-    response = httpx2.Response(answer.status, headers=answer.headers, content=answer.raw)
+    response = httpx2.Response(
+        answer.status,  # pragma: no mutate (decoding reads only the headers and the bytes)
+        headers=answer.headers,
+        content=answer.raw,
+    )
     return response.read()
 
 
