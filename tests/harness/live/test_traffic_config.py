@@ -63,17 +63,64 @@ def test_every_problem_is_named_at_once() -> None:
         "max_attempts",
     ]
     message = str(raised.value)
+    assert message.startswith("invalid live traffic configuration: ")
     assert "concurency: unknown key; expected one of: " + ", ".join(TRAFFIC_KEYS) in message
     assert "caps.openai: must be >= 1, got 0" in message
 
 
-@pytest.mark.parametrize("config", [None, [("caps", {})], "caps: 3"])
-def test_a_configuration_must_be_a_mapping(config: object) -> None:
-    with pytest.raises(InvalidInputError, match="expected a mapping"):
+@pytest.mark.parametrize(
+    ("config", "kind"), [(None, "NoneType"), ([("caps", {})], "list"), ("caps: 3", "str")]
+)
+def test_a_configuration_must_be_a_mapping(config: object, kind: str) -> None:
+    with pytest.raises(InvalidInputError) as raised:
         traffic_from_config(config)  # type: ignore[arg-type]
+    assert str(raised.value) == (
+        f"invalid live traffic configuration: <root>: expected a mapping, got {kind}"
+    )
+    assert (raised.value.what, raised.value.field) == ("live traffic configuration", "")
 
 
 def test_backoff_must_be_a_mapping() -> None:
     with pytest.raises(InvalidInputError) as raised:
         traffic_from_config({"backoff": 2})
-    assert raised.value.field == "backoff"
+    assert raised.value.problems == [("backoff", "expected a mapping, got int")]
+
+
+def test_the_sleeper_and_the_clock_given_are_the_ones_the_traffic_waits_on() -> None:
+    """A Retry-After given as a date is read on the clock given, and waited on the sleeper."""
+    import asyncio
+    from datetime import UTC, datetime
+
+    from agentrig.fakes import FakeClock
+
+    class Sleeps:
+        def __init__(self) -> None:
+            self.time, self.waits = 0.0, list[float]()
+
+        def now(self) -> float:
+            return self.time
+
+        async def sleep(self, seconds: float) -> None:
+            self.waits.append(seconds)
+            self.time += seconds
+
+    class Limited(Exception):
+        status_code = 429
+
+        class response:  # an SDK error's response, read for its headers
+            headers = {"retry-after": "Wed, 21 Oct 2026 07:28:00 GMT"}
+
+    sleeps = Sleeps()
+    clock = FakeClock(datetime(2026, 10, 21, 7, 27, 30, tzinfo=UTC))
+    traffic = traffic_from_config({}, sleeper=sleeps, clock=clock)
+    assert traffic.limits.sleeper is sleeps
+    answers: list[object] = [Limited(), "ok"]
+
+    async def make_call() -> str:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return str(answer)
+
+    assert asyncio.run(traffic.call("openai", make_call, lambda _: 0.0)) == "ok"
+    assert sleeps.waits == [30.0]

@@ -61,7 +61,9 @@ def live_run_options(
         try:
             budget = Budget(budget_usd, name="the run's budget (--budget-usd)")
         except InvalidInputError as error:
-            problems += [("--budget-usd", reason) for _, reason in error.problems]
+            reasons = [reason for _, reason in error.problems]
+            # the first problems found: "=" would do the same
+            problems += [("--budget-usd", reason) for reason in reasons]  # pragma: no mutate
     if cache_dir is not None:
         problem = _folder_problem(Path(cache_dir))
         if problem is not None:
@@ -92,7 +94,8 @@ def _folder_problem(folder: Path) -> str | None:
         if not os.access(folder, os.W_OK | os.X_OK):
             return f"{folder} is not writable: name a folder the trials can be kept in"
         return None
-    parent = next((p for p in folder.parents if p.exists()), Path("."))
+    # the default is not reached: every path's parents end with "." or "/", which exist
+    parent = next((p for p in folder.parents if p.exists()), Path("."))  # pragma: no mutate
     if not parent.is_dir():
         return f"{folder} cannot be made: {parent} is not a folder"
     if not os.access(parent, os.W_OK | os.X_OK):

@@ -103,7 +103,6 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     def __init__(self, *, grace: float = DEFAULT_GRACE) -> None:
         self._virtual_now = 0.0
         self._workers = 0
-        self._grace = 0.0
         super().__init__(selector=_VirtualSelector(self, selectors.DefaultSelector()))
         if isinstance(grace, bool) or not isinstance(grace, int | float) or not 0 <= grace < 1e6:
             self.close()
