@@ -344,3 +344,23 @@ async def test_a_gzip_stream_is_recorded_decoded_and_relayed_as_sent() -> None:
     assert interaction.response.content == "streamed zip"
     assert gate.ledger.cost("agent") * 1e6 == pytest.approx(100 * 0.4 + 20 * 1.6)
     await gate.aclose()
+
+
+async def test_a_rate_limit_under_a_control_that_never_retries_reaches_the_sdk_as_sent() -> None:
+    """``run_live_scenario`` without a ``LiveRun`` sends through ``Unlimited``: the SDK gets
+    the provider's 429 (and may retry it), not a connection error."""
+    from openai import RateLimitError
+
+    from agentrig.harness.live.gateway import Unlimited
+
+    gate, _, seen = gate_with([rate_limited(**{"Retry-After": "7"})], traffic=Unlimited())
+    with pytest.raises(RateLimitError) as raised:
+        await ask(gate)
+    assert raised.value.status_code == 429
+    assert raised.value.response.headers["retry-after"] == "7"
+    assert len(seen) == 1
+    [cassette] = gate.cassettes
+    [interaction] = cassette.interactions
+    assert interaction.error is not None
+    assert interaction.error.status_code == 429
+    await gate.aclose()

@@ -160,7 +160,8 @@ class AdapterGate:
         forward: Callable[[], Awaitable[_Answer]],
     ) -> _Answer:
         """Send one request under the trial's traffic control and record it; its answer. A
-        rate-limit answer agentrig gave up retrying is passed on, for the SDK to handle."""
+        rate-limit answer agentrig gave up retrying (or a control that does not retry let
+        through) is passed on, for the SDK to handle."""
         provider = "anthropic" if path.partition("?")[0].endswith(_ANTHROPIC_PATHS) else "openai"
 
         async def attempt() -> _Answer:
@@ -174,7 +175,7 @@ class AdapterGate:
         except BudgetExhausted as error:
             self.ledger.refused = error
             raise
-        except RetryLimitExceededError as error:
+        except (RetryLimitExceededError, _RateLimited) as error:
             limited = _rate_limited_in(error)
             if limited is None:
                 raise

@@ -133,7 +133,9 @@ class BuilderAgent:
             raise self.ledger.refused
         if len(self.ledger.access_errors) > refused_before:
             error = self.ledger.access_errors[-1]
-            raise AccessDenied(access_denied_status(error) or 401, str(error))
+            status = access_denied_status(error)
+            assert status is not None  # the ledger notes an error for its status
+            raise AccessDenied(status, str(error))
         text = _final_text(state)
         if len(self.ledger.infrastructure_errors) > errors_before and not text:
             raise InfrastructureFailure(str(self.ledger.infrastructure_errors[-1]))
@@ -270,7 +272,8 @@ class AdapterAgent:
             reply = replace(reply, usage=gated)
         else:
             # The adapter's model calls are its own: the reply counts as one call of the agent.
-            self.ledger.charge("agent", reply.usage, replayed=False)
+            # (replayed=None would count as False: the same.)
+            self.ledger.charge("agent", reply.usage, replayed=False)  # pragma: no mutate
         self.tape.record(messages, reply)
         return reply
 
@@ -278,7 +281,9 @@ class AdapterAgent:
 async def call_adapter(function: Callable[..., Any], messages: list[dict[str, str]]) -> Any:
     """What ``function`` returns for ``messages`` (a copy): awaited when it is async, else run
     in a worker thread (and awaited when it returns an awaitable)."""
-    if inspect.iscoroutinefunction(function):
+    # A coroutine function run in a thread returns its coroutine, awaited below all the same:
+    # this test only saves the thread.
+    if inspect.iscoroutinefunction(function):  # pragma: no mutate
         return await function(list(messages))
     value = await asyncio.to_thread(function, list(messages))
     if inspect.isawaitable(value):
