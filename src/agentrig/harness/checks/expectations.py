@@ -160,7 +160,8 @@ def _tool_results(
         message = f"{len(actual)} tool result(s) were returned, {len(wanted)} expected"
         yield Mismatch("tool_results", message, expected, shown)
         return
-    for index, (spec, result) in enumerate(zip(wanted, actual, strict=True)):
+    # the lengths were compared above: strict never raises
+    for index, (spec, result) in enumerate(zip(wanted, actual, strict=True)):  # pragma: no mutate
         problem = _result_problem(spec, result)
         if problem is not None:
             yield Mismatch(
