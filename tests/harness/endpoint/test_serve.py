@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import signal
@@ -262,3 +263,43 @@ def test_a_client_that_hangs_up_mid_request_leaves_no_traceback(
         finally:
             logger.removeHandler(handler)
     assert [record.getMessage() for record in logged] == []
+
+
+def _logged_by_uvicorn(error: BaseException) -> list[str]:
+    """What reaches a handler of uvicorn's error log when it logs ``error`` with its traceback
+    (as it does for an exception out of a response), the endpoint's filter installed."""
+    from agentrig.harness.endpoint import asgi  # noqa: F401  (installs the filter)
+
+    logged: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = logged.append  # type: ignore[method-assign]
+    logger = logging.getLogger("uvicorn.error")
+    logger.addHandler(handler)
+    try:
+        logger.error("Exception in ASGI application", exc_info=error)
+    finally:
+        logger.removeHandler(handler)
+    return [record.getMessage() for record in logged]
+
+
+def test_a_cut_connection_is_kept_out_of_the_log_however_deep_or_looped_its_chain() -> None:
+    from agentrig.harness.endpoint.asgi import ConnectionCut
+
+    cut = ConnectionCut()
+    inner = RuntimeError("in the stream")
+    inner.__context__ = cut
+    group = BaseExceptionGroup("task group", [ValueError("other"), inner])
+    looped = RuntimeError("raised from its own context, as starlette does")
+    looped.__context__ = group
+    group.__context__ = looped  # a chain that loops back
+    assert _logged_by_uvicorn(looped) == []
+
+
+def test_an_error_whose_chain_loops_is_logged_not_looped_over() -> None:
+    # A filter that followed the chain for ever raised RecursionError out of uvicorn's logging
+    # call: the connection was dropped unanswered, and the agent saw a timeout.
+    first, second = RuntimeError("first"), RuntimeError("second")
+    first.__context__, second.__context__ = second, first
+    group = BaseExceptionGroup("task group", [first])
+    first.__cause__ = group
+    assert _logged_by_uvicorn(group) == ["Exception in ASGI application"]

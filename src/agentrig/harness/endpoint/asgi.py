@@ -34,13 +34,22 @@ class _QuietCuts(logging.Filter):
 
 
 def _is_cut(error: BaseException | None) -> bool:
-    if error is None:
-        return False
-    if isinstance(error, ConnectionCut):
-        return True
-    if isinstance(error, BaseExceptionGroup):
-        return any(_is_cut(inner) for inner in error.exceptions)
-    return _is_cut(error.__cause__ or error.__context__)
+    """Whether ``error`` is a :class:`ConnectionCut`, or has one among its causes, contexts and
+    the errors of its groups. Each error is looked at once: a chain can loop (starlette raises
+    an error from its own context), and the log filter must end whatever it is given."""
+    pending, seen = [error], set()
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, ConnectionCut):
+            return True
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        else:
+            pending.append(current.__cause__ or current.__context__)
+    return False
 
 
 logging.getLogger("uvicorn.error").addFilter(_QuietCuts())
