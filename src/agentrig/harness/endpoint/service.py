@@ -290,7 +290,9 @@ class ScenarioEndpoint:
                 array=array,
             )
 
-        if answer is None or not plan.shared:  # made for this request alone
+        # A cache: ``_reply`` is a function of what the key holds (no clock, no randomness),
+        # so a reply made afresh equals one shared; which plans share is only memory's concern
+        if answer is None or not plan.shared:  # pragma: no mutate (made for this request alone)
             reply = made()
         else:  # the same for every session that plays this plan (see ``EndpointSession.plan``)
             key = ("reply", fmt.name, id(plan), stream, include_usage, model, top, hidden, array)
