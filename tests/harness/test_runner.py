@@ -550,6 +550,36 @@ def test_a_real_tool_that_raises_fails_the_turn_unless_expected(tmp_path: Path) 
     assert expected_run.passed, expected_run.failures
 
 
+def test_an_error_the_agent_loop_raises_fails_its_turn_where_the_turn_is(tmp_path: Path) -> None:
+    # A listener's error is not the run's to handle (the loop lets it out): the turn fails
+    from agentrig import EventBus
+    from agentrig.events import AgentExecutionStarted
+
+    def broken(event: AgentExecutionStarted) -> None:
+        raise RuntimeError("the listener broke")
+
+    bus = EventBus()
+    bus.subscribe(AgentExecutionStarted, broken)
+    path = scenario_file(
+        tmp_path,
+        """\
+        name: listener
+        turns:
+          - user: hi
+            model: [{say: hello}]
+        """,
+    )
+    result = run_scenario(load_scenario(path), builder=AgentBuilder.base().with_events(bus))
+    failure = result.failures[0]
+    assert (failure.kind, failure.turn, failure.location) == ("error", 1, f"{path}:3")
+    assert failure.message == (
+        "turn 1: the agent loop raised EventListenerError: event listener "
+        f"{__name__}.test_an_error_the_agent_loop_raises_fails_its_turn_where_the_turn_is"
+        ".<locals>.broken raised RuntimeError on AgentExecutionStarted: the listener broke; a "
+        "listener's error stops the run: fix the listener, or catch the error inside it"
+    )
+
+
 def test_a_scripted_raise_reply_and_a_hook_block_are_intended(tmp_path: Path) -> None:
     result = run(
         tmp_path,
