@@ -183,7 +183,8 @@ class Delivery:
         """The client gave up before the reply: it is no model call of the agent's, and what
         the agent sends next carries no answer to it."""
         with self.session._lock:
-            self.exchange.received, self.exchange.abandoned = False, True
+            self.exchange.received = False  # pragma: no mutate (only its truth is read)
+            self.exchange.abandoned = True
 
 
 @dataclass(slots=True)
@@ -276,7 +277,7 @@ class EndpointSession:
                 conversation = (*(history or ())[:repeated], *conversation[repeated:])
             exchange = Exchange(number, turn, request.format, system, conversation, plan, reply)
             if exchange.awaited:
-                exchange.received = False
+                exchange.received = False  # pragma: no mutate (only its truth is read)
             self.exchanges.append(exchange)
             return exchange
 
