@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from textwrap import dedent
@@ -578,6 +579,22 @@ def test_an_error_the_agent_loop_raises_fails_its_turn_where_the_turn_is(tmp_pat
         ".<locals>.broken raised RuntimeError on AgentExecutionStarted: the listener broke; a "
         "listener's error stops the run: fix the listener, or catch the error inside it"
     )
+
+
+def test_an_agent_that_cannot_be_built_fails_with_the_time_the_attempt_took(
+    tmp_path: Path,
+) -> None:
+    path = scenario_file(tmp_path, "name: x\nturns:\n  - user: hi\n    model: [{say: hello}]\n")
+    scenario = load_scenario(path)
+    started = time.perf_counter()
+    result = run_scenario(scenario, builder=42)  # type: ignore[arg-type]
+    took = time.perf_counter() - started
+    [failure] = result.failures
+    assert (failure.kind, failure.location) == ("error", f"{path}:1")
+    assert failure.message == (
+        "the agent could not be built: builder: expected an AgentBuilder, got int 42"
+    )
+    assert 0 < result.wall_time_s <= took  # measured within the call, as every result's is
 
 
 def test_a_scripted_raise_reply_and_a_hook_block_are_intended(tmp_path: Path) -> None:
