@@ -997,3 +997,25 @@ def test_a_broken_interaction_is_named_with_what_it_holds(text: str, message: st
         http_cassettes.deserialize(text)
 
     assert str(raised.value) == message
+
+
+def test_a_cassette_that_cannot_be_read_is_reported_without_agentrigs_frames(
+    pytester: pytest.Pytester,
+) -> None:
+    broken = pytester.path / "broken.yaml"
+    broken.write_text("interactions: [\n", encoding="utf-8")
+    pytester.makepyfile(
+        test_broken=f"""
+        from agentrig.harness.cassettes.http import use_http_cassette
+
+        def test_entering():
+            with use_http_cassette({str(broken)!r}):
+                pass
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    output = result.stdout.str()
+    assert "broken.yaml" in output
+    assert "cassettes/http.py" not in output  # raised entering: agentrig's frames hidden
+    assert "contextlib.py" not in output
