@@ -597,6 +597,29 @@ def test_an_agent_that_cannot_be_built_fails_with_the_time_the_attempt_took(
     assert 0 < result.wall_time_s <= took  # measured within the call, as every result's is
 
 
+def test_a_live_scenarios_builder_that_does_not_import_is_found_before_any_trial(
+    tmp_path: Path,
+) -> None:
+    from agentrig.harness.runner import static_failures
+
+    text = """\
+        name: live-refund
+        agent: {builder: "no_such_module_x:make"}
+        user:
+          persona: Dana, terse
+          goal: a refund for her broken mug
+          model: {provider: openai, name: gpt-4.1-mini}
+        judge:
+          criteria:
+            - {id: refunded, check: {tool_called: "issue_refund(order_id=A-1029)"}}
+        trials: {require: {metric: rate, at_least: 0.7}, max: 20}
+        """
+    path = scenario_file(tmp_path, text)
+    [failure] = static_failures(load_scenario(path))
+    assert (failure.kind, failure.location) == ("error", f"{path}:2")
+    assert "no_such_module_x" in failure.message
+
+
 def test_a_scripted_raise_reply_and_a_hook_block_are_intended(tmp_path: Path) -> None:
     result = run(
         tmp_path,
