@@ -26,12 +26,10 @@ def freeze_at_exit_of_pytest() -> None:
     """When pytest is this process's program (``pytest``, ``py.test``, ``python -m pytest``),
     freeze every object at its exit, after pytest's own cleanup (``atexit``); a pytest run
     inside another program (``pytest.main``) leaves that program's collector as it was."""
-    if _pytest_is_the_program() and not _REGISTERED:
-        _REGISTERED.append(True)
+    if _pytest_is_the_program():
+        # once, however many sessions end in this process
+        atexit.unregister(end_without_a_last_collection)
         atexit.register(end_without_a_last_collection)
-
-
-_REGISTERED: list[bool] = []
 
 
 def _pytest_is_the_program() -> bool:
