@@ -29,6 +29,7 @@ from agentrig import (
     runtime_context,
 )
 from agentrig.fakes import FakeClock, SeededIds
+from agentrig.harness.process_end import end_without_a_last_collection
 
 # httpx and httpx2 import their httpcore on a transport's first use, and keep the httpcore
 # exception classes they map. A pytester run in this process removes the modules first imported
@@ -129,7 +130,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     tests build after it is frozen at the process's exit: the interpreter's last full
     collection would visit it all only to drop it."""
     gc.freeze()
-    atexit.register(gc.freeze)
+    atexit.register(end_without_a_last_collection)
 
 
 def pytest_runtest_call(item: pytest.Item) -> None:
