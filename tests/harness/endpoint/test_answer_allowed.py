@@ -250,3 +250,15 @@ def test_an_answer_the_request_allows_passes(
 
 def _user(scenario: str) -> str:
     return "Weather in Paris and Oslo?" if "Oslo" in scenario else "Weather in Paris?"
+
+
+def test_an_auto_answer_the_request_does_not_allow_fails_at_model_auto(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    # model: auto calls the next offered tool, tool_choice or not: no reply of its own to name
+    path = write_scenario("name: auto\nturns:\n  - user: Weather in Paris?\n    model: auto\n")
+    with EndpointHandle(path) as handle:
+        _chat(handle, "Weather in Paris?", tool_choice="none")
+        [found] = _allowed(handle)
+    assert found.message.startswith("request 1: answer_allowed: the request sends tool_choice")
+    assert found.location == f"{path}:4"  # `model: auto`

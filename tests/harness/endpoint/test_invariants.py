@@ -292,6 +292,36 @@ def test_the_wrong_system_prompt(write_scenario: Callable[[str], Path]) -> None:
     )
 
 
+def test_a_developer_message_mid_conversation_is_part_of_the_system_prompt(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    # Chat Completions lets a system or developer message stand anywhere: it is the request's
+    # system prompt, checked as one, and never an entry of the conversation's transcript.
+    handle = EndpointHandle(write_scenario(WEATHER))
+    agent = RawChatAgent(handle)
+    messages = first_turn()
+    answer = agent.post(messages)
+    call = answer.json()["choices"][0]["message"]["tool_calls"][0]
+    messages += [
+        assistant_of(answer),
+        {"role": "developer", "content": "Answer in one line."},
+        {"role": "tool", "tool_call_id": call["id"], "content": "sunny"},
+    ]
+    agent.post(messages)
+    [problem] = _violations(handle, "system_prompt_sent")
+    assert problem.message.startswith("request 2: ")
+    assert (problem.expected, problem.observed) == (
+        "You answer weather questions.",
+        "You answer weather questions.\n\nAnswer in one line.",
+    )
+    assert [(e.kind, e.text) for e in handle.result().transcript] == [
+        ("user", "Weather in Paris?"),
+        ("tool_call", "get_weather(city='Paris')"),
+        ("tool_result", "sunny"),
+        ("assistant", "It is sunny in Paris."),
+    ]
+
+
 def test_the_wrong_user_message(write_scenario: Callable[[str], Path]) -> None:
     path = write_scenario(WEATHER)
     handle = EndpointHandle(path)

@@ -164,6 +164,96 @@ def test_an_agent_that_drops_the_thinking_block_is_reported(reasoning: Path) -> 
     assert problem.observed is None
 
 
+def test_reasoning_dropped_by_the_next_turn_points_at_the_reply_that_reasoned(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    # An agent that leaves a reasoned tool call unanswered, thinking block and all, and asks
+    # its next question: the reply to blame is the first turn's, not the next turn's first.
+    path = write_scenario(REASONING_WEATHER + "  - user: And in Rome?\n    model: [say: Rainy.]\n")
+    handle = EndpointHandle(path)
+    client = anthropic_client(handle)
+    messages = first_turn()
+    first = client.messages.create(model="claude-test", max_tokens=256, messages=messages)
+    [_, use] = [block.model_dump(exclude_none=True) for block in first.content]
+    messages += [
+        {"role": "assistant", "content": [use]},
+        {"role": "user", "content": "And in Rome?"},
+    ]
+    client.messages.create(model="claude-test", max_tokens=256, messages=messages)
+    [problem] = reasoning_violations(handle)
+    assert problem.message.startswith("request 2: reasoning_sent_back: ")
+    assert problem.location == f"{path}:11"  # the reply that reasoned, in turn 1
+
+
+TWO_REASONED_CALLS = """\
+name: two-reasoned-calls
+turns:
+  - user: Weather in Paris?
+    model:
+      - think: I call the tool for Paris.
+        call: get_weather(city=Paris)
+      - think: Now for Oslo.
+        call: get_weather(city=Oslo)
+      - say: Sunny in both.
+"""
+
+
+def _sent_back(answer: Any, *, thinking: bool, result: str) -> list[dict[str, Any]]:
+    """The assistant message of ``answer`` (with or without its thinking block) and its
+    tool result."""
+    blocks = [block.model_dump(exclude_none=True) for block in answer.content]
+    use = blocks[-1]
+    return [
+        {"role": "assistant", "content": blocks if thinking else [use]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": use["id"], "content": result}],
+        },
+    ]
+
+
+def test_reasoning_dropped_later_points_at_the_last_reply_that_reasoned(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    path = write_scenario(TWO_REASONED_CALLS)
+    handle = EndpointHandle(path)
+    client = anthropic_client(handle)
+    messages = first_turn()
+    paris = client.messages.create(model="claude-test", max_tokens=256, messages=messages)
+    messages += _sent_back(paris, thinking=True, result="sun")
+    oslo = client.messages.create(model="claude-test", max_tokens=256, messages=messages)
+    messages += _sent_back(oslo, thinking=False, result="sun")
+    client.messages.create(model="claude-test", max_tokens=256, messages=messages)
+    [problem] = reasoning_violations(handle)
+    assert problem.message.startswith("request 3: reasoning_sent_back: the answer that called ")
+    assert problem.location == f"{path}:7"  # Oslo's reply, not Paris's
+
+
+def test_reasoning_dropped_after_a_fault_points_at_the_reply_that_reasoned(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    # The agent sends the reasoned call back unanswered (its tool failed), meets a fault, then
+    # sends it again without its thinking: the reply to blame is the one that reasoned.
+    fault = "      - fault: {status: 503}\n"
+    path = write_scenario(
+        TWO_REASONED_CALLS.replace("      - think: Now", fault + "      - think: Now")
+    )
+    handle = EndpointHandle(path)
+    client = anthropic_client(handle).with_options(max_retries=0)
+    messages = first_turn()
+    paris = client.messages.create(model="claude-test", max_tokens=256, messages=messages)
+    [unanswered, _] = _sent_back(paris, thinking=True, result="sun")
+    with pytest.raises(anthropic.InternalServerError):
+        client.messages.create(
+            model="claude-test", max_tokens=256, messages=[*messages, unanswered]
+        )
+    messages += _sent_back(paris, thinking=False, result="sun")
+    client.messages.create(model="claude-test", max_tokens=256, messages=messages)
+    [problem] = reasoning_violations(handle)
+    assert problem.message.startswith("request 3: reasoning_sent_back: the answer that called ")
+    assert problem.location == f"{path}:5"  # the reply that reasoned, not the fault (line 7)
+
+
 def test_an_agent_that_changes_the_signature_is_reported(reasoning: Path) -> None:
     handle = EndpointHandle(reasoning)
     signatures: list[str] = []

@@ -270,7 +270,7 @@ class EndpointSession:
             repeated = repeated_prefix(history or (), conversation)
             if turn <= len(self.scenario.turns):
                 request = _with_context(request, conversation, system)
-                self._check(number, turn, request, history, repeated, plan, newest)
+                self._check(number, turn, request, history, repeated, plan, reply, newest)
             # Each message the request repeats is kept as history's own object: a session keeps
             # a message once, not once for every later request that carries it again.
             if repeated:
@@ -498,12 +498,18 @@ class EndpointSession:
             return ("turns", turn - 1, "model")
         return ("turns", turn - 1, "mixture", self._branch(turn), "model")
 
-    def _reply_path(self, turn: int, back: int) -> FieldPath:
-        """Where the reply ``back`` answers before the next one of ``turn`` was written (1: the
-        last one played), within the replies."""
-        last = len(self._replies(turn)) - 1
-        index = min(max(self._cursor.get(turn, back) - back, 0), max(last, 0))
-        return (*self._script_path(turn), index)
+    def _reply_path(self, turn: int, reply: int | None) -> FieldPath:
+        """Where scripted reply ``reply`` of ``turn`` was written (its ``model:`` when no
+        scripted reply answered: ``model: auto``, a reply function)."""
+        if reply is None:
+            return self._script_path(turn)
+        return (*self._script_path(turn), reply)
+
+    def _reasoned_path(self) -> FieldPath:
+        """Where the reply was written whose sealed reasoning a request must send back: that
+        of the last answer the agent received (there is one: it reasoned), in whichever turn."""
+        last = [exchange for exchange in self.exchanges if exchange.answered][-1]
+        return self._reply_path(last.turn, last.reply)
 
     # --- checking ------------------------------------------------------------------------
 
@@ -515,10 +521,11 @@ class EndpointSession:
         history: tuple[Message, ...] | None,
         repeated: int,
         plan: Plan,
+        reply: int | None,
         newest: Message | None,
     ) -> None:
         """Run the selected invariants on ``request`` (its conversation and system prompt as
-        the endpoint understands them)."""
+        the endpoint understands them), answered by ``plan`` (scripted reply ``reply``)."""
         spec = self.scenario.turns[turn - 1]
         agent = self.scenario.agent
         view = WireView(
@@ -537,7 +544,7 @@ class EndpointSession:
         for name, check in self._wire_checks:
             found = check(view)
             if found:
-                self._record(name, found, turn, number, self._path_of(name, turn))
+                self._record(name, found, turn, number, self._path_of(name, turn, reply))
         self._requests_checked += 1
 
     def _as_one_of_the_agents(self, view: WireView, number: int, turn: int) -> None:
@@ -561,8 +568,9 @@ class EndpointSession:
         view.declared_as = f"agent.agents.{name}.tools"
         view.declared_path = ("agent", "agents", name, "tools")
 
-    def _path_of(self, invariant: str, turn: int) -> FieldPath:
-        """The scenario field a broken invariant points at."""
+    def _path_of(self, invariant: str, turn: int, reply: int | None) -> FieldPath:
+        """The scenario field a broken invariant points at (``reply``: the scripted reply
+        answering the request)."""
         if invariant == "model_named":
             return ("agent", "model")
         if invariant == "system_prompt_sent":
@@ -570,9 +578,9 @@ class EndpointSession:
         if invariant == "user_turn_sent":
             return ("turns", turn - 1, "user")
         if invariant in ("tools_offered", "answer_allowed"):
-            return self._reply_path(turn, 1)
-        if invariant == "reasoning_sent_back":  # the reply before, whose reasoning went astray
-            return self._reply_path(turn, 2)
+            return self._reply_path(turn, reply)
+        if invariant == "reasoning_sent_back":
+            return self._reasoned_path()
         return ("turns", turn - 1)
 
     def _expected_history(self) -> tuple[Message, ...] | None:
@@ -1048,17 +1056,12 @@ def _transcript(
 
 
 def _entry_of(turn: int, step: int, message: Message) -> TranscriptEntry:
+    # A request's system and developer messages are its system prompt (``WireRequest.system``):
+    # the wire formats keep them out of the conversation, so a message here is the user's, a
+    # tool result or the assistant's.
     if message.tool_result is not None:
         return TranscriptEntry.of_tool_result(turn, step, message.tool_result)
     if message.role is Role.USER:
         return TranscriptEntry(turn=turn, step=None, kind="user", role="user", text=message.content)
-    if message.role is Role.ASSISTANT:
-        text = message.content or ", ".join(str(c) for c in message.tool_calls)
-        return TranscriptEntry(turn=turn, step=step, kind="assistant", role="assistant", text=text)
-    return TranscriptEntry(
-        turn=turn,
-        step=step,
-        kind="system" if message.role is Role.SYSTEM else "assistant",
-        role=message.role.value,
-        text=message.content,
-    )
+    text = message.content or ", ".join(str(c) for c in message.tool_calls)
+    return TranscriptEntry(turn=turn, step=step, kind="assistant", role="assistant", text=text)
