@@ -4,12 +4,14 @@ scenario and its replay."""
 from __future__ import annotations
 
 import importlib
+import shlex
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import settings
 from typer.testing import CliRunner
 
@@ -141,6 +143,16 @@ def test_a_command_target_runs_against_a_live_endpoint(here):
     assert result.exit_code == 1, result.output
     assert "exited with status 1" in result.output
     assert "AttributeError" in result.output
+    # the script plays to the command again: it names no adapter, and the replay names the command
+    (written,) = (here / ".agentrig/fuzz").iterdir()
+    assert "agent" not in yaml.safe_load(written.read_text())
+    replay = (
+        f"agentrig fuzz '{sys.executable} agent_command.py' --replay .agentrig/fuzz/{written.name}"
+    )
+    assert replay in result.output
+    replayed = CliRunner().invoke(app, shlex.split(replay)[1:])
+    assert replayed.exit_code == 1
+    assert "no attribute 'upper'" in replayed.output
 
 
 RECORDER = """

@@ -518,6 +518,31 @@ def test_the_user_and_judge_calls_go_under_their_providers_name(tmp_path: Path) 
         assert load_cassette(folder / f"{role}.cassette.yaml").metadata.provider == "openai"
 
 
+def test_a_judge_without_a_model_records_no_call_under_its_roles_name(tmp_path: Path) -> None:
+    # With no rubric the judge needs no model: its cassette is kept (a recording has one per
+    # role) with no call, under the role's name as there is no provider to name
+    from agentrig.harness.cassettes.files import load_cassette
+
+    text = textwrap.dedent(SCENARIO).replace("{AGENT}", '{builder: "refund_app:build"}')
+    text = text.replace(
+        "    - {id: polite, rubric: the agent never blames the customer, votes: 3}\n", ""
+    )
+    text = text.replace("  model: {provider: openai, name: gpt-4.1}\n", "")
+    path = tmp_path / "refund.scenario.yaml"
+    path.write_text(text)
+    loaded = load_scenario(path)
+    assert loaded.judge is not None
+    assert loaded.judge.model is None
+    cache = TrialCache(tmp_path / "cache", loaded)
+    outcome = trial(setup(loaded, cache=cache))
+    assert outcome.status is TrialStatus.SUCCESS
+    assert outcome.calls.get("judge", 0) == 0
+    folder = cache.trial_folder(0, 0)
+    judge = load_cassette(folder / "judge.cassette.yaml")
+    assert (judge.metadata.provider, judge.interactions) == ("judge", ())
+    assert load_cassette(folder / "user.cassette.yaml").metadata.provider == "openai"
+
+
 def test_a_recorded_trial_keeps_its_outcome_the_scenario_convert_reads_and_the_users_words(
     tmp_path: Path,
 ) -> None:

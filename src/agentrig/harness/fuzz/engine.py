@@ -235,7 +235,11 @@ class Fuzzer:
             print_blob=False,  # pragma: no mutate (its note is on an exception `from None` hides)
             verbosity=Verbosity.quiet if given_settings is None else parent.verbosity,
             phases=[phase for phase in parent.phases if phase is not Phase.explain],
-            suppress_health_check=[
+            # Hypothesis's health checks judge data generation, and here the agent's runs are
+            # the test: kept off so that none ever blames an agent's pace or size on the
+            # strategies. No script the fuzzer draws was found to set one off (tools whose
+            # schemas filter most values, arrays of 1,000 objects), so no test observes them.
+            suppress_health_check=[  # pragma: no mutate (see above)
                 *parent.suppress_health_check,
                 HealthCheck.too_slow,
                 HealthCheck.data_too_large,
