@@ -285,3 +285,22 @@ def test_an_outcome_that_is_not_a_mapping_is_no_recorded_trial(
     assert not again.replayed
     assert again.status is TrialStatus.SUCCESS
     assert cache.load(0, 0) is not None  # recorded anew
+
+
+def test_a_trial_is_held_once_its_outcome_is_written_readable_or_not(
+    recorded: dict[str, tuple[Scenario, Path]], tmp_path: Path
+) -> None:
+    # what a run's scheduler asks before it replays a trial in place instead of launching it
+    loaded, original = recorded["builder"]
+    folder = tmp_path / "cache"
+    shutil.copytree(original, folder)
+    cache = TrialCache(folder, loaded)
+    assert cache.holds(0, 0)
+    assert not cache.holds(0, 1)
+    assert not cache.holds(99, 0)
+    outcome = cache.trial_folder(0, 0) / "outcome.json"
+    outcome.write_text("[]", encoding="utf-8")
+    assert cache.holds(0, 0)  # held, though load finds it unreadable and it runs again
+    assert cache.load(0, 0) is None
+    outcome.unlink()
+    assert not cache.holds(0, 0)

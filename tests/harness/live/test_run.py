@@ -461,6 +461,29 @@ def test_a_launcher_runs_each_trial_with_what_the_trials_share(tmp_path: Path) -
     )
 
 
+def test_a_launchers_trials_are_recorded_and_replayed_from_the_runs_cache(tmp_path: Path) -> None:
+    # The launcher's side records each trial it runs; the next run replays them in place
+    loaded = scenario(tmp_path, "{require: {metric: rate, at_least: 0.5}, max: 10}")
+    launched: list[int] = []
+
+    async def launcher(setup: TrialSetup, index: int, attempt: int) -> TrialOutcome:
+        launched.append(index)
+        return await run_trial(setup, index, attempt)
+
+    cache = str(tmp_path / "cache")
+    first = live(loaded, launcher=launcher, cache_dir=cache)
+    assert len(list((tmp_path / "cache").rglob("outcome.json"))) == first.trials
+    launched.clear()
+    again = live(loaded, launcher=launcher, cache_dir=cache)
+    assert (again.verdict, again.trials, again.successes) == (
+        first.verdict,
+        first.trials,
+        first.successes,
+    )
+    assert again.replayed_trials == again.trials
+    assert launched == list(range(again.trials))  # replayed where the launcher runs them
+
+
 def test_a_missing_api_key_names_the_variable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -30,6 +30,7 @@ from agentrig.state.usage import ZERO_USAGE
 __all__ = ["AdapterGate", "ModelClients", "adapter_prices"]
 
 _ANTHROPIC_PATHS = ("/v1/messages", "/messages")
+_HEADERS = "latin-1"  # pragma: no mutate (HTTP headers' codec: any spelling of it is the same)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +53,7 @@ class _RateLimited(Exception):
         super().__init__(f"HTTP {answer.status}")  # pragma: no mutate
         self.status_code = answer.status
         self.answer = answer
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in answer.headers}
+        headers = {k.decode(_HEADERS).lower(): v.decode(_HEADERS) for k, v in answer.headers}
         self.response = _HeadersOnly(headers)
 
 
@@ -185,7 +186,7 @@ class AdapterGate:
         """``answer``, recorded and charged when it answers a model call."""
         if method != "POST":
             return answer
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in answer.headers}
+        headers = {k.decode(_HEADERS): v.decode(_HEADERS) for k, v in answer.headers}
         response = self.conversations.record(path, body, answer.status, headers, _decoded(answer))
         if response is None:
             return answer

