@@ -106,13 +106,16 @@ def test_a_function_that_fails_fails_the_session_with_http_500(
             return {"say": "Hi", "colour": "blue"}
         raise RuntimeError("no idea")
 
-    handle = EndpointHandle(write_scenario(UNSCRIPTED), replies=broken)
+    path = write_scenario(UNSCRIPTED)
+    handle = EndpointHandle(path, replies=broken)
     client = openai_client(handle).with_options(max_retries=0)
     asked = [{"role": "user", "content": "Weather in Paris?"}]
     for _ in range(2):
         with pytest.raises(openai.InternalServerError):
             client.chat.completions.create(model="m", messages=asked)
-    messages = [f.message for f in handle.result().failures if f.kind == "script"]
+    failures = [f for f in handle.result().failures if f.kind == "script"]
+    assert [f.location for f in failures] == [f"{path}:9"] * 2  # the turn the function answers
+    messages = [f.message for f in failures]
     assert messages[0].startswith(
         "request 1: the reply function failed: InvalidInputError: invalid reply: colour:"
     )

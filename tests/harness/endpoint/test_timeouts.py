@@ -96,6 +96,27 @@ def test_an_agent_that_does_not_retry_a_timeout_is_named(
     assert named[0].location == f"{path}:8"
 
 
+def test_a_scripted_error_comes_after_its_replys_latency(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    # a fault's HTTP error keeps the latency of the reply it stands for: the client times out
+    late_error = SCENARIO.replace(
+        "      - say: It is sunny in Paris, at last.\n        SLOW\n",
+        "      - fault: {status: 503}\n        latency: 30\n",
+    )
+    with (
+        EndpointHandle(write_scenario(late_error)) as handle,
+        _client(handle, retries=0) as client,
+    ):
+        with pytest.raises(openai.APITimeoutError):
+            chat_agent(client, _messages())
+        result = handle.result()
+    events = [e.text for e in result.transcript if e.kind == "event"]
+    assert events == [
+        "the client never got the reply (fault: HTTP 503): it gave up first",
+    ]
+
+
 def test_a_client_without_a_read_timeout_meets_a_timeout_fault_at_once(
     write_scenario: Callable[[str], Path],
 ) -> None:

@@ -392,7 +392,8 @@ class EndpointSession:
             plan, reply = self._choose(number, turn, request)
         if network is not None and network.latency is not None:
             wait = drawn_latency(network, self.scenario.name, self.key, number)
-            plan = replace(plan, latency=plan.latency + wait, shared=False)
+            # not mutated: only the truth of `shared` is read
+            plan = replace(plan, latency=plan.latency + wait, shared=False)  # pragma: no mutate
         return plan, reply
 
     def _from_function(
@@ -710,8 +711,8 @@ class EndpointSession:
         tools = self.scenario.agent.tools
         sent = list(_sent_results(self.exchanges))
         for result, violation in scripted_result_problems(tools, sent):
-            path = violation.path or ("agent", "tools")
-            self._record(TOOL_RESULTS_AS_SCRIPTED, [violation], result.turn, result.request, path)
+            # each violation names the tool reply it departs from: no path of the session's
+            self._record(TOOL_RESULTS_AS_SCRIPTED, [violation], result.turn, result.request, ())
         self._results_checked = checked_results(tools, sent)
 
     def _branch_entry(self, turn: int) -> TranscriptEntry | None:
