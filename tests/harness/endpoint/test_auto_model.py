@@ -76,6 +76,28 @@ def test_auto_calls_each_offered_tool_with_valid_arguments_then_answers():
     assert result.turns[0].steps == 3
 
 
+def test_each_auto_answer_has_an_id_and_call_ids_of_its_own():
+    ids: list[str] = []
+    messages: list[Any] = [{"role": "user", "content": "Hi"}]
+    with (
+        EndpointHandle(_scenario()) as ep,
+        OpenAI(
+            base_url=ep.openai_base_url, api_key=ep.api_key, http_client=ep.httpx2_client()
+        ) as client,
+    ):
+        for _ in range(3):
+            completion = client.chat.completions.create(model="m", messages=messages, tools=TOOLS)
+            message = completion.choices[0].message
+            ids.append(completion.id)
+            messages.append(message.model_dump(exclude_none=True))
+            for call in message.tool_calls or ():
+                ids.append(call.id)
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": "ok"})
+        assert ep.check().passed
+    assert len(ids) == 5  # three answers, two calls
+    assert len(set(ids)) == 5, ids
+
+
 def test_the_same_scenario_makes_the_same_calls_and_a_seed_other_ones():
     runs = []
     for scenario in (_scenario(), _scenario(), _scenario(seed=7)):

@@ -580,6 +580,7 @@ def test_what_a_failing_session_reports_names_each_place(
     result = handle.result()
 
     assert result.session == handle.api_key  # a session without a name is known by its key
+    assert result.file == str(path)  # the reports name the scenario file
     overrun = next(o for o in result.invariants if o.name == "script_not_exceeded")
     assert (overrun.checks, overrun.failures) == (4, 2)  # each request is one check
     [expectation] = [f for f in result.failures if f.kind == "expectation"]

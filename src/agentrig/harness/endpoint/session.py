@@ -334,7 +334,7 @@ class EndpointSession:
                 f"request {number} carries {turn} user messages, but the scenario has "
                 f"{len(turns)} turn(s)"
             )
-            self._fail("script", message, ("turns",), turn=None)
+            self._fail("script", message, ("turns",))
             return Plan(response_id, status=400, error=f"agentrig endpoint: {message}"), None
         spec = turns[turn - 1]
         if spec.is_auto:
