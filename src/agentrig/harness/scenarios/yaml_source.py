@@ -1,7 +1,10 @@
 """Line-aware YAML loading (plain data, plus where every value sits in the file), and the
 stable YAML dumping the scenario and cassette writers share.
 
-Built on PyYAML's safe node graph (``yaml.compose`` with ``SafeLoader``). Scalars resolve as
+Built on PyYAML's safe node graph (``yaml.compose`` with ``SafeLoader``); a document of plain
+mappings, lists and untagged scalars (most files) is built straight from libyaml's parser events
+instead, to the same data and locations, and anything else, every error included, takes the node
+graph's way. Scalars resolve as
 ``yaml.safe_load`` resolves them, with one deliberate difference: **mapping keys are always
 strings**, the key's text as written. (YAML 1.1 reads the key ``on:`` as ``True``, which would
 break hooks' ``on:``; JSON, the shape tool arguments take, has string keys only.)
@@ -203,12 +206,17 @@ def load_yaml_text(text: str, path: str = "<string>", *, depth: int | None = Non
     With ``depth``, only the locations of paths of at most ``depth`` parts are recorded now,
     the others when first asked for (by parsing ``text`` again); the data, and every error,
     are the same either way."""
-    root = _composed(text, path)
-    builder = _Builder(path, depth, aliases="*" in text)
-    data = None if root is None else builder.build(root, ())
+    built = _plain_document(text, path, depth)
+    if built is not None:
+        data, locations, key_locations = built
+    else:  # anything the fast path leaves (and every error): the node graph, as it says
+        root = _composed(text, path)
+        builder = _Builder(path, depth, aliases="*" in text)
+        data = None if root is None else builder.build(root, ())
+        locations, key_locations = builder.locations, builder.key_locations
     if depth is None:
-        return YamlSource(path, data, builder.locations, builder.key_locations)
-    return YamlSource(path, data, builder.locations, builder.key_locations, text=text, depth=depth)
+        return YamlSource(path, data, locations, key_locations)
+    return YamlSource(path, data, locations, key_locations, text=text, depth=depth)
 
 
 def check_yaml_limits(text: str, path: str = "<string>") -> None:
@@ -288,6 +296,152 @@ def _compose(text: str) -> Node | None:
         except yaml.YAMLError:
             pass
     return yaml.compose(text, Loader=yaml.SafeLoader)
+
+
+_PLAIN_TAGS: dict[str, str] = {}
+"""The tags of plain scalars the fast path resolved (keys and short values repeat)."""
+_PLAIN_VALUES: dict[tuple[str, str], Any] = {}
+"""Plain scalars of other tags than text and decimals, as the constructor reads them (each
+immutable: a number, a boolean, null, a date)."""
+_CONSTRUCTED_TAGS = frozenset(
+    "tag:yaml.org,2002:" + name for name in ("int", "float", "bool", "null", "timestamp")
+)
+_PARSER: type[Any] | None = getattr(getattr(yaml, "_yaml", None), "CParser", None)
+_CANNOT = object()
+"""What the fast path returns for a value it leaves to the full path."""
+_Built = tuple[Any, dict[FieldPath, Location], dict[FieldPath, Location]]
+
+
+def _plain_document(text: str, path: str, depth: int | None) -> _Built | None:
+    """The data and locations :class:`_Builder` would give for ``text``, built straight from
+    libyaml's events (no node graph, no resolver call a scalar); None, for the full path to do
+    it, whenever the text has anything but plain mappings, lists and untagged scalars of text,
+    numbers, booleans, null and dates (an anchor, an alias, a tag, a merge key, a duplicate
+    key, nesting beyond :data:`MAX_DEPTH`, a text that may exceed :data:`MAX_VALUES`, or any
+    error: the full path reports every problem, with its own words and position)."""
+    if _PARSER is None or _may_exceed_limit(text):
+        return None
+    limit = sys.maxsize if depth is None else depth
+    try:
+        parser = _PARSER(text)
+    except Exception:
+        return None
+    try:
+        return _build_from_events(parser.get_event, limit)
+    except Exception:  # the full path says what is wrong
+        return None
+    finally:
+        parser.dispose()
+
+
+def _build_from_events(get: Callable[[], Any], limit: int) -> _Built | None:
+    locations: dict[FieldPath, Location] = {}
+    key_locations: dict[FieldPath, Location] = {}
+    get()  # the stream's start
+    event = get()
+    if type(event) is yaml.StreamEndEvent:
+        return None, locations, key_locations
+    if type(event) is not yaml.DocumentStartEvent:
+        return None
+    # One frame per open collection: [collection, its path (None beyond ``limit``), its
+    # depth, the key awaiting its value (mappings; None: a key is next)].
+    stack: list[list[Any]] = []
+    frame: list[Any] | None = None
+    root: Any = _CANNOT
+    while True:
+        event = get()
+        kind = type(event)
+        if kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+            stack.pop()
+            frame = stack[-1] if stack else None
+            if frame is None:
+                break
+            continue
+        if frame is not None and frame[3] is None and type(frame[0]) is dict:  # a key
+            if kind is not yaml.ScalarEvent or event.anchor is not None or event.tag is not None:
+                return None
+            key = event.value
+            if key in frame[0] or (key == "<<" and event.implicit[0]):  # duplicate, merge
+                return None
+            frame[3] = key
+            if frame[1] is not None and len(frame[1]) < limit:
+                mark = event.start_mark
+                key_locations[(*frame[1], key)] = Location(mark.line + 1, mark.column + 1)
+            continue
+        if kind is yaml.ScalarEvent:
+            if event.anchor is not None or event.tag is not None:
+                return None
+            value = _plain_scalar(event)
+            if value is _CANNOT:
+                return None
+        elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+            if event.anchor is not None or event.tag is not None:
+                return None
+            value = {} if kind is yaml.MappingStartEvent else []
+        else:  # an alias; or the document's end, where a value was due
+            return None
+        # Where ``value`` goes, and its path.
+        if frame is None:
+            value_path: FieldPath | None = ()
+            level = 0
+            root = value
+        else:
+            parent, parent_path, level = frame[0], frame[1], frame[2] + 1
+            if type(parent) is dict:
+                part: str | int = frame[3]
+                parent[part] = value
+                frame[3] = None
+            else:
+                part = len(parent)
+                parent.append(value)
+            in_reach = parent_path is not None and len(parent_path) < limit
+            value_path = (*parent_path, part) if in_reach else None
+        if level > MAX_DEPTH:
+            return None
+        if value_path is not None:
+            mark = event.start_mark
+            locations[value_path] = Location(mark.line + 1, mark.column + 1)
+        if kind is not yaml.ScalarEvent:
+            frame = [value, value_path, level, None]
+            stack.append(frame)
+        elif frame is None:
+            break
+    if type(get()) is not yaml.DocumentEndEvent or type(get()) is not yaml.StreamEndEvent:
+        return None  # a second document: the full path refuses it
+    return root, locations, key_locations
+
+
+def _plain_scalar(event: Any) -> Any:
+    """The value of an untagged, unanchored scalar event, as the builder makes it; _CANNOT
+    for one the full path must read."""
+    value: str = event.value
+    if not event.implicit[0]:  # quoted or a block: text
+        if event.style == '"' and _SURROGATE.search(value):
+            return _CANNOT
+        return value
+    tag = _PLAIN_TAGS.get(value)
+    if tag is None:
+        tag = _RESOLVER.resolve(ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
+        if len(_PLAIN_TAGS) < _RESOLVED_MAX and len(value) <= _RESOLVED_LENGTH:
+            _PLAIN_TAGS[value] = tag
+    if tag == _STR_TAG:
+        return value
+    if tag == _INT_TAG and _DECIMAL.fullmatch(value):
+        return int(value)
+    if tag not in _CONSTRUCTED_TAGS:
+        return _CANNOT
+    known = _PLAIN_VALUES.get((tag, value), _CANNOT)
+    if known is not _CANNOT:
+        return known
+    try:
+        built = SafeConstructor().construct_object(ScalarNode(tag, value), deep=True)
+    except Exception:
+        return _CANNOT
+    if type(built) is int and built.bit_length() > _SHOWN_INT_BITS and _unshowable(built):
+        return _CANNOT
+    if len(_PLAIN_VALUES) < _RESOLVED_MAX and len(value) <= _RESOLVED_LENGTH:
+        _PLAIN_VALUES[(tag, value)] = built
+    return built
 
 
 def _may_exceed_limit(text: str) -> bool:
