@@ -173,30 +173,43 @@ def _scenario_files(paths: StrPath | Iterable[StrPath]) -> list[Path]:
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     files: list[Path] = []
-    seen: set[Path] = set()
+    seen: set[str] = set()
     for path in paths:
-        for file in _expand(Path(path)):
-            if file.resolve() not in seen:
-                seen.add(file.resolve())
+        for file, real in _expand(Path(path)):
+            if real not in seen:
+                seen.add(real)
                 files.append(file)
     return files
 
 
-def _expand(path: Path) -> list[Path]:
+def _expand(path: Path) -> list[tuple[Path, str]]:
+    """The files ``path`` names, each with its real path (symlinks resolved), in order."""
     if not path.is_dir():
-        return [path]
-    found: list[Path] = []
+        return [(path, os.path.realpath(path))]
+    found: list[tuple[Path, str]] = []
     visited: set[str] = set()
     for root, directories, names in os.walk(path, followlinks=True):
-        visited.add(os.path.realpath(root))  # symlinked folders are searched, loops once
+        real_root = os.path.realpath(root)
+        visited.add(real_root)  # symlinked folders are searched, loops once
         directories[:] = sorted(
             name
             for name in directories
             if name != SKIPPED_DIRECTORY
             and os.path.realpath(os.path.join(root, name)) not in visited
         )
-        found.extend(Path(root, name) for name in names if name.endswith(SCENARIO_SUFFIX))
-    return sorted(found)
+        for name in names:
+            if name.endswith(SCENARIO_SUFFIX):
+                file = os.path.join(root, name)
+                # Only a symlink needs resolving: the real path of any other file is its real
+                # folder's (one realpath a folder, not one a file: a few lstat calls each).
+                real = (
+                    os.path.realpath(file)
+                    if os.path.islink(file)
+                    else os.path.join(real_root, name)
+                )
+                found.append((Path(file), real))
+    found.sort(key=lambda item: item[0])
+    return found
 
 
 @dataclass(frozen=True)
