@@ -37,11 +37,10 @@ from agentrig.harness.scenarios.model import (
     SCENARIO_NAME_PATTERN,
     PendingLocation,
     Scenario,
-    ScenarioModel,
     ToolCallSpec,
     parse_call_shorthand,
 )
-from agentrig.harness.scenarios.source_map import models_in
+from agentrig.harness.scenarios.source_map import bind_models
 from agentrig.harness.scenarios.yaml_source import FieldPath, Location, YamlSource, load_yaml_file
 
 __all__ = [
@@ -254,16 +253,10 @@ def _at(source: YamlSource, where: Location | None, reason: str, **extra: Any) -
     return ScenarioFileError(source.path, reason, line=line, column=column, **extra)
 
 
-_set = object.__setattr__
-
-
 def _bind_locations(scenario: Scenario, source: YamlSource) -> None:
     """Tell each model of ``scenario`` its file and path (the location is found when first
-    asked for)."""
-    for model, path in models_in(scenario, ()):
-        if isinstance(model, ScenarioModel):
-            _set(model, "_where", source)  # ScenarioModel.source resolves it when asked
-            _set(model, "_path", path)
+    asked for: ``ScenarioModel.source`` resolves it)."""
+    bind_models(scenario, (), source)
     scenario._bind_source(PendingLocation(source, ("name",), key=True))
     scenario._bind_yaml(source)
 
