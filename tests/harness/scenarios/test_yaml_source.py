@@ -192,9 +192,12 @@ def test_special_characters_are_errors() -> None:
     assert "#x0001" in error.reason
 
 
-def test_collection_keys_are_errors() -> None:
-    error = _syntax_error("? [a, b]\n: 1\n")
-    assert error.line == 1
+@pytest.mark.parametrize(
+    ("source", "line"), [("? [a, b]\n: 1\n", 1), ("a:\n  b: 1\n  ? {c: d}\n  : 2\n", 3)]
+)
+def test_collection_keys_are_errors(source: str, line: int) -> None:
+    error = _syntax_error(source)
+    assert error.line == line
     assert "plain scalars" in error.reason
 
 

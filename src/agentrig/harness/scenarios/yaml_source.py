@@ -28,7 +28,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 from datetime import date
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import yaml
 from yaml.constructor import SafeConstructor
@@ -334,6 +334,11 @@ def _plain_document(text: str, path: str, depth: int | None) -> _Built | None:
         parser.dispose()
 
 
+_SCALAR_EVENT, _ALIAS_EVENT = yaml.ScalarEvent, yaml.AliasEvent
+_MAPPING_START, _MAPPING_END = yaml.MappingStartEvent, yaml.MappingEndEvent
+_SEQUENCE_START, _SEQUENCE_END = yaml.SequenceStartEvent, yaml.SequenceEndEvent
+
+
 def _build_from_events(get: Callable[[], Any], limit: int) -> _Built | None:
     locations: dict[FieldPath, Location] = {}
     key_locations: dict[FieldPath, Location] = {}
@@ -343,89 +348,89 @@ def _build_from_events(get: Callable[[], Any], limit: int) -> _Built | None:
         return None, locations, key_locations
     if type(event) is not yaml.DocumentStartEvent:
         return None
-    # One frame per open collection: [collection, its path (None beyond ``limit``), its
-    # depth, the key awaiting its value (mappings; None: a key is next)].
-    stack: list[list[Any]] = []
-    frame: list[Any] | None = None
+    # The innermost open collection (None: the document itself), whether it is a mapping, its
+    # path (None beyond ``limit``), its depth, and the key awaiting its value (None: a key is
+    # next); ``stack`` keeps those of the collections around it.
+    container: Any = None
+    key: Any = None
+    is_mapping, path, level = False, cast("FieldPath | None", ()), -1
+    stack: list[tuple[Any, bool, FieldPath | None, int, Any]] = []
     root: Any = _CANNOT
     while True:
         event = get()
         kind = type(event)
-        if kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-            stack.pop()
-            frame = stack[-1] if stack else None
-            if frame is None:
+        if kind is _SCALAR_EVENT:
+            if event.anchor is not None or event.tag is not None:
+                return None
+            value = event.value
+            if is_mapping and key is None:  # a key: its text, unless a duplicate or a merge
+                if value in container or (value == "<<" and event.implicit[0]):
+                    return None
+                key = value
+                if path is not None and len(path) < limit:
+                    mark = event.start_mark
+                    key_locations[(*path, key)] = Location(mark.line + 1, mark.column + 1)
+                continue
+            if event.implicit[0]:  # plain: the tag the resolver gives, most often text
+                tag = _PLAIN_TAGS.get(value) or _plain_tag(value)
+                if tag != _STR_TAG:
+                    value = _plain_value(tag, value)
+                    if value is _CANNOT:
+                        return None
+            elif event.style == '"' and _SURROGATE.search(value):
+                return None
+        elif kind is _MAPPING_START or kind is _SEQUENCE_START:
+            if event.anchor is not None or event.tag is not None or (is_mapping and key is None):
+                return None  # (a collection as a key: the full path refuses it)
+            value = {} if kind is _MAPPING_START else []
+        elif kind is _MAPPING_END or kind is _SEQUENCE_END:
+            container, is_mapping, path, level, key = stack.pop()
+            if container is None:
                 break
             continue
-        if frame is not None and frame[3] is None and type(frame[0]) is dict:  # a key
-            if kind is not yaml.ScalarEvent or event.anchor is not None or event.tag is not None:
-                return None
-            key = event.value
-            if key in frame[0] or (key == "<<" and event.implicit[0]):  # duplicate, merge
-                return None
-            frame[3] = key
-            if frame[1] is not None and len(frame[1]) < limit:
-                mark = event.start_mark
-                key_locations[(*frame[1], key)] = Location(mark.line + 1, mark.column + 1)
-            continue
-        if kind is yaml.ScalarEvent:
-            if event.anchor is not None or event.tag is not None:
-                return None
-            value = _plain_scalar(event)
-            if value is _CANNOT:
-                return None
-        elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
-            if event.anchor is not None or event.tag is not None:
-                return None
-            value = {} if kind is yaml.MappingStartEvent else []
         else:  # an alias; or the document's end, where a value was due
             return None
-        # Where ``value`` goes, and its path.
-        if frame is None:
-            value_path: FieldPath | None = ()
-            level = 0
-            root = value
-        else:
-            parent, parent_path, level = frame[0], frame[1], frame[2] + 1
-            if type(parent) is dict:
-                part: str | int = frame[3]
-                parent[part] = value
-                frame[3] = None
-            else:
-                part = len(parent)
-                parent.append(value)
-            in_reach = parent_path is not None and len(parent_path) < limit
-            value_path = (*parent_path, part) if in_reach else None
-        if level > MAX_DEPTH:
+        if level >= MAX_DEPTH:
             return None
+        if container is None:
+            root, value_path = value, cast("FieldPath | None", ())
+        else:
+            if is_mapping:
+                container[key] = value
+                part, key = key, None
+            else:
+                part = len(container)
+                container.append(value)
+            value_path = (*path, part) if path is not None and len(path) < limit else None
         if value_path is not None:
             mark = event.start_mark
             locations[value_path] = Location(mark.line + 1, mark.column + 1)
-        if kind is not yaml.ScalarEvent:
-            frame = [value, value_path, level, None]
-            stack.append(frame)
-        elif frame is None:
+        if kind is not _SCALAR_EVENT:
+            stack.append((container, is_mapping, path, level, key))
+            container, is_mapping, path, level = (
+                value,
+                kind is _MAPPING_START,
+                value_path,
+                level + 1,
+            )
+        elif container is None:
             break
     if type(get()) is not yaml.DocumentEndEvent or type(get()) is not yaml.StreamEndEvent:
         return None  # a second document: the full path refuses it
     return root, locations, key_locations
 
 
-def _plain_scalar(event: Any) -> Any:
-    """The value of an untagged, unanchored scalar event, as the builder makes it; _CANNOT
-    for one the full path must read."""
-    value: str = event.value
-    if not event.implicit[0]:  # quoted or a block: text
-        if event.style == '"' and _SURROGATE.search(value):
-            return _CANNOT
-        return value
-    tag = _PLAIN_TAGS.get(value)
-    if tag is None:
-        tag = _RESOLVER.resolve(ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
-        if len(_PLAIN_TAGS) < _RESOLVED_MAX and len(value) <= _RESOLVED_LENGTH:
-            _PLAIN_TAGS[value] = tag
-    if tag == _STR_TAG:
-        return value
+def _plain_tag(value: str) -> str:
+    """The tag the resolver gives a plain scalar, remembered for a short one."""
+    tag: str = _RESOLVER.resolve(ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
+    if len(_PLAIN_TAGS) < _RESOLVED_MAX and len(value) <= _RESOLVED_LENGTH:
+        _PLAIN_TAGS[value] = tag
+    return tag
+
+
+def _plain_value(tag: str, value: str) -> Any:
+    """The value of a plain scalar of ``tag`` (not text), as the builder makes it; _CANNOT for
+    one the full path must read."""
     if tag == _INT_TAG and _DECIMAL.fullmatch(value):
         return int(value)
     if tag not in _CONSTRUCTED_TAGS:
