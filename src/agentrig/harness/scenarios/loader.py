@@ -186,29 +186,44 @@ def _expand(path: Path) -> list[tuple[Path, str]]:
     if not path.is_dir():
         return [(path, os.path.realpath(path))]
     found: list[tuple[Path, str]] = []
-    visited: set[str] = set()
-    for root, directories, names in os.walk(path, followlinks=True):
-        real_root = os.path.realpath(root)
-        visited.add(real_root)  # symlinked folders are searched, loops once
-        directories[:] = sorted(
-            name
-            for name in directories
-            if name != SKIPPED_DIRECTORY
-            and os.path.realpath(os.path.join(root, name)) not in visited
-        )
-        for name in names:
-            if name.endswith(SCENARIO_SUFFIX):
-                file = os.path.join(root, name)
-                # Only a symlink needs resolving: the real path of any other file is its real
-                # folder's (one realpath a folder, not one a file: a few lstat calls each).
-                real = (
-                    os.path.realpath(file)
-                    if os.path.islink(file)
-                    else os.path.join(real_root, name)
-                )
-                found.append((Path(file), real))
+    _search(str(path), set(), found)
     found.sort(key=lambda item: item[0])
     return found
+
+
+def _search(folder: str, visited: set[str], found: list[tuple[Path, str]]) -> None:
+    """Add the scenario files below ``folder`` to ``found``, as ``os.walk(followlinks=True)``
+    goes: symlinked folders are searched, a folder reached again (a loop) only once, and a
+    folder that cannot be listed is skipped. Only a symlink's real path needs resolving: any
+    other file's is its real folder's (``os.scandir`` tells which without a call a file)."""
+    real_folder = os.path.realpath(folder)
+    visited.add(real_folder)
+    try:
+        with os.scandir(folder) as listing:
+            entries = list(listing)
+    except OSError:
+        return
+    subfolders: list[str] = []
+    for entry in entries:
+        try:
+            is_folder = entry.is_dir()
+        except OSError:
+            is_folder = False
+        if is_folder:
+            subfolders.append(entry.name)
+        elif entry.name.endswith(SCENARIO_SUFFIX):
+            symlink = entry.is_symlink()
+            real = (
+                os.path.realpath(entry.path) if symlink else os.path.join(real_folder, entry.name)
+            )
+            found.append((Path(entry.path), real))
+    subfolders = sorted(  # chosen before any is searched, as os.walk chooses them
+        os.path.join(folder, name)
+        for name in subfolders
+        if name != SKIPPED_DIRECTORY and os.path.realpath(os.path.join(folder, name)) not in visited
+    )
+    for subfolder in subfolders:
+        _search(subfolder, visited, found)
 
 
 @dataclass(frozen=True)
