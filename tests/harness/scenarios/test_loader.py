@@ -1017,6 +1017,8 @@ turns:
         pytest.param("!!binary aGk=", "bytes are not JSON data", id="binary"),
         pytest.param("{a: [1, 2024-01-01]}", "at a[1]: the date 2024-01-01", id="nested"),
         pytest.param("!!set {a}", "a set is not JSON data", id="set"),
+        pytest.param(".nan", "JSON has no NaN or infinity", id="nan"),
+        pytest.param("-.inf", "JSON has no NaN or infinity", id="infinity"),
     ],
 )
 def test_values_that_are_not_json_data_are_errors_at_their_field(

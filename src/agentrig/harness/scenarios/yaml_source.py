@@ -771,9 +771,14 @@ def _position(text: str, offset: int) -> Location:
     return Location(line, offset - (text.rfind("\n", 0, offset) + 1) + 1)
 
 
+_JSON_SCALARS = frozenset({str, int, bool, type(None)})
+
+
 def not_json_data(value: Any) -> str | None:
     """Why ``value`` is not JSON data (YAML also reads dates, sets, pairs, bytes and .nan; the
     runtime accepts nothing but JSON data), or None."""
+    if type(value) in _JSON_SCALARS:  # most values are text, whole numbers, booleans or null
+        return None
     found = find_non_json(value, lenient=True)
     if found is None:
         return None
