@@ -103,10 +103,15 @@ def measured(
     return sample
 
 
-COLLECT_ALONE = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": str(Path(__file__).parent)}
+_BENCH_PATH = os.pathsep.join(
+    [str(Path(__file__).parent), *filter(None, [os.environ.get("PYTHONPATH")])]
+)
+COLLECT_ALONE = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": _BENCH_PATH}
 """``collect``'s environment: no pytest plugin loads but agentrig's and the one that says when
 collection ended (``-p``), where ``collect, every plugin`` loads whatever this environment has
-installed (the frameworks' own pytest plugins, langsmith's among them)."""
+installed (the frameworks' own pytest plugins, langsmith's among them). The bench folder comes
+first on the path, then this environment's own ``PYTHONPATH`` (a worktree's ``src``: the code
+measured)."""
 
 
 def commands(folder: Path, count: int) -> dict[str, tuple[list[str], dict[str, str]]]:

@@ -67,8 +67,7 @@ def read_limited(path: str | os.PathLike[str], limit: int = MAX_FILE_BYTES) -> b
             raise UnreadableFileError(_not_a_file(_kind(opened.st_mode)))
         if opened.st_size > limit:
             raise UnreadableFileError(_too_large(limit))
-        with os.fdopen(handle, "rb", closefd=False) as file:
-            data = file.read(limit + 1)  # the size may have grown, or be untold (procfs)
+        data = _read_to_end(handle, opened.st_size, limit)
     except OSError as exc:
         raise UnreadableFileError(f"cannot read the file: {exc.strerror or exc}") from None
     finally:
@@ -76,6 +75,25 @@ def read_limited(path: str | os.PathLike[str], limit: int = MAX_FILE_BYTES) -> b
     if len(data) > limit:
         raise UnreadableFileError(_too_large(limit))
     return data
+
+
+def _read_to_end(handle: int, size: int, limit: int) -> bytes:
+    """The bytes of the open file ``handle``, read until its end or past ``limit``: first as
+    many as its ``size`` said (and one more), then on while reads return any (it may have grown,
+    or, in procfs, not told its size). Straight ``os.read`` calls: a buffered ``read(limit + 1)``
+    allocated the whole limit for each file."""
+    parts = [os.read(handle, min(size, limit) + 1)]
+    total = len(parts[0])
+    while total <= limit:
+        chunk = os.read(handle, min(max(size, _CHUNK), limit + 1 - total))
+        if not chunk:
+            break
+        parts.append(chunk)
+        total += len(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+_CHUNK = 1024 * 1024
 
 
 def _too_large(limit: int) -> str:

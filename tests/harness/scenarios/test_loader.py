@@ -884,6 +884,18 @@ def test_a_file_named_twice_loads_once(suite: Path) -> None:
     assert _names(load_scenarios([suite / "b.scenario.yaml", suite])) == ["b", "a", "c"]
 
 
+def test_a_file_reached_through_symlinks_loads_once(suite: Path, tmp_path: Path) -> None:
+    (suite / "nested" / "link.scenario.yaml").symlink_to(suite / "a.scenario.yaml")
+    (tmp_path / "elsewhere").symlink_to(suite / "nested", target_is_directory=True)
+    files = [suite / "nested" / "c.scenario.yaml", tmp_path / "elsewhere", suite]
+    assert _names(load_scenarios(files)) == ["c", "a", "b"]
+
+
+def test_folders_come_in_the_order_of_their_path_parts(suite: Path) -> None:
+    _scenario_file(suite, "nested-2/d.scenario.yaml", "d")  # '-' sorts before '/' as text
+    assert _names(load_scenarios([suite])) == ["a", "b", "c", "d"]
+
+
 def test_explicit_files_need_not_follow_the_suffix(suite: Path) -> None:
     assert _names(load_scenarios([FULL])) == ["weather-two-cities"]
 
@@ -1005,6 +1017,8 @@ turns:
         pytest.param("!!binary aGk=", "bytes are not JSON data", id="binary"),
         pytest.param("{a: [1, 2024-01-01]}", "at a[1]: the date 2024-01-01", id="nested"),
         pytest.param("!!set {a}", "a set is not JSON data", id="set"),
+        pytest.param(".nan", "JSON has no NaN or infinity", id="nan"),
+        pytest.param("-.inf", "JSON has no NaN or infinity", id="infinity"),
     ],
 )
 def test_values_that_are_not_json_data_are_errors_at_their_field(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from enum import Enum
 from typing import Any, get_args
 
@@ -20,7 +21,9 @@ from agentrig.harness.scenarios.model import (
     MessageExpect,
     ModelReply,
     RoleName,
+    RuledModel,
     Scenario,
+    ScenarioModel,
     ScenarioTurn,
     SourceLocation,
     Status,
@@ -373,3 +376,25 @@ def test_logprob_rules_name_the_field() -> None:
     assert _problems(ModelReply, status) == [("logprobs",)]
     with pytest.raises(ValidationError, match="the tokens spell 'Yes', not the say text 'Yes!'"):
         ModelReply.model_validate(reply(say="Yes!"))
+
+
+def test_a_model_with_rules_runs_them_and_must_say_so() -> None:
+    class Pair(RuledModel):
+        low: int
+        high: int
+
+        def _problems(self) -> Iterator[tuple[tuple[str | int, ...], str]]:
+            if self.low > self.high:
+                yield ("low",), "low must not exceed high"
+
+    assert Pair(low=1, high=2).high == 2
+    with pytest.raises(ValidationError) as caught:
+        Pair(low=3, high=2)
+    assert _locs(caught.value) == [("low",)]
+    with pytest.raises(TypeError, match="derive it from RuledModel"):
+
+        class Unchecked(ScenarioModel):  # its rules would never run
+            low: int
+
+            def _problems(self) -> Iterator[tuple[tuple[str | int, ...], str]]:
+                yield ("low",), "never"

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentrig.harness.data_files import MAX_FILE_BYTES
 from agentrig.harness.errors import ScenarioFileError
@@ -190,9 +192,12 @@ def test_special_characters_are_errors() -> None:
     assert "#x0001" in error.reason
 
 
-def test_collection_keys_are_errors() -> None:
-    error = _syntax_error("? [a, b]\n: 1\n")
-    assert error.line == 1
+@pytest.mark.parametrize(
+    ("source", "line"), [("? [a, b]\n: 1\n", 1), ("a:\n  b: 1\n  ? {c: d}\n  : 2\n", 3)]
+)
+def test_collection_keys_are_errors(source: str, line: int) -> None:
+    error = _syntax_error(source)
+    assert error.line == line
     assert "plain scalars" in error.reason
 
 
@@ -465,3 +470,76 @@ def test_text_holding_a_lone_surrogate_is_an_error_naming_its_place() -> None:
     error = _syntax_error("a: 1\nb: x\ud800\n")
     assert (error.line, error.column) == (2, 5)
     assert "lone surrogate (#xd800)" in error.reason
+
+
+# --- the fast path from libyaml's events gives what the node graph gives -----------------------
+
+_WORDS = st.sampled_from(
+    ["a", "on", "yes", "no", "~", "", "1", "0x1F", "1_000", "2.5", ".nan", "2001-02-03", "<<", "=",
+     "x y", "a: b", "- c", "#d", "é", "line\nbreak", "\U0001f600", "\x07"]
+)  # fmt: skip
+_SCALARS = st.one_of(
+    _WORDS,
+    st.integers(-(10**20), 10**20),
+    st.floats(allow_nan=False),
+    st.booleans(),
+    st.none(),
+    st.dates(),
+)
+
+
+def _trees() -> st.SearchStrategy[Any]:
+    return st.recursive(
+        _SCALARS,
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_WORDS, inner, max_size=4),
+        max_leaves=25,
+    )
+
+
+def _shared(tree: Any, again: bool) -> Any:
+    """``tree``, holding itself's first collection twice when ``again`` (the dump anchors it)."""
+    if again and isinstance(tree, dict | list) and tree:
+        first = next(iter(tree.values())) if isinstance(tree, dict) else tree[0]
+        if isinstance(first, dict | list):
+            return [tree, first]
+    return tree
+
+
+def _expected_locations(text: str) -> tuple[dict[Any, Location], dict[Any, Location]]:
+    """Where libyaml's node graph puts each value and key (the oracle)."""
+    values: dict[Any, Location] = {}
+    keys: dict[Any, Location] = {}
+
+    def walk(node: Any, path: tuple[Any, ...]) -> None:
+        values[path] = Location(node.start_mark.line + 1, node.start_mark.column + 1)
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                keys[(*path, key.value)] = Location(
+                    key.start_mark.line + 1, key.start_mark.column + 1
+                )
+                walk(value, (*path, key.value))
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                walk(item, (*path, index))
+
+    root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    if root is not None:
+        walk(root, ())
+    return values, keys
+
+
+@settings(max_examples=80, deadline=None)
+@given(tree=_trees(), flow=st.sampled_from([None, True, False]), again=st.booleans())
+def test_every_plain_document_loads_to_the_data_and_locations_of_the_node_graph(
+    tree: Any, flow: bool | None, again: bool
+) -> None:
+    text = yaml.safe_dump(_shared(tree, again), default_flow_style=flow, allow_unicode=True)
+    values, keys = _expected_locations(text)
+    whole = load_yaml_text(text)
+    assert whole.data == yaml.safe_load(text)
+    assert (dict(whole.locations), dict(whole.key_locations)) == (values, keys)
+    shallow = load_yaml_text(text, depth=1)  # the top level now, the rest when asked
+    for path in [path for path in values if len(path) <= 1]:
+        assert shallow.location(path) == whole.location(path)
+        assert shallow.key_location(path) == whole.key_location(path)
+    assert shallow.data == whole.data

@@ -21,6 +21,7 @@ from agentrig.harness.scenarios.model import (
     Flag,
     Identifier,
     Positive,
+    RuledModel,
     ScenarioModel,
     Text,
     TextMatchSpec,
@@ -75,7 +76,7 @@ def _text_option(**extra: Any) -> Any:
     return change
 
 
-class LiveModelSpec(ScenarioModel):
+class LiveModelSpec(RuledModel):
     """A real model a live scenario talks to: the simulated user's or the judge's."""
 
     provider: ProviderName = Field(
@@ -116,7 +117,7 @@ class LiveModelSpec(ScenarioModel):
             yield ("price",), problem
 
 
-class UserStopSpec(ScenarioModel):
+class UserStopSpec(RuledModel):
     """When the simulated user's conversation ends."""
 
     min_turns: Positive = Field(
@@ -136,7 +137,7 @@ class UserStopSpec(ScenarioModel):
             yield ("min_turns",), f"min_turns ({self.min_turns}) exceeds max_turns"
 
 
-class UserSpec(ScenarioModel):
+class UserSpec(RuledModel):
     """The simulated user: an LLM with a persona and a goal that talks to the agent."""
 
     model_config = ConfigDict(
@@ -217,7 +218,7 @@ def _bare_name_as_call(value: object) -> object:
 _CHECKS = ("tool_called", "final_response", "said")
 
 
-class LiveCheck(ScenarioModel):
+class LiveCheck(RuledModel):
     """A deterministic check on a trial's transcript: exactly one of ``tool_called``,
     ``final_response`` or ``said``."""
 
@@ -252,7 +253,7 @@ class LiveCheck(ScenarioModel):
             yield (), "use exactly one of: tool_called, final_response, said"
 
 
-class CriterionSpec(ScenarioModel):
+class CriterionSpec(RuledModel):
     """One thing the judge decides: a deterministic ``check``, a ``never`` rule (checked after
     every agent reply; broken, it ends the trial as a failure), or an LLM-judged ``rubric``."""
 
@@ -299,7 +300,7 @@ class CriterionSpec(ScenarioModel):
             yield ("votes",), "votes only applies to a rubric"
 
 
-class JudgeSpec(ScenarioModel):
+class JudgeSpec(RuledModel):
     """How a trial is judged: every criterion must pass for the trial to succeed."""
 
     model_config = ConfigDict(
@@ -352,7 +353,7 @@ class RequirementSpec(ScenarioModel):
     )
 
 
-class TrialsSpec(ScenarioModel):
+class TrialsSpec(RuledModel):
     """How many trials run, and what they must show."""
 
     require: RequirementSpec = Field(description="The requirement the verdict decides.")

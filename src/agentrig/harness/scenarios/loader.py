@@ -37,11 +37,10 @@ from agentrig.harness.scenarios.model import (
     SCENARIO_NAME_PATTERN,
     PendingLocation,
     Scenario,
-    ScenarioModel,
     ToolCallSpec,
     parse_call_shorthand,
 )
-from agentrig.harness.scenarios.source_map import models_in
+from agentrig.harness.scenarios.source_map import bind_models
 from agentrig.harness.scenarios.yaml_source import FieldPath, Location, YamlSource, load_yaml_file
 
 __all__ = [
@@ -173,30 +172,58 @@ def _scenario_files(paths: StrPath | Iterable[StrPath]) -> list[Path]:
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     files: list[Path] = []
-    seen: set[Path] = set()
+    seen: set[str] = set()
     for path in paths:
-        for file in _expand(Path(path)):
-            if file.resolve() not in seen:
-                seen.add(file.resolve())
+        for file, real in _expand(Path(path)):
+            if real not in seen:
+                seen.add(real)
                 files.append(file)
     return files
 
 
-def _expand(path: Path) -> list[Path]:
+def _expand(path: Path) -> list[tuple[Path, str]]:
+    """The files ``path`` names, each with its real path (symlinks resolved), in order."""
     if not path.is_dir():
-        return [path]
-    found: list[Path] = []
-    visited: set[str] = set()
-    for root, directories, names in os.walk(path, followlinks=True):
-        visited.add(os.path.realpath(root))  # symlinked folders are searched, loops once
-        directories[:] = sorted(
-            name
-            for name in directories
-            if name != SKIPPED_DIRECTORY
-            and os.path.realpath(os.path.join(root, name)) not in visited
-        )
-        found.extend(Path(root, name) for name in names if name.endswith(SCENARIO_SUFFIX))
-    return sorted(found)
+        return [(path, os.path.realpath(path))]
+    found: list[tuple[Path, str]] = []
+    _search(str(path), set(), found)
+    found.sort(key=lambda item: item[0])
+    return found
+
+
+def _search(folder: str, visited: set[str], found: list[tuple[Path, str]]) -> None:
+    """Add the scenario files below ``folder`` to ``found``, as ``os.walk(followlinks=True)``
+    goes: symlinked folders are searched, a folder reached again (a loop) only once, and a
+    folder that cannot be listed is skipped. Only a symlink's real path needs resolving: any
+    other file's is its real folder's (``os.scandir`` tells which without a call a file)."""
+    real_folder = os.path.realpath(folder)
+    visited.add(real_folder)
+    try:
+        with os.scandir(folder) as listing:
+            entries = list(listing)
+    except OSError:
+        return
+    subfolders: list[str] = []
+    for entry in entries:
+        try:
+            is_folder = entry.is_dir()
+        except OSError:
+            is_folder = False
+        if is_folder:
+            subfolders.append(entry.name)
+        elif entry.name.endswith(SCENARIO_SUFFIX):
+            symlink = entry.is_symlink()
+            real = (
+                os.path.realpath(entry.path) if symlink else os.path.join(real_folder, entry.name)
+            )
+            found.append((Path(entry.path), real))
+    subfolders = sorted(  # chosen before any is searched, as os.walk chooses them
+        os.path.join(folder, name)
+        for name in subfolders
+        if name != SKIPPED_DIRECTORY and os.path.realpath(os.path.join(folder, name)) not in visited
+    )
+    for subfolder in subfolders:
+        _search(subfolder, visited, found)
 
 
 @dataclass(frozen=True)
@@ -241,16 +268,10 @@ def _at(source: YamlSource, where: Location | None, reason: str, **extra: Any) -
     return ScenarioFileError(source.path, reason, line=line, column=column, **extra)
 
 
-_set = object.__setattr__
-
-
 def _bind_locations(scenario: Scenario, source: YamlSource) -> None:
     """Tell each model of ``scenario`` its file and path (the location is found when first
-    asked for)."""
-    for model, path in models_in(scenario, ()):
-        if isinstance(model, ScenarioModel):
-            _set(model, "_where", source)  # ScenarioModel.source resolves it when asked
-            _set(model, "_path", path)
+    asked for: ``ScenarioModel.source`` resolves it)."""
+    bind_models(scenario, (), source)
     scenario._bind_source(PendingLocation(source, ("name",), key=True))
     scenario._bind_yaml(source)
 

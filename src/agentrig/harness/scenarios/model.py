@@ -73,6 +73,7 @@ __all__ = [
     "PendingLocation",
     "RedactedThink",
     "RoleName",
+    "RuledModel",
     "Scenario",
     "ScenarioModel",
     "ScenarioTurn",
@@ -267,10 +268,22 @@ class ScenarioModel(BaseModel):
         object.__setattr__(copied, "_where", self.source)
         return copied
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # A model with rules that did not derive from RuledModel would never run them.
+        if "_problems" in cls.__dict__ and not hasattr(cls, "_check_rules"):
+            raise TypeError(f"{cls.__name__} has rules (_problems): derive it from RuledModel")
+
+
+class RuledModel(ScenarioModel):
+    """A scenario model with cross-field rules: ``_problems`` runs after its fields validate.
+
+    Only these models pay for the after-validator that runs the rules (most models of a
+    file, usage counts and calls among them, have none: a Python call each was an eighth of
+    validating a file)."""
+
     @model_validator(mode="after")
     def _check_rules(self) -> Self:
-        if type(self)._problems is ScenarioModel._problems:  # a model without rules
-            return self
         problems = [_rule_error(path, message) for path, message in self._problems()]
         if problems:
             raise ValidationError.from_exception_data(type(self).__name__, problems)
@@ -394,7 +407,7 @@ class UsageSpec(ScenarioModel):
 _FAULT_KINDS = ("status", "cut_after", "malformed_at", "timeout")
 
 
-class FaultSpec(ScenarioModel):
+class FaultSpec(RuledModel):
     """A failure the scenario endpoint plays for one request: exactly one of ``status``,
     ``cut_after``, ``malformed_at`` or ``timeout``.
 
@@ -458,7 +471,7 @@ class FaultSpec(ScenarioModel):
                     yield (key,), f"{key} only applies to a status fault"
 
 
-class RedactedThink(ScenarioModel):
+class RedactedThink(RuledModel):
     """Reasoning the model did without any text the client sees: ``think: {redacted: true}``.
 
     Reasoning models often reason in the open only in part: the Responses API sends a reasoning
@@ -528,7 +541,7 @@ AUTO_MODEL = "auto"
 answers (see the endpoint's ``auto_model``)."""
 
 
-class ModelReply(ScenarioModel):
+class ModelReply(RuledModel):
     """One scripted reply of the model: text, tool calls, a refusal, a provider error, or a fault.
 
     A reply has at least one of ``say``, ``call``, ``calls``, ``refuse``, ``error`` or
@@ -714,7 +727,7 @@ def _repeat_problems(replies: tuple[ModelReply, ...]) -> Iterator[tuple[FieldPat
 # --- tools ------------------------------------------------------------------------------------
 
 
-class ToolReplySpec(ScenarioModel):
+class ToolReplySpec(RuledModel):
     """One scripted outcome of a tool: exactly one of ``return``, ``raise`` or ``stop``."""
 
     model_config = ConfigDict(
@@ -768,7 +781,7 @@ class ToolReplySpec(ScenarioModel):
             yield (key,), f"a tool reply has only one of return, raise or stop ({given[0]} is set)"
 
 
-class ToolSpec(ScenarioModel):
+class ToolSpec(RuledModel):
     """A scripted tool: its signature and the replies it gives."""
 
     description: Text = Field(default="", description="What the tool does, as the model sees it.")
@@ -844,7 +857,7 @@ class BudgetSpec(ScenarioModel):
     )
 
 
-class SubagentSpec(ScenarioModel):
+class SubagentSpec(RuledModel):
     """A subagent the agent can spawn with ``spawn_subagent``."""
 
     description: Text = Field(default="", description="What the subagent is for.")
@@ -872,7 +885,7 @@ class SubagentPolicySpec(ScenarioModel):
     max_depth: Positive = Field(default=3, description="How deep subagents may nest.")
 
 
-class HookSpec(ScenarioModel):
+class HookSpec(RuledModel):
     """A declarative hook the runner installs on the agent."""
 
     on: HookTriggerName = Field(description="The trigger the hook runs on.")
@@ -923,7 +936,7 @@ class AgentRoleSpec(ScenarioModel):
     )
 
 
-class LatencyRange(ScenarioModel):
+class LatencyRange(RuledModel):
     """Seconds drawn uniformly between ``min`` and ``max``."""
 
     min: Latency = Field(default=0.0, description="The shortest wait, in seconds.")
@@ -934,7 +947,7 @@ class LatencyRange(ScenarioModel):
             yield ("max",), f"must be at least min ({self.min:g})"
 
 
-class NetworkSpec(ScenarioModel):
+class NetworkSpec(RuledModel):
     """Seeded, probabilistic trouble on the scenario endpoint's wire, on top of the script: a
     share of the requests answered with a fault instead (the script waits for the retry), and a
     random wait before every answer. Each draw depends on the scenario, the session's key, the
@@ -963,7 +976,7 @@ class NetworkSpec(ScenarioModel):
             )
 
 
-class AgentSpec(ScenarioModel):
+class AgentSpec(RuledModel):
     """The agent under test; every part is optional."""
 
     model_config = ConfigDict(
@@ -1108,7 +1121,7 @@ REGEX_TIMEOUT_S = 2.0
 _TEXT_CHECKS = ("equals", "contains", "regex", "empty")
 
 
-class TextMatch(ScenarioModel):
+class TextMatch(RuledModel):
     """A check on a text: exactly one of ``equals``, ``contains``, ``regex`` or ``empty``."""
 
     model_config = ConfigDict(
@@ -1194,7 +1207,7 @@ TextMatchSpec = Annotated[
 ]
 
 
-class MessageExpect(ScenarioModel):
+class MessageExpect(RuledModel):
     """An expected message: its role, and optionally its exact content or a substring."""
 
     role: RoleName = Field(description="The message's role.")
@@ -1231,7 +1244,7 @@ class ToolCallsExpect(ScenarioModel):
     calls: tuple[CallField, ...] = Field(description="The expected calls.")
 
 
-class ToolResultExpect(ScenarioModel):
+class ToolResultExpect(RuledModel):
     """An expected tool result: of which tool, its text (exact or a substring), whether an error."""
 
     tool: Identifier | None = Field(default=None, description="The tool whose call it answers.")
@@ -1260,7 +1273,7 @@ class UsageExpect(ScenarioModel):
     )
 
 
-class CostExpect(ScenarioModel):
+class CostExpect(RuledModel):
     """Expected cost: exactly one of ``equals`` (within 1e-9) or ``max``."""
 
     model_config = ConfigDict(json_schema_extra={"minProperties": 1, "maxProperties": 1})
@@ -1352,7 +1365,7 @@ Cancel = Annotated[
 ]
 
 
-class MixtureBranch(ScenarioModel):
+class MixtureBranch(RuledModel):
     """One script a ``mixture:`` turn may play, with its weight (its share of the sessions)."""
 
     weight: Weight = Field(
@@ -1388,7 +1401,7 @@ ScriptField = Annotated[
 """A turn's ``model``: its replies, or ``auto`` (errors are those of the form written)."""
 
 
-class ScenarioTurn(ScenarioModel):
+class ScenarioTurn(RuledModel):
     """One user message, the model's scripted replies to it (``model``, or one of several
     scripts drawn per session from a ``mixture``), and what to expect."""
 
@@ -1497,7 +1510,7 @@ class ScenarioTurn(ScenarioModel):
             seen.setdefault(branch.label, index)
 
 
-class InvariantSelection(ScenarioModel):
+class InvariantSelection(RuledModel):
     """Which invariants run: all by default; ``only`` or ``exclude`` narrows them."""
 
     only: tuple[InvariantName, ...] | None = Field(
@@ -1535,7 +1548,7 @@ _NO_TURNS = object()
 """Stands for the missing turns of a scenario that is not live, until the field rejects it."""
 
 
-class Scenario(ScenarioModel):
+class Scenario(RuledModel):
     """A scenario: an agent, the user's turns, the model's scripted replies, expectations.
 
     A *live* scenario gives ``user``, ``judge`` and ``trials`` instead of ``turns``: a

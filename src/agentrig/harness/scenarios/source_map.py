@@ -1,52 +1,57 @@
-"""The field path of each model of a loaded scenario: where in its file it was written."""
+"""Where each model of a loaded scenario was written: its file's source and its field path."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from types import MemberDescriptorType
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 
 from agentrig.harness.scenarios.yaml_source import FieldPath
 
-__all__ = ["models_in"]
+__all__ = ["bind_models"]
+
+_set = object.__setattr__
 
 
-def models_in(value: Any, path: FieldPath) -> list[tuple[BaseModel, FieldPath]]:
-    """Every model in ``value`` with its path, ``value`` first; only the fields whose type can
-    hold a model are visited."""
-    found: list[tuple[BaseModel, FieldPath]] = []
-    _walk(value, path, found.append)
-    return found
-
-
-def _walk(value: Any, path: FieldPath, add: Callable[[tuple[BaseModel, FieldPath]], None]) -> None:
+def bind_models(value: Any, path: FieldPath, source: object) -> None:
+    """Give each model in ``value`` (``value`` first) that has the slots for it ``source`` as
+    ``_where`` and its field path as ``_path``; only the fields whose type can hold a model
+    are visited."""
     if isinstance(value, BaseModel):
-        add((value, path))
+        located, fields_to_visit = _model_info(type(value))
+        if located:
+            _set(value, "_where", source)
+            _set(value, "_path", path)
         fields = value.__dict__
-        for name, key in _model_fields(type(value)):
+        for name, key in fields_to_visit:
             item = fields[name]
             if item is not None:
-                _walk(item, (*path, key), add)
+                bind_models(item, (*path, key), source)
     elif isinstance(value, tuple | list):
         for index, item in enumerate(value):
             if not isinstance(item, _LEAVES):
-                _walk(item, (*path, index), add)
+                bind_models(item, (*path, index), source)
     elif isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(item, _LEAVES):
-                _walk(item, (*path, key), add)
+                bind_models(item, (*path, key), source)
 
 
 @functools.cache
-def _model_fields(model: type[BaseModel]) -> tuple[tuple[str, str], ...]:
-    """(name, YAML key) of the fields of ``model`` whose type may hold a model."""
-    return tuple(
+def _model_info(model: type[BaseModel]) -> tuple[bool, tuple[tuple[str, str], ...]]:
+    """Whether ``model`` has the ``_where`` and ``_path`` slots, and (name, YAML key) of its
+    fields whose type may hold a model."""
+    located = all(
+        isinstance(getattr(model, slot, None), MemberDescriptorType) for slot in ("_where", "_path")
+    )
+    fields = tuple(
         (name, field.alias or name)
         for name, field in model.model_fields.items()
         if _may_hold_model(field.annotation)
     )
+    return located, fields
 
 
 _LEAVES = (str, int, float, bool, type(None))

@@ -1,7 +1,10 @@
 """Line-aware YAML loading (plain data, plus where every value sits in the file), and the
 stable YAML dumping the scenario and cassette writers share.
 
-Built on PyYAML's safe node graph (``yaml.compose`` with ``SafeLoader``). Scalars resolve as
+Built on PyYAML's safe node graph (``yaml.compose`` with ``SafeLoader``); a document of plain
+mappings, lists and untagged scalars (most files) is built straight from libyaml's parser events
+instead, to the same data and locations, and anything else, every error included, takes the node
+graph's way. Scalars resolve as
 ``yaml.safe_load`` resolves them, with one deliberate difference: **mapping keys are always
 strings**, the key's text as written. (YAML 1.1 reads the key ``on:`` as ``True``, which would
 break hooks' ``on:``; JSON, the shape tool arguments take, has string keys only.)
@@ -25,7 +28,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 from datetime import date
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import yaml
 from yaml.constructor import SafeConstructor
@@ -203,12 +206,17 @@ def load_yaml_text(text: str, path: str = "<string>", *, depth: int | None = Non
     With ``depth``, only the locations of paths of at most ``depth`` parts are recorded now,
     the others when first asked for (by parsing ``text`` again); the data, and every error,
     are the same either way."""
-    root = _composed(text, path)
-    builder = _Builder(path, depth, aliases="*" in text)
-    data = None if root is None else builder.build(root, ())
+    built = _plain_document(text, path, depth)
+    if built is not None:
+        data, locations, key_locations = built
+    else:  # anything the fast path leaves (and every error): the node graph, as it says
+        root = _composed(text, path)
+        builder = _Builder(path, depth, aliases="*" in text)
+        data = None if root is None else builder.build(root, ())
+        locations, key_locations = builder.locations, builder.key_locations
     if depth is None:
-        return YamlSource(path, data, builder.locations, builder.key_locations)
-    return YamlSource(path, data, builder.locations, builder.key_locations, text=text, depth=depth)
+        return YamlSource(path, data, locations, key_locations)
+    return YamlSource(path, data, locations, key_locations, text=text, depth=depth)
 
 
 def check_yaml_limits(text: str, path: str = "<string>") -> None:
@@ -288,6 +296,157 @@ def _compose(text: str) -> Node | None:
         except yaml.YAMLError:
             pass
     return yaml.compose(text, Loader=yaml.SafeLoader)
+
+
+_PLAIN_TAGS: dict[str, str] = {}
+"""The tags of plain scalars the fast path resolved (keys and short values repeat)."""
+_PLAIN_VALUES: dict[tuple[str, str], Any] = {}
+"""Plain scalars of other tags than text and decimals, as the constructor reads them (each
+immutable: a number, a boolean, null, a date)."""
+_CONSTRUCTED_TAGS = frozenset(
+    "tag:yaml.org,2002:" + name for name in ("int", "float", "bool", "null", "timestamp")
+)
+_PARSER: type[Any] | None = getattr(getattr(yaml, "_yaml", None), "CParser", None)
+_CANNOT = object()
+"""What the fast path returns for a value it leaves to the full path."""
+_Built = tuple[Any, dict[FieldPath, Location], dict[FieldPath, Location]]
+
+
+def _plain_document(text: str, path: str, depth: int | None) -> _Built | None:
+    """The data and locations :class:`_Builder` would give for ``text``, built straight from
+    libyaml's events (no node graph, no resolver call a scalar); None, for the full path to do
+    it, whenever the text has anything but plain mappings, lists and untagged scalars of text,
+    numbers, booleans, null and dates (an anchor, an alias, a tag, a merge key, a duplicate
+    key, nesting beyond :data:`MAX_DEPTH`, a text that may exceed :data:`MAX_VALUES`, or any
+    error: the full path reports every problem, with its own words and position)."""
+    if _PARSER is None or _may_exceed_limit(text):
+        return None
+    limit = sys.maxsize if depth is None else depth
+    try:
+        parser = _PARSER(text)
+    except Exception:
+        return None
+    try:
+        return _build_from_events(parser.get_event, limit)
+    except Exception:  # the full path says what is wrong
+        return None
+    finally:
+        parser.dispose()
+
+
+_SCALAR_EVENT, _ALIAS_EVENT = yaml.ScalarEvent, yaml.AliasEvent
+_MAPPING_START, _MAPPING_END = yaml.MappingStartEvent, yaml.MappingEndEvent
+_SEQUENCE_START, _SEQUENCE_END = yaml.SequenceStartEvent, yaml.SequenceEndEvent
+
+
+def _build_from_events(get: Callable[[], Any], limit: int) -> _Built | None:
+    locations: dict[FieldPath, Location] = {}
+    key_locations: dict[FieldPath, Location] = {}
+    get()  # the stream's start
+    event = get()
+    if type(event) is yaml.StreamEndEvent:
+        return None, locations, key_locations
+    if type(event) is not yaml.DocumentStartEvent:
+        return None
+    # The innermost open collection (None: the document itself), whether it is a mapping, its
+    # path (None beyond ``limit``), its depth, and the key awaiting its value (None: a key is
+    # next); ``stack`` keeps those of the collections around it.
+    container: Any = None
+    key: Any = None
+    is_mapping, path, level = False, cast("FieldPath | None", ()), -1
+    stack: list[tuple[Any, bool, FieldPath | None, int, Any]] = []
+    root: Any = _CANNOT
+    while True:
+        event = get()
+        kind = type(event)
+        if kind is _SCALAR_EVENT:
+            if event.anchor is not None or event.tag is not None:
+                return None
+            value = event.value
+            if is_mapping and key is None:  # a key: its text, unless a duplicate or a merge
+                if value in container or (value == "<<" and event.implicit[0]):
+                    return None
+                key = value
+                if path is not None and len(path) < limit:
+                    mark = event.start_mark
+                    key_locations[(*path, key)] = Location(mark.line + 1, mark.column + 1)
+                continue
+            if event.implicit[0]:  # plain: the tag the resolver gives, most often text
+                tag = _PLAIN_TAGS.get(value) or _plain_tag(value)
+                if tag != _STR_TAG:
+                    value = _plain_value(tag, value)
+                    if value is _CANNOT:
+                        return None
+            elif event.style == '"' and _SURROGATE.search(value):
+                return None
+        elif kind is _MAPPING_START or kind is _SEQUENCE_START:
+            if event.anchor is not None or event.tag is not None or (is_mapping and key is None):
+                return None  # (a collection as a key: the full path refuses it)
+            value = {} if kind is _MAPPING_START else []
+        elif kind is _MAPPING_END or kind is _SEQUENCE_END:
+            container, is_mapping, path, level, key = stack.pop()
+            if container is None:
+                break
+            continue
+        else:  # an alias; or the document's end, where a value was due
+            return None
+        if level >= MAX_DEPTH:
+            return None
+        if container is None:
+            root, value_path = value, cast("FieldPath | None", ())
+        else:
+            if is_mapping:
+                container[key] = value
+                part, key = key, None
+            else:
+                part = len(container)
+                container.append(value)
+            value_path = (*path, part) if path is not None and len(path) < limit else None
+        if value_path is not None:
+            mark = event.start_mark
+            locations[value_path] = Location(mark.line + 1, mark.column + 1)
+        if kind is not _SCALAR_EVENT:
+            stack.append((container, is_mapping, path, level, key))
+            container, is_mapping, path, level = (
+                value,
+                kind is _MAPPING_START,
+                value_path,
+                level + 1,
+            )
+        elif container is None:
+            break
+    if type(get()) is not yaml.DocumentEndEvent or type(get()) is not yaml.StreamEndEvent:
+        return None  # a second document: the full path refuses it
+    return root, locations, key_locations
+
+
+def _plain_tag(value: str) -> str:
+    """The tag the resolver gives a plain scalar, remembered for a short one."""
+    tag: str = _RESOLVER.resolve(ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
+    if len(_PLAIN_TAGS) < _RESOLVED_MAX and len(value) <= _RESOLVED_LENGTH:
+        _PLAIN_TAGS[value] = tag
+    return tag
+
+
+def _plain_value(tag: str, value: str) -> Any:
+    """The value of a plain scalar of ``tag`` (not text), as the builder makes it; _CANNOT for
+    one the full path must read."""
+    if tag == _INT_TAG and _DECIMAL.fullmatch(value):
+        return int(value)
+    if tag not in _CONSTRUCTED_TAGS:
+        return _CANNOT
+    known = _PLAIN_VALUES.get((tag, value), _CANNOT)
+    if known is not _CANNOT:
+        return known
+    try:
+        built = SafeConstructor().construct_object(ScalarNode(tag, value), deep=True)
+    except Exception:
+        return _CANNOT
+    if type(built) is int and built.bit_length() > _SHOWN_INT_BITS and _unshowable(built):
+        return _CANNOT
+    if len(_PLAIN_VALUES) < _RESOLVED_MAX and len(value) <= _RESOLVED_LENGTH:
+        _PLAIN_VALUES[(tag, value)] = built
+    return built
 
 
 def _may_exceed_limit(text: str) -> bool:
@@ -612,9 +771,14 @@ def _position(text: str, offset: int) -> Location:
     return Location(line, offset - (text.rfind("\n", 0, offset) + 1) + 1)
 
 
+_JSON_SCALARS = frozenset({str, int, bool, type(None)})
+
+
 def not_json_data(value: Any) -> str | None:
     """Why ``value`` is not JSON data (YAML also reads dates, sets, pairs, bytes and .nan; the
     runtime accepts nothing but JSON data), or None."""
+    if type(value) in _JSON_SCALARS:  # most values are text, whole numbers, booleans or null
+        return None
     found = find_non_json(value, lenient=True)
     if found is None:
         return None
