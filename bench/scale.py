@@ -16,10 +16,13 @@ times), each answer after ``--latency`` seconds. Cases:
    The same with the three models answering inside the workers (no server between), at
    half the latency and twice the trials: what the engine itself adds.
 3. **deterministic suite**: ``--scenarios`` scripted scenarios (the bundled tools scenarios, copied
-   under new names) with ``--workers 2`` (the process pool) and on a 2-worker local cluster, each
-   timed from the start, its workers' start-up included (the target: within 1.3x); with the
-   CPU seconds of this process and of the workers, which a shared machine's load blurs less.
-   **floor**: the engine's own cost per task, agentrig aside: as many no-op tasks, submitted
+   under new names) run as a user runs them: ``agentrig run DIR --workers 2`` (the process pool)
+   and ``agentrig run DIR --executor dask --workers 2`` (a 2-worker local cluster), each a
+   process of its own timed from its start to its end (start-up, loading, the workers' start
+   or the cluster's opening, the run, the reports), in turn; the ratio of each pair (the
+   target: within 1.3x). **suite_cpu**: the same two in this process, with the CPU seconds of
+   this process and of the workers, which a shared machine's load blurs less, and the
+   cluster's opening apart. **floor**: the engine's own cost per task, agentrig aside: as many no-op tasks, submitted
    and fetched as the suite's, on the same cluster; CPU ms per task of this process (the
    client, the scheduler and the nannies) and of the workers, and what the open cluster costs
    a second doing nothing. **alone**: the suite with one worker (``--workers 1``: this process
@@ -32,7 +35,7 @@ times), each answer after ``--latency`` seconds. Cases:
     .venv/bin/python bench/scale.py
     .venv/bin/python bench/scale.py --quick --json bench/results/scale.json
     .venv/bin/python bench/scale.py --cases suite --repeats 3     # the scripted suite alone
-    .venv/bin/python bench/scale.py --cases suite,floor,alone     # and what the engine costs
+    .venv/bin/python bench/scale.py --cases suite_cpu,floor,alone # and what the engine costs
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ from agentrig.harness.scenarios.model import Scenario
 from agentrig.harness.suites.suite import run_suite
 
 ROOT = Path(__file__).parents[1]
-CASES = ("startup", "suite", "floor", "alone", "models", "throughput", "killed")
+CASES = ("startup", "suite", "suite_cpu", "floor", "alone", "models", "throughput", "killed")
 EXAMPLE = ROOT / "examples" / "live"
 NO_CAP = ClusterLimits(default_cap=100_000)
 IN_WORKER_MODELS = '''
@@ -239,14 +242,10 @@ def startup(repeats: int) -> dict[str, float]:
     folder = Path(tempfile.mkdtemp(prefix="agentrig-bench-scale-startup-"))
     for source in sorted((ROOT / "scenarios" / "tools").glob("*.scenario.yaml"))[:2]:
         shutil.copy(source, folder)
-    command = [str(Path(sys.executable).parent / "agentrig"), "run", "-q", str(folder)]
-    command += ["--report-dir", str(folder / "reports"), "--workers", "2"]
     times: dict[str, list[float]] = {}
     for _ in range(repeats):
-        for name, extra in (("pool_2_workers_s", []), ("dask_2_workers_s", ["--executor", "dask"])):
-            started = time.perf_counter()
-            subprocess.run([*command, *extra], check=True, stdout=subprocess.DEVNULL)
-            times.setdefault(name, []).append(time.perf_counter() - started)
+        for name, seconds in _pool_and_dask(folder, 2).items():
+            times.setdefault(name, []).append(seconds)
     medians = {name: common.median(values) for name, values in times.items()}
     medians["added_over_pool_s"] = medians["dask_2_workers_s"] - medians["pool_2_workers_s"]
     two = list(load_suite([folder]).scenarios)
@@ -272,6 +271,26 @@ def startup(repeats: int) -> dict[str, float]:
     medians["worker_rss_mib"] = common.median(memory)
     shutil.rmtree(folder, ignore_errors=True)
     return medians
+
+
+def _pool_and_dask(folder: Path, workers: int, dask_first: bool = False) -> dict[str, float]:
+    """Seconds of ``agentrig run -q FOLDER --workers WORKERS``, and of the same with
+    ``--executor dask``, each a process of its own (this interpreter's ``agentrig``; the
+    ``agentrig`` it imports is the one on ``PYTHONPATH``), one after the other."""
+    command = [str(Path(sys.executable).parent / "agentrig"), "run", "-q", str(folder)]
+    command += ["--report-dir", str(folder.parent / f"{folder.name}-reports")]
+    command += ["--workers", str(workers)]
+    runs = [
+        (f"pool_{workers}_workers_s", []),
+        (f"dask_{workers}_workers_s", ["--executor", "dask"]),
+    ]
+    seconds = {}
+    for name, extra in reversed(runs) if dask_first else runs:
+        started = time.perf_counter()
+        subprocess.run([*command, *extra], check=True, stdout=subprocess.DEVNULL)
+        seconds[name] = time.perf_counter() - started
+    shutil.rmtree(folder.parent / f"{folder.name}-reports", ignore_errors=True)
+    return seconds
 
 
 def _warm() -> None:
@@ -374,18 +393,38 @@ def throughput_in_workers(latency: float, trials: int, slots: int) -> dict[str, 
     return rates
 
 
-def _suite(count: int) -> tuple[Path, list[Scenario]]:
+def _suite_folder(count: int) -> Path:
     """A folder of ``count`` scripted scenarios (the bundled tools scenarios, copied under new
-    names), loaded."""
-    folder = Path(tempfile.mkdtemp(prefix="agentrig-bench-scale-suite-"))
+    names)."""
+    folder = Path(tempfile.mkdtemp(prefix="agentrig-bench-scale-suite-")) / "suite"
+    folder.mkdir()
     sources = sorted((ROOT / "scenarios" / "tools").glob("*.scenario.yaml"))
     for i in range(count):
         source = sources[i % len(sources)]
         text = source.read_text().replace("\nname: ", f"\nname: copy-{i}-", 1)
         (folder / f"copy-{i}.scenario.yaml").write_text(text)
+    return folder
+
+
+def _suite(count: int) -> tuple[Path, list[Scenario]]:
+    """The folder of :func:`_suite_folder`, and its scenarios loaded."""
+    folder = _suite_folder(count)
     scenarios = list(load_suite([folder]).scenarios)
     assert len(scenarios) == count
-    return folder, scenarios
+    return folder.parent, scenarios
+
+
+def suite_as_run(count: int, turn: int, workers: int = 2) -> dict[str, float]:
+    """``count`` scripted scenarios run as a user runs them: ``agentrig run DIR --workers
+    WORKERS`` against ``agentrig run DIR --executor dask --workers WORKERS``, each a process
+    of its own timed whole (its start-up, the loading, the workers' start or the cluster's
+    opening, the run and the reports), the pool first on even ``turn``s, Dask first on odd
+    ones; the ratio of their wall times and the load average at the end."""
+    folder = _suite_folder(count)
+    seconds = _pool_and_dask(folder, workers, dask_first=turn % 2 == 1)
+    shutil.rmtree(folder.parent, ignore_errors=True)
+    pool, dask = seconds[f"pool_{workers}_workers_s"], seconds[f"dask_{workers}_workers_s"]
+    return {**seconds, "ratio": dask / pool, "load": os.getloadavg()[0]}
 
 
 def suite_overhead(count: int, workers: int = 2) -> dict[str, float]:
@@ -552,9 +591,19 @@ def main() -> None:
         results["startup"] = startup(1 if args.quick else args.repeats or 3)
         print("start-up of a 2-worker local cluster:", _shown(results["startup"]))
     if "suite" in cases:
+        for turn in range(args.repeats or 1):
+            results["suite"] = suite_as_run(args.scenarios, turn)
+            print(
+                f"agentrig run, {args.scenarios} scripted scenarios, 2 workers:",
+                _shown(results["suite"]),
+            )
+    if "suite_cpu" in cases:
         for _ in range(args.repeats or 1):
-            results["suite"] = suite_overhead(args.scenarios)
-            print(f"{args.scenarios} scripted scenarios, 2 workers:", _shown(results["suite"]))
+            results["suite_cpu"] = suite_overhead(args.scenarios)
+            print(
+                f"{args.scenarios} scripted scenarios, 2 workers, in this process:",
+                _shown(results["suite_cpu"]),
+            )
     if "floor" in cases:
         for _ in range(args.repeats or 1):
             results["floor"] = floor(args.scenarios)
