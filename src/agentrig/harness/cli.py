@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
     from agentrig.harness.live.run import LiveRun
     from agentrig.harness.scale.cluster import DaskExecutor
-    from agentrig.harness.scale.opening import ClusterOpening
     from agentrig.harness.scenarios.model import Scenario
     from agentrig.harness.suites.shards import ShardInfo
 
@@ -93,7 +92,6 @@ def _load(paths: list[Path] | None, command: str) -> list:  # type: ignore[type-
 
 @app.command(short_help="Run scenario files; exit 0 only when every selected one passes.")
 def run(
-    context: typer.Context,
     paths: PathsArgument = None,
     keyword: Annotated[
         str | None,
@@ -195,9 +193,6 @@ def run(
             for name in report or ():
                 get_writer(name)  # an unknown format is a usage error before anything runs
             part = parse_shard(shard) if shard else None
-            opening = _opening(cluster, workers, live)
-            if opening is not None:  # closed by _opened, or when the command ends before
-                context.with_resource(opening)
             suite = load_suite(_existing(paths, "run"))
             loaded = suite.scenarios
             matching = select(loaded, keyword=keyword)
@@ -251,9 +246,7 @@ def run(
         with _progress(quiet) as bar, interrupted_by_signals():
             task = bar.add_task("scenarios", total=len(scenarios))
             scripted = [scenario for scenario in scenarios if not scenario.is_live]
-            with _opened(
-                opening or cluster, scenarios, plugin, live_run, limit, budget_usd, workers
-            ) as run:
+            with _opened(cluster, scenarios, plugin, live_run, limit, budget_usd, workers) as run:
                 result = run(scripted, advance, use_async)
                 if live_run is not None and len(scripted) < len(scenarios):
                     result = _with_live(result, scenarios, live_run, advance)
@@ -320,24 +313,9 @@ def _executor(text: str, workers: int | None) -> DaskExecutor | None:
     return cluster
 
 
-def _opening(
-    cluster: DaskExecutor | None, workers: int | None, live: bool
-) -> ClusterOpening | None:
-    """A local cluster for a scripted run, opening in the background from now on: its workers
-    start and join while the run loads its scenarios. None for a live run (how many trials a
-    worker runs at once depends on the scenarios) and for a running scheduler (reaching it is
-    one round trip; a scheduler that does not answer would hold Ctrl-C back for the seconds
-    it is waited for)."""
-    if cluster is None or cluster.address is not None or live:
-        return None
-    from agentrig.harness.scale.opening import ClusterOpening
-
-    return ClusterOpening(cluster, workers=workers, short_tasks=True)
-
-
 @contextlib.contextmanager
 def _opened(
-    cluster: DaskExecutor | ClusterOpening | None,
+    cluster: DaskExecutor | None,
     scenarios: Sequence[Scenario],
     plugins: list[str] | None,
     live_run: LiveRun | None,
@@ -346,8 +324,7 @@ def _opened(
     workers: int | None,
 ) -> Iterator[RunScripted]:
     """How the scripted scenarios run while inside: in this machine's worker processes, or on
-    the Dask cluster (opened here unless it is opening already, its workers checked, the live
-    trials sent to it too)."""
+    the Dask cluster (opened here, its workers checked, the live trials sent to it too)."""
     from agentrig.harness.suites.suite import run_suite
 
     if cluster is None:

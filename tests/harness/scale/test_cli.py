@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -12,11 +11,9 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from textwrap import dedent
 
-import psutil
 import pytest
 from typer.testing import CliRunner
 
@@ -155,92 +152,6 @@ def test_ctrl_c_cancels_the_cluster_and_still_writes_the_reports(tmp_path: Path)
     assert [s["name"] for s in report["scenarios"]] == [f"case-{i:02d}" for i in range(12)]
     passed = sum(s["passed"] for s in report["scenarios"])  # in whatever order they ran
     assert passed == int(reported[1])
-
-
-@pytest.mark.parametrize(
-    ("ending", "code"),
-    [(["--", "no-such-folder"], 2), (["-k", "no-such-name"], 4)],
-    ids=["a path that does not exist", "nothing selected"],
-)
-def test_a_run_that_ends_before_its_scenarios_run_closes_the_cluster_opening_meanwhile(
-    tmp_path: Path,
-    ending: list[str],
-    code: int,
-    threads_left: Callable[[], list[str]],
-    processes_left: Callable[[], set[int]],
-) -> None:
-    arguments = ["--executor", "dask", "-n", "2", "--report-dir", tmp_path / "r"]
-    if ending[0] == "-k":
-        arguments.append(suite(tmp_path / "s", 2))
-    assert invoke(*arguments, *ending)[0] == code
-    assert threads_left() == []
-    assert processes_left() == set()
-    assert not (tmp_path / "r").exists()
-
-
-BLOCKING_LOADER = """import os, time
-from agentrig.harness.scenarios import loader
-
-def blocked(path, **options):
-    open(os.path.join({marks!r}, "loading"), "x").close()
-    time.sleep(600)
-
-loader.load_yaml_file = blocked
-"""
-
-
-@pytest.mark.slow
-def test_ctrl_c_while_loading_leaves_no_cluster_behind(tmp_path: Path) -> None:
-    plugins, marks = tmp_path / "plugins", tmp_path / "marks"
-    plugins.mkdir()
-    marks.mkdir()
-    (plugins / "blocking_loader.py").write_text(BLOCKING_LOADER.format(marks=str(marks)))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugins), *sys.path])}
-    main = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
-    command = [sys.executable, "-c", main + "from agentrig.harness.cli import main; main()"]
-    arguments = [suite(tmp_path / "s", 2), "--executor", "dask", "-n", "2"]
-    arguments += ["--plugin", "blocking_loader", "--report-dir", tmp_path / "r"]
-    process = subprocess.Popen(
-        [*command, "run", *map(str, arguments)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env=env,
-        start_new_session=True,  # Ctrl-C at a terminal reaches the whole group
-    )
-    try:
-        # the run is loading, and the cluster opening meanwhile has its two workers (the run,
-        # the worker server, the resource tracker and two workers: five processes)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not (
-            (marks / "loading").exists() and len(group(process.pid)) >= 5
-        ):
-            time.sleep(0.05)
-        assert (marks / "loading").exists()
-        os.killpg(process.pid, signal.SIGINT)
-        output, _ = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-    text = " ".join(output.decode().split())
-    assert process.returncode == 130, text
-    assert "interrupted by Ctrl-C (SIGINT) while loading the scenarios: none ran" in text
-    assert "Traceback" not in text
-    deadline = time.monotonic() + 30  # the workers' exits reaped: not a speed check
-    while group(process.pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert group(process.pid) == []
-    assert not (tmp_path / "r").exists()
-
-
-def group(leader: int) -> list[str]:
-    """The processes still running in ``leader``'s process group."""
-    found = []
-    for process in psutil.process_iter(["pid", "status", "cmdline"]):
-        with contextlib.suppress(psutil.Error, ProcessLookupError):
-            if os.getpgid(process.pid) == leader and process.status() != psutil.STATUS_ZOMBIE:
-                found.append(" ".join(process.info["cmdline"] or ()))
-    return found
 
 
 @pytest.fixture

@@ -10,8 +10,6 @@ import logging
 import multiprocessing
 import os
 import re
-import signal
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -211,26 +209,9 @@ def start_worker_server() -> str:
     # Dask names modules of its own for the server to import, when it first starts a worker
     # and unless the server runs already: these are the ones a worker needs
     forkserver.set_forkserver_preload(list(WORKER_MODULES))
-    with sigint_held(), _sigint_ignored():
+    with sigint_held():
         forkserver.ensure_running()
     return "forkserver"
-
-
-@contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """Ctrl-C ignored while inside (in the main thread; elsewhere nothing changes), for a
-    process started meanwhile to inherit: the worker server, and so the workers forked from it,
-    which then leave Ctrl-C at a terminal (sent to the whole process group) to this process,
-    which stops them; else each idle worker would end on it with a traceback of its own. Inside
-    :func:`sigint_held`, a Ctrl-C meanwhile is not lost: it reaches the handler put back."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
 
 
 def _cpu_count() -> int:

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from agentrig.harness.scale.cluster import LIVE_TRIALS_PER_WORKER, DaskExecutor, dask_client
 from agentrig.harness.scale.control import ClusterLimits
-from agentrig.harness.scale.opening import ClusterOpening
 from agentrig.harness.scale.trials import DaskTrials
 from agentrig.harness.scale.workers import check_workers, needs_of
 from agentrig.harness.scenarios.model import Scenario
@@ -25,7 +24,7 @@ __all__ = ["dask_session"]
 
 @contextlib.contextmanager
 def dask_session(
-    executor: DaskExecutor | ClusterOpening,
+    executor: DaskExecutor,
     scenarios: Sequence[Scenario],
     *,
     plugins: Sequence[str] = (),
@@ -38,31 +37,16 @@ def dask_session(
     (see :func:`~agentrig.harness.scale.workers.check_workers`); with ``live``, its trials go to
     the cluster (``live.launcher``) under ``limits`` until leaving. A local cluster has
     ``workers`` processes (default: one per CPU), each running one scenario, or
-    :data:`~agentrig.harness.scale.cluster.LIVE_TRIALS_PER_WORKER` trials, at once. A
-    :class:`~agentrig.harness.scale.opening.ClusterOpening` is a cluster already opening (its
-    own ``workers`` and ``processes``), which must run as many tasks a worker as these
-    scenarios need (else ``ValueError``); it is closed on leaving."""
+    :data:`~agentrig.harness.scale.cluster.LIVE_TRIALS_PER_WORKER` trials, at once."""
     has_live = live is not None and any(scenario.is_live for scenario in scenarios)
     threads = LIVE_TRIALS_PER_WORKER if has_live else 1
-    with contextlib.ExitStack() as stack:
-        if isinstance(executor, ClusterOpening):
-            opening = stack.enter_context(executor)
-            if opening.threads_per_worker != threads or opening.short_tasks == has_live:
-                raise ValueError(
-                    f"a cluster opened with {opening.threads_per_worker} task slot(s) a worker "
-                    f"is not one for {'live trials' if has_live else 'scripted scenarios'}"
-                )
-            client, processes, executor = opening.client(), opening.processes, opening.executor
-        else:
-            client = stack.enter_context(
-                dask_client(
-                    executor,
-                    workers=workers,
-                    threads_per_worker=threads,
-                    processes=processes,
-                    short_tasks=not has_live,
-                )
-            )
+    with dask_client(
+        executor,
+        workers=workers,
+        threads_per_worker=threads,
+        processes=processes,
+        short_tasks=not has_live,
+    ) as client:
         check_workers(client, needs_of(scenarios, plugins, live))
         if processes or executor.address is not None:  # not this process's threads
             # What the check imported stays for the worker's life: kept out of the
