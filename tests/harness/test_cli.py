@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -15,6 +16,7 @@ from typer.testing import CliRunner
 
 from agentrig.harness.checks.invariant import unregister_invariant
 from agentrig.harness.cli import app, auto_workers
+from agentrig.harness.reporting import unregister_writer
 
 runner = CliRunner()
 
@@ -70,6 +72,38 @@ def test_run_passes_writes_every_report_and_skips_failing_folder(
     assert "4 passed, 0 failed" in output
     names = sorted(p.name for p in (tmp_path / "out").iterdir())
     assert names == ["junit.xml", "report.html", "report.json", "report.md"]
+
+
+COLLECTOR_WRITER = """\
+import gc
+from agentrig.harness.reporting import ReportWriter, register_writer
+
+class CollectorWriter(ReportWriter):
+    name = "collector"
+    filename = "collector.txt"
+
+    def render(self, result):
+        return f"enabled={gc.isenabled()}"
+
+register_writer(CollectorWriter)
+"""
+
+
+def test_run_writes_its_reports_with_the_cyclic_collector_off_and_turns_it_back_on(
+    suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "collector_writer.py").write_text(COLLECTOR_WRITER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "out"
+    arguments = ["run", suite, "--plugin", "collector_writer", "--report-dir", out]
+    try:
+        code, output = invoke(*arguments, "--report", "collector", "--report", "json")
+    finally:
+        unregister_writer("collector")
+    assert code == 0, output
+    assert (out / "collector.txt").read_text() == "enabled=False"
+    assert len(json.loads((out / "report.json").read_text())["scenarios"]) == 4
+    assert gc.isenabled()
 
 
 def test_run_failing_folder_exits_1_with_domain_diff(suite: Path, tmp_path: Path) -> None:
