@@ -20,7 +20,9 @@ times), each answer after ``--latency`` seconds. Cases:
    and ``agentrig run DIR --executor dask --workers 2`` (a 2-worker local cluster), each a
    process of its own timed from its start to its end (start-up, loading, the workers' start
    or the cluster's opening, the run, the reports), in turn; the ratio of each pair (the
-   target: within 1.3x). **suite_cpu**: the same two in this process, with the CPU seconds of
+   target: within 1.3x), and on Linux that of the CPU seconds of each run's whole process
+   tree (its workers, and a Dask run's worker server, included), which the load of a shared
+   machine blurs less (on two CPUs a run takes at least half its CPU seconds). **suite_cpu**: the same two in this process, with the CPU seconds of
    this process and of the workers, which a shared machine's load blurs less, and the
    cluster's opening apart. **floor**: the engine's own cost per task, agentrig aside: as many no-op tasks, submitted
    and fetched as the suite's, on the same cluster; CPU ms per task of this process (the
@@ -42,9 +44,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import pickle
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -276,21 +280,57 @@ def startup(repeats: int) -> dict[str, float]:
 def _pool_and_dask(folder: Path, workers: int, dask_first: bool = False) -> dict[str, float]:
     """Seconds of ``agentrig run -q FOLDER --workers WORKERS``, and of the same with
     ``--executor dask``, each a process of its own (this interpreter's ``agentrig``; the
-    ``agentrig`` it imports is the one on ``PYTHONPATH``), one after the other."""
+    ``agentrig`` it imports is the one on ``PYTHONPATH``), one after the other; and on Linux
+    the CPU seconds of each run's whole process tree (``..._cpu_s``)."""
     command = [str(Path(sys.executable).parent / "agentrig"), "run", "-q", str(folder)]
     command += ["--report-dir", str(folder.parent / f"{folder.name}-reports")]
     command += ["--workers", str(workers)]
     runs = [
-        (f"pool_{workers}_workers_s", []),
-        (f"dask_{workers}_workers_s", ["--executor", "dask"]),
+        (f"pool_{workers}_workers", []),
+        (f"dask_{workers}_workers", ["--executor", "dask"]),
     ]
-    seconds = {}
+    adopted = _adopt_orphans()
+    measured = {}
     for name, extra in reversed(runs) if dask_first else runs:
-        started = time.perf_counter()
+        before = {child.pid for child in psutil.Process().children()}
+        cpu, started = _children_cpu(), time.perf_counter()
         subprocess.run([*command, *extra], check=True, stdout=subprocess.DEVNULL)
-        seconds[name] = time.perf_counter() - started
+        measured[f"{name}_s"] = time.perf_counter() - started
+        if adopted:
+            _reap(set(psutil.Process().children()) - before)
+            measured[f"{name}_cpu_s"] = _children_cpu() - cpu
     shutil.rmtree(folder.parent / f"{folder.name}-reports", ignore_errors=True)
-    return seconds
+    return measured
+
+
+def _adopt_orphans() -> bool:
+    """Become the parent of this process's descendants whose parent ends (Linux's child
+    subreaper): a Dask run leaves the process its workers were forked from to end after it,
+    and only a process waited for (with what it waited for: the workers) counts in this
+    process's children's CPU seconds. Whether it could."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(36, 1, 0, 0, 0) == 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def _reap(orphans: set[psutil.Process], timeout_s: float = 60.0) -> None:
+    """Wait for ``orphans`` to end (each ends once the run that started it has)."""
+    deadline = time.monotonic() + timeout_s
+    for orphan in orphans:
+        while time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(orphan.pid, os.WNOHANG)[0] == 0:
+                    time.sleep(0.01)
+                    continue
+            break
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user and system) of this process's children that were waited for."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def _warm() -> None:
@@ -421,10 +461,15 @@ def suite_as_run(count: int, turn: int, workers: int = 2) -> dict[str, float]:
     opening, the run and the reports), the pool first on even ``turn``s, Dask first on odd
     ones; the ratio of their wall times and the load average at the end."""
     folder = _suite_folder(count)
-    seconds = _pool_and_dask(folder, workers, dask_first=turn % 2 == 1)
+    measured = _pool_and_dask(folder, workers, dask_first=turn % 2 == 1)
     shutil.rmtree(folder.parent, ignore_errors=True)
-    pool, dask = seconds[f"pool_{workers}_workers_s"], seconds[f"dask_{workers}_workers_s"]
-    return {**seconds, "ratio": dask / pool, "load": os.getloadavg()[0]}
+    pool, dask = measured[f"pool_{workers}_workers_s"], measured[f"dask_{workers}_workers_s"]
+    ratios = {"ratio": dask / pool}
+    if f"pool_{workers}_workers_cpu_s" in measured:  # on two CPUs, a run takes at least half
+        ratios["cpu_ratio"] = (
+            measured[f"dask_{workers}_workers_cpu_s"] / measured[f"pool_{workers}_workers_cpu_s"]
+        )
+    return {**measured, **ratios, "load": os.getloadavg()[0]}
 
 
 def suite_overhead(count: int, workers: int = 2) -> dict[str, float]:
