@@ -77,6 +77,9 @@ def read_limited(path: str | os.PathLike[str], limit: int = MAX_FILE_BYTES) -> b
     return data
 
 
+_CHUNK = 1024 * 1024
+
+
 def _read_to_end(handle: int, size: int, limit: int) -> bytes:
     """The bytes of the open file ``handle``, read until its end or past ``limit``: first as
     many as its ``size`` said (and one more), then on while reads return any (it may have grown,
@@ -91,9 +94,6 @@ def _read_to_end(handle: int, size: int, limit: int) -> bytes:
         parts.append(chunk)
         total += len(chunk)
     return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-_CHUNK = 1024 * 1024
 
 
 def _too_large(limit: int) -> str:

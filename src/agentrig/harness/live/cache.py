@@ -69,6 +69,10 @@ class CachedTrial:
     outcome: dict[str, Any]
 
 
+_OUTCOME = "outcome.json"
+"""Written last: a trial folder that holds it holds a whole recorded trial."""
+
+
 class TrialCache:
     """Trials of one scenario kept in ``folder`` (see the module docstring)."""
 
@@ -82,13 +86,13 @@ class TrialCache:
     def holds(self, index: int, attempt: int) -> bool:
         """Whether trial ``index`` (its ``attempt``-th run) was recorded whole (its outcome is
         written last); ``load`` may still find it unreadable."""
-        return self._outcome_file(index, attempt).is_file()
+        return (self.trial_folder(index, attempt) / _OUTCOME).is_file()
 
     def load(self, index: int, attempt: int) -> CachedTrial | None:
         """The recorded trial, or None when there is none (or it is unreadable: it is then
         run again and recorded anew)."""
         folder = self.trial_folder(index, attempt)
-        marker = self._outcome_file(index, attempt)
+        marker = folder / _OUTCOME
         if not marker.is_file():
             return None
         try:
@@ -125,11 +129,8 @@ class TrialCache:
             save_cassette(cassette, folder / f"{role}.cassette.yaml")
         if replies is not None:
             _write_json(folder / "agent.replies.json", replies)
-        _write_json(self._outcome_file(index, attempt), outcome)
+        _write_json(folder / _OUTCOME, outcome)
         return folder
-
-    def _outcome_file(self, index: int, attempt: int) -> Path:
-        return self.trial_folder(index, attempt) / "outcome.json"
 
 
 def _write_json(target: Path, data: Any) -> None:
