@@ -3,7 +3,7 @@ scenario file and line, and shows both sides."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +25,16 @@ def _nothing_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
     session._selection.cache_clear()
 
 
-def _play_well(agent: RawChatAgent, *, result: str = "sunny") -> list[dict[str, Any]]:
+def _play_well(
+    agent: RawChatAgent, *, result: str = "sunny", between: Sequence[dict[str, Any]] = ()
+) -> list[dict[str, Any]]:
+    """The weather scenario's tool round, ``between`` sent after the answer, before its result."""
     messages = first_turn()
     answer = agent.post(messages)
     call = answer.json()["choices"][0]["message"]["tool_calls"][0]
     messages += [
         assistant_of(answer),
+        *between,
         {"role": "tool", "tool_call_id": call["id"], "content": result},
     ]
     agent.post(messages)
@@ -298,16 +302,9 @@ def test_a_developer_message_mid_conversation_is_part_of_the_system_prompt(
     # Chat Completions lets a system or developer message stand anywhere: it is the request's
     # system prompt, checked as one, and never an entry of the conversation's transcript.
     handle = EndpointHandle(write_scenario(WEATHER))
-    agent = RawChatAgent(handle)
-    messages = first_turn()
-    answer = agent.post(messages)
-    call = answer.json()["choices"][0]["message"]["tool_calls"][0]
-    messages += [
-        assistant_of(answer),
-        {"role": "developer", "content": "Answer in one line."},
-        {"role": "tool", "tool_call_id": call["id"], "content": "sunny"},
-    ]
-    agent.post(messages)
+    _play_well(
+        RawChatAgent(handle), between=[{"role": "developer", "content": "Answer in one line."}]
+    )
     [problem] = _violations(handle, "system_prompt_sent")
     assert problem.message.startswith("request 2: ")
     assert (problem.expected, problem.observed) == (

@@ -138,3 +138,24 @@ def loops(ep: Any, prompt: str) -> str:
                 )
             except openai.APIError:
                 return "stopped"
+
+
+def asks(times: int) -> tuple[list[Any], Any]:
+    """An agent that asks the model up to ``times`` times, whatever it answers, and stops at the
+    first error; what it got (answers' texts, then the error's status) is in the list."""
+    got: list[Any] = []
+
+    def agent(ep: Any, prompt: str) -> str:
+        with client_of(ep) as client:
+            for _ in range(times):
+                try:
+                    answer = client.chat.completions.create(
+                        model="gpt", messages=[{"role": "user", "content": prompt}]
+                    )
+                except openai.APIStatusError as error:
+                    got.append(error.status_code)
+                    return "stopped"
+                got.append(answer.choices[0].message.content)
+        return "gave up"
+
+    return got, agent

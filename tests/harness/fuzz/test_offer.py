@@ -8,7 +8,6 @@ import time
 from typing import Any
 
 import anthropic
-import openai
 import pytest
 
 from agentrig.errors import ConfigurationError
@@ -17,7 +16,7 @@ from agentrig.harness.fuzz.offer import PROBE_ANSWER, Offer, probe, probe_scenar
 from agentrig.harness.fuzz.target import FunctionTarget
 from agentrig.state import ToolSchema
 
-from .agents import PARAMETERS, TOOLS, client_of, correct, no_tools, silent
+from .agents import PARAMETERS, TOOLS, asks, client_of, correct, no_tools, silent
 
 PROMPT = "Weather in Paris?"
 HOUR = 3600.0
@@ -105,21 +104,7 @@ def test_an_offer_finds_its_tools_by_name():
 
 
 def test_the_probe_model_answers_ok_up_to_max_model_calls_then_refuses():
-    got: list[Any] = []
-
-    def asks_again(ep: Any, prompt: str) -> str:
-        with client_of(ep) as client:
-            for _ in range(10):  # an agent that would ask for ever
-                try:
-                    answer = client.chat.completions.create(
-                        model="gpt", messages=[{"role": "user", "content": prompt}]
-                    )
-                except openai.APIStatusError as error:
-                    got.append(error.status_code)
-                    return "stopped"
-                got.append(answer.choices[0].message.content)
-        return "gave up"
-
+    got, asks_again = asks(10)  # an agent that would ask for ever
     probed(asks_again, max_model_calls=3)
     assert got == [PROBE_ANSWER] * 3 + [400]
     got.clear()

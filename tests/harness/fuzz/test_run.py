@@ -6,14 +6,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import openai
-
 from agentrig.harness.endpoint.handle import EndpointHandle
 from agentrig.harness.fuzz.run import AgentRun, bounded, play
 from agentrig.harness.fuzz.target import FunctionTarget
 from agentrig.harness.scenarios.model import ModelReply, Scenario, ScenarioTurn
 
-from .agents import TOOLS, client_of, correct
+from .agents import TOOLS, asks, client_of, correct
 
 PROMPT = "Weather in Paris?"
 HOUR = 3600.0
@@ -25,27 +23,6 @@ def script(*replies: ModelReply, earlier: tuple[ScenarioTurn, ...] = ()) -> Scen
 
 def said(text: str, *, repeat: bool = False) -> ModelReply:
     return ModelReply(say=text, repeat=repeat)
-
-
-def asks(times: int) -> tuple[list[Any], Any]:
-    """An agent that asks the model up to ``times`` times, whatever it answers, and stops at the
-    first error; what it got (answers' texts, then the error's status) is in the list."""
-    got: list[Any] = []
-
-    def agent(ep: Any, prompt: str) -> str:
-        with client_of(ep) as client:
-            for _ in range(times):
-                try:
-                    answer = client.chat.completions.create(
-                        model="gpt", messages=[{"role": "user", "content": prompt}]
-                    )
-                except openai.APIStatusError as error:
-                    got.append(error.status_code)
-                    return "stopped"
-                got.append(answer.choices[0].message.content)
-        return "gave up"
-
-    return got, agent
 
 
 def played(scenario: Scenario, agent: Any, *, max_model_calls: int = 10) -> AgentRun:
