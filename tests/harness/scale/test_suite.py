@@ -4,6 +4,7 @@ cancelling what has not finished."""
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import time
@@ -59,6 +60,18 @@ def test_progress_hears_each_result_once_and_the_suite_keeps_the_scenarios_order
     assert [one.name for one in result.scenarios] == [s.name for s in scenarios]
 
 
+def test_results_stream_in_with_the_collector_off_and_it_is_back_on_after(
+    cluster: Client,
+) -> None:
+    collecting: list[bool] = []
+    result = run_suite_on_dask(
+        cluster, bundled("tools"), progress=lambda one: collecting.append(gc.isenabled())
+    )
+    assert all(one.passed for one in result.scenarios)
+    assert collecting == [False] * len(result.scenarios)
+    assert gc.isenabled()
+
+
 def test_ctrl_c_cancels_what_has_not_finished(cluster: Client) -> None:
     scenarios = bundled("tools") * 3
     heard: list[ScenarioResult] = []
@@ -71,6 +84,7 @@ def test_ctrl_c_cancels_what_has_not_finished(cluster: Client) -> None:
     with pytest.raises(KeyboardInterrupt):
         run_suite_on_dask(cluster, scenarios, progress=interrupt)
     assert len(heard) == 3
+    assert gc.isenabled()  # the collector, off while results came in, is back on
     deadline = time.monotonic() + 5
     while _scenario_tasks(cluster) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -108,6 +122,8 @@ def test_a_worker_killed_mid_suite_loses_no_scenario_and_reports_none_twice() ->
 
         result = run_suite_on_dask(client, scenarios, progress=kill_one_when_busy)
         assert set(client.run(os.getpid).values()) != set(pids.values())  # one was replaced
+        # off while each scenario ran, the workers' collector is on between them
+        assert set(client.run(gc.isenabled).values()) == {True}
     assert len(heard) == len(scenarios)  # each result heard once
     assert [s.name for s in result.scenarios] == [s.name for s in scenarios]
     assert [s.passed for s in result.scenarios] == here

@@ -4,6 +4,8 @@ here in the scenarios' order (the reports equal a local run's but for wall times
 Each task carries its scenario pickled by this process (the scheduler then holds bytes it
 need not unpickle and pickle again), and the results of the scenarios that finish close
 together are fetched in one round trip (:func:`~agentrig.harness.scale.tasks.finished`).
+The cyclic garbage collector is off while the results stream in here, and on a worker while
+a scenario runs (docs/performance.md, "On a Dask cluster").
 
 A worker that dies mid-scenario costs nothing: the scheduler runs its scenarios again on
 another worker, and each result is taken once. A scenario that kills every worker it lands on
@@ -24,6 +26,7 @@ from agentrig.harness.results import ScenarioResult, SuiteResult
 from agentrig.harness.runner import failed_result, run_scenario
 from agentrig.harness.scale.tasks import finished, map_tasks
 from agentrig.harness.scale.workers import ensure_plugins
+from agentrig.harness.scenarios.loader import collector_paused
 from agentrig.harness.scenarios.model import Scenario
 from agentrig.harness.suites.suite import Progress
 
@@ -52,25 +55,29 @@ def run_suite_on_dask(
     ``plugins`` first; ``progress`` hears each result as it comes (in any order), the result
     has them in the scenarios' order."""
     started = time.perf_counter()
-    futures = map_tasks(
-        client,
-        _run_pickled,
-        [pickle.dumps(scenario, pickle.HIGHEST_PROTOCOL) for scenario in scenarios],
-        name="agentrig-scenario",
-        plugins=tuple(plugins),
-        use_async=use_async,
-    )
-    position = {future.key: i for i, future in enumerate(futures)}
-    results: dict[int, ScenarioResult] = {}
-    try:
-        for future, result in finished(client, futures):
-            i = position[future.key]
-            results[i] = _failed(future, scenarios[i]) if result is None else result
-            if progress is not None:
-                progress(results[i])
-    except BaseException:  # Ctrl-C, or a worker that cannot import the plugins
-        client.cancel(futures)
-        raise
+    # Off from the first task on (the workers of a cluster of this process's threads find
+    # it off and leave it so): each full collection would visit every scenario and result
+    # held here, and the engine's objects, for little garbage; reference counting frees it.
+    with collector_paused():
+        futures = map_tasks(
+            client,
+            _run_pickled,
+            [pickle.dumps(scenario, pickle.HIGHEST_PROTOCOL) for scenario in scenarios],
+            name="agentrig-scenario",
+            plugins=tuple(plugins),
+            use_async=use_async,
+        )
+        position = {future.key: i for i, future in enumerate(futures)}
+        results: dict[int, ScenarioResult] = {}
+        try:
+            for future, result in finished(client, futures):
+                i = position[future.key]
+                results[i] = _failed(future, scenarios[i]) if result is None else result
+                if progress is not None:
+                    progress(results[i])
+        except BaseException:  # Ctrl-C, or a worker that cannot import the plugins
+            client.cancel(futures)
+            raise
     in_order = tuple(results[i] for i in range(len(scenarios)))
     return SuiteResult(scenarios=in_order, wall_time_s=time.perf_counter() - started)
 
@@ -141,4 +148,7 @@ def _run_one(
     """On a worker: run ``scenario`` (against ``builder``'s agent when given) after importing
     ``plugins``."""
     ensure_plugins(plugins)
-    return run_scenario(scenario, builder=builder, use_async=use_async)
+    # A scenario's objects mostly die with it: collected once after it, not visited by the
+    # collections its allocations would trigger while it runs (and by the worker's full ones).
+    with collector_paused():
+        return run_scenario(scenario, builder=builder, use_async=use_async)
