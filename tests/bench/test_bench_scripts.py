@@ -67,8 +67,8 @@ def run_here(script: str, *args: str) -> str:
             _interpreter_warning_filters()
             try:
                 runpy.run_path(str(path), run_name="__main__")
-            except SystemExit as exit:
-                code = exit.code or 0
+            except SystemExit as stopped:
+                code = stopped.code or 0
                 if isinstance(code, str):  # the message SystemExit prints, then status 1
                     print(code, file=sys.stderr)
     finally:
