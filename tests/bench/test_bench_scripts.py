@@ -1,17 +1,27 @@
-"""The benchmark scripts run: each once, with tiny sizes, in a subprocess (so they cannot rot).
+"""The benchmark scripts run: each once, with tiny sizes (so they cannot rot).
 
 No timing is asserted: only that a script exits 0, prints its table headers, checks its own
 results and writes its ``--json`` file. The peer frameworks (the ``bench`` extra) are optional:
 a peer that is not installed must be reported as skipped, never fail the run.
+
+A script that measures processes (start-up, loading, workers, other interpreters) runs in a
+subprocess, as a user runs it; one whose work is all in its own process runs in this one, as
+``python bench/SCRIPT`` would run it (``run_here``): its imports (agentrig, the SDKs, the peer
+frameworks) were most of what a fresh interpreter spent on it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import json
+import os
 import re
+import runpy
 import subprocess
 import sys
+import warnings
 from contextlib import ExitStack
 from pathlib import Path
 from types import ModuleType
@@ -37,6 +47,51 @@ def run_script(*args: str, timeout: float = 120) -> str:
     return output
 
 
+def run_here(script: str, *args: str) -> str:
+    """Run ``python bench/<script> ARGS`` in this process: the script as ``__main__``, its
+    folder first on ``sys.path``, ``sys.argv`` its command line; return its output, failing
+    with it on a non-zero exit. ``sys.argv``, ``sys.path`` and the environment are restored
+    after, and the bench modules it imported forgotten (the next script imports its own)."""
+    path = BENCH / script
+    argv, search, environ, modules = sys.argv, list(sys.path), dict(os.environ), set(sys.modules)
+    output = io.StringIO()
+    sys.argv = [str(path), *args]
+    sys.path.insert(0, str(BENCH))
+    code: object = 0
+    try:
+        with (
+            contextlib.redirect_stdout(output),
+            contextlib.redirect_stderr(output),
+            warnings.catch_warnings(),
+        ):
+            _interpreter_warning_filters()
+            try:
+                runpy.run_path(str(path), run_name="__main__")
+            except SystemExit as stopped:
+                code = stopped.code or 0
+                if isinstance(code, str):  # the message SystemExit prints, then status 1
+                    print(code, file=sys.stderr)
+    finally:
+        sys.argv, sys.path[:] = argv, search
+        os.environ.clear()
+        os.environ.update(environ)
+        for name in set(sys.modules) - modules:
+            if str(getattr(sys.modules[name], "__file__", "")).startswith(str(BENCH)):
+                del sys.modules[name]
+    assert code == 0, output.getvalue()
+    return output.getvalue()
+
+
+def _interpreter_warning_filters() -> None:
+    """The warning filters of ``python SCRIPT`` (not the suite's, which raise): deprecations
+    shown for ``__main__`` only, resource warnings ignored, the rest printed once."""
+    warnings.resetwarnings()
+    warnings.simplefilter("default")
+    for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+        warnings.filterwarnings("ignore", category=category)
+    warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
+
+
 def git_worktrees() -> str:
     """``git worktree list`` of this checkout."""
     return subprocess.run(
@@ -49,7 +104,7 @@ def git_worktrees() -> str:
 
 def test_loop_quick(tmp_path: Path) -> None:
     saved = tmp_path / "loop.json"
-    output = run_script(str(BENCH / "loop.py"), "--quick", "--json", str(saved))
+    output = run_here("loop.py", "--quick", "--json", str(saved))
     for header in ("agentrig us/step", "floor us/step", "agentrig/floor", "agentrig peak KiB"):
         assert header in output
     assert "growth ratio (us/step at N=5 / us/step at N=3)" in output
@@ -67,7 +122,7 @@ def test_loop_quick(tmp_path: Path) -> None:
 
 def test_loop_sync_only_times_the_sync_path_and_the_floor(tmp_path: Path) -> None:
     saved = tmp_path / "loop.json"
-    output = run_script(str(BENCH / "loop.py"), "--quick", "--sync-only", "--json", str(saved))
+    output = run_here("loop.py", "--quick", "--sync-only", "--json", str(saved))
     assert "async" not in output
     data = json.loads(saved.read_text())
     assert all(row["agentrig_us_per_step"] > 0 for row in data["results"])
@@ -78,9 +133,7 @@ def test_loop_sync_only_times_the_sync_path_and_the_floor(tmp_path: Path) -> Non
 @pytest.mark.slow
 def test_peers_quick(tmp_path: Path) -> None:
     saved = tmp_path / "peers.json"
-    output = run_script(
-        str(BENCH / "peers.py"), "--sizes", "2", "--repeats", "1", "--json", str(saved)
-    )
+    output = run_here("peers.py", "--sizes", "2", "--repeats", "1", "--json", str(saved))
     for header in (
         "framework",
         "sync us/step",
@@ -103,15 +156,12 @@ def test_peers_quick(tmp_path: Path) -> None:
     assert all(row["us_per_step"] > 0 for row in results)
 
 
-def test_peers_skip_what_is_not_installed() -> None:
+def test_peers_skip_what_is_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     # Hide the peer packages from this run: importing them raises ImportError.
-    hide = "import sys; sys.modules.update(dict.fromkeys(['pydantic_ai', 'langgraph', 'agents']))"
-    start = (
-        f"{hide}; sys.path.insert(0, {str(BENCH)!r}); "
-        "sys.argv = ['peers.py', '--sizes', '2', '--repeats', '1']; "
-        f"import runpy; runpy.run_path({str(BENCH / 'peers.py')!r}, run_name='__main__')"
-    )
-    output = run_script("-c", start)
+    hidden = ("pydantic_ai", "langgraph", "agents")
+    for name in [name for name in sys.modules if name.partition(".")[0] in hidden] + [*hidden]:
+        monkeypatch.setitem(sys.modules, name, None)
+    output = run_here("peers.py", "--sizes", "2", "--repeats", "1")
     for peer in PEERS:
         assert f"skipped: {peer} not installed (pip install -e '.[bench]')" in output
     assert "no peer ran" in output
@@ -135,9 +185,7 @@ def test_suite_quick(tmp_path: Path) -> None:
 
 def test_live_stats_quick(tmp_path: Path) -> None:
     saved = tmp_path / "live_stats.json"
-    output = run_script(
-        str(BENCH / "live_stats.py"), "--quick", "--seed", "3", "--json", str(saved)
-    )
+    output = run_here("live_stats.py", "--quick", "--seed", "3", "--json", str(saved))
     for header in ("exact (sum)", "wilson (sum)", "exact wrong", "median n", "µs/call"):
         assert header in output
     data = json.loads(saved.read_text())
@@ -159,7 +207,7 @@ def test_live_stats_quick(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_endpoint_quick(tmp_path: Path) -> None:
     saved = tmp_path / "endpoint.json"
-    output = run_script(str(BENCH / "endpoint.py"), "--quick", "--json", str(saved), timeout=300)
+    output = run_here("endpoint.py", "--quick", "--json", str(saved))
     for header in ("sdk", "mode", "contender", "µs/call", "vs floor", "answered by"):
         assert header in output
     data = json.loads(saved.read_text())
@@ -215,14 +263,14 @@ class TestEndpointPeers:
 
 
 def test_endpoint_help() -> None:
-    output = run_script(str(BENCH / "endpoint.py"), "--help")
+    output = run_here("endpoint.py", "--help")
     for option in ("--quick", "--repeats", "--json"):
         assert option in output
 
 
 def test_steps_quick(tmp_path: Path) -> None:
     saved = tmp_path / "steps.json"
-    output = run_script(str(BENCH / "steps.py"), "--quick", "--json", str(saved))
+    output = run_here("steps.py", "--quick", "--json", str(saved))
     assert "checked ms/step" in output
     runs = json.loads(saved.read_text())["runs"]
     assert [run["steps"] for run in runs] == [10, 25]
@@ -263,7 +311,7 @@ def test_workers_quick(tmp_path: Path) -> None:
     ["loop.py", "peers.py", "suite.py", "rounds.py", "steps.py", "loading.py", "workers.py"],
 )
 def test_help(script: str) -> None:
-    output = run_script(str(BENCH / script), "--help")
+    output = run_here(script, "--help")
     for option in ("--quick", "--sizes", "--repeats", "--json"):
         assert option in output
 
@@ -486,7 +534,7 @@ def test_endpoint_instructions_reads_callgrinds_dumps() -> None:
 
 
 def test_live_limits_small() -> None:
-    output = run_script(str(BENCH / "live_limits.py"), "--calls", "40", "--cap", "4")
+    output = run_here("live_limits.py", "--calls", "40", "--cap", "4")
     for header in ("scenario", "limits", "busy", "done/ideal", "min limit", "429s", "lost"):
         assert header in output
     for scenario in ("noise 30%, Retry-After: 0", "server 2, no Retry-After"):
@@ -495,7 +543,7 @@ def test_live_limits_small() -> None:
 
 def test_live_quick(tmp_path: Path) -> None:
     saved = tmp_path / "live.json"
-    output = run_script(str(BENCH / "live.py"), "--quick", "--json", str(saved), timeout=300)
+    output = run_here("live.py", "--quick", "--json", str(saved))
     for header in ("ms over the floor", "trials/s", "difference", "slots' use", "share"):
         assert header in output
     data = json.loads(saved.read_text())

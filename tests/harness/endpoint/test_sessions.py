@@ -261,8 +261,8 @@ agent: {system_prompt: You answer weather questions.}
 turns:
   - user: Weather in Paris?
     model:
-      - fault: {status: 429, retry_after: 0, message: slow down}
-      - fault: {status: 529}
+      - fault: {status: 429, retry_after: 0.01, message: slow down}
+      - fault: {status: 529, retry_after: 0.01}
       - call: get_weather(city=Paris)
       - say: Sunny.
     expect: {final_response: Sunny., model_calls: 2}
@@ -286,7 +286,7 @@ def test_a_status_fault_carries_retry_after(write_scenario: Callable[[str], Path
     handle = EndpointHandle(write_scenario(FAULTS))
     response = RawChatAgent(handle).post(first_turn())
     assert response.status_code == 429
-    assert response.headers["retry-after"] == "0"
+    assert response.headers["retry-after"] == "0.01"
     assert response.json()["error"]["message"] == "slow down"
 
 

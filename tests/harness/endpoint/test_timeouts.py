@@ -42,12 +42,33 @@ LATE = "latency: 30"
 NO_ANSWER = "fault: {timeout: true}"
 
 
+class _QuickRetries:
+    """The SDK's client, waiting 10 ms before a retry, not its 0.4-0.5 s back-off: that the
+    agent retries is what these tests check, not how long the SDK waits first."""
+
+    def _calculate_retry_timeout(self, *args: Any, **kwargs: Any) -> float:
+        return 0.01
+
+
+class _OpenAI(_QuickRetries, openai.OpenAI):
+    pass
+
+
+class _AsyncOpenAI(_QuickRetries, openai.AsyncOpenAI):
+    pass
+
+
+IN_PROCESS_TIMEOUT = 0.05
+"""The client's timeout in process: only a reply scripted late waits there (that long), so it
+can be short; over loopback every request crosses a socket of a shared machine: 0.3 s."""
+
+
 def _client(handle: EndpointHandle, *, retries: int) -> Any:
-    return openai.OpenAI(
+    return _OpenAI(
         base_url=handle.openai_base_url,
         api_key=handle.api_key,
         http_client=None if handle.live else handle.httpx2_client(),
-        timeout=0.3,
+        timeout=0.3 if handle.live else IN_PROCESS_TIMEOUT,
         max_retries=retries,
     )
 
@@ -56,7 +77,7 @@ def _messages() -> list[dict[str, Any]]:
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Weather in Paris?"}]
 
 
-@pytest.mark.slow  # the SDK's own backoff before it retries: about a second
+@pytest.mark.slow
 @pytest.mark.parametrize("live", [False, True], ids=["in-process", "loopback"])
 @pytest.mark.parametrize("slow", [LATE, NO_ANSWER], ids=["latency", "timeout-fault"])
 def test_a_reply_the_client_gave_up_on_is_no_model_call(
@@ -72,7 +93,7 @@ def test_a_reply_the_client_gave_up_on_is_no_model_call(
 
     assert answer == "It is sunny in Paris today."
     assert [o.failures for o in result.invariants] == [0] * len(result.invariants)
-    assert time.monotonic() - started < 10  # never the scripted 30 s: the client's 0.3 s
+    assert time.monotonic() - started < 10  # never the scripted 30 s: the client's timeout
     events = [e.text for e in result.transcript if e.kind == "event"]
     why = "latency 30 s" if slow == LATE else "fault: no answer until the client's timeout"
     assert events == [f"the client never got the reply ({why}): it gave up first"]
@@ -130,7 +151,7 @@ def test_a_client_without_a_read_timeout_meets_a_timeout_fault_at_once(
             client.post(url, json=body, headers=headers)
 
 
-@pytest.mark.slow  # the SDK's own backoff before it retries
+@pytest.mark.slow
 def test_an_async_client_in_process_is_held_to_its_timeout_too(
     write_scenario: Callable[[str], Path],
 ) -> None:
@@ -140,11 +161,11 @@ def test_an_async_client_in_process_is_held_to_its_timeout_too(
     )
 
     async def ask(handle: EndpointHandle) -> str:
-        client = openai.AsyncOpenAI(
+        client = _AsyncOpenAI(
             base_url=handle.openai_base_url,
             api_key=handle.api_key,
             http_client=handle.async_httpx2_client(),
-            timeout=0.2,
+            timeout=IN_PROCESS_TIMEOUT,
             max_retries=1,
         )
         async with client:
@@ -192,7 +213,7 @@ def test_a_stream_the_client_gave_up_on_midway_is_no_model_call(
         result = handle.check()  # model_calls 2 (not 3), no history_grows
 
     assert answer == "It is sunny in Paris today."
-    assert time.monotonic() - started < 10  # never the scripted 30 s: the client's 0.3 s
+    assert time.monotonic() - started < 10  # never the scripted 30 s: the client's timeout
     events = [e.text for e in result.transcript if e.kind == "event"]
     assert events == [
         "the client got only part of the reply (chunk_latency 30 s between chunks): it gave up "

@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 from sooner import decide_sooner
+from typer.testing import CliRunner
 
+from agentrig.harness.cli import app
 from agentrig.harness.endpoint.server import EndpointServer
 from agentrig.harness.endpoint.service import ScenarioEndpoint
 from agentrig.harness.scenarios.loader import load_scenarios
@@ -63,14 +65,16 @@ def served(tmp_path: Path) -> Iterator[tuple[Path, ScenarioEndpoint, dict[str, s
         yield project, endpoint, env
 
 
+# a run id of its own: which sessions refund is drawn from the trial keys, the same each time
+COMMAND = ["run", "--live", "refund.scenario.yaml", "--report-dir", "reports", "-q"]
+COMMAND += ["--run-id", "adapters"]
+
+
 def run_live(project: Path, env: dict[str, str]) -> tuple[int, dict[str, Any]]:
     """``agentrig run --live refund.scenario.yaml`` in a process of its own, as a user runs it
     (the frameworks' HTTP clients outlive the run's event loop there, not in the tests')."""
-    # a run id of its own: which sessions refund is drawn from the trial keys, the same each time
-    command = ["run", "--live", "refund.scenario.yaml", "--report-dir", "reports", "-q"]
-    command += ["--run-id", "adapters"]
     done = subprocess.run(
-        [sys.executable, "-c", "from agentrig.harness.cli import main; main()", *command],
+        [sys.executable, "-c", "from agentrig.harness.cli import main; main()", *COMMAND],
         cwd=project,
         env=env,
         capture_output=True,
@@ -78,15 +82,39 @@ def run_live(project: Path, env: dict[str, str]) -> tuple[int, dict[str, Any]]:
         timeout=300,
     )
     assert done.returncode in (0, 1, 3), done.stdout + done.stderr
+    return done.returncode, live_report(project)
+
+
+def replay_here(
+    project: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> tuple[int, dict[str, Any]]:
+    """The same command again, in this process: every trial comes from the cache, so no
+    framework client is made (a fresh interpreter spent its time importing the framework)."""
+    monkeypatch.chdir(project)
+    modules = set(sys.modules)
+    try:
+        result = CliRunner().invoke(app, COMMAND, env=env)
+    finally:
+        for name in set(sys.modules) - modules:  # the example's modules: each test has a copy
+            if str(getattr(sys.modules[name], "__file__", "")).startswith(str(project)):
+                del sys.modules[name]
+    assert result.exit_code in (0, 1, 3), result.output
+    return result.exit_code, live_report(project)
+
+
+def live_report(project: Path) -> dict[str, Any]:
+    """The live part of the run's JSON report."""
     report = json.loads((project / "reports" / "report.json").read_text())
     live: dict[str, Any] = report["scenarios"][0]["live"]
-    return done.returncode, live
+    return live
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("framework", sorted(ADAPTERS))
 def test_an_adapter_agent_is_measured_offline_and_replayed(
-    served: tuple[Path, ScenarioEndpoint, dict[str, str]], framework: str
+    served: tuple[Path, ScenarioEndpoint, dict[str, str]],
+    framework: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pytest.importorskip(framework, reason="needs the frameworks extra")
     project, endpoint, env = served
@@ -113,7 +141,7 @@ def test_an_adapter_agent_is_measured_offline_and_replayed(
     broken = [f for r in endpoint.results() for f in r.failures if f.kind == "invariant"]
     assert broken == []
 
-    code, replayed = run_live(project, env)
+    code, replayed = replay_here(project, env, monkeypatch)
     assert code == 0
     assert replayed["model_calls"] == {"agent": 0, "user": 0, "judge": 0}
     assert (replayed["trials"], replayed["successes"]) == (live["trials"], live["successes"])

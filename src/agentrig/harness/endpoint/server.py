@@ -32,6 +32,7 @@ class EndpointServer(ProviderBaseUrls):
         import uvicorn
 
         from agentrig.harness.endpoint.asgi import endpoint_app
+        from agentrig.harness.endpoint.prompt_server import PromptServer
 
         self.endpoint = endpoint
         config = uvicorn.Config(
@@ -43,7 +44,7 @@ class EndpointServer(ProviderBaseUrls):
             # a reply still waiting (a timeout fault) does not hold the server up as it stops
             timeout_graceful_shutdown=1,
         )
-        self._server = uvicorn.Server(config)
+        self._server = PromptServer(config)
         self._thread: threading.Thread | None = None
         self.host = host
         self.port = port
@@ -70,7 +71,7 @@ class EndpointServer(ProviderBaseUrls):
 
     def stop(self) -> None:
         """Stop serving and wait for the server thread."""
-        self._server.should_exit = True
+        self._server.stop()
         if self._thread is not None and self._thread.is_alive():
             self._thread.join(timeout=10)
 
