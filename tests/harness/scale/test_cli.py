@@ -102,11 +102,16 @@ class Blocking(Invariant):
 
     def check(self, observation):
         marks = {marks!r}
-        n = len(os.listdir(marks))
-        open(os.path.join(marks, f"{{os.getpid()}}-{{time.monotonic_ns()}}"), "x").close()
-        if n >= 3:
-            time.sleep(600)
-        return ()
+        # one of three places taken atomically: two workers checking at once cannot both
+        # take the third (counting the marks first let four scenarios pass)
+        for place in range(3):
+            try:
+                open(os.path.join(marks, f"passed-{{place}}"), "x").close()
+                return ()
+            except FileExistsError:
+                pass
+        open(os.path.join(marks, f"blocked-{{os.getpid()}}-{{time.monotonic_ns()}}"), "x").close()
+        time.sleep(600)
 """
 
 
