@@ -7,7 +7,9 @@ import contextlib
 import copy
 import gc
 import importlib
+import importlib.util
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -55,6 +57,24 @@ if "PYTEST_XDIST_WORKER" not in os.environ:
     import compileall
 
     compileall.compile_dir(Path(__file__).parents[1] / "src" / "agentrig", quiet=1)
+
+
+def _load_plugin(name: str) -> Any:
+    """A module of tests/ (not a package) loaded by its path, registered under ``name``."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# pytest's assertion rewriting, kept in __pycache__ even where PYTHONDONTWRITEBYTECODE is set,
+# and shared by the workers on a fresh checkout: see tests/rewrite_once.py.
+_rewrite_once = _load_plugin("rewrite_once")
+pytest_configure = _rewrite_once.pytest_configure
+pytest_collection = _rewrite_once.pytest_collection
 
 R = TypeVar("R")
 
