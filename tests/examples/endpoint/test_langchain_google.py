@@ -8,20 +8,34 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-pytest.importorskip("langgraph", reason="needs the frameworks extra (langgraph)")
-pytest.importorskip(
-    "langchain_google_genai", reason="needs the frameworks extra (langchain-google-genai)"
-)
-
-from langchain_google_genai import ChatGoogleGenerativeAI
-from langgraph.checkpoint.memory import InMemorySaver
-from weather_langgraph import build_agent
-
 from agentrig.harness.endpoint.handle import EndpointHandle
+
+if TYPE_CHECKING:
+    from langchain_google_genai import ChatGoogleGenerativeAI
+
+# LangGraph, LangChain and langchain-google-genai (about 2 CPU s) are imported by the first test
+# here, on the one worker that runs the LangGraph modules, not at collection in every worker.
+pytestmark = pytest.mark.xdist_group("langgraph")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _frameworks() -> None:
+    pytest.importorskip("langgraph", reason="needs the frameworks extra (langgraph)")
+    pytest.importorskip(
+        "langchain_google_genai", reason="needs the frameworks extra (langchain-google-genai)"
+    )
+
+
+def build_agent(model: Any, **options: Any) -> Any:
+    """The example's agent (``weather_langgraph`` imports LangChain when first called)."""
+    from weather_langgraph import build_agent
+
+    return build_agent(model, **options)
+
 
 ROOT = Path(__file__).resolve().parents[3]
 SCENARIOS = ROOT / "scenarios" / "endpoint"  # also run on agentrig's runtime by `agentrig run`
@@ -33,6 +47,8 @@ Endpoint = Callable[..., EndpointHandle]
 def chat_model(ep: EndpointHandle, *, streamed: bool, **options: Any) -> ChatGoogleGenerativeAI:
     """ChatGoogleGenerativeAI on the endpoint: in process through ``client_args`` (which
     google-genai passes to the httpx clients it makes), or over loopback when live."""
+    from langchain_google_genai import ChatGoogleGenerativeAI
+
     if not ep.live:
         options.setdefault("client_args", {"transport": ep.httpx_transport()})
     return ChatGoogleGenerativeAI(
@@ -74,6 +90,8 @@ def test_parallel_tool_calls(agentrig_endpoint: Endpoint, streamed: bool) -> Non
 
 @MODES
 def test_two_turns(agentrig_endpoint: Endpoint, streamed: bool) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
     ep = agentrig_endpoint(SCENARIOS / "two_turns.scenario.yaml")
     agent = build_agent(chat_model(ep, streamed=streamed), checkpointer=InMemorySaver())
     thread = {"configurable": {"thread_id": "one"}}
@@ -116,6 +134,8 @@ def test_an_agent_without_the_tool_is_reported() -> None:
 def test_an_agent_that_makes_its_own_client(
     agentrig_endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from langchain_google_genai import ChatGoogleGenerativeAI
+
     monkeypatch.setenv("GOOGLE_API_KEY", "placeholder")
     monkeypatch.delenv("GOOGLE_GENAI_USE_VERTEXAI", raising=False)
     ep = agentrig_endpoint(SCENARIOS / "weather.scenario.yaml")

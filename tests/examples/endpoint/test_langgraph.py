@@ -5,18 +5,32 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-pytest.importorskip("langgraph", reason="needs the frameworks extra (langgraph)")
-pytest.importorskip("langchain_openai", reason="needs the frameworks extra (langchain-openai)")
-
-from langchain_openai import ChatOpenAI
-from langgraph.checkpoint.memory import InMemorySaver
-from weather_langgraph import build_agent
-
 from agentrig.harness.endpoint.handle import EndpointHandle
+
+if TYPE_CHECKING:
+    from langchain_openai import ChatOpenAI
+
+# LangGraph and LangChain (about 1 CPU s) are imported by the first test here, on the one worker
+# that runs the LangGraph modules, not at collection in every worker.
+pytestmark = pytest.mark.xdist_group("langgraph")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _frameworks() -> None:
+    pytest.importorskip("langgraph", reason="needs the frameworks extra (langgraph)")
+    pytest.importorskip("langchain_openai", reason="needs the frameworks extra (langchain-openai)")
+
+
+def build_agent(model: Any, **options: Any) -> Any:
+    """The example's agent (``weather_langgraph`` imports LangChain when first called)."""
+    from weather_langgraph import build_agent
+
+    return build_agent(model, **options)
+
 
 ROOT = Path(__file__).resolve().parents[3]
 SCENARIOS = ROOT / "scenarios" / "endpoint"  # also run on agentrig's runtime by `agentrig run`
@@ -28,6 +42,8 @@ Endpoint = Callable[..., EndpointHandle]
 def chat_model(
     ep: EndpointHandle, *, responses: bool, streamed: bool, model: str = "gpt-4.1", **options: Any
 ) -> ChatOpenAI:
+    from langchain_openai import ChatOpenAI
+
     return ChatOpenAI(
         model=model,
         base_url=ep.openai_base_url,
@@ -73,6 +89,8 @@ def test_parallel_tool_calls(agentrig_endpoint: Endpoint, responses: bool, strea
 @MODES
 @API
 def test_two_turns(agentrig_endpoint: Endpoint, responses: bool, streamed: bool) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
     ep = agentrig_endpoint(SCENARIOS / "two_turns.scenario.yaml")
     model = chat_model(ep, responses=responses, streamed=streamed)
     agent = build_agent(model, checkpointer=InMemorySaver())
@@ -111,6 +129,8 @@ def test_an_agent_without_the_tool_is_reported(responses: bool) -> None:
 def test_an_agent_that_makes_its_own_client(
     agentrig_endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from langchain_openai import ChatOpenAI
+
     monkeypatch.setenv("OPENAI_API_KEY", "sk-placeholder")
     ep = agentrig_endpoint(SCENARIOS / "weather.scenario.yaml")
 
@@ -122,6 +142,8 @@ def test_an_agent_that_makes_its_own_client(
 
 
 def test_on_a_live_server(agentrig_endpoint: Endpoint) -> None:
+    from langchain_openai import ChatOpenAI
+
     ep = agentrig_endpoint(SCENARIOS / "parallel_weather.scenario.yaml", live=True)
     model = ChatOpenAI(
         model="gpt-4.1", base_url=ep.openai_base_url, api_key=ep.api_key, streaming=True

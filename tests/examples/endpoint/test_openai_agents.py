@@ -5,31 +5,35 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-
-pytest.importorskip("agents", reason="needs the frameworks extra (openai-agents)")
-
-from agents import (
-    Agent,
-    Model,
-    ModelBehaviorError,
-    OpenAIChatCompletionsModel,
-    OpenAIResponsesModel,
-    Runner,
-    set_tracing_disabled,
-)
 from openai import AsyncOpenAI
-from weather_openai_agents import build_agent
 
 from agentrig.harness.endpoint.handle import EndpointHandle
+
+if TYPE_CHECKING:
+    from agents import Agent, Model
 
 ROOT = Path(__file__).resolve().parents[3]
 SCENARIOS = ROOT / "scenarios" / "endpoint"  # also run on agentrig's runtime by `agentrig run`
 RATE_LIMITED = ROOT / "examples" / "endpoint" / "scenarios" / "rate_limited.scenario.yaml"
 
-set_tracing_disabled(True)  # no trace export to the OpenAI platform from tests
+
+@pytest.fixture(scope="module", autouse=True)
+def _sdk() -> None:
+    """The SDK (1.2 CPU s) imported by the first test here, not at collection in every worker:
+    a module fixture keeps this module's tests on one worker (tests/conftest.py)."""
+    agents = pytest.importorskip("agents", reason="needs the frameworks extra (openai-agents)")
+    agents.set_tracing_disabled(True)  # no trace export to the OpenAI platform from tests
+
+
+def build_agent(model: Model | str, **options: Any) -> Agent[None]:
+    """The example's agent (``weather_openai_agents`` imports the SDK: imported here when a
+    test first builds one)."""
+    from weather_openai_agents import build_agent
+
+    return build_agent(model, **options)
 
 
 def client(ep: EndpointHandle) -> AsyncOpenAI:
@@ -39,10 +43,14 @@ def client(ep: EndpointHandle) -> AsyncOpenAI:
 
 
 def responses(ep: EndpointHandle) -> Model:
+    from agents import OpenAIResponsesModel
+
     return OpenAIResponsesModel(model="gpt-4.1", openai_client=client(ep))
 
 
 def chat_completions(ep: EndpointHandle) -> Model:
+    from agents import OpenAIChatCompletionsModel
+
     return OpenAIChatCompletionsModel(model="gpt-4.1", openai_client=client(ep))
 
 
@@ -56,6 +64,8 @@ Endpoint = Callable[..., EndpointHandle]
 
 async def ask(agent: Agent[None], conversation: str | list[Any], *, streamed: bool) -> Any:
     """The agent's run on ``conversation``, plain or streamed."""
+    from agents import Runner
+
     if not streamed:
         return await Runner.run(agent, conversation)
     result = Runner.run_streamed(agent, conversation)
@@ -119,6 +129,8 @@ async def test_rate_limited_then_retried(agentrig_endpoint: Endpoint, model: str
 
 @ON_EVERY_MODEL
 async def test_an_agent_without_the_tool_is_reported(model: str) -> None:
+    from agents import ModelBehaviorError
+
     with EndpointHandle(SCENARIOS / "weather.scenario.yaml") as ep:
         agent = build_agent(MODELS[model](ep), tools=[])
         with pytest.raises(ModelBehaviorError, match="Tool get_weather not found"):
@@ -133,6 +145,8 @@ async def test_an_agent_without_the_tool_is_reported(model: str) -> None:
 
 
 async def test_two_turns_on_a_stored_responses_conversation(agentrig_endpoint: Endpoint) -> None:
+    from agents import Runner
+
     ep = agentrig_endpoint(SCENARIOS / "two_turns.scenario.yaml")
     agent = build_agent(responses(ep))
 
@@ -150,6 +164,8 @@ async def test_two_turns_on_a_stored_responses_conversation(agentrig_endpoint: E
 async def test_an_agent_that_makes_its_own_client(
     agentrig_endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from agents import Runner
+
     monkeypatch.setenv("OPENAI_API_KEY", "sk-placeholder")
     ep = agentrig_endpoint(SCENARIOS / "weather.scenario.yaml")
 
@@ -166,7 +182,7 @@ async def test_a_reasoning_model(
     agentrig_endpoint: Endpoint, model: str, streamed: bool, scenario: str
 ) -> None:
     # redacted_reasoning_weather: reasoning without text (a reasoning item with an empty summary)
-    from agents import ModelSettings
+    from agents import ModelSettings, OpenAIChatCompletionsModel, OpenAIResponsesModel
 
     ep = agentrig_endpoint(SCENARIOS / f"{scenario}.scenario.yaml")
     reasoning_model = (
@@ -214,7 +230,7 @@ turns:
 
 
 def _handoff(model: Model, *tools: Any) -> Agent[None]:
-    from agents import function_tool
+    from agents import Agent, function_tool
 
     @function_tool
     def refund_order(order_id: str) -> str:
@@ -239,6 +255,8 @@ def _handoff(model: Model, *tools: Any) -> Agent[None]:
 async def test_a_handoff_is_held_to_each_agents_prompt_and_tools(
     tmp_path: Path, model: str
 ) -> None:
+    from agents import Runner
+
     path = tmp_path / "handoff.scenario.yaml"
     path.write_text(HANDOFF)
     with EndpointHandle(path) as ep:
@@ -250,7 +268,7 @@ async def test_a_handoff_is_held_to_each_agents_prompt_and_tools(
 
 
 async def test_a_tool_one_agent_gained_fails_at_that_agents_tools(tmp_path: Path) -> None:
-    from agents import function_tool
+    from agents import Runner, function_tool
 
     @function_tool
     def cancel_order(order_id: str) -> str:

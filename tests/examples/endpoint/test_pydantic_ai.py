@@ -5,33 +5,34 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-
-pytest.importorskip("pydantic_ai", reason="needs the frameworks extra (pydantic-ai-slim)")
-
 from anthropic import AsyncAnthropic
-from google import genai
 from openai import AsyncOpenAI
-from pydantic_ai.models import Model
-from pydantic_ai.models.anthropic import AnthropicModel
-from pydantic_ai.models.google import GoogleModel, GoogleModelSettings
-from pydantic_ai.models.openai import (
-    OpenAIChatModel,
-    OpenAIResponsesModel,
-    OpenAIResponsesModelSettings,
-)
-from pydantic_ai.providers.anthropic import AnthropicProvider
-from pydantic_ai.providers.google import GoogleProvider
-from pydantic_ai.providers.openai import OpenAIProvider
-from weather_pydantic_ai import build_agent
 
 from agentrig.harness.endpoint.handle import EndpointHandle
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
 
 ROOT = Path(__file__).resolve().parents[3]
 SCENARIOS = ROOT / "scenarios" / "endpoint"  # also run on agentrig's runtime by `agentrig run`
 RATE_LIMITED = ROOT / "examples" / "endpoint" / "scenarios" / "rate_limited.scenario.yaml"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _framework() -> None:
+    """pydantic-ai (0.5 CPU s) imported by the first test here, not at collection in every
+    worker: a module fixture keeps this module's tests on one worker (tests/conftest.py)."""
+    pytest.importorskip("pydantic_ai", reason="needs the frameworks extra (pydantic-ai-slim)")
+
+
+def build_agent(model: Model | str, **options: Any) -> Any:
+    """The example's agent (``weather_pydantic_ai`` imports pydantic-ai when first called)."""
+    from weather_pydantic_ai import build_agent
+
+    return build_agent(model, **options)
 
 
 def _client(ep: EndpointHandle) -> AsyncOpenAI:
@@ -41,14 +42,23 @@ def _client(ep: EndpointHandle) -> AsyncOpenAI:
 
 
 def openai_chat(ep: EndpointHandle) -> Model:
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
     return OpenAIChatModel("gpt-4.1", provider=OpenAIProvider(openai_client=_client(ep)))
 
 
 def openai_responses(ep: EndpointHandle) -> Model:
+    from pydantic_ai.models.openai import OpenAIResponsesModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
     return OpenAIResponsesModel("gpt-4.1", provider=OpenAIProvider(openai_client=_client(ep)))
 
 
 def anthropic(ep: EndpointHandle) -> Model:
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.providers.anthropic import AnthropicProvider
+
     client = AsyncAnthropic(
         base_url=ep.anthropic_base_url, api_key=ep.api_key, http_client=ep.async_httpx2_client()
     )
@@ -56,6 +66,10 @@ def anthropic(ep: EndpointHandle) -> Model:
 
 
 def google(ep: EndpointHandle) -> Model:
+    from google import genai
+    from pydantic_ai.models.google import GoogleModel
+    from pydantic_ai.providers.google import GoogleProvider
+
     # google-genai retries only when given retry options (with its own back-off: it does not
     # read Retry-After); a short one keeps the rate-limited test fast.
     retry = genai.types.HttpRetryOptions(attempts=3, initial_delay=0.01, jitter=0)
@@ -156,6 +170,10 @@ async def test_an_agent_without_the_tool_is_reported(model: str) -> None:
 @MODES
 @ON_EVERY_MODEL
 async def test_a_reasoning_model(agentrig_endpoint: Endpoint, model: str, streamed: bool) -> None:
+    from pydantic_ai.models.google import GoogleModelSettings
+    from pydantic_ai.models.openai import OpenAIResponsesModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
     ep = agentrig_endpoint(SCENARIOS / "reasoning_weather.scenario.yaml")
     # A reasoning model by name: pydantic-ai hands the Responses API its reasoning back as
     # reasoning items only for those (for others it writes the thinking into the text).
@@ -185,6 +203,9 @@ async def test_a_reasoning_model(agentrig_endpoint: Endpoint, model: str, stream
 async def test_a_reasoning_model_that_shows_no_reasoning_text(
     agentrig_endpoint: Endpoint, model: str, streamed: bool
 ) -> None:
+    from pydantic_ai.models.openai import OpenAIResponsesModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
     # A redacted_thinking block (Anthropic), a reasoning item with an empty summary (Responses):
     # the endpoint's checks when the test ends include reasoning_sent_back.
     ep = agentrig_endpoint(SCENARIOS / "redacted_reasoning_weather.scenario.yaml")
@@ -247,6 +268,8 @@ async def test_an_agent_whose_tool_now_returns_something_else_is_reported(model:
 
 
 async def test_two_turns_on_a_stored_responses_conversation(agentrig_endpoint: Endpoint) -> None:
+    from pydantic_ai.models.openai import OpenAIResponsesModelSettings
+
     ep = agentrig_endpoint(SCENARIOS / "two_turns.scenario.yaml")
     settings = OpenAIResponsesModelSettings(openai_previous_response_id="auto")
     agent = build_agent(openai_responses(ep), model_settings=settings)

@@ -16,11 +16,9 @@ import random
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scipy.stats import beta, binomtest, norm
 
 from agentrig.errors import InvalidInputError
 from agentrig.harness.live.stats import (
@@ -43,6 +41,10 @@ from agentrig.harness.live.stats import (
 )
 
 RATE = Metric()
+
+SCIPY = pytest.mark.xdist_group("scipy")
+"""The SciPy oracles run on one worker and import SciPy there (0.8 CPU s), not at collection
+in every worker."""
 
 
 def requirement(at_least: float, metric: str = "rate", **options: float) -> Requirement:
@@ -88,8 +90,11 @@ def test_inspect_ai_regression_15_of_20() -> None:
     assert (round(low, 3), round(high, 3)) == (0.509, 0.913)
 
 
+@SCIPY
 @pytest.mark.parametrize("n", [1, 2, 3, 7, 20, 40])
 def test_exact_interval_matches_scipy_binomtest(n: int) -> None:
+    from scipy.stats import binomtest
+
     for c in range(n + 1):
         expected = binomtest(c, n).proportion_ci(0.95, method="exact")
         got = clopper_pearson(c, n)
@@ -97,8 +102,11 @@ def test_exact_interval_matches_scipy_binomtest(n: int) -> None:
         assert got.high == pytest.approx(expected.high, abs=1e-9)
 
 
+@SCIPY
 @pytest.mark.parametrize("confidence", [0.5, 0.9, 0.99, 0.999])
 def test_exact_interval_matches_scipy_beta_quantiles(confidence: float) -> None:
+    from scipy.stats import beta
+
     # The Clopper-Pearson bounds are beta quantiles; SciPy's come from Boost's inverse.
     tail = (1 - confidence) / 2
     for n in range(1, 26):
@@ -110,9 +118,13 @@ def test_exact_interval_matches_scipy_beta_quantiles(confidence: float) -> None:
             assert got.high == pytest.approx(high, abs=1e-9), (c, n)
 
 
+@SCIPY
 @pytest.mark.slow
 @pytest.mark.parametrize("confidence", [0.5, 0.8, 0.9, 0.95, 0.99, 0.999])
 def test_exact_interval_matches_scipy_for_every_count_up_to_200(confidence: float) -> None:
+    import numpy as np
+    from scipy.stats import beta, binomtest
+
     tail = (1 - confidence) / 2
     pairs = [(c, n) for n in range(1, 201) for c in range(n + 1)]
     counts = np.array([c for c, _ in pairs])
@@ -132,8 +144,11 @@ def test_exact_interval_matches_scipy_for_every_count_up_to_200(confidence: floa
         assert abs(got.high - high) <= 1e-9, (c, n)
 
 
+@SCIPY
 @pytest.mark.parametrize("n", [1000, 5000, 10**6])
 def test_exact_interval_matches_scipy_at_large_counts(n: int) -> None:
+    from scipy.stats import beta
+
     # Beyond 64 terms the tail comes from the incomplete beta's continued fraction, on either
     # side of the mean (confidence near 0 puts the bounds at the median). The root search ends
     # within 1e-12 of the rate's standard deviation: held here to 1e-10 of it (a Halley step
@@ -170,8 +185,11 @@ def test_exact_interval_keeps_its_relative_precision_at_tiny_rates() -> None:
     assert clopper_pearson(1, n, 0.5).high == pytest.approx(low, rel=1e-9)
 
 
+@SCIPY
 @pytest.mark.parametrize("confidence", [0.5, 0.9, 0.95, 0.99])
 def test_wilson_matches_scipy(confidence: float) -> None:
+    from scipy.stats import binomtest, norm
+
     z = norm.ppf(0.5 + confidence / 2)
     for n in range(1, 41):
         for c in range(n + 1):
