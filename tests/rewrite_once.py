@@ -161,15 +161,17 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     hook = next((finder for finder in sys.meta_path if hasattr(finder, "_rewritten_names")), None)
     if hook is not None:
-        early = list(hook._rewritten_names.values())
-        write_rewritten([*early, *_own_packages(hook, config.rootpath.resolve())], config)
+        written = list(hook._rewritten_names.values())
+        if WORKER not in os.environ:  # the first worker finds them written
+            written.extend(_own_packages(hook, config.rootpath.resolve()))
+        write_rewritten(written, config)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
     """Collection writes the code it rewrites; a worker other than the first rewrites its share
     first."""
-    before = sys.dont_write_bytecode
+    setting = sys.dont_write_bytecode
     sys.dont_write_bytecode = False
     try:
         worker = os.environ.get(WORKER, "")
@@ -183,4 +185,4 @@ def pytest_collection(session: pytest.Session) -> Generator[None, object, object
                 write_rewritten(reversed(before), session.config, stop_at_fresh=True)
         return (yield)
     finally:
-        sys.dont_write_bytecode = before
+        sys.dont_write_bytecode = setting

@@ -110,7 +110,7 @@ def test_two_workers_write_once_and_later_runs_read(tmp_path: Path) -> None:
     (tmp_path / "conftest.py").write_text("")
     for index in range(6):
         (tmp_path / f"test_m{index}.py").write_text(
-            "import sys\n\n\ndef test_flag():\n    assert sys.dont_write_bytecode\n"
+            "import sys\n\n\ndef test_flag():\n    assert sys.dont_write_bytecode is True\n"
         )
     (tmp_path / "test_sum.py").write_text(FAILING)
     modules = sorted(tmp_path.glob("*.py"))
