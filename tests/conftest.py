@@ -12,7 +12,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -74,7 +74,20 @@ def _load_plugin(name: str) -> Any:
 # and shared by the workers on a fresh checkout: see tests/rewrite_once.py.
 _rewrite_once = _load_plugin("rewrite_once")
 pytest_configure = _rewrite_once.pytest_configure
-pytest_collection = _rewrite_once.pytest_collection
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
+    """Collection with the rewritten modules kept (``rewrite_once``) and the garbage collector
+    off: collection only adds to what lives on, and the full collections of that growing heap
+    took 1.1 of its 6 CPU s; one collection at its end (``pytest_collection_finish``) frees its
+    garbage (12 MiB more at the peak)."""
+    gc.disable()
+    try:
+        return (yield from _rewrite_once.pytest_collection(session))
+    finally:
+        gc.enable()
+
 
 R = TypeVar("R")
 
@@ -158,6 +171,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     collection (and in the ones each in-process pytest run forces when it ends). What the
     tests build after it is frozen at the process's exit: the interpreter's last full
     collection would visit it all only to drop it."""
+    gc.collect()  # collection's garbage, left while the collector was off (pytest_collection)
     gc.freeze()
     atexit.register(end_without_a_last_collection)
 
