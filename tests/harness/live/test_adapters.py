@@ -5,7 +5,6 @@ through OPENAI_BASE_URL and tell the trials apart by the ``x-agentrig-trial`` he
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -117,8 +116,7 @@ def test_an_adapter_agent_is_measured_offline_and_replayed(
     framework: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    if importlib.util.find_spec(framework) is None:  # the adapter runs in a process of its own:
-        pytest.skip("needs the frameworks extra")  # no import here (up to 1.2 CPU s a framework)
+    pytest.importorskip(framework, reason="needs the frameworks extra")
     project, endpoint, env = served
     scenario = project / "refund.scenario.yaml"
     text = scenario.read_text()
