@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -71,3 +72,26 @@ def test_threads_that_first_need_a_client_at_once_share_one() -> None:
         clients = list(pool.map(lambda _: read(), range(8)))
     assert len({id(client) for client in clients}) == 1
     assert provider.built_clients() == (clients[0],)
+
+
+@pytest.mark.parametrize(("kind", "sync", "asynchronous"), PROVIDERS)
+def test_built_clients_share_one_ssl_context_of_the_sdks_own_client_class(
+    kind: Any, sync: type, asynchronous: type, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def context(client: Any) -> Any:
+        return client._client._transport._pool._ssl_context
+
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    first, second = kind(model="m", api_key="sk-test"), kind(model="m", api_key="sk-test")
+    shared = context(first.async_client)
+    assert context(second.async_client) is shared
+    assert context(first.client) is shared
+    # the class the SDK builds itself (which closes a dropped client), with its defaults
+    plain = asynchronous(api_key="sk-test")
+    assert type(first.async_client._client) is type(plain._client)
+    assert first.async_client._client.timeout == plain._client.timeout
+    assert first.async_client.timeout == plain.timeout
+    # certificates named in the environment get a context of their own
+    monkeypatch.setenv("SSL_CERT_DIR", str(tmp_path))
+    assert context(kind(model="m", api_key="sk-test").async_client) is not shared

@@ -96,6 +96,17 @@ def _inert_http_client(sdk: ModuleType) -> Any:
     return sdk.DefaultHttpxClient(verify=False)
 
 
+def _default_http_client(sdk: ModuleType, kind: str) -> Any:
+    """The HTTP client the SDK would build itself (its class: its defaults for the timeout,
+    connection limits and redirects, and its close when dropped), verifying with the SSL
+    context every client shares."""
+    sync = not kind.startswith("Async")
+    wrapper = "SyncHttpxClientWrapper" if sync else "AsyncHttpxClientWrapper"
+    public = sdk.DefaultHttpxClient if sync else sdk.DefaultAsyncHttpxClient
+    made = getattr(sdk._base_client, wrapper, public)  # the wrapper is the SDK's own choice
+    return made(verify=network.shared_ssl_context())
+
+
 class SdkProvider:
     """The part of ``infer`` both real providers share: build the body, send it inside
     ``network.sending``, turn SDK exceptions into agentrig errors.
@@ -153,9 +164,9 @@ class SdkProvider:
         from them that never sends."""
 
     def _build(self, kind: str, http_client: Any = None) -> Any:
-        options = (
-            self._options if http_client is None else {**self._options, "http_client": http_client}
-        )
+        if http_client is None:
+            http_client = _default_http_client(self._sdk, kind)
+        options = {**self._options, "http_client": http_client}
         try:
             return getattr(self._sdk, kind)(**options)
         except getattr(self._sdk, f"{self._sdk_label}Error") as error:

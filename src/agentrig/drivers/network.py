@@ -10,9 +10,14 @@ level, so HTTP cassettes replayed by vcrpy, which answer before any connection i
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import ssl
 
 
 class RealCallPolicy(Protocol):
@@ -41,3 +46,19 @@ def use_real_call_policy(policy: RealCallPolicy | None) -> Iterator[None]:
         yield
     finally:
         _policy = previous
+
+
+def shared_ssl_context() -> ssl.SSLContext:
+    """The SSL context an HTTP client of agentrig's verifies servers with: httpx's default (the
+    system's certificates, or ``SSL_CERT_FILE``/``SSL_CERT_DIR`` when set), built once for each
+    value of those variables. Each new context loads the certificate bundle again (about 20 ms),
+    which a provider built for every trial paid on its first call; a context is safe to share."""
+    return _ssl_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@functools.cache
+def _ssl_context(cafile: str | None, capath: str | None) -> ssl.SSLContext:
+    import httpx2  # imported by the SDKs and the harness that call this, never at start-up
+
+    del cafile, capath  # the cache key: httpx reads them from the environment
+    return httpx2.create_ssl_context()

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agentrig.drivers.network import shared_ssl_context
 from agentrig.drivers.pricing import ModelPrice, PriceTable
 from agentrig.errors import ConfigurationError, RetryLimitExceededError
 from agentrig.harness.cassettes.model import Cassette
@@ -114,7 +115,7 @@ class AdapterGate:
         """An ``httpx2.AsyncClient`` whose requests pass this gate (``options`` go to it)."""
         import httpx2
 
-        inner = self._transport or httpx2.AsyncHTTPTransport()
+        inner = self._transport or httpx2.AsyncHTTPTransport(verify=shared_ssl_context())
         client = httpx2.AsyncClient(transport=_async_transport()(self, inner), **options)
         self._clients.append(client)
         return client
@@ -124,7 +125,7 @@ class AdapterGate:
         worker thread (a sync adapter function)."""
         import httpx2
 
-        inner = self._transport or httpx2.HTTPTransport()
+        inner = self._transport or httpx2.HTTPTransport(verify=shared_ssl_context())
         client = httpx2.Client(transport=_sync_transport()(self, inner), **options)
         self._clients.append(client)
         return client
