@@ -39,6 +39,8 @@ INTENTIONALLY_PRIVATE = {
     "agentrig.errors.install_hint",
     # the context real providers send in; policies are installed with use_real_call_policy()
     "agentrig.drivers.network.sending",
+    # the SSL context the providers' clients share, and the live harness's HTTP clients
+    "agentrig.drivers.network.shared_ssl_context",
     # OpenAIResponsesProvider's assembler of a Responses answer, public in its module for code
     # that feeds it stream events one at a time
     "agentrig.drivers.openai_responses.ResponseAssembler",
