@@ -765,6 +765,10 @@ class SequentialTest:
                 ("trials", f"must be at most max_trials ({self.max_trials}), got {trials}")
             )
         _check(what, problems)
+        return self._decide(successes, trials)
+
+    def _decide(self, successes: int, trials: int) -> Outcome | None:
+        """``decide`` on counts known to be valid (``update``'s own)."""
         llr = self.llr_of(successes, trials)
         if llr >= self._pass_at:
             return Outcome.PASS
@@ -786,7 +790,9 @@ class SequentialTest:
             _check("sequential test update", [("success", reason)])
         self._trials += 1
         self._successes += success
-        self._outcome = self.decide(self._successes, self._trials)
+        # its own counts need no checking: whole, at most trials, and trials reach max_trials
+        # only where the test decides (the fixed rule's outcome) and takes no more
+        self._outcome = self._decide(self._successes, self._trials)
         return self._outcome
 
     def verdict(self) -> Verdict:
