@@ -364,3 +364,23 @@ async def test_a_rate_limit_under_a_control_that_never_retries_reaches_the_sdk_a
     assert interaction.error is not None
     assert interaction.error.status_code == 429
     await gate.aclose()
+
+
+async def test_a_gates_network_clients_verify_with_the_shared_ssl_context() -> None:
+    # each client a trial builds would otherwise load the certificate bundle again (22 ms)
+    import asyncio
+
+    from agentrig.drivers.network import shared_ssl_context
+    from agentrig.harness.live.adapter_gate import AdapterGate
+    from agentrig.harness.live.gateway import Ledger, Unlimited
+
+    gate = AdapterGate(
+        key="run/refund/trial-0.1",
+        control=Unlimited(),
+        ledger=Ledger(),
+        prices=None,
+        loop=asyncio.get_running_loop(),
+    )
+    for client in (gate.http_client(), gate.http_client(), gate.sync_http_client()):
+        assert client._transport.inner._pool._ssl_context is shared_ssl_context()
+    await gate.aclose()
