@@ -31,7 +31,13 @@ def project(tmp_path: Path) -> Path:
 def frozen_at_exit(project: Path, *command: str) -> int:
     """Run ``command`` in ``project`` (only the pytest plugins it names load) and read the
     probe's line."""
-    environment = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": str(project)}
+    # PYTHONPATH kept after the project: a checkout run with PYTHONPATH=src tests its own code
+    paths = [str(project), *filter(None, [os.environ.get("PYTHONPATH")])]
+    environment = {
+        **os.environ,
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "PYTHONPATH": os.pathsep.join(paths),
+    }
     done = subprocess.run(
         command, cwd=project, env=environment, capture_output=True, text=True, timeout=120
     )

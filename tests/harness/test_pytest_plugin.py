@@ -32,21 +32,45 @@ def test_scenarios_are_not_collected_unless_asked(pytester: pytest.Pytester) -> 
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
 
 
+FROZEN_IN_A_TEST = """\
+import gc
+
+def test_frozen():
+    print("frozen while the tests run:", gc.get_freeze_count() > 0)
+"""
+
+
+def count_as_large(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any collection counts as large (``many_young_objects``): what a collection of about 300
+    scenario files does, on one file."""
+    monkeypatch.setattr("agentrig.harness.scenarios.loader.MANY_YOUNG_OBJECTS", 0)
+
+
+@pytest.mark.parametrize(("large", "frozen"), [(True, "True"), (False, "False")])
 def test_collected_scenarios_are_frozen_from_the_collector_and_thawed_at_the_end(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, large: bool, frozen: str
 ) -> None:
+    # A small collection is left to the collector: freezing saves little there.
+    if large:
+        count_as_large(monkeypatch)
     add_scenario(pytester, "scenarios/a.scenario.yaml", "a")
+    pytester.makepyfile(test_frozen=FROZEN_IN_A_TEST)
     gc.unfreeze()  # as in a plain `pytest` process, where nothing was frozen before
     try:
-        pytester.runpytest("--agentrig-scenarios").assert_outcomes(passed=1)
+        result = pytester.runpytest("--agentrig-scenarios", "-s")
+        result.assert_outcomes(passed=2)
+        result.stdout.fnmatch_lines([f"*frozen while the tests run: {frozen}*"])
         assert gc.get_freeze_count() == 0
     finally:
         gc.freeze()
 
 
-def test_a_nested_session_leaves_what_its_host_froze_frozen(pytester: pytest.Pytester) -> None:
+def test_a_nested_session_leaves_what_its_host_froze_frozen(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # A host process (this suite, a notebook) froze its long-lived objects; a pytest run inside
     # it that thawed them would make every later collection walk them again.
+    count_as_large(monkeypatch)
     add_scenario(pytester, "scenarios/a.scenario.yaml", "a")
     gc.freeze()
     frozen = gc.get_freeze_count()

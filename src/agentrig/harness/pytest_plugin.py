@@ -144,14 +144,18 @@ def _configure_executor(config: pytest.Config) -> None:
 
 
 _FROZEN = pytest.StashKey[bool]()
+"""Set when scenarios were collected: whether this session froze them (and thaws them)."""
 
 
 def _thaw(config: pytest.Config) -> None:
-    if config.stash.get(_FROZEN, False):
+    frozen = config.stash.get(_FROZEN, None)
+    if frozen is None:
+        return
+    if frozen:
         gc.unfreeze()
-        from agentrig.harness.process_end import freeze_at_exit_of_pytest
+    from agentrig.harness.process_end import freeze_at_exit_of_pytest
 
-        freeze_at_exit_of_pytest()  # pytest as the program: what it held is refrozen at exit
+    freeze_at_exit_of_pytest()  # pytest as the program: what it held is frozen at exit
 
 
 def _configure_hypothesis(config: pytest.Config) -> None:
@@ -193,18 +197,22 @@ def pytest_collection(session: pytest.Session) -> Iterator[None]:
     as the session, and every later full collection, such as those pytest runs at the end of a
     session, would visit each of their objects again (0.9 s a collection for 1,000 files); the
     session's last cleanup unfreezes them, unless the process had frozen objects before (a
-    pytest run inside another): those would be unfrozen with them, so all stay frozen."""
+    pytest run inside another): those would be unfrozen with them, so all stay frozen. A small
+    collection (``many_young_objects``) is left to the collector: freezing it saves little, and
+    finding out whether the process froze objects walks all of them."""
     if not _collecting(session.config):
         yield
         return
-    from agentrig.harness.scenarios.loader import collector_paused
+    from agentrig.harness.scenarios.loader import collector_paused, many_young_objects
 
-    # gc.unfreeze thaws everything: after a host's freeze, nothing is thawed at the end
-    host_froze = gc.get_freeze_count() > 0
     with collector_paused():
         yield
-        gc.freeze()  # before the collector is back on: it never visits them, not even once
-    session.config.stash[_FROZEN] = not host_froze
+        freeze = many_young_objects()
+        # gc.unfreeze thaws everything: after a host's freeze, nothing is thawed at the end
+        host_froze = freeze and gc.get_freeze_count() > 0
+        if freeze:
+            gc.freeze()  # before the collector is back on: it never visits them, not even once
+    session.config.stash[_FROZEN] = freeze and not host_froze
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

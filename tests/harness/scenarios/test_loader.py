@@ -953,15 +953,32 @@ print(oldest, thawed, gc.isenabled())
 """
 
 
+def _many_files(root: Path, count: int = 250) -> Path:
+    """``count`` files of 20 turns: about 190 objects each, well over ``MANY_YOUNG_OBJECTS``."""
+    turns = ", ".join(f"{{user: hi{turn}}}" for turn in range(20))
+    for index in range(count):
+        _write(root, f"name: s{index}\nturns: [{turns}]\n", f"s{index:03}.scenario.yaml")
+    return root
+
+
 @pytest.mark.parametrize(
-    ("host", "shown"), [("none", "True True True"), ("host froze", "False False True")]
+    ("files", "host", "shown"),
+    [
+        ("many", "none", "True True True"),
+        ("many", "host froze", "False False True"),
+        ("few", "none", "False True True"),
+    ],
 )
-def test_loaded_scenarios_join_the_oldest_generation(suite: Path, host: str, shown: str) -> None:
+def test_loaded_scenarios_join_the_oldest_generation(
+    suite: Path, tmp_path: Path, files: str, host: str, shown: str
+) -> None:
     # Made while the collector was off, they would be visited by the next young collections;
-    # they are moved to the oldest generation, unless a host froze objects (not ours to thaw).
+    # they are moved to the oldest generation, unless a host froze objects (not ours to thaw)
+    # or they are few (then finding out whether a host froze walks more than it saves).
     # In a fresh interpreter: this process's own freezes decide what happens here.
+    loaded = _many_files(tmp_path / "many") if files == "many" else suite
     done = subprocess.run(
-        [sys.executable, "-c", _GENERATIONS, str(suite), host],
+        [sys.executable, "-c", _GENERATIONS, str(loaded), host],
         capture_output=True,
         text=True,
         check=True,
