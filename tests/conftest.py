@@ -89,6 +89,32 @@ def pytest_collection(session: pytest.Session) -> Generator[None, object, object
         gc.enable()
 
 
+def _agentrig_command_built_once() -> None:
+    """typer's ``CliRunner.invoke`` builds the click command of the app it is given on every
+    call (about 10 ms for agentrig's: typer evaluates the annotations of every command), and
+    the tests invoke agentrig's hundreds of times (143 in the docs, CLI, shard and CI-doc
+    tests alone). agentrig's app, whose commands are all registered when
+    ``agentrig.harness.cli`` loads, is built once; any other app as before."""
+    import typer.testing
+
+    build = typer.testing._get_command
+    built: list[tuple[object, Any]] = []  # (app, its command): the app kept alive with it
+
+    def get_command(app: Any) -> Any:
+        cli = sys.modules.get("agentrig.harness.cli")
+        if cli is None or app is not getattr(cli, "app", None):
+            return build(app)
+        for known, command in built:
+            if known is app:
+                return command
+        built.append((app, build(app)))
+        return built[-1][1]
+
+    typer.testing._get_command = get_command
+
+
+_agentrig_command_built_once()
+
 R = TypeVar("R")
 
 # --- running the suite in parallel (pyproject.toml: -n auto --dist loadgroup) -------------------

@@ -611,6 +611,19 @@ def test_the_command_list_shows_each_command_in_one_unbroken_sentence() -> None:
     )
 
 
+def test_the_suites_runner_builds_agentrigs_command_once_and_any_other_app_each_time() -> None:
+    """tests/conftest.py: ``CliRunner`` builds agentrig's click command once for the session
+    (its commands are fixed when the module loads); another app, which a test may still be
+    adding commands to, is built on every invocation."""
+    import typer
+    import typer.testing
+
+    assert typer.testing._get_command(app) is typer.testing._get_command(app)
+    other = typer.Typer()
+    other.command()(lambda: None)
+    assert typer.testing._get_command(other) is not typer.testing._get_command(other)
+
+
 def test_validate_reports_every_problem_of_every_file_in_one_pass(tmp_path: Path) -> None:
     """A file that does not load, and a file that loads but names an unknown invariant: both,
     each on a line of its own starting with ``error:``, so one edit pass fixes everything."""
