@@ -45,6 +45,7 @@ from agentrig.harness.scenarios.yaml_source import FieldPath, Location, YamlSour
 
 __all__ = [
     "JSON_SCHEMA_DIALECT",
+    "MANY_YOUNG_OBJECTS",
     "SCENARIO_SUFFIX",
     "SKIPPED_DIRECTORY",
     "LoadedSuite",
