@@ -289,3 +289,46 @@ def test_closing_awaits_an_async_close_and_calls_a_sync_one() -> None:
     asyncio.run(close_clients((Async(), SdkAsync(), sync)))
     assert closed == ["aclose", "sdk close"]
     assert sync.closed
+
+
+def test_closing_cancelled_midway_closes_every_client_then_is_cancelled() -> None:
+    """A trial stopped while it closes its clients (the run reached its verdict): the client
+    being closed finishes closing, the next ones are closed too, and the cancellation goes on
+    (a client left open kept its connections open: an unclosed transport)."""
+    closed: list[str] = []
+
+    class Slow:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        async def aclose(self) -> None:
+            await asyncio.sleep(0.01)
+            closed.append(self.name)
+
+    async def main() -> None:
+        closing = asyncio.create_task(close_clients((Slow("first"), Slow("second"))))
+        await asyncio.sleep(0)  # the first close has begun
+        closing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await closing
+        assert closing.cancelled()
+
+    asyncio.run(main())
+    assert closed == ["first", "second"]
+
+
+def test_a_close_that_is_itself_cancelled_does_not_leave_the_next_client_open() -> None:
+    class Cancelled:
+        async def aclose(self) -> None:
+            raise asyncio.CancelledError
+
+    class Other:
+        closed = False
+
+        async def aclose(self) -> None:
+            self.closed = True
+
+    other = Other()
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(close_clients((Cancelled(), other)))
+    assert other.closed

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Any
 
@@ -127,8 +128,19 @@ def sdk_clients(provider: Any) -> tuple[Any, ...]:
 
 async def close_clients(clients: tuple[Any, ...]) -> None:
     """Close ``clients`` (their connection pools): the async ones awaited, the sync ones too;
-    an httpx client's async close is ``aclose``, an SDK client's is ``close``."""
+    an httpx client's async close is ``aclose``, an SDK client's is ``close``. Cancelled
+    meanwhile (a trial stopped as it was closing), it closes every one all the same, then the
+    cancellation goes on: a client left open keeps its connections open."""
+    interrupted: asyncio.CancelledError | None = None
     for client in clients:
         closing = client.aclose() if hasattr(client, "aclose") else client.close()
-        if hasattr(closing, "__await__"):
-            await closing
+        if not hasattr(closing, "__await__"):
+            continue
+        closed = asyncio.ensure_future(closing)
+        while not closed.done():
+            try:
+                await asyncio.shield(closed)
+            except asyncio.CancelledError as error:
+                interrupted = error
+    if interrupted is not None:
+        raise interrupted
