@@ -98,17 +98,17 @@ def _agentrig_command_built_once() -> None:
     import typer.testing
 
     build = typer.testing._get_command
-    built: list[tuple[object, Any]] = []  # (app, its command): the app kept alive with it
+    # (app, its command) for agentrig's app as it is now: the command built again only when
+    # the module was loaded anew (an in-process pytest run restores the modules it found)
+    built: list[tuple[object, Any]] = []
 
     def get_command(app: Any) -> Any:
         cli = sys.modules.get("agentrig.harness.cli")
         if cli is None or app is not getattr(cli, "app", None):
             return build(app)
-        for known, command in built:
-            if known is app:
-                return command
-        built.append((app, build(app)))
-        return built[-1][1]
+        if not built or built[0][0] is not app:
+            built[:] = [(app, build(app))]
+        return built[0][1]
 
     typer.testing._get_command = get_command
 
