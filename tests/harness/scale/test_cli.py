@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from textwrap import dedent
@@ -21,7 +22,6 @@ from agentrig.harness.cli import app
 from agentrig.harness.endpoint.server import EndpointServer
 from agentrig.harness.endpoint.service import ScenarioEndpoint
 from agentrig.harness.scale import cluster as cluster_module
-from agentrig.harness.scale.tasks import BATCH_WAIT_S
 from agentrig.harness.scenarios.loader import load_scenarios
 
 runner = CliRunner()
@@ -122,6 +122,7 @@ def test_ctrl_c_cancels_the_cluster_and_still_writes_the_reports(tmp_path: Path)
     marks.mkdir()
     (plugins / "blocking_plugin.py").write_text(dedent(BLOCKING_PLUGIN.format(marks=str(marks))))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugins), *sys.path])}
+    env["TTY_COMPATIBLE"] = "1"  # the progress line, as at a terminal: "3/12" once 3 came back
     main = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
     command = [sys.executable, "-c", main + "from agentrig.harness.cli import main; main()"]
     arguments = [suite(tmp_path / "s", 12), "--executor", "dask", "-n", "2"]
@@ -133,30 +134,47 @@ def test_ctrl_c_cancels_the_cluster_and_still_writes_the_reports(tmp_path: Path)
         env=env,
         start_new_session=True,  # Ctrl-C at a terminal reaches the whole group
     )
+    output = bytearray()
+    reader = threading.Thread(target=_read_all, args=(process, output))
+    reader.start()
     try:
         deadline = time.monotonic() + 120
-        while len(os.listdir(marks)) < 5 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        # the three results come back to this process (fetched together, at most BATCH_WAIT_S
-        # after the first; a loaded machine's delays on top) before Ctrl-C
-        time.sleep(5 * BATCH_WAIT_S)
+        # both workers blocked, and the three passed results back in this process
+        while len(os.listdir(marks)) < 5 or " 3/12 " not in _shown(output):
+            assert time.monotonic() < deadline, _shown(output)
+            time.sleep(0.01)
         os.killpg(process.pid, signal.SIGINT)
-        output, _ = process.communicate(timeout=60)
+        process.wait(timeout=60)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-    text = " ".join(output.decode().split())
+        reader.join(timeout=60)  # the output's end: its last holder (the worker server) gone
+        assert process.stdout is not None
+        process.stdout.close()
+    text = " ".join(_shown(output).split())
     assert process.returncode == 130, text
     assert "Traceback" not in text
-    # three checks passed; a result still on its way when Ctrl-C came counts as not finished
-    reported = re.search(r"interrupted by Ctrl-C \(SIGINT\): ([1-3]) of 12 scenario\(s\) ran", text)
-    assert reported is not None, text
-    assert f"ran: {reported[1]} passed, 0 failed" in text
+    assert "interrupted by Ctrl-C (SIGINT): 3 of 12 scenario(s) ran: 3 passed, 0 failed" in text
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     assert [s["name"] for s in report["scenarios"]] == [f"case-{i:02d}" for i in range(12)]
-    passed = sum(s["passed"] for s in report["scenarios"])  # in whatever order they ran
-    assert passed == int(reported[1])
+    assert sum(s["passed"] for s in report["scenarios"]) == 3  # in whatever order they ran
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+"""A terminal's control sequence (the progress line's)."""
+
+
+def _shown(output: bytearray) -> str:
+    """``output`` as a terminal shows it, but on one line."""
+    return _ANSI.sub("", output.decode(errors="replace")).replace("\r", " ")
+
+
+def _read_all(process: subprocess.Popen[bytes], into: bytearray) -> None:
+    """``process``'s output into ``into`` as it comes, to its end."""
+    assert process.stdout is not None
+    while chunk := process.stdout.read1():
+        into += chunk
 
 
 @pytest.fixture

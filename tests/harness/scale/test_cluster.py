@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import socket
 import sys
 import threading
@@ -22,6 +23,7 @@ from agentrig.harness.scale.cluster import (
     require_dask,
     start_worker_server,
 )
+from agentrig.harness.scale.worker_server import SERVER_VARIABLE
 
 
 @pytest.mark.parametrize(
@@ -100,11 +102,18 @@ def test_local_workers_start_with_their_modules_and_this_process_environment(
             lambda: (
                 {name: name in sys.modules for name in WORKER_MODULES},
                 os.environ.get("AGENTRIG_SCALE_LATE"),
+                signal.getsignal(signal.SIGINT),
+                gc.get_freeze_count(),
+                SERVER_VARIABLE in os.environ,
             )
         )
-    [(imported, late)] = found.values()
+    [(imported, late, on_sigint, frozen, named)] = found.values()
     assert imported == dict.fromkeys(WORKER_MODULES, True)  # before any task brought them
     assert late == "set after that process started"
+    # Ctrl-C is this process's; the server's imports frozen (the worker froze nothing itself)
+    assert (on_sigint, frozen > 0, named) == (signal.SIG_IGN, True, False)
+    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+    assert SERVER_VARIABLE not in os.environ
 
 
 @pytest.mark.parametrize("processes", [False, True])

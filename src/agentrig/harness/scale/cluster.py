@@ -50,9 +50,11 @@ WORKER_MODULES = (
     "agentrig.harness.cli",
     "agentrig.harness.scale.suite",
     "agentrig.harness.scale.trials",
+    "agentrig.harness.scale.worker_server",
 )
 """What a local cluster's worker processes import before they are forked: the engine, the
-modules its tasks run, and ``agentrig``'s command (the main module each worker imports again)."""
+modules its tasks run, ``agentrig``'s command (the main module each worker imports again), and
+last :mod:`~agentrig.harness.scale.worker_server` (Ctrl-C ignored, the imports frozen)."""
 
 _ADDRESS = re.compile(r"dask://(?P<host>[^\s/:]+|\[[0-9A-Fa-f:.]+\]):(?P<port>[0-9]{1,5})")
 
@@ -158,13 +160,23 @@ def dask_client(
 
 
 def _stop_workers(cluster: LocalCluster) -> None:
-    """Stop ``cluster``'s worker processes now: one still running a task after
-    :data:`STOP_TIMEOUT` is killed (a nanny gives it 5 s otherwise)."""
+    """Stop ``cluster``'s worker processes now: each closes without waiting for the tasks its
+    threads still run (a scripted scenario cannot be stopped midway: its process ends under
+    it), and one not gone after :data:`STOP_TIMEOUT` is killed (a nanny waits for the tasks,
+    then gives it 5 s)."""
 
     async def stop() -> None:
-        nannies = list(cluster.workers.values())
+        processes = []
+        for nanny in cluster.workers.values():
+            nanny.close_gracefully(reason="interrupted")  # not to start the worker again
+            if nanny.process is not None:
+                processes.append(nanny.process)
         await asyncio.gather(
-            *(nanny.close(timeout=STOP_TIMEOUT) for nanny in nannies), return_exceptions=True
+            *(
+                process.kill(timeout=STOP_TIMEOUT, executor_wait=False, reason="interrupted")
+                for process in processes
+            ),
+            return_exceptions=True,
         )
 
     with contextlib.suppress(Exception):  # the cluster's own close still follows
@@ -209,9 +221,27 @@ def start_worker_server() -> str:
     # Dask names modules of its own for the server to import, when it first starts a worker
     # and unless the server runs already: these are the ones a worker needs
     forkserver.set_forkserver_preload(list(WORKER_MODULES))
-    with sigint_held():
+    with sigint_held(), _server_environment():
         forkserver.ensure_running()
     return "forkserver"
+
+
+@contextlib.contextmanager
+def _server_environment() -> Iterator[None]:
+    """While inside, the environment a worker server started here inherits names it as one
+    (:data:`~agentrig.harness.scale.worker_server.SERVER_VARIABLE`); this process's own
+    environment is as before on leaving."""
+    from agentrig.harness.scale.worker_server import SERVER_VARIABLE
+
+    before = os.environ.get(SERVER_VARIABLE)
+    os.environ[SERVER_VARIABLE] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[SERVER_VARIABLE]
+        else:
+            os.environ[SERVER_VARIABLE] = before
 
 
 def _cpu_count() -> int:
