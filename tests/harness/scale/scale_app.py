@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import os
 from collections.abc import Callable
 
 import refund_app
@@ -48,11 +49,25 @@ class Slow:
             IN_FLIGHT["now"] -= 1
 
 
-def _user(delay: float, context: TrialContext) -> Slow:
+HELD_FROM = 10
+"""The first trial from this index on to begin, with ``models(held=PATH)``, is held."""
+HOLD_S = 60.0
+"""How long a held trial's user waits before its first answer: far longer than a test waits."""
+
+
+def _user(delay: float, held: str | None, context: TrialContext) -> Slow:
     from distributed import get_worker
 
     with contextlib.suppress(ValueError):  # not on a worker: a local run
         SESSIONS.append((get_worker().address, context.key))
+    if held is not None and context.index >= HELD_FROM:
+        try:
+            with open(held, "x", encoding="utf-8") as mark:  # the first such trial, of all
+                mark.write(f"{os.getpid()} {context.index}\n")
+        except FileExistsError:
+            pass
+        else:
+            return Slow(refund_app.user_model, HOLD_S)
     return Slow(refund_app.user_model, delay)
 
 
@@ -60,9 +75,14 @@ def _judge(delay: float, context: TrialContext) -> Slow:
     return Slow(refund_app.judge_model, delay)
 
 
-def models(delay: float = 0.0) -> RoleModels:
-    """The simulated user and the judge of ``refund_app``, each call taking ``delay`` s."""
+def models(delay: float = 0.0, held: str | None = None) -> RoleModels:
+    """The simulated user and the judge of ``refund_app``, each call taking ``delay`` s. With
+    ``held`` (a file's path), the first trial of index :data:`HELD_FROM` or more to begin, in
+    any process, writes its process's id and its index there (``PID INDEX``), then waits
+    :data:`HOLD_S` for its user's first answer: a worker to kill with that trial in hand."""
     IN_FLIGHT.update(now=0, most=0)
     WORKERS.clear()
     SESSIONS.clear()
-    return RoleModels(user=functools.partial(_user, delay), judge=functools.partial(_judge, delay))
+    return RoleModels(
+        user=functools.partial(_user, delay, held), judge=functools.partial(_judge, delay)
+    )

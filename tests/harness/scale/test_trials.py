@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import signal
 import textwrap
 import threading
@@ -297,32 +296,32 @@ def test_a_worker_killed_mid_run_loses_no_trial_and_records_none_twice(tmp_path:
         tmp_path,
         "{require: {metric: rate, at_least: 0.5}, max: 40, sequential: false, concurrency: 8}",
     )
+    held = tmp_path / "held"  # the worker running the first trial past the tenth to begin
     with dask_client(DaskExecutor(), workers=2, threads_per_worker=4) as client:
         pids = client.run(os.getpid)
         killed: list[str] = []  # the trials the killed worker held
-        killer = threading.Thread(target=_kill_when_busy, args=(client, pids, killed))
+        killer = threading.Thread(target=_kill_when_held, args=(client, pids, held, killed))
         killer.start()
-        result = run(loaded, client, models=scale_app.models(delay=0.05))
+        result = run(loaded, client, models=scale_app.models(held=str(held)))
         killer.join()
-        assert killed  # a worker died with trials in hand
+        index = int(held.read_text().split()[1])
+        # a worker died with trials in hand, the held one among them, at least ten begun
+        assert [key for key in killed if f"-{index}.0-" in key]
         assert set(client.run(os.getpid).values()) != set(pids.values())  # replaced
     indices = [(r.index, r.attempt) for r in result.records]
     assert sorted(indices) == [(i, 0) for i in range(40)]
     assert (result.trials, result.successes, result.verdict) == (40, 40, "PASS")
 
 
-def _kill_when_busy(client: Client, pids: dict[str, int], killed: list[str]) -> None:
-    """Kill the process of the first worker seen holding trials past the first ten."""
-    deadline = time.monotonic() + 60
+def _kill_when_held(client: Client, pids: dict[str, int], held: Path, killed: list[str]) -> None:
+    """Kill the worker process whose id ``held`` gives, once written, taking the keys of the
+    trials it holds."""
+    deadline = time.monotonic() + scale_app.HOLD_S
     while time.monotonic() < deadline:
-        for worker, keys in client.processing().items():
-            held = [str(key) for key in keys if _INDEX.search(str(key))]
-            if held and worker in pids:
-                os.kill(pids[worker], signal.SIGKILL)
-                killed.extend(held)
-                return
+        mark = held.read_text().split() if held.exists() else []
+        if len(mark) == 2:  # written whole
+            [worker] = [worker for worker, pid in pids.items() if pid == int(mark[0])]
+            killed.extend(str(key) for key in client.processing()[worker])
+            os.kill(int(mark[0]), signal.SIGKILL)
+            return
         time.sleep(0.01)
-
-
-_INDEX = re.compile(r"-[1-3][0-9]\.0-[0-9a-f]+$")
-"""The key of a task of trials 10 to 39."""
