@@ -66,7 +66,8 @@ def test_a_scheduler_that_does_not_answer_is_a_usage_error(
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]
-    monkeypatch.setattr(cluster_module, "CONNECT_TIMEOUT", 0.3)
+    # nothing listens there: no answer comes, however long it waits
+    monkeypatch.setattr(cluster_module, "CONNECT_TIMEOUT", 0.01)
     code, output = invoke(suite(tmp_path, 1), "--executor", f"dask://127.0.0.1:{port}")
     assert code == 2
     assert f"no Dask scheduler answered at tcp://127.0.0.1:{port}" in output
