@@ -136,7 +136,9 @@ def dask_client(
     with contextlib.ExitStack() as stack:
         # for the cluster's life: the workers a nanny starts again read it too
         stack.enter_context(config.set(_local_config(method, short_tasks)))
-        with sigint_held():  # the worker processes inherit Ctrl-C blocked: it is this process's
+        # Ctrl-C is this process's: a spawned worker inherits it blocked (one forked from the
+        # worker server ignores it, as the server does)
+        with sigint_held():
             cluster = LocalCluster(
                 n_workers=workers or _cpu_count(),
                 threads_per_worker=threads_per_worker,
@@ -209,8 +211,9 @@ def _local_config(method: str | None, short_tasks: bool) -> dict[str, object]:
 
 def start_worker_server() -> str:
     """Start, in the background, the process that a local cluster's workers are forked from
-    (it imports :data:`WORKER_MODULES` once, while this process goes on; started once per
-    process, with Ctrl-C held back as the workers must have it), and name the
+    (it imports :data:`WORKER_MODULES` once, while this process goes on, then ignores Ctrl-C
+    and freezes its heap, as its workers do: see :mod:`~agentrig.harness.scale.worker_server`;
+    started once per process), and name the
     ``multiprocessing`` start method the workers use: ``forkserver``, or ``spawn`` where there
     is none (Windows). A forked worker starts in a fraction of a spawned one's time (it imports
     nothing) and exits at once, without tearing an interpreter down."""
