@@ -188,7 +188,7 @@ def run(
 
     try:
         with interrupted_by_signals():
-            cluster = _executor(executor, workers)
+            cluster = _executor(executor, workers, live)
             load_plugins(plugin or ())
             for name in report or ():
                 get_writer(name)  # an unknown format is a usage error before anything runs
@@ -295,15 +295,16 @@ RunScripted = Callable[[Sequence["Scenario"], Callable[[ScenarioResult], None], 
 """Runs the scripted scenarios of ``run`` (with a progress callback, and ``--async``)."""
 
 
-def _executor(text: str, workers: int | None) -> DaskExecutor | None:
+def _executor(text: str, workers: int | None, live: bool) -> DaskExecutor | None:
     """``--executor`` (None: local), or a usage error: an unknown one, the dask extra missing,
-    ``--workers`` with a running scheduler (whose workers are its own)."""
+    ``--workers`` with a running scheduler (whose workers are its own). A local cluster's
+    worker server starts now, importing what ``live`` trials need too."""
     from agentrig.harness.scale.cluster import parse_executor, require_dask, start_worker_server
 
     cluster = parse_executor(text)
     if cluster is not None:
         if cluster.address is None:  # its workers' process imports while the run loads
-            start_worker_server()
+            start_worker_server(live=live)
         require_dask()
         if cluster.address is not None and workers is not None:
             raise ConfigurationError(

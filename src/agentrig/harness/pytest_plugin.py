@@ -139,7 +139,8 @@ def _configure_executor(config: pytest.Config) -> None:
         raise pytest.UsageError(str(error).replace("--executor", "--agentrig-executor")) from None
     assert executor is not None
     if executor.address is None and _collecting(config):
-        start_worker_server()  # its workers' process imports while pytest collects
+        # its workers' process imports while pytest collects
+        start_worker_server(live=bool(config.getoption("--agentrig-live", default=False)))
     config.stash[_EXECUTOR] = executor
 
 

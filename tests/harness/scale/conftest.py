@@ -16,7 +16,19 @@ for folder in (Path(__file__).parent, Path(__file__).parents[1] / "live"):
 
 from distributed import Client  # noqa: E402
 
-from agentrig.harness.scale.cluster import DaskExecutor, dask_client  # noqa: E402
+from agentrig.harness.scale.cluster import (  # noqa: E402
+    DaskExecutor,
+    dask_client,
+    start_worker_server,
+)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def worker_server() -> None:
+    """The process the local clusters' workers are forked from, started (once a process, before
+    the first test here) as a live run starts it: the live tests' workers, the heaviest here,
+    then have the model SDK imported before they start."""
+    start_worker_server(live=True)
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ import pytest
 from agentrig.errors import ConfigurationError, InvalidInputError, MissingDependencyError
 from agentrig.harness.scale import cluster as cluster_module
 from agentrig.harness.scale.cluster import (
+    LIVE_WORKER_MODULES,
     WORKER_MODULES,
     DaskExecutor,
     dask_client,
@@ -96,12 +97,13 @@ def _imported_by(statement: str) -> str:
 def test_local_workers_start_with_their_modules_and_this_process_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert start_worker_server() == "forkserver"  # the process the workers are forked from
+    # the process the workers are forked from, started as a live run does (conftest.py)
+    assert start_worker_server() == "forkserver"
     monkeypatch.setenv("AGENTRIG_SCALE_LATE", "set after that process started")
     with dask_client(DaskExecutor(), workers=1) as client:
         found = client.run(
             lambda: (
-                {name: name in sys.modules for name in WORKER_MODULES},
+                {name: name in sys.modules for name in WORKER_MODULES + LIVE_WORKER_MODULES},
                 os.environ.get("AGENTRIG_SCALE_LATE"),
                 signal.getsignal(signal.SIGINT),
                 gc.get_freeze_count(),
@@ -109,7 +111,8 @@ def test_local_workers_start_with_their_modules_and_this_process_environment(
             )
         )
     [(imported, late, on_sigint, frozen, named)] = found.values()
-    assert imported == dict.fromkeys(WORKER_MODULES, True)  # before any task brought them
+    # before any task brought them
+    assert imported == dict.fromkeys(WORKER_MODULES + LIVE_WORKER_MODULES, True)
     assert late == "set after that process started"
     # Ctrl-C is this process's; the server's imports frozen (the worker froze nothing itself)
     assert (on_sigint, frozen > 0, named) == (signal.SIG_IGN, True, False)

@@ -8,7 +8,12 @@ import gc
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from agentrig.harness.scale.cluster import LIVE_TRIALS_PER_WORKER, DaskExecutor, dask_client
+from agentrig.harness.scale.cluster import (
+    LIVE_TRIALS_PER_WORKER,
+    DaskExecutor,
+    dask_client,
+    start_worker_server,
+)
 from agentrig.harness.scale.control import ClusterLimits
 from agentrig.harness.scale.trials import DaskTrials
 from agentrig.harness.scale.workers import check_workers, needs_of
@@ -40,6 +45,8 @@ def dask_session(
     :data:`~agentrig.harness.scale.cluster.LIVE_TRIALS_PER_WORKER` trials, at once."""
     has_live = live is not None and any(scenario.is_live for scenario in scenarios)
     threads = LIVE_TRIALS_PER_WORKER if has_live else 1
+    if processes and executor.address is None:
+        start_worker_server(live=has_live)  # unless started already (the command starts it)
     with dask_client(
         executor,
         workers=workers,
