@@ -298,6 +298,8 @@ RunScripted = Callable[[Sequence["Scenario"], Callable[[ScenarioResult], None], 
 def _executor(text: str, workers: int | None) -> DaskExecutor | None:
     """``--executor`` (None: local), or a usage error: an unknown one, the dask extra missing,
     ``--workers`` with a running scheduler (whose workers are its own)."""
+    if text == "local":  # the default: the scale-out package (75 ms of imports) is not needed
+        return None
     from agentrig.harness.scale.cluster import parse_executor, require_dask, start_worker_server
 
     cluster = parse_executor(text)
