@@ -49,6 +49,12 @@ os.environ["PYTEST_ADDOPTS"] = " ".join(
     filter(None, [os.environ.get("PYTEST_ADDOPTS"), "-p no:langsmith_plugin"])
 )
 
+# pytest-recording is left out of this session (pyproject.toml: its two autouse fixtures cost
+# 0.3 ms a test, for the few pytester runs that use it, which load it themselves). Its import
+# asks pytest to rewrite vcr.matchers; asked here as it did, before any test imports vcr, so
+# those runs do not find the module imported without it (a warning, an error here).
+pytest.register_assert_rewrite("vcr.matchers")
+
 # The processes the tests start (agentrig run/serve, agents, bench scripts: about 150 of them)
 # each compile agentrig's modules anew where PYTHONDONTWRITEBYTECODE is set (this machine, many
 # CI images): compiled once here, they read them (checked: 18% of those tests' CPU time). A
@@ -74,6 +80,8 @@ def _load_plugin(name: str) -> Any:
 # and shared by the workers on a fresh checkout: see tests/rewrite_once.py.
 _rewrite_once = _load_plugin("rewrite_once")
 pytest_configure = _rewrite_once.pytest_configure
+# xdist's loadgroup scheduler, without its per-test recount of each worker's pending tests
+pytest_xdist_make_scheduler = _load_plugin("counted_scheduling").pytest_xdist_make_scheduler
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
