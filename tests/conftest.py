@@ -49,6 +49,18 @@ os.environ["PYTEST_ADDOPTS"] = " ".join(
     filter(None, [os.environ.get("PYTEST_ADDOPTS"), "-p no:langsmith_plugin"])
 )
 
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytest's ``pytester``, whose runs skip langsmith's plugin too: pytester drops
+    ``PYTEST_ADDOPTS`` (the outer run's options), so each of its runs imported that plugin and
+    an in-process run dropped its modules again when it ended: 0.45 CPU s a run in a process that
+    had not imported langsmith yet (langchain-openai does), 62% of the CPU of the plugin,
+    endpoint-fixture and cassette-plugin tests run on their own."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:langsmith_plugin")
+    return pytester
+
+
 # pytest-recording is left out of this session (pyproject.toml: its two autouse fixtures cost
 # 0.3 ms a test, for the few pytester runs that use it, which load it themselves). Its import
 # asks pytest to rewrite vcr.matchers; asked here as it did, before any test imports vcr, so
