@@ -409,6 +409,7 @@ def test_screenshot_is_a_png_of_the_window(browser: Browser, report: Path, tmp_p
 # --- the report a newcomer opens: a real run with failures, measured in the browser ------------
 
 SCENARIOS = Path(__file__).parents[3] / "scenarios"
+SIZES = ((1400, 1000), (420, 900))
 PROBE = """
 (function () {
   "use strict";
@@ -446,26 +447,26 @@ def real_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def measure(
-    browser: Browser, report: Path, width: int, height: int, probe: str = PROBE
+    browser: Browser,
+    report: Path,
+    width: int,
+    height: int,
+    probe: str = PROBE,
+    screenshot: Path | None = None,
 ) -> dict[str, Any]:
     """Where things sit when ``report`` is shown in a ``width`` x ``height`` viewport, once its
-    own script has run: what ``probe`` (an expression) finds there."""
+    own script has run: what ``probe`` (an expression) finds there. With ``screenshot``, a PNG
+    of that viewport is kept there."""
     with browser.page(report.as_uri(), width, height) as page:
         page.wait_until_ready()
         data: dict[str, Any] | None = page.evaluate(probe)
+        if screenshot is not None:
+            shot = page.screenshot(screenshot)
+            assert shot[:8] == b"\x89PNG\r\n\x1a\n"
+            assert struct.unpack(">II", shot[16:24]) == (width, height)
     assert data, "the measuring script did not report"
     assert (data["width"], data["height"]) == (width, height)
     return data
-
-
-def screenshot(browser: Browser, report: Path, tmp_path: Path, width: int, height: int) -> Path:
-    shot = tmp_path / f"report-{width}x{height}.png"
-    with browser.page(report.as_uri(), width, height) as page:
-        page.wait_until_ready()
-        data = page.screenshot(shot)
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    assert struct.unpack(">II", data[16:24]) == (width, height)
-    return shot
 
 
 def test_the_first_failure_is_visible_without_scrolling_and_screenshots_are_kept(
@@ -474,7 +475,8 @@ def test_the_first_failure_is_visible_without_scrolling_and_screenshots_are_kept
     tmp_path: Path,
     record_property: Callable[[str, object], None],
 ) -> None:
-    wide = measure(browser, real_report, 1400, 1000)
+    shots = {width: tmp_path / f"report-{width}x{height}.png" for width, height in SIZES}
+    wide = measure(browser, real_report, 1400, 1000, screenshot=shots[1400])
     assert wide["top"] >= 0, wide
     assert wide["bottom"] <= 1000, wide
     assert "[script]" in wide["text"] or "[expectation]" in wide["text"], wide["text"]
@@ -482,14 +484,13 @@ def test_the_first_failure_is_visible_without_scrolling_and_screenshots_are_kept
     assert wide["cardOpen"] is True
     assert wide["order"][0] == "section.failures", "a card starts with why it failed"
     assert wide["foldedOpen"] is False, "passing invariants are folded"
-    narrow = measure(browser, real_report, 420, 900)
+    narrow = measure(browser, real_report, 420, 900, screenshot=shots[420])
     assert narrow["scrollWidth"] <= 420, "the page scrolls sideways at 420 px"
     assert narrow["top"] >= 0, narrow
     assert narrow["bottom"] <= 900, narrow
-    for width, height in ((1400, 1000), (420, 900)):
-        shot = screenshot(browser, real_report, tmp_path, width, height)
-        record_property(f"screenshot-{width}", str(shot))
-        print(f"screenshot at {width}x{height}: {shot}")
+    for width, height in SIZES:
+        record_property(f"screenshot-{width}", str(shots[width]))
+        print(f"screenshot at {width}x{height}: {shots[width]}")
 
 
 def test_a_link_to_a_card_opens_it(browser: Browser, real_report: Path, tmp_path: Path) -> None:
