@@ -4,7 +4,7 @@ Needs a Chromium binary: ``$AGENTRIG_CHROMIUM``, else ``chromium`` / ``chromium-
 ``google-chrome`` on PATH, else ``/usr/bin/chromium`` (Debian: ``apt-get install -y chromium``).
 Skipped only when none exists. One browser serves the module (whose tests therefore run on one
 xdist worker), driven over the DevTools protocol through a pipe (``--remote-debugging-pipe``).
-Every page opens in a tab of its own, and a page that leaves anything in storage fails. A
+Every page opens in a tab of its own, and a page that leaves anything in localStorage fails. A
 browser that dies or does not answer within ``TIMEOUT`` seconds fails the test with the end of
 its stderr and is killed; the next test starts a new one.
 
