@@ -49,6 +49,24 @@ os.environ["PYTEST_ADDOPTS"] = " ".join(
     filter(None, [os.environ.get("PYTEST_ADDOPTS"), "-p no:langsmith_plugin"])
 )
 
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytest's ``pytester``, whose runs skip langsmith's plugin too: pytester drops
+    ``PYTEST_ADDOPTS`` (the outer run's options), so each of its runs imported that plugin and
+    an in-process run dropped its modules again when it ended: 0.45 CPU s a run in a process that
+    had not imported langsmith yet (langchain-openai does), 62% of the CPU of the plugin,
+    endpoint-fixture and cassette-plugin tests run on their own."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:langsmith_plugin")
+    return pytester
+
+
+# pytest-recording is left out of this session (pyproject.toml: its two autouse fixtures cost
+# 0.3 ms a test, for the few pytester runs that use it, which load it themselves). Its import
+# asks pytest to rewrite vcr.matchers; asked here as it did, before any test imports vcr, so
+# those runs do not find the module imported without it (a warning, an error here).
+pytest.register_assert_rewrite("vcr.matchers")
+
 # The processes the tests start (agentrig run/serve, agents, bench scripts: about 150 of them)
 # each compile agentrig's modules anew where PYTHONDONTWRITEBYTECODE is set (this machine, many
 # CI images): compiled once here, they read them (checked: 18% of those tests' CPU time). A
@@ -74,6 +92,8 @@ def _load_plugin(name: str) -> Any:
 # and shared by the workers on a fresh checkout: see tests/rewrite_once.py.
 _rewrite_once = _load_plugin("rewrite_once")
 pytest_configure = _rewrite_once.pytest_configure
+# xdist's loadgroup scheduler, without its per-test recount of each worker's pending tests
+pytest_xdist_make_scheduler = _load_plugin("counted_scheduling").pytest_xdist_make_scheduler
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -286,6 +306,19 @@ def real_cassette() -> Callable[[str], Path]:
         return path
 
     return find
+
+
+@pytest.fixture(scope="session")
+def other_plugins_off() -> tuple[str, ...]:
+    """``-p no:NAME`` for every installed pytest plugin but agentrig's and xdist's: for a pytest
+    run in fresh interpreters (``-n 2``, ``runpytest_subprocess``) that checks agentrig's plugin
+    alone. Each of those interpreters otherwise imports respx, hypothesis, syrupy, vcr... that
+    the run never uses (measured: about 0.3 of the 0.8 CPU s a fresh pytest takes to start)."""
+    from importlib.metadata import entry_points
+
+    kept = {"agentrig", "xdist", "xdist.looponfail"}
+    names = sorted({plugin.name for plugin in entry_points(group="pytest11")} - kept)
+    return tuple(option for name in names for option in ("-p", f"no:{name}"))
 
 
 @pytest.fixture

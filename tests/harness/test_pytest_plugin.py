@@ -248,11 +248,13 @@ def test_the_harness_fixture_runs_the_async_path_when_asked(pytester: pytest.Pyt
 
 
 @pytest.mark.slow
-def test_scenarios_run_under_xdist(pytester: pytest.Pytester) -> None:
+def test_scenarios_run_under_xdist(
+    pytester: pytest.Pytester, other_plugins_off: tuple[str, ...]
+) -> None:
     pytest.importorskip("xdist", reason="pytest-xdist is part of the dev extra")
     for index in range(4):
         add_scenario(pytester, f"scenarios/s{index}.scenario.yaml", f"s{index}")
-    result = pytester.runpytest_subprocess("--agentrig-scenarios", "-n", "2")
+    result = pytester.runpytest_subprocess("--agentrig-scenarios", "-n", "2", *other_plugins_off)
     result.assert_outcomes(passed=4)
 
 

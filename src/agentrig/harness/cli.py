@@ -299,6 +299,8 @@ def _executor(text: str, workers: int | None, live: bool) -> DaskExecutor | None
     """``--executor`` (None: local), or a usage error: an unknown one, the dask extra missing,
     ``--workers`` with a running scheduler (whose workers are its own). A local cluster's
     worker server starts now, importing what ``live`` trials need too."""
+    if text == "local":  # the default: the scale-out package (75 ms of imports) is not needed
+        return None
     from agentrig.harness.scale.cluster import parse_executor, require_dask, start_worker_server
 
     cluster = parse_executor(text)

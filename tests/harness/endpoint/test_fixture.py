@@ -86,7 +86,9 @@ def test_an_agent_that_never_calls_fails_with_the_unused_script(
 
 
 @pytest.mark.slow
-def test_concurrent_sessions_under_xdist(pytester: pytest.Pytester) -> None:
+def test_concurrent_sessions_under_xdist(
+    pytester: pytest.Pytester, other_plugins_off: tuple[str, ...]
+) -> None:
     pytester.makefile(".scenario.yaml", weather=WEATHER)
     body = TEST_FILE.replace("MODEL", '"gpt-test"').split("def test_in_process")[0]
     tests = "".join(
@@ -97,7 +99,7 @@ def test_concurrent_sessions_under_xdist(pytester: pytest.Pytester) -> None:
         for n in range(6)
     )
     pytester.makepyfile(test_agent=body + tests)
-    result = pytester.runpytest("-p", "no:cacheprovider", "-n", "2")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-n", "2", *other_plugins_off)
     result.assert_outcomes(passed=6)
 
 
