@@ -4,10 +4,10 @@
 Generates the scenario files of ``bench/suite.py`` (1,000 by default; every invariant on) and
 runs ``agentrig run DIR`` with ``--workers 1``, ``--workers 2`` and without ``--workers``, each
 in a fresh interpreter that runs the command in process, so that ``getrusage`` tells the main
-process (``RUSAGE_SELF``) from its workers (``RUSAGE_CHILDREN``: their CPU time together). A
+process (``RUSAGE_SELF``) from its workers (``RUSAGE_CHILDREN``: their CPU time together, and
+that of the worker server they are forked from, which is ended and waited for at the exit). A
 worker's peak memory is its own ``VmHWM``, read from ``/proc`` every 0.1 s while it runs (the
-rusage figure of a child would count the parent's pages at the moment it was forked, before the
-worker's interpreter replaced them). Runs take turns for ``--repeats`` rounds; medians (peaks:
+rusage figure of a child would count the pages of the process it was forked from). Runs take turns for ``--repeats`` rounds; medians (peaks:
 the largest).
 
     .venv/bin/python bench/workers.py                 # 1,000 scenarios, 1 round
@@ -40,16 +40,29 @@ import json, os, resource, sys, threading, time
 
 PEAKS = {}  # worker pid -> its VmHWM (KiB): its own high-water mark since it started
 
+def _children(pid):
+    found = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as listed:
+                found += listed.read().split()
+    except OSError:
+        pass
+    return found
+
+def _is_worker_server(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as command:
+            return b"multiprocessing.forkserver" in command.read()
+    except OSError:
+        return False
+
 def _watch():
-    me = os.getpid()
+    # the workers: this process's children, or those of the worker server it started (the
+    # process they are forked from, not a worker itself)
     while True:
-        for task in os.listdir(f"/proc/{me}/task"):
-            try:
-                with open(f"/proc/{me}/task/{task}/children") as listed:
-                    children = listed.read().split()
-            except OSError:
-                continue
-            for pid in children:
+        for child in _children(os.getpid()):
+            for pid in _children(child) if _is_worker_server(child) else [child]:
                 try:
                     with open(f"/proc/{pid}/status") as status:
                         for line in status:
@@ -61,6 +74,14 @@ def _watch():
         time.sleep(0.1)
 
 def _report(started):
+    # The worker server (when one started) would end after this process, and only a process
+    # waited for counts in RUSAGE_CHILDREN, with the workers it waited for: end it now.
+    forkserver = sys.modules.get("multiprocessing.forkserver")
+    if forkserver is not None:
+        try:  # it has ended once this raises: multiprocessing removed its folder already
+            forkserver._forkserver._stop()
+        except FileNotFoundError:
+            pass
     me = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     print("PROBE " + json.dumps({

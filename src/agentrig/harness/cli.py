@@ -297,9 +297,14 @@ RunScripted = Callable[[Sequence["Scenario"], Callable[[ScenarioResult], None], 
 
 def _executor(text: str, workers: int | None, live: bool) -> DaskExecutor | None:
     """``--executor`` (None: local), or a usage error: an unknown one, the dask extra missing,
-    ``--workers`` with a running scheduler (whose workers are its own). A local cluster's
-    worker server starts now, importing what ``live`` trials need too."""
+    ``--workers`` with a running scheduler (whose workers are its own). The worker server of
+    a local cluster (importing what ``live`` trials need too), or of a pool of ``--workers``
+    processes, starts now."""
     if text == "local":  # the default: the scale-out package (75 ms of imports) is not needed
+        if workers is not None and workers > 1:  # its workers' process imports while we load
+            from agentrig.harness.suites import worker_start
+
+            worker_start.start_worker_server()
         return None
     from agentrig.harness.scale.cluster import parse_executor, require_dask, start_worker_server
 

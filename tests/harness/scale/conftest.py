@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from multiprocessing import forkserver
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,10 @@ from agentrig.harness.scale.cluster import (  # noqa: E402
 def worker_server() -> None:
     """The process the local clusters' workers are forked from, started (once a process, before
     the first test here) as a live run starts it: the live tests' workers, the heaviest here,
-    then have the model SDK imported before they start."""
+    then have the model SDK imported before they start. One that a test of the local pool
+    started earlier in this process imports only what the pool needs: it is stopped first (no
+    pool is open between tests), as only one can run at a time."""
+    forkserver._forkserver._stop()
     start_worker_server(live=True)
 
 

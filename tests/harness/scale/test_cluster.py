@@ -24,7 +24,7 @@ from agentrig.harness.scale.cluster import (
     require_dask,
     start_worker_server,
 )
-from agentrig.harness.scale.worker_server import SERVER_VARIABLE
+from agentrig.harness.suites.worker_server import SERVER_VARIABLE
 
 
 @pytest.mark.parametrize(
@@ -106,16 +106,19 @@ def test_local_workers_start_with_their_modules_and_this_process_environment(
                 {name: name in sys.modules for name in WORKER_MODULES + LIVE_WORKER_MODULES},
                 os.environ.get("AGENTRIG_SCALE_LATE"),
                 signal.getsignal(signal.SIGINT),
+                signal.getsignal(signal.SIGTERM),
                 gc.get_freeze_count(),
                 SERVER_VARIABLE in os.environ,
             )
         )
-    [(imported, late, on_sigint, frozen, named)] = found.values()
+    [(imported, late, on_sigint, on_sigterm, frozen, named)] = found.values()
     # before any task brought them
     assert imported == dict.fromkeys(WORKER_MODULES + LIVE_WORKER_MODULES, True)
     assert late == "set after that process started"
     # Ctrl-C is this process's; the server's imports frozen (the worker froze nothing itself)
     assert (on_sigint, frozen > 0, named) == (signal.SIG_IGN, True, False)
+    # SIGTERM ends a worker, as in any process (the server it is forked from ignores it)
+    assert on_sigterm == signal.SIG_DFL
     assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
     assert SERVER_VARIABLE not in os.environ
 

@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import importlib
 import logging
-import multiprocessing
 import os
 import re
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentrig.errors import ConfigurationError, InvalidInputError, MissingDependencyError
+from agentrig.harness.suites import worker_start
 from agentrig.harness.suites.interrupt import sigint_held
 
 if TYPE_CHECKING:
@@ -48,14 +48,13 @@ process holds several (each is one of the worker's task slots)."""
 
 WORKER_MODULES = (
     "distributed",
-    "agentrig.harness.cli",
     "agentrig.harness.scale.suite",
     "agentrig.harness.scale.trials",
-    "agentrig.harness.scale.worker_server",
 )
-"""What a local cluster's worker processes import before they are forked: the engine, the
-modules its tasks run, ``agentrig``'s command (the main module each worker imports again), and
-last :mod:`~agentrig.harness.scale.worker_server` (Ctrl-C ignored, the imports frozen)."""
+"""What a local cluster's worker processes import before they are forked, besides what every
+worker server imports (:data:`~agentrig.harness.suites.worker_start.POOL_MODULES`: the runner
+and ``agentrig``'s command, the main module each worker imports again): the engine and the
+modules its tasks run."""
 
 LIVE_WORKER_MODULES = ("openai",)
 """What the worker server of a live run also imports: the SDK of the role models' default
@@ -216,43 +215,19 @@ def _local_config(method: str | None, short_tasks: bool) -> dict[str, object]:
 
 
 def start_worker_server(*, live: bool = False) -> str:
-    """Start, in the background, the process that a local cluster's workers are forked from
-    (it imports :data:`WORKER_MODULES` once, with ``live`` :data:`LIVE_WORKER_MODULES` too,
-    while this process goes on, then ignores Ctrl-C and freezes its heap, as its workers do:
-    see :mod:`~agentrig.harness.scale.worker_server`; started once per process, by the first
-    call: a later one changes nothing), and name the
-    ``multiprocessing`` start method the workers use: ``forkserver``, or ``spawn`` where there
-    is none (Windows). A forked worker starts in a fraction of a spawned one's time (it imports
-    nothing) and exits at once, without tearing an interpreter down."""
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return "spawn"
-    from multiprocessing import forkserver
-
+    """Start, in the background, the process that a local cluster's workers are forked from,
+    importing :data:`WORKER_MODULES` too (with ``live`` :data:`LIVE_WORKER_MODULES` also) while
+    this process goes on, and name the ``multiprocessing`` start method the workers use:
+    ``forkserver``, or ``spawn`` where there is none (Windows). It is the local pool's too, one
+    per process, started by the first call (a later one changes nothing): see
+    :func:`agentrig.harness.suites.worker_start.start_worker_server`. A forked worker starts in
+    a fraction of a spawned one's time (it imports nothing) and exits at once, without tearing
+    an interpreter down."""
     # Dask names modules of its own for the server to import, when it first starts a worker
     # and unless the server runs already: these are the ones a worker needs
-    *modules, last = WORKER_MODULES  # the worker server's own module stays last
-    forkserver.set_forkserver_preload([*modules, *(LIVE_WORKER_MODULES if live else ()), last])
-    with sigint_held(), _server_environment():
-        forkserver.ensure_running()
-    return "forkserver"
-
-
-@contextlib.contextmanager
-def _server_environment() -> Iterator[None]:
-    """While inside, the environment a worker server started here inherits names it as one
-    (:data:`~agentrig.harness.scale.worker_server.SERVER_VARIABLE`); this process's own
-    environment is as before on leaving."""
-    from agentrig.harness.scale.worker_server import SERVER_VARIABLE
-
-    before = os.environ.get(SERVER_VARIABLE)
-    os.environ[SERVER_VARIABLE] = "1"
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ[SERVER_VARIABLE]
-        else:
-            os.environ[SERVER_VARIABLE] = before
+    return worker_start.start_worker_server(
+        (*WORKER_MODULES, *(LIVE_WORKER_MODULES if live else ()))
+    )
 
 
 def _cpu_count() -> int:

@@ -1,7 +1,10 @@
 """Run scenarios in a pool of worker processes, keeping their order.
 
-Workers are spawned (not forked), import the plugins, and load each scenario from its file (a
-scenario built in code cannot be sent). A worker that dies fails the scenarios it held; Ctrl-C
+Workers are forked from the worker server (:mod:`~agentrig.harness.suites.worker_start`): a
+fresh interpreter that has imported agentrig's runner and command and nothing of this
+process's state, so a worker starts in milliseconds; where there is none (Windows) they are
+spawned. Each takes this process's environment as it is when the pool starts, imports the
+plugins, and loads each scenario from its file (a scenario built in code cannot be sent). A worker that dies fails the scenarios it held; Ctrl-C
 or a usage error stops the pool at once.
 """
 
@@ -28,6 +31,7 @@ from agentrig.harness.suites.interrupt import (
     sigint_held,
 )
 from agentrig.harness.suites.plugins import load_plugins
+from agentrig.harness.suites.worker_start import start_worker_server
 
 __all__ = ["RunOne", "run_in_workers"]
 
@@ -57,9 +61,9 @@ def run_in_workers(
         raise SuiteError("parallel runs need scenarios loaded from files; run them with workers=1")
     pool = ProcessPoolExecutor(
         max_workers=workers,
-        mp_context=get_context("spawn"),
+        mp_context=get_context(start_worker_server()),
         initializer=_init_worker,
-        initargs=(tuple(plugins),),
+        initargs=(tuple(plugins), dict(os.environ)),
     )
     size = max(1, len(tasks) // (workers * 8))
     starts = range(0, len(tasks), size)
@@ -108,7 +112,10 @@ def _stop(pool: ProcessPoolExecutor) -> None:
 _WORKER_PROBLEM: list[str] = []
 
 
-def _init_worker(plugins: tuple[str, ...]) -> None:
+def _init_worker(plugins: tuple[str, ...], environment: dict[str, str]) -> None:
+    # a worker forked from the server has the environment the server started with
+    os.environ.clear()
+    os.environ.update(environment)
     ignore_sigint()
     leave_stop_signals_to_parent()
     try:
