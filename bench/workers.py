@@ -74,6 +74,7 @@ def _watch():
         time.sleep(0.1)
 
 def _report(started):
+    wall = time.perf_counter() - started  # the command's, which does not wait for the server
     # The worker server (when one started) would end after this process, and only a process
     # waited for counts in RUSAGE_CHILDREN, with the workers it waited for: end it now.
     forkserver = sys.modules.get("multiprocessing.forkserver")
@@ -85,7 +86,7 @@ def _report(started):
     me = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     print("PROBE " + json.dumps({
-        "wall_s": time.perf_counter() - started,
+        "wall_s": wall,
         "main_cpu_s": me.ru_utime + me.ru_stime,
         "workers_cpu_s": children.ru_utime + children.ru_stime,
         "main_peak_mib": me.ru_maxrss / 1024,

@@ -25,6 +25,7 @@ from agentrig.harness.scale.cluster import (
     start_worker_server,
 )
 from agentrig.harness.suites.worker_server import SERVER_VARIABLE
+from agentrig.harness.suites.worker_start import POOL_MODULES
 
 
 @pytest.mark.parametrize(
@@ -103,7 +104,10 @@ def test_local_workers_start_with_their_modules_and_this_process_environment(
     with dask_client(DaskExecutor(), workers=1) as client:
         found = client.run(
             lambda: (
-                {name: name in sys.modules for name in WORKER_MODULES + LIVE_WORKER_MODULES},
+                {
+                    name: name in sys.modules
+                    for name in WORKER_MODULES + LIVE_WORKER_MODULES + POOL_MODULES
+                },
                 os.environ.get("AGENTRIG_SCALE_LATE"),
                 signal.getsignal(signal.SIGINT),
                 signal.getsignal(signal.SIGTERM),
@@ -113,7 +117,7 @@ def test_local_workers_start_with_their_modules_and_this_process_environment(
         )
     [(imported, late, on_sigint, on_sigterm, frozen, named)] = found.values()
     # before any task brought them
-    assert imported == dict.fromkeys(WORKER_MODULES + LIVE_WORKER_MODULES, True)
+    assert imported == dict.fromkeys(WORKER_MODULES + LIVE_WORKER_MODULES + POOL_MODULES, True)
     assert late == "set after that process started"
     # Ctrl-C is this process's; the server's imports frozen (the worker froze nothing itself)
     assert (on_sigint, frozen > 0, named) == (signal.SIG_IGN, True, False)

@@ -4,8 +4,8 @@ Workers are forked from the worker server (:mod:`~agentrig.harness.suites.worker
 fresh interpreter that has imported agentrig's runner and command and nothing of this
 process's state, so a worker starts in milliseconds; where there is none (Windows) they are
 spawned. Each takes this process's environment as it is when the pool starts, imports the
-plugins, and loads each scenario from its file (a scenario built in code cannot be sent). A worker that dies fails the scenarios it held; Ctrl-C
-or a usage error stops the pool at once.
+plugins, and loads each scenario from its file (a scenario built in code cannot be sent). A
+worker that dies fails the scenarios it held; Ctrl-C or a usage error stops the pool at once.
 """
 
 from __future__ import annotations
