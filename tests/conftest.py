@@ -42,11 +42,13 @@ for _module in ("httpcore", "httpcore2"):
     with contextlib.suppress(ImportError):
         importlib.import_module(_module)
 
-# The pytest runs the tests start (pytester's, the docs', pytest in a subprocess) read their own
-# ini file, not pyproject.toml's addopts: without this, each would import langsmith's unused
-# plugin (about 400 modules), and an in-process run would drop them again when it ends.
+# The pytest runs the tests start (the docs', pytest in a subprocess; pytester's: see its
+# fixture below) read their own ini file, not pyproject.toml's addopts: without this, each would
+# import langsmith's unused plugin (about 400 modules), and an in-process run would drop them
+# again when it ends.
+NO_LANGSMITH = "-p no:langsmith_plugin"
 os.environ["PYTEST_ADDOPTS"] = " ".join(
-    filter(None, [os.environ.get("PYTEST_ADDOPTS"), "-p no:langsmith_plugin"])
+    filter(None, [os.environ.get("PYTEST_ADDOPTS"), NO_LANGSMITH])
 )
 
 
@@ -57,7 +59,7 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     an in-process run dropped its modules again when it ended: 0.45 CPU s a run in a process that
     had not imported langsmith yet (langchain-openai does), 62% of the CPU of the plugin,
     endpoint-fixture and cassette-plugin tests run on their own."""
-    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:langsmith_plugin")
+    monkeypatch.setenv("PYTEST_ADDOPTS", NO_LANGSMITH)
     return pytester
 
 
