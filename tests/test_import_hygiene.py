@@ -74,6 +74,33 @@ def test_importing_pulls_in_nothing_heavy(package: str) -> None:
     assert json.loads(result.stdout) == []
 
 
+SYNC_RUN = """
+import json, sys
+import agentrig as ar
+from agentrig.fakes import ScriptedLLM, call, reply
+
+@ar.tool
+def add(a: int, b: int) -> int:
+    \"\"\"Add two integers.\"\"\"
+    return a + b
+
+llm = ScriptedLLM([call("add", a=2, b=3), reply("5")])
+agent = ar.AgentBuilder.base().with_tools([add]).with_capability(ar.UseLlmConfig(llm)).build()
+state = agent.execute(agent.new_state("2 + 3?"))
+assert state.final_response().to_text() == "5", state
+print(json.dumps(sorted(m for m in ("asyncio", "ssl") if m in sys.modules)))
+"""
+
+
+def test_a_sync_run_imports_no_asyncio() -> None:
+    """asyncio (and the ssl module it brings) is imported where the async path needs it: about
+    20 ms of every start-up that runs synchronously (``agentrig run``, a script, a worker)."""
+    result = subprocess.run(
+        [sys.executable, "-c", SYNC_RUN], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert json.loads(result.stdout) == []
+
+
 def test_the_runtime_imports_neither_fakes_nor_harness() -> None:
     runtime = modules_under(PACKAGE, skip=("fakes/", "harness/"))
     assert PACKAGE / "loop.py" in runtime

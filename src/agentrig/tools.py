@@ -7,7 +7,6 @@ the agent state and the tool call instead of a model argument.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import inspect
 import json
@@ -96,6 +95,8 @@ class Tool(ABC):
     async def ainvoke(self, arguments: Mapping[str, Any], context: ToolContext) -> Any:
         """Run the tool in the async path. By default ``invoke`` runs in a worker thread, with
         the context variables (the runtime's clock and ids) copied; async tools override this."""
+        import asyncio  # imported where used: the sync path runs without it
+
         return await asyncio.to_thread(self.invoke, arguments, context)
 
     def schema(self) -> ToolSchema:
@@ -539,6 +540,8 @@ class ToolExecutor:
                 return [await self._arun(call, state)]
             except Exception as error:
                 return [error]
+        import asyncio
+
         return await asyncio.gather(
             *(self._arun(call, state) for call, state in calls), return_exceptions=True
         )

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import heapq
 import itertools
 import math
 import random
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from agentrig.clock import current_clock, format_uuid4
 from agentrig.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    import asyncio
 
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -59,6 +62,8 @@ class FakeClock:
         problem = _seconds_problem(seconds)
         if problem is not None:
             raise InvalidInputError("FakeClock.sleep() argument", [("seconds", problem)])
+        import asyncio  # imported where used: a sync run needs no event loop
+
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[None] = loop.create_future()
         wake_at = self._now + timedelta(seconds=seconds)

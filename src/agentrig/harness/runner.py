@@ -5,7 +5,6 @@ A suite of scenarios (in worker processes too) is run by :mod:`agentrig.harness.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -420,6 +419,8 @@ def _stepped(states: AsyncIterator[T]) -> Iterator[T]:
 
     async def following() -> T:
         return await anext(states)
+
+    import asyncio  # imported where used: the sync path runs without it
 
     with asyncio.Runner() as runner:
         while True:
