@@ -101,6 +101,37 @@ def test_a_sync_run_imports_no_asyncio() -> None:
     assert json.loads(result.stdout) == []
 
 
+def test_importing_agentrig_loads_a_module_only_when_a_name_needs_it() -> None:
+    code = (
+        "import json, sys, agentrig\n"
+        "loaded = lambda: sorted(m for m in sys.modules if m.startswith('agentrig'))\n"
+        "before = loaded()\n"
+        "agentrig.ExecutionBudget\n"
+        "print(json.dumps([before, loaded()]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    before, after = json.loads(result.stdout)
+    assert before == ["agentrig"]
+    assert "agentrig.budget" in after
+    assert not any(name.startswith(("agentrig.loop", "agentrig.sessions")) for name in after)
+
+
+def test_modules_import_in_any_order() -> None:
+    """Each module imported first, as a program whose first import it is (``import agentrig``
+    no longer imports the runtime in one fixed order): the modules whose imports went round
+    in a circle through the drivers package, and a module that uses them all."""
+    code = (
+        "import importlib, sys\n"
+        "for name in ('agentrig._effects', 'agentrig.tools', 'agentrig.loop'):\n"
+        "    for loaded in [m for m in sys.modules if m.startswith('agentrig')]:\n"
+        "        del sys.modules[loaded]\n"
+        "    importlib.import_module(name)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+
+
 def test_the_runtime_imports_neither_fakes_nor_harness() -> None:
     runtime = modules_under(PACKAGE, skip=("fakes/", "harness/"))
     assert PACKAGE / "loop.py" in runtime

@@ -2,129 +2,148 @@
 
 The runtime's public API. Test doubles live in ``agentrig.fakes``; the scenario harness in
 ``agentrig.harness``.
+
+Every name is imported on first use (``from agentrig import AgentBuilder`` loads the modules
+behind it), so ``import agentrig`` costs nothing, and a program that needs a part of the runtime
+(the ``agentrig`` command showing its help, a module that only raises agentrig's errors) does not
+import the rest.
 """
 
-from agentrig.budget import ExecutionBudget
-from agentrig.builder import AgentBuilder, AgentCapability, BuildContext
-from agentrig.caller import AgentIdentity, current_agent, running_as
-from agentrig.capabilities import (
-    CancellationSource,
-    CancellationToken,
-    SpawnSubagentTool,
-    SubagentDefinition,
-    SubagentPolicy,
-    SubagentProvider,
-    Subagents,
-    UseContextConfig,
-    UseCooperativeCancellation,
-    UseGuards,
-    UseLlmConfig,
-    UseSubagents,
-    UseTokenBudgetContext,
-)
-from agentrig.clock import Clock, IdFactory, SystemClock, UuidIds, runtime_context
-from agentrig.compilers import (
-    AllSections,
-    ContextCompiler,
-    ConversationWithCurrentToolTrace,
-    SelectedSections,
-    TokenBudgetCompiler,
-    compiler_names,
-    get_compiler,
-    register_compiler,
-)
-from agentrig.continuation import ExecutionContinuation, StopReason, StopSignal, StopSignals
-from agentrig.drivers import (
-    AsyncInferenceProvider,
-    Delta,
-    Driver,
-    InferenceProvider,
-    StepRuntime,
-    StreamingProvider,
-    ToolCallingDriver,
-)
-from agentrig.errors import (
-    AgentrigError,
-    AgentStop,
-    ConfigurationError,
-    EventListenerError,
-    ForeignClockError,
-    HookContractViolationError,
-    InvalidInputError,
-    InvalidToolArgumentsError,
-    MissingDependencyError,
-    ProviderError,
-    RealLlmCallBlockedError,
-    RetryLimitExceededError,
-    SessionConflictError,
-    SessionCorruptError,
-    SessionError,
-    SessionExistsError,
-    SessionNotFoundError,
-    StepInterrupted,
-    SubagentDepthExceededError,
-    SubagentError,
-    SubagentFailedError,
-    SubagentNotFoundError,
-    ToolError,
-    ToolNotFoundError,
-)
-from agentrig.events import (
-    AgentEvent,
-    AgentExecutionCompleted,
-    AgentExecutionFailed,
-    AgentExecutionStarted,
-    AgentExecutionStopped,
-    AgentStepCompleted,
-    AgentStepStarted,
-    ContinuationEvaluated,
-    EventBus,
-    HookExecuted,
-    InferenceDelta,
-    InferenceRequestStarted,
-    InferenceResponseReceived,
-    StopSignalReceived,
-    SubagentCompleted,
-    SubagentSpawning,
-    TokenUsageReported,
-    ToolCallBlocked,
-    ToolCallCompleted,
-    ToolCallEvent,
-    ToolCallStarted,
-)
-from agentrig.hooks import HookContext, HookStack, HookTrigger
-from agentrig.loop import AgentLoop
-from agentrig.messages import Message, Messages, Role, ToolCall, ToolResult
-from agentrig.sessions import (
-    FileSessionStore,
-    InMemorySessionStore,
-    SessionStore,
-    SqliteSessionStore,
-    StoredSession,
-)
-from agentrig.state import (
-    AgentContext,
-    AgentState,
-    AgentStep,
-    AgentStepType,
-    ExecutionState,
-    ExecutionStatus,
-    FinishReason,
-    InferenceRequest,
-    InferenceResponse,
-    LlmConfig,
-    StepError,
-    StepExecution,
-    StepExecutions,
-    ToolExecution,
-    ToolExecutions,
-    ToolSchema,
-    TraceMode,
-    Usage,
-    message_tags,
-)
-from agentrig.store import MessageStore, Section
-from agentrig.tools import FunctionTool, Tool, ToolContext, ToolExecutor, ToolOutput, Tools, tool
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agentrig.budget import ExecutionBudget
+    from agentrig.builder import AgentBuilder, AgentCapability, BuildContext
+    from agentrig.caller import AgentIdentity, current_agent, running_as
+    from agentrig.capabilities import (
+        CancellationSource,
+        CancellationToken,
+        SpawnSubagentTool,
+        SubagentDefinition,
+        SubagentPolicy,
+        SubagentProvider,
+        Subagents,
+        UseContextConfig,
+        UseCooperativeCancellation,
+        UseGuards,
+        UseLlmConfig,
+        UseSubagents,
+        UseTokenBudgetContext,
+    )
+    from agentrig.clock import Clock, IdFactory, SystemClock, UuidIds, runtime_context
+    from agentrig.compilers import (
+        AllSections,
+        ContextCompiler,
+        ConversationWithCurrentToolTrace,
+        SelectedSections,
+        TokenBudgetCompiler,
+        compiler_names,
+        get_compiler,
+        register_compiler,
+    )
+    from agentrig.continuation import ExecutionContinuation, StopReason, StopSignal, StopSignals
+    from agentrig.drivers import (
+        AsyncInferenceProvider,
+        Delta,
+        Driver,
+        InferenceProvider,
+        StepRuntime,
+        StreamingProvider,
+        ToolCallingDriver,
+    )
+    from agentrig.errors import (
+        AgentrigError,
+        AgentStop,
+        ConfigurationError,
+        EventListenerError,
+        ForeignClockError,
+        HookContractViolationError,
+        InvalidInputError,
+        InvalidToolArgumentsError,
+        MissingDependencyError,
+        ProviderError,
+        RealLlmCallBlockedError,
+        RetryLimitExceededError,
+        SessionConflictError,
+        SessionCorruptError,
+        SessionError,
+        SessionExistsError,
+        SessionNotFoundError,
+        StepInterrupted,
+        SubagentDepthExceededError,
+        SubagentError,
+        SubagentFailedError,
+        SubagentNotFoundError,
+        ToolError,
+        ToolNotFoundError,
+    )
+    from agentrig.events import (
+        AgentEvent,
+        AgentExecutionCompleted,
+        AgentExecutionFailed,
+        AgentExecutionStarted,
+        AgentExecutionStopped,
+        AgentStepCompleted,
+        AgentStepStarted,
+        ContinuationEvaluated,
+        EventBus,
+        HookExecuted,
+        InferenceDelta,
+        InferenceRequestStarted,
+        InferenceResponseReceived,
+        StopSignalReceived,
+        SubagentCompleted,
+        SubagentSpawning,
+        TokenUsageReported,
+        ToolCallBlocked,
+        ToolCallCompleted,
+        ToolCallEvent,
+        ToolCallStarted,
+    )
+    from agentrig.hooks import HookContext, HookStack, HookTrigger
+    from agentrig.loop import AgentLoop
+    from agentrig.messages import Message, Messages, Role, ToolCall, ToolResult
+    from agentrig.sessions import (
+        FileSessionStore,
+        InMemorySessionStore,
+        SessionStore,
+        SqliteSessionStore,
+        StoredSession,
+    )
+    from agentrig.state import (
+        AgentContext,
+        AgentState,
+        AgentStep,
+        AgentStepType,
+        ExecutionState,
+        ExecutionStatus,
+        FinishReason,
+        InferenceRequest,
+        InferenceResponse,
+        LlmConfig,
+        StepError,
+        StepExecution,
+        StepExecutions,
+        ToolExecution,
+        ToolExecutions,
+        ToolSchema,
+        TraceMode,
+        Usage,
+        message_tags,
+    )
+    from agentrig.store import MessageStore, Section
+    from agentrig.tools import (
+        FunctionTool,
+        Tool,
+        ToolContext,
+        ToolExecutor,
+        ToolOutput,
+        Tools,
+        tool,
+    )
 
 __version__ = "0.1.0"
 
@@ -262,3 +281,162 @@ __all__ = [
     "runtime_context",
     "tool",
 ]
+
+
+_EXPORTS: dict[str, str] = {
+    "ExecutionBudget": "agentrig.budget",
+    "AgentBuilder": "agentrig.builder",
+    "AgentCapability": "agentrig.builder",
+    "BuildContext": "agentrig.builder",
+    "AgentIdentity": "agentrig.caller",
+    "current_agent": "agentrig.caller",
+    "running_as": "agentrig.caller",
+    "CancellationSource": "agentrig.capabilities",
+    "CancellationToken": "agentrig.capabilities",
+    "SpawnSubagentTool": "agentrig.capabilities",
+    "SubagentDefinition": "agentrig.capabilities",
+    "SubagentPolicy": "agentrig.capabilities",
+    "SubagentProvider": "agentrig.capabilities",
+    "Subagents": "agentrig.capabilities",
+    "UseContextConfig": "agentrig.capabilities",
+    "UseCooperativeCancellation": "agentrig.capabilities",
+    "UseGuards": "agentrig.capabilities",
+    "UseLlmConfig": "agentrig.capabilities",
+    "UseSubagents": "agentrig.capabilities",
+    "UseTokenBudgetContext": "agentrig.capabilities",
+    "Clock": "agentrig.clock",
+    "IdFactory": "agentrig.clock",
+    "SystemClock": "agentrig.clock",
+    "UuidIds": "agentrig.clock",
+    "runtime_context": "agentrig.clock",
+    "AllSections": "agentrig.compilers",
+    "ContextCompiler": "agentrig.compilers",
+    "ConversationWithCurrentToolTrace": "agentrig.compilers",
+    "SelectedSections": "agentrig.compilers",
+    "TokenBudgetCompiler": "agentrig.compilers",
+    "compiler_names": "agentrig.compilers",
+    "get_compiler": "agentrig.compilers",
+    "register_compiler": "agentrig.compilers",
+    "ExecutionContinuation": "agentrig.continuation",
+    "StopReason": "agentrig.continuation",
+    "StopSignal": "agentrig.continuation",
+    "StopSignals": "agentrig.continuation",
+    "AsyncInferenceProvider": "agentrig.drivers",
+    "Delta": "agentrig.drivers",
+    "Driver": "agentrig.drivers",
+    "InferenceProvider": "agentrig.drivers",
+    "StepRuntime": "agentrig.drivers",
+    "StreamingProvider": "agentrig.drivers",
+    "ToolCallingDriver": "agentrig.drivers",
+    "AgentrigError": "agentrig.errors",
+    "AgentStop": "agentrig.errors",
+    "ConfigurationError": "agentrig.errors",
+    "EventListenerError": "agentrig.errors",
+    "ForeignClockError": "agentrig.errors",
+    "HookContractViolationError": "agentrig.errors",
+    "InvalidInputError": "agentrig.errors",
+    "InvalidToolArgumentsError": "agentrig.errors",
+    "MissingDependencyError": "agentrig.errors",
+    "ProviderError": "agentrig.errors",
+    "RealLlmCallBlockedError": "agentrig.errors",
+    "RetryLimitExceededError": "agentrig.errors",
+    "SessionConflictError": "agentrig.errors",
+    "SessionCorruptError": "agentrig.errors",
+    "SessionError": "agentrig.errors",
+    "SessionExistsError": "agentrig.errors",
+    "SessionNotFoundError": "agentrig.errors",
+    "StepInterrupted": "agentrig.errors",
+    "SubagentDepthExceededError": "agentrig.errors",
+    "SubagentError": "agentrig.errors",
+    "SubagentFailedError": "agentrig.errors",
+    "SubagentNotFoundError": "agentrig.errors",
+    "ToolError": "agentrig.errors",
+    "ToolNotFoundError": "agentrig.errors",
+    "AgentEvent": "agentrig.events",
+    "AgentExecutionCompleted": "agentrig.events",
+    "AgentExecutionFailed": "agentrig.events",
+    "AgentExecutionStarted": "agentrig.events",
+    "AgentExecutionStopped": "agentrig.events",
+    "AgentStepCompleted": "agentrig.events",
+    "AgentStepStarted": "agentrig.events",
+    "ContinuationEvaluated": "agentrig.events",
+    "EventBus": "agentrig.events",
+    "HookExecuted": "agentrig.events",
+    "InferenceDelta": "agentrig.events",
+    "InferenceRequestStarted": "agentrig.events",
+    "InferenceResponseReceived": "agentrig.events",
+    "StopSignalReceived": "agentrig.events",
+    "SubagentCompleted": "agentrig.events",
+    "SubagentSpawning": "agentrig.events",
+    "TokenUsageReported": "agentrig.events",
+    "ToolCallBlocked": "agentrig.events",
+    "ToolCallCompleted": "agentrig.events",
+    "ToolCallEvent": "agentrig.events",
+    "ToolCallStarted": "agentrig.events",
+    "HookContext": "agentrig.hooks",
+    "HookStack": "agentrig.hooks",
+    "HookTrigger": "agentrig.hooks",
+    "AgentLoop": "agentrig.loop",
+    "Message": "agentrig.messages",
+    "Messages": "agentrig.messages",
+    "Role": "agentrig.messages",
+    "ToolCall": "agentrig.messages",
+    "ToolResult": "agentrig.messages",
+    "FileSessionStore": "agentrig.sessions",
+    "InMemorySessionStore": "agentrig.sessions",
+    "SessionStore": "agentrig.sessions",
+    "SqliteSessionStore": "agentrig.sessions",
+    "StoredSession": "agentrig.sessions",
+    "AgentContext": "agentrig.state",
+    "AgentState": "agentrig.state",
+    "AgentStep": "agentrig.state",
+    "AgentStepType": "agentrig.state",
+    "ExecutionState": "agentrig.state",
+    "ExecutionStatus": "agentrig.state",
+    "FinishReason": "agentrig.state",
+    "InferenceRequest": "agentrig.state",
+    "InferenceResponse": "agentrig.state",
+    "LlmConfig": "agentrig.state",
+    "StepError": "agentrig.state",
+    "StepExecution": "agentrig.state",
+    "StepExecutions": "agentrig.state",
+    "ToolExecution": "agentrig.state",
+    "ToolExecutions": "agentrig.state",
+    "ToolSchema": "agentrig.state",
+    "TraceMode": "agentrig.state",
+    "Usage": "agentrig.state",
+    "message_tags": "agentrig.state",
+    "MessageStore": "agentrig.store",
+    "Section": "agentrig.store",
+    "FunctionTool": "agentrig.tools",
+    "Tool": "agentrig.tools",
+    "ToolContext": "agentrig.tools",
+    "ToolExecutor": "agentrig.tools",
+    "ToolOutput": "agentrig.tools",
+    "Tools": "agentrig.tools",
+    "tool": "agentrig.tools",
+}
+"""The module each exported name is imported from."""
+
+_NOT_RUNTIME = frozenset({"fakes", "harness"})
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value  # imported once: later reads do not come back here
+        return value
+    if name not in _NOT_RUNTIME and not name.startswith("_"):
+        # ``agentrig.state.AgentState`` after a bare ``import agentrig``, as when the package
+        # imported every runtime module: the test doubles and the harness stay out, as then.
+        try:
+            return importlib.import_module(f"agentrig.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"agentrig.{name}":
+                raise
+    raise AttributeError(f"module 'agentrig' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

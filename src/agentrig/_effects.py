@@ -19,12 +19,12 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
-from agentrig.drivers.provider import AsyncInferenceProvider, Delta, InferenceProvider
 from agentrig.errors import ConfigurationError
 from agentrig.events import EventBus, InferenceDelta
 
 if TYPE_CHECKING:
     from agentrig.drivers.base import Driver, StepRuntime
+    from agentrig.drivers.provider import AsyncInferenceProvider, Delta, InferenceProvider
     from agentrig.messages import ToolCall
     from agentrig.state import AgentState, InferenceRequest, InferenceResponse, ToolExecutions
     from agentrig.tools import ToolExecutor
@@ -189,6 +189,9 @@ class Infer:
     async def _apieces(
         self, stream: AsyncIterator[Delta | InferenceResponse], deltas: DeltaEvents
     ) -> AsyncGenerator[InferenceResponse | None, None]:
+        # Imported here: the drivers package imports this module (its tool-calling driver).
+        from agentrig.drivers.provider import Delta
+
         try:
             async for piece in stream:
                 if isinstance(piece, Delta):

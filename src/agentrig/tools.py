@@ -20,7 +20,6 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from agentrig import clock
-from agentrig._effects import run_coroutine
 from agentrig._frozen import fast_init
 from agentrig._model import is_json_data, problems_of
 from agentrig._tool_arguments import plain_arguments, plain_plan
@@ -174,6 +173,9 @@ class FunctionTool(Tool):
         """Validate ``arguments`` and call the function (an async one on a private event loop)."""
         result = self.function(**self._kwargs(arguments, context))
         if self.is_async:
+            # Imported here: ``_effects`` imports the drivers, whose base imports this module.
+            from agentrig._effects import run_coroutine
+
             return run_coroutine(result, f"tool '{self.name}'")
         return result
 

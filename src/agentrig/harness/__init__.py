@@ -9,8 +9,8 @@ The front door, for the names most users need::
     write_reports(result, "reports/")  # junit.xml, report.json, report.md, report.html
     assert result.passed
 
-Every name is imported on first use, so ``import agentrig.harness`` loads nothing more than the
-runtime. The subpackages follow the pipeline, each depending only on those before it:
+Every name is imported on first use, so ``import agentrig.harness`` loads nothing (nor does
+``import agentrig``). The subpackages follow the pipeline, each depending only on those before it:
 
 - ``scenarios`` the file format: model, call shorthand, YAML reader, loader, writer, selection,
   and the factory that builds the agent a scenario describes;
