@@ -61,3 +61,24 @@ def test_a_pytest_run_inside_another_program_leaves_its_collector_alone(project:
 def test_agentrigs_command_ends_frozen(project: Path) -> None:
     program = "import probe\nfrom agentrig.harness.cli import main\nmain()\n"
     assert frozen_at_exit(project, sys.executable, "-c", program, "validate", ".") > 0
+
+
+def test_agentrigs_command_freezes_its_imports_before_it_runs(project: Path) -> None:
+    """What the command's imports made is frozen when it starts: the full collection a run
+    triggers as its objects pile up then walks only those."""
+    (project / "startprobe.py").write_text(
+        "import gc\nprint('frozen at start:', gc.get_freeze_count())\n"
+    )
+    program = "from agentrig.harness.cli import main\nmain()\n"
+    paths = [str(project), *filter(None, [os.environ.get("PYTHONPATH")])]
+    done = subprocess.run(
+        [sys.executable, "-c", program, "run", "--plugin", "startprobe", "--report", "json", "."],
+        cwd=project,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    [line] = [line for line in done.stdout.splitlines() if line.startswith("frozen at start:")]
+    assert int(line.split(":")[1]) > 10_000  # the modules, classes and functions of the imports
