@@ -63,16 +63,30 @@ def test_agentrigs_command_ends_frozen(project: Path) -> None:
     assert frozen_at_exit(project, sys.executable, "-c", program, "validate", ".") > 0
 
 
-def test_agentrigs_command_freezes_its_imports_before_it_runs(project: Path) -> None:
-    """What the command's imports made is frozen when it starts: the full collection a run
-    triggers as its objects pile up then walks only those."""
-    (project / "startprobe.py").write_text(
-        "import gc\nprint('frozen at start:', gc.get_freeze_count())\n"
-    )
-    program = "from agentrig.harness.cli import main\nmain()\n"
+STARTPROBE = """
+import gc
+from agentrig.harness import ReportWriter, register_writer
+
+print("frozen at start:", gc.get_freeze_count())
+
+@register_writer
+class Probe(ReportWriter):
+    name = "probe"
+    filename = "probe.txt"
+
+    def render(self, result):
+        print("frozen when reporting:", gc.get_freeze_count())
+        return ""
+"""
+
+
+def frozen_counts(project: Path, program: str) -> dict[str, int]:
+    """The frozen objects' count at the start of ``agentrig run`` (its plugin imported) and when
+    it reports, the command run by ``program``."""
+    (project / "startprobe.py").write_text(STARTPROBE)
     paths = [str(project), *filter(None, [os.environ.get("PYTHONPATH")])]
     done = subprocess.run(
-        [sys.executable, "-c", program, "run", "--plugin", "startprobe", "--report", "json", "."],
+        [sys.executable, "-c", program, "run", "--plugin", "startprobe", "--report", "probe", "."],
         cwd=project,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)},
         capture_output=True,
@@ -80,5 +94,22 @@ def test_agentrigs_command_freezes_its_imports_before_it_runs(project: Path) -> 
         timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    [line] = [line for line in done.stdout.splitlines() if line.startswith("frozen at start:")]
-    assert int(line.split(":")[1]) > 10_000  # the modules, classes and functions of the imports
+    lines = [line.split(":") for line in done.stdout.splitlines() if line.startswith("frozen ")]
+    return {when: int(count) for when, count in lines}
+
+
+def test_agentrigs_command_freezes_its_imports_and_scenarios_before_it_runs(
+    project: Path,
+) -> None:
+    """What the command's imports made is frozen when it starts, the scenarios once loaded:
+    the full collections a run triggers as its objects pile up walk only those."""
+    counts = frozen_counts(project, "from agentrig.harness.cli import main\nmain()\n")
+    assert counts["frozen at start"] > 10_000  # the modules, classes and functions imported
+    assert counts["frozen when reporting"] > counts["frozen at start"]
+
+
+def test_the_command_invoked_in_another_program_leaves_its_collector_alone(
+    project: Path,
+) -> None:
+    program = "import sys\nfrom agentrig.harness.cli import app\napp()\n"
+    assert frozen_counts(project, program) == {"frozen at start": 0, "frozen when reporting": 0}

@@ -62,6 +62,10 @@ PathsArgument = Annotated[
 
 DEFAULT_PATHS = [Path("scenarios")]
 
+_AS_PROGRAM = False
+"""Whether the command runs as its process's program (:func:`main`): only then does it freeze
+what the process holds (``gc.freeze``); a test invoking it keeps its own collector as it was."""
+
 
 def _existing(paths: list[Path] | None, command: str) -> list[Path]:
     """``paths`` (default: ``scenarios/``), or exit 2 naming each that does not exist: a path
@@ -208,6 +212,8 @@ def run(
             soft_wrap=True,
         )
         raise typer.Exit(128 + number) from None
+    if _AS_PROGRAM:  # the scenarios live as long as the run: its collections need not visit them
+        gc.freeze()
     # A file that did not load has no name or tags to select by: every -k run reports it, and
     # one shard of a matrix (by its path) does.
     broken = shard_of(suite.broken, part, key=lambda error: error.path)
@@ -1175,6 +1181,8 @@ def _summary_line(
 
 def main() -> None:
     """Entry point of the ``agentrig`` script."""
+    global _AS_PROGRAM
+    _AS_PROGRAM = True
     # What the imports made lives as long as the process: frozen, the collections the command
     # triggers (a full one as a run's objects pile up) no longer walk every module and class.
     gc.freeze()
