@@ -944,6 +944,9 @@ _GENERATIONS = """\
 import gc, sys
 from agentrig.harness.scenarios.loader import load_suite
 hosts = [[]]
+# Counts start from zero: a collection the imports left due would otherwise move what loads
+# next to the oldest generation on its own, whatever the loader does.
+gc.collect()
 if sys.argv[2] == "host froze":
     gc.freeze()
 scenario = load_suite(sys.argv[1]).scenarios[0]
