@@ -4,10 +4,11 @@ No timing is asserted: only that a script exits 0, prints its table headers, che
 results and writes its ``--json`` file. The peer frameworks (the ``bench`` extra) are optional:
 a peer that is not installed must be reported as skipped, never fail the run.
 
-A script that measures processes (start-up, loading, workers, other interpreters) runs in a
-subprocess, as a user runs it; one whose work is all in its own process runs in this one, as
-``python bench/SCRIPT`` would run it (``run_here``): its imports (agentrig, the SDKs, the peer
-frameworks) were most of what a fresh interpreter spent on it.
+The scripts run in this process, as ``python bench/SCRIPT`` would run them (``run_here``): their
+imports (agentrig, the SDKs, the peer frameworks) were most of what a fresh interpreter spent on
+them. Those that measure processes (start-up, loading, workers) start each measured process
+themselves, so their figures are the same; ``rounds.py``, whose contenders are other
+interpreters and revisions, runs in a subprocess as a user runs it.
 """
 
 from __future__ import annotations
@@ -170,7 +171,7 @@ def test_peers_skip_what_is_not_installed(monkeypatch: pytest.MonkeyPatch) -> No
 @pytest.mark.slow
 def test_suite_quick(tmp_path: Path) -> None:
     saved = tmp_path / "suite.json"
-    output = run_script(str(BENCH / "suite.py"), "--quick", "--json", str(saved))
+    output = run_here("suite.py", "--quick", "--json", str(saved))
     for header in ("workers", "scenarios/s", "peak MiB", "to_json us", "us/message"):
         assert header in output
     assert "every invariant on / none (harness without checks)" in output
@@ -279,7 +280,7 @@ def test_steps_quick(tmp_path: Path) -> None:
 
 def test_loading_quick(tmp_path: Path) -> None:
     saved = tmp_path / "loading.json"
-    output = run_script(str(BENCH / "loading.py"), "--quick", "--json", str(saved))
+    output = run_here("loading.py", "--quick", "--json", str(saved))
     assert "a bad file: " in output
     assert ":15: agent.trace_mode: 'sideways' is not one of" in output
     rows = json.loads(saved.read_text())["rows"]
@@ -297,7 +298,7 @@ def test_loading_quick(tmp_path: Path) -> None:
 
 def test_workers_quick(tmp_path: Path) -> None:
     saved = tmp_path / "workers.json"
-    output = run_script(str(BENCH / "workers.py"), "--quick", "--json", str(saved))
+    output = run_here("workers.py", "--quick", "--json", str(saved))
     assert "worker peak MiB" in output
     rows = json.loads(saved.read_text())["rows"]
     assert [row["workers"] for row in rows] == [1, 2, "auto"]
