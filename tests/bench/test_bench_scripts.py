@@ -134,7 +134,7 @@ def test_loop_sync_only_times_the_sync_path_and_the_floor(tmp_path: Path) -> Non
 @pytest.mark.slow
 def test_peers_quick(tmp_path: Path) -> None:
     saved = tmp_path / "peers.json"
-    output = run_here("peers.py", "--sizes", "2", "--repeats", "1", "--json", str(saved))
+    output = run_here("peers.py", "--quick", "--sizes", "2", "--repeats", "1", "--json", str(saved))
     for header in (
         "framework",
         "sync us/step",
@@ -162,7 +162,7 @@ def test_peers_skip_what_is_not_installed(monkeypatch: pytest.MonkeyPatch) -> No
     hidden = ("pydantic_ai", "langgraph", "agents")
     for name in [name for name in sys.modules if name.partition(".")[0] in hidden] + [*hidden]:
         monkeypatch.setitem(sys.modules, name, None)
-    output = run_here("peers.py", "--sizes", "2", "--repeats", "1")
+    output = run_here("peers.py", "--quick", "--sizes", "2", "--repeats", "1")
     for peer in PEERS:
         assert f"skipped: {peer} not installed (pip install -e '.[bench]')" in output
     assert "no peer ran" in output
