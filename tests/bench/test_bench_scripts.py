@@ -168,7 +168,19 @@ def test_peers_skip_what_is_not_installed(monkeypatch: pytest.MonkeyPatch) -> No
     assert "no peer ran" in output
 
 
+@pytest.fixture
+def children_skip_other_plugins(
+    monkeypatch: pytest.MonkeyPatch, other_plugins_off: tuple[str, ...]
+) -> None:
+    """The pytest runs a script starts (``--agentrig-scenarios --collect-only``) load no
+    installed plugin but agentrig's (``PYTEST_ADDOPTS``): each imported respx, hypothesis,
+    syrupy, vcr... (0.35 CPU s) for a figure the test does not look at. The script's code is
+    the same; a user's run measures collection with their own plugins."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", " ".join(other_plugins_off))
+
+
 @pytest.mark.slow
+@pytest.mark.usefixtures("children_skip_other_plugins")
 def test_suite_quick(tmp_path: Path) -> None:
     saved = tmp_path / "suite.json"
     output = run_here("suite.py", "--quick", "--json", str(saved))
@@ -278,6 +290,7 @@ def test_steps_quick(tmp_path: Path) -> None:
     assert all(run["checked_cpu_s"] > 0 and run["unchecked_cpu_s"] > 0 for run in runs)
 
 
+@pytest.mark.usefixtures("children_skip_other_plugins")
 def test_loading_quick(tmp_path: Path) -> None:
     saved = tmp_path / "loading.json"
     output = run_here("loading.py", "--quick", "--json", str(saved))
