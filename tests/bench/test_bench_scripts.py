@@ -105,7 +105,8 @@ def git_worktrees() -> str:
 
 def test_loop_quick(tmp_path: Path) -> None:
     saved = tmp_path / "loop.json"
-    output = run_here("loop.py", "--quick", "--json", str(saved))
+    # one sample of each: the parallel-tools workload sleeps 0.1 s of real time a repeat
+    output = run_here("loop.py", "--quick", "--repeats", "1", "--json", str(saved))
     for header in ("agentrig us/step", "floor us/step", "agentrig/floor", "agentrig peak KiB"):
         assert header in output
     assert "growth ratio (us/step at N=5 / us/step at N=3)" in output
@@ -410,7 +411,7 @@ class TestRounds:
 
     def test_quick(self, tmp_path: Path) -> None:
         saved = tmp_path / "rounds.json"
-        output = self.two_quick_rounds(saved)
+        output = self.two_quick_rounds(saved, "--repeats", "1")  # see test_loop_quick
         assert "agentrig us/step, the worst N of each run:" in output
         data = json.loads(saved.read_text())
         assert [run["round"] for run in data["runs"]] == [1, 2]
