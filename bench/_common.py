@@ -73,9 +73,14 @@ MIN_SAMPLE_NS = 20_000_000
 """Shortest timed sample (20 ms): shorter workloads are run back to back within one sample."""
 
 
-def loops_for(run_ns: float) -> int:
-    """How many back-to-back runs of ``run_ns`` one sample needs to last ``MIN_SAMPLE_NS``."""
-    return max(1, min(1000, -(-MIN_SAMPLE_NS // max(1, int(run_ns)))))
+QUICK_SAMPLE_NS = 2_000_000
+"""Shortest sample of a ``--quick`` run (2 ms): a smoke run checks that a script works, and its
+samples of 20 ms were most of its time."""
+
+
+def loops_for(run_ns: float, minimum_ns: int = MIN_SAMPLE_NS) -> int:
+    """How many back-to-back runs of ``run_ns`` one sample needs to last ``minimum_ns``."""
+    return max(1, min(1000, -(-minimum_ns // max(1, int(run_ns)))))
 
 
 def peak_bytes(prepare: Callable[[], Prepared]) -> tuple[int, Any]:

@@ -22,6 +22,7 @@ decides one rubric. Cases:
 
     .venv/bin/python bench/live.py
     .venv/bin/python bench/live.py --trials 50 --json bench/results/live.json
+    .venv/bin/python bench/live.py --quick      # a smoke run: 5 trials a case, 16 floor calls
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ from agentrig.messages import Role
 from agentrig.state import InferenceRequest, InferenceResponse
 
 CALLS_PER_TRIAL = 5
+FLOOR_CALLS = 200
+"""Bare SDK calls timed for the floor, one at a time (twice as many 8 at once)."""
+QUICK_FLOOR_CALLS = 16
+"""``--quick``'s: the floor's 600 calls were most of a smoke run's time (it times nothing)."""
 AGENT_MODULE = '''
 from agentrig import AgentBuilder, UseContextConfig, UseLlmConfig, tool
 from agentrig.drivers.openai import OpenAIProvider
@@ -206,7 +211,7 @@ def live(scenario: Scenario, run: LiveRun) -> tuple[LiveResult, float]:
 # --- 1. overhead -------------------------------------------------------------------------
 
 
-def overhead(space: Workspace, trials: int) -> list[list[Any]]:
+def overhead(space: Workspace, trials: int, floor_calls: int) -> list[list[Any]]:
     rows: list[list[Any]] = []
     space.agent.MODEL = FunctionLLM(agent_model)
     models = in_process()
@@ -229,8 +234,8 @@ def overhead(space: Workspace, trials: int) -> list[list[Any]]:
     )
 
     space.agent.MODEL = None
-    floor_ms = _sdk_floor_ms(os.environ["OPENAI_BASE_URL"])
-    floor8_ms = _sdk_floor_ms(os.environ["OPENAI_BASE_URL"], calls=400, concurrency=8)
+    floor_ms = _sdk_floor_ms(os.environ["OPENAI_BASE_URL"], floor_calls)
+    floor8_ms = _sdk_floor_ms(os.environ["OPENAI_BASE_URL"], 2 * floor_calls, concurrency=8)
     live(space.scenario(fixed(5, 1)), LiveRun())  # warm up
     one, seconds = live(space.scenario(fixed(trials, 1)), LiveRun())
     _check(one, trials)
@@ -276,9 +281,9 @@ def overhead(space: Workspace, trials: int) -> list[list[Any]]:
     return rows
 
 
-def _sdk_floor_ms(base_url: str, calls: int = 200, concurrency: int = 1) -> float:
-    """ms per call of the bare openai SDK against the endpoint (wall time over calls, with
-    ``concurrency`` calls in flight)."""
+def _sdk_floor_ms(base_url: str, calls: int, concurrency: int = 1) -> float:
+    """ms per call of the bare openai SDK against the endpoint (wall time over ``calls`` after
+    a warm-up of at most 10, with ``concurrency`` calls in flight)."""
     import openai
 
     async def main() -> float:
@@ -296,7 +301,7 @@ def _sdk_floor_ms(base_url: str, calls: int = 200, concurrency: int = 1) -> floa
                 },
             }
         ]
-        for _ in range(10):
+        for _ in range(min(10, calls)):
             await client.chat.completions.create(model="j", messages=messages, tools=tools)
 
         async def worker(count: int) -> None:
@@ -495,15 +500,16 @@ def main() -> None:
     options = common.parser(__doc__.splitlines()[0])
     options.add_argument("--trials", type=int, default=200, help="trials a case (default 200)")
     args = options.parse_args()
+    floor_calls = FLOOR_CALLS
     if args.quick:
-        args.trials = 5
+        args.trials, floor_calls = 5, QUICK_FLOOR_CALLS
     space = Workspace()
     server = Server(space.folder / "models")
     os.environ.update(OPENAI_BASE_URL=server.openai_base_url, OPENAI_API_KEY="bench-agent")
     print(common.machine_line(common.machine()))
     report: dict[str, Any] = {}
     print(f"\n1. overhead of a {CALLS_PER_TRIAL}-call trial")
-    rows = overhead(space, args.trials)
+    rows = overhead(space, args.trials, floor_calls)
     report["overhead"] = rows
     print(common.table(["case", "trials", "ms a trial", "ms over the floor", "trials/s"], rows))
     print("\n2. cost (USD)")

@@ -2,7 +2,7 @@
 simulation: interval coverage, the sequential test's trials and errors, and the cost of a call.
 
     .venv/bin/python bench/live_stats.py                     # 2,000 suites a cell, seed 1
-    .venv/bin/python bench/live_stats.py --quick             # a smoke run
+    .venv/bin/python bench/live_stats.py --quick             # a smoke run (samples of 2 ms)
     .venv/bin/python bench/live_stats.py --suites 10000 --seed 7 --json results/live_stats.json
 
 1. Coverage: for each true rate p and number of trials n, ``--suites`` suites of n trials; the
@@ -229,8 +229,9 @@ def sequential(rng: random.Random, suites: int, max_trials: int) -> list[dict[st
     return rows
 
 
-def speed() -> list[dict[str, Any]]:
-    """µs per call of the functions that run after every trial, median of 5 samples."""
+def speed(sample_ns: int = common.MIN_SAMPLE_NS) -> list[dict[str, Any]]:
+    """µs per call of the functions that run after every trial, median of 5 samples (each at
+    least ``sample_ns`` long, or 1,000 calls)."""
     rule = Requirement(Metric(), 0.9)
     prepared: dict[str, Callable[[], Callable[[], Any]]] = {
         f"clopper_pearson({c}, {n})": functools.partial(functools.partial, clopper_pearson, c, n)
@@ -243,7 +244,7 @@ def speed() -> list[dict[str, Any]]:
     rows = []
     for name, prepare in prepared.items():
         elapsed, _ = common.timed_ns(prepare)
-        loops = common.loops_for(elapsed)
+        loops = common.loops_for(elapsed, sample_ns)
         samples = [common.timed_loops_ns(prepare, loops)[0] / 1000 for _ in range(5)]
         rows.append({"call": name, "us_per_call": common.median(samples)})
     return rows
@@ -326,7 +327,7 @@ def main() -> None:
             f"{minimum_trials_to_pass(rule)}, SPRT {minimum_trials_to_pass(rule, sequential=True)}"
         )
 
-    timings = speed()
+    timings = speed(common.QUICK_SAMPLE_NS if args.quick else common.MIN_SAMPLE_NS)
     print("\n3. cost per call (µs, median of 5 samples)")
     print(common.table(["call", "µs/call"], [(row["call"], row["us_per_call"]) for row in timings]))
     worst = max(row["us_per_call"] for row in timings if row["call"].startswith("clopper"))

@@ -6,7 +6,7 @@ W(N): one user message, N model replies each calling ``add(a=i, b=1)``, then the
 buffer is on (the default). The floor does the same work on plain dicts and lists.
 
     .venv/bin/python bench/loop.py                 # N = 10, 100, 300, 1000
-    .venv/bin/python bench/loop.py --quick         # a smoke run
+    .venv/bin/python bench/loop.py --quick         # a smoke run (samples of 2 ms, not 20)
     .venv/bin/python bench/loop.py --sizes 10,1000 --repeats 9 --json results/loop.json
     .venv/bin/python bench/loop.py --sync-only     # the sync path and the floor alone
 
@@ -66,14 +66,15 @@ def check(name: str, n: int, result: Any) -> None:
         workload.check_agentrig(n, result)
 
 
-def calibrate(n: int, names: Sequence[str]) -> dict[str, int]:
-    """Runs per sample of each contender named on W(n), from one checked warm-up run each."""
+def calibrate(n: int, names: Sequence[str], sample_ns: int) -> dict[str, int]:
+    """Runs per sample of each contender named on W(n), from one checked warm-up run each: as
+    many as last ``sample_ns``."""
     loops = {}
     for name in names:
         prepare = CONTENDERS[name]
         elapsed, result = common.timed_ns(lambda prepare=prepare: prepare(n))
         check(name, n, result)
-        loops[name] = common.loops_for(elapsed)
+        loops[name] = common.loops_for(elapsed, sample_ns)
     return loops
 
 
@@ -90,7 +91,10 @@ def sample(n: int, loops: dict[str, int]) -> dict[str, float]:
 
 
 def measure(
-    sizes: Sequence[int], repeats: int, names: Sequence[str] = tuple(CONTENDERS)
+    sizes: Sequence[int],
+    repeats: int,
+    names: Sequence[str] = tuple(CONTENDERS),
+    sample_ns: int = common.MIN_SAMPLE_NS,
 ) -> list[dict[str, Any]]:
     """Median µs/step and peak memory of agentrig and of the floor on W(n) for each size (and
     of the async paths, unless ``names`` leaves them out).
@@ -99,7 +103,7 @@ def measure(
     load then hits all alike and every size alike, rather than the sizes measured during it
     (this machine's speed drifts by up to 2x over minutes).
     """
-    loops = {n: calibrate(n, names) for n in sizes}
+    loops = {n: calibrate(n, names, sample_ns) for n in sizes}
     samples: dict[int, list[dict[str, float]]] = {n: [] for n in sizes}
     for _ in range(repeats):
         for n in sizes:
@@ -219,14 +223,16 @@ def main() -> None:
     sizes, repeats = common.resolve(
         args, sizes=SIZES, quick_sizes=QUICK_SIZES, repeats=REPEATS, quick_repeats=QUICK_REPEATS
     )
+    sample_ns = common.QUICK_SAMPLE_NS if args.quick else common.MIN_SAMPLE_NS
     info = common.machine()
     print("bench/loop.py: W(N) full loop, agentrig vs bare-Python floor (same process)")
     print(common.machine_line(info))
     print(
         f"median of {repeats} samples per N (a sample: runs back to back for at least "
-        f"{common.MIN_SAMPLE_NS // 1_000_000} ms); peak memory from a separate tracemalloc run\n"
+        f"{sample_ns // 1_000_000} ms); peak memory from a separate tracemalloc run\n"
     )
-    results = measure(sizes, repeats, SYNC_ONLY if args.sync_only else tuple(CONTENDERS))
+    names = SYNC_ONLY if args.sync_only else tuple(CONTENDERS)
+    results = measure(sizes, repeats, names, sample_ns)
     print(common.table(*_table(results, with_async=not args.sync_only)))
     smallest, largest = min(sizes), max(sizes)
     agentrig_growth = growth(results, "agentrig_us_per_step")

@@ -5,7 +5,7 @@ that supports tool calls) and the OpenAI Agents SDK (a scripted ``Model``); inst
 ``pip install -e '.[bench]'``. A peer that is not installed is skipped, saying so.
 
     .venv/bin/python bench/peers.py                          # N = 10, 100, 300, 1000
-    .venv/bin/python bench/peers.py --quick                  # a smoke run
+    .venv/bin/python bench/peers.py --quick                  # a smoke run (samples of 2 ms)
     .venv/bin/python bench/peers.py --peers langgraph --sizes 10,300 --repeats 5
 
 Each framework runs through its usual synchronous entry point (``AgentLoop.execute``,
@@ -70,10 +70,13 @@ def split(found: dict[str, Framework]) -> list[str]:
     return [name for name in found if not name.endswith(" async")]
 
 
-def measure(found: dict[str, Framework], n: int, repeats: int) -> dict[str, dict[str, Any]]:
+def measure(
+    found: dict[str, Framework], n: int, repeats: int, sample_ns: int = common.MIN_SAMPLE_NS
+) -> dict[str, dict[str, Any]]:
     """Median µs per step of every framework on W(n), samples taking turns between frameworks.
 
-    As in ``bench/loop.py``, a sample lasts at least 20 ms: a framework whose run of W(n) is
+    As in ``bench/loop.py``, a sample lasts at least ``sample_ns`` (20 ms; 2 ms with
+    ``--quick``): a framework whose run of W(n) is
     shorter runs it back to back within one sample (agentrig at small N; a peer's run is longer).
     The number of runs per sample comes from a checked warm-up run of W(min(n, 10)), scaled to n.
     """
@@ -82,7 +85,7 @@ def measure(found: dict[str, Framework], n: int, repeats: int) -> dict[str, dict
     for name, (prepare, check) in found.items():
         warm_up_ns, result = common.timed_ns(functools.partial(prepare, warm_up))
         check(warm_up, result)
-        loops[name] = common.loops_for(warm_up_ns * (n + 1) / (warm_up + 1))
+        loops[name] = common.loops_for(warm_up_ns * (n + 1) / (warm_up + 1), sample_ns)
     samples: dict[str, list[float]] = {name: [] for name in found}
     for _ in range(repeats):
         for name, (prepare, check) in found.items():
@@ -169,6 +172,7 @@ def main() -> None:
     unknown = sorted(set(selected or ()) - set(peers.PEERS))
     if unknown:
         raise SystemExit(f"unknown peer(s): {', '.join(unknown)}; known: {', '.join(peers.PEERS)}")
+    sample_ns = common.QUICK_SAMPLE_NS if args.quick else common.MIN_SAMPLE_NS
     info = common.machine()
     print("bench/peers.py: W(N) on agentrig and peer frameworks (same process)")
     print(common.machine_line(info))
@@ -176,9 +180,9 @@ def main() -> None:
     print("versions: " + ", ".join(f"{name} {version}" for name, version in versions.items()))
     print(
         f"median of {repeats} samples per framework and N (a sample: runs back to back for at"
-        " least 20 ms; frameworks take turns)\n"
+        f" least {sample_ns // 1_000_000} ms; frameworks take turns)\n"
     )
-    measured = {n: measure(found, n, repeats) for n in sizes}
+    measured = {n: measure(found, n, repeats, sample_ns) for n in sizes}
     names = split(found)
     results = {n: {name: measured[n][name] for name in names} for n in sizes}
     async_results = {n: {name: measured[n][f"{name} async"] for name in names} for n in sizes}

@@ -145,14 +145,18 @@ def git(*args: str, refused: str | None = None) -> str:
 
 @contextlib.contextmanager
 def revision(ref: str) -> Iterator[Contender]:
-    """``ref`` checked out into a temporary worktree, as a contender run by this interpreter;
-    the worktree is removed afterwards."""
+    """``ref``'s ``bench`` and ``src`` checked out into a temporary worktree, as a contender run
+    by this interpreter; the worktree is removed afterwards."""
     refused = f"--against {ref}: not a commit of this repository ({BENCH.parent})"
     commit = git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", refused=refused)
     with tempfile.TemporaryDirectory() as folder:
         tree = Path(folder) / commit[:12]
-        git("worktree", "add", "--detach", str(tree), commit)
+        # only what loop.py runs (its folder and the package): the whole tree took 0.3 s
+        git("worktree", "add", "--detach", "--no-checkout", str(tree), commit)
         try:
+            if held := git("ls-tree", "--name-only", commit, "--", "bench", "src").split():
+                git("-C", str(tree), "restore", "--source=HEAD", "--staged", "--worktree",
+                    "--", *held)  # fmt: skip
             loop = tree / "bench" / "loop.py"
             if not loop.is_file():
                 raise SystemExit(f"--against {ref}: that revision has no bench/loop.py")

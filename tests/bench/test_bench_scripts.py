@@ -4,10 +4,11 @@ No timing is asserted: only that a script exits 0, prints its table headers, che
 results and writes its ``--json`` file. The peer frameworks (the ``bench`` extra) are optional:
 a peer that is not installed must be reported as skipped, never fail the run.
 
-A script that measures processes (start-up, loading, workers, other interpreters) runs in a
-subprocess, as a user runs it; one whose work is all in its own process runs in this one, as
-``python bench/SCRIPT`` would run it (``run_here``): its imports (agentrig, the SDKs, the peer
-frameworks) were most of what a fresh interpreter spent on it.
+The scripts run in this process, as ``python bench/SCRIPT`` would run them (``run_here``): their
+imports (agentrig, the SDKs, the peer frameworks) were most of what a fresh interpreter spent on
+them. Those that measure processes (start-up, loading, workers) start each measured process
+themselves, so their figures are the same; ``rounds.py``, whose contenders are other
+interpreters and revisions, runs in a subprocess as a user runs it.
 """
 
 from __future__ import annotations
@@ -104,7 +105,8 @@ def git_worktrees() -> str:
 
 def test_loop_quick(tmp_path: Path) -> None:
     saved = tmp_path / "loop.json"
-    output = run_here("loop.py", "--quick", "--json", str(saved))
+    # one sample of each: the parallel-tools workload sleeps 0.1 s of real time a repeat
+    output = run_here("loop.py", "--quick", "--repeats", "1", "--json", str(saved))
     for header in ("agentrig us/step", "floor us/step", "agentrig/floor", "agentrig peak KiB"):
         assert header in output
     assert "growth ratio (us/step at N=5 / us/step at N=3)" in output
@@ -133,7 +135,7 @@ def test_loop_sync_only_times_the_sync_path_and_the_floor(tmp_path: Path) -> Non
 @pytest.mark.slow
 def test_peers_quick(tmp_path: Path) -> None:
     saved = tmp_path / "peers.json"
-    output = run_here("peers.py", "--sizes", "2", "--repeats", "1", "--json", str(saved))
+    output = run_here("peers.py", "--quick", "--sizes", "2", "--repeats", "1", "--json", str(saved))
     for header in (
         "framework",
         "sync us/step",
@@ -161,16 +163,28 @@ def test_peers_skip_what_is_not_installed(monkeypatch: pytest.MonkeyPatch) -> No
     hidden = ("pydantic_ai", "langgraph", "agents")
     for name in [name for name in sys.modules if name.partition(".")[0] in hidden] + [*hidden]:
         monkeypatch.setitem(sys.modules, name, None)
-    output = run_here("peers.py", "--sizes", "2", "--repeats", "1")
+    output = run_here("peers.py", "--quick", "--sizes", "2", "--repeats", "1")
     for peer in PEERS:
         assert f"skipped: {peer} not installed (pip install -e '.[bench]')" in output
     assert "no peer ran" in output
 
 
+@pytest.fixture
+def children_skip_other_plugins(
+    monkeypatch: pytest.MonkeyPatch, other_plugins_off: tuple[str, ...]
+) -> None:
+    """The pytest runs a script starts (``--agentrig-scenarios --collect-only``) load no
+    installed plugin but agentrig's (``PYTEST_ADDOPTS``): each imported respx, hypothesis,
+    syrupy, vcr... (0.35 CPU s) for a figure the test does not look at. The script's code is
+    the same; a user's run measures collection with their own plugins."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", " ".join(other_plugins_off))
+
+
 @pytest.mark.slow
+@pytest.mark.usefixtures("children_skip_other_plugins")
 def test_suite_quick(tmp_path: Path) -> None:
     saved = tmp_path / "suite.json"
-    output = run_script(str(BENCH / "suite.py"), "--quick", "--json", str(saved))
+    output = run_here("suite.py", "--quick", "--json", str(saved))
     for header in ("workers", "scenarios/s", "peak MiB", "to_json us", "us/message"):
         assert header in output
     assert "every invariant on / none (harness without checks)" in output
@@ -277,9 +291,10 @@ def test_steps_quick(tmp_path: Path) -> None:
     assert all(run["checked_cpu_s"] > 0 and run["unchecked_cpu_s"] > 0 for run in runs)
 
 
+@pytest.mark.usefixtures("children_skip_other_plugins")
 def test_loading_quick(tmp_path: Path) -> None:
     saved = tmp_path / "loading.json"
-    output = run_script(str(BENCH / "loading.py"), "--quick", "--json", str(saved))
+    output = run_here("loading.py", "--quick", "--json", str(saved))
     assert "a bad file: " in output
     assert ":15: agent.trace_mode: 'sideways' is not one of" in output
     rows = json.loads(saved.read_text())["rows"]
@@ -297,7 +312,7 @@ def test_loading_quick(tmp_path: Path) -> None:
 
 def test_workers_quick(tmp_path: Path) -> None:
     saved = tmp_path / "workers.json"
-    output = run_script(str(BENCH / "workers.py"), "--quick", "--json", str(saved))
+    output = run_here("workers.py", "--quick", "--json", str(saved))
     assert "worker peak MiB" in output
     rows = json.loads(saved.read_text())["rows"]
     assert [row["workers"] for row in rows] == [1, 2, "auto"]
@@ -396,7 +411,7 @@ class TestRounds:
 
     def test_quick(self, tmp_path: Path) -> None:
         saved = tmp_path / "rounds.json"
-        output = self.two_quick_rounds(saved)
+        output = self.two_quick_rounds(saved, "--repeats", "1")  # see test_loop_quick
         assert "agentrig us/step, the worst N of each run:" in output
         data = json.loads(saved.read_text())
         assert [run["round"] for run in data["runs"]] == [1, 2]

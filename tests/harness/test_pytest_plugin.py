@@ -254,7 +254,7 @@ def test_scenarios_run_under_xdist(
     pytest.importorskip("xdist", reason="pytest-xdist is part of the dev extra")
     for index in range(4):
         add_scenario(pytester, f"scenarios/s{index}.scenario.yaml", f"s{index}")
-    result = pytester.runpytest_subprocess("--agentrig-scenarios", "-n", "2", *other_plugins_off)
+    result = pytester.runpytest("--agentrig-scenarios", "-n", "2", *other_plugins_off)
     result.assert_outcomes(passed=4)
 
 

@@ -45,6 +45,31 @@ def test_intercepted(agentrig_endpoint, monkeypatch):
         assert "sunny" in agent(openai.OpenAI())
 """
 
+HTTP_AGENT = """
+import json
+import urllib.request
+
+def agent(ep):
+    messages = [{"role": "system", "content": "You answer weather questions."},
+                {"role": "user", "content": "Weather in Paris?"}]
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}}]
+    while True:
+        body = {"model": "gpt-test", "messages": messages, "tools": tools}
+        request = urllib.request.Request(
+            ep.openai_base_url + "/chat/completions", data=json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {ep.api_key}",
+                     "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            message = json.load(response)["choices"][0]["message"]
+        messages.append({key: value for key, value in message.items() if value is not None})
+        if not message.get("tool_calls"):
+            return message["content"]
+        for call in message["tool_calls"]:
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": "sunny"})
+"""
+"""The agent of ``TEST_FILE`` over the standard library's HTTP client (``agent(ep)``)."""
+
 
 def test_a_passing_agent_passes_in_process_live_and_intercepted(
     pytester: pytest.Pytester,
@@ -89,16 +114,17 @@ def test_an_agent_that_never_calls_fails_with_the_unused_script(
 def test_concurrent_sessions_under_xdist(
     pytester: pytest.Pytester, other_plugins_off: tuple[str, ...]
 ) -> None:
+    """Six live sessions on two workers, each agent speaking the OpenAI wire format over HTTP
+    with the standard library: the SDK's path is the other tests' (each worker imported it
+    only to send these requests, 0.5 CPU s)."""
     pytester.makefile(".scenario.yaml", weather=WEATHER)
-    body = TEST_FILE.replace("MODEL", '"gpt-test"').split("def test_in_process")[0]
     tests = "".join(
         f"def test_{n}(agentrig_endpoint):\n"
         "    ep = agentrig_endpoint('weather.scenario.yaml', live=True)\n"
-        "    client = openai.OpenAI(api_key=ep.api_key, base_url=ep.openai_base_url)\n"
-        "    assert 'sunny' in agent(client)\n\n"
+        "    assert 'sunny' in agent(ep)\n\n"
         for n in range(6)
     )
-    pytester.makepyfile(test_agent=body + tests)
+    pytester.makepyfile(test_agent=HTTP_AGENT + tests)
     result = pytester.runpytest("-p", "no:cacheprovider", "-n", "2", *other_plugins_off)
     result.assert_outcomes(passed=6)
 
