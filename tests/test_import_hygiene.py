@@ -118,6 +118,27 @@ def test_importing_agentrig_loads_a_module_only_when_a_name_needs_it() -> None:
     assert not any(name.startswith(("agentrig.loop", "agentrig.sessions")) for name in after)
 
 
+def test_the_commands_help_imports_no_runtime() -> None:
+    """``agentrig --help`` lists the commands: none of the runtime, the results' models or
+    pydantic (whose plugin lookup reads every installed distribution's metadata) is needed."""
+    code = (
+        "import json, sys\n"
+        "from agentrig.harness.cli import app\n"
+        "try:\n"
+        "    app(['--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    loaded = json.loads(result.stdout.splitlines()[-1])
+    assert "agentrig.harness.cli" in loaded
+    heavy = ("pydantic", "agentrig.state", "agentrig.loop", "agentrig.harness.results")
+    assert [name for name in loaded if name.startswith(heavy)] == []
+
+
 def test_modules_import_in_any_order() -> None:
     """Each module imported first, as a program whose first import it is (``import agentrig``
     no longer imports the runtime in one fixed order): the modules whose imports went round

@@ -27,7 +27,6 @@ from rich.table import Table
 from agentrig.errors import AgentrigError, ConfigurationError
 from agentrig.harness.errors import ScenarioFileError
 from agentrig.harness.process_end import end_without_a_last_collection
-from agentrig.harness.results import ScenarioResult, SuiteResult
 from agentrig.harness.suites.interrupt import (
     Interrupted,
     interrupted_by_signals,
@@ -38,6 +37,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from agentrig.harness.live.run import LiveRun
+    from agentrig.harness.results import ScenarioResult, SuiteResult
     from agentrig.harness.scale.cluster import DaskExecutor
     from agentrig.harness.scenarios.model import Scenario
     from agentrig.harness.suites.shards import ShardInfo
@@ -298,7 +298,9 @@ def _shard_info(
     return shard_info(selection, [e for e in selection if id(e) in mine], part)
 
 
-RunScripted = Callable[[Sequence["Scenario"], Callable[[ScenarioResult], None], bool], SuiteResult]
+RunScripted = Callable[
+    [Sequence["Scenario"], Callable[["ScenarioResult"], None], bool], "SuiteResult"
+]
 """Runs the scripted scenarios of ``run`` (with a progress callback, and ``--async``)."""
 
 
@@ -408,6 +410,7 @@ def _with_live(
     import asyncio
 
     from agentrig.harness.live.suite import run_live_suite
+    from agentrig.harness.results import SuiteResult
 
     started = time.perf_counter()
     live = [scenario for scenario in scenarios if scenario.is_live]
@@ -1032,6 +1035,7 @@ def _interrupted_result(
     """In ``selected``'s order, the result of each scenario that came in (in any order: a
     Dask cluster's, the live ones'), an error case for each that did not finish: the reports
     show what ran and what did not."""
+    from agentrig.harness.results import SuiteResult
     from agentrig.harness.runner import failed_result
 
     message = NOT_FINISHED.format(signal=_shown_signal(signal))
@@ -1074,6 +1078,7 @@ def _report_interrupted(
     128 + the signal's number."""
     from agentrig.harness.reporting import writer_names
     from agentrig.harness.reporting.terminal import format_counts
+    from agentrig.harness.results import SuiteResult
 
     name, number = stopped_by
     if not quiet:
