@@ -96,6 +96,8 @@ _rewrite_once = _load_plugin("rewrite_once")
 pytest_configure = _rewrite_once.pytest_configure
 # xdist's loadgroup scheduler, without its per-test recount of each worker's pending tests
 pytest_xdist_make_scheduler = _load_plugin("counted_scheduling").pytest_xdist_make_scheduler
+# the pytest runs the tests start in this process read the installed distributions once
+_load_plugin("metadata_once").read_installed_once()
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

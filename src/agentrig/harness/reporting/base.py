@@ -16,6 +16,7 @@ from typing import ClassVar, TypeVar
 from pydantic import JsonValue
 
 from agentrig.errors import AgentrigError, ConfigurationError
+from agentrig.harness.reporting.indented_json import dumps_indented
 from agentrig.harness.results import Failure, ScenarioResult, SuiteResult, TurnResult
 
 __all__ = [
@@ -146,7 +147,9 @@ def _check_unique_filenames(writers: list[ReportWriter]) -> None:
 
 def format_json(value: JsonValue, *, indent: int | None = None) -> str:
     """``value`` as JSON with sorted keys, so equal values always render the same."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, indent=indent)
+    if indent is None:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return dumps_indented(value, indent)
 
 
 SHOWN_CHARACTERS = 2000
