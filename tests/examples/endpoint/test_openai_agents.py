@@ -76,7 +76,9 @@ async def ask(agent: Agent[None], conversation: str | list[Any], *, streamed: bo
 
 # Async tests, on asyncio: ``Runner.run_sync`` shuts down the async generators of the thread's
 # loop after each run and keeps the loop, so a later run on that thread warns about httpx's.
-pytestmark = pytest.mark.anyio
+# One xdist group with the adapter run of tests/harness/live/test_adapters.py: one worker
+# imports the framework for both.
+pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("openai-agents")]
 
 MODES = pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 ON_EVERY_MODEL = pytest.mark.parametrize("model", MODELS)

@@ -103,7 +103,9 @@ async def ask(agent: Any, question: str, *, streamed: bool, history: Any = None)
 
 # Async tests, on asyncio: ``run_sync`` leaves the event loop it makes open as the thread's
 # loop, and a later test's loop replacing it warns that it was never closed.
-pytestmark = pytest.mark.anyio
+# One xdist group with the adapter run of tests/harness/live/test_adapters.py: one worker
+# imports the framework for both.
+pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("pydantic-ai")]
 
 MODES = pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 ON_EVERY_MODEL = pytest.mark.parametrize("model", MODELS)
