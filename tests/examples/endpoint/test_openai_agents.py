@@ -23,7 +23,7 @@ RATE_LIMITED = ROOT / "examples" / "endpoint" / "scenarios" / "rate_limited.scen
 @pytest.fixture(scope="module", autouse=True)
 def _sdk() -> None:
     """The SDK (1.2 CPU s) imported by the first test here, not at collection in every worker:
-    a module fixture keeps this module's tests on one worker (tests/conftest.py)."""
+    this module's tests run on one worker (their xdist group, below)."""
     agents = pytest.importorskip("agents", reason="needs the frameworks extra (openai-agents)")
     agents.set_tracing_disabled(True)  # no trace export to the OpenAI platform from tests
 

@@ -24,7 +24,7 @@ RATE_LIMITED = ROOT / "examples" / "endpoint" / "scenarios" / "rate_limited.scen
 @pytest.fixture(scope="module", autouse=True)
 def _framework() -> None:
     """pydantic-ai (0.5 CPU s) imported by the first test here, not at collection in every
-    worker: a module fixture keeps this module's tests on one worker (tests/conftest.py)."""
+    worker: this module's tests run on one worker (their xdist group, below)."""
     pytest.importorskip("pydantic_ai", reason="needs the frameworks extra (pydantic-ai-slim)")
 
 
