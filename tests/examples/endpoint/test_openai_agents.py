@@ -23,7 +23,7 @@ RATE_LIMITED = ROOT / "examples" / "endpoint" / "scenarios" / "rate_limited.scen
 @pytest.fixture(scope="module", autouse=True)
 def _sdk() -> None:
     """The SDK (1.2 CPU s) imported by the first test here, not at collection in every worker:
-    a module fixture keeps this module's tests on one worker (tests/conftest.py)."""
+    this module's tests run on one worker (their xdist group, below)."""
     agents = pytest.importorskip("agents", reason="needs the frameworks extra (openai-agents)")
     agents.set_tracing_disabled(True)  # no trace export to the OpenAI platform from tests
 
@@ -76,7 +76,9 @@ async def ask(agent: Agent[None], conversation: str | list[Any], *, streamed: bo
 
 # Async tests, on asyncio: ``Runner.run_sync`` shuts down the async generators of the thread's
 # loop after each run and keeps the loop, so a later run on that thread warns about httpx's.
-pytestmark = pytest.mark.anyio
+# One xdist group with the adapter run of tests/harness/live/test_adapters.py: one worker
+# imports the framework for both.
+pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("openai-agents")]
 
 MODES = pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 ON_EVERY_MODEL = pytest.mark.parametrize("model", MODELS)

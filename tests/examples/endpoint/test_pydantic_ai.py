@@ -24,7 +24,7 @@ RATE_LIMITED = ROOT / "examples" / "endpoint" / "scenarios" / "rate_limited.scen
 @pytest.fixture(scope="module", autouse=True)
 def _framework() -> None:
     """pydantic-ai (0.5 CPU s) imported by the first test here, not at collection in every
-    worker: a module fixture keeps this module's tests on one worker (tests/conftest.py)."""
+    worker: this module's tests run on one worker (their xdist group, below)."""
     pytest.importorskip("pydantic_ai", reason="needs the frameworks extra (pydantic-ai-slim)")
 
 
@@ -103,7 +103,9 @@ async def ask(agent: Any, question: str, *, streamed: bool, history: Any = None)
 
 # Async tests, on asyncio: ``run_sync`` leaves the event loop it makes open as the thread's
 # loop, and a later test's loop replacing it warns that it was never closed.
-pytestmark = pytest.mark.anyio
+# One xdist group with the adapter run of tests/harness/live/test_adapters.py: one worker
+# imports the framework for both.
+pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("pydantic-ai")]
 
 MODES = pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 ON_EVERY_MODEL = pytest.mark.parametrize("model", MODELS)

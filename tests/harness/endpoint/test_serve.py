@@ -16,7 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from agentrig.harness.cli import app
 from agentrig.harness.endpoint.server import listening_socket
 
 from .conftest import WEATHER
@@ -145,13 +147,7 @@ def test_serve_refuses_a_scenario_it_cannot_honour(
     path = write_scenario(
         WEATHER.replace("final_response:", "status: completed\n      final_response:")
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", "from agentrig.harness.cli import main; main()", "serve", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-    )
+    completed = _serve_once(tmp_path, str(path))
     assert completed.returncode == 2
     assert f"{path}:11:15: turns[0].expect.status: expect.status needs agentrig's own state" in (
         completed.stderr + completed.stdout
@@ -159,15 +155,16 @@ def test_serve_refuses_a_scenario_it_cannot_honour(
 
 
 def _serve_once(folder: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-c", "from agentrig.harness.cli import main; main()", "serve"]
-    return subprocess.run(
-        [*command, *arguments],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "COLUMNS": "200"},
-        check=False,
+    """``agentrig serve ARGUMENTS`` in ``folder``, run in this process: one that stops before
+    serving needs no process of its own (each took 0.5 CPU s importing agentrig again)."""
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        result = CliRunner().invoke(app, ["serve", *arguments], env={"COLUMNS": "200"})
+    finally:
+        os.chdir(cwd)
+    return subprocess.CompletedProcess(
+        ["agentrig", "serve", *arguments], result.exit_code, result.stdout, result.stderr
     )
 
 

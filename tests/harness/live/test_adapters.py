@@ -5,11 +5,11 @@ through OPENAI_BASE_URL and tell the trials apart by the ``x-agentrig-trial`` he
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,6 +34,11 @@ ADAPTERS = {
     "langgraph": "refund_langgraph",
 }
 """The framework each example needs (its import name), and the example's module."""
+
+GROUPS = {"pydantic_ai": "pydantic-ai", "agents": "openai-agents", "langgraph": "langgraph"}
+"""The xdist group of each framework's tests (tests/examples/endpoint/): the run here goes to
+the worker that imports the framework for those (1.3-2 CPU s each), not to another that would
+import it again."""
 
 # USD of the agent's replies in one trial, from the usage models/agent.scenario.yaml scripts at
 # gpt-4.1-mini's prices (0.4 and 1.6 per million tokens): it asks for the order (120 in, 12 out),
@@ -70,34 +75,22 @@ COMMAND = ["run", "--live", "refund.scenario.yaml", "--report-dir", "reports", "
 COMMAND += ["--run-id", "adapters"]
 
 
-def run_live(project: Path, env: dict[str, str]) -> tuple[int, dict[str, Any]]:
-    """``agentrig run --live refund.scenario.yaml`` in a process of its own, as a user runs it
-    (the frameworks' HTTP clients outlive the run's event loop there, not in the tests')."""
-    done = subprocess.run(
-        [sys.executable, "-c", "from agentrig.harness.cli import main; main()", *COMMAND],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode in (0, 1, 3), done.stdout + done.stderr
-    return done.returncode, live_report(project)
-
-
-def replay_here(
+def run_here(
     project: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> tuple[int, dict[str, Any]]:
-    """The same command again, in this process: every trial comes from the cache, so no
-    framework client is made (a fresh interpreter spent its time importing the framework)."""
+    """``agentrig run --live refund.scenario.yaml`` as docs/live.md runs it, in this process: a
+    process of its own would import the framework again (about 2 CPU s of the 2.5 each run
+    took), where this worker imported it once for all its tests. What the run leaves (its tasks,
+    the framework's objects) is collected before the test ends, under its warning filters."""
     monkeypatch.chdir(project)
     modules = set(sys.modules)
     try:
         result = CliRunner().invoke(app, COMMAND, env=env)
     finally:
-        for name in set(sys.modules) - modules:  # the example's modules: each test has a copy
+        for name in set(sys.modules) - modules:  # the example's modules: each run imports them
             if str(getattr(sys.modules[name], "__file__", "")).startswith(str(project)):
                 del sys.modules[name]
+        gc.collect()
     assert result.exit_code in (0, 1, 3), result.output
     return result.exit_code, live_report(project)
 
@@ -110,20 +103,29 @@ def live_report(project: Path) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", sorted(ADAPTERS))
+@pytest.mark.parametrize(
+    "framework",
+    [pytest.param(name, marks=pytest.mark.xdist_group(GROUPS[name])) for name in sorted(ADAPTERS)],
+)
+# The Agents SDK runs each turn as a task of a coroutine: a trial cancelled at the verdict before
+# that task started leaves the coroutine unawaited (the SDK's; a run's own process exits before
+# collecting it, this one collects it in run_here).
+@pytest.mark.filterwarnings("ignore:coroutine 'run_single_turn' was never awaited:RuntimeWarning")
 def test_an_adapter_agent_is_measured_offline_and_replayed(
     served: tuple[Path, ScenarioEndpoint, dict[str, str]],
     framework: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    pytest.importorskip(framework, reason="needs the frameworks extra")
+    module = pytest.importorskip(framework, reason="needs the frameworks extra")
+    if framework == "agents":  # as OPENAI_AGENTS_DISABLE_TRACING does in a process of its own:
+        module.set_tracing_disabled(True)  # the SDK read it once, maybe before this test
     project, endpoint, env = served
     scenario = project / "refund.scenario.yaml"
     text = scenario.read_text()
     agent = f'agent: {{adapter: "{ADAPTERS[framework]}:reply", price: {{input: 0.4, output: 1.6}}}}'
     scenario.write_text(re.sub(r"^agent: .*$", agent, text, count=1, flags=re.M))
 
-    code, live = run_live(project, env)
+    code, live = run_here(project, env, monkeypatch)
     assert (code, live["verdict"]) == (0, "PASS"), live["reason"]
     # the agent's model (a mixture: 60% of sessions refund) is the only source of failures,
     # and every trial's cost is the usage of the calls that passed the trial's gate, at
@@ -141,7 +143,7 @@ def test_an_adapter_agent_is_measured_offline_and_replayed(
     broken = [f for r in endpoint.results() for f in r.failures if f.kind == "invariant"]
     assert broken == []
 
-    code, replayed = replay_here(project, env, monkeypatch)
+    code, replayed = run_here(project, env, monkeypatch)  # every trial from the cache
     assert code == 0
     assert replayed["model_calls"] == {"agent": 0, "user": 0, "judge": 0}
     assert (replayed["trials"], replayed["successes"]) == (live["trials"], live["successes"])
