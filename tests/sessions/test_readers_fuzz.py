@@ -5,8 +5,10 @@ hostile column values)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,9 @@ from agentrig.harness.property.profiles import agentrig_settings
 SAVED = sorted((Path(__file__).parents[1] / "state" / "data").glob("agent_state_*.json"))
 
 
+@functools.cache
 def _state() -> AgentState:
+    """The stored state of every example (immutable: read once)."""
     return AgentState.from_json(SAVED[0].read_text())
 
 
@@ -39,11 +43,24 @@ def _file_store_with(raw: bytes, tmp: Path, hostile: Any) -> None:
     hostile.check(lambda: store.save(state, expected_version=1), (SessionError,))
 
 
-def _stored_document(tmp: Path) -> bytes:
-    store = FileSessionStore(tmp / "base", clock=FakeClock())
-    state = _state()
-    store.create(state)
-    return store.path_of(state.agent_id).read_bytes()
+@functools.cache
+def _stored_document() -> bytes:
+    """The file a ``FileSessionStore`` writes for the state, which the examples damage: the
+    same for each (a fake clock), so written once, not once an example (2 fsyncs each)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = FileSessionStore(Path(tmp), clock=FakeClock())
+        store.create(_state())
+        return store.path_of(_state().agent_id).read_bytes()
+
+
+@functools.cache
+def _stored_database() -> bytes:
+    """The database file a ``SqliteSessionStore`` holding the state is, written once."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "sessions.db"
+        with SqliteSessionStore(path, clock=FakeClock()) as store:
+            store.create(_state())
+        return path.read_bytes()
 
 
 @agentrig_settings(max_examples=30)
@@ -52,7 +69,7 @@ def test_file_store_structural_mutants(
     tmp_path_factory: Any, hostile: Any, data: st.DataObject
 ) -> None:
     tmp = tmp_path_factory.mktemp("fuzz")
-    mutant = hostile.mutant(data, json.loads(_stored_document(tmp)))
+    mutant = hostile.mutant(data, json.loads(_stored_document()))
     try:
         raw = json.dumps(mutant, default=repr).encode("utf-8", "surrogatepass")
     except (ValueError, RecursionError):
@@ -64,7 +81,7 @@ def test_file_store_structural_mutants(
 @given(data=st.data())
 def test_file_store_damaged_bytes(tmp_path_factory: Any, hostile: Any, data: st.DataObject) -> None:
     tmp = tmp_path_factory.mktemp("fuzz")
-    _file_store_with(hostile.damaged(data, _stored_document(tmp)), tmp, hostile)
+    _file_store_with(hostile.damaged(data, _stored_document()), tmp, hostile)
 
 
 @agentrig_settings(max_examples=20)
@@ -90,9 +107,8 @@ def test_sqlite_store_hostile_cells(
     tmp_path_factory: Any, hostile: Any, data: st.DataObject
 ) -> None:
     path = tmp_path_factory.mktemp("fuzz") / "sessions.db"
+    path.write_bytes(_stored_database())
     state = _state()
-    with SqliteSessionStore(path, clock=FakeClock()) as store:
-        store.create(state)
     column = data.draw(st.sampled_from(COLUMNS), label="column")
     value = data.draw(CELLS | st.just(state.to_json()[:-1]), label="value")
     if column == "state" and data.draw(st.booleans(), label="mutant"):
@@ -120,9 +136,7 @@ def test_sqlite_store_damaged_database_file(
 ) -> None:
     path = tmp_path_factory.mktemp("fuzz") / "sessions.db"
     state = _state()
-    with SqliteSessionStore(path, clock=FakeClock()) as store:
-        store.create(state)
-    path.write_bytes(hostile.damaged(data, path.read_bytes()))
+    path.write_bytes(hostile.damaged(data, _stored_database()))
 
     def open_and_read() -> None:
         with SqliteSessionStore(path, clock=FakeClock(), timeout=1.0) as store:

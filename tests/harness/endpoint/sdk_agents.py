@@ -246,12 +246,22 @@ def async_anthropic_client(handle: EndpointHandle) -> Any:
     )
 
 
+def genai_ssl_options() -> dict[str, Any]:
+    """``HttpOptions`` fields that give google-genai agentrig's shared SSL context: without
+    them each ``genai.Client`` loads the certificates twice (about 40 ms CPU), for servers it
+    reaches over plain HTTP."""
+    from agentrig.drivers.network import shared_ssl_context
+
+    ssl_context = shared_ssl_context()
+    return {"client_args": {"verify": ssl_context}, "async_client_args": {"ssl": ssl_context}}
+
+
 def gemini_client(handle: EndpointHandle, *, attempts: int = 0) -> Any:
     """``google.genai.Client`` on the handle (sync and async), retrying ``attempts`` times
     with a back-off of 10 ms (0: it never retries, the SDK's default)."""
     from google.genai import Client, types
 
-    options: dict[str, Any] = {"base_url": handle.gemini_base_url}
+    options: dict[str, Any] = {"base_url": handle.gemini_base_url, **genai_ssl_options()}
     if not handle.live:
         options["httpx_client"] = handle.httpx_client()
         options["httpx_async_client"] = handle.async_httpx_client()

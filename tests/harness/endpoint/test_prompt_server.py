@@ -5,6 +5,7 @@ after the grace period)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import threading
 from collections.abc import Awaitable, Callable, Iterator
@@ -37,9 +38,8 @@ def _serving(app: App, grace: float = 1.0) -> Iterator[tuple[PromptServer, str, 
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]}, daemon=True)
     thread.start()
     try:
-        while not server.started:
-            assert thread.is_alive(), "the server did not start"
-            thread.join(0.005)
+        assert server.ready.wait(30)
+        assert server.started, "the server did not start"
         yield server, f"http://127.0.0.1:{listening.getsockname()[1]}", thread
     finally:
         server.stop()
@@ -96,3 +96,18 @@ def test_a_stop_before_the_server_runs_ends_it_as_soon_as_it_starts() -> None:
     thread.start()
     thread.join(30)
     assert not thread.is_alive()
+
+
+def test_ready_is_set_when_the_server_ends_without_starting() -> None:
+    """``EndpointServer.start`` waits on ``ready``: a server that cannot start wakes it too."""
+    server = PromptServer(uvicorn.Config("no_such_module:app", log_level="critical"))
+
+    def run() -> None:
+        with contextlib.suppress(SystemExit):  # uvicorn's exit, the app not found
+            server.run()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert server.ready.wait(30)
+    thread.join(30)
+    assert not server.started

@@ -19,36 +19,69 @@ from .conftest import WEATHER
 pytest.importorskip("openai")
 pytest.importorskip("uvicorn")
 
-AGENT = """\
-import os, sys
-import openai
+CONVERSATION = """\
+import json, os, sys
 
-# the official SDK reads OPENAI_BASE_URL and OPENAI_API_KEY: the agent is not changed for the test
-client = openai.OpenAI(max_retries=0)
 assert os.environ["AGENTRIG_SCENARIO"] == "weather"
 messages = [{"role": "system", "content": "You answer weather questions."},
             {"role": "user", "content": "Weather in Paris?"}]
 tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+"""
+
+# the official SDK reads OPENAI_BASE_URL and OPENAI_API_KEY: the agent is not changed for the test
+ON_THE_SDK = """\
+import openai
+
+client = openai.OpenAI(max_retries=0)
+
+def create(messages):
+    return client.chat.completions.create(
+        model=MODEL, messages=messages, tools=tools).choices[0].message.model_dump(exclude_none=True)
+"""
+
+# The same requests on the standard library, from the same variables, for the tests whose point
+# is the verdict, not the SDK: each agent importing openai cost 0.6 CPU s.
+ON_THE_STANDARD_LIBRARY = """\
+import urllib.request
+
+def create(messages):
+    request = urllib.request.Request(
+        os.environ["OPENAI_BASE_URL"].rstrip("/") + "/chat/completions",
+        data=json.dumps({"model": MODEL, "messages": messages, "tools": tools}).encode(),
+        headers={"content-type": "application/json",
+                 "authorization": "Bearer " + os.environ["OPENAI_API_KEY"]})
+    with urllib.request.urlopen(request) as answer:
+        message = json.load(answer)["choices"][0]["message"]
+    return {name: value for name, value in message.items() if value is not None}
+"""
+
+LOOP = """\
 while True:
-    message = client.chat.completions.create(
-        model=MODEL, messages=messages, tools=tools).choices[0].message
-    messages.append(message.model_dump(exclude_none=True))
-    if not message.tool_calls:
+    message = create(messages)
+    messages.append(message)
+    if not message.get("tool_calls"):
         break
-    for call in message.tool_calls:
-        messages.append({"role": "tool", "tool_call_id": call.id, "content": "sunny"})
-print("agent says:", message.content)
+    for call in message["tool_calls"]:
+        messages.append({"role": "tool", "tool_call_id": call["id"], "content": "sunny"})
+print("agent says:", message["content"])
 sys.exit(EXIT)
 """
 
 
 def _serve_running(
-    tmp_path: Path, write_scenario: Callable[[str], Path], model: str, exit_code: int = 0
+    tmp_path: Path,
+    write_scenario: Callable[[str], Path],
+    model: str,
+    exit_code: int = 0,
+    *,
+    sdk: bool = False,
 ) -> tuple[int, str]:
     scenario = write_scenario(WEATHER)
     agent = tmp_path / "agent.py"
-    agent.write_text(AGENT.replace("MODEL", repr(model)).replace("EXIT", str(exit_code)))
+    client = ON_THE_SDK if sdk else ON_THE_STANDARD_LIBRARY
+    script = CONVERSATION + client + LOOP
+    agent.write_text(script.replace("MODEL", repr(model)).replace("EXIT", str(exit_code)))
     reports = tmp_path / "reports"
     outcome = CliRunner().invoke(
         app,
@@ -60,7 +93,7 @@ def _serve_running(
 def test_a_passing_agent_exits_0_with_the_reports(
     tmp_path: Path, write_scenario: Callable[[str], Path]
 ) -> None:
-    code, output = _serve_running(tmp_path, write_scenario, "gpt-test")
+    code, output = _serve_running(tmp_path, write_scenario, "gpt-test", sdk=True)
     assert code == 0, output
     assert "running" in output
     assert "for weather" in output

@@ -4,6 +4,7 @@ uvicorn looks at ``should_exit`` every 0.1 s and, once it is set, pauses another
 closes the connections, then polls them every 0.1 s: about 0.15 s a stop, paid by every test
 and tool that starts and stops a live endpoint. Here the stop wakes the server at once, and the
 connections are watched every few milliseconds; the steps and the grace period are uvicorn's.
+Who starts one waits on :attr:`PromptServer.ready` instead of polling ``started``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import threading
 
 import uvicorn
 
@@ -29,6 +31,22 @@ class PromptServer(uvicorn.Server):
         super().__init__(config)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
+        self.ready = threading.Event()
+        """Set once the server has started (``started``), or has ended without starting."""
+
+    def run(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn's ``run``; :attr:`ready` is set when it ends, whatever happened."""
+        try:
+            super().run(sockets)
+        finally:
+            self.ready.set()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn's ``startup``; :attr:`ready` is set when it returns or fails."""
+        try:
+            await super().startup(sockets=sockets)
+        finally:
+            self.ready.set()
 
     def stop(self) -> None:
         """Ask the server to stop; its thread ends as soon as the connections have closed (or

@@ -34,9 +34,11 @@ class RecordThrough:
     def __init__(self, upstream: str, path: str | Path, *, timeout: float = 600.0) -> None:
         import httpx2
 
+        from agentrig.drivers.network import shared_ssl_context
+
         self.upstream = upstream.rstrip("/")
         self.path = Path(path)
-        self._client = httpx2.Client(timeout=timeout)
+        self._client = httpx2.Client(timeout=timeout, verify=shared_ssl_context())
         self.conversations = Conversations(self.path)
 
     @property

@@ -14,6 +14,8 @@ import pytest
 
 from agentrig.harness.endpoint.wire.base import WireAnswer, WireFormat, WireRequest
 
+from ..sdk_agents import genai_ssl_options
+
 httpx2 = pytest.importorskip("httpx2")
 
 MODEL = "model-test"
@@ -163,6 +165,7 @@ def gemini_client(handler: Callable[[Any], Any], *, asynchronous: bool = False) 
         base_url="http://test",
         httpx_client=httpx2.Client(transport=transport),
         **client,
+        **genai_ssl_options(),
     )
     return genai.Client(api_key="k", http_options=options)
 
