@@ -153,6 +153,24 @@ def test_modules_import_in_any_order() -> None:
     subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 
 
+def test_the_live_keys_module_imports_first() -> None:
+    """The scenario model and the module of its live keys import each other: a program whose
+    first import is the live keys' module gets a complete ``Scenario`` that loads a live file
+    (the model, importing the half-built module back, is completed when that module ends)."""
+    code = (
+        "from agentrig.harness.scenarios.live_model import JudgeSpec\n"
+        "from agentrig.harness.scenarios.loader import load_scenario\n"
+        "from agentrig.harness.scenarios.model import Scenario\n"
+        "assert Scenario.__pydantic_complete__\n"
+        "scenario = load_scenario('examples/live/refund.scenario.yaml')\n"
+        "assert scenario.is_live and isinstance(scenario.judge, JudgeSpec)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parents[1]
+    )
+    assert result.returncode == 0, result.stderr
+
+
 def test_the_runtime_imports_neither_fakes_nor_harness() -> None:
     runtime = modules_under(PACKAGE, skip=("fakes/", "harness/"))
     assert PACKAGE / "loop.py" in runtime

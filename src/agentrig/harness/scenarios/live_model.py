@@ -9,6 +9,7 @@ that plays them is :mod:`agentrig.harness.live`, imported only when a live scena
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
@@ -386,3 +387,20 @@ class TrialsSpec(RuledModel):
                 ("require", "metric"),
                 f"{self.require.metric} needs at least {match.group(1)} trials; max is {self.max}",
             )
+
+
+def _complete_the_scenario_model() -> None:
+    """Give the scenario model its live keys and complete ``Scenario`` with them, when this
+    module was imported first: the model, importing it back as it defined ``Scenario``, found it
+    half-built (see the end of :mod:`~agentrig.harness.scenarios.model`)."""
+    model = sys.modules["agentrig.harness.scenarios.model"]
+    if getattr(model, "UserSpec", None) is UserSpec:  # the model was first: it has them
+        return
+    for key in (JudgeSpec, TrialsSpec, UserSpec):
+        setattr(model, key.__name__, key)
+    scenario = getattr(model, "Scenario", None)
+    if scenario is not None:  # None: the model is first and still on its way to Scenario
+        scenario.model_rebuild()
+
+
+_complete_the_scenario_model()

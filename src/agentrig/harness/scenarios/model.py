@@ -1531,12 +1531,26 @@ class InvariantSelection(RuledModel):
             yield ("exclude",), "use either only or exclude, not both"
 
 
-# The live keys are defined in their own module, which builds on the models above.
-from agentrig.harness.scenarios.live_model import (  # noqa: E402
-    JudgeSpec,
-    TrialsSpec,
-    UserSpec,
-)
+def _live_model_half_built() -> bool:
+    """Whether the live keys' module is being imported (it imported this one first)."""
+    import sys
+
+    live = sys.modules.get("agentrig.harness.scenarios.live_model")
+    return live is not None and not hasattr(live, "UserSpec")
+
+
+# The live keys are defined in their own module, which builds on the models above. When that
+# module is imported first, it is half-built here: Scenario is then made without them, and the
+# live module completes it as it ends (``live_model._complete_the_scenario_model``).
+try:
+    from agentrig.harness.scenarios.live_model import (
+        JudgeSpec,
+        TrialsSpec,
+        UserSpec,
+    )
+except ImportError:
+    if not _live_model_half_built():
+        raise
 
 _LIVE_KEYS = ("user", "judge", "trials")
 _LIVE_AGENT: JsonDict = {
