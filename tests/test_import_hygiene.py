@@ -62,16 +62,24 @@ def offenders(paths: list[Path], forbidden: tuple[str, ...]) -> dict[str, list[s
     return found
 
 
+def python_output(code: str, *, cwd: Path | None = None) -> str:
+    """The standard output of ``code`` run by a fresh interpreter (failing the test, with its
+    standard error, when it does not exit 0)."""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 @pytest.mark.parametrize("package", ["agentrig", "agentrig.fakes"])
 def test_importing_pulls_in_nothing_heavy(package: str) -> None:
     code = (
         f"import json, sys; import {package}; "
         f"print(json.dumps(sorted(m for m in {list(HEAVY)!r} if m in sys.modules)))"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
-    assert json.loads(result.stdout) == []
+    stdout = python_output(code)
+    assert json.loads(stdout) == []
 
 
 SYNC_RUN = """
@@ -95,10 +103,8 @@ print(json.dumps(sorted(m for m in ("asyncio", "ssl") if m in sys.modules)))
 def test_a_sync_run_imports_no_asyncio() -> None:
     """asyncio (and the ssl module it brings) is imported where the async path needs it: about
     20 ms of every start-up that runs synchronously (``agentrig run``, a script, a worker)."""
-    result = subprocess.run(
-        [sys.executable, "-c", SYNC_RUN], capture_output=True, text=True, check=True, timeout=60
-    )
-    assert json.loads(result.stdout) == []
+    stdout = python_output(SYNC_RUN)
+    assert json.loads(stdout) == []
 
 
 def test_importing_agentrig_loads_a_module_only_when_a_name_needs_it() -> None:
@@ -109,10 +115,8 @@ def test_importing_agentrig_loads_a_module_only_when_a_name_needs_it() -> None:
         "agentrig.ExecutionBudget\n"
         "print(json.dumps([before, loaded()]))"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
-    before, after = json.loads(result.stdout)
+    stdout = python_output(code)
+    before, after = json.loads(stdout)
     assert before == ["agentrig"]
     assert "agentrig.budget" in after
     assert not any(name.startswith(("agentrig.loop", "agentrig.sessions")) for name in after)
@@ -130,10 +134,8 @@ def test_the_commands_help_imports_no_runtime() -> None:
         "    pass\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
-    loaded = json.loads(result.stdout.splitlines()[-1])
+    stdout = python_output(code)
+    loaded = json.loads(stdout.splitlines()[-1])
     assert "agentrig.harness.cli" in loaded
     heavy = ("pydantic", "agentrig.state", "agentrig.loop", "agentrig.harness.results")
     assert [name for name in loaded if name.startswith(heavy)] == []
@@ -150,7 +152,7 @@ def test_modules_import_in_any_order() -> None:
         "        del sys.modules[loaded]\n"
         "    importlib.import_module(name)\n"
     )
-    subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    python_output(code)
 
 
 def test_the_live_keys_module_imports_first() -> None:
@@ -165,10 +167,7 @@ def test_the_live_keys_module_imports_first() -> None:
         "scenario = load_scenario('examples/live/refund.scenario.yaml')\n"
         "assert scenario.is_live and isinstance(scenario.judge, JudgeSpec)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parents[1]
-    )
-    assert result.returncode == 0, result.stderr
+    python_output(code, cwd=PACKAGE.parents[1])
 
 
 def test_the_runtime_imports_neither_fakes_nor_harness() -> None:
